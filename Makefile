@@ -1,0 +1,74 @@
+# vmbuild - top-level Makefile.
+#
+# Every directory contributes a fragment (DIR/build.mk) that adds its
+# binaries to ALL, its test programs to TESTS and its benchmarks to BENCH.
+# Objects go to build/obj/, binaries to build/bin/, libraries to build/lib/.
+#
+#   make            build everything
+#   make check      install missing packages, build, run every test
+#   make demo       install, build, start hvsim + vmbuildd, create the examples
+#   make bench      benchmarks (ratios against a baseline of the same run)
+#   make check-xen  the lab: a real Xen 4.17 under QEMU
+#   make clean
+
+CC	?= cc
+CFLAGS	?= -O2 -g
+WARN	 = -Wall -Wextra -Werror -Wstrict-prototypes -Wmissing-prototypes \
+	   -Wshadow -Wpointer-arith -Wformat=2 -Wno-format-nonliteral
+CPPFLAGS += -D_GNU_SOURCE -MMD -MP -Ihypervisor/include -Ilibvmbuild -Idaemon
+ALL_CFLAGS = $(CPPFLAGS) $(WARN) $(CFLAGS) -pthread
+LDLIBS_COMMON = -pthread
+
+B	 = build
+BIN	 = $(B)/bin
+LIB	 = $(B)/lib
+OBJ	 = $(B)/obj
+
+PKG	 = pkg-config
+
+ALL	:=
+TESTS	:=
+BENCH	:=
+
+.PHONY: all check demo bench check-xen clean deps deps-check
+all: build-all
+
+include hypervisor/lib/build.mk
+include hypervisor/sim/build.mk
+include libvmbuild/build.mk
+include daemon/build.mk
+include cli/build.mk
+include guest/build.mk
+include tests/build.mk
+include bench/build.mk
+
+build-all: $(ALL)
+
+$(OBJ)/%.o: %.c
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(EXTRA_CFLAGS_$(dir $<)) -c -o $@ $<
+
+deps:
+	scripts/deps.sh build check
+
+check: deps
+	$(MAKE) build-all $(TESTS_DEPS)
+	scripts/run-tests $(TESTS)
+
+demo: deps
+	$(MAKE) build-all
+	scripts/demo.sh
+
+bench: deps
+	$(MAKE) build-all $(BENCH_DEPS)
+	scripts/run-bench $(BENCH)
+
+check-xen:
+	scripts/deps.sh build lab
+	$(MAKE) build-all
+	tests/lab/run.sh
+
+clean:
+	rm -rf $(B)
+
+-include $(shell find $(B) -name '*.d' 2>/dev/null)

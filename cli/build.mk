@@ -1,0 +1,1 @@
+# cli/build.mk - see the top-level Makefile for the conventions.

@@ -1,0 +1,1 @@
+# daemon/build.mk - see the top-level Makefile for the conventions.

@@ -1,0 +1,80 @@
+/*
+ * proto.h - the control protocol of vmbuildd, shared by daemon/ and cli/.
+ *
+ * JSON-RPC 2.0 over a Unix stream socket, one JSON object per line.
+ * Requests:  {"jsonrpc":"2.0","id":ID,"method":M,"params":{...}}
+ * Responses: {"jsonrpc":"2.0","id":ID,"result":...}
+ *            {"jsonrpc":"2.0","id":ID,"error":{"code":C,"message":S,"data":{...}}}
+ * Notifications (events) have no id: {"jsonrpc":"2.0","method":E,"params":{...}}.
+ * Unknown keys in params are ignored.  Shapes are in ../shared/DESIGN.md
+ * and README.md.
+ *
+ * Application error codes start at 1000 and are never reused: a retired
+ * code stays here, commented out, so that nobody gives it a new meaning.
+ */
+#ifndef VMBUILD_PROTO_H
+#define VMBUILD_PROTO_H
+
+#define VMBUILD_PROTO_VERSION	1
+
+#define VMBUILD_DEFAULT_SOCKET	"/run/vmbuild/control.sock"
+#define VMBUILD_SOCKET_ENV	"VMBUILD_SOCKET"
+#define VMBUILD_DEFAULT_STATE	"/var/lib/vmbuild"
+#define VMBUILD_DEFAULT_METRICS	"127.0.0.1:9741"
+
+/* Default limits (all configurable on vmbuildd's command line). */
+#define VMBUILD_MAX_REQUEST	(1024 * 1024)	/* bytes in one request line */
+#define VMBUILD_MAX_CONNECTIONS	256
+#define VMBUILD_MAX_TASKS	64		/* tasks running at once */
+
+/* Methods. */
+#define M_SERVER_HELLO		"server.hello"
+#define M_HOST_INFO		"host.info"
+#define M_HOST_SCRUB		"host.scrub"
+#define M_HOST_COUNTERS		"host.counters"
+#define M_VM_CREATE		"vm.create"
+#define M_VM_LIST		"vm.list"
+#define M_VM_INFO		"vm.info"
+#define M_VM_DESTROY		"vm.destroy"
+#define M_VM_PAUSE		"vm.pause"
+#define M_VM_UNPAUSE		"vm.unpause"
+#define M_TASK_LIST		"task.list"
+#define M_TASK_GET		"task.get"
+#define M_TASK_CANCEL		"task.cancel"
+#define M_EVENTS_SUBSCRIBE	"events.subscribe"
+
+/* Events (notifications). */
+#define E_TASK_PROGRESS		"task.progress"
+#define E_TASK_DONE		"task.done"
+#define E_VM_STATE		"vm.state"
+#define E_SCRUB_PROGRESS	"scrub.progress"
+
+/* JSON-RPC standard codes. */
+#define RPC_PARSE_ERROR		-32700
+#define RPC_INVALID_REQUEST	-32600
+#define RPC_METHOD_NOT_FOUND	-32601
+#define RPC_INVALID_PARAMS	-32602
+#define RPC_INTERNAL_ERROR	-32603
+
+/* Application codes; data.errno carries the errno where there is one. */
+#define E_PERMISSION		1000	/* peer may not call this method */
+#define E_NO_SUCH_VM		1001
+#define E_NO_SUCH_TASK		1002
+#define E_CONFIG		1003	/* data.errors: ["file:line: key: msg", ...] */
+#define E_NO_MEMORY		1004	/* the host cannot hold the guest */
+#define E_HYPERVISOR		1005	/* the hypervisor refused or failed */
+#define E_BUSY			1006	/* a limit was reached (tasks, connections) */
+#define E_CANCELLED		1007	/* the task was cancelled */
+#define E_EXISTS		1008	/* a VM of that name exists */
+#define E_UNAVAILABLE		1009	/* the hypervisor does not report this */
+#define E_REQUEST_TOO_LARGE	1010
+#define E_TASK_FINISHED		1011	/* cancel of a task that has ended */
+#define E_BAD_STATE		1012	/* e.g. pause of a paused VM */
+
+/* vmctl exit codes. */
+#define VMCTL_EXIT_OK		0
+#define VMCTL_EXIT_ERROR	1	/* the daemon reported an error */
+#define VMCTL_EXIT_USAGE	2
+#define VMCTL_EXIT_UNREACHABLE	3	/* cannot reach the daemon */
+
+#endif /* VMBUILD_PROTO_H */

@@ -1,0 +1,1 @@
+# guest/build.mk - see the top-level Makefile for the conventions.

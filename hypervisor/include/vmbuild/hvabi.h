@@ -1,0 +1,361 @@
+/*
+ * hvabi.h - the companion hypercall ABI of vmbuild.
+ *
+ * One header, shared by hvsim (hypervisor/sim), the Xen patch series
+ * (hypervisor/xen), libvmbuild's backends and the tests.  It defines:
+ *
+ *   - the three companion hypercalls: batched populate, scrub progress and
+ *     counters;
+ *   - the domain operations a toolstack needs from hvsim (create, destroy,
+ *     pause, unpause, list, max vCPUs, max memory, claims, foreign mapping);
+ *   - the framing hvsim uses to carry them on its Unix socket.
+ *
+ * Rules that keep it usable as a Xen hypercall buffer as well as a socket
+ * payload: every struct is fixed-size, naturally aligned, has explicit
+ * padding (which must be zero), and uses only fixed-width integer types.
+ * Variable parts are trailing arrays whose length is given by a count field
+ * in the fixed part.  A change of any layout bumps HV_ABI_VERSION.
+ *
+ * Errors are negative errno values, in hv_msg_hdr.status on the socket and
+ * as the hypercall return value on Xen.
+ */
+#ifndef VMBUILD_HVABI_H
+#define VMBUILD_HVABI_H
+
+#include <stdint.h>
+
+#define HV_ABI_VERSION		1
+#define HV_MSG_MAGIC		0x4d535648u	/* "HVSM" little-endian */
+
+#define HV_PAGE_SHIFT		12
+#define HV_PAGE_SIZE		(1u << HV_PAGE_SHIFT)
+#define HV_MAX_ORDER		18		/* 1 GiB extents on x86 */
+#define HV_ORDER_2M		9
+#define HV_ORDER_1G		18
+
+#define HV_MAX_NODES		64		/* as Xen's MAX_NUMNODES on x86 */
+#define HV_MAX_CPUS		4096
+#define HV_NAME_LEN		64		/* including the NUL */
+#define HV_NODE_ANY		0xffffu
+
+/* Bounds that a server enforces and a client must respect. */
+#define HV_MAX_PAYLOAD		(1u << 20)	/* bytes after the header */
+#define HV_MAX_EXTENTS		4096		/* extents per populate call */
+#define HV_MAX_MAP_PAGES	65536		/* pages per map call (256 MiB) */
+#define HV_MAX_LIST		1024		/* domains per list reply */
+
+/* ------------------------------------------------------------------ */
+/* Framing on hvsim's socket: a header, then `len` bytes of payload.   */
+
+struct hv_msg_hdr {
+	uint32_t magic;		/* HV_MSG_MAGIC */
+	uint16_t version;	/* HV_ABI_VERSION; a mismatch is -EPROTO */
+	uint16_t op;		/* enum hv_op */
+	uint32_t len;		/* payload bytes following; <= HV_MAX_PAYLOAD */
+	int32_t status;		/* reply only: 0 or -errno */
+	uint64_t seq;		/* chosen by the client, echoed in the reply */
+};
+
+enum hv_op {
+	HV_OP_HELLO = 1,	/* -> hv_hello_reply */
+	HV_OP_HOST_INFO,	/* -> hv_host_info + nodes[] + cpus[] */
+	HV_OP_DOMAIN_CREATE,	/* hv_domain_create -> hv_domain_create_reply */
+	HV_OP_DOMAIN_DESTROY,	/* hv_domid */
+	HV_OP_DOMAIN_PAUSE,	/* hv_domid */
+	HV_OP_DOMAIN_UNPAUSE,	/* hv_domid */
+	HV_OP_DOMAIN_LIST,	/* hv_domain_list -> hv_domain_list_reply + info[] */
+	HV_OP_DOMAIN_MAX_VCPUS,	/* hv_domain_set */
+	HV_OP_DOMAIN_MAX_MEM,	/* hv_domain_set (value in pages) */
+	HV_OP_CLAIM,		/* hv_domain_set (pages; 0 cancels) */
+	HV_OP_POPULATE,		/* hv_populate + extents[] -> hv_populate_reply */
+	HV_OP_MAP,		/* hv_map -> hv_map_reply + mfns[]; fd by SCM_RIGHTS */
+	HV_OP_SCRUB_PROGRESS,	/* -> hv_scrub_reply + nodes[] */
+	HV_OP_COUNTERS,		/* -> hv_counters */
+	HV_OP_SHADOW_WORKLOAD,	/* hv_shadow_workload -> hv_shadow_workload_reply */
+	HV_OP_MAX
+};
+
+/* Capabilities announced by HV_OP_HELLO. */
+#define HV_CAP_POPULATE_BATCH	(1u << 0)
+#define HV_CAP_SCRUB_PROGRESS	(1u << 1)
+#define HV_CAP_COUNTERS		(1u << 2)
+#define HV_CAP_MAP		(1u << 3)	/* foreign mapping of guest memory */
+#define HV_CAP_SHADOW		(1u << 4)	/* shadow paging model */
+#define HV_CAP_CLAIMS		(1u << 5)
+
+enum hv_backing {
+	HV_BACKING_REAL = 1,	/* memory is mapped; pages are real */
+	HV_BACKING_PHANTOM = 2,	/* metadata only */
+};
+
+enum hv_flush_mode {
+	HV_FLUSH_BATCH = 1,	/* one filter evaluation, <= 1 flush per batch */
+	HV_FLUSH_ALLOC = 2,	/* filter per page, flush per extent (Xen < 4.8) */
+};
+
+struct hv_hello_reply {
+	uint32_t abi_version;
+	uint32_t caps;		/* HV_CAP_* */
+	uint32_t backing;	/* enum hv_backing */
+	uint32_t flush_mode;	/* enum hv_flush_mode */
+	uint32_t shadow_threshold;
+	uint32_t pad;
+	uint64_t boot_time_ns;	/* CLOCK_REALTIME when the hypervisor started */
+	char	 name[HV_NAME_LEN];	/* implementation, e.g. "hvsim 0.1" */
+};
+
+/* ------------------------------------------------------------------ */
+/* Host topology.                                                      */
+
+struct hv_node_info {
+	uint32_t node;
+	uint32_t nr_cpus;
+	uint64_t first_mfn;	/* node memory is [first_mfn, first_mfn+total) */
+	uint64_t total_pages;
+	uint64_t free_pages;	/* clean + dirty */
+};
+
+struct hv_cpu_info {
+	uint32_t cpu;
+	uint32_t node;
+	uint32_t socket;
+	uint32_t core;		/* host-wide core id; SMT siblings share it */
+	uint32_t thread;	/* index within the core: 0 is the first sibling */
+	uint32_t pad;
+};
+
+struct hv_host_info {
+	uint32_t nr_nodes;	/* hv_node_info[nr_nodes] follows */
+	uint32_t nr_cpus;	/* then hv_cpu_info[nr_cpus] */
+	uint32_t threads_per_core;
+	uint32_t cores_per_node;
+	uint64_t total_pages;
+	uint64_t free_pages;
+	uint64_t outstanding_claims;	/* pages */
+	uint64_t max_mfn;
+};
+
+/* ------------------------------------------------------------------ */
+/* Domains.                                                            */
+
+typedef uint32_t hv_domid_t;
+#define HV_DOMID_INVALID	0x7ff4u	/* as Xen's DOMID_INVALID */
+#define HV_DOMID_FIRST		1	/* 0 is the control domain */
+#define HV_DOMID_MAX		0x7fefu	/* as Xen's DOMID_FIRST_RESERVED - 1 */
+
+/* hv_domain_create.flags */
+#define HV_DOMF_HVM		(1u << 0)
+#define HV_DOMF_HAP		(1u << 1)	/* without it, an HVM domain is shadow-paged */
+
+/* hv_domain_info.state */
+enum hv_domain_state {
+	HV_DOMSTATE_PAUSED = 1,	/* created domains start paused */
+	HV_DOMSTATE_RUNNING = 2,
+	HV_DOMSTATE_DYING = 3,
+};
+
+struct hv_domid {
+	hv_domid_t domid;
+	uint32_t pad;
+};
+
+struct hv_domain_create {
+	uint32_t flags;		/* HV_DOMF_* */
+	uint32_t max_vcpus;
+	uint64_t max_pages;
+	uint8_t	 handle[16];	/* toolstack's UUID, returned by list */
+	char	 name[HV_NAME_LEN];	/* informational; NUL-terminated */
+};
+
+struct hv_domain_create_reply {
+	hv_domid_t domid;
+	uint32_t pad;
+};
+
+struct hv_domain_set {
+	hv_domid_t domid;
+	uint32_t pad;
+	uint64_t value;
+};
+
+struct hv_domain_list {
+	hv_domid_t first_domid;	/* list domains with domid >= this */
+	uint32_t max;		/* <= HV_MAX_LIST */
+};
+
+struct hv_domain_info {
+	hv_domid_t domid;
+	uint32_t state;		/* enum hv_domain_state */
+	uint32_t flags;		/* HV_DOMF_* as created */
+	uint32_t max_vcpus;
+	uint64_t tot_pages;
+	uint64_t max_pages;
+	uint64_t outstanding_pages;	/* claim not yet populated */
+	uint64_t created_ns;	/* CLOCK_REALTIME */
+	uint8_t	 handle[16];
+	char	 name[HV_NAME_LEN];
+	uint64_t node_pages[HV_MAX_NODES];	/* tot_pages split by node */
+};
+
+struct hv_domain_list_reply {
+	uint32_t nr;		/* hv_domain_info[nr] follows */
+	uint32_t more;		/* 1 if domains past the last returned exist */
+};
+
+/* ------------------------------------------------------------------ */
+/* Hypercall 1: batched populate.                                      */
+
+/* hv_populate.flags */
+#define HV_POPF_EXACT_NODE	(1u << 0)	/* fail an extent rather than fall back */
+#define HV_POPF_ALLOW_DIRTY	(1u << 1)	/* take dirty pages, scrubbing inline */
+
+struct hv_extent {
+	uint64_t gfn;		/* aligned to 1 << order */
+	uint8_t	 order;		/* 0, HV_ORDER_2M or HV_ORDER_1G */
+	uint8_t	 pad;
+	uint16_t node;		/* requested node, or HV_NODE_ANY */
+	uint32_t pad2;
+};
+
+/*
+ * Populate extents[start..nr_extents) of the request.  The hypervisor may
+ * stop early (preemption); hv_populate_reply.next says where to continue.
+ * A failed extent ends the call with status -ENOMEM (exact node could not
+ * satisfy it) or -EINVAL (bad gfn/order/node); extents before `next` stay
+ * populated, and the caller owns undoing them (by destroying the domain).
+ */
+struct hv_populate {
+	hv_domid_t domid;
+	uint32_t flags;		/* HV_POPF_* */
+	uint32_t nr_extents;	/* hv_extent[nr_extents] follows; <= HV_MAX_EXTENTS */
+	uint32_t start;		/* first extent to do */
+};
+
+struct hv_populate_stats {
+	uint64_t extents_done;
+	uint64_t pages_done;
+	uint64_t pages_scrubbed_inline;
+	uint64_t pages_fallback;	/* not on the requested node */
+	uint64_t flushes_issued;
+	uint64_t flushes_avoided;	/* the filter found no CPU to flush */
+	uint64_t filter_evaluations;
+	uint64_t elapsed_ns;
+};
+
+struct hv_populate_reply {
+	uint32_t next;		/* index of the first extent not done */
+	uint32_t preempted;	/* 1 if stopped before nr_extents */
+	struct hv_populate_stats stats;
+};
+
+/* ------------------------------------------------------------------ */
+/* Foreign mapping (image loading).                                    */
+
+/*
+ * Translate gfn..gfn+nr of a domain to machine frames.  With real backing
+ * the reply carries, by SCM_RIGHTS, a descriptor of the host's memory in
+ * which machine frame m lives at offset m << HV_PAGE_SHIFT; the client
+ * mmaps runs of frames from it.  Phantom backing answers -EOPNOTSUPP.
+ */
+struct hv_map {
+	hv_domid_t domid;
+	uint32_t nr;		/* <= HV_MAX_MAP_PAGES */
+	uint64_t gfn;
+};
+
+struct hv_map_reply {
+	uint32_t nr;		/* uint64_t mfn[nr] follows */
+	uint32_t has_fd;	/* 1 when a descriptor came with the reply */
+};
+
+/* ------------------------------------------------------------------ */
+/* Hypercall 2: scrub progress.                                        */
+
+struct hv_scrub_node {
+	uint32_t node;
+	uint32_t workers;	/* scrub workers on this node (one per core) */
+	uint64_t total_pages;
+	uint64_t free_pages;	/* clean + dirty */
+	uint64_t dirty_pages;	/* free and not yet scrubbed */
+	uint64_t scrubbed_pages_total;	/* since boot, background + inline + boot */
+	uint64_t rate_pages_per_sec;	/* over the last sampling window */
+	uint32_t boot_scrub_done;
+	uint32_t pad;
+};
+
+struct hv_scrub_reply {
+	uint32_t nr_nodes;	/* hv_scrub_node[nr_nodes] follows */
+	uint32_t pad;
+	uint64_t now_ns;	/* CLOCK_MONOTONIC of the sample */
+};
+
+/* ------------------------------------------------------------------ */
+/* Hypercall 3: counters.  All monotonic 64-bit.                       */
+
+enum hv_flush_cause {
+	HV_FLUSH_CAUSE_POPULATE = 0,
+	HV_FLUSH_CAUSE_FREE,
+	HV_FLUSH_CAUSE_OTHER,
+	HV_FLUSH_CAUSE_MAX
+};
+
+enum hv_unshadow_reason {
+	HV_UNSHADOW_WRITE_FLOOD = 0,	/* N consecutive emulated writes */
+	HV_UNSHADOW_EARLY,		/* Xen's 2nd consecutive zero write */
+	HV_UNSHADOW_OTHER,		/* teardown, page freed, ... */
+	HV_UNSHADOW_REASON_MAX
+};
+
+enum hv_order_class {
+	HV_ORDER_CLASS_4K = 0,
+	HV_ORDER_CLASS_2M,
+	HV_ORDER_CLASS_1G,
+	HV_ORDER_CLASS_OTHER,
+	HV_ORDER_CLASS_MAX
+};
+
+struct hv_counters {
+	uint32_t version;	/* HV_ABI_VERSION of this layout */
+	uint32_t pad;
+	uint64_t tlb_flushes_issued[HV_FLUSH_CAUSE_MAX];
+	uint64_t tlb_flushes_filtered[HV_FLUSH_CAUSE_MAX];	/* avoided */
+	uint64_t tlb_filter_evaluations;	/* CPU-mask computations */
+	uint64_t tlb_flush_cpu_ipis;	/* CPUs interrupted by flushes */
+	uint64_t populate_calls;
+	uint64_t populate_preemptions;
+	uint64_t populate_extents[HV_ORDER_CLASS_MAX];
+	uint64_t populate_pages[HV_ORDER_CLASS_MAX];	/* 4 KiB pages, by extent order */
+	uint64_t populate_pages_fallback;
+	uint64_t scrub_pages_boot;
+	uint64_t scrub_pages_background;
+	uint64_t scrub_pages_inline;
+	uint64_t unshadow[HV_UNSHADOW_REASON_MAX];
+	uint64_t emulated_pt_writes;
+	uint64_t shadow_faults;
+	uint64_t domains_created;
+	uint64_t domains_destroyed;
+};
+
+/* ------------------------------------------------------------------ */
+/* Shadow paging model (hvsim): drive the synthetic guest workload.    */
+
+enum hv_shadow_pattern {
+	HV_SHADOW_PT_UPDATE = 1,	/* ordinary PTE updates, tables stay tables */
+	HV_SHADOW_IPERF = 2,	/* post 004: page-table pages become data pages */
+	HV_SHADOW_FORK_EXIT = 3,	/* zero writes to dying L1s (early unshadow) */
+};
+
+struct hv_shadow_workload {
+	hv_domid_t domid;	/* a running domain created without HV_DOMF_HAP */
+	uint32_t pattern;	/* enum hv_shadow_pattern */
+	uint64_t nr_writes;	/* emulated writes to run before replying */
+};
+
+struct hv_shadow_workload_reply {
+	uint64_t emulated_writes;
+	uint64_t unshadow[HV_UNSHADOW_REASON_MAX];
+	uint64_t shadow_faults;	/* writes trapped because the page was shadowed */
+	uint64_t elapsed_ns;
+};
+
+#endif /* VMBUILD_HVABI_H */

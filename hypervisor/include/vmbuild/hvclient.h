@@ -1,0 +1,79 @@
+/*
+ * hvclient.h - client side of hvsim's socket (hypervisor/lib/hvclient.c).
+ *
+ * A connection carries one request at a time; it is not thread-safe.
+ * Threads that populate in parallel open one connection each.
+ *
+ * Error convention: every function returns 0 or a negative errno, either a
+ * transport error (-ECONNRESET, -EPIPE, -EPROTO for a malformed reply, ...)
+ * or the status the hypervisor put in its reply.  Output arguments named
+ * ret_* are written only on success.
+ */
+#ifndef VMBUILD_HVCLIENT_H
+#define VMBUILD_HVCLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vmbuild/hvabi.h"
+
+struct hvc;
+
+/* Connect to hvsim at `path` and check the ABI version (HV_OP_HELLO). */
+int hvc_open(const char *path, struct hvc **ret_conn);
+/* NULL-tolerant. */
+void hvc_close(struct hvc *conn);
+
+/* The hello reply received by hvc_open. */
+const struct hv_hello_reply *hvc_hello(const struct hvc *conn);
+
+/*
+ * One raw call: send `op` with `req_len` bytes of `req`, receive at most
+ * `rep_cap` bytes into `rep`.  *ret_len gets the reply's payload length;
+ * if ret_fd is not NULL it gets a descriptor passed with the reply, or -1
+ * (the caller closes it).  A reply larger than rep_cap is -EMSGSIZE, and
+ * the connection stays usable.
+ */
+int hvc_call(struct hvc *conn, uint16_t op, const void *req, size_t req_len,
+    void *rep, size_t rep_cap, size_t *ret_len, int *ret_fd);
+
+/*
+ * Typed helpers.  Variable-sized replies are malloc'd; the caller frees
+ * them with free().
+ */
+int hvc_host_info(struct hvc *conn, struct hv_host_info **ret_info);
+/* Pointers into a reply of hvc_host_info. */
+struct hv_node_info *hvc_host_nodes(struct hv_host_info *info);
+struct hv_cpu_info *hvc_host_cpus(struct hv_host_info *info);
+
+int hvc_domain_create(struct hvc *conn, const struct hv_domain_create *req,
+    hv_domid_t *ret_domid);
+int hvc_domain_op(struct hvc *conn, uint16_t op, hv_domid_t domid);
+int hvc_domain_set(struct hvc *conn, uint16_t op, hv_domid_t domid,
+    uint64_t value);
+/* All domains, following `more` until the end. */
+int hvc_domain_list(struct hvc *conn, struct hv_domain_info **ret_info,
+    uint32_t *ret_nr);
+
+/*
+ * Populate all `nr` extents, continuing after preemption; `stats`
+ * accumulates.  On failure *ret_done (if not NULL) gets the number of
+ * extents populated before the failing one.
+ */
+int hvc_populate(struct hvc *conn, hv_domid_t domid, uint32_t flags,
+    const struct hv_extent *ext, uint32_t nr,
+    struct hv_populate_stats *stats, uint32_t *ret_done);
+
+/* Machine frames of gfn..gfn+nr; *ret_fd is the memory descriptor or -1. */
+int hvc_map(struct hvc *conn, hv_domid_t domid, uint64_t gfn, uint32_t nr,
+    uint64_t *mfns, int *ret_fd);
+
+int hvc_scrub_progress(struct hvc *conn, struct hv_scrub_reply **ret_reply);
+struct hv_scrub_node *hvc_scrub_nodes(struct hv_scrub_reply *reply);
+
+int hvc_counters(struct hvc *conn, struct hv_counters *ret_counters);
+
+int hvc_shadow_workload(struct hvc *conn, const struct hv_shadow_workload *req,
+    struct hv_shadow_workload_reply *ret_reply);
+
+#endif /* VMBUILD_HVCLIENT_H */

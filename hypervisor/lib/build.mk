@@ -1,0 +1,1 @@
+# hypervisor/lib/build.mk - see the top-level Makefile for the conventions.

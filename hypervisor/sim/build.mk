@@ -1,0 +1,1 @@
+# hypervisor/sim/build.mk - see the top-level Makefile for the conventions.

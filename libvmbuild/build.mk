@@ -1,0 +1,1 @@
+# libvmbuild/build.mk - see the top-level Makefile for the conventions.

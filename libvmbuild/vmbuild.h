@@ -1,0 +1,395 @@
+/*
+ * vmbuild.h - libvmbuild, the domain-building library of vmbuild.
+ *
+ * Parts: guest configuration (xl.cfg syntax and a key/value interface for
+ * other front ends), scrub-aware NUMA placement, the populate engine,
+ * image loading, and hypervisor backends ("sim" for hvsim, "xen").
+ *
+ * Error convention, for every function here: return 0 (or a count where
+ * documented) on success and a negative errno on failure.  Outputs named
+ * ret_* are written only on success.  The library never exits and never
+ * logs above debug level: debug messages go to the function given to
+ * vmb_ctx_set_log(), if any.  Configuration errors are not logged at all:
+ * they are returned in a struct vmb_diags, each naming file, line and key.
+ *
+ * Threads: a struct vmb_ctx may be used from several threads at once.
+ * A struct vmb_build is run by one thread; vmb_build_cancel() may be
+ * called from any other.
+ *
+ * Memory: structures returned through ret_* pointers are malloc'd and
+ * freed with the matching vmb_*_free(); all vmb_*_free() accept NULL.
+ */
+#ifndef VMBUILD_H
+#define VMBUILD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define VMB_VERSION		"0.1.0"
+
+#define VMB_MAX_NODES		64
+#define VMB_MAX_VNODES		16
+#define VMB_NAME_LEN		64	/* including the NUL */
+#define VMB_DOMID_INVALID	0x7ff4u
+
+/* ------------------------------------------------------------------ */
+/* Diagnostics: configuration errors and warnings.                     */
+
+enum vmb_severity { VMB_ERROR = 0, VMB_WARNING = 1 };
+
+struct vmb_diag {
+	enum vmb_severity severity;
+	char	file[256];	/* config file name, or "request" */
+	int	line;		/* 1-based; 0 when unknown */
+	char	key[64];	/* offending key; "" when none */
+	char	msg[256];	/* why */
+};
+
+struct vmb_diags {
+	struct vmb_diag *v;
+	size_t	n;
+	size_t	nr_errors;
+};
+
+/* Format one diagnostic as "file:line: key: msg" (or shorter). */
+void vmb_diag_format(const struct vmb_diag *d, char *buf, size_t len);
+/* Frees the array, not the struct. */
+void vmb_diags_done(struct vmb_diags *diags);
+
+/* ------------------------------------------------------------------ */
+/* Guest description.                                                  */
+
+enum vmb_guest_type { VMB_GUEST_PVH = 0, VMB_GUEST_HVM, VMB_GUEST_PV };
+
+struct vmb_vnode {
+	uint32_t pnode;		/* host node */
+	uint64_t size_bytes;
+	uint64_t vcpus[4];	/* bitmap of vCPUs, up to 256 */
+};
+
+struct vmb_guest {
+	char	name[VMB_NAME_LEN];
+	enum vmb_guest_type type;
+	uint64_t memory_bytes;	/* populated at build */
+	uint64_t maxmem_bytes;	/* >= memory_bytes */
+	uint32_t vcpus;
+	uint32_t maxvcpus;	/* >= vcpus */
+	bool	hap;		/* false: shadow paging (xl.cfg hap=0) */
+	char	*kernel;	/* absolute path after validation */
+	char	*ramdisk;	/* NULL if none */
+	char	*cmdline;	/* NULL if none */
+	char	*cpus;		/* as written, e.g. "nodes:0-1"; NULL if none */
+	uint64_t node_mask;	/* nodes allowed by cpus="nodes:..."; 0 = any */
+	uint32_t nr_vnodes;
+	struct vmb_vnode vnodes[VMB_MAX_VNODES];
+	uint8_t	uuid[16];	/* all zero: generated at build */
+	char	*source;	/* file the description came from, or NULL */
+};
+
+/* A value of the key/value interface, as xl.cfg or JSON give it. */
+enum vmb_value_type { VMB_VALUE_STRING, VMB_VALUE_INT, VMB_VALUE_LIST };
+
+struct vmb_value {
+	enum vmb_value_type type;
+	int	line;		/* where it was written; 0 when unknown */
+	union {
+		const char *s;
+		long long i;
+		struct {
+			const struct vmb_value *v;
+			size_t	n;
+		} list;
+	} u;
+};
+
+int vmb_guest_new(struct vmb_guest **ret_guest);
+void vmb_guest_free(struct vmb_guest *guest);
+int vmb_guest_copy(const struct vmb_guest *src, struct vmb_guest **ret_guest);
+
+/*
+ * Set one key (xl.cfg names: name, type, memory, maxmem, vcpus, maxvcpus,
+ * kernel, ramdisk, cmdline, extra, cpus, vnuma, hap, uuid).  Sizes are in
+ * MiB as in xl.cfg.  An unknown key or a bad value adds a diagnostic
+ * (file `where`, the value's line) and returns -EINVAL.
+ */
+int vmb_guest_set(struct vmb_guest *guest, const char *key,
+    const struct vmb_value *value, const char *where, struct vmb_diags *diags);
+
+/*
+ * Check the description as a whole (mandatory keys, memory <= maxmem,
+ * vnuma sizes, kernel readable) and fill defaults.  Relative kernel and
+ * ramdisk paths are taken relative to `basedir` (NULL: the current
+ * directory).  Returns -EINVAL with diagnostics when invalid.
+ */
+int vmb_guest_validate(struct vmb_guest *guest, const char *basedir,
+    const char *where, struct vmb_diags *diags);
+
+/*
+ * Parse xl.cfg syntax: a file, or text held in memory (`where` names it
+ * in diagnostics; relative paths are resolved against `basedir`).  On
+ * failure, *diags holds every error found, not just the first.
+ */
+int vmb_config_parse_file(const char *path, struct vmb_guest **ret_guest,
+    struct vmb_diags *diags);
+int vmb_config_parse_text(const char *text, size_t len, const char *where,
+    const char *basedir, struct vmb_guest **ret_guest,
+    struct vmb_diags *diags);
+
+/* ------------------------------------------------------------------ */
+/* Context and backends.                                               */
+
+struct vmb_ctx;
+
+/* Capabilities of the backend and hypervisor behind a context. */
+#define VMB_CAP_BATCH_POPULATE	(1u << 0)	/* companion populate hypercall */
+#define VMB_CAP_SCRUB_PROGRESS	(1u << 1)
+#define VMB_CAP_COUNTERS	(1u << 2)	/* companion counters */
+#define VMB_CAP_PERF_COUNTERS	(1u << 3)	/* Xen perf counters */
+#define VMB_CAP_IMAGE_LOAD	(1u << 4)	/* guest memory can be mapped */
+#define VMB_CAP_CLAIMS		(1u << 5)
+#define VMB_CAP_SHADOW		(1u << 6)
+
+/*
+ * Open a backend: "sim:PATH" (hvsim's socket), "xen", or "auto" (xen if
+ * /dev/xen/privcmd or /proc/xen/privcmd opens, else -ENODEV).
+ */
+int vmb_ctx_open(const char *hypervisor, struct vmb_ctx **ret_ctx);
+void vmb_ctx_free(struct vmb_ctx *ctx);
+const char *vmb_ctx_backend(const struct vmb_ctx *ctx);	/* "sim", "xen" */
+uint32_t vmb_ctx_caps(const struct vmb_ctx *ctx);
+/* Human description of the hypervisor, e.g. "hvsim 0.1 (real, batch)". */
+const char *vmb_ctx_hypervisor(const struct vmb_ctx *ctx);
+
+typedef void vmb_log_fn(void *user, const char *msg);
+void vmb_ctx_set_log(struct vmb_ctx *ctx, vmb_log_fn *fn, void *user);
+
+/* ------------------------------------------------------------------ */
+/* Host.                                                               */
+
+struct vmb_cpu {
+	uint32_t cpu, node, socket, core, thread;
+};
+
+struct vmb_node {
+	uint32_t node;
+	uint32_t nr_cpus;
+	uint64_t total_bytes;
+	uint64_t free_bytes;	/* clean + dirty */
+};
+
+struct vmb_host {
+	uint32_t nr_nodes;
+	uint32_t nr_cpus;
+	uint32_t threads_per_core;
+	uint32_t cores_per_node;
+	uint64_t total_bytes;
+	uint64_t free_bytes;
+	uint64_t claimed_bytes;	/* outstanding claims */
+	struct vmb_node nodes[VMB_MAX_NODES];
+	struct vmb_cpu *cpus;	/* nr_cpus entries */
+};
+
+int vmb_host_info(struct vmb_ctx *ctx, struct vmb_host **ret_host);
+void vmb_host_free(struct vmb_host *host);
+
+/* Scrub progress.  `have` says which fields the hypervisor reports. */
+#define VMB_SCRUB_HAVE_DIRTY	(1u << 0)
+#define VMB_SCRUB_HAVE_SCRUBBED	(1u << 1)
+#define VMB_SCRUB_HAVE_RATE	(1u << 2)
+#define VMB_SCRUB_HAVE_BOOT	(1u << 3)
+
+struct vmb_scrub_node {
+	uint32_t node;
+	uint32_t workers;
+	uint64_t total_bytes;
+	uint64_t free_bytes;
+	uint64_t dirty_bytes;
+	uint64_t scrubbed_bytes_total;
+	uint64_t rate_bytes_per_sec;
+	bool	boot_scrub_done;
+};
+
+struct vmb_scrub {
+	uint32_t have;		/* VMB_SCRUB_HAVE_* */
+	uint32_t nr_nodes;
+	struct vmb_scrub_node nodes[VMB_MAX_NODES];
+};
+
+/* -EOPNOTSUPP when the hypervisor reports nothing per node. */
+int vmb_scrub_progress(struct vmb_ctx *ctx, struct vmb_scrub *ret_scrub);
+
+/* Counters; `have` says which groups are real (never report 0 for unknown). */
+#define VMB_CNT_HAVE_FLUSH	(1u << 0)
+#define VMB_CNT_HAVE_POPULATE	(1u << 1)
+#define VMB_CNT_HAVE_SCRUB	(1u << 2)
+#define VMB_CNT_HAVE_SHADOW	(1u << 3)
+
+enum vmb_flush_cause { VMB_FLUSH_POPULATE = 0, VMB_FLUSH_FREE, VMB_FLUSH_OTHER,
+	VMB_FLUSH_CAUSE_MAX };
+enum vmb_unshadow_reason { VMB_UNSHADOW_WRITE_FLOOD = 0, VMB_UNSHADOW_EARLY,
+	VMB_UNSHADOW_OTHER, VMB_UNSHADOW_REASON_MAX };
+enum vmb_order_class { VMB_ORDER_4K = 0, VMB_ORDER_2M, VMB_ORDER_1G,
+	VMB_ORDER_OTHER, VMB_ORDER_CLASS_MAX };
+
+struct vmb_counters {
+	uint32_t have;		/* VMB_CNT_HAVE_* */
+	uint64_t tlb_flushes_issued[VMB_FLUSH_CAUSE_MAX];
+	uint64_t tlb_flushes_filtered[VMB_FLUSH_CAUSE_MAX];
+	uint64_t tlb_filter_evaluations;
+	uint64_t tlb_flush_cpu_ipis;
+	uint64_t populate_calls;
+	uint64_t populate_preemptions;
+	uint64_t populate_extents[VMB_ORDER_CLASS_MAX];
+	uint64_t populate_pages[VMB_ORDER_CLASS_MAX];
+	uint64_t populate_pages_fallback;
+	uint64_t scrub_pages_boot;
+	uint64_t scrub_pages_background;
+	uint64_t scrub_pages_inline;
+	uint64_t unshadow[VMB_UNSHADOW_REASON_MAX];
+	uint64_t emulated_pt_writes;
+	uint64_t shadow_faults;
+	uint64_t domains_created;
+	uint64_t domains_destroyed;
+};
+
+int vmb_counters(struct vmb_ctx *ctx, struct vmb_counters *ret_counters);
+
+/* ------------------------------------------------------------------ */
+/* Domains.                                                            */
+
+enum vmb_domain_state {
+	VMB_DOM_PAUSED = 0,
+	VMB_DOM_RUNNING,
+	VMB_DOM_BLOCKED,
+	VMB_DOM_SHUTDOWN,	/* shut down, not yet destroyed */
+	VMB_DOM_DYING,
+	VMB_DOM_CRASHED,
+};
+
+const char *vmb_domain_state_name(enum vmb_domain_state state);
+
+struct vmb_domain {
+	uint32_t domid;
+	enum vmb_domain_state state;
+	uint8_t	uuid[16];
+	char	name[VMB_NAME_LEN];	/* as the hypervisor knows it; may be "" */
+	bool	hap;
+	uint32_t vcpus;
+	uint64_t memory_bytes;		/* populated */
+	uint64_t max_memory_bytes;
+	uint64_t outstanding_bytes;	/* claimed, not yet populated */
+	uint64_t cpu_time_ns;
+	uint32_t nr_nodes;		/* host nodes described in node_bytes */
+	uint64_t node_bytes[VMB_MAX_NODES];
+};
+
+/* Every domain but the control domain; *ret_domains may be NULL when 0. */
+int vmb_domain_list(struct vmb_ctx *ctx, struct vmb_domain **ret_domains,
+    size_t *ret_nr);
+int vmb_domain_get(struct vmb_ctx *ctx, uint32_t domid,
+    struct vmb_domain *ret_domain);
+int vmb_domain_destroy(struct vmb_ctx *ctx, uint32_t domid);
+int vmb_domain_pause(struct vmb_ctx *ctx, uint32_t domid);
+int vmb_domain_unpause(struct vmb_ctx *ctx, uint32_t domid);
+
+/* ------------------------------------------------------------------ */
+/* Placement.                                                          */
+
+struct vmb_placement {
+	uint32_t nr_nodes;
+	uint32_t nodes[VMB_MAX_NODES];		/* chosen host nodes */
+	uint64_t node_bytes[VMB_MAX_NODES];	/* guest memory on nodes[i] */
+	char	reason[512];			/* why, for `vmctl info` */
+};
+
+/*
+ * Choose nodes for `guest`: honour vnuma and cpus="nodes:..." first;
+ * otherwise prefer nodes whose free clean memory covers the guest, then
+ * fewer nodes, then less loaded CPUs.  -ENOMEM when nothing fits.
+ */
+int vmb_place(struct vmb_ctx *ctx, const struct vmb_guest *guest,
+    struct vmb_placement *ret_placement);
+
+/* ------------------------------------------------------------------ */
+/* Building.                                                           */
+
+enum vmb_populate_strategy {
+	VMB_POPULATE_ENGINE = 0,	/* parallel NUMA-local batches */
+	VMB_POPULATE_LIBXL,		/* libxl's meminit_hvm pattern */
+};
+
+const char *vmb_populate_strategy_name(enum vmb_populate_strategy s);
+int vmb_populate_strategy_parse(const char *name,
+    enum vmb_populate_strategy *ret_strategy);
+
+struct vmb_build_opts {
+	enum vmb_populate_strategy strategy;
+	uint32_t batch_bytes_max;	/* 0: default */
+	uint32_t batches_in_flight;	/* per node; 0: default */
+	bool	start_paused;		/* leave the domain paused */
+};
+
+enum vmb_build_phase {
+	VMB_PHASE_PLACE = 0,
+	VMB_PHASE_CREATE,
+	VMB_PHASE_CLAIM,
+	VMB_PHASE_POPULATE,
+	VMB_PHASE_LOAD,
+	VMB_PHASE_BOOT,
+	VMB_PHASE_DONE,
+	VMB_PHASE_UNDO,		/* rolling back after failure or cancel */
+};
+
+const char *vmb_build_phase_name(enum vmb_build_phase phase);
+
+struct vmb_progress {
+	enum vmb_build_phase phase;
+	uint32_t domid;		/* VMB_DOMID_INVALID until created */
+	uint64_t done;		/* bytes populated so far */
+	uint64_t total;		/* bytes to populate */
+};
+
+/*
+ * Called from the building thread and from populate workers; must be
+ * thread-safe and quick.  Called at least at every phase change.
+ */
+typedef void vmb_progress_fn(void *user, const struct vmb_progress *progress);
+
+struct vmb_populate_stats {
+	uint64_t calls;			/* populate requests made */
+	uint64_t extents[VMB_ORDER_CLASS_MAX];
+	uint64_t pages_scrubbed_inline;
+	uint64_t pages_fallback;
+	uint64_t flushes_issued;
+	uint64_t flushes_avoided;
+	uint64_t filter_evaluations;
+	uint64_t node_bytes[VMB_MAX_NODES];
+};
+
+struct vmb_build_result {
+	uint32_t domid;
+	uint8_t	uuid[16];
+	struct vmb_placement placement;
+	struct vmb_populate_stats populate;
+	bool	image_loaded;	/* false when the backend cannot map memory */
+	uint64_t entry;		/* guest physical entry point */
+	uint64_t phase_ns[VMB_PHASE_DONE];	/* time spent per phase */
+	uint64_t total_ns;
+};
+
+struct vmb_build;
+
+int vmb_build_new(struct vmb_ctx *ctx, const struct vmb_guest *guest,
+    const struct vmb_build_opts *opts, vmb_progress_fn *progress, void *user,
+    struct vmb_build **ret_build);
+/*
+ * Build the domain; blocks.  On any failure, or -ECANCELED after
+ * vmb_build_cancel(), everything done is undone (the domain is destroyed,
+ * no page stays allocated) before it returns.
+ */
+int vmb_build_run(struct vmb_build *build, struct vmb_build_result *ret_result);
+void vmb_build_cancel(struct vmb_build *build);
+void vmb_build_free(struct vmb_build *build);
+
+#endif /* VMBUILD_H */
