@@ -43,6 +43,34 @@
 #define M_TASK_CANCEL		"task.cancel"
 #define M_EVENTS_SUBSCRIBE	"events.subscribe"
 
+/*
+ * Parameters (keys of "params"; all optional unless marked).
+ *
+ * A VM is named by P_VM: its name (string) or its domain id (integer).
+ * "name" (string) and "id" (integer) are accepted as well.  A task is
+ * named by P_TASK (integer task id; "id" is accepted too).
+ *
+ *   vm.create        P_CONFIG (xl.cfg text) and P_CONFIG_PATH (where it
+ *                    came from: relative kernel paths and error messages),
+ *                    or P_GUEST (an object with xl.cfg key names);
+ *                    P_WAIT (bool, default false: reply {"task":N} at once;
+ *                    true: reply when the build ends, with the VM's info);
+ *                    P_PAUSED (bool: leave the domain paused).
+ *   vm.info/destroy/pause/unpause   P_VM (required)
+ *   task.get/cancel  P_TASK (required)
+ *   events.subscribe P_EVENTS (list of event names; default: all)
+ *   host.scrub, host.info, host.counters, vm.list, task.list,
+ *   server.hello     none
+ */
+#define P_VM			"vm"
+#define P_TASK			"task"
+#define P_CONFIG		"config"
+#define P_CONFIG_PATH		"config_path"
+#define P_GUEST			"guest"
+#define P_WAIT			"wait"
+#define P_PAUSED		"paused"
+#define P_EVENTS		"events"
+
 /* Events (notifications). */
 #define E_TASK_PROGRESS		"task.progress"
 #define E_TASK_DONE		"task.done"
