@@ -1,1 +1,12 @@
 # hypervisor/lib/build.mk - see the top-level Makefile for the conventions.
+#
+# libhvclient.a: the client of hvsim's socket (vmbuild/hvclient.h), linked
+# by libvmbuild's sim backend, the tests and the benchmarks.
+HVCLIENT_LIB := $(LIB)/libhvclient.a
+HVCLIENT_OBJS := $(OBJ)/hypervisor/lib/hvclient.o
+
+$(HVCLIENT_LIB): $(HVCLIENT_OBJS)
+	@mkdir -p $(dir $@)
+	$(AR) rcs $@ $^
+
+ALL += $(HVCLIENT_LIB)

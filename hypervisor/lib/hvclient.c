@@ -1,0 +1,572 @@
+/*
+ * hvclient.c - client side of hvsim's socket (see vmbuild/hvclient.h).
+ *
+ * One request at a time per connection: a header plus payload goes out,
+ * one header plus payload comes back with the same seq.  A descriptor may
+ * ride along with the reply header (SCM_RIGHTS, HV_OP_MAP).  Any framing
+ * error leaves the stream in an unknown state, so the connection is then
+ * marked broken and every later call fails with -ECONNRESET.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "vmbuild/hvclient.h"
+
+struct hvc {
+	int fd;
+	bool broken;
+	uint64_t seq;
+	struct hv_hello_reply hello;
+};
+
+static int
+write_all(int fd, struct iovec *iov, int iovcnt)
+{
+	while (iovcnt > 0) {
+		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = iovcnt };
+		ssize_t n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		while (iovcnt > 0 && (size_t)n >= iov->iov_len) {
+			n -= iov->iov_len;
+			iov++;
+			iovcnt--;
+		}
+		if (iovcnt > 0) {
+			iov->iov_base = (char *)iov->iov_base + n;
+			iov->iov_len -= n;
+		}
+	}
+	return 0;
+}
+
+/*
+ * Read exactly len bytes.  If fdp is not NULL, a descriptor passed with
+ * any part of the data is stored there (a second one is closed: the
+ * protocol never sends two).
+ */
+static int
+read_all(int fd, void *buf, size_t len, int *fdp)
+{
+	char *p = buf;
+
+	while (len > 0) {
+		union {
+			struct cmsghdr align;
+			char buf[CMSG_SPACE(sizeof(int))];
+		} cbuf;
+		struct iovec iov = { .iov_base = p, .iov_len = len };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+		struct cmsghdr *cm;
+		ssize_t n;
+
+		if (fdp) {
+			mh.msg_control = cbuf.buf;
+			mh.msg_controllen = sizeof(cbuf.buf);
+		}
+		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (n == 0)
+			return -ECONNRESET;
+		for (cm = fdp ? CMSG_FIRSTHDR(&mh) : NULL; cm;
+		    cm = CMSG_NXTHDR(&mh, cm)) {
+			int rfd;
+
+			if (cm->cmsg_level != SOL_SOCKET ||
+			    cm->cmsg_type != SCM_RIGHTS ||
+			    cm->cmsg_len < CMSG_LEN(sizeof(int)))
+				continue;
+			memcpy(&rfd, CMSG_DATA(cm), sizeof(int));
+			if (*fdp >= 0)
+				close(rfd);
+			else
+				*fdp = rfd;
+		}
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+/* Read and discard len bytes of payload. */
+static int
+drain(int fd, size_t len)
+{
+	char tmp[4096];
+	int rc;
+
+	while (len > 0) {
+		size_t n = len < sizeof(tmp) ? len : sizeof(tmp);
+
+		rc = read_all(fd, tmp, n, NULL);
+		if (rc < 0)
+			return rc;
+		len -= n;
+	}
+	return 0;
+}
+
+int
+hvc_call(struct hvc *conn, uint16_t op, const void *req, size_t req_len,
+    void *rep, size_t rep_cap, size_t *ret_len, int *ret_fd)
+{
+	struct hv_msg_hdr hdr = {
+		.magic = HV_MSG_MAGIC,
+		.version = HV_ABI_VERSION,
+		.op = op,
+		.len = (uint32_t)req_len,
+	};
+	struct iovec iov[2];
+	int fd = -1;
+	int rc;
+
+	if (!conn || (req_len && !req) || (rep_cap && !rep))
+		return -EINVAL;
+	if (req_len > HV_MAX_PAYLOAD)
+		return -EMSGSIZE;
+	if (conn->broken)
+		return -ECONNRESET;
+
+	hdr.seq = ++conn->seq;
+	iov[0] = (struct iovec){ .iov_base = &hdr, .iov_len = sizeof(hdr) };
+	iov[1] = (struct iovec){ .iov_base = (void *)req, .iov_len = req_len };
+	rc = write_all(conn->fd, iov, req_len ? 2 : 1);
+	if (rc < 0)
+		goto broken;
+
+	rc = read_all(conn->fd, &hdr, sizeof(hdr), &fd);
+	if (rc < 0)
+		goto broken;
+	if (hdr.magic != HV_MSG_MAGIC || hdr.version != HV_ABI_VERSION ||
+	    hdr.op != op || hdr.seq != conn->seq || hdr.len > HV_MAX_PAYLOAD ||
+	    hdr.status > 0) {
+		rc = -EPROTO;
+		goto broken;
+	}
+	if (hdr.len > rep_cap) {
+		/* Keep the stream in step: consume what we cannot take. */
+		rc = drain(conn->fd, hdr.len);
+		if (rc < 0)
+			goto broken;
+		rc = hdr.status < 0 ? hdr.status : -EMSGSIZE;
+		goto out;
+	}
+	rc = read_all(conn->fd, rep, hdr.len, &fd);
+	if (rc < 0)
+		goto broken;
+	/*
+	 * A failing call may still carry a payload (a populate that stopped
+	 * at a bad extent says how far it got), so the length is reported
+	 * either way.
+	 */
+	if (ret_len)
+		*ret_len = hdr.len;
+	rc = hdr.status;
+	if (rc == 0 && ret_fd) {
+		*ret_fd = fd;
+		fd = -1;
+	}
+	goto out;
+
+broken:
+	conn->broken = true;
+out:
+	if (fd >= 0)
+		close(fd);
+	return rc;
+}
+
+int
+hvc_open(const char *path, struct hvc **ret_conn)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct hvc *conn = NULL;
+	size_t len = 0;
+	int rc;
+
+	if (!path || !ret_conn)
+		return -EINVAL;
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sun.sun_path, path);
+
+	conn = calloc(1, sizeof(*conn));
+	if (!conn)
+		return -ENOMEM;
+	conn->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (conn->fd < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	if (connect(conn->fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	rc = hvc_call(conn, HV_OP_HELLO, NULL, 0, &conn->hello,
+	    sizeof(conn->hello), &len, NULL);
+	if (rc < 0)
+		goto fail;
+	if (len != sizeof(conn->hello) ||
+	    conn->hello.abi_version != HV_ABI_VERSION) {
+		rc = -EPROTO;
+		goto fail;
+	}
+	conn->hello.name[HV_NAME_LEN - 1] = '\0';
+	*ret_conn = conn;
+	return 0;
+
+fail:
+	hvc_close(conn);
+	return rc;
+}
+
+void
+hvc_close(struct hvc *conn)
+{
+	if (!conn)
+		return;
+	if (conn->fd >= 0)
+		close(conn->fd);
+	free(conn);
+}
+
+const struct hv_hello_reply *
+hvc_hello(const struct hvc *conn)
+{
+	return &conn->hello;
+}
+
+int
+hvc_host_info(struct hvc *conn, struct hv_host_info **ret_info)
+{
+	size_t cap = sizeof(struct hv_host_info) +
+	    HV_MAX_NODES * sizeof(struct hv_node_info) +
+	    HV_MAX_CPUS * sizeof(struct hv_cpu_info);
+	struct hv_host_info *info;
+	size_t len = 0;
+	int rc;
+
+	info = malloc(cap);
+	if (!info)
+		return -ENOMEM;
+	rc = hvc_call(conn, HV_OP_HOST_INFO, NULL, 0, info, cap, &len, NULL);
+	if (rc < 0)
+		goto fail;
+	if (len < sizeof(*info) || info->nr_nodes > HV_MAX_NODES ||
+	    info->nr_cpus > HV_MAX_CPUS ||
+	    len != sizeof(*info) +
+	    info->nr_nodes * sizeof(struct hv_node_info) +
+	    info->nr_cpus * sizeof(struct hv_cpu_info)) {
+		rc = -EPROTO;
+		goto fail;
+	}
+	*ret_info = info;
+	return 0;
+
+fail:
+	free(info);
+	return rc;
+}
+
+struct hv_node_info *
+hvc_host_nodes(struct hv_host_info *info)
+{
+	return (struct hv_node_info *)(info + 1);
+}
+
+struct hv_cpu_info *
+hvc_host_cpus(struct hv_host_info *info)
+{
+	return (struct hv_cpu_info *)(hvc_host_nodes(info) + info->nr_nodes);
+}
+
+int
+hvc_domain_create(struct hvc *conn, const struct hv_domain_create *req,
+    hv_domid_t *ret_domid)
+{
+	struct hv_domain_create_reply rep;
+	size_t len = 0;
+	int rc;
+
+	rc = hvc_call(conn, HV_OP_DOMAIN_CREATE, req, sizeof(*req), &rep,
+	    sizeof(rep), &len, NULL);
+	if (rc < 0)
+		return rc;
+	if (len != sizeof(rep))
+		return -EPROTO;
+	if (ret_domid)
+		*ret_domid = rep.domid;
+	return 0;
+}
+
+int
+hvc_domain_op(struct hvc *conn, uint16_t op, hv_domid_t domid)
+{
+	struct hv_domid req = { .domid = domid };
+
+	if (op != HV_OP_DOMAIN_DESTROY && op != HV_OP_DOMAIN_PAUSE &&
+	    op != HV_OP_DOMAIN_UNPAUSE)
+		return -EINVAL;
+	return hvc_call(conn, op, &req, sizeof(req), NULL, 0, NULL, NULL);
+}
+
+int
+hvc_domain_set(struct hvc *conn, uint16_t op, hv_domid_t domid,
+    uint64_t value)
+{
+	struct hv_domain_set req = { .domid = domid, .value = value };
+
+	if (op != HV_OP_DOMAIN_MAX_VCPUS && op != HV_OP_DOMAIN_MAX_MEM &&
+	    op != HV_OP_CLAIM)
+		return -EINVAL;
+	return hvc_call(conn, op, &req, sizeof(req), NULL, 0, NULL, NULL);
+}
+
+int
+hvc_domain_list(struct hvc *conn, struct hv_domain_info **ret_info,
+    uint32_t *ret_nr)
+{
+	size_t cap = sizeof(struct hv_domain_list_reply) +
+	    HV_MAX_LIST * sizeof(struct hv_domain_info);
+	struct hv_domain_list req = { .first_domid = 0, .max = HV_MAX_LIST };
+	struct hv_domain_list_reply *rep;
+	struct hv_domain_info *all = NULL, *tmp;
+	uint32_t nr = 0;
+	size_t len;
+	int rc;
+
+	rep = malloc(cap);
+	if (!rep)
+		return -ENOMEM;
+	for (;;) {
+		struct hv_domain_info *info = (struct hv_domain_info *)(rep + 1);
+
+		len = 0;
+		rc = hvc_call(conn, HV_OP_DOMAIN_LIST, &req, sizeof(req), rep,
+		    cap, &len, NULL);
+		if (rc < 0)
+			goto fail;
+		if (len < sizeof(*rep) || rep->nr > HV_MAX_LIST ||
+		    len != sizeof(*rep) + rep->nr * sizeof(*info)) {
+			rc = -EPROTO;
+			goto fail;
+		}
+		if (rep->nr > 0) {
+			tmp = realloc(all, (nr + rep->nr) * sizeof(*info));
+			if (!tmp) {
+				rc = -ENOMEM;
+				goto fail;
+			}
+			all = tmp;
+			memcpy(all + nr, info, rep->nr * sizeof(*info));
+			nr += rep->nr;
+		}
+		if (!rep->more || rep->nr == 0)
+			break;
+		/* Domids only grow, so continue after the last one seen. */
+		if (info[rep->nr - 1].domid < req.first_domid) {
+			rc = -EPROTO;
+			goto fail;
+		}
+		req.first_domid = info[rep->nr - 1].domid + 1;
+	}
+	free(rep);
+	*ret_info = all;
+	*ret_nr = nr;
+	return 0;
+
+fail:
+	free(rep);
+	free(all);
+	return rc;
+}
+
+static void
+stats_add(struct hv_populate_stats *acc, const struct hv_populate_stats *s)
+{
+	acc->extents_done += s->extents_done;
+	acc->pages_done += s->pages_done;
+	acc->pages_scrubbed_inline += s->pages_scrubbed_inline;
+	acc->pages_fallback += s->pages_fallback;
+	acc->flushes_issued += s->flushes_issued;
+	acc->flushes_avoided += s->flushes_avoided;
+	acc->filter_evaluations += s->filter_evaluations;
+	acc->elapsed_ns += s->elapsed_ns;
+}
+
+int
+hvc_populate(struct hvc *conn, hv_domid_t domid, uint32_t flags,
+    const struct hv_extent *ext, uint32_t nr,
+    struct hv_populate_stats *stats, uint32_t *ret_done)
+{
+	struct hv_populate *req = NULL;
+	struct hv_populate_reply rep;
+	uint32_t base = 0;
+	size_t len;
+	int rc = 0;
+
+	if (nr && !ext)
+		return -EINVAL;
+	req = malloc(sizeof(*req) + HV_MAX_EXTENTS * sizeof(*ext));
+	if (!req)
+		return -ENOMEM;
+
+	/* Requests carry at most HV_MAX_EXTENTS; larger lists go in slices. */
+	while (base < nr) {
+		uint32_t n = nr - base < HV_MAX_EXTENTS ? nr - base :
+		    HV_MAX_EXTENTS;
+
+		*req = (struct hv_populate){
+			.domid = domid, .flags = flags, .nr_extents = n,
+		};
+		memcpy(req + 1, ext + base, n * sizeof(*ext));
+		while (req->start < n) {
+			len = 0;
+			rc = hvc_call(conn, HV_OP_POPULATE, req,
+			    sizeof(*req) + n * sizeof(*ext), &rep, sizeof(rep),
+			    &len, NULL);
+			if (len == sizeof(rep)) {
+				if (stats)
+					stats_add(stats, &rep.stats);
+			} else if (rc == 0) {
+				rc = -EPROTO;
+			}
+			if (rc < 0) {
+				if (ret_done)
+					*ret_done = base + (len == sizeof(rep) &&
+					    rep.next <= n ? rep.next : req->start);
+				goto out;
+			}
+			if (rep.next <= req->start || rep.next > n) {
+				/* No progress would loop for ever. */
+				rc = -EPROTO;
+				if (ret_done)
+					*ret_done = base + req->start;
+				goto out;
+			}
+			req->start = rep.next;
+		}
+		base += n;
+	}
+out:
+	free(req);
+	return rc;
+}
+
+int
+hvc_map(struct hvc *conn, hv_domid_t domid, uint64_t gfn, uint32_t nr,
+    uint64_t *mfns, int *ret_fd)
+{
+	struct hv_map req = { .domid = domid, .nr = nr, .gfn = gfn };
+	struct hv_map_reply *rep = NULL;
+	size_t cap, len = 0;
+	int fd = -1;
+	int rc;
+
+	if (nr == 0 || nr > HV_MAX_MAP_PAGES || !mfns)
+		return -EINVAL;
+	cap = sizeof(*rep) + (size_t)nr * sizeof(uint64_t);
+	rep = malloc(cap);
+	if (!rep)
+		return -ENOMEM;
+	rc = hvc_call(conn, HV_OP_MAP, &req, sizeof(req), rep, cap, &len, &fd);
+	if (rc < 0)
+		goto out;
+	if (len != cap || rep->nr != nr || (rep->has_fd != 0) != (fd >= 0)) {
+		rc = -EPROTO;
+		goto out;
+	}
+	memcpy(mfns, rep + 1, (size_t)nr * sizeof(uint64_t));
+	if (ret_fd) {
+		*ret_fd = fd;
+		fd = -1;
+	}
+out:
+	if (fd >= 0)
+		close(fd);
+	free(rep);
+	return rc;
+}
+
+int
+hvc_scrub_progress(struct hvc *conn, struct hv_scrub_reply **ret_reply)
+{
+	size_t cap = sizeof(struct hv_scrub_reply) +
+	    HV_MAX_NODES * sizeof(struct hv_scrub_node);
+	struct hv_scrub_reply *rep;
+	size_t len = 0;
+	int rc;
+
+	rep = malloc(cap);
+	if (!rep)
+		return -ENOMEM;
+	rc = hvc_call(conn, HV_OP_SCRUB_PROGRESS, NULL, 0, rep, cap, &len,
+	    NULL);
+	if (rc < 0)
+		goto fail;
+	if (len < sizeof(*rep) || rep->nr_nodes > HV_MAX_NODES ||
+	    len != sizeof(*rep) + rep->nr_nodes * sizeof(struct hv_scrub_node)) {
+		rc = -EPROTO;
+		goto fail;
+	}
+	*ret_reply = rep;
+	return 0;
+
+fail:
+	free(rep);
+	return rc;
+}
+
+struct hv_scrub_node *
+hvc_scrub_nodes(struct hv_scrub_reply *reply)
+{
+	return (struct hv_scrub_node *)(reply + 1);
+}
+
+int
+hvc_counters(struct hvc *conn, struct hv_counters *ret_counters)
+{
+	struct hv_counters c;
+	size_t len = 0;
+	int rc;
+
+	rc = hvc_call(conn, HV_OP_COUNTERS, NULL, 0, &c, sizeof(c), &len, NULL);
+	if (rc < 0)
+		return rc;
+	if (len != sizeof(c) || c.version != HV_ABI_VERSION)
+		return -EPROTO;
+	*ret_counters = c;
+	return 0;
+}
+
+int
+hvc_shadow_workload(struct hvc *conn, const struct hv_shadow_workload *req,
+    struct hv_shadow_workload_reply *ret_reply)
+{
+	struct hv_shadow_workload_reply rep;
+	size_t len = 0;
+	int rc;
+
+	rc = hvc_call(conn, HV_OP_SHADOW_WORKLOAD, req, sizeof(*req), &rep,
+	    sizeof(rep), &len, NULL);
+	if (rc < 0)
+		return rc;
+	if (len != sizeof(rep))
+		return -EPROTO;
+	*ret_reply = rep;
+	return 0;
+}
