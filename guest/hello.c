@@ -1,0 +1,139 @@
+/*
+ * hello.c - the hello guest: a freestanding PVH kernel for tests on Xen.
+ *
+ * It says which domain it is, touches all of its RAM, says how much, and
+ * powers itself off with SCHEDOP_shutdown.  See README.md for what it
+ * does and does not do.
+ */
+#include <stddef.h>
+#include <string.h>
+
+#include "cons.h"
+#include "mem.h"
+#include "xen.h"
+
+#define CMDLINE_MAX	256
+
+extern char __image_start[], __image_end[];
+
+/* Called from entry.S in long mode, with the start info's address. */
+void hello_main(uint32_t start_info_paddr);
+
+/* Value of "key=" as an unsigned number with an optional K/M/G suffix. */
+static int
+cmdline_num(const char *cmdline, const char *key, uint64_t *ret,
+    uint64_t unit)
+{
+	size_t klen = strlen(key);
+	const char *p = cmdline;
+	uint64_t v = 0;
+	int digits = 0;
+
+	while (*p) {
+		while (*p == ' ')
+			p++;
+		if (strncmp(p, key, klen) == 0 && p[klen] == '=')
+			break;
+		while (*p && *p != ' ')
+			p++;
+	}
+	if (*p == '\0')
+		return -1;
+	for (p += klen + 1; *p >= '0' && *p <= '9'; p++, digits++)
+		v = v * 10 + (uint64_t)(*p - '0');
+	if (digits == 0)
+		return -1;
+	switch (*p) {
+	case 'K': case 'k': unit = 1ull << 10; break;
+	case 'M': case 'm': unit = 1ull << 20; break;
+	case 'G': case 'g': unit = 1ull << 30; break;
+	default: break;
+	}
+	*ret = v * unit;
+	return 0;
+}
+
+static void
+halt(void)
+{
+	for (;;)
+		__asm__ volatile("cli; hlt");
+}
+
+void
+hello_main(uint32_t start_info_paddr)
+{
+	const struct hvm_start_info *si;
+	static char cmdline[CMDLINE_MAX];
+	struct xg_info xen;
+	struct mem_map map;
+	struct mem_touch t;
+	uint64_t domid = 0, mem = 0;
+	bool have_domid, ring;
+	long rc;
+
+	if (xg_init(&xen) != 0) {
+		/* The debug port still reaches an emulator's log, if any. */
+		cons_printf("vmbuild-guest: no Xen CPUID leaves or hypercall "
+		    "page; halting\n");
+		halt();
+	}
+	ring = cons_ring_init();
+
+	si = (const struct hvm_start_info *)(uintptr_t)start_info_paddr;
+	if (si == NULL || si->magic != XEN_HVM_START_MAGIC_VALUE)
+		si = NULL;
+	if (si != NULL && si->cmdline_paddr != 0) {
+		strncpy(cmdline, (const char *)(uintptr_t)si->cmdline_paddr,
+		    sizeof(cmdline) - 1);
+	}
+
+	/* CPUID is Xen's own word; "domid=" is a toolstack's fallback. */
+	have_domid = xen.have_domid;
+	domid = xen.domid;
+	if (!have_domid && cmdline_num(cmdline, "domid", &domid, 1) == 0)
+		have_domid = true;
+	if (have_domid)
+		cons_printf("vmbuild-guest: hello from domain %llu\n",
+		    (unsigned long long)domid);
+	else
+		cons_printf("vmbuild-guest: hello from domain unknown "
+		    "(no CPUID domid, no domid= on the command line)\n");
+
+	cons_printf("vmbuild-guest: Xen %u.%u, start_info %s (v%u at 0x%x), "
+	    "cmdline \"%s\", PV console %s\n", xen.version >> 16,
+	    xen.version & 0xffff, si ? "ok" : "missing or bad magic",
+	    si ? si->version : 0, start_info_paddr, cmdline,
+	    ring ? "ring" : "none");
+
+	if (mem_from_start_info(si, &map) != 0 &&
+	    mem_from_hypercall(&map) != 0 &&
+	    (cmdline_num(cmdline, "mem", &mem, 1ull << 20) != 0 ||
+	    mem_from_size(mem, &map) != 0)) {
+		cons_printf("vmbuild-guest: no memory map (start_info, "
+		    "XENMEM_memory_map, mem=): nothing touched\n");
+		map.nr = 0;
+		map.source = "none";
+	}
+
+	mem_touch_all(&map, (uintptr_t)__image_start, (uintptr_t)__image_end,
+	    &t);
+	cons_printf("vmbuild-guest: touched %llu MiB of %llu MiB RAM in %u "
+	    "ranges (map: %s; image %llu KiB skipped; %llu MiB above 64 GiB "
+	    "not reachable), %llu errors\n",
+	    (unsigned long long)(t.touched >> 20),
+	    (unsigned long long)(mem_total(&map) >> 20), map.nr, map.source,
+	    (unsigned long long)(t.image >> 10),
+	    (unsigned long long)(t.unmapped >> 20),
+	    (unsigned long long)t.errors);
+	if (t.errors)
+		cons_printf("vmbuild-guest: first bad page at 0x%llx\n",
+		    (unsigned long long)t.first_error);
+
+	cons_printf("vmbuild-guest: done, domain %llu powering off\n",
+	    (unsigned long long)domid);
+	rc = xg_sched_shutdown(SHUTDOWN_poweroff);
+	cons_printf("vmbuild-guest: SCHEDOP_shutdown failed: %ld; halting\n",
+	    rc);
+	halt();
+}
