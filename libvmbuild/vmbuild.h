@@ -62,6 +62,14 @@ void vmb_diags_done(struct vmb_diags *diags);
 
 enum vmb_guest_type { VMB_GUEST_PVH = 0, VMB_GUEST_HVM, VMB_GUEST_PV };
 
+/* The keys of the key/value interface, to remember where each was set. */
+enum vmb_key {
+	VMB_KEY_NAME = 0, VMB_KEY_TYPE, VMB_KEY_MEMORY, VMB_KEY_MAXMEM,
+	VMB_KEY_VCPUS, VMB_KEY_MAXVCPUS, VMB_KEY_KERNEL, VMB_KEY_RAMDISK,
+	VMB_KEY_CMDLINE, VMB_KEY_EXTRA, VMB_KEY_CPUS, VMB_KEY_VNUMA,
+	VMB_KEY_HAP, VMB_KEY_UUID, VMB_KEY_MAX
+};
+
 struct vmb_vnode {
 	uint32_t pnode;		/* host node */
 	uint64_t size_bytes;
@@ -85,6 +93,8 @@ struct vmb_guest {
 	struct vmb_vnode vnodes[VMB_MAX_VNODES];
 	uint8_t	uuid[16];	/* all zero: generated at build */
 	char	*source;	/* file the description came from, or NULL */
+	uint32_t keys_set;	/* bitmap of 1 << enum vmb_key */
+	int	key_line[VMB_KEY_MAX];	/* line each key was set on; 0 unknown */
 };
 
 /* A value of the key/value interface, as xl.cfg or JSON give it. */
@@ -124,6 +134,13 @@ int vmb_guest_set(struct vmb_guest *guest, const char *key,
  */
 int vmb_guest_validate(struct vmb_guest *guest, const char *basedir,
     const char *where, struct vmb_diags *diags);
+
+/*
+ * The description as pretty-printed JSON (stable key order, sizes in
+ * bytes); *ret_json is malloc'd, the caller frees it.
+ */
+int vmb_guest_format_json(const struct vmb_guest *guest, char **ret_json);
+const char *vmb_guest_type_name(enum vmb_guest_type type);
 
 /*
  * Parse xl.cfg syntax: a file, or text held in memory (`where` names it

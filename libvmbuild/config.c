@@ -1,0 +1,478 @@
+/*
+ * config.c - xl.cfg files, through Xen's own parser (libxlutil).
+ *
+ * libxlutil does the parsing, so the syntax is exactly xl's.  It cannot
+ * enumerate the keys it read, nor say on which line a key was, nor tell a
+ * number from a quoted string, so a small lexical scan of the text (scan_keys)
+ * finds every `key =` with its line and the kind of value that follows.
+ * Values come from libxlutil and go through vmb_guest_set(), the same path
+ * the daemon's JSON descriptions take.  libxlutil's own messages (syntax
+ * errors) are captured with open_memstream and turned into diagnostics.
+ */
+#include <errno.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include <libxlutil.h>
+
+#include "vmb_internal.h"
+
+#define CONFIG_MAX_BYTES	(1u << 20)	/* as the daemon's request limit */
+#define CONFIG_MAX_KEYS		128
+#define CONFIG_MAX_ITEMS	1024		/* list items, all levels */
+
+enum value_kind { KIND_NUMBER, KIND_STRING, KIND_LIST };
+
+struct scanned_key {
+	char	name[64];
+	int	line;
+	enum value_kind kind;
+	bool	superseded;	/* set again further down */
+};
+
+struct scan {
+	struct scanned_key keys[CONFIG_MAX_KEYS];
+	size_t	n;
+	bool	overflow;
+};
+
+/*
+ * Find `key =` (or `key +=`) at the start of each statement.  Statements
+ * end at a newline or ';' outside brackets and strings; '#' starts a
+ * comment.  Only as much of xl's grammar as that needs: libxlutil still
+ * judges the syntax.
+ */
+static void
+scan_keys(const char *t, size_t len, struct scan *sc)
+{
+	size_t i = 0;
+	int line = 1;
+
+	while (i < len) {
+		size_t start;
+		int depth = 0;
+		char quote = 0;
+
+		/* Skip blanks, empty statements and comments. */
+		while (i < len && (t[i] == ' ' || t[i] == '\t' || t[i] == '\r' ||
+		    t[i] == '\n' || t[i] == ';' || t[i] == '#')) {
+			if (t[i] == '#')
+				while (i < len && t[i] != '\n')
+					i++;
+			else if (t[i++] == '\n')
+				line++;
+		}
+		if (i >= len)
+			break;
+		start = i;
+		while (i < len && (t[i] == '_' || (t[i] >= 'a' && t[i] <= 'z') ||
+		    (t[i] >= 'A' && t[i] <= 'Z') || (i > start && t[i] >= '0' &&
+		    t[i] <= '9')))
+			i++;
+		if (i > start && i - start < sizeof(sc->keys[0].name)) {
+			size_t j = i, namelen = i - start;
+
+			while (j < len && (t[j] == ' ' || t[j] == '\t'))
+				j++;
+			if (j + 1 < len && t[j] == '+' && t[j + 1] == '=')
+				j++;
+			if (j < len && t[j] == '=') {
+				struct scanned_key *k;
+
+				j++;
+				while (j < len && (t[j] == ' ' || t[j] == '\t'))
+					j++;
+				if (sc->n == CONFIG_MAX_KEYS) {
+					sc->overflow = true;
+				} else {
+					k = &sc->keys[sc->n++];
+					memcpy(k->name, t + start, namelen);
+					k->name[namelen] = '\0';
+					k->line = line;
+					k->superseded = false;
+					k->kind = j < len && (t[j] == '"' ||
+					    t[j] == '\'') ? KIND_STRING :
+					    j < len && t[j] == '[' ? KIND_LIST :
+					    KIND_NUMBER;
+				}
+			}
+		}
+		/* Skip to the end of the statement. */
+		while (i < len) {
+			char c = t[i];
+
+			if (quote) {
+				if (c == '\\' && quote == '"' && i + 1 < len)
+					i++;
+				else if (c == quote)
+					quote = 0;
+				else if (c == '\n')
+					line++;
+			} else if (c == '"' || c == '\'') {
+				quote = c;
+			} else if (c == '[') {
+				depth++;
+			} else if (c == ']') {
+				depth--;
+			} else if (c == '#') {
+				while (i + 1 < len && t[i + 1] != '\n')
+					i++;
+			} else if (c == '\n') {
+				if (depth <= 0)
+					break;
+				line++;
+			} else if (c == ';' && depth <= 0) {
+				break;
+			}
+			i++;
+		}
+	}
+	/* libxlutil keeps the last assignment of a key; mark the others. */
+	for (size_t a = 0; a < sc->n; a++)
+		for (size_t b = a + 1; b < sc->n; b++)
+			if (!strcmp(sc->keys[a].name, sc->keys[b].name)) {
+				sc->keys[a].superseded = true;
+				break;
+			}
+}
+
+/* "FILE:LINE: message" lines from libxlutil's report into diagnostics. */
+static void
+report_to_diags(const char *report, const char *where, const struct scan *sc,
+    struct vmb_diags *diags, bool as_errors)
+{
+	size_t wl = strlen(where);
+	const char *p = report;
+
+	while (p && *p) {
+		const char *nl = strchr(p, '\n');
+		size_t n = nl ? (size_t)(nl - p) : strlen(p);
+		const char *key = "";
+		char msg[256];
+		int line = 0;
+		enum vmb_severity sev = as_errors ? VMB_ERROR : VMB_WARNING;
+
+		if (n > wl + 1 && !strncmp(p, where, wl) && p[wl] == ':') {
+			const char *q = p + wl + 1;
+			char *end;
+
+			line = (int)strtol(q, &end, 10);
+			if (end != q && *end == ':') {
+				q = end + 1;
+				while (*q == ' ')
+					q++;
+				n -= (size_t)(q - p);
+				p = q;
+			} else {
+				line = 0;
+			}
+		}
+		if (n > 9 && !strncmp(p, "warning: ", 9)) {
+			sev = VMB_WARNING;
+			p += 9;
+			n -= 9;
+		}
+		for (size_t i = 0; i < sc->n; i++)
+			if (sc->keys[i].line == line)
+				key = sc->keys[i].name;
+		snprintf(msg, sizeof(msg), "%.*s", (int)n, p);
+		if (n)
+			vmb__diag_add(diags, sev, where, line, key, "%s", msg);
+		p = nl ? nl + 1 : NULL;
+	}
+}
+
+static void free_value(struct vmb_value *v);
+
+/* An XLU list into a vmb_value list; items of lists are strings. */
+static int
+convert_list(const XLU_Config *cfg, const XLU_ConfigList *l, int line,
+    int depth, size_t *budget, struct vmb_value *out)
+{
+	struct vmb_value *items = NULL;
+	size_t n = 0;
+	XLU_ConfigValue *v;
+
+	out->type = VMB_VALUE_LIST;
+	out->line = line;
+	out->u.list.v = NULL;
+	out->u.list.n = 0;
+	if (depth > 4)
+		return -E2BIG;
+	while ((v = xlu_cfg_get_listitem2(l, (int)n)) != NULL) {
+		struct vmb_value *grown;
+		int rc;
+
+		if (*budget == 0) {
+			free(items);
+			return -E2BIG;
+		}
+		(*budget)--;
+		grown = realloc(items, (n + 1) * sizeof(*items));
+		if (!grown) {
+			free(items);
+			return -ENOMEM;
+		}
+		items = grown;
+		items[n].type = VMB_VALUE_STRING;
+		if (xlu_cfg_value_type(v) == XLU_LIST) {
+			XLU_ConfigList *sub;
+
+			rc = xlu_cfg_value_get_list(cfg, v, &sub, 1);
+			if (!rc)
+				rc = convert_list(cfg, sub, line, depth + 1,
+				    budget, &items[n]);
+			else
+				rc = -rc;
+		} else {
+			char *s;
+
+			rc = xlu_cfg_value_get_string(cfg, v, &s, 1);
+			items[n].type = VMB_VALUE_STRING;
+			items[n].line = line;
+			items[n].u.s = s;
+			rc = rc ? -rc : 0;
+		}
+		if (rc) {
+			/* items[0..n) are complete; free their sublists. */
+			free_value(&items[n]);
+			out->u.list.v = items;
+			out->u.list.n = n;
+			return rc;
+		}
+		n++;
+	}
+	out->u.list.v = items;
+	out->u.list.n = n;
+	return 0;
+}
+
+static void
+free_value(struct vmb_value *v)
+{
+	if (v->type != VMB_VALUE_LIST)
+		return;
+	for (size_t i = 0; i < v->u.list.n; i++)
+		free_value((struct vmb_value *)&v->u.list.v[i]);
+	free((void *)v->u.list.v);
+	v->u.list.v = NULL;
+	v->u.list.n = 0;
+}
+
+/* Hand one scanned key's value to vmb_guest_set(). */
+static int
+set_key(struct vmb_guest *g, const XLU_Config *cfg,
+    const struct scanned_key *k, const char *where, struct vmb_diags *diags)
+{
+	struct vmb_value v = { .line = k->line };
+	size_t budget = CONFIG_MAX_ITEMS;
+	const char *s;
+	int rc;
+
+	if (k->kind == KIND_LIST) {
+		XLU_ConfigList *l;
+
+		rc = xlu_cfg_get_list(cfg, k->name, &l, NULL, 1);
+		if (rc)
+			return 0;	/* libxlutil did not keep it */
+		rc = convert_list(cfg, l, k->line, 0, &budget, &v);
+		if (rc == -E2BIG)
+			rc = vmb__diag_add(diags, VMB_ERROR, where, k->line,
+			    k->name, "list too large or too deeply nested");
+		if (!rc)
+			rc = vmb_guest_set(g, k->name, &v, where, diags);
+		free_value(&v);
+		return rc;
+	}
+	rc = xlu_cfg_get_string(cfg, k->name, &s, 1);
+	if (rc)
+		return 0;
+	v.type = VMB_VALUE_STRING;
+	v.u.s = s;
+	if (k->kind == KIND_NUMBER) {
+		char *end;
+		long long x;
+
+		errno = 0;
+		x = strtoll(s, &end, 0);
+		/* "12a" stays a string, so the setter names it. */
+		if (*s && !*end && !errno) {
+			v.type = VMB_VALUE_INT;
+			v.u.i = x;
+		}
+	}
+	return vmb_guest_set(g, k->name, &v, where, diags);
+}
+
+int
+vmb_config_parse_text(const char *text, size_t len, const char *where,
+    const char *basedir, struct vmb_guest **ret_guest,
+    struct vmb_diags *diags)
+{
+	struct vmb_guest *g = NULL;
+	XLU_Config *cfg = NULL;
+	struct scan *sc = NULL;
+	char *report = NULL;
+	size_t report_len = 0;
+	FILE *rep = NULL;
+	size_t errors_before;
+	int rc;
+
+	if (!text || !ret_guest)
+		return -EINVAL;
+	if (!where)
+		where = "config";
+	errors_before = diags ? diags->nr_errors : 0;
+	if (len > CONFIG_MAX_BYTES) {
+		rc = vmb__diag_add(diags, VMB_ERROR, where, 0, "",
+		    "larger than %u bytes", CONFIG_MAX_BYTES);
+		goto out;
+	}
+	if (memchr(text, '\0', len)) {
+		rc = vmb__diag_add(diags, VMB_ERROR, where, 0, "",
+		    "contains a NUL byte (not a text file?)");
+		goto out;
+	}
+	sc = calloc(1, sizeof(*sc));
+	rc = vmb_guest_new(&g);
+	if (rc || !sc) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	scan_keys(text, len, sc);
+	rep = open_memstream(&report, &report_len);
+	if (!rep) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	cfg = xlu_cfg_init(rep, where);
+	if (!cfg) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = xlu_cfg_readdata(cfg, text, (int)len);
+	fflush(rep);
+	if (rc) {
+		report_to_diags(report ? report : "", where, sc, diags, true);
+		if (!diags || diags->nr_errors == errors_before)
+			vmb__diag_add(diags, VMB_ERROR, where, 0, "",
+			    "cannot parse: %s", strerror(rc));
+		rc = -EINVAL;
+		goto out;
+	}
+	if (sc->overflow)
+		vmb__diag_add(diags, VMB_ERROR, where, 0, "",
+		    "more than %d settings", CONFIG_MAX_KEYS);
+	for (size_t i = 0; i < sc->n; i++) {
+		const struct scanned_key *k = &sc->keys[i];
+
+		if (k->superseded) {
+			for (size_t j = i + 1; j < sc->n; j++)
+				if (!strcmp(sc->keys[j].name, k->name)) {
+					vmb__diag_add(diags, VMB_WARNING, where,
+					    sc->keys[j].line, k->name, "set "
+					    "again (first at line %d); the "
+					    "last value is used", k->line);
+					break;
+				}
+			continue;
+		}
+		rc = set_key(g, cfg, k, where, diags);
+		if (rc == -ENOMEM)
+			goto out;
+	}
+	/* Warnings libxlutil printed while we read values. */
+	fflush(rep);
+	if (report && *report)
+		report_to_diags(report, where, sc, diags, false);
+	/*
+	 * Whole-description checks only make sense once every key was
+	 * understood (a bad memory value would also read as "missing").
+	 */
+	if (!diags || diags->nr_errors == errors_before) {
+		free(g->source);
+		g->source = strdup(where);
+		if (!g->source) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		rc = vmb_guest_validate(g, basedir, where, diags);
+	} else {
+		rc = -EINVAL;
+	}
+	if (!rc && diags && diags->nr_errors != errors_before)
+		rc = -EINVAL;
+	if (rc)
+		goto out;
+	*ret_guest = g;
+	g = NULL;
+out:
+	if (cfg)
+		xlu_cfg_destroy(cfg);
+	if (rep)
+		fclose(rep);
+	free(report);
+	free(sc);
+	vmb_guest_free(g);
+	return rc;
+}
+
+int
+vmb_config_parse_file(const char *path, struct vmb_guest **ret_guest,
+    struct vmb_diags *diags)
+{
+	char *text = NULL, *dircopy = NULL;
+	FILE *f = NULL;
+	struct stat st;
+	size_t len;
+	int rc;
+
+	if (!path || !ret_guest)
+		return -EINVAL;
+	f = fopen(path, "re");
+	if (!f) {
+		rc = -errno;
+		vmb__diag_add(diags, VMB_ERROR, path, 0, "", "cannot open: %s",
+		    strerror(-rc));
+		goto out;
+	}
+	if (fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode)) {
+		rc = vmb__diag_add(diags, VMB_ERROR, path, 0, "",
+		    "not a regular file");
+		goto out;
+	}
+	if (st.st_size > CONFIG_MAX_BYTES) {
+		rc = vmb__diag_add(diags, VMB_ERROR, path, 0, "",
+		    "larger than %u bytes", CONFIG_MAX_BYTES);
+		goto out;
+	}
+	text = malloc((size_t)st.st_size + 1);
+	if (!text) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	len = fread(text, 1, (size_t)st.st_size, f);
+	if (ferror(f)) {
+		rc = -EIO;
+		vmb__diag_add(diags, VMB_ERROR, path, 0, "", "read error");
+		goto out;
+	}
+	text[len] = '\0';
+	dircopy = strdup(path);
+	if (!dircopy) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	/* Relative kernel paths are relative to the config's directory. */
+	rc = vmb_config_parse_text(text, len, path, dirname(dircopy),
+	    ret_guest, diags);
+out:
+	if (f)
+		fclose(f);
+	free(text);
+	free(dircopy);
+	return rc;
+}

@@ -1,0 +1,135 @@
+/*
+ * vmb_internal.h - what the parts of libvmbuild share among themselves.
+ *
+ * Not installed, not part of the API; tests include it to reach the pure
+ * functions (placement, extent splitting, ELF parsing) without a
+ * hypervisor.  Internal symbols carry the vmb__ prefix.
+ */
+#ifndef VMB_INTERNAL_H
+#define VMB_INTERNAL_H
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "backend.h"
+#include "vmbuild.h"
+
+#define VMB_PAGE_SHIFT		12
+#define VMB_PAGE_SIZE		(1ull << VMB_PAGE_SHIFT)
+#define VMB_MIB			(1ull << 20)
+#define VMB_GIB			(1ull << 30)
+
+/* ctx.c */
+struct vmb_ctx {
+	const struct vmb_backend_ops *ops;
+	void	*priv;
+	uint32_t caps;
+	pthread_mutex_t log_lock;
+	vmb_log_fn *log_fn;
+	void	*log_user;
+};
+
+void vmb__log(struct vmb_ctx *ctx, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* diag.c */
+/* Adds one diagnostic; returns -EINVAL for errors, 0 for warnings. */
+int vmb__diag_add(struct vmb_diags *diags, enum vmb_severity sev,
+    const char *file, int line, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 6, 7)));
+
+/* guest.c */
+int vmb__uuid_parse(const char *s, uint8_t uuid[16]);
+void vmb__uuid_format(const uint8_t uuid[16], char buf[37]);
+void vmb__uuid_generate(uint8_t uuid[16]);
+bool vmb__uuid_is_zero(const uint8_t uuid[16]);
+/* "0-3,5" into a bitmap of `nbits`; -EINVAL on syntax, -ERANGE past nbits. */
+int vmb__parse_ranges(const char *s, uint64_t *bits, unsigned nbits);
+
+/* placement.c: the pure part of vmb_place(); scrub may be NULL. */
+int vmb__place(const struct vmb_host *host, const struct vmb_scrub *scrub,
+    const struct vmb_domain *domains, size_t nr_domains,
+    const struct vmb_guest *guest, struct vmb_placement *ret_placement);
+
+/* populate.c */
+#define VMB_ORDER_1G		18
+#define VMB_ORDER_2M		9
+#define VMB_BATCH_BYTES_DEFAULT	(256u << 20)
+#define VMB_INFLIGHT_DEFAULT	2
+#define VMB_INFLIGHT_MAX	16
+
+/*
+ * Split [gfn, gfn+pages) into extents of the largest orders its alignment
+ * allows.  Writes at most `cap` extents to `out` (may be NULL with cap 0)
+ * and returns how many the range needs.
+ */
+size_t vmb__split_extents(uint64_t gfn, uint64_t pages, uint32_t node,
+    struct vmb_extent *out, size_t cap);
+
+struct vmb__populate_job {
+	const struct vmb_backend_ops *ops;
+	void	*priv;
+	uint32_t domid;
+	const struct vmb_placement *placement;
+	enum vmb_populate_strategy strategy;
+	uint32_t batch_bytes;		/* engine: bytes per batch (upper bound) */
+	uint32_t inflight;		/* engine: batches in flight per node */
+	atomic_bool *cancel;
+	vmb_progress_fn *progress;
+	void	*user;
+	struct vmb_ctx *ctx;		/* for debug logging; may be NULL */
+	/* outputs */
+	struct vmb_populate_stats stats;
+	uint32_t workers_pinned;	/* engine workers pinned to node CPUs */
+	uint32_t workers;
+};
+
+/* Populate the placement's memory from gfn 0 upwards. */
+int vmb__populate(struct vmb__populate_job *job);
+
+/* loader.c */
+#define VMB_XEN_ELFNOTE_PHYS32_ENTRY	18
+#define VMB_HVM_START_MAGIC		0x336ec578u
+
+struct vmb__elf_seg {
+	uint64_t paddr;
+	uint64_t offset;
+	uint64_t filesz;
+	uint64_t memsz;
+};
+
+#define VMB_ELF_MAX_SEGS	16
+
+struct vmb__elf {
+	bool	is64;
+	uint64_t entry;			/* PVH PHYS32 entry */
+	uint32_t nr_segs;
+	struct vmb__elf_seg segs[VMB_ELF_MAX_SEGS];
+	uint64_t low, high;		/* [low, high): guest-physical extent */
+};
+
+/* Parse and check an ELF image held in memory. */
+int vmb__elf_parse(const void *image, size_t len, struct vmb__elf *ret_elf);
+
+struct vmb__image;
+
+/* Read and check kernel (and ramdisk) before anything is created. */
+int vmb__image_open(const struct vmb_guest *guest, struct vmb__image **ret);
+void vmb__image_free(struct vmb__image *img);
+uint64_t vmb__image_entry(const struct vmb__image *img);
+/*
+ * Write the image, ramdisk, command line and start info into the first
+ * `mem_bytes` of the domain's memory.  -EOPNOTSUPP when the backend
+ * cannot map guest memory.  Fills *ret_boot on success.
+ */
+int vmb__image_load(const struct vmb_backend_ops *ops, void *priv,
+    uint32_t domid, const struct vmb__image *img, uint64_t mem_bytes,
+    struct vmb_boot *ret_boot);
+
+/* Time */
+uint64_t vmb__now_ns(void);
+
+#endif /* VMB_INTERNAL_H */

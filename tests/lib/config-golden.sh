@@ -1,0 +1,52 @@
+#!/bin/bash
+# config-golden.sh - golden tests of the xl.cfg parser.
+#
+# For each configs/tests/NAME.cfg, build/bin/vmb-config-check must print
+# NAME.json on stdout (the parsed description; the test directory's
+# absolute path written as @DIR@) and exit 0, or, without NAME.json,
+# exit 1.  Its diagnostics on stderr must equal NAME.err (empty when
+# there is no NAME.err).  One TAP line per config.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+check=$top/build/bin/vmb-config-check
+dir=$top/configs/tests
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+cd "$dir" || exit 1
+n=0
+for cfg in *.cfg; do
+	name=${cfg%.cfg}
+	n=$((n + 1))
+	"$check" "$cfg" >"$tmp/out" 2>"$tmp/err"
+	rc=$?
+	sed -i "s|$dir|@DIR@|g" "$tmp/out" "$tmp/err"
+	ok=1
+	if [ -f "$name.json" ]; then
+		[ $rc -eq 0 ] || { echo "# $cfg: exit $rc, expected 0"; ok=0; }
+		diff -u "$name.json" "$tmp/out" | sed 's/^/# /' | grep . && ok=0
+	else
+		[ $rc -eq 1 ] || { echo "# $cfg: exit $rc, expected 1"; ok=0; }
+		[ -s "$tmp/out" ] && { echo "# $cfg: unexpected output"; ok=0; }
+	fi
+	if [ -f "$name.err" ]; then
+		diff -u "$name.err" "$tmp/err" | sed 's/^/# /' | grep . && ok=0
+	elif [ -s "$tmp/err" ]; then
+		echo "# $cfg: unexpected diagnostics:"; sed 's/^/#   /' "$tmp/err"
+		ok=0
+	fi
+	if [ $ok -eq 1 ]; then echo "ok - config $cfg"; else echo "not ok - config $cfg"; fi
+done
+# The example configs must parse too (their kernel is built by make).
+cd "$top/configs" || exit 1
+for cfg in *.cfg; do
+	if [ ! -e "$top/build/guest/hello.elf" ]; then
+		echo "ok - example $cfg # SKIP build/guest/hello.elf not built"
+		continue
+	fi
+	if "$check" "$cfg" >/dev/null 2>"$tmp/err" && [ ! -s "$tmp/err" ]; then
+		echo "ok - example $cfg"
+	else
+		echo "not ok - example $cfg"; sed 's/^/#   /' "$tmp/err"
+	fi
+done
+[ $n -gt 0 ] || echo "not ok - no configs in $dir"
