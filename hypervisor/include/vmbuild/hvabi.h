@@ -358,4 +358,25 @@ struct hv_shadow_workload_reply {
 	uint64_t elapsed_ns;
 };
 
+/* ------------------------------------------------------------------ */
+/* The companion hypercalls on Xen (hypervisor/xen).                   */
+
+/*
+ * On Xen, scrub progress and counters are XEN_SYSCTL sub-operations:
+ * struct xen_sysctl's cmd is one of these, interface_version is Xen's
+ * XEN_SYSCTL_INTERFACE_VERSION, and its union u starts with a
+ * struct hv_xen_sysctl_buf naming a hypercall buffer that receives the
+ * same layout hvsim sends on its socket (hv_scrub_reply followed by
+ * hv_scrub_node[nr_nodes], or hv_counters).  Stock Xen answers -ENOSYS
+ * to an unknown sysctl, which is how a toolstack probes for them.
+ */
+#define HV_XEN_SYSCTL_SCRUB_PROGRESS	0x4801
+#define HV_XEN_SYSCTL_COUNTERS		0x4802
+
+struct hv_xen_sysctl_buf {
+	uint64_t buf;		/* XEN_GUEST_HANDLE_64 of the reply buffer */
+	uint32_t size;		/* IN: bytes at buf; OUT: bytes written */
+	uint32_t pad;
+};
+
 #endif /* VMBUILD_HVABI_H */

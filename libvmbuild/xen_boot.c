@@ -1,0 +1,339 @@
+/*
+ * xen_boot.c - everything a PVH domain needs between "image loaded" and
+ * its first unpause, in the order libxenguest and libxl do it for PVH
+ * (xg_dom_x86.c alloc_magic_pages_hvm, bootlate_hvm, vcpu_hvm;
+ * libxl__build_post):
+ *
+ *   1. the special pages (xenstore and console rings, ident page table,
+ *      ioreq and ring pages) in the special region below gfn 0xff000,
+ *      cleared, and their HVM params;
+ *   2. event channels for xenstore and the console, bound to dom0;
+ *   3. the e820 the guest gets from XENMEM_memory_map;
+ *   4. the reserved grant entries that let xenstored and xenconsoled map
+ *      the two rings;
+ *   5. the BSP in 32-bit flat protected mode, paging off, at the PVH
+ *      entry with %ebx = start info; MTRRs write-back on every vCPU;
+ *   6. the xenstore entries of a booted domain, then xs_introduce_domain.
+ *
+ * A failure undoes steps 6 back to 1 that were done (destroying the
+ * domain, the caller's job, takes the rest).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "xen_priv.h"
+
+/* After xenctrl.h (in xen_priv.h), which these rely on. */
+#include <xenguest.h>
+#include <xen/hvm/params.h>
+#include <xen/hvm/save.h>
+
+#define X86_CR0_PE		0x01u
+#define X86_CR0_ET		0x10u
+#define X86_DR6_DEFAULT		0xffff0ff0u
+#define X86_DR7_DEFAULT		0x00000400u
+#define MTRR_TYPE_WRBACK	6u
+#define MTRR_DEF_TYPE_ENABLE	(1u << 11)
+#define PDE_FLAGS_4M		0xe7u	/* P, RW, US, A, D, PS */
+
+/* Where each special page's gfn is announced to the guest. */
+static const struct {
+	uint32_t param;
+	uint32_t page;
+} xen_special_params[] = {
+	{ HVM_PARAM_STORE_PFN,		XEN_SPECIAL_XENSTORE },
+	{ HVM_PARAM_BUFIOREQ_PFN,	XEN_SPECIAL_BUFIOREQ },
+	{ HVM_PARAM_IOREQ_PFN,		XEN_SPECIAL_IOREQ },
+	{ HVM_PARAM_CONSOLE_PFN,	XEN_SPECIAL_CONSOLE },
+	{ HVM_PARAM_PAGING_RING_PFN,	XEN_SPECIAL_PAGING },
+	{ HVM_PARAM_MONITOR_RING_PFN,	XEN_SPECIAL_ACCESS },
+	{ HVM_PARAM_SHARING_RING_PFN,	XEN_SPECIAL_SHARING },
+};
+
+static int
+xen_special_pages(struct xen_be *be, uint32_t domid)
+{
+	xen_pfn_t gfns[XEN_SPECIAL_NR];
+	uint32_t *pd;
+	size_t i;
+	int err = 0;
+
+	for (i = 0; i < XEN_SPECIAL_NR; i++)
+		gfns[i] = XEN_SPECIAL_GFN(i);
+	if (xc_domain_populate_physmap_exact(be->xch, domid, XEN_SPECIAL_NR,
+	    0, 0, gfns) < 0)
+		return -xen_errno();
+	if (xc_clear_domain_pages(be->xch, domid, XEN_SPECIAL_GFN(0),
+	    XEN_SPECIAL_NR) < 0)
+		return -xen_errno();
+	for (i = 0; i < sizeof(xen_special_params) /
+	    sizeof(xen_special_params[0]); i++)
+		if (xc_hvm_param_set(be->xch, domid,
+		    xen_special_params[i].param,
+		    XEN_SPECIAL_GFN(xen_special_params[i].page)) < 0)
+			return -xen_errno();
+
+	/*
+	 * Intel without unrestricted guest runs CR0.PG=0 code on an identity
+	 * map: a 32-bit page directory of 4 MiB pages.
+	 */
+	gfns[0] = XEN_SPECIAL_GFN(XEN_SPECIAL_IDENT_PT);
+	pd = xenforeignmemory_map(be->fmem, domid, PROT_READ | PROT_WRITE, 1,
+	    gfns, &err);
+	if (pd == NULL)
+		return -xen_errno();
+	if (err != 0) {
+		(void)xenforeignmemory_unmap(be->fmem, pd, 1);
+		return err < 0 ? err : -err;
+	}
+	for (i = 0; i < XC_PAGE_SIZE / sizeof(*pd); i++)
+		pd[i] = (uint32_t)(i << 22) | PDE_FLAGS_4M;
+	(void)xenforeignmemory_unmap(be->fmem, pd, 1);
+	if (xc_hvm_param_set(be->xch, domid, HVM_PARAM_IDENT_PT,
+	    (uint64_t)XEN_SPECIAL_GFN(XEN_SPECIAL_IDENT_PT) << XC_PAGE_SHIFT) < 0)
+		return -xen_errno();
+	return 0;
+}
+
+static void
+xen_special_pages_undo(struct xen_be *be, uint32_t domid)
+{
+	xen_pfn_t gfns[XEN_SPECIAL_NR];
+	size_t i;
+
+	for (i = 0; i < XEN_SPECIAL_NR; i++)
+		gfns[i] = XEN_SPECIAL_GFN(i);
+	(void)xc_domain_decrease_reservation_exact(be->xch, domid,
+	    XEN_SPECIAL_NR, 0, gfns);
+}
+
+/* The memory map: RAM from 0, as libxl gives a PVH guest without ACPI. */
+static int
+xen_memory_map(struct xen_be *be, uint32_t domid, uint64_t bytes)
+{
+	struct e820entry e820[1];
+
+	e820[0].addr = 0;
+	e820[0].size = bytes;
+	e820[0].type = E820_RAM;
+	return xc_domain_set_memory_map(be->xch, domid, e820, 1) < 0 ?
+	    -xen_errno() : 0;
+}
+
+/* Find a record in an HVM context blob (descriptor-prefixed records). */
+static const void *
+xen_hvm_record(const uint8_t *ctx, size_t len, uint16_t type,
+    uint16_t instance)
+{
+	const struct hvm_save_descriptor *d;
+	size_t off = 0;
+
+	while (off + sizeof(*d) <= len) {
+		d = (const void *)(ctx + off);
+		if (d->typecode == HVM_SAVE_CODE(END))
+			break;
+		if (off + sizeof(*d) + d->length > len)
+			break;
+		if (d->typecode == type && d->instance == instance)
+			return ctx + off + sizeof(*d);
+		off += sizeof(*d) + d->length;
+	}
+	return NULL;
+}
+
+/*
+ * The BSP's context, set through a partial HVM context: the header must
+ * be Xen's own (it carries the CPUID Xen checks on load), so the full
+ * context is fetched first.  Each setcontext resets every vCPU, so the
+ * MTRRs go first and the BSP last.
+ */
+static int
+xen_vcpu_context(struct xen_be *be, uint32_t domid, uint32_t max_vcpus,
+    const struct vmb_boot *boot)
+{
+	struct {
+		struct hvm_save_descriptor header_d;
+		HVM_SAVE_TYPE(HEADER) header;
+		struct hvm_save_descriptor cpu_d;
+		HVM_SAVE_TYPE(CPU) cpu;
+		struct hvm_save_descriptor end_d;
+		HVM_SAVE_TYPE(END) end;
+	} bsp;
+	struct {
+		struct hvm_save_descriptor header_d;
+		HVM_SAVE_TYPE(HEADER) header;
+		struct hvm_save_descriptor mtrr_d;
+		HVM_SAVE_TYPE(MTRR) mtrr;
+		struct hvm_save_descriptor end_d;
+		HVM_SAVE_TYPE(END) end;
+	} mtrr;
+	const HVM_SAVE_TYPE(MTRR) *cur;
+	uint8_t *full = NULL;
+	int len, rc;
+	uint32_t i;
+
+	len = xc_domain_hvm_getcontext(be->xch, domid, NULL, 0);
+	if (len <= 0) {
+		rc = len < 0 ? -xen_errno() : -EPROTO;
+		goto out;
+	}
+	full = calloc(1, (size_t)len);
+	if (full == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	len = xc_domain_hvm_getcontext(be->xch, domid, full, (uint32_t)len);
+	if (len <= 0 || (size_t)len < sizeof(bsp.header_d) +
+	    HVM_SAVE_LENGTH(HEADER)) {
+		rc = len < 0 ? -xen_errno() : -EPROTO;
+		goto out;
+	}
+
+	memset(&bsp, 0, sizeof(bsp));
+	memcpy(&bsp, full, sizeof(bsp.header_d) + HVM_SAVE_LENGTH(HEADER));
+	bsp.cpu_d.typecode = HVM_SAVE_CODE(CPU);
+	bsp.cpu_d.instance = 0;
+	bsp.cpu_d.length = HVM_SAVE_LENGTH(CPU);
+	/* Flat 4 GiB code and data segments, a minimal busy TSS. */
+	bsp.cpu.cs_limit = bsp.cpu.ds_limit = ~0u;
+	bsp.cpu.es_limit = bsp.cpu.ss_limit = ~0u;
+	bsp.cpu.tr_limit = 0x67;
+	bsp.cpu.cs_arbytes = 0xc9b;
+	bsp.cpu.ds_arbytes = bsp.cpu.es_arbytes = bsp.cpu.ss_arbytes = 0xc93;
+	bsp.cpu.tr_arbytes = 0x8b;
+	bsp.cpu.cr0 = X86_CR0_PE | X86_CR0_ET;
+	bsp.cpu.rip = boot->entry;
+	bsp.cpu.rbx = boot->start_info;
+	bsp.cpu.dr6 = X86_DR6_DEFAULT;
+	bsp.cpu.dr7 = X86_DR7_DEFAULT;
+	bsp.end_d.typecode = HVM_SAVE_CODE(END);
+	bsp.end_d.instance = 0;
+	bsp.end_d.length = HVM_SAVE_LENGTH(END);
+
+	cur = xen_hvm_record(full, (size_t)len, HVM_SAVE_CODE(MTRR), 0);
+	if (cur == NULL) {
+		rc = -EPROTO;
+		goto out;
+	}
+	memset(&mtrr, 0, sizeof(mtrr));
+	mtrr.header_d = bsp.header_d;
+	mtrr.header = bsp.header;
+	mtrr.mtrr_d.typecode = HVM_SAVE_CODE(MTRR);
+	mtrr.mtrr_d.length = HVM_SAVE_LENGTH(MTRR);
+	memcpy(&mtrr.mtrr, cur, sizeof(mtrr.mtrr));
+	/* No device model, no passthrough: all of RAM is write-back. */
+	mtrr.mtrr.msr_mtrr_def_type = MTRR_TYPE_WRBACK | MTRR_DEF_TYPE_ENABLE;
+	mtrr.end_d = bsp.end_d;
+	mtrr.end = bsp.end;
+	for (i = 0; i < max_vcpus; i++) {
+		mtrr.mtrr_d.instance = (uint16_t)i;
+		if (xc_domain_hvm_setcontext(be->xch, domid, (uint8_t *)&mtrr,
+		    sizeof(mtrr)) < 0) {
+			rc = -xen_errno();
+			goto out;
+		}
+	}
+	if (xc_domain_hvm_setcontext(be->xch, domid, (uint8_t *)&bsp,
+	    sizeof(bsp)) < 0) {
+		rc = -xen_errno();
+		goto out;
+	}
+	rc = 0;
+out:
+	free(full);
+	return rc;
+}
+
+int
+xen_boot(void *priv, uint32_t domid, const struct vmb_boot *boot)
+{
+	struct xen_be *be = priv;
+	xc_domaininfo_t di;
+	struct xen_xs_boot xb;
+	bool special = false, ports = false;
+	int port, rc;
+
+	if (boot == NULL || boot->vcpus == 0 || boot->memory_bytes == 0 ||
+	    (boot->memory_bytes & (XC_PAGE_SIZE - 1)) != 0 ||
+	    boot->entry >= (1ull << 32) || boot->start_info >= (1ull << 32))
+		return -EINVAL;
+	/* RAM from gfn 0 must stay below the special pages. */
+	if (boot->memory_bytes >
+	    ((uint64_t)XEN_SPECIAL_GFN(0) << XC_PAGE_SHIFT))
+		return -E2BIG;
+	if (xc_domain_getinfolist(be->xch, domid, 1, &di) != 1 ||
+	    di.domain != domid)
+		return -ESRCH;
+	memset(&xb, 0, sizeof(xb));
+	xb.domid = domid;
+	xb.max_vcpus = di.max_vcpu_id == XEN_INVALID_MAX_VCPU_ID ? 0 :
+	    di.max_vcpu_id + 1;
+	if (boot->vcpus > xb.max_vcpus)
+		return -EINVAL;
+	xb.vcpus = boot->vcpus;
+	xb.target_kb = boot->memory_bytes >> 10;
+	xb.static_max_kb = boot->guest != NULL &&
+	    boot->guest->maxmem_bytes >= boot->memory_bytes ?
+	    boot->guest->maxmem_bytes >> 10 : xb.target_kb;
+	xb.store_gfn = XEN_SPECIAL_GFN(XEN_SPECIAL_XENSTORE);
+	xb.console_gfn = XEN_SPECIAL_GFN(XEN_SPECIAL_CONSOLE);
+
+	special = true;
+	rc = xen_special_pages(be, domid);
+	if (rc < 0)
+		goto fail;
+
+	ports = true;
+	port = xc_evtchn_alloc_unbound(be->xch, domid, 0);
+	if (port < 0) {
+		rc = -xen_errno();
+		goto fail;
+	}
+	xb.store_port = (uint32_t)port;
+	port = xc_evtchn_alloc_unbound(be->xch, domid, 0);
+	if (port < 0) {
+		rc = -xen_errno();
+		goto fail;
+	}
+	xb.console_port = (uint32_t)port;
+	if (xc_hvm_param_set(be->xch, domid, HVM_PARAM_STORE_EVTCHN,
+	    xb.store_port) < 0 ||
+	    xc_hvm_param_set(be->xch, domid, HVM_PARAM_CONSOLE_EVTCHN,
+	    xb.console_port) < 0) {
+		rc = -xen_errno();
+		goto fail;
+	}
+
+	rc = xen_memory_map(be, domid, boot->memory_bytes);
+	if (rc < 0)
+		goto fail;
+	if (xc_dom_gnttab_seed(be->xch, domid, true, xb.console_gfn,
+	    xb.store_gfn, 0, 0) < 0) {
+		rc = -xen_errno();
+		goto fail;
+	}
+	rc = xen_vcpu_context(be, domid, xb.max_vcpus, boot);
+	if (rc < 0)
+		goto fail;
+
+	rc = xen_xs_domain_boot(be, &xb);
+	if (rc < 0)
+		goto fail;
+	rc = xen_xs_introduce(be, domid, xb.store_gfn, xb.store_port);
+	if (rc < 0)
+		goto fail;
+	return 0;
+fail:
+	/*
+	 * The xenstore entries of step 6 were one transaction: either all
+	 * are there (introduce failed) or none; the domain's own entries
+	 * from create stay until destroy.
+	 */
+	if (ports)
+		(void)xc_evtchn_reset(be->xch, domid);
+	if (special)
+		xen_special_pages_undo(be, domid);
+	return rc;
+}

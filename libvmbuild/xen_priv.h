@@ -1,0 +1,89 @@
+/*
+ * xen_priv.h - state shared by the files of the xen backend
+ * (backend_xen.c, xen_boot.c, xen_xs.c, xen_companion.c).
+ *
+ * Nothing outside those files includes this header: the rest of
+ * libvmbuild sees only vmb_backend_xen through backend.h.
+ */
+#ifndef VMBUILD_XEN_PRIV_H
+#define VMBUILD_XEN_PRIV_H
+
+#include <pthread.h>
+#include <stdint.h>
+
+#include <xenctrl.h>
+#include <xenforeignmemory.h>
+#include <xencall.h>
+#include <xenstore.h>
+#include <xentoollog.h>
+
+#include "backend.h"
+
+/*
+ * Special pages of a PVH domain, as libxenguest lays them out in Xen
+ * 4.17 (xg_dom_x86.c): X86_HVM_NR_SPECIAL_PAGES frames ending at
+ * X86_HVM_END_SPECIAL_REGION, inside the MMIO hole below 4 GiB, so they
+ * never collide with RAM populated from gfn 0.
+ */
+#define XEN_SPECIAL_PAGING	0
+#define XEN_SPECIAL_ACCESS	1
+#define XEN_SPECIAL_SHARING	2
+#define XEN_SPECIAL_BUFIOREQ	3
+#define XEN_SPECIAL_XENSTORE	4
+#define XEN_SPECIAL_IOREQ	5
+#define XEN_SPECIAL_IDENT_PT	6
+#define XEN_SPECIAL_CONSOLE	7
+#define XEN_SPECIAL_NR		8
+#define XEN_SPECIAL_END		0xff000u	/* gfn, exclusive */
+#define XEN_SPECIAL_GFN(x)	(XEN_SPECIAL_END - XEN_SPECIAL_NR + (x))
+
+/* What the companion hypervisor answered when probed at open. */
+#define XEN_COMP_SCRUB		(1u << 0)
+#define XEN_COMP_COUNTERS	(1u << 1)
+
+struct xen_be {
+	xentoollog_logger logger;	/* first: the libraries call back with it */
+	xc_interface	*xch;
+	xenforeignmemory_handle *fmem;
+	xencall_handle	*xcall;		/* companion sysctls; NULL if unusable */
+	struct xs_handle *xsh;
+	pthread_mutex_t	xs_lock;	/* serialises every use of xsh */
+	uint32_t	caps;		/* VMB_CAP_* */
+	uint32_t	companion;	/* XEN_COMP_* */
+	unsigned	nr_perfc_desc;	/* perf counters, when compiled in */
+	unsigned	nr_perfc_val;
+	bool		debug;		/* VMBUILD_XEN_DEBUG set: libraries log to stderr */
+	char		describe[128];
+};
+
+/* An errno for a failed libxenctrl call (which returns -1 and sets errno). */
+int xen_errno(void);
+
+/* xen_companion.c */
+void xen_companion_probe(struct xen_be *be);
+int xen_companion_scrub(struct xen_be *be, struct vmb_scrub *ret_scrub);
+int xen_companion_counters(struct xen_be *be, struct vmb_counters *ret_cnt);
+int xen_perfc_counters(struct xen_be *be, struct vmb_counters *ret_cnt);
+
+/* xen_xs.c: every function takes be->xs_lock itself. */
+int xen_xs_domain_make(struct xen_be *be, uint32_t domid,
+    const struct vmb_dom_config *cfg);
+struct xen_xs_boot {
+	uint32_t domid;
+	uint64_t static_max_kb;
+	uint64_t target_kb;
+	uint32_t vcpus, max_vcpus;
+	uint32_t store_port, console_port;
+	uint64_t store_gfn, console_gfn;
+};
+int xen_xs_domain_boot(struct xen_be *be, const struct xen_xs_boot *xb);
+int xen_xs_introduce(struct xen_be *be, uint32_t domid, uint64_t store_gfn,
+    uint32_t store_port);
+void xen_xs_domain_remove(struct xen_be *be, uint32_t domid);
+void xen_xs_read_name(struct xen_be *be, uint32_t domid, char *buf,
+    size_t len);
+
+/* xen_boot.c */
+int xen_boot(void *priv, uint32_t domid, const struct vmb_boot *boot);
+
+#endif /* VMBUILD_XEN_PRIV_H */

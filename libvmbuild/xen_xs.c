@@ -1,0 +1,323 @@
+/*
+ * xen_xs.c - the xenstore entries a toolstack owes a domain, written the
+ * way libxl writes them for a minimal PVH domain (libxl__domain_make,
+ * libxl__build_post, the primary console), and removed at destroy.
+ *
+ * Two steps, each one transaction retried on EAGAIN:
+ *   - at create: /local/domain/N and /vm/<uuid> (owned by dom0, readable
+ *     by the domain), name, vm, domid, and the directories and control
+ *     nodes the guest may write;
+ *   - at boot: memory, store and console rings and ports, vCPU
+ *     availability and the start time; then xs_introduce_domain.
+ * The handle is shared by worker threads: every function holds
+ * be->xs_lock for its whole use of it.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/time.h>
+
+#include "xen_priv.h"
+
+#define XS_PATH_MAX	256
+#define XS_RETRIES	16	/* transactions lost to concurrent writers */
+
+/* One open transaction: the first failure sticks, later calls do nothing. */
+struct xs_tx {
+	struct xs_handle *h;
+	xs_transaction_t t;
+	int	err;		/* first -errno */
+	struct xs_permissions ro[2];	/* dom0 owns, the domain reads */
+	struct xs_permissions rw[1];	/* the domain owns */
+};
+
+static void
+tx_fail(struct xs_tx *tx)
+{
+	if (tx->err == 0)
+		tx->err = -(errno > 0 ? errno : EIO);
+}
+
+static void __attribute__((format(printf, 3, 4)))
+tx_path(struct xs_tx *tx, char *buf, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, XS_PATH_MAX, fmt, ap);
+	va_end(ap);
+	if ((n < 0 || n >= XS_PATH_MAX) && tx->err == 0)
+		tx->err = -ENAMETOOLONG;
+}
+
+/* Write `value` at base/rel with perms (NULL: inherit from the parent). */
+static void
+tx_write(struct xs_tx *tx, const char *base, const char *rel,
+    const char *value, struct xs_permissions *perms, unsigned nperms)
+{
+	char path[XS_PATH_MAX];
+
+	if (tx->err != 0)
+		return;
+	tx_path(tx, path, "%s%s%s", base, rel[0] ? "/" : "", rel);
+	if (tx->err != 0)
+		return;
+	if (value == NULL) {
+		if (!xs_mkdir(tx->h, tx->t, path))
+			tx_fail(tx);
+	} else if (!xs_write(tx->h, tx->t, path, value, strlen(value)))
+		tx_fail(tx);
+	if (tx->err == 0 && perms != NULL &&
+	    !xs_set_permissions(tx->h, tx->t, path, perms, nperms))
+		tx_fail(tx);
+}
+
+static void __attribute__((format(printf, 4, 5)))
+tx_writef(struct xs_tx *tx, const char *base, const char *rel,
+    const char *fmt, ...)
+{
+	char value[64];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(value, sizeof(value), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(value)) {
+		if (tx->err == 0)
+			tx->err = -EOVERFLOW;
+		return;
+	}
+	tx_write(tx, base, rel, value, NULL, 0);
+}
+
+static void
+tx_init(struct xs_tx *tx, struct xen_be *be, uint32_t domid)
+{
+	memset(tx, 0, sizeof(*tx));
+	tx->h = be->xsh;
+	tx->ro[0].id = 0;
+	tx->ro[0].perms = XS_PERM_NONE;
+	tx->ro[1].id = domid;
+	tx->ro[1].perms = XS_PERM_READ;
+	tx->rw[0].id = domid;
+	tx->rw[0].perms = XS_PERM_NONE;
+}
+
+static void
+uuid_str(const uint8_t u[16], char out[37])
+{
+	snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
+	    "%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2], u[3], u[4], u[5],
+	    u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
+}
+
+typedef void xs_fill_fn(struct xs_tx *tx, const void *arg);
+
+/* Run `fill` in a transaction, retrying when another writer won. */
+static int
+xs_run(struct xen_be *be, uint32_t domid, xs_fill_fn *fill, const void *arg)
+{
+	struct xs_tx tx;
+	int i, rc = -EAGAIN;
+
+	pthread_mutex_lock(&be->xs_lock);
+	for (i = 0; i < XS_RETRIES; i++) {
+		tx_init(&tx, be, domid);
+		tx.t = xs_transaction_start(be->xsh);
+		if (tx.t == XBT_NULL) {
+			rc = -(errno > 0 ? errno : EIO);
+			break;
+		}
+		fill(&tx, arg);
+		if (tx.err != 0) {
+			(void)xs_transaction_end(be->xsh, tx.t, true);
+			rc = tx.err;
+			break;
+		}
+		if (xs_transaction_end(be->xsh, tx.t, false)) {
+			rc = 0;
+			break;
+		}
+		if (errno != EAGAIN) {
+			rc = -(errno > 0 ? errno : EIO);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&be->xs_lock);
+	return rc;
+}
+
+struct make_arg {
+	uint32_t domid;
+	const struct vmb_dom_config *cfg;
+};
+
+static void
+fill_make(struct xs_tx *tx, const void *varg)
+{
+	const struct make_arg *a = varg;
+	static const char *const rw_nodes[] = {
+		"device/suspend/event-channel", "data", "drivers", "feature",
+		"attr", "error", "control/shutdown", "control/feature-poweroff",
+		"control/feature-reboot", "control/feature-suspend",
+		"control/sysrq",
+	};
+	static const char *const ro_dirs[] = {
+		"cpu", "memory", "device", "control",
+	};
+	char dom[XS_PATH_MAX], vm[XS_PATH_MAX], uuid[37];
+	size_t i;
+
+	uuid_str(a->cfg->uuid, uuid);
+	tx_path(tx, dom, "/local/domain/%u", a->domid);
+	tx_path(tx, vm, "/vm/%s", uuid);
+	if (tx->err != 0)
+		return;
+	/* Leftovers of an earlier domain with this id or uuid go first. */
+	(void)xs_rm(tx->h, tx->t, dom);
+	(void)xs_rm(tx->h, tx->t, vm);
+
+	tx_write(tx, dom, "", NULL, tx->ro, 2);
+	tx_write(tx, vm, "", NULL, tx->ro, 2);
+	tx_write(tx, dom, "vm", vm, NULL, 0);
+	tx_write(tx, dom, "name", a->cfg->name, NULL, 0);
+	tx_writef(tx, dom, "domid", "%u", a->domid);
+	tx_write(tx, vm, "name", a->cfg->name, NULL, 0);
+	tx_write(tx, vm, "uuid", uuid, NULL, 0);
+	for (i = 0; i < sizeof(ro_dirs) / sizeof(ro_dirs[0]); i++)
+		tx_write(tx, dom, ro_dirs[i], NULL, tx->ro, 2);
+	for (i = 0; i < sizeof(rw_nodes) / sizeof(rw_nodes[0]); i++)
+		tx_write(tx, dom, rw_nodes[i], "", tx->rw, 1);
+	tx_write(tx, dom, "control/platform-feature-multiprocessor-suspend",
+	    "1", tx->ro, 2);
+	tx_write(tx, dom, "control/platform-feature-xs_reset_watches", "1",
+	    tx->ro, 2);
+}
+
+int
+xen_xs_domain_make(struct xen_be *be, uint32_t domid,
+    const struct vmb_dom_config *cfg)
+{
+	struct make_arg a = { domid, cfg };
+
+	return xs_run(be, domid, fill_make, &a);
+}
+
+static void
+fill_boot(struct xs_tx *tx, const void *varg)
+{
+	const struct xen_xs_boot *b = varg;
+	char dom[XS_PATH_MAX], path[XS_PATH_MAX], rel[64], *vm;
+	struct timeval tv;
+	unsigned len;
+	uint32_t i;
+
+	tx_path(tx, dom, "/local/domain/%u", b->domid);
+	if (tx->err != 0)
+		return;
+	tx_writef(tx, dom, "memory/static-max", "%" PRIu64, b->static_max_kb);
+	tx_writef(tx, dom, "memory/target", "%" PRIu64, b->target_kb);
+	tx_writef(tx, dom, "memory/videoram", "%d", 0);
+	tx_writef(tx, dom, "store/port", "%u", b->store_port);
+	tx_writef(tx, dom, "store/ring-ref", "%" PRIu64, b->store_gfn);
+	/* The primary console, as xenconsoled reads it. */
+	tx_writef(tx, dom, "console/backend-id", "%d", 0);
+	tx_writef(tx, dom, "console/limit", "%d", 1048576);
+	tx_write(tx, dom, "console/type", "xenconsoled", NULL, 0);
+	tx_write(tx, dom, "console/output", "pty", NULL, 0);
+	tx_write(tx, dom, "console/tty", "", NULL, 0);
+	tx_writef(tx, dom, "console/port", "%u", b->console_port);
+	tx_writef(tx, dom, "console/ring-ref", "%" PRIu64, b->console_gfn);
+	for (i = 0; i < b->max_vcpus && tx->err == 0; i++) {
+		snprintf(rel, sizeof(rel), "cpu/%u/availability", i);
+		tx_write(tx, dom, rel, i < b->vcpus ? "online" : "offline",
+		    NULL, 0);
+	}
+	tx_path(tx, path, "%s/vm", dom);
+	if (tx->err != 0)
+		return;
+	vm = xs_read(tx->h, tx->t, path, &len);
+	if (vm == NULL) {
+		tx_fail(tx);
+		return;
+	}
+	gettimeofday(&tv, NULL);
+	tx_writef(tx, vm, "start_time", "%lld.%02ld", (long long)tv.tv_sec,
+	    (long)(tv.tv_usec / 10000));
+	free(vm);
+}
+
+int
+xen_xs_domain_boot(struct xen_be *be, const struct xen_xs_boot *xb)
+{
+	return xs_run(be, xb->domid, fill_boot, xb);
+}
+
+int
+xen_xs_introduce(struct xen_be *be, uint32_t domid, uint64_t store_gfn,
+    uint32_t store_port)
+{
+	int rc = 0;
+
+	pthread_mutex_lock(&be->xs_lock);
+	if (!xs_introduce_domain(be->xsh, domid, store_gfn, store_port))
+		rc = -(errno > 0 ? errno : EIO);
+	pthread_mutex_unlock(&be->xs_lock);
+	return rc;
+}
+
+static void
+fill_remove(struct xs_tx *tx, const void *varg)
+{
+	const uint32_t *domid = varg;
+	char dom[XS_PATH_MAX], path[XS_PATH_MAX], *vm;
+	unsigned len;
+
+	tx_path(tx, dom, "/local/domain/%u", *domid);
+	tx_path(tx, path, "%s/vm", dom);
+	if (tx->err != 0)
+		return;
+	vm = xs_read(tx->h, tx->t, path, &len);
+	/* Only what this layout wrote: never a path outside /vm/. */
+	if (vm != NULL && strncmp(vm, "/vm/", 4) == 0 && strlen(vm) > 4)
+		(void)xs_rm(tx->h, tx->t, vm);
+	free(vm);
+	if (!xs_rm(tx->h, tx->t, dom) && errno != ENOENT)
+		tx_fail(tx);
+}
+
+/*
+ * Remove the domain's entries and tell xenstored to let it go; a domain
+ * that was never introduced or has no entries is not an error here.
+ */
+void
+xen_xs_domain_remove(struct xen_be *be, uint32_t domid)
+{
+	(void)xs_run(be, domid, fill_remove, &domid);
+	pthread_mutex_lock(&be->xs_lock);
+	(void)xs_release_domain(be->xsh, domid);
+	pthread_mutex_unlock(&be->xs_lock);
+}
+
+void
+xen_xs_read_name(struct xen_be *be, uint32_t domid, char *buf, size_t len)
+{
+	char path[XS_PATH_MAX];
+	char *name;
+	unsigned n;
+
+	buf[0] = '\0';
+	snprintf(path, sizeof(path), "/local/domain/%u/name", domid);
+	pthread_mutex_lock(&be->xs_lock);
+	name = xs_read(be->xsh, XBT_NULL, path, &n);
+	pthread_mutex_unlock(&be->xs_lock);
+	if (name == NULL)
+		return;
+	snprintf(buf, len, "%s", name);
+	free(name);
+}
