@@ -1,0 +1,631 @@
+/*
+ * cmd_vm.c - the VM commands: create, list, info, destroy, pause, unpause.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vmctl.h"
+
+/* The config is sent in one request line; leave room for the rest. */
+#define CONFIG_MAX	(VMBUILD_MAX_REQUEST - 64 * 1024)
+/* With no event for this long, ask for the task's state. */
+#define FOLLOW_POLL_MS	1000
+
+/* Add P_VM: a domain id when VM is all digits, else a name. */
+static void
+gen_vm_ref(yajl_gen g, const char *vm)
+{
+	const char *p = vm;
+	char *end;
+	long long id;
+
+	while (*p >= '0' && *p <= '9')
+		p++;
+	jgen_str(g, P_VM);
+	if (*vm && !*p && p - vm < 10) {
+		id = strtoll(vm, &end, 10);
+		yajl_gen_integer(g, id);
+	} else {
+		jgen_str(g, vm);
+	}
+}
+
+/* Read a whole (small) file into a NUL-terminated buffer. */
+static int
+read_file(const char *path, char **ret_text, size_t *ret_len)
+{
+	char *buf = NULL, *nb;
+	size_t len = 0, cap = 0;
+	FILE *f;
+	size_t r;
+	int rc;
+
+	f = fopen(path, "r");
+	if (!f)
+		return -errno;
+	for (;;) {
+		if (cap - len < 4096) {
+			cap = cap ? cap * 2 : 8192;
+			nb = realloc(buf, cap);
+			if (!nb) {
+				rc = -ENOMEM;
+				goto out;
+			}
+			buf = nb;
+		}
+		r = fread(buf + len, 1, cap - len - 1, f);
+		len += r;
+		if (len > CONFIG_MAX) {
+			rc = -EFBIG;
+			goto out;
+		}
+		if (r == 0) {
+			if (ferror(f)) {
+				rc = -EIO;
+				goto out;
+			}
+			break;
+		}
+	}
+	buf[len] = '\0';
+	if (memchr(buf, '\0', len)) {
+		rc = -EINVAL;	/* binary, not an xl.cfg file */
+		goto out;
+	}
+	*ret_text = buf;
+	*ret_len = len;
+	buf = NULL;
+	rc = 0;
+out:
+	free(buf);
+	fclose(f);
+	return rc;
+}
+
+/* The task id a task object or a notification's params is about. */
+static bool
+task_id_of(yajl_val v, long long *ret)
+{
+	yajl_val t = jget(v, "task");
+	double d;
+
+	if (YAJL_IS_OBJECT(t))
+		v = t, t = jget(v, "id");
+	if (!t)
+		t = jget(v, "id");
+	if (!jnum(t, NULL, &d))
+		return false;
+	*ret = (long long)d;
+	return true;
+}
+
+/* A task object inside a notification or reply, or the value itself. */
+static yajl_val
+task_obj(yajl_val v)
+{
+	yajl_val t = jget(v, "task");
+
+	return YAJL_IS_OBJECT(t) ? t : v;
+}
+
+static void
+show_progress(struct progress *bar, yajl_val task)
+{
+	yajl_val p = jget(task, "progress");
+	uint64_t done = 0, total = 0;
+	const char *phase;
+
+	if (!p)
+		p = task;
+	phase = jstr(p, "phase");
+	if (!phase)
+		phase = jstr(task, "phase");
+	ju64(p, "done", &done);
+	ju64(p, "total", &total);
+	progress_update(bar, phase ? phase : "build", done, total,
+	    jstr(p, "unit"));
+}
+
+/* Print the id and name of the VM a finished create task made. */
+static void
+print_created(struct vmctl *ctl, yajl_val task, double secs)
+{
+	yajl_val r = jget(task, "result"), vm;
+	char id[32], name[128];
+
+	vm = jget(r, "vm");
+	if (!YAJL_IS_OBJECT(vm))
+		vm = YAJL_IS_OBJECT(r) ? r : task;
+	if (ctl->json) {
+		jprint(YAJL_IS_OBJECT(r) ? r : task, false);
+		return;
+	}
+	if (!jget(vm, "id") && jget(vm, "domid"))
+		jtext(vm, "domid", id, sizeof(id));
+	else
+		jtext(vm, "id", id, sizeof(id));
+	jtext(vm, "name", name, sizeof(name));
+	printf("created VM %s (%s) in %.2f s\n", id, name, secs);
+}
+
+static int
+task_failed(struct vmctl *ctl, yajl_val task, long long tid)
+{
+	struct vmc_error err = { 0 };
+	const char *state = jstr(task, "state");
+	yajl_val e = jget(task, "error");
+	double code = 0;
+	int rc;
+
+	if (ctl->json)
+		jprint(task, false);
+	if (YAJL_IS_OBJECT(e)) {
+		jnum(e, "code", &code);
+		err.code = (long long)code;
+		snprintf(err.message, sizeof(err.message), "%s",
+		    jstr(e, "message") ? jstr(e, "message") : state);
+		err.data = jget(e, "data");
+	} else {
+		err.code = state && !strcmp(state, "cancelled") ? E_CANCELLED :
+		    0;
+		snprintf(err.message, sizeof(err.message), "task %lld %s",
+		    tid, state ? state : "failed");
+	}
+	rc = vmc_report(ctl, "create", VMC_RPC_ERROR, &err);
+	return rc;
+}
+
+/*
+ * Follow task `tid` to its end: events drive the display, and task.get
+ * is asked whenever no event came for a while, so a missed or absent
+ * event cannot leave us waiting.
+ */
+static int
+follow_task(struct vmctl *ctl, struct vmc_client *c, long long tid)
+{
+	struct timespec t0, t1;
+	struct vmc_error err = { 0 };
+	struct progress *bar;
+	yajl_val msg = NULL, task = NULL, params;
+	const char *method, *state;
+	long long id;
+	bool poll_now = true;
+	yajl_gen g;
+	int rc;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	bar = progress_new(!ctl->json && isatty(STDERR_FILENO));
+	if (ctl->json)
+		progress_free(bar), bar = NULL;
+	vmctl_catch_signals();
+	for (;;) {
+		if (poll_now) {
+			g = vmc_request(c, M_TASK_GET);
+			if (g)
+				jgen_kv_int(g, P_TASK, tid);
+			yajl_tree_free(task);
+			task = NULL;
+			rc = vmc_call(c, g, &task, &err);
+			if (rc != 0) {
+				progress_end(bar);
+				rc = vmc_report(ctl, "create: task.get", rc,
+				    &err);
+				goto out;
+			}
+			poll_now = false;
+			state = jstr(task_obj(task), "state");
+			if (state && strcmp(state, "running") &&
+			    strcmp(state, "queued") && strcmp(state, "pending"))
+				break;
+			show_progress(bar, task_obj(task));
+		}
+		yajl_tree_free(msg);
+		msg = NULL;
+		rc = vmc_next_event(c, FOLLOW_POLL_MS, &msg);
+		if (rc == -ETIMEDOUT) {
+			poll_now = true;
+			continue;
+		}
+		if (rc == -EINTR) {
+			progress_end(bar);
+			vmctl_warnx("interrupted: task %lld goes on in the "
+			    "daemon (see vmctl tasks)", tid);
+			rc = 130;
+			goto out;
+		}
+		if (rc < 0) {
+			progress_end(bar);
+			rc = vmc_report(ctl, "create", rc, &err);
+			goto out;
+		}
+		method = jstr(msg, "method");
+		params = jget(msg, "params");
+		if (!method || !task_id_of(params, &id) || id != tid)
+			continue;
+		if (!strcmp(method, E_TASK_PROGRESS))
+			show_progress(bar, task_obj(params));
+		else if (!strcmp(method, E_TASK_DONE))
+			poll_now = true;	/* the final state, with result */
+	}
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	if (!strcmp(state, "done")) {
+		show_progress(bar, task_obj(task));
+		progress_end(bar);
+		print_created(ctl, task_obj(task), (t1.tv_sec - t0.tv_sec) +
+		    (t1.tv_nsec - t0.tv_nsec) / 1e9);
+		rc = VMCTL_EXIT_OK;
+	} else {
+		progress_end(bar);
+		rc = task_failed(ctl, task_obj(task), tid);
+	}
+out:
+	progress_free(bar);
+	yajl_tree_free(msg);
+	yajl_tree_free(task);
+	vmc_error_done(&err);
+	return rc;
+}
+
+int
+cmd_create(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
+    char **argv)
+{
+	static const struct option opts[] = {
+		{ "no-wait", no_argument, NULL, 'n' },
+		{ "paused", no_argument, NULL, 'p' },
+		VMCTL_COMMON_OPTS,
+		{ NULL, 0, NULL, 0 },
+	};
+	struct vmc_client *c = NULL;
+	struct vmc_error err = { 0 };
+	char *text = NULL, abspath[PATH_MAX];
+	bool wait = true, paused = false;
+	yajl_val res = NULL;
+	const char *path;
+	size_t len;
+	double tid;
+	yajl_gen g;
+	int ch, rc;
+
+	while ((ch = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
+		if (ch == 'n')
+			wait = false;
+		else if (ch == 'p')
+			paused = true;
+		else if ((rc = vmctl_opt_common(ctl, cmd, ch)) >= 0)
+			return rc;
+	}
+	if ((rc = vmctl_operands(cmd, argc, argv, 1)) >= 0)
+		return rc;
+	path = argv[optind];
+	rc = read_file(path, &text, &len);
+	if (rc < 0) {
+		vmctl_warnx("create: %s: %s", path, rc == -EFBIG ?
+		    "too large for a config file" : rc == -EINVAL ?
+		    "not a text file" : strerror(-rc));
+		/* A file we cannot read is a usage error, not the daemon's. */
+		rc = VMCTL_EXIT_USAGE;
+		goto out;
+	}
+	if (!realpath(path, abspath))
+		snprintf(abspath, sizeof(abspath), "%s", path);
+	if ((rc = vmc_open(ctl, &c)) != VMCTL_EXIT_OK)
+		goto out;
+	if (wait) {
+		/* Subscribe first, so that no progress event is missed. */
+		g = vmc_request(c, M_EVENTS_SUBSCRIBE);
+		if (g) {
+			jgen_str(g, P_EVENTS);
+			yajl_gen_array_open(g);
+			jgen_str(g, E_TASK_PROGRESS);
+			jgen_str(g, E_TASK_DONE);
+			yajl_gen_array_close(g);
+		}
+		rc = vmc_call(c, g, &res, &err);
+		if (rc < 0) {
+			rc = vmc_report(ctl, "create", rc, &err);
+			goto out;
+		}
+		/* Without events, follow_task polls task.get instead. */
+		vmc_error_done(&err);
+		yajl_tree_free(res);
+		res = NULL;
+	}
+	g = vmc_request(c, M_VM_CREATE);
+	if (g) {
+		jgen_kv_str(g, P_CONFIG, text);
+		jgen_kv_str(g, P_CONFIG_PATH, abspath);
+		jgen_kv_bool(g, P_WAIT, false);
+		if (paused)
+			jgen_kv_bool(g, P_PAUSED, true);
+	}
+	rc = vmc_call(c, g, &res, &err);
+	if (rc != 0) {
+		rc = vmc_report(ctl, "create", rc, &err);
+		goto out;
+	}
+	if (!jnum(res, P_TASK, &tid)) {
+		/* A daemon that built synchronously: show what it says. */
+		if (ctl->json)
+			jprint(res, false);
+		else
+			print_created(ctl, res, 0);
+		rc = VMCTL_EXIT_OK;
+		goto out;
+	}
+	if (!wait) {
+		if (ctl->json)
+			jprint(res, false);
+		else
+			printf("task %lld\n", (long long)tid);
+		rc = VMCTL_EXIT_OK;
+		goto out;
+	}
+	rc = follow_task(ctl, c, (long long)tid);
+out:
+	yajl_tree_free(res);
+	vmc_error_done(&err);
+	vmc_close(c);
+	free(text);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+
+/* "0,1" from a nodes array of numbers or of {"node":N,...} objects. */
+static const char *
+nodes_text(yajl_val nodes, char *buf, size_t len)
+{
+	char one[32];
+	size_t i, off = 0;
+	yajl_val n;
+
+	buf[0] = '\0';
+	if (!YAJL_IS_ARRAY(nodes) || nodes->u.array.len == 0)
+		return "-";
+	for (i = 0; i < nodes->u.array.len && off + 1 < len; i++) {
+		n = nodes->u.array.values[i];
+		if (YAJL_IS_OBJECT(n))
+			jtext(n, "node", one, sizeof(one));
+		else
+			jtext(n, NULL, one, sizeof(one));
+		off += (size_t)snprintf(buf + off, len - off, "%s%s",
+		    i ? "," : "", one);
+	}
+	return buf;
+}
+
+/* The id of a VM object: "id", or "domid" from older daemons. */
+static yajl_val
+vm_id(yajl_val vm)
+{
+	yajl_val id = jget(vm, "id");
+
+	return id ? id : jget(vm, "domid");
+}
+
+int
+cmd_list(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
+    char **argv)
+{
+	static const struct option opts[] = {
+		VMCTL_COMMON_OPTS,
+		{ NULL, 0, NULL, 0 },
+	};
+	static const char *const hdr[] = { "ID", "NAME", "STATE", "MEMORY",
+		"VCPUS", "NODES" };
+	struct vmc_client *c = NULL;
+	struct vmc_error err = { 0 };
+	char id[32], mem[32], vcpus[16], nodes[256];
+	struct table *t = NULL;
+	yajl_val res = NULL, vms, vm;
+	uint64_t bytes;
+	yajl_gen g;
+	size_t i;
+	int ch, rc;
+
+	while ((ch = getopt_long(argc, argv, "jh", opts, NULL)) != -1)
+		if ((rc = vmctl_opt_common(ctl, cmd, ch)) >= 0)
+			return rc;
+	if ((rc = vmctl_operands(cmd, argc, argv, 0)) >= 0)
+		return rc;
+	if ((rc = vmc_open(ctl, &c)) != VMCTL_EXIT_OK)
+		goto out;
+	rc = vmc_call0(c, M_VM_LIST, &res, &err);
+	if (rc != 0) {
+		rc = vmc_report(ctl, "list", rc, &err);
+		goto out;
+	}
+	vms = jget(res, "vms");
+	if (!YAJL_IS_ARRAY(vms)) {
+		vmctl_warnx("list: the daemon's reply has no \"vms\" list");
+		rc = VMCTL_EXIT_UNREACHABLE;
+		goto out;
+	}
+	if (ctl->json) {
+		/* Exactly the documented shape, whatever else the daemon adds. */
+		g = jgen_new(false);
+		yajl_gen_map_open(g);
+		jgen_str(g, "vms");
+		yajl_gen_array_open(g);
+		for (i = 0; i < vms->u.array.len; i++) {
+			vm = vms->u.array.values[i];
+			yajl_gen_map_open(g);
+			jgen_kv_val(g, "id", vm_id(vm));
+			jgen_kv_val(g, "name", jget(vm, "name"));
+			jgen_kv_val(g, "state", jget(vm, "state"));
+			jgen_kv_val(g, "memory_bytes", jget(vm, "memory_bytes"));
+			jgen_kv_val(g, "vcpus", jget(vm, "vcpus"));
+			jgen_kv_val(g, "nodes", jget(vm, "nodes"));
+			yajl_gen_map_close(g);
+		}
+		yajl_gen_array_close(g);
+		yajl_gen_map_close(g);
+		jgen_print(g);
+		rc = VMCTL_EXIT_OK;
+		goto out;
+	}
+	t = table_new(6, hdr);
+	table_right(t, 0);
+	table_right(t, 3);
+	table_right(t, 4);
+	for (i = 0; i < vms->u.array.len; i++) {
+		vm = vms->u.array.values[i];
+		table_add(t, jtext(vm_id(vm), NULL, id, sizeof(id)),
+		    jstr(vm, "name"), jstr(vm, "state"),
+		    ju64(vm, "memory_bytes", &bytes) ?
+		    fmt_size(bytes, mem, sizeof(mem)) : "-",
+		    jtext(vm, "vcpus", vcpus, sizeof(vcpus)),
+		    nodes_text(jget(vm, "nodes"), nodes, sizeof(nodes)));
+	}
+	table_print(t, stdout, NULL);
+	rc = VMCTL_EXIT_OK;
+out:
+	table_free(t);
+	yajl_tree_free(res);
+	vmc_error_done(&err);
+	vmc_close(c);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+
+/* One VM method with P_VM: info, destroy, pause, unpause. */
+static int
+vm_call(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
+    char **argv, const char *method, yajl_val *ret_res)
+{
+	static const struct option opts[] = {
+		VMCTL_COMMON_OPTS,
+		{ NULL, 0, NULL, 0 },
+	};
+	struct vmc_client *c = NULL;
+	struct vmc_error err = { 0 };
+	yajl_gen g;
+	int ch, rc;
+
+	while ((ch = getopt_long(argc, argv, "jh", opts, NULL)) != -1)
+		if ((rc = vmctl_opt_common(ctl, cmd, ch)) >= 0)
+			return rc;
+	if ((rc = vmctl_operands(cmd, argc, argv, 1)) >= 0)
+		return rc;
+	if (!argv[optind][0])
+		return vmctl_usage_error(cmd, "empty VM name");
+	if ((rc = vmc_open(ctl, &c)) != VMCTL_EXIT_OK)
+		goto out;
+	g = vmc_request(c, method);
+	if (g)
+		gen_vm_ref(g, argv[optind]);
+	rc = vmc_call(c, g, ret_res, &err);
+	if (rc != 0) {
+		char what[128];
+
+		snprintf(what, sizeof(what), "%s %s", cmd->name, argv[optind]);
+		rc = vmc_report(ctl, what, rc, &err);
+		goto out;
+	}
+	rc = VMCTL_EXIT_OK;
+out:
+	vmc_error_done(&err);
+	vmc_close(c);
+	return rc;
+}
+
+/* Memory per node as a small table, from "nodes" or "node_bytes". */
+static void
+print_node_memory(yajl_val vm)
+{
+	static const char *const hdr[] = { "NODE", "MEMORY" };
+	yajl_val nodes = jget(vm, "nodes"), n;
+	char a[16], b[32];
+	struct table *t;
+	uint64_t bytes;
+	size_t i;
+
+	if (!YAJL_IS_ARRAY(nodes) || !nodes->u.array.len ||
+	    !YAJL_IS_OBJECT(nodes->u.array.values[0]))
+		return;
+	t = table_new(2, hdr);
+	table_right(t, 1);
+	for (i = 0; i < nodes->u.array.len; i++) {
+		n = nodes->u.array.values[i];
+		if (!ju64(n, "bytes", &bytes) &&
+		    !ju64(n, "memory_bytes", &bytes))
+			bytes = 0;
+		table_add(t, jtext(n, "node", a, sizeof(a)),
+		    fmt_size(bytes, b, sizeof(b)));
+	}
+	printf("memory per node:\n");
+	table_print(t, stdout, "  ");
+	table_free(t);
+}
+
+int
+cmd_info(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
+    char **argv)
+{
+	yajl_val res = NULL, vm;
+	int rc;
+
+	rc = vm_call(ctl, cmd, argc, argv, M_VM_INFO, &res);
+	if (rc != VMCTL_EXIT_OK || !res)
+		goto out;
+	if (ctl->json) {
+		jprint(res, false);
+		goto out;
+	}
+	vm = jget(res, "vm");
+	if (!YAJL_IS_OBJECT(vm))
+		vm = res;
+	/* Everything the daemon says, humanised by unit; nodes in a table. */
+	fmt_tree(vm, 0);
+	print_node_memory(vm);
+out:
+	yajl_tree_free(res);
+	return rc;
+}
+
+static int
+vm_action(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
+    char **argv, const char *method, const char *done)
+{
+	yajl_val res = NULL;
+	int rc;
+
+	rc = vm_call(ctl, cmd, argc, argv, method, &res);
+	if (rc == VMCTL_EXIT_OK && res) {
+		if (ctl->json)
+			jprint(res, false);
+		else
+			printf("%s %s\n", done, argv[optind]);
+	}
+	yajl_tree_free(res);
+	return rc;
+}
+
+int
+cmd_destroy(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
+    char **argv)
+{
+	return vm_action(ctl, cmd, argc, argv, M_VM_DESTROY, "destroyed");
+}
+
+int
+cmd_pause(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
+    char **argv)
+{
+	return vm_action(ctl, cmd, argc, argv, M_VM_PAUSE, "paused");
+}
+
+int
+cmd_unpause(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
+    char **argv)
+{
+	return vm_action(ctl, cmd, argc, argv, M_VM_UNPAUSE, "unpaused");
+}

@@ -1,0 +1,126 @@
+/*
+ * commands.c - vmctl's command table: name, handler, usage and help in
+ * one place, in the order `vmctl --help` lists them.
+ */
+#include <string.h>
+
+#include "vmctl.h"
+
+#define OPT_JSON "  --json          machine output (JSON) on stdout\n"
+
+const struct vmctl_cmd vmctl_cmds[] = {
+	{ "create", cmd_create, "[--no-wait] [--paused] CONFIG",
+	  "create a VM from an xl.cfg file and follow its build",
+	  "  --no-wait       print the task id and return at once\n"
+	  "  --paused        leave the new VM paused\n"
+	  OPT_JSON
+	  "Reads CONFIG (xl.cfg syntax) and sends it to the daemon, which\n"
+	  "checks it, places the VM and builds it as a task.  vmctl follows\n"
+	  "the task: a progress bar on a terminal, plain lines otherwise\n"
+	  "(both on stderr), then prints the new VM's id and name.\n"
+	  "Configuration errors are printed as file:line: key: message.\n" },
+	{ "list", cmd_list, "",
+	  "list VMs",
+	  OPT_JSON
+	  "JSON: {\"vms\":[{\"id\",\"name\",\"state\",\"memory_bytes\","
+	  "\"vcpus\",\"nodes\":[...]}]}\n" },
+	{ "info", cmd_info, "VM",
+	  "show one VM: placement, memory per node, build timings",
+	  OPT_JSON
+	  "VM is a name or a domain id.\n" },
+	{ "destroy", cmd_destroy, "VM",
+	  "destroy a VM (its memory is scrubbed in the background)",
+	  OPT_JSON },
+	{ "pause", cmd_pause, "VM", "pause a VM", OPT_JSON },
+	{ "unpause", cmd_unpause, "VM", "unpause a VM", OPT_JSON },
+	{ "host", cmd_host, "",
+	  "show the host: topology, memory per node",
+	  OPT_JSON },
+	{ "scrub", cmd_scrub, "[--wait [--timeout SECONDS]]",
+	  "show page-scrub progress per node",
+	  "  --wait          block until no node has dirty memory, showing\n"
+	  "                  progress\n"
+	  "  --timeout SECS  with --wait: give up (exit 1) after SECS\n"
+	  OPT_JSON
+	  "JSON: {\"nodes\":[{\"node\",\"total_bytes\",\"free_bytes\","
+	  "\"dirty_bytes\",\"scrubbed_bytes_total\",\n"
+	  "\"scrub_rate_bytes_per_second\",\"boot_scrub_done\"}]}\n" },
+	{ "stats", cmd_stats, "[--interval SECONDS]",
+	  "show hypervisor counters (TLB flushes, unshadows, populate, "
+	  "scrub) and rates",
+	  "  --interval SECS sample twice, SECS apart (default 1), for rates;\n"
+	  "                  0 samples once and shows no rates\n"
+	  OPT_JSON
+	  "JSON: {\"tlb_flushes\":{\"issued\",\"filtered\","
+	  "\"filter_evaluations\"},\n"
+	  "\"unshadow\":{\"write_flood\",\"early\",\"other\"},"
+	  "\"populate\":{...},\"scrub\":{...}}\n"
+	  "With --json, one sample unless --interval is given; then the\n"
+	  "second sample, \"interval_seconds\" and \"rates\" (per second).\n" },
+	{ "top", cmd_top, "[--iterations N] [--delay SECONDS]",
+	  "live view: VMs, free and dirty memory per node, flush and "
+	  "unshadow rates",
+	  "  --iterations N  refresh N times, then exit (for scripts)\n"
+	  "  --delay SECS    seconds between refreshes (default 1)\n"
+	  OPT_JSON
+	  "On a terminal the screen is redrawn in place; q or Ctrl-C quits.\n"
+	  "Otherwise one snapshot is printed per refresh.\n" },
+	{ "events", cmd_events, "",
+	  "print daemon events (task progress, VM states, scrub) until "
+	  "interrupted",
+	  "  --json          one JSON notification per line\n" },
+	{ "tasks", cmd_tasks, "",
+	  "list tasks (builds in progress and recently finished)",
+	  OPT_JSON },
+	{ "help", cmd_help, "[COMMAND]", "show help for vmctl or a command",
+	  "" },
+	{ NULL, NULL, NULL, NULL, NULL },
+};
+
+const struct vmctl_cmd *
+vmctl_cmd_find(const char *name)
+{
+	const struct vmctl_cmd *c;
+
+	for (c = vmctl_cmds; c->name; c++)
+		if (!strcmp(c->name, name))
+			return c;
+	return NULL;
+}
+
+void
+vmctl_usage_all(FILE *out, const char *prog)
+{
+	const struct vmctl_cmd *c;
+
+	fprintf(out,
+	    "usage: %s [--socket PATH] [--json] [--timeout SECONDS] COMMAND "
+	    "[ARGS]\n"
+	    "\n"
+	    "Client of vmbuildd, the vmbuild daemon.\n"
+	    "\n"
+	    "Options:\n"
+	    "  --socket PATH      daemon control socket (default: $%s,\n"
+	    "                     else %s)\n"
+	    "  --json             machine output (JSON) on stdout\n"
+	    "  --timeout SECONDS  longest wait for any one reply "
+	    "(default 30)\n"
+	    "  --help             this help; COMMAND --help for a command\n"
+	    "\n"
+	    "Commands:\n", prog, VMBUILD_SOCKET_ENV, VMBUILD_DEFAULT_SOCKET);
+	for (c = vmctl_cmds; c->name; c++)
+		fprintf(out, "  %-9s %s\n", c->name, c->summary);
+	fprintf(out,
+	    "\n"
+	    "Exit status:\n"
+	    "  %d  success\n"
+	    "  %d  the daemon reported an error (message and code on "
+	    "stderr)\n"
+	    "  %d  usage error\n"
+	    "  %d  cannot reach the daemon (no socket, refused, timeout, "
+	    "connection lost)\n"
+	    "  130  interrupted (Ctrl-C) while following a task; the daemon "
+	    "goes on\n",
+	    VMCTL_EXIT_OK, VMCTL_EXIT_ERROR, VMCTL_EXIT_USAGE,
+	    VMCTL_EXIT_UNREACHABLE);
+}

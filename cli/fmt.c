@@ -1,0 +1,312 @@
+/*
+ * fmt.c - human output: sizes, rates, durations, aligned tables, and a
+ * generic "key: value" rendering of JSON objects.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vmctl.h"
+
+#define KIB	1024.0
+#define MIB	(1024.0 * 1024)
+#define GIB	(1024.0 * 1024 * 1024)
+#define TIB	(1024.0 * 1024 * 1024 * 1024)
+
+static const char *
+fmt_bytes(double b, const char *suffix, char *buf, size_t len)
+{
+	if (b >= TIB)
+		snprintf(buf, len, "%.1f TiB%s", b / TIB, suffix);
+	else if (b >= GIB)
+		snprintf(buf, len, "%.1f GiB%s", b / GIB, suffix);
+	else if (b >= MIB)
+		snprintf(buf, len, "%.0f MiB%s", b / MIB, suffix);
+	else if (b >= KIB)
+		snprintf(buf, len, "%.0f KiB%s", b / KIB, suffix);
+	else
+		snprintf(buf, len, "%.0f B%s", b, suffix);
+	return buf;
+}
+
+const char *
+fmt_size(uint64_t bytes, char *buf, size_t len)
+{
+	return fmt_bytes((double)bytes, "", buf, len);
+}
+
+const char *
+fmt_rate(double bytes_per_sec, char *buf, size_t len)
+{
+	return fmt_bytes(bytes_per_sec < 0 ? 0 : bytes_per_sec, "/s", buf,
+	    len);
+}
+
+const char *
+fmt_count_rate(double per_sec, char *buf, size_t len)
+{
+	if (per_sec >= 1e6)
+		snprintf(buf, len, "%.1fM/s", per_sec / 1e6);
+	else if (per_sec >= 1e4)
+		snprintf(buf, len, "%.1fk/s", per_sec / 1e3);
+	else
+		snprintf(buf, len, "%.1f/s", per_sec);
+	return buf;
+}
+
+const char *
+fmt_ns(uint64_t ns, char *buf, size_t len)
+{
+	if (ns >= 10000000000ull)
+		snprintf(buf, len, "%.1f s", ns / 1e9);
+	else if (ns >= 1000000ull)
+		snprintf(buf, len, "%.1f ms", ns / 1e6);
+	else
+		snprintf(buf, len, "%.1f us", ns / 1e3);
+	return buf;
+}
+
+const char *
+fmt_pct(double done, double total, char *buf, size_t len)
+{
+	if (total <= 0)
+		snprintf(buf, len, "-");
+	else
+		snprintf(buf, len, "%.0f%%", 100.0 * done / total);
+	return buf;
+}
+
+/* ------------------------------------------------------------------ */
+
+struct table {
+	int	ncols;
+	char	**cells;	/* rows * ncols, row 0 the headers */
+	size_t	rows, cap;
+	bool	right[16];
+};
+
+struct table *
+table_new(int ncols, const char *const *headers)
+{
+	struct table *t = calloc(1, sizeof(*t));
+	int i;
+
+	if (!t || ncols > 16) {
+		free(t);
+		return NULL;
+	}
+	t->ncols = ncols;
+	t->cap = 16;
+	t->cells = calloc(t->cap * (size_t)ncols, sizeof(char *));
+	if (!t->cells) {
+		free(t);
+		return NULL;
+	}
+	for (i = 0; i < ncols; i++)
+		t->cells[i] = strdup(headers[i]);
+	t->rows = 1;
+	return t;
+}
+
+void
+table_right(struct table *t, int col)
+{
+	if (t && col >= 0 && col < t->ncols)
+		t->right[col] = true;
+}
+
+void
+table_add(struct table *t, ...)
+{
+	const char *s;
+	va_list ap;
+	int i;
+
+	if (!t)
+		return;
+	if (t->rows == t->cap) {
+		char **c = realloc(t->cells,
+		    t->cap * 2 * (size_t)t->ncols * sizeof(char *));
+
+		if (!c)
+			return;
+		t->cells = c;
+		t->cap *= 2;
+	}
+	va_start(ap, t);
+	for (i = 0; i < t->ncols; i++) {
+		s = va_arg(ap, const char *);
+		t->cells[t->rows * (size_t)t->ncols + (size_t)i] =
+		    strdup(s ? s : "-");
+	}
+	va_end(ap);
+	t->rows++;
+}
+
+void
+table_print(struct table *t, FILE *out, const char *indent)
+{
+	size_t w[16] = { 0 }, r, l;
+	const char *cell;
+	int i;
+
+	if (!t)
+		return;
+	for (r = 0; r < t->rows; r++)
+		for (i = 0; i < t->ncols; i++) {
+			cell = t->cells[r * (size_t)t->ncols + (size_t)i];
+			l = cell ? strlen(cell) : 0;
+			if (l > w[i])
+				w[i] = l;
+		}
+	for (r = 0; r < t->rows; r++) {
+		fputs(indent ? indent : "", out);
+		for (i = 0; i < t->ncols; i++) {
+			cell = t->cells[r * (size_t)t->ncols + (size_t)i];
+			if (!cell)
+				cell = "";
+			if (i == t->ncols - 1 && !t->right[i])
+				fprintf(out, "%s", cell);
+			else if (t->right[i])
+				fprintf(out, "%*s", (int)w[i], cell);
+			else
+				fprintf(out, "%-*s", (int)w[i], cell);
+			if (i < t->ncols - 1)
+				fputs("  ", out);
+		}
+		fputc('\n', out);
+	}
+}
+
+void
+table_free(struct table *t)
+{
+	size_t i;
+
+	if (!t)
+		return;
+	for (i = 0; i < t->rows * (size_t)t->ncols; i++)
+		free(t->cells[i]);
+	free(t->cells);
+	free(t);
+}
+
+/* ------------------------------------------------------------------ */
+
+static bool
+ends_with(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+
+	return a >= b && !strcmp(s + a - b, suffix);
+}
+
+/* A scalar, humanised by the unit its key names. */
+static void
+fmt_scalar(const char *key, yajl_val v)
+{
+	char buf[64];
+	uint64_t u;
+	double d;
+
+	if (key && ju64(v, NULL, &u)) {
+		if (ends_with(key, "_bytes_per_second") ||
+		    ends_with(key, "_bytes_per_sec")) {
+			printf("%s\n", fmt_rate((double)u, buf, sizeof(buf)));
+			return;
+		}
+		if (ends_with(key, "bytes") || ends_with(key, "_bytes_total")) {
+			printf("%s\n", fmt_size(u, buf, sizeof(buf)));
+			return;
+		}
+		if (ends_with(key, "_ns")) {
+			printf("%s\n", fmt_ns(u, buf, sizeof(buf)));
+			return;
+		}
+	}
+	if (key && ends_with(key, "_seconds") && jnum(v, NULL, &d)) {
+		printf("%.3f s\n", d);
+		return;
+	}
+	printf("%s\n", jtext(v, NULL, buf, sizeof(buf)));
+}
+
+void
+fmt_kv(const char *key, yajl_val v, int width)
+{
+	int pad = width - (int)strlen(key);
+
+	printf("%s:%*s", key, pad > 0 ? pad + 1 : 1, "");
+	fmt_scalar(key, v);
+}
+
+static bool
+is_scalar(yajl_val v)
+{
+	return !YAJL_IS_OBJECT(v) && !YAJL_IS_ARRAY(v);
+}
+
+/* An array of scalars fits on one line: "0, 1". */
+static bool
+is_flat_array(yajl_val v)
+{
+	size_t i;
+
+	if (!YAJL_IS_ARRAY(v))
+		return false;
+	for (i = 0; i < v->u.array.len; i++)
+		if (!is_scalar(v->u.array.values[i]))
+			return false;
+	return true;
+}
+
+void
+fmt_tree(yajl_val v, int indent)
+{
+	char buf[256];
+	size_t i, j, w = 0;
+	const char *key;
+	yajl_val x;
+
+	if (YAJL_IS_ARRAY(v)) {
+		for (i = 0; i < v->u.array.len; i++) {
+			x = v->u.array.values[i];
+			printf("%*s- ", indent, "");
+			if (is_scalar(x))
+				fmt_scalar(NULL, x);
+			else {
+				printf("\n");
+				fmt_tree(x, indent + 4);
+			}
+		}
+		return;
+	}
+	if (!YAJL_IS_OBJECT(v)) {
+		printf("%*s", indent, "");
+		fmt_scalar(NULL, v);
+		return;
+	}
+	for (i = 0; i < v->u.object.len; i++)
+		if (strlen(v->u.object.keys[i]) > w)
+			w = strlen(v->u.object.keys[i]);
+	for (i = 0; i < v->u.object.len; i++) {
+		key = v->u.object.keys[i];
+		x = v->u.object.values[i];
+		printf("%*s%s:", indent, "", key);
+		if (is_scalar(x)) {
+			printf("%*s", (int)(w - strlen(key) + 1), "");
+			fmt_scalar(key, x);
+		} else if (is_flat_array(x)) {
+			printf("%*s", (int)(w - strlen(key) + 1), "");
+			for (j = 0; j < x->u.array.len; j++)
+				printf("%s%s", j ? ", " : "",
+				    jtext(x->u.array.values[j], NULL, buf,
+				    sizeof(buf)));
+			printf("\n");
+		} else {
+			printf("\n");
+			fmt_tree(x, indent + 2);
+		}
+	}
+}

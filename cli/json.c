@@ -1,0 +1,228 @@
+/*
+ * json.c - small helpers over yajl: look values up in parsed trees
+ * (yajl_tree) and write JSON (yajl_gen).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "vmctl.h"
+
+yajl_val
+jget(yajl_val v, const char *key)
+{
+	size_t i;
+
+	if (!YAJL_IS_OBJECT(v))
+		return NULL;
+	for (i = 0; i < v->u.object.len; i++)
+		if (!strcmp(v->u.object.keys[i], key))
+			return v->u.object.values[i];
+	return NULL;
+}
+
+yajl_val
+jpath(yajl_val v, ...)
+{
+	const char *key;
+	va_list ap;
+
+	va_start(ap, v);
+	while (v && (key = va_arg(ap, const char *)))
+		v = jget(v, key);
+	va_end(ap);
+	return v;
+}
+
+const char *
+jstr(yajl_val v, const char *key)
+{
+	yajl_val s = key ? jget(v, key) : v;
+
+	return YAJL_IS_STRING(s) ? s->u.string : NULL;
+}
+
+bool
+jnum(yajl_val v, const char *key, double *ret)
+{
+	yajl_val n = key ? jget(v, key) : v;
+
+	if (!YAJL_IS_NUMBER(n))
+		return false;
+	if (YAJL_IS_INTEGER(n))
+		*ret = (double)n->u.number.i;
+	else
+		*ret = n->u.number.d;
+	return true;
+}
+
+bool
+ju64(yajl_val v, const char *key, uint64_t *ret)
+{
+	yajl_val n = key ? jget(v, key) : v;
+	double d;
+
+	if (YAJL_IS_INTEGER(n)) {
+		if (n->u.number.i < 0)
+			return false;
+		*ret = (uint64_t)n->u.number.i;
+		return true;
+	}
+	/* Beyond 2^63 yajl keeps only the double. */
+	if (!jnum(n, NULL, &d) || d < 0)
+		return false;
+	*ret = (uint64_t)d;
+	return true;
+}
+
+bool
+jbool(yajl_val v, const char *key, bool *ret)
+{
+	yajl_val b = key ? jget(v, key) : v;
+
+	if (YAJL_IS_TRUE(b))
+		*ret = true;
+	else if (YAJL_IS_FALSE(b))
+		*ret = false;
+	else
+		return false;
+	return true;
+}
+
+const char *
+jtext(yajl_val v, const char *key, char *buf, size_t len)
+{
+	yajl_val s = key ? jget(v, key) : v;
+
+	if (YAJL_IS_STRING(s))
+		snprintf(buf, len, "%s", s->u.string);
+	else if (YAJL_IS_NUMBER(s))
+		snprintf(buf, len, "%s", s->u.number.r);
+	else if (YAJL_IS_TRUE(s))
+		snprintf(buf, len, "yes");
+	else if (YAJL_IS_FALSE(s))
+		snprintf(buf, len, "no");
+	else
+		snprintf(buf, len, "-");
+	return buf;
+}
+
+void
+jgen_str(yajl_gen g, const char *s)
+{
+	yajl_gen_string(g, (const unsigned char *)s, strlen(s));
+}
+
+void
+jgen_kv_str(yajl_gen g, const char *key, const char *s)
+{
+	jgen_str(g, key);
+	if (s)
+		jgen_str(g, s);
+	else
+		yajl_gen_null(g);
+}
+
+void
+jgen_kv_bool(yajl_gen g, const char *key, bool b)
+{
+	jgen_str(g, key);
+	yajl_gen_bool(g, b);
+}
+
+void
+jgen_kv_int(yajl_gen g, const char *key, long long i)
+{
+	jgen_str(g, key);
+	yajl_gen_integer(g, i);
+}
+
+void
+jgen_val(yajl_gen g, yajl_val v)
+{
+	size_t i;
+
+	if (!v) {
+		yajl_gen_null(g);
+		return;
+	}
+	switch (v->type) {
+	case yajl_t_string:
+		jgen_str(g, v->u.string);
+		break;
+	case yajl_t_number:
+		/* The text as received: no precision is lost on the way. */
+		yajl_gen_number(g, v->u.number.r, strlen(v->u.number.r));
+		break;
+	case yajl_t_object:
+		yajl_gen_map_open(g);
+		for (i = 0; i < v->u.object.len; i++) {
+			jgen_str(g, v->u.object.keys[i]);
+			jgen_val(g, v->u.object.values[i]);
+		}
+		yajl_gen_map_close(g);
+		break;
+	case yajl_t_array:
+		yajl_gen_array_open(g);
+		for (i = 0; i < v->u.array.len; i++)
+			jgen_val(g, v->u.array.values[i]);
+		yajl_gen_array_close(g);
+		break;
+	case yajl_t_true:
+		yajl_gen_bool(g, 1);
+		break;
+	case yajl_t_false:
+		yajl_gen_bool(g, 0);
+		break;
+	default:
+		yajl_gen_null(g);
+		break;
+	}
+}
+
+void
+jgen_kv_val(yajl_gen g, const char *key, yajl_val v)
+{
+	jgen_str(g, key);
+	jgen_val(g, v);
+}
+
+yajl_gen
+jgen_new(bool pretty)
+{
+	yajl_gen g = yajl_gen_alloc(NULL);
+
+	if (g && pretty) {
+		yajl_gen_config(g, yajl_gen_beautify, 1);
+		yajl_gen_config(g, yajl_gen_indent_string, "  ");
+	}
+	return g;
+}
+
+void
+jgen_print(yajl_gen g)
+{
+	const unsigned char *buf;
+	size_t len;
+
+	if (!g)
+		return;
+	if (yajl_gen_get_buf(g, &buf, &len) == yajl_gen_status_ok) {
+		fwrite(buf, 1, len, stdout);
+		if (len == 0 || buf[len - 1] != '\n')
+			fputc('\n', stdout);
+	}
+	yajl_gen_free(g);
+	fflush(stdout);
+}
+
+void
+jprint(yajl_val v, bool pretty)
+{
+	yajl_gen g = jgen_new(pretty);
+
+	if (!g)
+		return;
+	jgen_val(g, v);
+	jgen_print(g);
+}
