@@ -126,7 +126,7 @@ cmd_host(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 	char a[16], b[128], t1[32], t2[32], t3[32];
 	uint64_t total, freeb;
 	struct table *t = NULL;
-	size_t i;
+	size_t i, w;
 	int rc;
 
 	if ((rc = no_operands(ctl, cmd, argc, argv)) >= 0)
@@ -143,15 +143,19 @@ cmd_host(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 		const char *be = jstr(hello, "backend");
 		const char *hv = jstr(hello, "hypervisor");
 
-		printf("daemon:     vmbuildd %s, backend %s%s%s\n",
+		printf("daemon:      vmbuildd %s, backend %s%s%s\n",
 		    v ? v : "?", be ? be : "?", hv ? ", " : "", hv ? hv : "");
 	}
 	/* The scalars first (CPUs, threads per core, totals...). */
+	w = 11;
+	for (i = 0; YAJL_IS_OBJECT(res) && i < res->u.object.len; i++)
+		if (strlen(res->u.object.keys[i]) > w)
+			w = strlen(res->u.object.keys[i]);
 	for (i = 0; YAJL_IS_OBJECT(res) && i < res->u.object.len; i++) {
 		x = res->u.object.values[i];
 		if (YAJL_IS_OBJECT(x) || YAJL_IS_ARRAY(x))
 			continue;
-		fmt_kv(res->u.object.keys[i], x, 12);
+		fmt_kv(res->u.object.keys[i], x, (int)w);
 	}
 	nodes = jget(res, "nodes");
 	if (YAJL_IS_ARRAY(nodes)) {

@@ -202,34 +202,35 @@ ends_with(const char *s, const char *suffix)
 	return a >= b && !strcmp(s + a - b, suffix);
 }
 
-/* A scalar, humanised by the unit its key names. */
-static void
-fmt_scalar(const char *key, yajl_val v)
+/* A scalar as text, humanised by the unit its key names. */
+static const char *
+scalar_text(const char *key, yajl_val v, char *buf, size_t len)
 {
-	char buf[64];
 	uint64_t u;
 	double d;
 
 	if (key && ju64(v, NULL, &u)) {
 		if (ends_with(key, "_bytes_per_second") ||
-		    ends_with(key, "_bytes_per_sec")) {
-			printf("%s\n", fmt_rate((double)u, buf, sizeof(buf)));
-			return;
-		}
-		if (ends_with(key, "bytes") || ends_with(key, "_bytes_total")) {
-			printf("%s\n", fmt_size(u, buf, sizeof(buf)));
-			return;
-		}
-		if (ends_with(key, "_ns")) {
-			printf("%s\n", fmt_ns(u, buf, sizeof(buf)));
-			return;
-		}
+		    ends_with(key, "_bytes_per_sec"))
+			return fmt_rate((double)u, buf, len);
+		if (ends_with(key, "bytes") || ends_with(key, "_bytes_total"))
+			return fmt_size(u, buf, len);
+		if (ends_with(key, "_ns"))
+			return fmt_ns(u, buf, len);
 	}
 	if (key && ends_with(key, "_seconds") && jnum(v, NULL, &d)) {
-		printf("%.3f s\n", d);
-		return;
+		snprintf(buf, len, "%.3f s", d);
+		return buf;
 	}
-	printf("%s\n", jtext(v, NULL, buf, sizeof(buf)));
+	return jtext(v, NULL, buf, len);
+}
+
+static void
+fmt_scalar(const char *key, yajl_val v)
+{
+	char buf[256];
+
+	printf("%s\n", scalar_text(key, v, buf, sizeof(buf)));
 }
 
 void
@@ -245,6 +246,20 @@ static bool
 is_scalar(yajl_val v)
 {
 	return !YAJL_IS_OBJECT(v) && !YAJL_IS_ARRAY(v);
+}
+
+/* An object of scalars fits on one line: "node 0, bytes 1.0 GiB". */
+static bool
+is_flat_object(yajl_val v)
+{
+	size_t i;
+
+	if (!YAJL_IS_OBJECT(v))
+		return false;
+	for (i = 0; i < v->u.object.len; i++)
+		if (!is_scalar(v->u.object.values[i]))
+			return false;
+	return true;
 }
 
 /* An array of scalars fits on one line: "0, 1". */
@@ -273,9 +288,17 @@ fmt_tree(yajl_val v, int indent)
 		for (i = 0; i < v->u.array.len; i++) {
 			x = v->u.array.values[i];
 			printf("%*s- ", indent, "");
-			if (is_scalar(x))
+			if (is_scalar(x)) {
 				fmt_scalar(NULL, x);
-			else {
+			} else if (is_flat_object(x)) {
+				for (j = 0; j < x->u.object.len; j++)
+					printf("%s%s %s", j ? ", " : "",
+					    x->u.object.keys[j], scalar_text(
+					    x->u.object.keys[j],
+					    x->u.object.values[j], buf,
+					    sizeof(buf)));
+				printf("\n");
+			} else {
 				printf("\n");
 				fmt_tree(x, indent + 4);
 			}

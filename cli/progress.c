@@ -23,6 +23,7 @@ struct progress {
 	double	last_t;		/* time and bytes of the last sample */
 	uint64_t last_done;
 	double	rate;		/* smoothed units per second */
+	uint64_t printed_done;	/* plain mode: what the last line said */
 };
 
 static double
@@ -104,14 +105,21 @@ progress_update(struct progress *p, const char *phase, uint64_t done,
 		    amount(total, unit, b, sizeof(b)), r);
 		p->drawn = true;
 	} else {
-		if (!changed && done != total && t - p->last_draw < 1.0)
+		if (!changed && (done == p->printed_done ||
+		    (done != total && t - p->last_draw < 1.0)))
 			return;
+		p->printed_done = done;
+		if (total == 0) {
+			fprintf(stderr, "%s\n", phase);
+			goto drawn;
+		}
 		fprintf(stderr, "%s: %s of %s (%s)%s%s\n", phase,
 		    amount(done, unit, a, sizeof(a)),
 		    amount(total, unit, b, sizeof(b)),
 		    fmt_pct((double)done, (double)total, (char[8]){ 0 }, 8),
 		    p->rate > 0 ? ", " : "", p->rate > 0 ? r : "");
 	}
+drawn:
 	fflush(stderr);
 	p->last_draw = t;
 }
