@@ -136,21 +136,24 @@ show_progress(struct progress *bar, yajl_val task)
 static void
 print_created(struct vmctl *ctl, yajl_val task, double secs)
 {
-	yajl_val r = jget(task, "result"), vm;
+	yajl_val r = jget(task, "result");
 	char id[32], name[128];
 
-	vm = jget(r, "vm");
-	if (!YAJL_IS_OBJECT(vm))
-		vm = YAJL_IS_OBJECT(r) ? r : task;
 	if (ctl->json) {
 		jprint(YAJL_IS_OBJECT(r) ? r : task, false);
 		return;
 	}
-	if (!jget(vm, "id") && jget(vm, "domid"))
-		jtext(vm, "domid", id, sizeof(id));
-	else
-		jtext(vm, "id", id, sizeof(id));
-	jtext(vm, "name", name, sizeof(name));
+	/* A task names its VM by "domid" and "vm"; a VM object by id, name. */
+	if (YAJL_IS_OBJECT(jget(r, "vm")))
+		r = jget(r, "vm");
+	if (YAJL_IS_OBJECT(r)) {
+		jtext(r, jget(r, "id") ? "id" : "domid", id, sizeof(id));
+		jtext(r, "name", name, sizeof(name));
+	} else {
+		jtext(task, "domid", id, sizeof(id));
+		jtext(task, jstr(task, "vm") ? "vm" : "name", name,
+		    sizeof(name));
+	}
 	printf("created VM %s (%s) in %.2f s\n", id, name, secs);
 }
 
@@ -537,35 +540,6 @@ out:
 	return rc;
 }
 
-/* Memory per node as a small table, from "nodes" or "node_bytes". */
-static void
-print_node_memory(yajl_val vm)
-{
-	static const char *const hdr[] = { "NODE", "MEMORY" };
-	yajl_val nodes = jget(vm, "nodes"), n;
-	char a[16], b[32];
-	struct table *t;
-	uint64_t bytes;
-	size_t i;
-
-	if (!YAJL_IS_ARRAY(nodes) || !nodes->u.array.len ||
-	    !YAJL_IS_OBJECT(nodes->u.array.values[0]))
-		return;
-	t = table_new(2, hdr);
-	table_right(t, 1);
-	for (i = 0; i < nodes->u.array.len; i++) {
-		n = nodes->u.array.values[i];
-		if (!ju64(n, "bytes", &bytes) &&
-		    !ju64(n, "memory_bytes", &bytes))
-			bytes = 0;
-		table_add(t, jtext(n, "node", a, sizeof(a)),
-		    fmt_size(bytes, b, sizeof(b)));
-	}
-	printf("memory per node:\n");
-	table_print(t, stdout, "  ");
-	table_free(t);
-}
-
 int
 cmd_info(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
     char **argv)
@@ -583,9 +557,8 @@ cmd_info(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 	vm = jget(res, "vm");
 	if (!YAJL_IS_OBJECT(vm))
 		vm = res;
-	/* Everything the daemon says, humanised by unit; nodes in a table. */
+	/* Everything the daemon says, humanised by the units keys name. */
 	fmt_tree(vm, 0);
-	print_node_memory(vm);
 out:
 	yajl_tree_free(res);
 	return rc;

@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "vmctl.h"
 
@@ -219,7 +220,18 @@ scalar_text(const char *key, yajl_val v, char *buf, size_t len)
 			return fmt_ns(u, buf, len);
 	}
 	if (key && ends_with(key, "_seconds") && jnum(v, NULL, &d)) {
-		snprintf(buf, len, "%.3f s", d);
+		if (d < 1)
+			snprintf(buf, len, "%.1f ms", d * 1e3);
+		else
+			snprintf(buf, len, "%.3f s", d);
+		return buf;
+	}
+	if (key && ends_with(key, "_at") && jnum(v, NULL, &d) && d > 0) {
+		time_t t = (time_t)d;
+		struct tm tm;
+
+		localtime_r(&t, &tm);
+		strftime(buf, len, "%Y-%m-%d %H:%M:%S", &tm);
 		return buf;
 	}
 	return jtext(v, NULL, buf, len);
@@ -276,8 +288,33 @@ is_flat_array(yajl_val v)
 	return true;
 }
 
+/*
+ * The key that gives a child its unit: its own when it names one, else
+ * its parent's ("node_bytes": {"0": N} holds sizes; "phases" seconds).
+ */
+static const char *
+unit_key(const char *key, const char *parent)
+{
+	if (!parent)
+		return key;
+	if (!strcmp(parent, "phases"))
+		return "_seconds";
+	if (ends_with(parent, "bytes") && !ends_with(key, "bytes"))
+		return parent;
+	return key;
+}
+
+static void
+fmt_tree_in(yajl_val v, int indent, const char *parent);
+
 void
 fmt_tree(yajl_val v, int indent)
+{
+	fmt_tree_in(v, indent, NULL);
+}
+
+static void
+fmt_tree_in(yajl_val v, int indent, const char *parent)
 {
 	char buf[256];
 	size_t i, j, w = 0;
@@ -300,14 +337,14 @@ fmt_tree(yajl_val v, int indent)
 				printf("\n");
 			} else {
 				printf("\n");
-				fmt_tree(x, indent + 4);
+				fmt_tree_in(x, indent + 4, parent);
 			}
 		}
 		return;
 	}
 	if (!YAJL_IS_OBJECT(v)) {
 		printf("%*s", indent, "");
-		fmt_scalar(NULL, v);
+		fmt_scalar(parent, v);
 		return;
 	}
 	for (i = 0; i < v->u.object.len; i++)
@@ -319,17 +356,17 @@ fmt_tree(yajl_val v, int indent)
 		printf("%*s%s:", indent, "", key);
 		if (is_scalar(x)) {
 			printf("%*s", (int)(w - strlen(key) + 1), "");
-			fmt_scalar(key, x);
+			fmt_scalar(unit_key(key, parent), x);
 		} else if (is_flat_array(x)) {
 			printf("%*s", (int)(w - strlen(key) + 1), "");
 			for (j = 0; j < x->u.array.len; j++)
 				printf("%s%s", j ? ", " : "",
-				    jtext(x->u.array.values[j], NULL, buf,
+				    scalar_text(key, x->u.array.values[j], buf,
 				    sizeof(buf)));
 			printf("\n");
 		} else {
 			printf("\n");
-			fmt_tree(x, indent + 2);
+			fmt_tree_in(x, indent + 2, key);
 		}
 	}
 }
