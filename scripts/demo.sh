@@ -1,0 +1,166 @@
+#!/bin/bash
+# demo.sh - the vmbuild demo (`make demo` runs it after deps and build).
+#
+# Starts hvsim (a modelled 2-node host backed by real memory, sized to
+# fit this machine) and vmbuildd in a temporary runtime directory,
+# creates the example VMs of configs/, shows `vmctl list`, `vmctl scrub`
+# and `vmctl stats`, destroys one VM and shows the scrub catching up.
+# Everything it started is stopped on exit, also on Ctrl-C and errors.
+#
+# Environment: DEMO_KEEP=1 keeps the runtime directory (logs, state);
+# DEMO_MEM_PER_NODE=SIZE in MiB overrides the sizing.
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/.." && pwd)
+bin=$top/build/bin
+hvsim=$bin/hvsim
+vmbuildd=$bin/vmbuildd
+vmctl=$bin/vmctl
+
+run=$(mktemp -d "${TMPDIR:-/tmp}/vmbuild-demo.XXXXXX")
+hv_sock=$run/hvsim.sock
+export VMBUILD_SOCKET=$run/control.sock
+hv_pid=
+d_pid=
+
+step() {
+	printf '\n\033[1m==> %s\033[0m\n' "$*"
+}
+
+say() {
+	printf '    %s\n' "$*"
+}
+
+# Stop one process we started: TERM, then KILL after 5 s.
+stop_pid() {
+	local pid=$1 name=$2 i
+	[ -n "$pid" ] || return 0
+	kill -0 "$pid" 2>/dev/null || return 0
+	say "stopping $name (pid $pid)"
+	kill -TERM "$pid" 2>/dev/null || true
+	for i in $(seq 50); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+}
+
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	set +e
+	step "Cleaning up"
+	stop_pid "$d_pid" vmbuildd
+	stop_pid "$hv_pid" hvsim
+	if [ "$rc" -ne 0 ]; then
+		for f in "$run"/*.log; do
+			[ -f "$f" ] || continue
+			echo "--- last lines of $f"
+			tail -n 20 "$f"
+		done
+	fi
+	if [ "${DEMO_KEEP:-0}" = 1 ]; then
+		say "kept $run (logs, state)"
+	else
+		rm -rf "$run"
+	fi
+	[ "$rc" -eq 0 ] && step "Demo done" || echo "demo failed (exit $rc)" >&2
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'echo; echo "interrupted" >&2; exit 130' INT TERM
+
+fail() {
+	echo "demo: $*" >&2
+	exit 1
+}
+
+# Wait up to $1 tenths of a second for a command to succeed while the
+# process $2 lives.
+wait_for() {
+	local tries=$1 pid=$2 i
+	shift 2
+	for i in $(seq "$tries"); do
+		"$@" >/dev/null 2>&1 && return 0
+		kill -0 "$pid" 2>/dev/null || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
+for b in "$hvsim" "$vmbuildd" "$vmctl" "$top/build/guest/hello.elf"; do
+	[ -e "$b" ] || fail "missing $b: run make first"
+done
+
+# Real memory: two nodes, each at most 1 GiB and at most a quarter of
+# what the machine has available, so the demo fits next to other work.
+avail_kib=$(awk '/^MemAvailable:/ { print $2 }' /proc/meminfo)
+per_node=$((avail_kib / 1024 / 8))
+[ "$per_node" -gt 1024 ] && per_node=1024
+per_node=${DEMO_MEM_PER_NODE:-$per_node}
+[ "$per_node" -ge 768 ] ||
+	fail "only $((avail_kib / 1024)) MiB available; the demo needs 6 GiB"
+
+step "Starting hvsim: 2 nodes x $per_node MiB of real memory, boot scrub on"
+say "runtime directory: $run"
+"$hvsim" --socket "$hv_sock" --nodes 2 --cpus-per-node 2 \
+	--threads-per-core 1 --mem-per-node "${per_node}M" --backing real \
+	>"$run/hvsim.log" 2>&1 &
+hv_pid=$!
+wait_for 300 "$hv_pid" test -S "$hv_sock" ||
+	fail "hvsim did not start (see $run/hvsim.log)"
+say "hvsim pid $hv_pid listening on $hv_sock (it runs no guest code)"
+
+step "Starting vmbuildd on hvsim"
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$vmbuildd" --hypervisor "sim:$hv_sock" --socket "$VMBUILD_SOCKET" \
+	--state-dir "$run/state" --metrics "127.0.0.1:$port" --foreground \
+	>"$run/vmbuildd.log" 2>&1 &
+d_pid=$!
+wait_for 300 "$d_pid" "$vmctl" --timeout 2 host ||
+	fail "vmbuildd did not answer (see $run/vmbuildd.log)"
+say "vmbuildd pid $d_pid, control socket $VMBUILD_SOCKET"
+say "metrics: curl -s http://127.0.0.1:$port/metrics"
+
+step "vmctl host"
+"$vmctl" host
+
+step "vmctl scrub --wait (the boot scrub zeroes all free memory first)"
+"$vmctl" scrub --wait --timeout 120
+
+step "Creating the example VMs from configs/"
+for cfg in "$top"/configs/*.cfg; do
+	say "vmctl create configs/$(basename "$cfg")"
+	"$vmctl" create "$cfg"
+done
+
+step "vmctl list"
+"$vmctl" list
+
+step "vmctl info numa2"
+"$vmctl" info numa2 || true
+
+step "vmctl stats (counters, and rates over 1 s)"
+"$vmctl" stats
+
+victim=$("$vmctl" --json list | python3 -c '
+import json, sys
+vms = json.load(sys.stdin)["vms"]
+print(max(vms, key=lambda v: v["memory_bytes"] or 0)["name"] if vms else "")')
+[ -n "$victim" ] || fail "no VM to destroy"
+step "vmctl destroy $victim: its memory becomes dirty and is scrubbed"
+"$vmctl" destroy "$victim"
+
+step "vmctl scrub (right after the destroy)"
+"$vmctl" scrub
+
+step "vmctl scrub --wait (until no node has dirty memory)"
+"$vmctl" scrub --wait --timeout 120
+"$vmctl" scrub
+
+step "vmctl list"
+"$vmctl" list
+
+step "vmctl top --iterations 1"
+"$vmctl" top --iterations 1

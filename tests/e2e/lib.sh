@@ -1,0 +1,164 @@
+# lib.sh - shared by the end-to-end tests (sourced, not run).
+#
+# Starts hvsim and vmbuildd in a fresh mktemp -d directory, runs vmctl
+# against them, and prints TAP.  Everything started here is killed on
+# exit (trap), by the process ids recorded when it was started.
+
+set -u
+
+E2E_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+BIN=$E2E_TOP/build/bin
+HVSIM=${HVSIM:-$BIN/hvsim}
+VMBUILDD=${VMBUILDD:-$BIN/vmbuildd}
+VMCTL=${VMCTL:-$BIN/vmctl}
+CONFIGS=$E2E_TOP/configs
+GUEST_KERNEL=$E2E_TOP/build/guest/hello.elf
+
+RUN=$(mktemp -d "${TMPDIR:-/tmp}/vmbuild-e2e.XXXXXX")
+HV_SOCK=$RUN/hvsim.sock
+SOCK=$RUN/control.sock
+STATE=$RUN/state
+HV_PID=
+D_PID=
+export VMBUILD_SOCKET=$SOCK
+
+tap_n=0
+tap_failed=0
+
+ok() {
+	tap_n=$((tap_n + 1))
+	echo "ok $tap_n - $*"
+}
+
+not_ok() {
+	tap_n=$((tap_n + 1))
+	tap_failed=$((tap_failed + 1))
+	echo "not ok $tap_n - $*"
+}
+
+# check NAME COMMAND...: ok when the command succeeds.
+check() {
+	local name=$1
+	shift
+	if "$@"; then ok "$name"; else not_ok "$name"; fi
+}
+
+diag() {
+	sed 's/^/# /' <<<"$*"
+}
+
+# Kill one process we started, gently first.
+stop_pid() {
+	local pid=$1 i
+	[ -n "$pid" ] || return 0
+	kill -TERM "$pid" 2>/dev/null || return 0
+	for i in $(seq 50); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null
+	wait "$pid" 2>/dev/null
+	return 0
+}
+
+e2e_cleanup() {
+	local rc=$?
+	stop_pid "$D_PID"
+	stop_pid "$HV_PID"
+	if [ "$tap_failed" -gt 0 ] || [ "${E2E_KEEP:-0}" = 1 ]; then
+		for f in "$RUN"/*.log; do
+			[ -f "$f" ] || continue
+			echo "# --- last lines of $(basename "$f")"
+			tail -n 30 "$f" | sed 's/^/#   /'
+		done
+	fi
+	[ "${E2E_KEEP:-0}" = 1 ] || rm -rf "$RUN"
+	exit $rc
+}
+trap e2e_cleanup EXIT
+trap 'exit 130' INT TERM
+
+# bail REASON: stop the test program here, as a failure.
+bail() {
+	not_ok "$*"
+	echo "1..$tap_n"
+	exit 1
+}
+
+# A free TCP port on loopback for the metrics endpoint, so that tests
+# running side by side do not fight over the default 9741.
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+# start_hvsim ARGS...: hvsim with two nodes unless ARGS say otherwise.
+start_hvsim() {
+	local i
+	"$HVSIM" --socket "$HV_SOCK" "$@" >"$RUN/hvsim.log" 2>&1 &
+	HV_PID=$!
+	for i in $(seq 300); do
+		[ -S "$HV_SOCK" ] && return 0
+		kill -0 "$HV_PID" 2>/dev/null || { HV_PID=; return 1; }
+		sleep 0.1
+	done
+	return 1
+}
+
+# start_daemon ARGS...: vmbuildd on hvsim; waits until it answers.
+start_daemon() {
+	local i
+	mkdir -p "$STATE"
+	"$VMBUILDD" --hypervisor "sim:$HV_SOCK" --socket "$SOCK" \
+		--state-dir "$STATE" --metrics "127.0.0.1:$(free_port)" \
+		--foreground "$@" >>"$RUN/vmbuildd.log" 2>&1 &
+	D_PID=$!
+	for i in $(seq 300); do
+		if [ -S "$SOCK" ] &&
+		    "$VMCTL" --timeout 2 host >/dev/null 2>&1; then
+			return 0
+		fi
+		kill -0 "$D_PID" 2>/dev/null || { D_PID=; return 1; }
+		sleep 0.1
+	done
+	return 1
+}
+
+# py EXPR < JSON: evaluate a Python expression over the parsed input `j`.
+py() {
+	python3 -c "import json, sys; j = json.load(sys.stdin); print($1)"
+}
+
+# Total free and dirty bytes over all nodes, from vmctl --json scrub.
+free_bytes() {
+	"$VMCTL" --json scrub | py 'sum(n["free_bytes"] for n in j["nodes"])'
+}
+
+dirty_bytes() {
+	"$VMCTL" --json scrub | py 'sum(n["dirty_bytes"] for n in j["nodes"])'
+}
+
+# Write an xl.cfg file: write_cfg FILE NAME MEMORY_MIB [EXTRA LINE...]
+write_cfg() {
+	local f=$1 name=$2 mem=$3
+	shift 3
+	{
+		echo "name = \"$name\""
+		echo "type = \"pvh\""
+		echo "memory = $mem"
+		echo "vcpus = 1"
+		echo "kernel = \"$GUEST_KERNEL\""
+		for l in "$@"; do echo "$l"; done
+	} >"$f"
+}
+
+need_binaries() {
+	local b
+	for b in "$HVSIM" "$VMBUILDD" "$VMCTL" "$GUEST_KERNEL"; do
+		[ -e "$b" ] || bail "missing $b (run make)"
+	done
+}
+
+e2e_done() {
+	echo "1..$tap_n"
+	[ "$tap_failed" -eq 0 ]
+}

@@ -1,0 +1,93 @@
+#!/bin/bash
+# lifecycle.sh - end to end: hvsim + vmbuildd + vmctl.
+#
+# Two VMs created with `vmctl create`, spread over the two nodes of a
+# modelled host with real memory; list (and its --json shape), info,
+# pause, unpause, destroy; after destroy and `vmctl scrub --wait`, the
+# hypervisor's free memory is what it was at the start.
+. "$(dirname "$0")/lib.sh"
+
+need_binaries
+start_hvsim --nodes 2 --cpus-per-node 2 --mem-per-node 512M \
+	--backing real || bail "hvsim starts"
+start_daemon || bail "vmbuildd starts and answers"
+ok "hvsim and vmbuildd start"
+
+# The boot scrub must be over before "free at start" means anything.
+"$VMCTL" scrub --wait --timeout 60 >/dev/null || bail "boot scrub ends"
+free0=$(free_bytes)
+check "free memory known at start ($free0 bytes)" test "$free0" -gt 0
+
+# Each VM is pinned to one node, so together they use both.
+write_cfg "$RUN/a.cfg" e2e-a 192 'cpus = "nodes:0"'
+write_cfg "$RUN/b.cfg" e2e-b 192 'cpus = "nodes:1"'
+out=$("$VMCTL" create "$RUN/a.cfg" 2>"$RUN/create-a.err")
+check "vmctl create a.cfg" test $? -eq 0
+diag "$out"
+check "create prints the new VM's name" grep -q 'e2e-a' <<<"$out"
+check "create shows progress on stderr (not a terminal: lines)" \
+	grep -q 'populate' "$RUN/create-a.err"
+"$VMCTL" create "$RUN/b.cfg" >/dev/null 2>&1
+check "vmctl create b.cfg" test $? -eq 0
+
+list=$("$VMCTL" --json list)
+check "vmctl --json list" test $? -eq 0
+shape=$(py '
+all(set(v) == {"id", "name", "state", "memory_bytes", "vcpus", "nodes"}
+    and isinstance(v["nodes"], list) for v in j["vms"])
+and set(j) == {"vms"}' <<<"$list")
+check "list --json has exactly the documented shape" test "$shape" = True
+names=$(py 'sorted(v["name"] for v in j["vms"])' <<<"$list")
+check "both VMs are listed ($names)" test "$names" = "['e2e-a', 'e2e-b']"
+nodes=$(py 'sorted(set(n for v in j["vms"] for n in v["nodes"]))' \
+	<<<"$list")
+check "the two VMs use both nodes ($nodes)" test "$nodes" = "[0, 1]"
+mem=$(py '[v["memory_bytes"] for v in j["vms"] if v["name"] == "e2e-a"][0]' \
+	<<<"$list")
+check "memory_bytes of e2e-a is 192 MiB ($mem)" test "$mem" = $((192 << 20))
+"$VMCTL" list >"$RUN/list.txt"
+check "human list has a header and both VMs" \
+	grep -qE '^ *ID +NAME' "$RUN/list.txt"
+
+state() {
+	"$VMCTL" --json info "$1" | py 'j["state"]'
+}
+info=$("$VMCTL" info e2e-a)
+check "vmctl info e2e-a" test $? -eq 0
+check "info shows the placement reason" grep -qi 'reason' <<<"$info"
+s0=$(state e2e-a)
+"$VMCTL" pause e2e-a >/dev/null
+check "vmctl pause" test $? -eq 0
+s1=$(state e2e-a)
+check "state after pause is paused (was $s0)" test "$s1" = paused
+"$VMCTL" pause e2e-a >/dev/null 2>&1
+check "pausing a paused VM is a daemon error (exit 1)" test $? -eq 1
+"$VMCTL" unpause e2e-a >/dev/null
+check "vmctl unpause" test $? -eq 0
+s2=$(state e2e-a)
+check "state after unpause is not paused ($s2)" test "$s2" != paused
+
+id_b=$("$VMCTL" --json info e2e-b | py 'j["id"]')
+"$VMCTL" destroy e2e-a >/dev/null
+check "vmctl destroy by name" test $? -eq 0
+"$VMCTL" destroy "$id_b" >/dev/null
+check "vmctl destroy by id ($id_b)" test $? -eq 0
+n=$("$VMCTL" --json list | py 'len(j["vms"])')
+check "no VM left after destroy ($n)" test "$n" = 0
+
+"$VMCTL" scrub --wait --timeout 60 >"$RUN/scrub.txt" 2>&1
+check "vmctl scrub --wait ends" test $? -eq 0
+check "dirty memory is 0 after scrub --wait" test "$(dirty_bytes)" = 0
+free1=$(free_bytes)
+check "free memory equals the start ($free1 vs $free0)" test "$free1" = "$free0"
+shape=$("$VMCTL" --json scrub | py '
+all(set(n) == {"node", "total_bytes", "free_bytes", "dirty_bytes",
+    "scrubbed_bytes_total", "scrub_rate_bytes_per_second",
+    "boot_scrub_done"} for n in j["nodes"]) and len(j["nodes"]) == 2')
+check "scrub --json has exactly the documented shape" test "$shape" = True
+shape=$("$VMCTL" --json stats | py '
+{"issued", "filtered", "filter_evaluations"} <= set(j["tlb_flushes"])
+and {"write_flood", "early", "other"} <= set(j["unshadow"])
+and "populate" in j and "scrub" in j')
+check "stats --json has the documented groups and keys" test "$shape" = True
+e2e_done
