@@ -1,0 +1,202 @@
+#!/bin/busybox sh
+# dom0-init.sh - /init of the lab's dom0 (busybox sh, from tests/lab/run.sh).
+#
+# Starts Xen's daemons, then creates the hello guest with xl and with
+# vmbuildd/vmctl, 128 MiB and a larger one, waiting for the guest's own
+# lines on Xen's console (debug port 0xe9, read back with `xl dmesg`).
+# Output contract with judge.sh:
+#   MARK step=NAME rc=N secs=S     one timed step
+#   LAB-FAIL step=NAME reason=...  a failed check (the run goes on where it can)
+#   LAB-SKIP what=... reason=...   steps not run, and why
+#   LAB-RESULT PASS|FAIL failed=...  last line before poweroff
+/bin/busybox --install -s /bin
+. /etc/lab/lab.conf
+export PATH=/bin:/sbin:/usr/lib/xen-$XENVER/bin
+export LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu
+SOCK=/run/vmbuild/control.sock
+FAILED=""
+XLOG=/tmp/xen-console.log
+
+up() { cut -d' ' -f1 /proc/uptime; }
+secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
+fail() { echo "LAB-FAIL step=$1 reason=$2"; FAILED="$FAILED $1"; }
+
+# timed NAME CMD...: run, show its output, print its MARK, keep rc.
+timed() {
+	_n=$1; shift
+	_t0=$(up); "$@" > /tmp/out.$_n 2>&1; _rc=$?; _t1=$(up)
+	sed "s/^/  $_n| /" /tmp/out.$_n
+	echo "MARK step=$_n rc=$_rc secs=$(secs $_t0 $_t1)"
+	return $_rc
+}
+
+# Xen's console ring, accumulated: `xl dmesg -c` reads and clears.
+xsync() { xl dmesg -c >> $XLOG 2>/dev/null; }
+
+# guest_domid TAG: the N of "(dN) ... vmbuild-guest: cmdline: lab=TAG".
+guest_domid() {
+	sed -n "s/^.*(d\([0-9]*\)).*vmbuild-guest: cmdline: .*lab=$1\( .*\)\{0,1\}$/\1/p" $XLOG | tail -n 1
+}
+
+# wait_guest TAG WHAT SECS: wait for the tagged guest's line WHAT
+# ("done" = powered off after touching memory, "holding").  Checks the
+# guest's story: hello from its own domid, memory touched with 0 errors.
+wait_guest() {
+	_tag=$1; _what=$2; _lim=$3; _t0=$(up); _id=""
+	while :; do
+		xsync
+		[ -z "$_id" ] && _id=$(guest_domid $_tag)
+		if [ -n "$_id" ]; then
+			case $_what in
+			done) _pat="(d$_id).*vmbuild-guest: done, domain $_id powering off" ;;
+			*) _pat="(d$_id).*vmbuild-guest: holding, domain $_id" ;;
+			esac
+			grep -q "$_pat" $XLOG && break
+		fi
+		if [ "$(awk -v a=$_t0 -v b=$(up) -v l=$_lim 'BEGIN { print (b - a > l) }')" = 1 ]; then
+			fail wait-$_tag "no '$_what' line from guest lab=$_tag within ${_lim}s (domid '${_id:-?}')"
+			grep "(d${_id:-[0-9]*})" $XLOG | tail -n 20 | sed "s/^/  console| /"
+			return 1
+		fi
+		usleep 200000
+	done
+	echo "MARK step=run-$_tag rc=0 secs=$(secs $_t0 $(up)) domid=$_id"
+	grep "(d$_id).*vmbuild-guest:" $XLOG | sed "s/^/  guest| /"
+	grep -q "(d$_id).*vmbuild-guest: hello from domain $_id\$" $XLOG ||
+		fail hello-$_tag "no 'hello from domain $_id' line"
+	grep -q "(d$_id).*vmbuild-guest: touched [0-9]* MiB, 0 errors" $XLOG ||
+		fail touch-$_tag "memory not touched without errors"
+	# The PV console ring, if the toolstack set one up: xenconsoled's log.
+	_pv=/var/log/xen/console/guest-$_tag.log
+	echo "INFO pv-console $_tag: $(grep -c 'vmbuild-guest:' $_pv 2>/dev/null || echo 0) guest lines in $_pv"
+	return 0
+}
+
+# mkcfg TAG MB [EXTRA]: a config from hello.cfg with its own name and size.
+mkcfg() {
+	sed -e "s/^name = .*/name = \"$1\"/" -e "s/^memory = .*/memory = $2/" \
+	    /etc/lab/hello.cfg > /etc/lab/$1.cfg
+	echo "extra = \"lab=$1${3:+ $3}\"" >> /etc/lab/$1.cfg
+}
+
+# gone NAME SECS: wait until xl no longer lists the domain.
+gone() {
+	_i=0
+	while xl list "$1" >/dev/null 2>&1; do
+		_i=$((_i + 1)); [ $_i -gt $(($2 * 5)) ] && return 1
+		usleep 200000
+	done
+	return 0
+}
+
+finish() {
+	xsync
+	echo "MARK dom0-done uptime=$(up)"
+	if [ -z "$FAILED" ]; then echo "LAB-RESULT PASS failed="; else echo "LAB-RESULT FAIL failed=$(echo $FAILED | tr ' ' ',')"; fi
+	sync
+	poweroff -f
+	sleep 10
+}
+
+# --------------------------------------------------------------- dom0 setup
+mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
+mkdir -p /dev/pts /dev/shm; mount -t devpts devpts /dev/pts
+mount -t tmpfs tmpfs /run; mount -t tmpfs tmpfs /var; mount -t tmpfs tmpfs /tmp
+mkdir -p /var/run/xen /var/run/xenstored /var/lib/xen /var/lib/xenstored \
+    /var/log/xen/console /var/lock /run/vmbuild /var/lib/vmbuild
+ifconfig lo 127.0.0.1 up 2>/dev/null
+echo "MARK dom0-init uptime=$(up) hv=$(cat /sys/hypervisor/type 2>/dev/null) caps=$(cat /sys/hypervisor/properties/capabilities 2>/dev/null)"
+for m in xen-evtchn xen-privcmd xen-gntdev xen-gntalloc xenfs; do
+	[ -f /lib/modules/$m.ko ] && { insmod /lib/modules/$m.ko || fail insmod "$m"; }
+done
+mount -t xenfs xenfs /proc/xen || fail xenfs "mount xenfs"
+t0=$(up)
+xenstored --pid-file=/var/run/xenstored.pid || fail xenstored "xenstored did not start"
+xen-init-dom0 >/tmp/init-dom0.out 2>&1 || { cat /tmp/init-dom0.out; fail xen-init-dom0 "rc=$?"; }
+xenconsoled --pid-file=/var/run/xenconsoled.pid --log=guest --log-dir=/var/log/xen/console ||
+	fail xenconsoled "xenconsoled did not start"
+echo "MARK step=xen-daemons rc=0 secs=$(secs $t0 $(up))"
+timed xl-info xl info || fail xl-info "xl info failed"
+grep -E 'xen_version|nr_cpus|total_memory|free_memory|virt_caps' /tmp/out.xl-info | sed 's/^/INFO /'
+[ -n "$FAILED" ] && finish
+
+# --------------------------------------------------------------- xl
+if echo " $LAB_STEPS " | grep -q " xl "; then
+	mkcfg xl-small $SMALL_MB
+	mkcfg xl-big $BIG_MB hold
+	if timed xl-create-small xl create /etc/lab/xl-small.cfg; then
+		wait_guest xl-small done 120
+		gone xl-small 30 || fail xl-small-gone "xl-small still listed after poweroff"
+	else
+		fail xl-create-small "xl create rc=$?"
+	fi
+	if timed xl-create-big xl create /etc/lab/xl-big.cfg; then
+		wait_guest xl-big holding 180 && xl list
+		timed xl-destroy-big xl destroy xl-big || fail xl-destroy-big "xl destroy"
+	else
+		fail xl-create-big "xl create rc=$?"
+	fi
+fi
+
+# --------------------------------------------------------------- vmbuild
+vmctl_() { vmctl --socket $SOCK "$@"; }
+run_vmbuild() {
+	mkcfg vmb-small $SMALL_MB
+	mkcfg vmb-big $BIG_MB hold
+	vmbuildd --hypervisor xen --socket $SOCK --state-dir /var/lib/vmbuild \
+	    --metrics 127.0.0.1:9741 --foreground $VMBUILDD_ARGS > /tmp/vmbuildd.log 2>&1 &
+	vpid=$!
+	i=0
+	while ! vmctl_ host >/dev/null 2>&1; do
+		if ! kill -0 $vpid 2>/dev/null; then
+			sed 's/^/  vmbuildd| /' /tmp/vmbuildd.log
+			if [ "$LAB_VMBUILD" = require ]; then
+				fail vmbuildd-start "vmbuildd --hypervisor xen exited"
+			else
+				echo "LAB-SKIP what=vmbuild reason=vmbuildd --hypervisor xen exited: $(tail -n 1 /tmp/vmbuildd.log)"
+			fi
+			return
+		fi
+		i=$((i + 1))
+		[ $i -gt 150 ] && { fail vmbuildd-start "control socket not answering after 30s"; return; }
+		usleep 200000
+	done
+	timed vmctl-host vmctl_ host || fail vmctl-host "vmctl host"
+	if timed vmb-create-small vmctl_ create /etc/lab/vmb-small.cfg; then
+		wait_guest vmb-small done 120
+		timed vmctl-list vmctl_ list || fail vmctl-list "vmctl list"
+		timed vmctl-info vmctl_ info vmb-small || fail vmctl-info "vmctl info"
+		# A guest that powered itself off stays until its toolstack
+		# destroys it (unless the daemon already reaped it).
+		if xl list vmb-small >/dev/null 2>&1; then
+			timed vmb-destroy-small vmctl_ destroy vmb-small || fail vmb-destroy-small "vmctl destroy"
+		fi
+		gone vmb-small 30 || fail vmb-small-gone "vmb-small still listed by xl"
+	else
+		fail vmb-create-small "vmctl create rc=$?"
+	fi
+	if timed vmb-create-big vmctl_ create /etc/lab/vmb-big.cfg; then
+		wait_guest vmb-big holding 180
+		timed vmctl-list-big vmctl_ list || fail vmctl-list-big "vmctl list"
+		xl list
+		timed vmb-destroy-big vmctl_ destroy vmb-big || fail vmb-destroy-big "vmctl destroy"
+		gone vmb-big 30 || fail vmb-big-gone "vmb-big still listed by xl after destroy"
+	else
+		fail vmb-create-big "vmctl create rc=$?"
+	fi
+	timed vmctl-host-end vmctl_ --json host
+	kill $vpid 2>/dev/null
+	sed 's/^/  vmbuildd| /' /tmp/vmbuildd.log | tail -n 40
+}
+if echo " $LAB_STEPS " | grep -q " vmbuild "; then
+	if [ "$LAB_VMBUILD" = off ]; then
+		echo "LAB-SKIP what=vmbuild reason=LAB_VMBUILD=off"
+	elif [ "$HAVE_VMBUILD" != 1 ]; then
+		if [ "$LAB_VMBUILD" = require ]; then fail vmbuild "vmbuildd/vmctl not built"
+		else echo "LAB-SKIP what=vmbuild reason=vmbuildd/vmctl not built"; fi
+	else
+		run_vmbuild
+	fi
+fi
+xl list
+finish

@@ -1,0 +1,218 @@
+#!/bin/bash
+# tests/lab/run.sh - the Xen lab (`make check-xen`): boot Debian 12's Xen 4.17
+# and its 6.1 kernel as dom0 under QEMU TCG, create the hello guest with xl
+# and with vmbuildd/vmctl, time both, and check the guest's own words on
+# Xen's console.  Exit 0 only when every required step passed.
+#
+# Host steps: fetch .debs (cached in build/lab/debs), unpack them (cached in
+# build/lab/root), build the dom0 initramfs (build/lab/dom0/), boot QEMU with
+# a hard timeout, log the serial console to build/lab/console.log, judge.
+# dom0 steps: tests/lab/dom0-init.sh (it prints MARK / LAB-FAIL / LAB-RESULT).
+#
+# Settings (environment):
+#   LAB_DIR=build/lab        cache and work directory
+#   LAB_STEPS="xl vmbuild"   what dom0 runs: xl, vmbuild, or both
+#   LAB_VMBUILD=auto         auto: the vmbuild steps run when vmbuildd and vmctl
+#                            are built; if vmbuildd cannot open the xen backend
+#                            they are reported SKIPPED, not failed.  require: a
+#                            skip is a failure.  off: never run them.
+#   LAB_SMALL_MB=128 LAB_BIG_MB=512   guest sizes
+#   LAB_TIMEOUT=480          hard limit for the QEMU run, seconds
+#   LAB_XEN=FILE             a xen.gz / xen ELF to boot instead of Debian's
+#   LAB_XEN_EXTRA= LAB_QEMU_EXTRA= LAB_DOM0_EXTRA=   extra command-line words
+#   LAB_CPU=max,-smap,-rdtscp LAB_SMP=2 LAB_MEM=2048 LAB_DOM0_MEM=512M
+#   LAB_EXTRA_FILES="host/path:/initramfs/path ..."   more files for dom0
+#   LAB_VMBUILDD_ARGS=       more vmbuildd arguments
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top" || exit 2
+here=tests/lab
+
+LAB_DIR=${LAB_DIR:-build/lab}
+LAB_STEPS=${LAB_STEPS:-xl vmbuild}
+LAB_VMBUILD=${LAB_VMBUILD:-auto}
+LAB_SMALL_MB=${LAB_SMALL_MB:-128}
+LAB_BIG_MB=${LAB_BIG_MB:-512}
+LAB_TIMEOUT=${LAB_TIMEOUT:-480}
+LAB_CPU=${LAB_CPU:-max,-smap,-rdtscp}
+LAB_SMP=${LAB_SMP:-2}
+LAB_MEM=${LAB_MEM:-2048}
+LAB_DOM0_MEM=${LAB_DOM0_MEM:-512M}
+LAB_XEN=${LAB_XEN:-}
+LAB_XEN_EXTRA=${LAB_XEN_EXTRA:-}
+LAB_QEMU_EXTRA=${LAB_QEMU_EXTRA:-}
+LAB_DOM0_EXTRA=${LAB_DOM0_EXTRA:-loglevel=4}
+LAB_EXTRA_FILES=${LAB_EXTRA_FILES:-}
+LAB_VMBUILDD_ARGS=${LAB_VMBUILDD_ARGS:-}
+XENVER=4.17
+ARCHLIB=usr/lib/x86_64-linux-gnu
+
+DEBS=$LAB_DIR/debs
+ROOT=$LAB_DIR/root
+D0=$LAB_DIR/dom0
+CONSOLE=$LAB_DIR/console.log
+t_start=${EPOCHREALTIME/./}
+
+log() { printf '[lab %5.1fs] %s\n' "$(elapsed)" "$*" >&2; }
+elapsed() {
+	local now=${EPOCHREALTIME/./}
+	local d=$(( (now - t_start) / 100000 ))
+	printf '%d.%d' $((d / 10)) $((d % 10))
+}
+# A host step failed: say which, and stop.
+fail() {
+	log "FAIL in host step '$1': $2"
+	echo "lab: FAILED (host step $1)" >&2
+	exit 1
+}
+
+# ------------------------------------------------------------- prerequisites
+step=prerequisites
+for t in qemu-system-x86_64 dpkg-deb cpio gzip xz apt-get ldd timeout; do
+	command -v "$t" >/dev/null || fail $step "missing $t (scripts/deps.sh lab)"
+done
+[ -f build/guest/hello.elf ] || fail $step "build/guest/hello.elf not built (run make)"
+mkdir -p "$DEBS" || fail $step "cannot create $DEBS"
+
+# ------------------------------------------------------------- download
+# Every package once: a .deb already in the cache is not fetched again,
+# so a second run touches no network.
+step=download
+kpkg=$(cd "$DEBS" && ls linux-image-6.1*-amd64_*.deb 2>/dev/null | grep -v -- '-dbg' | head -1)
+kpkg=${kpkg%%_*}
+if [ -z "$kpkg" ]; then
+	kpkg=$(apt-cache depends linux-image-amd64 2>/dev/null |
+	    awk '/Depends: linux-image-6\.1[^ ]*-amd64$/ {print $2; exit}')
+	[ -n "$kpkg" ] || fail $step "cannot find the current linux-image-6.1 package (apt-get update?)"
+fi
+kver=${kpkg#linux-image-}
+pkgs="xen-hypervisor-$XENVER-amd64 $kpkg busybox-static xen-utils-$XENVER
+      xenstore-utils libxenmisc$XENVER libxencall1 libxenevtchn1
+      libxenforeignmemory1 libxengnttab1 libxenstore4 libxentoollog1
+      libxenhypfs1 libxendevicemodel1 libxentoolcore1 libyajl2
+      libevent-2.1-7 libevent-pthreads-2.1-7 libsystemd0 libnuma1"
+fetched=0
+for p in $pkgs; do
+	ls "$DEBS/${p}_"*.deb >/dev/null 2>&1 && continue
+	log "apt-get download $p"
+	(cd "$DEBS" && apt-get download "$p" >/dev/null 2>"../apt-$p.err") ||
+	    fail $step "apt-get download $p: $(tail -n 2 "$LAB_DIR/apt-$p.err")"
+	rm -f "$LAB_DIR/apt-$p.err"
+	fetched=$((fetched + 1))
+done
+log "packages: $fetched fetched, $(ls "$DEBS"/*.deb | wc -l) in $DEBS ($(du -sh "$DEBS" | cut -f1))"
+
+# ------------------------------------------------------------- unpack
+# Re-extracted only when the set of .debs changed.
+step=unpack
+stamp=$(ls "$DEBS"/*.deb | md5sum | cut -d' ' -f1)
+if [ "$(cat "$ROOT/.stamp" 2>/dev/null)" != "$stamp" ]; then
+	rm -rf "$ROOT" && mkdir -p "$ROOT" || fail $step "cannot create $ROOT"
+	for d in "$DEBS"/*.deb; do
+		dpkg-deb -x "$d" "$ROOT" || fail $step "dpkg-deb -x $d"
+	done
+	echo "$stamp" > "$ROOT/.stamp"
+	log "unpacked into $ROOT"
+fi
+xenbin=$ROOT/usr/lib/xen-$XENVER/bin
+kernel=$ROOT/boot/vmlinuz-$kver
+moddir=$ROOT/lib/modules/$kver/kernel/drivers/xen
+[ -f "$kernel" ] || fail $step "no kernel $kernel in $kpkg"
+if [ -n "$LAB_XEN" ]; then
+	xen=$LAB_XEN
+else
+	xen=$LAB_DIR/xen
+	zcat "$ROOT/boot/xen-$XENVER-amd64.gz" > "$xen" || fail $step "zcat xen-$XENVER-amd64.gz"
+fi
+case "$xen" in *.gz) zcat "$xen" > "$LAB_DIR/xen.custom" || fail $step "zcat $xen"; xen=$LAB_DIR/xen.custom;; esac
+
+# ------------------------------------------------------------- dom0 initramfs
+step=initramfs
+rm -rf "$D0" && mkdir -p "$D0"/{bin,sbin,proc,sys,dev,run,var,tmp,etc/xen,etc/lab,lib/modules,guest,lib64,$ARCHLIB,usr/lib/xen-$XENVER/bin} ||
+    fail $step "cannot create $D0"
+cp "$ROOT/bin/busybox" "$D0/bin/" || fail $step "busybox"
+for b in xl xenstored xenconsoled xen-init-dom0; do
+	cp "$xenbin/$b" "$D0/usr/lib/xen-$XENVER/bin/" || fail $step "copy $b"
+done
+cp "$ROOT/usr/bin/xenstore" "$D0/bin/" || fail $step "copy xenstore"
+for t in read write ls list rm; do ln -sf xenstore "$D0/bin/xenstore-$t"; done
+cp build/guest/hello.elf "$D0/guest/hello.elf" || fail $step "copy hello.elf"
+cp "$here/hello.cfg" "$D0/etc/lab/hello.cfg" || fail $step "copy hello.cfg"
+cp "$here/dom0-init.sh" "$D0/init" && chmod +x "$D0/init" || fail $step "copy dom0-init.sh"
+have_vmbuild=0
+if [ -x build/bin/vmbuildd ] && [ -x build/bin/vmctl ]; then
+	cp build/bin/vmbuildd build/bin/vmctl "$D0/bin/" || fail $step "copy vmbuildd/vmctl"
+	have_vmbuild=1
+fi
+for f in $LAB_EXTRA_FILES; do
+	mkdir -p "$D0/$(dirname "${f#*:}")" && cp "${f%%:*}" "$D0/${f#*:}" ||
+	    fail $step "extra file $f"
+done
+# Libraries: what ldd resolves, Xen's own from the unpacked debs first,
+# the rest (glibc & co., same Debian release) from this host; plus
+# libgcc_s, which glibc dlopens for pthread_cancel (xl aborts without it).
+libpath=$PWD/$ROOT/$ARCHLIB:$PWD/$ROOT/lib/x86_64-linux-gnu
+bins=$(ls "$D0"/usr/lib/xen-$XENVER/bin/* "$D0/bin/xenstore"; [ $have_vmbuild = 1 ] && ls "$D0/bin/vmbuildd" "$D0/bin/vmctl")
+for f in $LAB_EXTRA_FILES; do file "$D0/${f#*:}" 2>/dev/null | grep -q 'dynamically linked' && bins="$bins $D0/${f#*:}"; done
+libs=$(for b in $bins; do
+	out=$(LD_LIBRARY_PATH=$libpath ldd "$b") || { echo "LDD-FAILED $b"; continue; }
+	echo "$out" | grep -q 'not found' && echo "NOTFOUND $b: $(echo "$out" | grep 'not found' | tr -s ' \t' ' ')"
+	echo "$out" | awk '/=> \// {print $3} /^[ \t]*\/lib64\// {print $1}'
+done; ls /lib/x86_64-linux-gnu/libgcc_s.so.1)
+bad=$(echo "$libs" | grep -E '^(LDD-FAILED|NOTFOUND)')
+[ -z "$bad" ] || fail $step "unresolved libraries: $bad"
+for l in $(echo "$libs" | sort -u); do
+	case "$l" in
+	*/ld-linux-x86-64.so.2) cp -L "$l" "$D0/lib64/" ;;
+	*) cp -L "$l" "$D0/$ARCHLIB/" ;;
+	esac || fail $step "copy $l"
+done
+ln -s ../$ARCHLIB "$D0/lib/x86_64-linux-gnu"
+for m in xen-evtchn xen-privcmd xen-gntdev xen-gntalloc xenfs/xenfs; do
+	f=$(ls "$moddir/$m".ko* 2>/dev/null | head -1)
+	[ -n "$f" ] || continue		# built into the kernel
+	case "$f" in
+	*.xz) xz -dc "$f" > "$D0/lib/modules/$(basename $m).ko" ;;
+	*.zst) zstd -qdc "$f" > "$D0/lib/modules/$(basename $m).ko" ;;
+	*) cp "$f" "$D0/lib/modules/" ;;
+	esac || fail $step "module $m"
+done
+printf 'root:x:0:0:root:/:/bin/sh\n' > "$D0/etc/passwd"
+printf 'root:x:0:\nvmbuild:x:900:\n' > "$D0/etc/group"
+echo 'autoballoon="off"' > "$D0/etc/xen/xl.conf"
+cat > "$D0/etc/lab/lab.conf" <<EOF
+LAB_STEPS="$LAB_STEPS"
+LAB_VMBUILD="$LAB_VMBUILD"
+HAVE_VMBUILD=$have_vmbuild
+SMALL_MB=$LAB_SMALL_MB
+BIG_MB=$LAB_BIG_MB
+XENVER=$XENVER
+VMBUILDD_ARGS="$LAB_VMBUILDD_ARGS"
+EOF
+(cd "$D0" && find . | cpio -o -H newc 2>/dev/null | gzip -1) > "$LAB_DIR/dom0-initrd.gz" ||
+    fail $step "cpio"
+log "dom0 initramfs $(du -h "$LAB_DIR/dom0-initrd.gz" | cut -f1); vmbuild steps: $([ $have_vmbuild = 1 ] && echo included || echo 'not built')"
+
+# ------------------------------------------------------------- boot
+step=qemu
+xen_cmdline="console=com1 com1=115200,8n1 dom0_mem=$LAB_DOM0_MEM,max:$LAB_DOM0_MEM loglvl=all guest_loglvl=all console_timestamps=boot $LAB_XEN_EXTRA"
+log "qemu: -cpu $LAB_CPU -smp $LAB_SMP -m $LAB_MEM, timeout ${LAB_TIMEOUT}s; console -> $CONSOLE"
+log "xen: $xen_cmdline"
+q0=${EPOCHREALTIME/./}
+# Each console line gets the seconds since QEMU started, for the timings.
+timeout --kill-after=5 "$LAB_TIMEOUT" qemu-system-x86_64 -accel tcg,thread=multi \
+    -cpu "$LAB_CPU" -m "$LAB_MEM" -smp "$LAB_SMP" -nographic -no-reboot \
+    -monitor none -serial stdio $LAB_QEMU_EXTRA \
+    -kernel "$xen" -append "$xen_cmdline" \
+    -initrd "$kernel console=hvc0 $LAB_DOM0_EXTRA,$LAB_DIR/dom0-initrd.gz" </dev/null 2>&1 |
+while IFS= read -r line; do
+	now=${EPOCHREALTIME/./}
+	el=$(( (now - q0) / 10000 ))
+	printf '[%4d.%02d] %s\n' $((el / 100)) $((el % 100)) "${line%$'\r'}"
+done > "$CONSOLE"
+qrc=${PIPESTATUS[0]}
+qsecs=$(( (${EPOCHREALTIME/./} - q0) / 1000000 ))
+
+# ------------------------------------------------------------- judge
+exec "$here/judge.sh" "$CONSOLE" "$qrc" "$qsecs"
