@@ -1,0 +1,324 @@
+/*
+ * build.c - vm.create as a task (see build.h).
+ *
+ * Order matters for crash safety: the record "building" (with the uuid
+ * the domain will carry) reaches the disk before the library creates the
+ * domain, and "built" only after the build succeeded.  A daemon killed
+ * anywhere in between finds the record at its next start and destroys
+ * the half-built domain (vm_reconcile).
+ *
+ * The build thread touches only the job: the loop learns everything in
+ * build_done().  A client that disconnects meanwhile only loses its
+ * reply (conn_send to a closed connection is a no-op).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+
+#include "build.h"
+#include "events.h"
+#include "json.h"
+#include "log.h"
+#include "proto.h"
+#include "report.h"
+#include "state.h"
+#include "task.h"
+#include "vm.h"
+#include "vmbuildd.h"
+#include "worker.h"
+
+struct build_job {
+	struct job	job;
+	struct task	*task;
+	struct call	*call;		/* waiting client, or NULL */
+	struct vmb_guest *guest;
+	struct vmb_build *build;
+	enum vmb_populate_strategy strategy;
+	struct state_record rec;
+	/* Results, written by the build thread. */
+	int		rc;
+	const char	*failed_in;	/* "state", or NULL: the build */
+	struct vmb_build_result result;
+	struct vmb_domain dom;
+	bool		have_dom;
+	char		*build_json;
+};
+
+int
+build_errno_code(int rc)
+{
+	switch (-rc) {
+	case ENOMEM:
+	case ENOSPC:
+		return E_NO_MEMORY;
+	case ECANCELED:
+		return E_CANCELLED;
+	case EEXIST:
+		return E_EXISTS;
+	case EOPNOTSUPP:
+		return E_UNAVAILABLE;
+	case ESRCH:
+	case ENOENT:
+		return E_NO_SUCH_VM;
+	default:
+		return E_HYPERVISOR;
+	}
+}
+
+static char *
+build_result_json(const struct vmb_build_result *r,
+    enum vmb_populate_strategy strategy)
+{
+	yajl_gen g = jg_new();
+	const char *text;
+	char *out;
+	size_t len;
+
+	if (g == NULL)
+		return NULL;
+	report_build(g, r, strategy);
+	text = jg_text(g, &len);
+	out = strndup(text, len);
+	yajl_gen_free(g);
+	return out;
+}
+
+static void
+build_run(struct job *job)
+{
+	struct build_job *bj = (struct build_job *)job;
+	int rc;
+
+	rc = state_write(&bj->rec);
+	if (rc < 0) {
+		bj->rc = rc;
+		bj->failed_in = "state";
+		return;
+	}
+	rc = vmb_build_run(bj->build, &bj->result);
+	if (rc < 0) {
+		bj->rc = rc;
+		(void)state_remove(bj->rec.uuid);
+		return;
+	}
+	bj->build_json = build_result_json(&bj->result, bj->strategy);
+	bj->rec.built = true;
+	bj->rec.domid = bj->result.domid;
+	bj->rec.build_json = bj->build_json;
+	rc = state_write(&bj->rec);
+	bj->rec.build_json = NULL;
+	if (rc < 0) {
+		/*
+		 * Unrecorded, the domain would be taken for a half-built one
+		 * at the next start: undo it now rather than later.
+		 */
+		(void)vmb_domain_destroy(vmbd.ctx, bj->result.domid);
+		(void)state_remove(bj->rec.uuid);
+		bj->rc = rc;
+		bj->failed_in = "state";
+		return;
+	}
+	bj->have_dom = vmb_domain_get(vmbd.ctx, bj->result.domid,
+	    &bj->dom) == 0;
+	bj->rc = 0;
+}
+
+static void
+build_done(struct job *job)
+{
+	struct build_job *bj = (struct build_job *)job;
+	struct task *t = bj->task;
+	struct vm *vm = vm_find_uuid(bj->rec.uuid);
+	struct vmb_progress p;
+	char msg[400];
+	int code;
+
+	task_get_progress(t, &p);
+	if (bj->rc == 0) {
+		snprintf(msg, sizeof(msg), "domain %u built in %.3f s",
+		    bj->result.domid, bj->result.total_ns / 1e9);
+		if (vm != NULL)
+			vm_built(vm, bj->have_dom ? &bj->dom : NULL,
+			    bj->build_json);
+		task_finish(t, TASK_DONE, 0, 0, NULL);
+		log_info("%s: %s", t->vm, msg);
+		if (bj->call != NULL) {
+			yajl_gen g = jg_new();
+
+			yajl_gen_map_open(g);
+			jg_kv_u64(g, "task", t->id);
+			jg_key(g, "vm");
+			if (vm != NULL)
+				vm_gen_info(g, vm);
+			else
+				yajl_gen_null(g);
+			yajl_gen_map_close(g);
+			call_reply(bj->call, g);
+			yajl_gen_free(g);
+		}
+	} else {
+		code = bj->failed_in != NULL ? RPC_INTERNAL_ERROR :
+		    build_errno_code(bj->rc);
+		if (bj->failed_in != NULL)
+			snprintf(msg, sizeof(msg), "cannot write the state "
+			    "record of %s: %s", t->vm, strerror(-bj->rc));
+		else if (bj->rc == -ECANCELED)
+			snprintf(msg, sizeof(msg), "build of %s cancelled "
+			    "(in phase %s); everything was undone", t->vm,
+			    vmb_build_phase_name(p.phase));
+		else
+			snprintf(msg, sizeof(msg), "build of %s failed in "
+			    "phase %s: %s", t->vm,
+			    vmb_build_phase_name(p.phase), strerror(-bj->rc));
+		if (vm != NULL)
+			vm_remove(vm, true);
+		task_finish(t, bj->rc == -ECANCELED ? TASK_CANCELLED :
+		    TASK_FAILED, code, -bj->rc, msg);
+		if (bj->call != NULL) {
+			call_error(bj->call, code, bj->rc, "%s", msg);
+			call_fail(bj->call);
+		}
+	}
+	/* A failed build freed memory: scrubbing starts. */
+	if (bj->rc != 0)
+		events_scrub_kick();
+	vmb_build_free(bj->build);
+	vmb_guest_free(bj->guest);
+	free(bj->rec.config_path);
+	free(bj->build_json);
+	free(bj);
+	vmbd_status_changed();
+}
+
+static void
+build_uuid(uint8_t u[16])
+{
+	if (getrandom(u, 16, GRND_NONBLOCK) != 16) {
+		/* Early boot without entropy: time and a counter suffice. */
+		static uint64_t counter;
+		double t = now_real();
+
+		memcpy(u, &t, 8);
+		counter++;
+		memcpy(u + 8, &counter, 8);
+	}
+	u[6] = (u[6] & 0x0f) | 0x40;	/* version 4 */
+	u[8] = (u[8] & 0x3f) | 0x80;	/* variant 1 */
+}
+
+int
+build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
+    const char *config_path, bool wait, bool paused)
+{
+	struct vmb_build_opts opts = { 0 };
+	struct build_job *bj = NULL;
+	struct task *t = NULL;
+	struct vm *vm = NULL;
+	char u[37];
+	bool zero = true;
+	int rc;
+
+	if (vmbd.stopping) {
+		rc = call_error(call, E_BUSY, 0, "the daemon is shutting down");
+		goto fail;
+	}
+	if (task_running() >= vmbd.max_tasks) {
+		rc = call_error(call, E_BUSY, 0, "%u tasks are running "
+		    "(limit %u); try again later", task_running(),
+		    vmbd.max_tasks);
+		goto fail;
+	}
+	if (vm_find_name(guest->name) != NULL) {
+		rc = call_error(call, E_EXISTS, 0, "a VM named \"%s\" exists",
+		    guest->name);
+		goto fail;
+	}
+	for (int i = 0; i < 16; i++)
+		if (guest->uuid[i] != 0)
+			zero = false;
+	/* The uuid is chosen here so that the record can carry it. */
+	if (zero)
+		build_uuid(guest->uuid);
+	else if (vm_find_uuid(guest->uuid) != NULL) {
+		uuid_format(guest->uuid, u);
+		rc = call_error(call, E_EXISTS, 0, "a VM with uuid %s exists",
+		    u);
+		goto fail;
+	}
+	bj = calloc(1, sizeof(*bj));
+	if (bj == NULL) {
+		rc = call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
+		    "out of memory");
+		goto fail;
+	}
+	t = task_new(M_VM_CREATE, guest->name, guest->uuid);
+	if (t == NULL) {
+		rc = call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
+		    "out of memory");
+		goto fail;
+	}
+	opts.strategy = vmbd.strategy;
+	opts.start_paused = paused;
+	rc = vmb_build_new(vmbd.ctx, guest, &opts, task_progress_cb, t,
+	    &bj->build);
+	if (rc < 0) {
+		rc = call_error(call, build_errno_code(rc), rc,
+		    "cannot prepare the build of %s: %s", guest->name,
+		    strerror(-rc));
+		goto fail;
+	}
+	t->build = bj->build;
+	bj->task = t;
+	bj->guest = guest;
+	bj->strategy = vmbd.strategy;
+	memcpy(bj->rec.uuid, guest->uuid, 16);
+	snprintf(bj->rec.name, sizeof(bj->rec.name), "%s", guest->name);
+	bj->rec.domid = VMB_DOMID_INVALID;
+	bj->rec.created_at = now_real();
+	bj->rec.config_path = config_path ? strdup(config_path) : NULL;
+	bj->job.run = build_run;
+	bj->job.done = build_done;
+	vm = vm_add_building(guest->name, guest->uuid, t->id, config_path);
+	if (vm == NULL) {
+		rc = call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
+		    "out of memory");
+		goto fail;
+	}
+	if (wait)
+		bj->call = call;
+	rc = worker_spawn(&bj->job);
+	if (rc < 0) {
+		bj->call = NULL;
+		rc = call_error(call, RPC_INTERNAL_ERROR, rc,
+		    "cannot start a build thread: %s", strerror(-rc));
+		goto fail;
+	}
+	uuid_format(guest->uuid, u);
+	log_info("task %llu: building %s (%s, %llu MiB, %u vCPUs, populate "
+	    "%s)", (unsigned long long)t->id, guest->name, u,
+	    (unsigned long long)(guest->memory_bytes >> 20), guest->vcpus,
+	    vmb_populate_strategy_name(vmbd.strategy));
+	vmbd_status_changed();
+	if (wait)
+		return CALL_DEFERRED;
+	yajl_gen_map_open(g);
+	jg_kv_u64(g, "task", t->id);
+	jg_kv_str(g, "vm", guest->name);
+	jg_kv_str(g, "uuid", u);
+	yajl_gen_map_close(g);
+	return 0;
+fail:
+	if (vm != NULL)
+		vm_remove(vm, false);
+	if (t != NULL)
+		task_discard(t);
+	if (bj != NULL) {
+		vmb_build_free(bj->build);
+		free(bj->rec.config_path);
+		free(bj);
+	}
+	vmb_guest_free(guest);
+	return -1;
+}

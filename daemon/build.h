@@ -1,0 +1,25 @@
+/*
+ * build.h - vm.create as a task: record, build on a thread of its own,
+ * record again, report.
+ */
+#ifndef VMBUILDD_BUILD_H
+#define VMBUILDD_BUILD_H
+
+#include <stdbool.h>
+
+#include "rpc.h"
+#include "vmbuild.h"
+
+/*
+ * Start building `guest` (taken over, freed by the build).  With `wait`
+ * the call is answered when the build ends (CALL_DEFERRED is returned);
+ * without, the result {"task":N,...} is written into g and 0 returned.
+ * Errors are set on the call (negative return).
+ */
+int build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
+    const char *config_path, bool wait, bool paused);
+
+/* Map a negative errno from libvmbuild to an application error code. */
+int build_errno_code(int rc);
+
+#endif /* VMBUILDD_BUILD_H */

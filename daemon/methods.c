@@ -1,0 +1,754 @@
+/*
+ * methods.c - every control method, dispatched through one table.
+ *
+ * Handlers run on the loop.  Anything that talks to the hypervisor is
+ * a job on the worker pool (hv_call below), answered when it is done;
+ * vm.list, vm.info and the task methods answer from the loop's own
+ * registry, so they cost no hypervisor round trip.
+ */
+#include <errno.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "build.h"
+#include "control.h"
+#include "events.h"
+#include "json.h"
+#include "methods.h"
+#include "proto.h"
+#include "report.h"
+#include "rpc.h"
+#include "state.h"
+#include "task.h"
+#include "vm.h"
+#include "vmbuildd.h"
+#include "worker.h"
+
+/* ------------------------------------------------------------------ */
+/* Hypervisor calls on the pool.                                       */
+
+struct hv_call {
+	struct job	job;
+	struct call	*call;
+	int		(*run)(struct hv_call *h);	/* worker */
+	int		(*reply)(struct hv_call *h, yajl_gen g); /* loop */
+	int		rc;
+	struct vm	*vm;		/* marked busy while in flight */
+	uint32_t	domid;
+	bool		ours;
+	uint8_t		uuid[16];
+	struct vmb_domain dom;
+	bool		have_dom;
+	struct vmb_host	*host;
+	struct vmb_scrub scrub;
+	struct vmb_counters counters;
+};
+
+static void
+hv_call_run(struct job *job)
+{
+	struct hv_call *h = (struct hv_call *)job;
+
+	h->rc = h->run(h);
+}
+
+static void
+hv_call_done(struct job *job)
+{
+	struct hv_call *h = (struct hv_call *)job;
+	yajl_gen g = jg_new();
+	int rc;
+
+	if (h->vm != NULL)
+		h->vm->busy = false;
+	rc = h->reply(h, g);
+	if (rc < 0)
+		call_fail(h->call);
+	else
+		call_reply(h->call, g);
+	yajl_gen_free(g);
+	vmb_host_free(h->host);
+	free(h);
+}
+
+static int
+hv_call_submit(struct call *call, struct vm *vm,
+    int (*run)(struct hv_call *), int (*reply)(struct hv_call *, yajl_gen))
+{
+	struct hv_call *h = calloc(1, sizeof(*h));
+
+	if (h == NULL)
+		return call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
+		    "out of memory");
+	h->call = call;
+	h->run = run;
+	h->reply = reply;
+	h->job.run = hv_call_run;
+	h->job.done = hv_call_done;
+	if (vm != NULL) {
+		h->vm = vm;
+		vm->busy = true;
+		h->domid = vm->domid;
+		h->ours = vm->ours;
+		memcpy(h->uuid, vm->uuid, 16);
+	}
+	worker_submit(&h->job);
+	return CALL_DEFERRED;
+}
+
+static int
+hv_error(struct hv_call *h, const char *what)
+{
+	int code = build_errno_code(h->rc);
+
+	if (h->rc == -EOPNOTSUPP)
+		return call_error(h->call, E_UNAVAILABLE, h->rc,
+		    "%s: the hypervisor does not report this", what);
+	return call_error(h->call, code, h->rc, "%s: %s", what,
+	    strerror(-h->rc));
+}
+
+/* ------------------------------------------------------------------ */
+/* server.hello                                                        */
+
+static const struct {
+	uint32_t	bit;
+	const char	*name;
+} cap_names[] = {
+	{ VMB_CAP_BATCH_POPULATE,	"batch_populate" },
+	{ VMB_CAP_SCRUB_PROGRESS,	"scrub_progress" },
+	{ VMB_CAP_COUNTERS,		"counters" },
+	{ VMB_CAP_PERF_COUNTERS,	"perf_counters" },
+	{ VMB_CAP_IMAGE_LOAD,		"image_load" },
+	{ VMB_CAP_CLAIMS,		"claims" },
+	{ VMB_CAP_SHADOW,		"shadow" },
+};
+
+static int
+m_server_hello(struct call *call, yajl_gen g)
+{
+	uint32_t caps = vmb_ctx_caps(vmbd.ctx);
+	struct conn *c = call->conn;
+
+	yajl_gen_map_open(g);
+	jg_kv_str(g, "server", "vmbuildd");
+	jg_kv_str(g, "version", VMB_VERSION);
+	jg_kv_i64(g, "protocol", VMBUILD_PROTO_VERSION);
+	jg_kv_str(g, "backend", vmb_ctx_backend(vmbd.ctx));
+	jg_kv_str(g, "hypervisor", vmb_ctx_hypervisor(vmbd.ctx));
+	jg_kv_str(g, "populate", vmb_populate_strategy_name(vmbd.strategy));
+	jg_key(g, "capabilities");
+	yajl_gen_array_open(g);
+	for (size_t i = 0; i < sizeof(cap_names) / sizeof(cap_names[0]); i++)
+		if (caps & cap_names[i].bit)
+			jg_str(g, cap_names[i].name);
+	yajl_gen_array_close(g);
+	jg_key(g, "methods");
+	methods_gen_names(g);
+	jg_key(g, "events");
+	yajl_gen_array_open(g);
+	for (uint32_t b = 1; b <= EVT_ALL; b <<= 1)
+		jg_str(g, events_name(b));
+	yajl_gen_array_close(g);
+	jg_key(g, "limits");
+	yajl_gen_map_open(g);
+	jg_kv_u64(g, "max_request_bytes", vmbd.max_request);
+	jg_kv_u64(g, "max_connections", vmbd.max_connections);
+	jg_kv_u64(g, "max_tasks", vmbd.max_tasks);
+	yajl_gen_map_close(g);
+	jg_key(g, "peer");
+	yajl_gen_map_open(g);
+	jg_kv_i64(g, "pid", c->pid);
+	jg_kv_u64(g, "uid", c->uid);
+	jg_kv_u64(g, "gid", c->gid);
+	jg_kv_bool(g, "may_write", c->can_write);
+	yajl_gen_map_close(g);
+	jg_kv_dbl(g, "uptime_seconds", now_real() - vmbd.started_at);
+	yajl_gen_map_close(g);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* host.*                                                              */
+
+static int
+host_info_run(struct hv_call *h)
+{
+	return vmb_host_info(vmbd.ctx, &h->host);
+}
+
+static int
+host_info_reply(struct hv_call *h, yajl_gen g)
+{
+	if (h->rc < 0)
+		return hv_error(h, "host information");
+	report_host(g, h->host);
+	return 0;
+}
+
+static int
+m_host_info(struct call *call, yajl_gen g)
+{
+	(void)g;
+	return hv_call_submit(call, NULL, host_info_run, host_info_reply);
+}
+
+static int
+host_scrub_run(struct hv_call *h)
+{
+	return vmb_scrub_progress(vmbd.ctx, &h->scrub);
+}
+
+static int
+host_scrub_reply(struct hv_call *h, yajl_gen g)
+{
+	if (h->rc < 0)
+		return hv_error(h, "scrub progress");
+	report_scrub(g, &h->scrub);
+	return 0;
+}
+
+static int
+m_host_scrub(struct call *call, yajl_gen g)
+{
+	(void)g;
+	return hv_call_submit(call, NULL, host_scrub_run, host_scrub_reply);
+}
+
+static int
+host_counters_run(struct hv_call *h)
+{
+	return vmb_counters(vmbd.ctx, &h->counters);
+}
+
+static int
+host_counters_reply(struct hv_call *h, yajl_gen g)
+{
+	if (h->rc < 0)
+		return hv_error(h, "counters");
+	report_counters(g, &h->counters);
+	return 0;
+}
+
+static int
+m_host_counters(struct call *call, yajl_gen g)
+{
+	(void)g;
+	return hv_call_submit(call, NULL, host_counters_run,
+	    host_counters_reply);
+}
+
+/* ------------------------------------------------------------------ */
+/* vm.create                                                           */
+
+/* Diagnostics to E_CONFIG with data.errors. */
+static int
+config_error(struct call *call, struct vmb_diags *diags)
+{
+	char **list = NULL, first[700] = "";
+	size_t n = 0;
+
+	if (diags->n > 0)
+		list = calloc(diags->n, sizeof(*list));
+	for (size_t i = 0; list != NULL && i < diags->n; i++) {
+		char buf[700];
+
+		if (diags->v[i].severity != VMB_ERROR)
+			continue;
+		vmb_diag_format(&diags->v[i], buf, sizeof(buf));
+		if (n == 0)
+			snprintf(first, sizeof(first), "%s", buf);
+		list[n++] = strdup(buf);
+	}
+	call_error(call, E_CONFIG, 0, "invalid configuration (%zu error%s)%s%s",
+	    n, n == 1 ? "" : "s", n > 0 ? ": " : "", first);
+	call_error_list(call, list, n);
+	return -1;
+}
+
+/* JSON value to a vmb_value; lists are malloc'd (free with value_done). */
+static int
+value_from_json(yajl_val v, struct vmb_value *out, const char **why)
+{
+	memset(out, 0, sizeof(*out));
+	switch (v->type) {
+	case yajl_t_string:
+		out->type = VMB_VALUE_STRING;
+		out->u.s = v->u.string;
+		return 0;
+	case yajl_t_number:
+		if (!YAJL_IS_INTEGER(v)) {
+			*why = "numbers must be integers";
+			return -EINVAL;
+		}
+		out->type = VMB_VALUE_INT;
+		out->u.i = YAJL_GET_INTEGER(v);
+		return 0;
+	case yajl_t_true:
+	case yajl_t_false:
+		out->type = VMB_VALUE_INT;
+		out->u.i = YAJL_IS_TRUE(v);
+		return 0;
+	case yajl_t_array: {
+		struct vmb_value *items;
+		size_t n = v->u.array.len;
+
+		items = calloc(n + 1, sizeof(*items));
+		if (items == NULL) {
+			*why = "out of memory";
+			return -ENOMEM;
+		}
+		out->type = VMB_VALUE_LIST;
+		out->u.list.v = items;
+		out->u.list.n = 0;
+		for (size_t i = 0; i < n; i++) {
+			int rc = value_from_json(v->u.array.values[i],
+			    &items[i], why);
+
+			if (rc < 0)
+				return rc;
+			out->u.list.n++;
+		}
+		return 0;
+	}
+	default:
+		*why = "values must be strings, integers, booleans or lists";
+		return -EINVAL;
+	}
+}
+
+static void
+value_done(struct vmb_value *v)
+{
+	if (v->type != VMB_VALUE_LIST)
+		return;
+	for (size_t i = 0; i < v->u.list.n; i++)
+		value_done((struct vmb_value *)&v->u.list.v[i]);
+	free((void *)v->u.list.v);
+}
+
+static int
+guest_from_json(struct call *call, yajl_val obj, const char *basedir,
+    struct vmb_guest **ret)
+{
+	struct vmb_diags diags = { 0 };
+	struct vmb_guest *guest = NULL;
+	int rc;
+
+	rc = vmb_guest_new(&guest);
+	if (rc < 0)
+		return call_error(call, RPC_INTERNAL_ERROR, rc,
+		    "cannot allocate a guest: %s", strerror(-rc));
+	for (size_t i = 0; i < obj->u.object.len; i++) {
+		const char *key = obj->u.object.keys[i], *why = NULL;
+		struct vmb_value val;
+
+		rc = value_from_json(obj->u.object.values[i], &val, &why);
+		if (rc == 0)
+			(void)vmb_guest_set(guest, key, &val, "request",
+			    &diags);
+		value_done(&val);
+		if (rc < 0) {
+			vmb_guest_free(guest);
+			vmb_diags_done(&diags);
+			return call_error(call, RPC_INVALID_PARAMS, 0,
+			    "params.guest.%s: %s", key, why);
+		}
+	}
+	if (diags.nr_errors == 0)
+		(void)vmb_guest_validate(guest, basedir, "request", &diags);
+	if (diags.nr_errors > 0) {
+		config_error(call, &diags);
+		vmb_guest_free(guest);
+		vmb_diags_done(&diags);
+		return -1;
+	}
+	vmb_diags_done(&diags);
+	*ret = guest;
+	return 0;
+}
+
+static int
+m_vm_create(struct call *call, yajl_gen g)
+{
+	const char *text = NULL, *path = NULL;
+	struct vmb_diags diags = { 0 };
+	struct vmb_guest *guest = NULL;
+	char *dir = NULL, *basedir = NULL;
+	bool wait = false, paused = false;
+	yajl_val gobj = NULL;
+	int has_text, has_guest, rc;
+
+	if ((has_text = param_string(call, P_CONFIG, false, &text)) < 0 ||
+	    param_string(call, P_CONFIG_PATH, false, &path) < 0 ||
+	    (has_guest = param_object(call, P_GUEST, false, &gobj)) < 0 ||
+	    param_bool(call, P_WAIT, &wait) < 0 ||
+	    param_bool(call, P_PAUSED, &paused) < 0)
+		return -1;
+	if (has_text && has_guest)
+		return call_error(call, RPC_INVALID_PARAMS, 0,
+		    "give params.config or params.guest, not both");
+	if (!has_text && !has_guest)
+		return call_error(call, RPC_INVALID_PARAMS, 0,
+		    "params.config (xl.cfg text) or params.guest (object) "
+		    "is required");
+	if (path != NULL) {
+		dir = strdup(path);
+		if (dir == NULL)
+			return call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
+			    "out of memory");
+		basedir = dirname(dir);
+	}
+	if (has_text) {
+		rc = vmb_config_parse_text(text, strlen(text),
+		    path != NULL ? path : "request", basedir, &guest, &diags);
+		if (rc < 0 && diags.nr_errors > 0)
+			rc = config_error(call, &diags);
+		else if (rc < 0)
+			rc = call_error(call, E_CONFIG, rc,
+			    "invalid configuration: %s", strerror(-rc));
+		vmb_diags_done(&diags);
+	} else {
+		rc = guest_from_json(call, gobj, basedir, &guest);
+	}
+	if (rc == 0)
+		rc = build_start(call, g, guest, path, wait, paused);
+	free(dir);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* vm.list, vm.info and operations on one VM                          */
+
+static int
+m_vm_list(struct call *call, yajl_gen g)
+{
+	(void)call;
+	vm_gen_list(g);
+	return 0;
+}
+
+/* The VM named by params.vm (or params.name / params.id). */
+static struct vm *
+vm_param(struct call *call)
+{
+	yajl_val v = jv_get(call->params, P_VM);
+	const char *key = P_VM;
+	struct vm *vm = NULL;
+
+	if (v == NULL) {
+		if ((v = jv_get(call->params, "name")) != NULL)
+			key = "name";
+		else if ((v = jv_get(call->params, "id")) != NULL)
+			key = "id";
+	}
+	if (v == NULL || YAJL_IS_NULL(v)) {
+		call_error(call, RPC_INVALID_PARAMS, 0,
+		    "params.vm (a name or a domain id) is required");
+		return NULL;
+	}
+	if (YAJL_IS_STRING(v)) {
+		const char *s = v->u.string;
+		char *end;
+
+		vm = vm_find_name(s);
+		if (vm == NULL && s[0] >= '0' && s[0] <= '9') {
+			unsigned long id = strtoul(s, &end, 10);
+
+			if (*end == '\0' && id < VMB_DOMID_INVALID)
+				vm = vm_find_domid(id);
+		}
+		if (vm == NULL)
+			call_error(call, E_NO_SUCH_VM, 0, "no VM named \"%.64s\"",
+			    s);
+		return vm;
+	}
+	if (YAJL_IS_INTEGER(v)) {
+		long long id = YAJL_GET_INTEGER(v);
+
+		if (id >= 0 && id < VMB_DOMID_INVALID)
+			vm = vm_find_domid(id);
+		if (vm == NULL)
+			call_error(call, E_NO_SUCH_VM, 0, "no domain %lld", id);
+		return vm;
+	}
+	call_error(call, RPC_INVALID_PARAMS, 0,
+	    "params.%s must be a string (name) or an integer (domain id)",
+	    key);
+	return NULL;
+}
+
+static int
+m_vm_info(struct call *call, yajl_gen g)
+{
+	struct vm *vm = vm_param(call);
+
+	if (vm == NULL)
+		return -1;
+	vm_gen_info(g, vm);
+	return 0;
+}
+
+/* Refuse operations a VM cannot take now. */
+static int
+vm_check_idle(struct call *call, struct vm *vm)
+{
+	if (vm->building)
+		return call_error(call, E_BAD_STATE, 0, "%s is being built "
+		    "(task %llu); cancel the task to stop it", vm->name,
+		    (unsigned long long)vm->task);
+	if (vm->busy)
+		return call_error(call, E_BAD_STATE, 0, "another operation on "
+		    "%s is in progress", vm->name);
+	return 0;
+}
+
+static int
+destroy_run(struct hv_call *h)
+{
+	int rc = vmb_domain_destroy(vmbd.ctx, h->domid);
+
+	if ((rc == 0 || rc == -ESRCH || rc == -ENOENT) && h->ours)
+		(void)state_remove(h->uuid);
+	return rc;
+}
+
+static int
+destroy_reply(struct hv_call *h, yajl_gen g)
+{
+	struct vm *vm = h->vm;
+
+	if (h->rc < 0 && h->rc != -ESRCH && h->rc != -ENOENT)
+		return hv_error(h, "destroy");
+	log_info("%s (domain %u) destroyed", vm->name, h->domid);
+	if (h->rc == 0) {
+		yajl_gen_map_open(g);
+		jg_kv_str(g, "vm", vm->name);
+		jg_kv_u64(g, "id", h->domid);
+		jg_kv_str(g, "state", "destroyed");
+		yajl_gen_map_close(g);
+	}
+	vm_remove(vm, true);
+	events_scrub_kick();
+	vmbd_status_changed();
+	if (h->rc < 0)
+		return call_error(h->call, E_NO_SUCH_VM, h->rc,
+		    "domain %u no longer exists", h->domid);
+	return 0;
+}
+
+static int
+m_vm_destroy(struct call *call, yajl_gen g)
+{
+	struct vm *vm = vm_param(call);
+
+	(void)g;
+	if (vm == NULL || vm_check_idle(call, vm) < 0)
+		return -1;
+	return hv_call_submit(call, vm, destroy_run, destroy_reply);
+}
+
+static int
+pause_run(struct hv_call *h)
+{
+	int rc = vmb_domain_pause(vmbd.ctx, h->domid);
+
+	if (rc == 0)
+		h->have_dom = vmb_domain_get(vmbd.ctx, h->domid, &h->dom) == 0;
+	return rc;
+}
+
+static int
+unpause_run(struct hv_call *h)
+{
+	int rc = vmb_domain_unpause(vmbd.ctx, h->domid);
+
+	if (rc == 0)
+		h->have_dom = vmb_domain_get(vmbd.ctx, h->domid, &h->dom) == 0;
+	return rc;
+}
+
+static int
+pause_reply(struct hv_call *h, yajl_gen g)
+{
+	if (h->rc < 0)
+		return hv_error(h, h->vm->name);
+	if (h->have_dom)
+		vm_update(h->vm, &h->dom);
+	vm_gen_summary(g, h->vm);
+	return 0;
+}
+
+static int
+m_vm_pause(struct call *call, yajl_gen g)
+{
+	struct vm *vm = vm_param(call);
+
+	(void)g;
+	if (vm == NULL || vm_check_idle(call, vm) < 0)
+		return -1;
+	if (vm->have_dom && vm->dom.state == VMB_DOM_PAUSED)
+		return call_error(call, E_BAD_STATE, 0, "%s is already paused",
+		    vm->name);
+	return hv_call_submit(call, vm, pause_run, pause_reply);
+}
+
+static int
+m_vm_unpause(struct call *call, yajl_gen g)
+{
+	struct vm *vm = vm_param(call);
+
+	(void)g;
+	if (vm == NULL || vm_check_idle(call, vm) < 0)
+		return -1;
+	if (vm->have_dom && vm->dom.state != VMB_DOM_PAUSED)
+		return call_error(call, E_BAD_STATE, 0, "%s is not paused "
+		    "(it is %s)", vm->name, vm_state_name(vm));
+	return hv_call_submit(call, vm, unpause_run, pause_reply);
+}
+
+/* ------------------------------------------------------------------ */
+/* task.*                                                              */
+
+static struct task *
+task_param(struct call *call)
+{
+	const char *key = jv_get(call->params, P_TASK) != NULL ? P_TASK : "id";
+	struct task *t;
+	uint64_t id;
+
+	if (param_u64(call, key, true, &id) < 0) {
+		if (strcmp(key, "id") == 0)
+			call_error(call, RPC_INVALID_PARAMS, 0,
+			    "params.task (a task id) is required");
+		return NULL;
+	}
+	t = task_find(id);
+	if (t == NULL)
+		call_error(call, E_NO_SUCH_TASK, 0, "no task %llu",
+		    (unsigned long long)id);
+	return t;
+}
+
+static int
+m_task_list(struct call *call, yajl_gen g)
+{
+	(void)call;
+	task_gen_list(g);
+	return 0;
+}
+
+static int
+m_task_get(struct call *call, yajl_gen g)
+{
+	struct task *t = task_param(call);
+
+	if (t == NULL)
+		return -1;
+	task_gen(g, t);
+	return 0;
+}
+
+static int
+m_task_cancel(struct call *call, yajl_gen g)
+{
+	struct task *t = task_param(call);
+
+	if (t == NULL)
+		return -1;
+	if (t->state != TASK_RUNNING)
+		return call_error(call, E_TASK_FINISHED, 0,
+		    "task %llu has already ended (%s)",
+		    (unsigned long long)t->id, task_state_name(t->state));
+	if (!t->cancel_requested && t->build != NULL) {
+		t->cancel_requested = true;
+		vmb_build_cancel(t->build);
+		log_info("task %llu: cancel requested by uid %u",
+		    (unsigned long long)t->id, (unsigned)call->conn->uid);
+	}
+	task_gen(g, t);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* events.subscribe                                                    */
+
+static int
+m_events_subscribe(struct call *call, yajl_gen g)
+{
+	yajl_val list = NULL;
+	uint32_t mask = 0;
+	int rc;
+
+	rc = param_array(call, P_EVENTS, &list);
+	if (rc < 0)
+		return -1;
+	if (rc == 0) {
+		mask = EVT_ALL;
+	} else {
+		for (size_t i = 0; i < list->u.array.len; i++) {
+			yajl_val v = list->u.array.values[i];
+			uint32_t bit;
+
+			if (!YAJL_IS_STRING(v))
+				return call_error(call, RPC_INVALID_PARAMS, 0,
+				    "params.events[%zu] must be a string", i);
+			bit = events_bit(v->u.string);
+			if (bit == 0)
+				return call_error(call, RPC_INVALID_PARAMS, 0,
+				    "params.events[%zu]: unknown event "
+				    "\"%.64s\"", i, v->u.string);
+			mask |= bit;
+		}
+	}
+	/* The reply goes out before any event it enables. */
+	yajl_gen_map_open(g);
+	jg_key(g, "events");
+	yajl_gen_array_open(g);
+	for (uint32_t b = 1; b <= EVT_ALL; b <<= 1)
+		if (mask & b)
+			jg_str(g, events_name(b));
+	yajl_gen_array_close(g);
+	yajl_gen_map_close(g);
+	events_subscribe(call->conn, mask);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+
+static const struct method methods[] = {
+	{ M_SERVER_HELLO,	m_server_hello,		false },
+	{ M_HOST_INFO,		m_host_info,		false },
+	{ M_HOST_SCRUB,		m_host_scrub,		false },
+	{ M_HOST_COUNTERS,	m_host_counters,	false },
+	{ M_VM_CREATE,		m_vm_create,		true },
+	{ M_VM_LIST,		m_vm_list,		false },
+	{ M_VM_INFO,		m_vm_info,		false },
+	{ M_VM_DESTROY,		m_vm_destroy,		true },
+	{ M_VM_PAUSE,		m_vm_pause,		true },
+	{ M_VM_UNPAUSE,		m_vm_unpause,		true },
+	{ M_TASK_LIST,		m_task_list,		false },
+	{ M_TASK_GET,		m_task_get,		false },
+	{ M_TASK_CANCEL,	m_task_cancel,		true },
+	{ M_EVENTS_SUBSCRIBE,	m_events_subscribe,	false },
+};
+
+const struct method *
+methods_find(const char *name)
+{
+	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
+		if (strcmp(methods[i].name, name) == 0)
+			return &methods[i];
+	return NULL;
+}
+
+void
+methods_gen_names(yajl_gen g)
+{
+	yajl_gen_array_open(g);
+	for (size_t i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
+		jg_str(g, methods[i].name);
+	yajl_gen_array_close(g);
+}

@@ -1,0 +1,242 @@
+/*
+ * report.c - JSON shapes of host data (see report.h).
+ */
+#include <stdio.h>
+
+#include "json.h"
+#include "report.h"
+#include "vmbuildd.h"
+
+static void
+kv_maybe(yajl_gen g, const char *key, bool have, uint64_t v)
+{
+	if (have)
+		jg_kv_u64(g, key, v);
+	else
+		jg_kv_null(g, key);
+}
+
+void
+report_scrub(yajl_gen g, const struct vmb_scrub *s)
+{
+	yajl_gen_map_open(g);
+	jg_key(g, "nodes");
+	yajl_gen_array_open(g);
+	for (uint32_t i = 0; i < s->nr_nodes && i < VMB_MAX_NODES; i++) {
+		const struct vmb_scrub_node *n = &s->nodes[i];
+
+		yajl_gen_map_open(g);
+		jg_kv_u64(g, "node", n->node);
+		jg_kv_u64(g, "total_bytes", n->total_bytes);
+		jg_kv_u64(g, "free_bytes", n->free_bytes);
+		kv_maybe(g, "dirty_bytes", s->have & VMB_SCRUB_HAVE_DIRTY,
+		    n->dirty_bytes);
+		kv_maybe(g, "scrubbed_bytes_total",
+		    s->have & VMB_SCRUB_HAVE_SCRUBBED, n->scrubbed_bytes_total);
+		kv_maybe(g, "scrub_rate_bytes_per_second",
+		    s->have & VMB_SCRUB_HAVE_RATE, n->rate_bytes_per_sec);
+		jg_key(g, "boot_scrub_done");
+		if (s->have & VMB_SCRUB_HAVE_BOOT)
+			yajl_gen_bool(g, n->boot_scrub_done);
+		else
+			yajl_gen_null(g);
+		jg_kv_u64(g, "workers", n->workers);
+		yajl_gen_map_close(g);
+	}
+	yajl_gen_array_close(g);
+	yajl_gen_map_close(g);
+}
+
+static uint64_t
+sum(const uint64_t *v, int n)
+{
+	uint64_t s = 0;
+
+	for (int i = 0; i < n; i++)
+		s += v[i];
+	return s;
+}
+
+static const char *const flush_cause[VMB_FLUSH_CAUSE_MAX] = {
+	"populate", "free", "other",
+};
+static const char *const order_class[VMB_ORDER_CLASS_MAX] = {
+	"4k", "2m", "1g", "other",
+};
+
+static void
+by_name(yajl_gen g, const char *key, const char *const *names,
+    const uint64_t *v, int n)
+{
+	jg_key(g, key);
+	yajl_gen_map_open(g);
+	for (int i = 0; i < n; i++)
+		jg_kv_u64(g, names[i], v[i]);
+	yajl_gen_map_close(g);
+}
+
+void
+report_counters(yajl_gen g, const struct vmb_counters *c)
+{
+	yajl_gen_map_open(g);
+	jg_key(g, "tlb_flushes");
+	if (c->have & VMB_CNT_HAVE_FLUSH) {
+		yajl_gen_map_open(g);
+		jg_kv_u64(g, "issued",
+		    sum(c->tlb_flushes_issued, VMB_FLUSH_CAUSE_MAX));
+		jg_kv_u64(g, "filtered",
+		    sum(c->tlb_flushes_filtered, VMB_FLUSH_CAUSE_MAX));
+		jg_kv_u64(g, "filter_evaluations", c->tlb_filter_evaluations);
+		jg_kv_u64(g, "cpu_ipis", c->tlb_flush_cpu_ipis);
+		by_name(g, "issued_by_cause", flush_cause,
+		    c->tlb_flushes_issued, VMB_FLUSH_CAUSE_MAX);
+		by_name(g, "filtered_by_cause", flush_cause,
+		    c->tlb_flushes_filtered, VMB_FLUSH_CAUSE_MAX);
+		yajl_gen_map_close(g);
+	} else {
+		yajl_gen_null(g);
+	}
+	jg_key(g, "unshadow");
+	if (c->have & VMB_CNT_HAVE_SHADOW) {
+		yajl_gen_map_open(g);
+		jg_kv_u64(g, "write_flood", c->unshadow[VMB_UNSHADOW_WRITE_FLOOD]);
+		jg_kv_u64(g, "early", c->unshadow[VMB_UNSHADOW_EARLY]);
+		jg_kv_u64(g, "other", c->unshadow[VMB_UNSHADOW_OTHER]);
+		jg_kv_u64(g, "emulated_pt_writes", c->emulated_pt_writes);
+		jg_kv_u64(g, "shadow_faults", c->shadow_faults);
+		yajl_gen_map_close(g);
+	} else {
+		yajl_gen_null(g);
+	}
+	jg_key(g, "populate");
+	if (c->have & VMB_CNT_HAVE_POPULATE) {
+		yajl_gen_map_open(g);
+		jg_kv_u64(g, "calls", c->populate_calls);
+		jg_kv_u64(g, "preemptions", c->populate_preemptions);
+		by_name(g, "extents", order_class, c->populate_extents,
+		    VMB_ORDER_CLASS_MAX);
+		by_name(g, "pages", order_class, c->populate_pages,
+		    VMB_ORDER_CLASS_MAX);
+		jg_kv_u64(g, "pages_fallback", c->populate_pages_fallback);
+		jg_kv_u64(g, "domains_created", c->domains_created);
+		jg_kv_u64(g, "domains_destroyed", c->domains_destroyed);
+		yajl_gen_map_close(g);
+	} else {
+		yajl_gen_null(g);
+	}
+	jg_key(g, "scrub");
+	if (c->have & VMB_CNT_HAVE_SCRUB) {
+		yajl_gen_map_open(g);
+		jg_kv_u64(g, "pages_boot", c->scrub_pages_boot);
+		jg_kv_u64(g, "pages_background", c->scrub_pages_background);
+		jg_kv_u64(g, "pages_inline", c->scrub_pages_inline);
+		yajl_gen_map_close(g);
+	} else {
+		yajl_gen_null(g);
+	}
+	yajl_gen_map_close(g);
+}
+
+void
+report_host(yajl_gen g, const struct vmb_host *h)
+{
+	yajl_gen_map_open(g);
+	jg_kv_str(g, "backend", vmb_ctx_backend(vmbd.ctx));
+	jg_kv_str(g, "hypervisor", vmb_ctx_hypervisor(vmbd.ctx));
+	jg_kv_u64(g, "nr_nodes", h->nr_nodes);
+	jg_kv_u64(g, "nr_cpus", h->nr_cpus);
+	jg_kv_u64(g, "threads_per_core", h->threads_per_core);
+	jg_kv_u64(g, "cores_per_node", h->cores_per_node);
+	jg_kv_u64(g, "total_bytes", h->total_bytes);
+	jg_kv_u64(g, "free_bytes", h->free_bytes);
+	jg_kv_u64(g, "claimed_bytes", h->claimed_bytes);
+	jg_key(g, "nodes");
+	yajl_gen_array_open(g);
+	for (uint32_t i = 0; i < h->nr_nodes && i < VMB_MAX_NODES; i++) {
+		const struct vmb_node *n = &h->nodes[i];
+
+		yajl_gen_map_open(g);
+		jg_kv_u64(g, "node", n->node);
+		jg_kv_u64(g, "nr_cpus", n->nr_cpus);
+		jg_kv_u64(g, "total_bytes", n->total_bytes);
+		jg_kv_u64(g, "free_bytes", n->free_bytes);
+		jg_key(g, "cpus");
+		yajl_gen_array_open(g);
+		for (uint32_t c = 0; h->cpus != NULL && c < h->nr_cpus; c++)
+			if (h->cpus[c].node == n->node)
+				jg_u64(g, h->cpus[c].cpu);
+		yajl_gen_array_close(g);
+		yajl_gen_map_close(g);
+	}
+	yajl_gen_array_close(g);
+	jg_key(g, "cpus");
+	yajl_gen_array_open(g);
+	for (uint32_t c = 0; h->cpus != NULL && c < h->nr_cpus; c++) {
+		const struct vmb_cpu *cpu = &h->cpus[c];
+
+		yajl_gen_map_open(g);
+		jg_kv_u64(g, "cpu", cpu->cpu);
+		jg_kv_u64(g, "node", cpu->node);
+		jg_kv_u64(g, "socket", cpu->socket);
+		jg_kv_u64(g, "core", cpu->core);
+		jg_kv_u64(g, "thread", cpu->thread);
+		yajl_gen_map_close(g);
+	}
+	yajl_gen_array_close(g);
+	yajl_gen_map_close(g);
+}
+
+void
+report_build(yajl_gen g, const struct vmb_build_result *r,
+    enum vmb_populate_strategy strategy)
+{
+	const struct vmb_placement *p = &r->placement;
+	const struct vmb_populate_stats *s = &r->populate;
+
+	yajl_gen_map_open(g);
+	jg_kv_str(g, "strategy", vmb_populate_strategy_name(strategy));
+	jg_kv_dbl(g, "total_seconds", r->total_ns / 1e9);
+	jg_key(g, "phases");
+	yajl_gen_map_open(g);
+	for (int i = 0; i < VMB_PHASE_DONE; i++)
+		jg_kv_dbl(g, vmb_build_phase_name(i), r->phase_ns[i] / 1e9);
+	yajl_gen_map_close(g);
+	jg_key(g, "placement");
+	yajl_gen_map_open(g);
+	jg_key(g, "nodes");
+	yajl_gen_array_open(g);
+	for (uint32_t i = 0; i < p->nr_nodes && i < VMB_MAX_NODES; i++)
+		jg_u64(g, p->nodes[i]);
+	yajl_gen_array_close(g);
+	jg_key(g, "node_bytes");
+	yajl_gen_array_open(g);
+	for (uint32_t i = 0; i < p->nr_nodes && i < VMB_MAX_NODES; i++)
+		jg_u64(g, p->node_bytes[i]);
+	yajl_gen_array_close(g);
+	jg_kv_str(g, "reason", p->reason);
+	yajl_gen_map_close(g);
+	jg_key(g, "populate");
+	yajl_gen_map_open(g);
+	jg_kv_u64(g, "calls", s->calls);
+	by_name(g, "extents", order_class, s->extents, VMB_ORDER_CLASS_MAX);
+	jg_kv_u64(g, "pages_scrubbed_inline", s->pages_scrubbed_inline);
+	jg_kv_u64(g, "pages_fallback", s->pages_fallback);
+	jg_kv_u64(g, "flushes_issued", s->flushes_issued);
+	jg_kv_u64(g, "flushes_avoided", s->flushes_avoided);
+	jg_kv_u64(g, "filter_evaluations", s->filter_evaluations);
+	jg_key(g, "node_bytes");
+	yajl_gen_map_open(g);
+	for (int i = 0; i < VMB_MAX_NODES; i++) {
+		char key[16];
+
+		if (s->node_bytes[i] == 0)
+			continue;
+		snprintf(key, sizeof(key), "%d", i);
+		jg_kv_u64(g, key, s->node_bytes[i]);
+	}
+	yajl_gen_map_close(g);
+	yajl_gen_map_close(g);
+	jg_kv_bool(g, "image_loaded", r->image_loaded);
+	jg_kv_u64(g, "entry", r->entry);
+	yajl_gen_map_close(g);
+}

@@ -1,0 +1,71 @@
+/*
+ * rpc.h - JSON-RPC 2.0 framing: requests in, replies and events out.
+ *
+ * rpc.c parses one line with yajl_tree, checks the envelope (jsonrpc,
+ * id, method, params), looks the method up in methods.c's table, checks
+ * the peer's right to call it, and calls its handler with a struct call.
+ *
+ * A handler returns 0 after writing its result into the generator it is
+ * given, a negative value after call_error(), or CALL_DEFERRED when it
+ * keeps the call to answer later (call_reply()/call_fail(), from the
+ * loop thread).  A deferred call holds a reference on its connection.
+ */
+#ifndef VMBUILDD_RPC_H
+#define VMBUILDD_RPC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <yajl/yajl_gen.h>
+#include <yajl/yajl_tree.h>
+
+#include "control.h"
+#include "log.h"
+
+#define CALL_DEFERRED	1
+
+struct call {
+	struct conn	*conn;		/* referenced */
+	char		*id;		/* id as JSON text; NULL: no reply */
+	const char	*method;	/* static name from the table */
+	yajl_val	params;		/* an object; valid during dispatch only */
+	int		err_code;
+	int		err_errno;	/* positive; 0 when none */
+	char		err_msg[512];
+	char		**err_list;	/* data.errors (E_CONFIG) */
+	size_t		err_n;
+};
+
+void rpc_handle_line(struct conn *c, const char *line, size_t len);
+/* Send an error outside any call (id NULL writes null). */
+void rpc_send_error(struct conn *c, const char *id, int code,
+    const char *msg);
+/* Send a notification to one connection. */
+void rpc_send_event(struct conn *c, const char *name, const char *params,
+    size_t params_len);
+
+/* Record an error on the call; returns -1 for `return call_error(...)`. */
+int call_error(struct call *call, int code, int errnum, const char *fmt,
+    ...) LOG_FMT(4, 5);
+/* Take the list for data.errors (strings are strdup'd). */
+void call_error_list(struct call *call, char **list, size_t n);
+/* Answer a deferred call and free it. */
+void call_reply(struct call *call, yajl_gen result);
+void call_fail(struct call *call);
+void call_free(struct call *call);
+
+/*
+ * Parameter access.  Each returns 1 when the key is present and of the
+ * type asked, 0 when absent (and not required), or -1 after setting a
+ * -32602 error naming the key.
+ */
+int param_string(struct call *c, const char *key, bool required,
+    const char **ret);
+int param_bool(struct call *c, const char *key, bool *ret);
+int param_u64(struct call *c, const char *key, bool required, uint64_t *ret);
+int param_object(struct call *c, const char *key, bool required,
+    yajl_val *ret);
+int param_array(struct call *c, const char *key, yajl_val *ret);
+
+#endif /* VMBUILDD_RPC_H */

@@ -1,0 +1,314 @@
+/*
+ * state.c - records in the state directory (see state.h).
+ *
+ * File name: <uuid>.json.  The uuid, not the name or the domid, is the
+ * key: it is chosen by the daemon before the domain exists, and the
+ * hypervisor keeps it, so a record and its domain can always be matched.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "json.h"
+#include "log.h"
+#include "state.h"
+
+#define STATE_RECORD_MAX	(1u << 20)
+
+static char *state_dir;
+
+static int
+mkdir_p(const char *path, mode_t mode)
+{
+	char buf[4096];
+	size_t len = strlen(path);
+
+	if (len >= sizeof(buf))
+		return -ENAMETOOLONG;
+	memcpy(buf, path, len + 1);
+	for (char *p = buf + 1; *p != '\0'; p++) {
+		if (*p != '/')
+			continue;
+		*p = '\0';
+		if (mkdir(buf, 0755) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(buf, mode) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+int
+state_init(const char *dir)
+{
+	int rc;
+
+	rc = mkdir_p(dir, 0700);
+	if (rc < 0) {
+		log_errx("state directory %s: %s", dir, strerror(-rc));
+		return rc;
+	}
+	if (access(dir, W_OK | X_OK) < 0) {
+		rc = -errno;
+		log_errx("state directory %s is not writable: %s", dir,
+		    strerror(errno));
+		return rc;
+	}
+	state_dir = strdup(dir);
+	return state_dir == NULL ? -ENOMEM : 0;
+}
+
+static void
+state_path(char *buf, size_t len, const uint8_t uuid[16], const char *suffix)
+{
+	char u[37];
+
+	uuid_format(uuid, u);
+	snprintf(buf, len, "%s/%s.json%s", state_dir, u, suffix);
+}
+
+static int
+write_all(int fd, const char *buf, size_t len)
+{
+	while (len > 0) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		buf += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int
+fsync_dir(void)
+{
+	int fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0)
+		rc = -errno;
+	close(fd);
+	return rc;
+}
+
+int
+state_write(const struct state_record *rec)
+{
+	char path[4200], tmp[4200], u[37];
+	yajl_val build = NULL;
+	const char *text;
+	yajl_gen g;
+	size_t len;
+	int fd = -1, rc;
+
+	g = jg_new();
+	if (g == NULL)
+		return -ENOMEM;
+	uuid_format(rec->uuid, u);
+	yajl_gen_map_open(g);
+	jg_kv_i64(g, "version", 1);
+	jg_kv_str(g, "uuid", u);
+	jg_kv_str(g, "name", rec->name);
+	jg_kv_str(g, "state", rec->built ? "built" : "building");
+	if (rec->domid == VMB_DOMID_INVALID)
+		jg_kv_null(g, "domid");
+	else
+		jg_kv_u64(g, "domid", rec->domid);
+	jg_kv_str(g, "config_path", rec->config_path);
+	jg_kv_dbl(g, "created_at", rec->created_at);
+	if (rec->build_json != NULL)
+		build = yajl_tree_parse(rec->build_json, NULL, 0);
+	jg_key(g, "build");
+	jg_tree(g, build);
+	yajl_gen_map_close(g);
+	text = jg_text(g, &len);
+
+	state_path(path, sizeof(path), rec->uuid, "");
+	state_path(tmp, sizeof(tmp), rec->uuid, ".tmp");
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		rc = -errno;
+		goto out;
+	}
+	rc = write_all(fd, text, len);
+	if (rc == 0)
+		rc = write_all(fd, "\n", 1);
+	if (rc == 0 && fsync(fd) < 0)
+		rc = -errno;
+	if (close(fd) < 0 && rc == 0)
+		rc = -errno;
+	fd = -1;
+	if (rc == 0 && rename(tmp, path) < 0)
+		rc = -errno;
+	if (rc == 0)
+		rc = fsync_dir();
+	if (rc < 0)
+		(void)unlink(tmp);
+out:
+	if (rc < 0)
+		log_warnx("state: cannot write %s: %s", path, strerror(-rc));
+	yajl_tree_free(build);
+	yajl_gen_free(g);
+	return rc;
+}
+
+int
+state_remove(const uint8_t uuid[16])
+{
+	char path[4200];
+
+	state_path(path, sizeof(path), uuid, "");
+	if (unlink(path) < 0 && errno != ENOENT) {
+		int rc = -errno;
+
+		log_warn("state: cannot remove %s", path);
+		return rc;
+	}
+	return fsync_dir();
+}
+
+void
+state_record_done(struct state_record *rec)
+{
+	free(rec->config_path);
+	free(rec->build_json);
+	rec->config_path = rec->build_json = NULL;
+}
+
+static char *
+read_file(const char *path)
+{
+	char *buf = NULL;
+	struct stat st;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	if (fstat(fd, &st) < 0 || st.st_size > STATE_RECORD_MAX)
+		goto out;
+	buf = calloc(1, st.st_size + 1);
+	if (buf != NULL && read(fd, buf, st.st_size) != st.st_size) {
+		free(buf);
+		buf = NULL;
+	}
+out:
+	close(fd);
+	return buf;
+}
+
+static int
+state_parse(const char *path, const char *text, struct state_record *rec)
+{
+	char err[128];
+	yajl_val root, v;
+	int rc = -EINVAL;
+
+	memset(rec, 0, sizeof(*rec));
+	rec->domid = VMB_DOMID_INVALID;
+	root = yajl_tree_parse(text, err, sizeof(err));
+	if (root == NULL) {
+		log_warnx("state: %s: not JSON, skipped", path);
+		return -EINVAL;
+	}
+	v = jv_get(root, "uuid");
+	if (!YAJL_IS_STRING(v) || uuid_parse(v->u.string, rec->uuid) < 0)
+		goto bad;
+	v = jv_get(root, "name");
+	if (!YAJL_IS_STRING(v) || strlen(v->u.string) >= VMB_NAME_LEN)
+		goto bad;
+	strcpy(rec->name, v->u.string);
+	v = jv_get(root, "state");
+	if (!YAJL_IS_STRING(v))
+		goto bad;
+	rec->built = strcmp(v->u.string, "built") == 0;
+	v = jv_get(root, "domid");
+	if (YAJL_IS_INTEGER(v))
+		rec->domid = YAJL_GET_INTEGER(v);
+	v = jv_get(root, "config_path");
+	if (YAJL_IS_STRING(v))
+		rec->config_path = strdup(v->u.string);
+	v = jv_get(root, "created_at");
+	if (YAJL_IS_NUMBER(v))
+		rec->created_at = YAJL_GET_DOUBLE(v);
+	v = jv_get(root, "build");
+	if (YAJL_IS_OBJECT(v)) {
+		yajl_gen g = jg_new();
+		const char *t;
+		size_t len;
+
+		jg_tree(g, v);
+		t = jg_text(g, &len);
+		rec->build_json = strndup(t, len);
+		yajl_gen_free(g);
+	}
+	rc = 0;
+	goto out;
+bad:
+	log_warnx("state: %s: not a vmbuildd record, skipped", path);
+out:
+	yajl_tree_free(root);
+	return rc;
+}
+
+int
+state_load_all(struct state_record **ret_recs, size_t *ret_n)
+{
+	struct state_record *recs = NULL, *nr;
+	size_t n = 0;
+	struct dirent *de;
+	DIR *d;
+
+	d = opendir(state_dir);
+	if (d == NULL)
+		return -errno;
+	while ((de = readdir(d)) != NULL) {
+		char path[4200];
+		size_t len = strlen(de->d_name);
+		char *text;
+
+		if (len < 5 || strcmp(de->d_name + len - 4, ".tmp") == 0) {
+			/* A write interrupted by a crash: never renamed. */
+			if (len >= 5) {
+				snprintf(path, sizeof(path), "%s/%s",
+				    state_dir, de->d_name);
+				(void)unlink(path);
+			}
+			continue;
+		}
+		if (strcmp(de->d_name + len - 5, ".json") != 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", state_dir, de->d_name);
+		text = read_file(path);
+		if (text == NULL) {
+			log_warn("state: cannot read %s, skipped", path);
+			continue;
+		}
+		nr = realloc(recs, (n + 1) * sizeof(*recs));
+		if (nr == NULL) {
+			free(text);
+			break;
+		}
+		recs = nr;
+		if (state_parse(path, text, &recs[n]) == 0)
+			n++;
+		free(text);
+	}
+	closedir(d);
+	*ret_recs = recs;
+	*ret_n = n;
+	return 0;
+}

@@ -1,0 +1,40 @@
+/*
+ * state.h - the state directory: one JSON record per domain we build.
+ *
+ * A record is written (atomically: temporary file, fsync, rename, fsync
+ * of the directory) with state "building" BEFORE the domain is created,
+ * and rewritten as "built" once the build succeeded.  After a crash, a
+ * "building" record names a domain that may be half built: the daemon
+ * destroys it at start (vm.c, vm_reconcile).
+ *
+ * Functions may be called from worker threads; each record is written by
+ * one thread at a time (the one that owns its domain's operation).
+ */
+#ifndef VMBUILDD_STATE_H
+#define VMBUILDD_STATE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <yajl/yajl_tree.h>
+
+#include "vmbuild.h"
+
+struct state_record {
+	uint8_t		uuid[16];
+	char		name[VMB_NAME_LEN];
+	bool		built;		/* false: "building" */
+	uint32_t	domid;		/* VMB_DOMID_INVALID when unknown */
+	char		*config_path;	/* may be NULL */
+	double		created_at;	/* Unix time */
+	char		*build_json;	/* build result as JSON text, or NULL */
+};
+
+int state_init(const char *dir);
+int state_write(const struct state_record *rec);
+int state_remove(const uint8_t uuid[16]);
+/* Every record; unreadable files are logged and skipped. */
+int state_load_all(struct state_record **ret_recs, size_t *ret_n);
+void state_record_done(struct state_record *rec);
+
+#endif /* VMBUILDD_STATE_H */

@@ -1,0 +1,324 @@
+/*
+ * task.c - tasks and their progress events (see task.h).
+ *
+ * Finished tasks stay queryable (task.get) until TASK_KEEP newer ones
+ * have finished: enough for a client to see how its build ended, and a
+ * bound on memory for a daemon that runs for months.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "events.h"
+#include "json.h"
+#include "log.h"
+#include "task.h"
+#include "vm.h"
+#include "vmbuildd.h"
+
+#define TASK_KEEP		256
+#define TASK_TICK_USEC		100000
+
+TAILQ_HEAD(taskq, task);
+
+static struct {
+	struct taskq	tasks;		/* oldest first */
+	uint64_t	next_id;
+	unsigned	running;
+	unsigned	finished;
+	struct event	*ev_tick;
+} T = { .next_id = 1 };
+
+static const char *const state_names[] = {
+	[TASK_RUNNING] = "running",
+	[TASK_DONE] = "done",
+	[TASK_FAILED] = "failed",
+	[TASK_CANCELLED] = "cancelled",
+};
+
+const char *
+task_state_name(enum task_state s)
+{
+	return state_names[s];
+}
+
+static void
+task_tick_arm(void)
+{
+	struct timeval tv = { 0, TASK_TICK_USEC };
+
+	if (T.ev_tick != NULL && !evtimer_pending(T.ev_tick, NULL))
+		evtimer_add(T.ev_tick, &tv);
+}
+
+void
+task_get_progress(struct task *t, struct vmb_progress *ret)
+{
+	pthread_mutex_lock(&t->lock);
+	*ret = t->progress;
+	t->dirty = false;
+	pthread_mutex_unlock(&t->lock);
+}
+
+static void
+task_gen_progress(yajl_gen g, const struct vmb_progress *p)
+{
+	yajl_gen_map_open(g);
+	jg_kv_u64(g, "done", p->done);
+	jg_kv_u64(g, "total", p->total);
+	jg_kv_str(g, "unit", "bytes");
+	jg_kv_str(g, "phase", vmb_build_phase_name(p->phase));
+	yajl_gen_map_close(g);
+}
+
+static void
+task_emit_progress(struct task *t, const struct vmb_progress *p)
+{
+	yajl_gen g;
+
+	if (!events_wanted(EVT_TASK_PROGRESS))
+		return;
+	g = jg_new();
+	yajl_gen_map_open(g);
+	jg_kv_u64(g, "task", t->id);
+	jg_kv_str(g, "kind", t->kind);
+	jg_kv_str(g, "vm", t->vm);
+	jg_key(g, "progress");
+	task_gen_progress(g, p);
+	yajl_gen_map_close(g);
+	events_emit(EVT_TASK_PROGRESS, g);
+	yajl_gen_free(g);
+}
+
+/* Loop: forward coalesced progress and learn domids of new domains. */
+static void
+task_tick_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct task *t;
+
+	(void)fd;
+	(void)what;
+	(void)arg;
+	TAILQ_FOREACH(t, &T.tasks, entry) {
+		struct vmb_progress p;
+		bool dirty;
+
+		if (t->state != TASK_RUNNING)
+			continue;
+		pthread_mutex_lock(&t->lock);
+		dirty = t->dirty;
+		p = t->progress;
+		t->dirty = false;
+		pthread_mutex_unlock(&t->lock);
+		if (!dirty)
+			continue;
+		vm_building_progress(t->uuid, &p);
+		task_emit_progress(t, &p);
+	}
+	if (T.running > 0)
+		task_tick_arm();
+}
+
+void
+task_progress_cb(void *user, const struct vmb_progress *p)
+{
+	struct task *t = user;
+
+	pthread_mutex_lock(&t->lock);
+	t->progress = *p;
+	t->dirty = true;
+	pthread_mutex_unlock(&t->lock);
+}
+
+int
+task_init(struct event_base *base)
+{
+	TAILQ_INIT(&T.tasks);
+	T.ev_tick = evtimer_new(base, task_tick_cb, NULL);
+	return T.ev_tick == NULL ? -1 : 0;
+}
+
+void
+task_stop(void)
+{
+	struct task *t;
+
+	if (T.ev_tick != NULL)
+		event_free(T.ev_tick);
+	T.ev_tick = NULL;
+	while ((t = TAILQ_FIRST(&T.tasks)) != NULL) {
+		TAILQ_REMOVE(&T.tasks, t, entry);
+		pthread_mutex_destroy(&t->lock);
+		free(t);
+	}
+}
+
+struct task *
+task_new(const char *kind, const char *vm, const uint8_t uuid[16])
+{
+	struct task *t = calloc(1, sizeof(*t));
+
+	if (t == NULL)
+		return NULL;
+	t->id = T.next_id++;
+	t->kind = kind;
+	t->state = TASK_RUNNING;
+	snprintf(t->vm, sizeof(t->vm), "%s", vm);
+	memcpy(t->uuid, uuid, 16);
+	t->created_at = now_real();
+	t->started_mono = now_mono();
+	t->progress.phase = VMB_PHASE_PLACE;
+	t->progress.domid = VMB_DOMID_INVALID;
+	pthread_mutex_init(&t->lock, NULL);
+	TAILQ_INSERT_TAIL(&T.tasks, t, entry);
+	T.running++;
+	task_tick_arm();
+	return t;
+}
+
+void
+task_discard(struct task *t)
+{
+	TAILQ_REMOVE(&T.tasks, t, entry);
+	T.running--;
+	pthread_mutex_destroy(&t->lock);
+	free(t);
+}
+
+/* Forget the oldest finished tasks beyond TASK_KEEP. */
+static void
+task_trim(void)
+{
+	struct task *t, *next;
+
+	for (t = TAILQ_FIRST(&T.tasks); t != NULL && T.finished > TASK_KEEP;
+	    t = next) {
+		next = TAILQ_NEXT(t, entry);
+		if (t->state == TASK_RUNNING)
+			continue;
+		TAILQ_REMOVE(&T.tasks, t, entry);
+		T.finished--;
+		pthread_mutex_destroy(&t->lock);
+		free(t);
+	}
+}
+
+void
+task_finish(struct task *t, enum task_state state, int code, int errnum,
+    const char *msg)
+{
+	struct vmb_progress p;
+	yajl_gen g;
+
+	t->state = state;
+	t->err_code = code;
+	t->err_errno = errnum;
+	snprintf(t->err_msg, sizeof(t->err_msg), "%s", msg ? msg : "");
+	t->finished_mono = now_mono();
+	t->finished_at = now_real();
+	t->build = NULL;
+	T.running--;
+	T.finished++;
+	task_get_progress(t, &p);
+	if (events_wanted(EVT_TASK_DONE)) {
+		g = jg_new();
+		task_gen(g, t);
+		events_emit(EVT_TASK_DONE, g);
+		yajl_gen_free(g);
+	}
+	log_info("task %llu (%s %s) %s%s%s", (unsigned long long)t->id,
+	    t->kind, t->vm, state_names[state], msg ? ": " : "",
+	    msg ? msg : "");
+	task_trim();
+}
+
+struct task *
+task_find(uint64_t id)
+{
+	struct task *t;
+
+	TAILQ_FOREACH(t, &T.tasks, entry)
+		if (t->id == id)
+			return t;
+	return NULL;
+}
+
+unsigned
+task_running(void)
+{
+	return T.running;
+}
+
+void
+task_cancel_all(void)
+{
+	struct task *t;
+
+	TAILQ_FOREACH(t, &T.tasks, entry) {
+		if (t->state != TASK_RUNNING || t->build == NULL)
+			continue;
+		t->cancel_requested = true;
+		vmb_build_cancel(t->build);
+	}
+}
+
+void
+task_gen(yajl_gen g, struct task *t)
+{
+	struct vmb_progress p;
+	char u[37];
+	double end;
+
+	pthread_mutex_lock(&t->lock);
+	p = t->progress;
+	pthread_mutex_unlock(&t->lock);
+	uuid_format(t->uuid, u);
+	end = t->state == TASK_RUNNING ? now_mono() : t->finished_mono;
+	yajl_gen_map_open(g);
+	jg_kv_u64(g, "id", t->id);
+	jg_kv_str(g, "kind", t->kind);
+	jg_kv_str(g, "state", state_names[t->state]);
+	jg_kv_str(g, "vm", t->vm);
+	jg_kv_str(g, "uuid", u);
+	if (p.domid == VMB_DOMID_INVALID)
+		jg_kv_null(g, "domid");
+	else
+		jg_kv_u64(g, "domid", p.domid);
+	jg_key(g, "progress");
+	task_gen_progress(g, &p);
+	jg_kv_bool(g, "cancel_requested", t->cancel_requested);
+	jg_kv_dbl(g, "created_at", t->created_at);
+	jg_key(g, "finished_at");
+	if (t->state == TASK_RUNNING)
+		yajl_gen_null(g);
+	else
+		yajl_gen_double(g, t->finished_at);
+	jg_kv_dbl(g, "elapsed_seconds", end - t->started_mono);
+	jg_key(g, "error");
+	if (t->state == TASK_FAILED || t->state == TASK_CANCELLED) {
+		yajl_gen_map_open(g);
+		jg_kv_i64(g, "code", t->err_code);
+		jg_kv_str(g, "message", t->err_msg);
+		if (t->err_errno != 0)
+			jg_kv_i64(g, "errno", t->err_errno);
+		yajl_gen_map_close(g);
+	} else {
+		yajl_gen_null(g);
+	}
+	yajl_gen_map_close(g);
+}
+
+void
+task_gen_list(yajl_gen g)
+{
+	struct task *t;
+
+	yajl_gen_map_open(g);
+	jg_key(g, "tasks");
+	yajl_gen_array_open(g);
+	TAILQ_FOREACH(t, &T.tasks, entry)
+		task_gen(g, t);
+	yajl_gen_array_close(g);
+	yajl_gen_map_close(g);
+}

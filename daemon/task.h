@@ -1,0 +1,70 @@
+/*
+ * task.h - long operations as tasks: id, kind, state, progress, timings.
+ *
+ * Progress is written by build threads (task_progress_cb, the library's
+ * callback) under the task's lock and only marks the task dirty; a
+ * timer on the loop turns dirty tasks into task.progress events at most
+ * ten times a second, so a fast populate cannot flood clients.
+ */
+#ifndef VMBUILDD_TASK_H
+#define VMBUILDD_TASK_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include <yajl/yajl_gen.h>
+
+#include "vmbuild.h"
+
+struct event_base;
+
+enum task_state { TASK_RUNNING = 0, TASK_DONE, TASK_FAILED, TASK_CANCELLED };
+
+struct task {
+	uint64_t	id;
+	const char	*kind;		/* "vm.create" */
+	enum task_state	state;
+	char		vm[VMB_NAME_LEN];
+	uint8_t		uuid[16];
+	double		created_at;	/* Unix time */
+	double		started_mono, finished_mono;
+	double		finished_at;
+	struct vmb_build *build;	/* while running; for cancel */
+	bool		cancel_requested;
+	int		err_code;	/* when failed or cancelled */
+	int		err_errno;
+	char		err_msg[256];
+	/* Shared with the build thread. */
+	pthread_mutex_t	lock;
+	struct vmb_progress progress;
+	bool		dirty;
+	TAILQ_ENTRY(task) entry;
+};
+
+int task_init(struct event_base *base);
+void task_stop(void);
+/* A new running task; NULL when out of memory. */
+struct task *task_new(const char *kind, const char *vm,
+    const uint8_t uuid[16]);
+/* Discard a task that never started (its build could not be spawned). */
+void task_discard(struct task *t);
+void task_finish(struct task *t, enum task_state state, int code, int errnum,
+    const char *msg);
+struct task *task_find(uint64_t id);
+unsigned task_running(void);
+const char *task_state_name(enum task_state s);
+/* Cancel every running task (shutdown). */
+void task_cancel_all(void);
+/* The latest progress, copied under the lock. */
+void task_get_progress(struct task *t, struct vmb_progress *ret);
+
+void task_gen(yajl_gen g, struct task *t);
+/* {"tasks":[...]} */
+void task_gen_list(yajl_gen g);
+
+/* vmb_progress_fn: `user` is the struct task. */
+void task_progress_cb(void *user, const struct vmb_progress *p);
+
+#endif /* VMBUILDD_TASK_H */

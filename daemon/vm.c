@@ -1,0 +1,622 @@
+/*
+ * vm.c - the registry of domains (see vm.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "events.h"
+#include "json.h"
+#include "log.h"
+#include "state.h"
+#include "vm.h"
+#include "vmbuildd.h"
+#include "worker.h"
+
+#define VM_REFRESH_SEC		2
+
+TAILQ_HEAD(vmq, vm);
+
+struct refresh_job {
+	struct job	job;
+	uint64_t	seq;		/* vm_seq when submitted */
+	int		rc;
+	struct vmb_domain *doms;
+	size_t		n;
+};
+
+struct unrecord_job {
+	struct job	job;
+	uint8_t		uuid[16];
+};
+
+static struct {
+	struct vmq	vms;
+	unsigned	count;
+	uint64_t	seq;		/* bumped by each change of ours */
+	bool		refreshing;
+	struct event	*ev_refresh;
+} V;
+
+static bool
+uuid_is_zero(const uint8_t u[16])
+{
+	for (int i = 0; i < 16; i++)
+		if (u[i] != 0)
+			return false;
+	return true;
+}
+
+struct vm *
+vm_find_name(const char *name)
+{
+	struct vm *vm;
+
+	TAILQ_FOREACH(vm, &V.vms, entry)
+		if (strcmp(vm->name, name) == 0)
+			return vm;
+	return NULL;
+}
+
+struct vm *
+vm_find_domid(uint32_t domid)
+{
+	struct vm *vm;
+
+	TAILQ_FOREACH(vm, &V.vms, entry)
+		if (vm->domid == domid && domid != VMB_DOMID_INVALID)
+			return vm;
+	return NULL;
+}
+
+struct vm *
+vm_find_uuid(const uint8_t uuid[16])
+{
+	struct vm *vm;
+
+	if (uuid_is_zero(uuid))
+		return NULL;
+	TAILQ_FOREACH(vm, &V.vms, entry)
+		if (memcmp(vm->uuid, uuid, 16) == 0)
+			return vm;
+	return NULL;
+}
+
+unsigned
+vm_count(void)
+{
+	return V.count;
+}
+
+const char *
+vm_state_name(const struct vm *vm)
+{
+	if (vm->building)
+		return "building";
+	if (!vm->have_dom)
+		return "unknown";
+	return vmb_domain_state_name(vm->dom.state);
+}
+
+static void
+vm_announce(const struct vm *vm, const char *state)
+{
+	yajl_gen g;
+
+	if (!events_wanted(EVT_VM_STATE))
+		return;
+	g = jg_new();
+	yajl_gen_map_open(g);
+	jg_kv_str(g, "vm", vm->name);
+	if (vm->domid == VMB_DOMID_INVALID)
+		jg_kv_null(g, "id");
+	else
+		jg_kv_u64(g, "id", vm->domid);
+	jg_kv_str(g, "state", state != NULL ? state : vm_state_name(vm));
+	yajl_gen_map_close(g);
+	events_emit(EVT_VM_STATE, g);
+	yajl_gen_free(g);
+}
+
+static struct vm *
+vm_alloc(const char *name)
+{
+	struct vm *vm = calloc(1, sizeof(*vm));
+
+	if (vm == NULL)
+		return NULL;
+	snprintf(vm->name, sizeof(vm->name), "%s", name);
+	vm->domid = VMB_DOMID_INVALID;
+	TAILQ_INSERT_TAIL(&V.vms, vm, entry);
+	V.count++;
+	return vm;
+}
+
+/* A domain we did not build: name it as the hypervisor does. */
+static struct vm *
+vm_add_foreign(const struct vmb_domain *dom)
+{
+	char name[VMB_NAME_LEN];
+	struct vm *vm;
+
+	if (dom->name[0] != '\0' && vm_find_name(dom->name) == NULL)
+		snprintf(name, sizeof(name), "%s", dom->name);
+	else if (dom->name[0] != '\0')
+		snprintf(name, sizeof(name), "%.40s-%u", dom->name, dom->domid);
+	else
+		snprintf(name, sizeof(name), "domain-%u", dom->domid);
+	vm = vm_alloc(name);
+	if (vm == NULL)
+		return NULL;
+	memcpy(vm->uuid, dom->uuid, 16);
+	vm->domid = dom->domid;
+	vm->have_dom = true;
+	vm->dom = *dom;
+	return vm;
+}
+
+struct vm *
+vm_add_building(const char *name, const uint8_t uuid[16], uint64_t task,
+    const char *config_path)
+{
+	struct vm *vm = vm_alloc(name);
+
+	if (vm == NULL)
+		return NULL;
+	memcpy(vm->uuid, uuid, 16);
+	vm->building = true;
+	vm->ours = true;
+	vm->task = task;
+	vm->created_at = now_real();
+	vm->config_path = config_path ? strdup(config_path) : NULL;
+	V.seq++;
+	vm_announce(vm, NULL);
+	return vm;
+}
+
+void
+vm_building_progress(const uint8_t uuid[16], const struct vmb_progress *p)
+{
+	struct vm *vm = vm_find_uuid(uuid);
+
+	if (vm == NULL || !vm->building)
+		return;
+	if (p->domid != VMB_DOMID_INVALID)
+		vm->domid = p->domid;
+}
+
+void
+vm_built(struct vm *vm, const struct vmb_domain *dom, const char *build_json)
+{
+	vm->building = false;
+	if (dom != NULL) {
+		vm->dom = *dom;
+		vm->have_dom = true;
+		vm->domid = dom->domid;
+	}
+	if (build_json != NULL) {
+		yajl_tree_free(vm->build);
+		vm->build = yajl_tree_parse(build_json, NULL, 0);
+	}
+	V.seq++;
+	vm_announce(vm, NULL);
+}
+
+void
+vm_update(struct vm *vm, const struct vmb_domain *dom)
+{
+	bool changed = !vm->have_dom || vm->dom.state != dom->state;
+
+	vm->dom = *dom;
+	vm->have_dom = true;
+	vm->domid = dom->domid;
+	V.seq++;
+	if (changed)
+		vm_announce(vm, NULL);
+}
+
+void
+vm_remove(struct vm *vm, bool announce)
+{
+	if (announce)
+		vm_announce(vm, "destroyed");
+	TAILQ_REMOVE(&V.vms, vm, entry);
+	V.count--;
+	V.seq++;
+	yajl_tree_free(vm->build);
+	free(vm->config_path);
+	free(vm);
+}
+
+static void
+vm_gen_nodes(yajl_gen g, const struct vm *vm)
+{
+	bool any = false;
+
+	yajl_gen_array_open(g);
+	if (vm->have_dom) {
+		for (uint32_t i = 0; i < vm->dom.nr_nodes && i < VMB_MAX_NODES;
+		    i++) {
+			if (vm->dom.node_bytes[i] == 0)
+				continue;
+			jg_u64(g, i);
+			any = true;
+		}
+	}
+	if (!any) {
+		yajl_val nodes = jv_get(jv_get(vm->build, "placement"),
+		    "nodes");
+
+		if (YAJL_IS_ARRAY(nodes))
+			for (size_t i = 0; i < nodes->u.array.len; i++)
+				jg_tree(g, nodes->u.array.values[i]);
+	}
+	yajl_gen_array_close(g);
+}
+
+void
+vm_gen_summary(yajl_gen g, const struct vm *vm)
+{
+	yajl_gen_map_open(g);
+	if (vm->domid == VMB_DOMID_INVALID)
+		jg_kv_null(g, "id");
+	else
+		jg_kv_u64(g, "id", vm->domid);
+	jg_kv_str(g, "name", vm->name);
+	jg_kv_str(g, "state", vm_state_name(vm));
+	if (vm->have_dom) {
+		jg_kv_u64(g, "memory_bytes", vm->dom.memory_bytes);
+		jg_kv_u64(g, "vcpus", vm->dom.vcpus);
+	} else {
+		jg_kv_null(g, "memory_bytes");
+		jg_kv_null(g, "vcpus");
+	}
+	jg_key(g, "nodes");
+	vm_gen_nodes(g, vm);
+	yajl_gen_map_close(g);
+}
+
+void
+vm_gen_info(yajl_gen g, const struct vm *vm)
+{
+	char u[37];
+
+	uuid_format(vm->uuid, u);
+	yajl_gen_map_open(g);
+	if (vm->domid == VMB_DOMID_INVALID)
+		jg_kv_null(g, "id");
+	else
+		jg_kv_u64(g, "id", vm->domid);
+	jg_kv_str(g, "name", vm->name);
+	jg_kv_str(g, "uuid", u);
+	jg_kv_str(g, "state", vm_state_name(vm));
+	jg_kv_str(g, "origin", vm->ours ? "vmbuildd" : "foreign");
+	if (vm->have_dom) {
+		const struct vmb_domain *d = &vm->dom;
+
+		jg_kv_u64(g, "memory_bytes", d->memory_bytes);
+		jg_kv_u64(g, "max_memory_bytes", d->max_memory_bytes);
+		jg_kv_u64(g, "outstanding_bytes", d->outstanding_bytes);
+		jg_kv_u64(g, "vcpus", d->vcpus);
+		jg_kv_bool(g, "hap", d->hap);
+		jg_kv_dbl(g, "cpu_time_seconds", d->cpu_time_ns / 1e9);
+		jg_key(g, "node_bytes");
+		yajl_gen_map_open(g);
+		for (uint32_t i = 0; i < d->nr_nodes && i < VMB_MAX_NODES;
+		    i++) {
+			char key[16];
+
+			snprintf(key, sizeof(key), "%u", i);
+			jg_kv_u64(g, key, d->node_bytes[i]);
+		}
+		yajl_gen_map_close(g);
+	} else {
+		jg_kv_null(g, "memory_bytes");
+		jg_kv_null(g, "vcpus");
+	}
+	jg_key(g, "nodes");
+	vm_gen_nodes(g, vm);
+	jg_kv_str(g, "config_path", vm->config_path);
+	if (vm->ours)
+		jg_kv_dbl(g, "created_at", vm->created_at);
+	else
+		jg_kv_null(g, "created_at");
+	if (vm->task != 0)
+		jg_kv_u64(g, "task", vm->task);
+	else
+		jg_kv_null(g, "task");
+	jg_key(g, "placement_reason");
+	jg_tree(g, jv_get(jv_get(vm->build, "placement"), "reason"));
+	jg_key(g, "build");
+	jg_tree(g, vm->build);
+	yajl_gen_map_close(g);
+}
+
+void
+vm_gen_list(yajl_gen g)
+{
+	struct vm *vm;
+
+	yajl_gen_map_open(g);
+	jg_key(g, "vms");
+	yajl_gen_array_open(g);
+	TAILQ_FOREACH(vm, &V.vms, entry)
+		vm_gen_summary(g, vm);
+	yajl_gen_array_close(g);
+	yajl_gen_map_close(g);
+}
+
+static void
+unrecord_run(struct job *job)
+{
+	struct unrecord_job *uj = (struct unrecord_job *)job;
+
+	(void)state_remove(uj->uuid);
+}
+
+static void
+unrecord_done(struct job *job)
+{
+	free(job);
+}
+
+/* Remove a record off the loop (it fsyncs the directory). */
+static void
+vm_unrecord(const uint8_t uuid[16])
+{
+	struct unrecord_job *uj = calloc(1, sizeof(*uj));
+
+	if (uj == NULL)
+		return;
+	memcpy(uj->uuid, uuid, 16);
+	uj->job.run = unrecord_run;
+	uj->job.done = unrecord_done;
+	worker_submit(&uj->job);
+}
+
+/* Merge a fresh domain list into the registry. */
+static void
+vm_apply(const struct vmb_domain *doms, size_t n)
+{
+	struct vm *vm, *next;
+	bool *seen = calloc(V.count + n + 1, sizeof(*seen));
+	size_t idx;
+
+	if (seen == NULL)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		const struct vmb_domain *d = &doms[i];
+
+		vm = vm_find_uuid(d->uuid);
+		if (vm == NULL)
+			vm = vm_find_domid(d->domid);
+		if (vm == NULL) {
+			vm = vm_add_foreign(d);
+			if (vm != NULL) {
+				log_info("domain %u (%s) appeared", d->domid,
+				    vm->name);
+				vm_announce(vm, NULL);
+			}
+			continue;
+		}
+		if (vm->building) {
+			vm->domid = d->domid;
+			vm->dom = *d;
+			continue;
+		}
+		if (!vm->have_dom || vm->dom.state != d->state) {
+			vm->dom = *d;
+			vm->have_dom = true;
+			vm_announce(vm, NULL);
+		}
+		vm->dom = *d;
+		vm->domid = d->domid;
+	}
+	/* Mark, by position, the VMs that are still there. */
+	idx = 0;
+	TAILQ_FOREACH(vm, &V.vms, entry) {
+		for (size_t i = 0; i < n; i++)
+			if (doms[i].domid == vm->domid)
+				seen[idx] = true;
+		idx++;
+	}
+	idx = 0;
+	for (vm = TAILQ_FIRST(&V.vms); vm != NULL; vm = next, idx++) {
+		next = TAILQ_NEXT(vm, entry);
+		if (seen[idx] || vm->building || vm->busy)
+			continue;
+		log_info("domain %u (%s) is gone", vm->domid, vm->name);
+		if (vm->ours)
+			vm_unrecord(vm->uuid);
+		vm_remove(vm, true);
+	}
+	free(seen);
+}
+
+static void
+refresh_run(struct job *job)
+{
+	struct refresh_job *rj = (struct refresh_job *)job;
+
+	rj->rc = vmb_domain_list(vmbd.ctx, &rj->doms, &rj->n);
+}
+
+static void
+vm_refresh_arm(double sec)
+{
+	struct timeval tv = { (time_t)sec,
+	    (suseconds_t)((sec - (time_t)sec) * 1e6) };
+
+	if (V.ev_refresh != NULL)
+		evtimer_add(V.ev_refresh, &tv);
+}
+
+static void
+refresh_done(struct job *job)
+{
+	struct refresh_job *rj = (struct refresh_job *)job;
+	bool busy = false;
+	struct vm *vm;
+
+	V.refreshing = false;
+	TAILQ_FOREACH(vm, &V.vms, entry)
+		if (vm->busy)
+			busy = true;
+	if (rj->rc < 0)
+		log_debug("domain list: %s", strerror(-rj->rc));
+	else if (rj->seq == V.seq && !busy)
+		vm_apply(rj->doms, rj->n);
+	free(rj->doms);
+	free(rj);
+	if (!vmbd.stopping)
+		vm_refresh_arm(VM_REFRESH_SEC);
+}
+
+static void
+refresh_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct refresh_job *rj;
+
+	(void)fd;
+	(void)what;
+	(void)arg;
+	if (V.refreshing || vmbd.stopping)
+		return;
+	rj = calloc(1, sizeof(*rj));
+	if (rj == NULL)
+		return;
+	rj->seq = V.seq;
+	rj->job.run = refresh_run;
+	rj->job.done = refresh_done;
+	V.refreshing = true;
+	worker_submit(&rj->job);
+}
+
+void
+vm_refresh_kick(void)
+{
+	if (!V.refreshing)
+		vm_refresh_arm(0);
+}
+
+int
+vm_init(struct event_base *base)
+{
+	V.ev_refresh = evtimer_new(base, refresh_cb, NULL);
+	if (V.ev_refresh == NULL)
+		return -1;
+	vm_refresh_arm(VM_REFRESH_SEC);
+	return 0;
+}
+
+void
+vm_stop(void)
+{
+	if (V.ev_refresh != NULL)
+		event_free(V.ev_refresh);
+	V.ev_refresh = NULL;
+	while (!TAILQ_EMPTY(&V.vms))
+		vm_remove(TAILQ_FIRST(&V.vms), false);
+}
+
+int
+vm_reconcile(void)
+{
+	struct state_record *recs = NULL;
+	struct vmb_domain *doms = NULL;
+	size_t nrecs = 0, ndoms = 0;
+	bool *matched = NULL;
+	int rc;
+
+	TAILQ_INIT(&V.vms);
+	rc = state_load_all(&recs, &nrecs);
+	if (rc < 0) {
+		log_errx("cannot read the state directory: %s", strerror(-rc));
+		goto out;
+	}
+	rc = vmb_domain_list(vmbd.ctx, &doms, &ndoms);
+	if (rc < 0) {
+		log_errx("cannot list domains: %s", strerror(-rc));
+		goto out;
+	}
+	matched = calloc(ndoms + 1, sizeof(*matched));
+	if (matched == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (size_t r = 0; r < nrecs; r++) {
+		struct state_record *rec = &recs[r];
+		struct vmb_domain *dom = NULL;
+		char u[37];
+		struct vm *vm;
+
+		uuid_format(rec->uuid, u);
+		for (size_t d = 0; d < ndoms; d++) {
+			if (!matched[d] &&
+			    memcmp(doms[d].uuid, rec->uuid, 16) == 0) {
+				dom = &doms[d];
+				matched[d] = true;
+			}
+		}
+		if (!rec->built) {
+			/* A build a crash interrupted: undo it. */
+			if (dom != NULL) {
+				log_notice("destroying %s (domain %u, %s): its "
+				    "build was interrupted", rec->name,
+				    dom->domid, u);
+				rc = vmb_domain_destroy(vmbd.ctx, dom->domid);
+				if (rc < 0) {
+					log_errx("cannot destroy domain %u: "
+					    "%s", dom->domid, strerror(-rc));
+					goto out;
+				}
+			} else {
+				log_notice("%s (%s): its build was "
+				    "interrupted before the domain existed",
+				    rec->name, u);
+			}
+			(void)state_remove(rec->uuid);
+			continue;
+		}
+		if (dom == NULL) {
+			log_notice("%s (%s) no longer exists, forgetting it",
+			    rec->name, u);
+			(void)state_remove(rec->uuid);
+			continue;
+		}
+		vm = vm_alloc(rec->name);
+		if (vm == NULL) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		memcpy(vm->uuid, rec->uuid, 16);
+		vm->ours = true;
+		vm->domid = dom->domid;
+		vm->have_dom = true;
+		vm->dom = *dom;
+		vm->created_at = rec->created_at;
+		vm->config_path = rec->config_path;
+		rec->config_path = NULL;
+		if (rec->build_json != NULL)
+			vm->build = yajl_tree_parse(rec->build_json, NULL, 0);
+	}
+	for (size_t d = 0; d < ndoms; d++) {
+		if (matched[d])
+			continue;
+		if (vm_add_foreign(&doms[d]) == NULL) {
+			rc = -ENOMEM;
+			goto out;
+		}
+	}
+	log_info("%u domains after reconciliation", V.count);
+	rc = 0;
+out:
+	for (size_t r = 0; r < nrecs; r++)
+		state_record_done(&recs[r]);
+	free(recs);
+	free(doms);
+	free(matched);
+	return rc;
+}

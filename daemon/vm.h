@@ -1,0 +1,76 @@
+/*
+ * vm.h - the registry of domains: what the hypervisor has, merged with
+ * what the daemon knows from its own builds (records in the state dir).
+ *
+ * The registry is owned by the loop.  It is refreshed from the
+ * hypervisor every few seconds on a worker, and immediately by every
+ * operation of ours; a refresh that raced with one of our operations is
+ * discarded (vm_seq), so a stale list never resurrects or drops a VM.
+ */
+#ifndef VMBUILDD_VM_H
+#define VMBUILDD_VM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include <yajl/yajl_gen.h>
+#include <yajl/yajl_tree.h>
+
+#include "vmbuild.h"
+
+struct event_base;
+
+struct vm {
+	char		name[VMB_NAME_LEN];
+	uint8_t		uuid[16];
+	uint32_t	domid;		/* VMB_DOMID_INVALID until created */
+	bool		building;	/* a vm.create task runs */
+	uint64_t	task;		/* that task, or the one that built it */
+	bool		busy;		/* destroy/pause/unpause in flight */
+	bool		ours;		/* built by this daemon (has a record) */
+	bool		have_dom;
+	struct vmb_domain dom;		/* last seen from the hypervisor */
+	char		*config_path;
+	double		created_at;
+	yajl_val	build;		/* build result, or NULL */
+	struct vmb_placement placement;	/* nodes while building */
+	TAILQ_ENTRY(vm) entry;
+};
+
+int vm_init(struct event_base *base);
+void vm_stop(void);
+/*
+ * At start, before serving: destroy domains whose record says
+ * "building", drop records of domains that are gone, and list every
+ * domain the hypervisor has.  Blocking (the loop is not running yet).
+ */
+int vm_reconcile(void);
+
+struct vm *vm_find_name(const char *name);
+struct vm *vm_find_domid(uint32_t domid);
+struct vm *vm_find_uuid(const uint8_t uuid[16]);
+unsigned vm_count(void);
+
+struct vm *vm_add_building(const char *name, const uint8_t uuid[16],
+    uint64_t task, const char *config_path);
+/* Loop: progress of a build (learn the domid once created). */
+void vm_building_progress(const uint8_t uuid[16],
+    const struct vmb_progress *p);
+/* A build finished well: `dom` as the hypervisor reports it. */
+void vm_built(struct vm *vm, const struct vmb_domain *dom,
+    const char *build_json);
+/* Our operation changed a domain (pause, unpause). */
+void vm_update(struct vm *vm, const struct vmb_domain *dom);
+/* Forget a VM (destroyed, or its build failed). */
+void vm_remove(struct vm *vm, bool announce);
+
+const char *vm_state_name(const struct vm *vm);
+void vm_gen_summary(yajl_gen g, const struct vm *vm);
+void vm_gen_info(yajl_gen g, const struct vm *vm);
+/* {"vms":[...]} */
+void vm_gen_list(yajl_gen g);
+/* Ask for a refresh soon. */
+void vm_refresh_kick(void);
+
+#endif /* VMBUILDD_VM_H */

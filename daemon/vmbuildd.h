@@ -1,0 +1,38 @@
+/*
+ * vmbuildd.h - what every part of the daemon shares: the loop, the
+ * library context and the options.  Written by main.c only.
+ */
+#ifndef VMBUILDD_H
+#define VMBUILDD_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vmbuild.h"
+
+struct event_base;
+
+struct vmbuildd {
+	struct event_base *base;
+	struct vmb_ctx	*ctx;
+	const char	*hypervisor;	/* as given: sim:PATH, xen, auto */
+	const char	*state_dir;
+	enum vmb_populate_strategy strategy;
+	unsigned	max_tasks;
+	unsigned	max_connections;
+	size_t		max_request;
+	bool		stopping;	/* SIGTERM/SIGINT received */
+	double		started_at;	/* Unix time */
+};
+
+extern struct vmbuildd vmbd;
+
+/* main.c: tell systemd (if any) what we are doing, e.g. after a build. */
+void vmbd_status_changed(void);
+
+/* Wall clock and monotonic time in seconds. */
+double now_real(void);
+double now_mono(void);
+
+#endif /* VMBUILDD_H */

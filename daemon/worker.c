@@ -1,0 +1,205 @@
+/*
+ * worker.c - the thread pool and the completion pipe (see worker.h).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "log.h"
+#include "worker.h"
+
+TAILQ_HEAD(jobq, job);
+
+static struct {
+	pthread_mutex_t lock;
+	pthread_cond_t	cond;
+	struct jobq	queue;		/* waiting for a pool thread */
+	struct jobq	finished;	/* waiting for done() on the loop */
+	pthread_t	*threads;
+	int		nthreads;
+	bool		stopping;
+	unsigned	pending;	/* submitted, done() not yet called */
+	unsigned	detached_running;
+	int		pipe[2];
+	struct event	*ev;
+} W = {
+	.lock = PTHREAD_MUTEX_INITIALIZER,
+	.cond = PTHREAD_COND_INITIALIZER,
+	.pipe = { -1, -1 },
+};
+
+static void
+worker_finish(struct job *job)
+{
+	char c = 1;
+	bool wake;
+
+	pthread_mutex_lock(&W.lock);
+	wake = TAILQ_EMPTY(&W.finished);
+	TAILQ_INSERT_TAIL(&W.finished, job, entry);
+	/*
+	 * One byte per batch of completions is enough: the loop drains the
+	 * whole list.  The pipe is non-blocking; a full pipe already means
+	 * the loop will wake up.  Written under the lock so that shutdown
+	 * cannot close the pipe under a finishing detached thread.
+	 */
+	if (wake)
+		(void)!write(W.pipe[1], &c, 1);
+	if (job->detached)
+		W.detached_running--;
+	pthread_cond_broadcast(&W.cond);
+	pthread_mutex_unlock(&W.lock);
+}
+
+static void *
+worker_main(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		struct job *job;
+
+		pthread_mutex_lock(&W.lock);
+		while (TAILQ_EMPTY(&W.queue) && !W.stopping)
+			pthread_cond_wait(&W.cond, &W.lock);
+		if (TAILQ_EMPTY(&W.queue)) {
+			pthread_mutex_unlock(&W.lock);
+			return NULL;
+		}
+		job = TAILQ_FIRST(&W.queue);
+		TAILQ_REMOVE(&W.queue, job, entry);
+		pthread_mutex_unlock(&W.lock);
+		job->run(job);
+		worker_finish(job);
+	}
+}
+
+static void *
+worker_detached_main(void *arg)
+{
+	struct job *job = arg;
+
+	job->run(job);
+	worker_finish(job);
+	return NULL;
+}
+
+/* Loop side: call done() for everything that has finished. */
+static void
+worker_drain(evutil_socket_t fd, short what, void *arg)
+{
+	char buf[64];
+	struct jobq list;
+
+	(void)what;
+	(void)arg;
+	while (read(fd, buf, sizeof(buf)) > 0)
+		;
+	TAILQ_INIT(&list);
+	pthread_mutex_lock(&W.lock);
+	TAILQ_CONCAT(&list, &W.finished, entry);
+	pthread_mutex_unlock(&W.lock);
+	while (!TAILQ_EMPTY(&list)) {
+		struct job *job = TAILQ_FIRST(&list);
+
+		TAILQ_REMOVE(&list, job, entry);
+		W.pending--;
+		job->done(job);
+	}
+}
+
+int
+worker_init(struct event_base *base, int nthreads)
+{
+	int rc;
+
+	TAILQ_INIT(&W.queue);
+	TAILQ_INIT(&W.finished);
+	if (pipe2(W.pipe, O_CLOEXEC | O_NONBLOCK) < 0)
+		return -errno;
+	W.ev = event_new(base, W.pipe[0], EV_READ | EV_PERSIST, worker_drain,
+	    NULL);
+	if (W.ev == NULL || event_add(W.ev, NULL) < 0)
+		return -ENOMEM;
+	W.threads = calloc(nthreads, sizeof(*W.threads));
+	if (W.threads == NULL)
+		return -ENOMEM;
+	for (int i = 0; i < nthreads; i++) {
+		rc = pthread_create(&W.threads[i], NULL, worker_main, NULL);
+		if (rc != 0)
+			return -rc;
+		W.nthreads++;
+	}
+	return 0;
+}
+
+void
+worker_submit(struct job *job)
+{
+	job->detached = 0;
+	pthread_mutex_lock(&W.lock);
+	W.pending++;
+	TAILQ_INSERT_TAIL(&W.queue, job, entry);
+	pthread_cond_signal(&W.cond);
+	pthread_mutex_unlock(&W.lock);
+}
+
+int
+worker_spawn(struct job *job)
+{
+	pthread_attr_t attr;
+	pthread_t t;
+	int rc;
+
+	job->detached = 1;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_mutex_lock(&W.lock);
+	W.pending++;
+	W.detached_running++;
+	rc = pthread_create(&t, &attr, worker_detached_main, job);
+	if (rc != 0) {
+		W.pending--;
+		W.detached_running--;
+	}
+	pthread_mutex_unlock(&W.lock);
+	pthread_attr_destroy(&attr);
+	return -rc;
+}
+
+unsigned
+worker_pending(void)
+{
+	return W.pending;
+}
+
+void
+worker_shutdown(void)
+{
+	pthread_mutex_lock(&W.lock);
+	W.stopping = true;
+	pthread_cond_broadcast(&W.cond);
+	pthread_mutex_unlock(&W.lock);
+	for (int i = 0; i < W.nthreads; i++)
+		pthread_join(W.threads[i], NULL);
+	/* Detached threads were cancelled by the caller; wait for them. */
+	pthread_mutex_lock(&W.lock);
+	while (W.detached_running > 0)
+		pthread_cond_wait(&W.cond, &W.lock);
+	pthread_mutex_unlock(&W.lock);
+	free(W.threads);
+	W.threads = NULL;
+	W.nthreads = 0;
+	if (W.ev != NULL)
+		event_free(W.ev);
+	W.ev = NULL;
+	if (W.pipe[0] >= 0)
+		close(W.pipe[0]);
+	if (W.pipe[1] >= 0)
+		close(W.pipe[1]);
+	W.pipe[0] = W.pipe[1] = -1;
+}
