@@ -1,0 +1,159 @@
+#!/bin/bash
+# create-8g.sh - create time of an 8 GiB VM: vmbuildd --populate engine
+# (parallel, NUMA-local batches) against --populate libxl (libxl's
+# meminit pattern: one extent per call, one node after the other), on
+# hvsim with real memory (2 nodes x 6 GiB), in one run.
+#
+# Each round restarts vmbuildd with one strategy, creates the VM with
+# `vmctl create`, reads the daemon's build timings (`vmctl --json info`),
+# destroys the VM and waits for the scrub, so every create starts from
+# clean free memory.  The strategies alternate so that drift on a shared
+# machine hits both alike.  Prints per-run times, the means and the
+# ratio libxl / engine.
+#
+# Environment: BENCH_RUNS (default 3), BENCH_GUEST_MIB (8192),
+# BENCH_NODE_MIB (6144).
+set -euo pipefail
+
+top=$(cd "$(dirname "$0")/../.." && pwd)
+bin=$top/build/bin
+runs=${BENCH_RUNS:-3}
+guest_mib=${BENCH_GUEST_MIB:-8192}
+node_mib=${BENCH_NODE_MIB:-6144}
+
+run=$(mktemp -d "${TMPDIR:-/tmp}/vmbuild-bench.XXXXXX")
+hv_sock=$run/hvsim.sock
+export VMBUILD_SOCKET=$run/control.sock
+hv_pid=
+d_pid=
+
+stop_pid() {
+	local pid=$1 i
+	[ -n "$pid" ] || return 0
+	kill -TERM "$pid" 2>/dev/null || return 0
+	for i in $(seq 100); do
+		kill -0 "$pid" 2>/dev/null || break
+		sleep 0.1
+	done
+	kill -KILL "$pid" 2>/dev/null || true
+	wait "$pid" 2>/dev/null || true
+}
+
+cleanup() {
+	local rc=$?
+	trap - EXIT
+	stop_pid "$d_pid"
+	stop_pid "$hv_pid"
+	if [ "$rc" -ne 0 ]; then
+		for f in "$run"/*.log; do
+			[ -f "$f" ] && { echo "--- $f"; tail -n 20 "$f"; }
+		done
+	fi
+	rm -rf "$run"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+fail() {
+	echo "create-8g: $*" >&2
+	exit 1
+}
+
+for b in hvsim vmbuildd vmctl; do
+	[ -x "$bin/$b" ] || fail "missing $bin/$b: run make"
+done
+avail_mib=$(awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo)
+need_mib=$((node_mib * 2 + 1024))
+[ "$avail_mib" -ge "$need_mib" ] ||
+	fail "needs $need_mib MiB available, the machine has $avail_mib"
+
+"$bin/hvsim" --socket "$hv_sock" --nodes 2 --cpus-per-node 1 \
+	--mem-per-node "${node_mib}M" --backing real >"$run/hvsim.log" 2>&1 &
+hv_pid=$!
+for i in $(seq 600); do
+	[ -S "$hv_sock" ] && break
+	kill -0 "$hv_pid" || fail "hvsim exited"
+	sleep 0.1
+done
+
+# A free loopback port for the daemon's metrics endpoint.
+free_port() {
+	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+
+start_daemon() {
+	local i
+	"$bin/vmbuildd" --hypervisor "sim:$hv_sock" \
+		--socket "$VMBUILD_SOCKET" --state-dir "$run/state" \
+		--metrics "127.0.0.1:$(free_port)" --foreground --populate "$1" \
+		>>"$run/vmbuildd.log" 2>&1 &
+	d_pid=$!
+	for i in $(seq 300); do
+		"$bin/vmctl" --timeout 2 host >/dev/null 2>&1 && return 0
+		kill -0 "$d_pid" 2>/dev/null || fail "vmbuildd exited"
+		sleep 0.1
+	done
+	fail "vmbuildd does not answer"
+}
+
+cat >"$run/big.cfg" <<EOF
+name = "bench8g"
+type = "pvh"
+memory = $guest_mib
+vcpus = 2
+kernel = "$top/build/guest/hello.elf"
+EOF
+
+results=$run/results
+: >"$results"
+start_daemon engine
+"$bin/vmctl" scrub --wait --timeout 600 >/dev/null
+
+for r in $(seq "$runs"); do
+	for strategy in engine libxl; do
+		# Alternate the order from one round to the next.
+		[ $((r % 2)) -eq 0 ] && strategy=$([ "$strategy" = engine ] &&
+		    echo libxl || echo engine)
+		stop_pid "$d_pid"
+		start_daemon "$strategy"
+		t0=$(date +%s.%N)
+		"$bin/vmctl" create "$run/big.cfg" >/dev/null 2>>"$run/create.log" ||
+			fail "create with --populate $strategy failed"
+		t1=$(date +%s.%N)
+		info=$("$bin/vmctl" --json info bench8g)
+		python3 - "$strategy" "$t0" "$t1" "$info" >>"$results" <<'EOF'
+import json, sys
+s, t0, t1, info = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), json.loads(sys.argv[4])
+b = info.get("build") or {}
+ph = b.get("phases") or {}
+print(json.dumps({"strategy": s, "wall": t1 - t0,
+                  "build": b.get("total_seconds"), "populate": ph.get("populate")}))
+EOF
+		tail -n 1 "$results" | python3 -c '
+import json, sys
+r = json.loads(sys.stdin.read())
+f = lambda x: "%.3f s" % x if x is not None else "n/a"
+print("run %-6s  vmctl create %s   build %s   populate %s" % (r["strategy"], f(r["wall"]), f(r["build"]), f(r["populate"])))'
+		"$bin/vmctl" destroy bench8g >/dev/null
+		"$bin/vmctl" scrub --wait --timeout 600 >/dev/null
+	done
+done
+
+python3 - "$results" "$guest_mib" "$node_mib" <<'EOF'
+import json, sys, statistics
+rows = [json.loads(l) for l in open(sys.argv[1])]
+print("guest %s MiB on hvsim 2 nodes x %s MiB real memory, %d runs each"
+      % (sys.argv[2], sys.argv[3], len(rows) // 2))
+for key, label in (("wall", "vmctl create (wall)"), ("build", "daemon build total"),
+                   ("populate", "populate phase")):
+    m = {}
+    for s in ("engine", "libxl"):
+        v = [r[key] for r in rows if r["strategy"] == s and r[key] is not None]
+        m[s] = statistics.mean(v) if v else None
+    if m["engine"] and m["libxl"]:
+        print("%-22s engine %.3f s   libxl %.3f s   ratio libxl/engine %.2f"
+              % (label, m["engine"], m["libxl"], m["libxl"] / m["engine"]))
+    else:
+        print("%-22s unavailable" % label)
+EOF
