@@ -1,0 +1,488 @@
+/*
+ * domain.c - domains: create, destroy, pause, unpause, list, limits,
+ * claims, and the physical-to-machine map used by populate and map.
+ *
+ * Locking: the table lock (hv->dom_lock) protects the table and the
+ * reference counts; a domain's own lock protects its p2m and page counts
+ * and is held across a populate call.  Order: domain lock, then claim
+ * lock; the table lock is never held while taking a domain lock.
+ * Fields read by list without the domain lock are read atomically.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "hvsim.h"
+
+int
+dom_init(struct hv *hv)
+{
+	hv->doms = calloc(HV_DOMID_MAX + 1, sizeof(*hv->doms));
+	if (!hv->doms)
+		return -ENOMEM;
+	hv->next_domid = HV_DOMID_FIRST;
+	pthread_mutex_init(&hv->dom_lock, NULL);
+	pthread_mutex_init(&hv->claim_lock, NULL);
+	return 0;
+}
+
+static void
+dom_free(struct hv *hv, struct domain *d)
+{
+	shadow_free(hv, d->sh);
+	free(d->ext);
+	pthread_mutex_destroy(&d->lock);
+	free(d);
+}
+
+/* Give every page back to the heap: free, dirty, and needing a flush. */
+static void
+dom_release_memory(struct hv *hv, struct domain *d)
+{
+	uint64_t ts = flush_now(&hv->flush);
+	size_t i;
+
+	for (i = 0; i < d->nr_ext; i++) {
+		struct hblock b = {
+			.mfn = d->ext[i].mfn,
+			.node = d->ext[i].node,
+			.order = (uint8_t)d->ext[i].order,
+			.kind = PG_DIRTY,
+			.need_flush = true,
+			.tlbflush_ts = ts,
+		};
+
+		heap_free(&hv->heap, &b);
+	}
+	d->nr_ext = 0;
+	__atomic_store_n(&d->tot_pages, 0, __ATOMIC_RELAXED);
+	memset(d->node_pages, 0, sizeof(d->node_pages));
+}
+
+void
+dom_fini(struct hv *hv)
+{
+	uint32_t i;
+
+	if (!hv->doms)
+		return;
+	for (i = 0; i <= HV_DOMID_MAX; i++)
+		if (hv->doms[i])
+			dom_free(hv, hv->doms[i]);
+	free(hv->doms);
+	hv->doms = NULL;
+	pthread_mutex_destroy(&hv->dom_lock);
+	pthread_mutex_destroy(&hv->claim_lock);
+}
+
+int
+dom_create(struct hv *hv, const struct hv_domain_create *req,
+    hv_domid_t *ret_domid)
+{
+	struct domain *d;
+	uint32_t i;
+	hv_domid_t id;
+	int rc;
+
+	if (req->flags & ~(HV_DOMF_HVM | HV_DOMF_HAP) ||
+	    req->max_vcpus == 0 || req->max_vcpus > HV_MAX_CPUS ||
+	    !memchr(req->name, '\0', HV_NAME_LEN))
+		return -EINVAL;
+	d = calloc(1, sizeof(*d));
+	if (!d)
+		return -ENOMEM;
+	pthread_mutex_init(&d->lock, NULL);
+	d->state = HV_DOMSTATE_PAUSED;
+	d->flags = req->flags;
+	d->max_vcpus = req->max_vcpus;
+	d->max_pages = req->max_pages;
+	d->created_ns = hv_realtime_ns();
+	memcpy(d->handle, req->handle, sizeof(d->handle));
+	memcpy(d->name, req->name, HV_NAME_LEN);
+	d->refs = 1;	/* the table's */
+
+	pthread_mutex_lock(&hv->dom_lock);
+	rc = -ENOSPC;
+	/* Domids are not reused right away: a client may still hold one. */
+	for (i = 0, id = hv->next_domid; i <= HV_DOMID_MAX; i++) {
+		if (id > HV_DOMID_MAX || id < HV_DOMID_FIRST)
+			id = HV_DOMID_FIRST;
+		if (!hv->doms[id]) {
+			d->domid = id;
+			hv->doms[id] = d;
+			hv->nr_doms++;
+			hv->next_domid = id + 1;
+			rc = 0;
+			break;
+		}
+		id++;
+	}
+	pthread_mutex_unlock(&hv->dom_lock);
+	if (rc < 0) {
+		dom_free(hv, d);
+		return rc;
+	}
+	CTR_ADD(hv, domains_created, 1);
+	*ret_domid = d->domid;
+	return 0;
+}
+
+struct domain *
+dom_get(struct hv *hv, hv_domid_t domid)
+{
+	struct domain *d = NULL;
+
+	if (domid > HV_DOMID_MAX)
+		return NULL;
+	pthread_mutex_lock(&hv->dom_lock);
+	d = hv->doms[domid];
+	if (d)
+		d->refs++;
+	pthread_mutex_unlock(&hv->dom_lock);
+	return d;
+}
+
+void
+dom_put(struct hv *hv, struct domain *d)
+{
+	bool last;
+
+	if (!d)
+		return;
+	pthread_mutex_lock(&hv->dom_lock);
+	last = --d->refs == 0;
+	pthread_mutex_unlock(&hv->dom_lock);
+	if (last)
+		dom_free(hv, d);
+}
+
+int
+dom_destroy(struct hv *hv, hv_domid_t domid)
+{
+	struct domain *d = NULL;
+
+	pthread_mutex_lock(&hv->dom_lock);
+	if (domid <= HV_DOMID_MAX && hv->doms[domid]) {
+		d = hv->doms[domid];
+		hv->doms[domid] = NULL;
+		hv->nr_doms--;
+	}
+	pthread_mutex_unlock(&hv->dom_lock);
+	if (!d)
+		return -ESRCH;
+	/* We now hold the table's reference. */
+	pthread_mutex_lock(&d->lock);
+	if (d->state == HV_DOMSTATE_RUNNING)
+		flush_running(&hv->flush, -1);
+	d->state = HV_DOMSTATE_DYING;
+	dom_release_memory(hv, d);
+	pthread_mutex_lock(&hv->claim_lock);
+	hv->outstanding -= d->outstanding;
+	d->outstanding = 0;
+	pthread_mutex_unlock(&hv->claim_lock);
+	pthread_mutex_unlock(&d->lock);
+	CTR_ADD(hv, domains_destroyed, 1);
+	dom_put(hv, d);
+	return 0;
+}
+
+int
+dom_pause(struct hv *hv, hv_domid_t domid, bool pause)
+{
+	struct domain *d = dom_get(hv, domid);
+	int rc = 0;
+
+	if (!d)
+		return -ESRCH;
+	pthread_mutex_lock(&d->lock);
+	if (d->state == HV_DOMSTATE_DYING) {
+		rc = -ESRCH;
+	} else if (pause && d->state == HV_DOMSTATE_RUNNING) {
+		__atomic_store_n(&d->state, HV_DOMSTATE_PAUSED,
+		    __ATOMIC_RELAXED);
+		flush_running(&hv->flush, -1);
+	} else if (!pause && d->state == HV_DOMSTATE_PAUSED) {
+		if (!(d->flags & HV_DOMF_HAP) && !d->sh) {
+			/* Shadow state exists once the guest first runs. */
+			d->sh = shadow_new(d->domid);
+			if (!d->sh)
+				rc = -ENOMEM;
+		}
+		if (rc == 0) {
+			__atomic_store_n(&d->state, HV_DOMSTATE_RUNNING,
+			    __ATOMIC_RELAXED);
+			flush_running(&hv->flush, 1);
+		}
+	}
+	pthread_mutex_unlock(&d->lock);
+	dom_put(hv, d);
+	return rc;
+}
+
+static uint64_t
+host_free_pages(struct hv *hv)
+{
+	uint64_t f = 0;
+	uint32_t i;
+
+	for (i = 0; i < hv->heap.nr_nodes; i++)
+		f += heap_free_pages(&hv->heap, i);
+	return f;
+}
+
+/* Under d->lock. */
+static int
+dom_claim_set(struct hv *hv, struct domain *d, uint64_t pages)
+{
+	uint64_t want = pages > d->tot_pages ? pages - d->tot_pages : 0;
+	int rc = 0;
+
+	pthread_mutex_lock(&hv->claim_lock);
+	if (pages == 0) {
+		hv->outstanding -= d->outstanding;
+		d->outstanding = 0;
+	} else if (host_free_pages(hv) <
+	    hv->outstanding - d->outstanding + want) {
+		rc = -ENOMEM;
+	} else {
+		hv->outstanding = hv->outstanding - d->outstanding + want;
+		d->outstanding = want;
+	}
+	pthread_mutex_unlock(&hv->claim_lock);
+	return rc;
+}
+
+int
+dom_claim_take(struct hv *hv, struct domain *d, uint64_t pages,
+    uint64_t *ret_from_claim)
+{
+	uint64_t from, others;
+	int rc = 0;
+
+	pthread_mutex_lock(&hv->claim_lock);
+	from = d->outstanding < pages ? d->outstanding : pages;
+	others = hv->outstanding - d->outstanding;
+	/* Memory claimed by others is not ours to take. */
+	if (pages > from && others > 0 &&
+	    host_free_pages(hv) < others + (pages - from)) {
+		rc = -ENOMEM;
+	} else {
+		d->outstanding -= from;
+		hv->outstanding -= from;
+		*ret_from_claim = from;
+	}
+	pthread_mutex_unlock(&hv->claim_lock);
+	return rc;
+}
+
+void
+dom_claim_undo(struct hv *hv, struct domain *d, uint64_t pages,
+    uint64_t from_claim)
+{
+	(void)pages;
+	pthread_mutex_lock(&hv->claim_lock);
+	d->outstanding += from_claim;
+	hv->outstanding += from_claim;
+	pthread_mutex_unlock(&hv->claim_lock);
+}
+
+uint64_t
+dom_outstanding_total(struct hv *hv)
+{
+	uint64_t v;
+
+	pthread_mutex_lock(&hv->claim_lock);
+	v = hv->outstanding;
+	pthread_mutex_unlock(&hv->claim_lock);
+	return v;
+}
+
+int
+dom_set(struct hv *hv, uint16_t op, hv_domid_t domid, uint64_t value)
+{
+	struct domain *d = dom_get(hv, domid);
+	int rc = 0;
+
+	if (!d)
+		return -ESRCH;
+	pthread_mutex_lock(&d->lock);
+	switch (op) {
+	case HV_OP_DOMAIN_MAX_VCPUS:
+		if (value == 0 || value > HV_MAX_CPUS)
+			rc = -EINVAL;
+		else
+			__atomic_store_n(&d->max_vcpus, (uint32_t)value,
+			    __ATOMIC_RELAXED);
+		break;
+	case HV_OP_DOMAIN_MAX_MEM:
+		__atomic_store_n(&d->max_pages, value, __ATOMIC_RELAXED);
+		break;
+	case HV_OP_CLAIM:
+		rc = dom_claim_set(hv, d, value);
+		break;
+	default:
+		rc = -EINVAL;
+	}
+	pthread_mutex_unlock(&d->lock);
+	dom_put(hv, d);
+	return rc;
+}
+
+static void
+dom_info(struct domain *d, struct hv_domain_info *o)
+{
+	uint32_t i;
+
+	memset(o, 0, sizeof(*o));
+	o->domid = d->domid;
+	o->state = ATOMIC_LOAD(&d->state);
+	o->flags = d->flags;
+	o->max_vcpus = ATOMIC_LOAD(&d->max_vcpus);
+	o->tot_pages = ATOMIC_LOAD(&d->tot_pages);
+	o->max_pages = ATOMIC_LOAD(&d->max_pages);
+	o->outstanding_pages = ATOMIC_LOAD(&d->outstanding);
+	o->created_ns = d->created_ns;
+	memcpy(o->handle, d->handle, sizeof(o->handle));
+	memcpy(o->name, d->name, HV_NAME_LEN);
+	for (i = 0; i < HV_MAX_NODES; i++)
+		o->node_pages[i] = ATOMIC_LOAD(&d->node_pages[i]);
+}
+
+int
+dom_list(struct hv *hv, const struct hv_domain_list *req,
+    struct hv_domain_info *out, uint32_t *ret_nr, uint32_t *ret_more)
+{
+	uint32_t id, nr = 0, more = 0;
+
+	if (req->max == 0 || req->max > HV_MAX_LIST)
+		return -EINVAL;
+	pthread_mutex_lock(&hv->dom_lock);
+	for (id = req->first_domid; id <= HV_DOMID_MAX; id++) {
+		if (!hv->doms[id])
+			continue;
+		if (nr == req->max) {
+			more = 1;
+			break;
+		}
+		dom_info(hv->doms[id], &out[nr++]);
+	}
+	pthread_mutex_unlock(&hv->dom_lock);
+	*ret_nr = nr;
+	*ret_more = more;
+	return 0;
+}
+
+uint32_t
+dom_snapshot_shadow(struct hv *hv, struct domain **out, uint32_t max)
+{
+	uint32_t id, n = 0;
+
+	pthread_mutex_lock(&hv->dom_lock);
+	for (id = HV_DOMID_FIRST; id <= HV_DOMID_MAX && n < max; id++) {
+		struct domain *d = hv->doms[id];
+
+		if (d && d->sh && ATOMIC_LOAD(&d->state) == HV_DOMSTATE_RUNNING) {
+			d->refs++;
+			out[n++] = d;
+		}
+	}
+	pthread_mutex_unlock(&hv->dom_lock);
+	return n;
+}
+
+/* Index of the first extent whose gfn is > gfn. */
+static size_t
+p2m_upper(const struct domain *d, uint64_t gfn)
+{
+	size_t lo = 0, hi = d->nr_ext;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (d->ext[mid].gfn <= gfn)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+bool
+dom_p2m_overlaps(const struct domain *d, uint64_t gfn, uint32_t order)
+{
+	size_t i = p2m_upper(d, gfn);
+	uint64_t end = gfn + (1ull << order);
+
+	if (i > 0 && d->ext[i - 1].gfn + (1ull << d->ext[i - 1].order) > gfn)
+		return true;
+	if (i < d->nr_ext && d->ext[i].gfn < end)
+		return true;
+	return false;
+}
+
+int
+dom_p2m_add(struct domain *d, const struct p2m_ext *e)
+{
+	size_t i;
+
+	if (dom_p2m_overlaps(d, e->gfn, e->order))
+		return -EEXIST;
+	if (d->nr_ext == d->cap_ext) {
+		size_t cap = d->cap_ext ? d->cap_ext * 2 : 64;
+		struct p2m_ext *n = realloc(d->ext, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		d->ext = n;
+		d->cap_ext = cap;
+	}
+	/* Populate usually goes up in gfn, so this is mostly an append. */
+	i = d->nr_ext && d->ext[d->nr_ext - 1].gfn < e->gfn ? d->nr_ext :
+	    p2m_upper(d, e->gfn);
+	memmove(&d->ext[i + 1], &d->ext[i], (d->nr_ext - i) * sizeof(*e));
+	d->ext[i] = *e;
+	d->nr_ext++;
+	return 0;
+}
+
+int
+dom_map(struct hv *hv, hv_domid_t domid, uint64_t gfn, uint32_t nr,
+    uint64_t *mfns)
+{
+	struct domain *d;
+	uint32_t k = 0;
+	size_t i;
+	int rc = 0;
+
+	if (nr == 0 || nr > HV_MAX_MAP_PAGES || gfn + nr < gfn)
+		return -EINVAL;
+	d = dom_get(hv, domid);
+	if (!d)
+		return -ESRCH;
+	if (hv->mem.backing != HV_BACKING_REAL) {
+		rc = -EOPNOTSUPP;
+		goto out;
+	}
+	pthread_mutex_lock(&d->lock);
+	i = p2m_upper(d, gfn);
+	i = i > 0 ? i - 1 : 0;
+	while (k < nr) {
+		uint64_t g = gfn + k;
+		const struct p2m_ext *e;
+
+		while (i < d->nr_ext && d->ext[i].gfn +
+		    (1ull << d->ext[i].order) <= g)
+			i++;
+		if (i == d->nr_ext || d->ext[i].gfn > g) {
+			rc = -ENOENT;	/* a hole in the guest's memory */
+			break;
+		}
+		e = &d->ext[i];
+		for (; k < nr && gfn + k < e->gfn + (1ull << e->order); k++)
+			mfns[k] = e->mfn + (gfn + k - e->gfn);
+	}
+	pthread_mutex_unlock(&d->lock);
+out:
+	dom_put(hv, d);
+	return rc;
+}

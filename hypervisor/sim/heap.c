@@ -1,0 +1,541 @@
+/*
+ * heap.c - the Xen-like heap: one buddy allocator per node, orders
+ * 0..HV_MAX_ORDER, each node under its own lock.
+ *
+ * A free block is described by its first page's metadata: order, kind
+ * (clean, dirty from a dead domain, dirty since boot), whether it had an
+ * owner whose TLB entries may survive (need-flush) and the flush clock
+ * when it was freed.  Metadata lives per 2 MiB chunk (struct chunk); a
+ * chunk carries a 512-entry array only while it is split below order 9,
+ * so large phantom hosts cost 32 bytes per 2 MiB.
+ *
+ * Buddies merge only when they are of the same kind.  Merging a clean
+ * block into a dirty one would either lose the fact that half of it is
+ * clean or, worse, make the scrubber re-scrub memory it just cleaned.
+ * Unmerged clean/dirty pairs become mergeable once the dirty half is
+ * scrubbed, and an allocation that needs the merged order scrubs the
+ * small dirty halves inline (heap_alloc).
+ *
+ * Counts per node: free_pages includes blocks a scrub worker has taken
+ * off the lists (they are free memory being cleaned), dirty_pages the
+ * dirty part of it.  Both are exact at every unlock.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "hvsim.h"
+
+#define NIL		UINT32_MAX
+#define PIF_FREE	0x1	/* head of a block on a free list */
+#define PIF_NEED_FLUSH	0x2
+
+static struct pinfo *
+pi(struct hnode *n, uint32_t idx)
+{
+	struct chunk *c = &n->chunks[idx >> CHUNK_ORDER];
+
+	if (c->sub)
+		return &c->sub[idx & (CHUNK_PAGES - 1)];
+	if (idx & (CHUNK_PAGES - 1))
+		return NULL;	/* inside an unsplit chunk: not a block head */
+	return &c->head;
+}
+
+static int
+list_of(const struct pinfo *p)
+{
+	return p->kind != PG_CLEAN;
+}
+
+static void
+list_add(struct hnode *n, uint32_t idx, struct pinfo *p)
+{
+	uint32_t *head = &n->list[list_of(p)][p->order];
+
+	p->prev = NIL;
+	p->next = *head;
+	if (*head != NIL)
+		pi(n, *head)->prev = idx;
+	*head = idx;
+	p->flags |= PIF_FREE;
+}
+
+static void
+list_del(struct hnode *n, struct pinfo *p)
+{
+	if (p->prev != NIL)
+		pi(n, p->prev)->next = p->next;
+	else
+		n->list[list_of(p)][p->order] = p->next;
+	if (p->next != NIL)
+		pi(n, p->next)->prev = p->prev;
+	p->flags &= ~PIF_FREE;
+	p->next = p->prev = NIL;
+}
+
+/* Give a chunk per-page metadata before a block in it goes below order 9. */
+static int
+chunk_split(struct hnode *n, uint32_t idx)
+{
+	struct chunk *c = &n->chunks[idx >> CHUNK_ORDER];
+	struct pinfo *sub;
+
+	if (c->sub)
+		return 0;
+	sub = calloc(CHUNK_PAGES, sizeof(*sub));
+	if (!sub)
+		return -ENOMEM;
+	sub[0] = c->head;
+	c->sub = sub;
+	return 0;
+}
+
+static void
+chunk_unsplit(struct hnode *n, uint32_t idx)
+{
+	struct chunk *c = &n->chunks[idx >> CHUNK_ORDER];
+
+	if (!c->sub)
+		return;
+	c->head = c->sub[0];
+	free(c->sub);
+	c->sub = NULL;
+}
+
+/*
+ * Take the smallest block of order >= `order` from list l (0 clean,
+ * 1 dirty) and split it down, returning the lowest part.  Split-off upper
+ * halves keep the block's kind, need-flush flag and timestamp.
+ */
+static int
+take_block(struct hnode *n, int l, uint32_t order, struct hblock *b)
+{
+	struct pinfo tmpl, *p;
+	uint32_t j, idx;
+
+	for (j = order; j <= HV_MAX_ORDER; j++)
+		if (n->list[l][j] != NIL)
+			break;
+	if (j > HV_MAX_ORDER)
+		return -ENOMEM;
+	idx = n->list[l][j];
+	if (order < CHUNK_ORDER && chunk_split(n, idx) < 0)
+		return -ENOMEM;
+	p = pi(n, idx);
+	list_del(n, p);
+	tmpl = *p;
+	while (j > order) {
+		uint32_t up;
+
+		j--;
+		up = idx + (1u << j);
+		p = pi(n, up);
+		*p = tmpl;
+		p->order = (uint8_t)j;
+		list_add(n, up, p);
+	}
+	p = pi(n, idx);
+	p->order = (uint8_t)order;
+	b->mfn = n->first_mfn + idx;
+	b->node = n->node;
+	b->order = (uint8_t)order;
+	b->kind = tmpl.kind;
+	b->need_flush = tmpl.flags & PIF_NEED_FLUSH;
+	b->tlbflush_ts = tmpl.tlbflush_ts;
+	return 0;
+}
+
+/* Put a block on the lists, merging with free buddies of the same kind. */
+static void
+free_block(struct hnode *n, uint32_t idx, uint32_t order, uint8_t kind,
+    bool need_flush, uint64_t ts)
+{
+	struct pinfo *p;
+
+	while (order < HV_MAX_ORDER) {
+		uint32_t buddy = idx ^ (1u << order);
+		struct pinfo *bp;
+
+		if ((uint64_t)buddy + (1u << order) > n->pages)
+			break;
+		if (order >= CHUNK_ORDER) {
+			struct chunk *c = &n->chunks[buddy >> CHUNK_ORDER];
+
+			if (c->sub)
+				break;	/* split: not a free block this big */
+			bp = &c->head;
+		} else {
+			bp = pi(n, buddy);
+		}
+		if (!bp || !(bp->flags & PIF_FREE) || bp->order != order ||
+		    bp->kind != kind)
+			break;
+		need_flush |= bp->flags & PIF_NEED_FLUSH;
+		if (bp->tlbflush_ts > ts)
+			ts = bp->tlbflush_ts;
+		list_del(n, bp);
+		idx &= ~(1u << order);
+		order++;
+		if (order == CHUNK_ORDER)
+			chunk_unsplit(n, idx);
+	}
+	p = pi(n, idx);
+	p->order = (uint8_t)order;
+	p->kind = kind;
+	p->flags = need_flush ? PIF_NEED_FLUSH : 0;
+	p->tlbflush_ts = ts;
+	list_add(n, idx, p);
+}
+
+/* Dirty block of order in [0, below) (largest first), split to max_order. */
+static int
+take_dirty_locked(struct hnode *n, uint32_t below, uint32_t max_order,
+    struct hblock *b)
+{
+	int j;
+
+	for (j = (int)below - 1; j >= 0; j--) {
+		if (n->list[1][j] == NIL)
+			continue;
+		return take_block(n, 1, (uint32_t)j > max_order ? max_order :
+		    (uint32_t)j, b);
+	}
+	return -ENOENT;
+}
+
+static void
+account_scrubbed(struct heap *h, struct hnode *n, const struct hblock *b,
+    bool was_taken)
+{
+	uint64_t size = 1ull << b->order;
+
+	if (was_taken)
+		n->scrubbing_pages -= size;
+	n->dirty_pages -= size;
+	if (b->kind == PG_BOOT) {
+		n->boot_dirty_pages -= size;
+		if (n->boot_dirty_pages == 0)
+			n->boot_done = true;
+	}
+	ATOMIC_ADD(&n->scrubbed_total, size);
+	(void)h;
+}
+
+int
+heap_init(struct heap *h, struct hv *hv, const struct hvmem *mem,
+    uint32_t nr_nodes, uint64_t pages_per_node, bool dirty)
+{
+	uint32_t i, k;
+	int rc;
+
+	memset(h, 0, sizeof(*h));
+	if (nr_nodes == 0 || nr_nodes > HV_MAX_NODES || pages_per_node == 0 ||
+	    pages_per_node % CHUNK_PAGES != 0 ||
+	    pages_per_node > (1ull << 32) - CHUNK_PAGES)
+		return -EINVAL;
+	h->hv = hv;
+	h->mem = mem;
+	h->nr_nodes = nr_nodes;
+	h->total_pages = nr_nodes * pages_per_node;
+	h->nodes = calloc(nr_nodes, sizeof(*h->nodes));
+	if (!h->nodes)
+		return -ENOMEM;
+	for (i = 0; i < nr_nodes; i++) {
+		struct hnode *n = &h->nodes[i];
+		uint32_t idx, nblk = 0, *blk_idx = NULL, b;
+		uint8_t *blk_ord = NULL;
+
+		pthread_mutex_init(&n->lock, NULL);
+		pthread_cond_init(&n->work, NULL);
+		pthread_cond_init(&n->done, NULL);
+		n->node = i;
+		n->first_mfn = i * pages_per_node;
+		n->pages = pages_per_node;
+		memset(n->list, 0xff, sizeof(n->list));
+		n->chunks = calloc(pages_per_node / CHUNK_PAGES,
+		    sizeof(*n->chunks));
+		/* At most one block per order per 1 GiB boundary region. */
+		blk_idx = calloc(pages_per_node / (1u << HV_MAX_ORDER) +
+		    HV_MAX_ORDER + 2, sizeof(*blk_idx));
+		blk_ord = calloc(pages_per_node / (1u << HV_MAX_ORDER) +
+		    HV_MAX_ORDER + 2, 1);
+		if (!n->chunks || !blk_idx || !blk_ord) {
+			free(blk_idx);
+			free(blk_ord);
+			rc = -ENOMEM;
+			goto fail;
+		}
+		/* Carve the node into maximal aligned blocks. */
+		for (idx = 0; idx < pages_per_node; idx += 1u << k) {
+			for (k = HV_MAX_ORDER; k > 0; k--)
+				if (!(idx & ((1u << k) - 1)) &&
+				    (uint64_t)idx + (1u << k) <= pages_per_node)
+					break;
+			blk_idx[nblk] = idx;
+			blk_ord[nblk++] = (uint8_t)k;
+		}
+		/* Push from the top so that the lowest block is handed out first. */
+		for (b = nblk; b-- > 0;) {
+			struct pinfo *p = pi(n, blk_idx[b]);
+
+			p->order = blk_ord[b];
+			p->kind = dirty ? PG_BOOT : PG_CLEAN;
+			p->flags = 0;
+			list_add(n, blk_idx[b], p);
+		}
+		free(blk_idx);
+		free(blk_ord);
+		n->free_pages = pages_per_node;
+		n->dirty_pages = dirty ? pages_per_node : 0;
+		n->boot_dirty_pages = n->dirty_pages;
+		n->boot_done = !dirty;
+	}
+	return 0;
+
+fail:
+	heap_fini(h);
+	return rc;
+}
+
+void
+heap_fini(struct heap *h)
+{
+	uint32_t i;
+	uint64_t c;
+
+	if (!h->nodes)
+		return;
+	for (i = 0; i < h->nr_nodes; i++) {
+		struct hnode *n = &h->nodes[i];
+
+		if (n->chunks)
+			for (c = 0; c < n->pages / CHUNK_PAGES; c++)
+				free(n->chunks[c].sub);
+		free(n->chunks);
+		pthread_mutex_destroy(&n->lock);
+		pthread_cond_destroy(&n->work);
+		pthread_cond_destroy(&n->done);
+	}
+	free(h->nodes);
+	h->nodes = NULL;
+}
+
+static void
+timed_wait(pthread_cond_t *c, pthread_mutex_t *m, long ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_nsec += ms * 1000000L;
+	ts.tv_sec += ts.tv_nsec / 1000000000L;
+	ts.tv_nsec %= 1000000000L;
+	pthread_cond_timedwait(c, m, &ts);
+}
+
+int
+heap_alloc(struct heap *h, uint32_t node, uint32_t order, bool allow_dirty,
+    struct hblock *ret_blk, uint64_t *ret_inline)
+{
+	struct hnode *n;
+	struct hblock b, sb;
+	uint64_t size = 1ull << order, inl = 0;
+	bool inline_ok;
+	int rc;
+
+	if (node >= h->nr_nodes || order > HV_MAX_ORDER)
+		return -EINVAL;
+	n = &h->nodes[node];
+	pthread_mutex_lock(&n->lock);
+	for (;;) {
+		if (n->free_pages < size) {
+			rc = -ENOMEM;
+			break;
+		}
+		rc = take_block(n, 0, order, &b);
+		if (rc == 0) {
+			n->free_pages -= size;
+			break;
+		}
+		inline_ok = allow_dirty || n->workers == 0;
+		if (inline_ok && take_block(n, 1, order, &b) == 0) {
+			/* Handed out now, scrubbed below outside the lock. */
+			n->free_pages -= size;
+			account_scrubbed(h, n, &b, false);
+			inl += size;
+			rc = 1;
+			break;
+		}
+		if (inline_ok &&
+		    take_dirty_locked(n, order, SCRUB_ORDER, &sb) == 0) {
+			/*
+			 * Only smaller dirty blocks: clean them so that they
+			 * can merge with their clean buddies.
+			 */
+			n->scrubbing_pages += 1ull << sb.order;
+			pthread_mutex_unlock(&n->lock);
+			mem_zero(h->mem, sb.mfn, 1ull << sb.order);
+			pthread_mutex_lock(&n->lock);
+			account_scrubbed(h, n, &sb, true);
+			free_block(n, (uint32_t)(sb.mfn - n->first_mfn),
+			    sb.order, PG_CLEAN, sb.need_flush, sb.tlbflush_ts);
+			inl += 1ull << sb.order;
+			continue;
+		}
+		if (n->scrubbing_pages > 0 ||
+		    (!inline_ok && n->dirty_pages > 0)) {
+			/* The background scrubber is on it. */
+			timed_wait(&n->done, &n->lock, 50);
+			continue;
+		}
+		rc = -ENOMEM;
+		break;
+	}
+	pthread_mutex_unlock(&n->lock);
+	if (rc < 0)
+		goto out;
+	if (rc == 1) {
+		mem_zero(h->mem, b.mfn, size);
+		b.kind = PG_CLEAN;
+		rc = 0;
+	}
+	*ret_blk = b;
+out:
+	if (inl && h->hv)
+		CTR_ADD(h->hv, scrub_pages_inline, inl);
+	if (ret_inline)
+		*ret_inline += inl;
+	return rc;
+}
+
+void
+heap_free(struct heap *h, const struct hblock *blk)
+{
+	struct hnode *n = &h->nodes[blk->node];
+	uint64_t size = 1ull << blk->order;
+
+	pthread_mutex_lock(&n->lock);
+	free_block(n, (uint32_t)(blk->mfn - n->first_mfn), blk->order,
+	    blk->kind, blk->need_flush, blk->tlbflush_ts);
+	n->free_pages += size;
+	if (blk->kind != PG_CLEAN) {
+		n->dirty_pages += size;
+		if (blk->kind == PG_BOOT)
+			n->boot_dirty_pages += size;
+		pthread_cond_broadcast(&n->work);
+	}
+	pthread_mutex_unlock(&n->lock);
+}
+
+int
+heap_take_dirty(struct heap *h, uint32_t node, uint32_t max_order,
+    struct hblock *ret_blk)
+{
+	struct hnode *n = &h->nodes[node];
+	int rc;
+
+	pthread_mutex_lock(&n->lock);
+	rc = take_dirty_locked(n, HV_MAX_ORDER + 1, max_order, ret_blk);
+	if (rc == 0)
+		n->scrubbing_pages += 1ull << ret_blk->order;
+	pthread_mutex_unlock(&n->lock);
+	return rc;
+}
+
+void
+heap_put_scrubbed(struct heap *h, const struct hblock *blk)
+{
+	struct hnode *n = &h->nodes[blk->node];
+
+	pthread_mutex_lock(&n->lock);
+	account_scrubbed(h, n, blk, true);
+	free_block(n, (uint32_t)(blk->mfn - n->first_mfn), blk->order,
+	    PG_CLEAN, blk->need_flush, blk->tlbflush_ts);
+	pthread_cond_broadcast(&n->done);
+	pthread_mutex_unlock(&n->lock);
+}
+
+uint32_t
+heap_node_of(const struct heap *h, uint64_t mfn)
+{
+	return (uint32_t)(mfn / h->nodes[0].pages);
+}
+
+uint64_t
+heap_free_pages(struct heap *h, uint32_t node)
+{
+	return ATOMIC_LOAD(&h->nodes[node].free_pages);
+}
+
+uint64_t
+heap_dirty_pages(struct heap *h, uint32_t node)
+{
+	return ATOMIC_LOAD(&h->nodes[node].dirty_pages);
+}
+
+/*
+ * Walk every free list of a node and check: links, alignment, bounds,
+ * kinds, no overlap, no unmerged buddy pair of one kind, and that the
+ * listed pages add up to the counts.
+ */
+int
+heap_check(struct heap *h, uint32_t node)
+{
+	struct hnode *n = &h->nodes[node];
+	uint64_t listed = 0, listed_dirty = 0, pg;
+	uint8_t *seen;
+	int l, rc = 0;
+	uint32_t j;
+
+	seen = calloc(n->pages / 8 + 1, 1);
+	if (!seen)
+		return -ENOMEM;
+	pthread_mutex_lock(&n->lock);
+	for (l = 0; l < 2 && rc == 0; l++)
+		for (j = 0; j <= HV_MAX_ORDER && rc == 0; j++) {
+			uint32_t idx, prev = NIL;
+
+			for (idx = n->list[l][j]; idx != NIL && rc == 0;) {
+				struct pinfo *p = pi(n, idx), *bp;
+				uint32_t buddy = idx ^ (1u << j);
+
+				if (!p || !(p->flags & PIF_FREE) ||
+				    (j >= CHUNK_ORDER &&
+				    n->chunks[idx >> CHUNK_ORDER].sub) ||
+				    p->order != j || list_of(p) != l ||
+				    p->prev != prev ||
+				    (idx & ((1u << j) - 1)) ||
+				    (uint64_t)idx + (1u << j) > n->pages) {
+					rc = -EUCLEAN;
+					break;
+				}
+				for (pg = idx; pg < idx + (1ull << j); pg++) {
+					if (seen[pg / 8] & (1u << (pg % 8)))
+						rc = -EUCLEAN;
+					seen[pg / 8] |= 1u << (pg % 8);
+				}
+				if (j < HV_MAX_ORDER &&
+				    (uint64_t)buddy + (1u << j) <= n->pages) {
+					bp = (j >= CHUNK_ORDER &&
+					    n->chunks[buddy >> CHUNK_ORDER].sub) ?
+					    NULL : pi(n, buddy);
+					if (bp && (bp->flags & PIF_FREE) &&
+					    bp->order == j && bp->kind == p->kind)
+						rc = -EUCLEAN;
+				}
+				listed += 1ull << j;
+				if (l)
+					listed_dirty += 1ull << j;
+				prev = idx;
+				idx = p->next;
+			}
+		}
+	if (rc == 0 && (listed + n->scrubbing_pages != n->free_pages ||
+	    listed_dirty + n->scrubbing_pages != n->dirty_pages ||
+	    n->free_pages > n->pages || n->boot_dirty_pages > n->dirty_pages))
+		rc = -EUCLEAN;
+	pthread_mutex_unlock(&n->lock);
+	free(seen);
+	return rc;
+}

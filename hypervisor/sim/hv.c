@@ -1,0 +1,179 @@
+/*
+ * hv.c - assembling a simulated host from its parts, and small helpers
+ * shared by them.  Everything but option parsing and the socket's main
+ * loop lives behind hv_init/hv_fini, so that the unit tests build a host
+ * exactly as hvsim does.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "hvsim.h"
+
+void
+hv_config_defaults(struct hv_config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->nodes = 2;
+	cfg->cpus_per_node = 4;
+	cfg->threads_per_core = 2;
+	cfg->mem_per_node = 256ull << 20;
+	cfg->backing = HV_BACKING_REAL;
+	cfg->flush_mode = HV_FLUSH_BATCH;
+	cfg->scrub_workers = -1;
+	cfg->shadow_threshold = 3;
+	cfg->boot_scrub = true;
+	cfg->max_conns = 64;
+	cfg->preempt_pages = 1ull << HV_MAX_ORDER;	/* 1 GiB per call */
+	cfg->switch_hz = 10;
+	cfg->shadow_bg_writes = 64;
+}
+
+uint64_t
+hv_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t
+hv_realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* "4G", "512M", "2T", "65536K" or bytes; binary units. */
+int
+hv_parse_size(const char *s, uint64_t *ret)
+{
+	char *end;
+	unsigned long long v;
+	unsigned shift = 0;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s || *s == '-')
+		return -EINVAL;
+	switch (*end) {
+	case 'k': case 'K': shift = 10; end++; break;
+	case 'm': case 'M': shift = 20; end++; break;
+	case 'g': case 'G': shift = 30; end++; break;
+	case 't': case 'T': shift = 40; end++; break;
+	case '\0': break;
+	default: return -EINVAL;
+	}
+	if (*end == 'i' && end[1] == 'B')
+		end += 2;
+	else if (*end == 'B')
+		end++;
+	if (*end || (shift && v > (UINT64_MAX >> shift)))
+		return -EINVAL;
+	*ret = (uint64_t)v << shift;
+	return 0;
+}
+
+void
+hv_log(struct hv *hv, const char *fmt, ...)
+{
+	va_list ap;
+
+	(void)hv;
+	va_start(ap, fmt);
+	fputs("hvsim: ", stderr);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+int
+hv_init(struct hv **ret_hv, const struct hv_config *cfg)
+{
+	struct hv *hv;
+	uint64_t ppn = cfg->mem_per_node >> HV_PAGE_SHIFT;
+	int rc;
+
+	if (cfg->mem_per_node == 0 ||
+	    cfg->mem_per_node % (CHUNK_PAGES * HV_PAGE_SIZE) != 0 ||
+	    ppn > (1ull << 32) - CHUNK_PAGES ||
+	    (cfg->flush_mode != HV_FLUSH_BATCH &&
+	    cfg->flush_mode != HV_FLUSH_ALLOC) ||
+	    cfg->shadow_threshold == 0 || cfg->max_conns == 0 ||
+	    cfg->preempt_pages == 0)
+		return -EINVAL;
+	hv = calloc(1, sizeof(*hv));
+	if (!hv)
+		return -ENOMEM;
+	hv->cfg = *cfg;
+	hv->boot_time_ns = hv_realtime_ns();
+	hv->ctr.version = HV_ABI_VERSION;
+	pthread_mutex_init(&hv->shadow_lock, NULL);
+	pthread_cond_init(&hv->shadow_cond, NULL);
+
+	rc = topo_init(&hv->topo, cfg->nodes, cfg->cpus_per_node,
+	    cfg->threads_per_core);
+	if (rc < 0)
+		goto fail_free;
+	rc = mem_init(&hv->mem, cfg->backing, cfg->nodes * cfg->mem_per_node);
+	if (rc < 0)
+		goto fail_topo;
+	rc = heap_init(&hv->heap, hv, &hv->mem, cfg->nodes, ppn,
+	    cfg->boot_scrub);
+	if (rc < 0)
+		goto fail_mem;
+	rc = flush_init(&hv->flush, hv, hv->topo.nr_cpus, cfg->switch_hz);
+	if (rc < 0)
+		goto fail_heap;
+	rc = dom_init(hv);
+	if (rc < 0)
+		goto fail_flush;
+	rc = scrub_start(hv);
+	if (rc < 0)
+		goto fail_dom;
+	rc = shadow_bg_start(hv);
+	if (rc < 0)
+		goto fail_scrub;
+	*ret_hv = hv;
+	return 0;
+
+fail_scrub:
+	scrub_stop(hv);
+fail_dom:
+	dom_fini(hv);
+fail_flush:
+	flush_fini(&hv->flush);
+fail_heap:
+	heap_fini(&hv->heap);
+fail_mem:
+	mem_fini(&hv->mem);
+fail_topo:
+	topo_fini(&hv->topo);
+fail_free:
+	free(hv);
+	return rc;
+}
+
+void
+hv_fini(struct hv *hv)
+{
+	if (!hv)
+		return;
+	shadow_bg_stop(hv);
+	scrub_stop(hv);
+	dom_fini(hv);
+	flush_fini(&hv->flush);
+	heap_fini(&hv->heap);
+	mem_fini(&hv->mem);
+	topo_fini(&hv->topo);
+	pthread_mutex_destroy(&hv->shadow_lock);
+	pthread_cond_destroy(&hv->shadow_cond);
+	free(hv);
+}

@@ -1,0 +1,322 @@
+/*
+ * main.c - hvsim: options, startup, signals.
+ *
+ * hvsim is the companion hypervisor as a user-space process.  It models
+ * a NUMA host (its memory real or phantom), serves the ABI of
+ * vmbuild/hvabi.h on a Unix socket, and runs no guest code.  Its state is
+ * in memory only: it lives as long as the process.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "hvsim.h"
+
+static volatile int stop;
+
+static void
+on_signal(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static void
+usage(FILE *f)
+{
+	fprintf(f,
+"usage: hvsim --socket PATH [options]\n"
+"\n"
+"The companion hypervisor of vmbuild as a user-space process.\n"
+"It models a host and serves the hypercall ABI on a Unix socket.\n"
+"\n"
+"  --socket PATH            Unix socket to serve (required)\n"
+"  --nodes N                NUMA nodes (default 2)\n"
+"  --cpus-per-node N        logical CPUs per node (default 4)\n"
+"  --threads-per-core N     SMT threads per core (default 2)\n"
+"  --mem-per-node SIZE      memory per node, multiple of 2M (default 256M)\n"
+"  --backing real|phantom   real: memory is mapped and written (default);\n"
+"                           phantom: metadata only, for large hosts\n"
+"  --topology host          nodes, CPUs and SMT of this machine\n"
+"                           (explicit --nodes etc. still win)\n"
+"  --flush-mode batch|alloc batch: one filter and <= 1 flush per populate\n"
+"                           call (default); alloc: filter per page, flush\n"
+"                           per extent, as Xen before 4.8\n"
+"  --scrub-workers auto|N   background scrub workers, one per core\n"
+"                           (default auto; 0 scrubs inline only)\n"
+"  --shadow-threshold N     unshadow after N consecutive emulated writes\n"
+"                           to one page (default 3)\n"
+"  --boot-scrub, --no-boot-scrub\n"
+"                           scrub all memory at start (default on)\n"
+"  --max-conns N            concurrent connections (default 64)\n"
+"  --preempt-pages N        populate work per call before preemption\n"
+"                           (default 262144 = 1 GiB)\n"
+"  --switch-hz N            context-switch flushes per CPU and second while\n"
+"                           domains run (default 10, 0 = none)\n"
+"  --shadow-bg-writes N     background emulated writes per 100 ms per\n"
+"                           running shadow-paged domain (default 64)\n"
+"  --foreground             accepted for symmetry; hvsim never forks\n"
+"  --verbose                log every request on stderr\n"
+"  --help                   this text\n");
+}
+
+enum {
+	O_SOCKET = 256, O_NODES, O_CPUS, O_TPC, O_MEM, O_BACKING, O_TOPO,
+	O_FLUSH, O_SCRUB, O_SHADOW, O_BOOT, O_NOBOOT, O_CONNS, O_PREEMPT,
+	O_HZ, O_SHBG, O_FG, O_VERBOSE, O_HELP,
+};
+
+static const struct option longopts[] = {
+	{ "socket", required_argument, NULL, O_SOCKET },
+	{ "nodes", required_argument, NULL, O_NODES },
+	{ "cpus-per-node", required_argument, NULL, O_CPUS },
+	{ "threads-per-core", required_argument, NULL, O_TPC },
+	{ "mem-per-node", required_argument, NULL, O_MEM },
+	{ "backing", required_argument, NULL, O_BACKING },
+	{ "topology", required_argument, NULL, O_TOPO },
+	{ "flush-mode", required_argument, NULL, O_FLUSH },
+	{ "scrub-workers", required_argument, NULL, O_SCRUB },
+	{ "shadow-threshold", required_argument, NULL, O_SHADOW },
+	{ "boot-scrub", no_argument, NULL, O_BOOT },
+	{ "no-boot-scrub", no_argument, NULL, O_NOBOOT },
+	{ "max-conns", required_argument, NULL, O_CONNS },
+	{ "preempt-pages", required_argument, NULL, O_PREEMPT },
+	{ "switch-hz", required_argument, NULL, O_HZ },
+	{ "shadow-bg-writes", required_argument, NULL, O_SHBG },
+	{ "foreground", no_argument, NULL, O_FG },
+	{ "verbose", no_argument, NULL, O_VERBOSE },
+	{ "help", no_argument, NULL, O_HELP },
+	{ NULL, 0, NULL, 0 },
+};
+
+static int
+parse_u32(const char *opt, const char *s, uint32_t min, uint32_t max,
+    uint32_t *ret)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	if (errno || end == s || *end || *s == '-' || v < min || v > max) {
+		fprintf(stderr, "hvsim: --%s: '%s' is not a number in %u..%u\n",
+		    opt, s, min, max);
+		return -EINVAL;
+	}
+	*ret = (uint32_t)v;
+	return 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct hv_config cfg;
+	struct hv *hv = NULL;
+	struct sigaction sa;
+	bool host_topo = false, set_nodes = false, set_cpus = false,
+	    set_tpc = false;
+	uint32_t v, hn, hc, ht;
+	uint64_t sz;
+	int c, rc, lfd = -1;
+
+	hv_config_defaults(&cfg);
+	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+		rc = 0;
+		switch (c) {
+		case O_SOCKET:
+			cfg.socket_path = optarg;
+			break;
+		case O_NODES:
+			rc = parse_u32("nodes", optarg, 1, HV_MAX_NODES,
+			    &cfg.nodes);
+			set_nodes = true;
+			break;
+		case O_CPUS:
+			rc = parse_u32("cpus-per-node", optarg, 1, HV_MAX_CPUS,
+			    &cfg.cpus_per_node);
+			set_cpus = true;
+			break;
+		case O_TPC:
+			rc = parse_u32("threads-per-core", optarg, 1, 8,
+			    &cfg.threads_per_core);
+			set_tpc = true;
+			break;
+		case O_MEM:
+			if (hv_parse_size(optarg, &sz) < 0 || sz == 0 ||
+			    sz % (2u << 20)) {
+				fprintf(stderr, "hvsim: --mem-per-node: '%s' "
+				    "is not a size that is a multiple of 2M\n",
+				    optarg);
+				rc = -EINVAL;
+			}
+			cfg.mem_per_node = sz;
+			break;
+		case O_BACKING:
+			if (!strcmp(optarg, "real"))
+				cfg.backing = HV_BACKING_REAL;
+			else if (!strcmp(optarg, "phantom"))
+				cfg.backing = HV_BACKING_PHANTOM;
+			else {
+				fprintf(stderr, "hvsim: --backing: real or "
+				    "phantom, not '%s'\n", optarg);
+				rc = -EINVAL;
+			}
+			break;
+		case O_TOPO:
+			if (strcmp(optarg, "host") != 0) {
+				fprintf(stderr, "hvsim: --topology: only "
+				    "'host' is known\n");
+				rc = -EINVAL;
+			}
+			host_topo = true;
+			break;
+		case O_FLUSH:
+			if (!strcmp(optarg, "batch"))
+				cfg.flush_mode = HV_FLUSH_BATCH;
+			else if (!strcmp(optarg, "alloc"))
+				cfg.flush_mode = HV_FLUSH_ALLOC;
+			else {
+				fprintf(stderr, "hvsim: --flush-mode: batch or "
+				    "alloc, not '%s'\n", optarg);
+				rc = -EINVAL;
+			}
+			break;
+		case O_SCRUB:
+			if (!strcmp(optarg, "auto")) {
+				cfg.scrub_workers = -1;
+			} else {
+				rc = parse_u32("scrub-workers", optarg, 0,
+				    HV_MAX_CPUS, &v);
+				cfg.scrub_workers = (int32_t)v;
+			}
+			break;
+		case O_SHADOW:
+			rc = parse_u32("shadow-threshold", optarg, 1, 1000000,
+			    &cfg.shadow_threshold);
+			break;
+		case O_BOOT:
+			cfg.boot_scrub = true;
+			break;
+		case O_NOBOOT:
+			cfg.boot_scrub = false;
+			break;
+		case O_CONNS:
+			rc = parse_u32("max-conns", optarg, 1, 4096,
+			    &cfg.max_conns);
+			break;
+		case O_PREEMPT:
+			rc = parse_u32("preempt-pages", optarg, 1, UINT32_MAX,
+			    &v);
+			cfg.preempt_pages = v;
+			break;
+		case O_HZ:
+			rc = parse_u32("switch-hz", optarg, 0, 10000,
+			    &cfg.switch_hz);
+			break;
+		case O_SHBG:
+			rc = parse_u32("shadow-bg-writes", optarg, 0, 1000000,
+			    &cfg.shadow_bg_writes);
+			break;
+		case O_FG:
+			break;
+		case O_VERBOSE:
+			cfg.verbose = true;
+			break;
+		case 'h':
+		case O_HELP:
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+		if (rc < 0)
+			return 2;
+	}
+	if (optind < argc || !cfg.socket_path) {
+		if (optind < argc)
+			fprintf(stderr, "hvsim: unexpected argument '%s'\n",
+			    argv[optind]);
+		else
+			fprintf(stderr, "hvsim: --socket PATH is required\n");
+		usage(stderr);
+		return 2;
+	}
+	if (host_topo) {
+		rc = topo_host(&hn, &hc, &ht);
+		if (rc < 0) {
+			fprintf(stderr, "hvsim: cannot read this machine's "
+			    "topology: %s\n", strerror(-rc));
+			return 1;
+		}
+		if (!set_nodes)
+			cfg.nodes = hn;
+		if (!set_cpus)
+			cfg.cpus_per_node = hc;
+		if (!set_tpc)
+			cfg.threads_per_core = ht;
+	}
+	if (cfg.cpus_per_node % cfg.threads_per_core ||
+	    (uint64_t)cfg.nodes * cfg.cpus_per_node > HV_MAX_CPUS) {
+		fprintf(stderr, "hvsim: %u CPUs per node cannot be split into "
+		    "cores of %u threads, or more than %u CPUs in all\n",
+		    cfg.cpus_per_node, cfg.threads_per_core, HV_MAX_CPUS);
+		return 2;
+	}
+	if ((cfg.mem_per_node >> HV_PAGE_SHIFT) > (1ull << 32) - CHUNK_PAGES) {
+		fprintf(stderr, "hvsim: --mem-per-node: at most 16T per node\n");
+		return 2;
+	}
+	if (cfg.backing == HV_BACKING_REAL) {
+		uint64_t phys = (uint64_t)sysconf(_SC_PHYS_PAGES) *
+		    (uint64_t)sysconf(_SC_PAGESIZE);
+
+		/* Real memory beyond this machine's would end in the OOM killer. */
+		if (cfg.nodes * cfg.mem_per_node > phys / 10 * 9) {
+			fprintf(stderr, "hvsim: %u x %llu MiB of real memory "
+			    "does not fit this machine (%llu MiB); use "
+			    "--backing phantom\n", cfg.nodes,
+			    (unsigned long long)(cfg.mem_per_node >> 20),
+			    (unsigned long long)(phys >> 20));
+			return 2;
+		}
+	}
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sa.sa_handler = SIG_IGN;
+	sigaction(SIGPIPE, &sa, NULL);
+
+	lfd = server_listen(cfg.socket_path);
+	if (lfd < 0) {
+		fprintf(stderr, "hvsim: %s: %s\n", cfg.socket_path,
+		    strerror(-lfd));
+		return 1;
+	}
+	rc = hv_init(&hv, &cfg);
+	if (rc < 0) {
+		fprintf(stderr, "hvsim: cannot set up the host: %s\n",
+		    strerror(-rc));
+		close(lfd);
+		unlink(cfg.socket_path);
+		return 1;
+	}
+	hv_log(hv, "serving %s: %u nodes x %u CPUs (%u per core), %llu MiB "
+	    "per node, %s memory, flush mode %s, %u scrub workers",
+	    cfg.socket_path, cfg.nodes, cfg.cpus_per_node, cfg.threads_per_core,
+	    (unsigned long long)(cfg.mem_per_node >> 20),
+	    cfg.backing == HV_BACKING_REAL ? "real" : "phantom",
+	    cfg.flush_mode == HV_FLUSH_BATCH ? "batch" : "alloc",
+	    hv->nr_workers);
+	rc = server_run(hv, lfd, &stop);
+	close(lfd);
+	unlink(cfg.socket_path);
+	hv_fini(hv);
+	return rc < 0 ? 1 : 0;
+}

@@ -1,0 +1,578 @@
+/*
+ * server.c - hvsim's Unix socket: framing, validation and dispatch.
+ *
+ * One thread per connection, at most max_conns of them.  Every request is
+ * checked before it reaches a handler: magic, version, payload length
+ * against HV_MAX_PAYLOAD and against the op's fixed or counted size,
+ * padding.  A bad request gets an error reply; when the framing itself
+ * cannot be trusted (wrong magic, oversized length) the reply is followed
+ * by closing that connection, since the next header's position is
+ * unknown.  Nothing a client sends can crash hvsim or touch the heap
+ * before it is validated.
+ */
+#include <errno.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/uio.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "hvsim.h"
+
+typedef int (*op_fn)(struct hv *hv, const void *req, size_t len, void *rep,
+    size_t *ret_len, int *ret_fd);
+
+struct op_desc {
+	size_t req_len;		/* fixed size, or the minimum if counted */
+	bool counted;		/* a trailing array sized by a count */
+	op_fn fn;
+};
+
+static int
+op_hello(struct hv *hv, const void *req, size_t len, void *rep,
+    size_t *ret_len, int *ret_fd)
+{
+	struct hv_hello_reply *r = rep;
+
+	(void)req, (void)len, (void)ret_fd;
+	memset(r, 0, sizeof(*r));
+	r->abi_version = HV_ABI_VERSION;
+	r->caps = HV_CAP_POPULATE_BATCH | HV_CAP_SCRUB_PROGRESS |
+	    HV_CAP_COUNTERS | HV_CAP_SHADOW | HV_CAP_CLAIMS |
+	    (hv->mem.backing == HV_BACKING_REAL ? HV_CAP_MAP : 0);
+	r->backing = hv->mem.backing;
+	r->flush_mode = hv->cfg.flush_mode;
+	r->shadow_threshold = hv->cfg.shadow_threshold;
+	r->boot_time_ns = hv->boot_time_ns;
+	strncpy(r->name, HVSIM_NAME, HV_NAME_LEN - 1);
+	*ret_len = sizeof(*r);
+	return 0;
+}
+
+static int
+op_host_info(struct hv *hv, const void *req, size_t len, void *rep,
+    size_t *ret_len, int *ret_fd)
+{
+	struct hv_host_info *r = rep;
+	struct hv_node_info *ni = (struct hv_node_info *)(r + 1);
+	struct hv_cpu_info *ci;
+	uint32_t i;
+
+	(void)req, (void)len, (void)ret_fd;
+	memset(r, 0, sizeof(*r));
+	r->nr_nodes = hv->topo.nr_nodes;
+	r->nr_cpus = hv->topo.nr_cpus;
+	r->threads_per_core = hv->topo.threads_per_core;
+	r->cores_per_node = hv->topo.cores_per_node;
+	r->total_pages = hv->heap.total_pages;
+	r->outstanding_claims = dom_outstanding_total(hv);
+	r->max_mfn = hv->heap.total_pages - 1;
+	for (i = 0; i < r->nr_nodes; i++) {
+		struct hnode *n = &hv->heap.nodes[i];
+
+		ni[i] = (struct hv_node_info){
+			.node = i,
+			.nr_cpus = hv->topo.cores_per_node *
+			    hv->topo.threads_per_core,
+			.first_mfn = n->first_mfn,
+			.total_pages = n->pages,
+			.free_pages = heap_free_pages(&hv->heap, i),
+		};
+		r->free_pages += ni[i].free_pages;
+	}
+	ci = (struct hv_cpu_info *)(ni + r->nr_nodes);
+	memcpy(ci, hv->topo.cpus, r->nr_cpus * sizeof(*ci));
+	*ret_len = sizeof(*r) + r->nr_nodes * sizeof(*ni) +
+	    r->nr_cpus * sizeof(*ci);
+	return 0;
+}
+
+static int
+op_create(struct hv *hv, const void *req, size_t len, void *rep,
+    size_t *ret_len, int *ret_fd)
+{
+	struct hv_domain_create_reply *r = rep;
+	hv_domid_t id;
+	int rc;
+
+	(void)len, (void)ret_fd;
+	rc = dom_create(hv, req, &id);
+	if (rc < 0)
+		return rc;
+	*r = (struct hv_domain_create_reply){ .domid = id };
+	*ret_len = sizeof(*r);
+	return 0;
+}
+
+static int
+op_domid(struct hv *hv, uint16_t op, const void *req)
+{
+	const struct hv_domid *q = req;
+
+	if (q->pad)
+		return -EINVAL;
+	switch (op) {
+	case HV_OP_DOMAIN_DESTROY:
+		return dom_destroy(hv, q->domid);
+	case HV_OP_DOMAIN_PAUSE:
+		return dom_pause(hv, q->domid, true);
+	default:
+		return dom_pause(hv, q->domid, false);
+	}
+}
+
+static int
+op_destroy(struct hv *hv, const void *req, size_t len, void *rep,
+    size_t *ret_len, int *ret_fd)
+{
+	(void)len, (void)rep, (void)ret_len, (void)ret_fd;
+	return op_domid(hv, HV_OP_DOMAIN_DESTROY, req);
+}
+
+static int
+op_pause(struct hv *hv, const void *req, size_t len, void *rep,
+    size_t *ret_len, int *ret_fd)
+{
+	(void)len, (void)rep, (void)ret_len, (void)ret_fd;
+	return op_domid(hv, HV_OP_DOMAIN_PAUSE, req);
+}
+
+static int
+op_unpause(struct hv *hv, const void *req, size_t len, void *rep,
+    size_t *ret_len, int *ret_fd)
+{
+	(void)len, (void)rep, (void)ret_len, (void)ret_fd;
+	return op_domid(hv, HV_OP_DOMAIN_UNPAUSE, req);
+}
+
+static int
+op_list(struct hv *hv, const void *req, size_t len, void *rep,
+    size_t *ret_len, int *ret_fd)
+{
+	struct hv_domain_list_reply *r = rep;
+	uint32_t nr = 0, more = 0;
+	int rc;
+
+	(void)len, (void)ret_fd;
+	rc = dom_list(hv, req, (struct hv_domain_info *)(r + 1), &nr, &more);
+	if (rc < 0)
+		return rc;
+	r->nr = nr;
+	r->more = more;
+	*ret_len = sizeof(*r) + nr * sizeof(struct hv_domain_info);
+	return 0;
+}
+
+static int
+op_set(struct hv *hv, uint16_t op, const void *req)
+{
+	const struct hv_domain_set *q = req;
+
+	if (q->pad)
+		return -EINVAL;
+	return dom_set(hv, op, q->domid, q->value);
+}
+
+static int
+op_max_vcpus(struct hv *hv, const void *req, size_t len, void *rep,
+    size_t *ret_len, int *ret_fd)
+{
+	(void)len, (void)rep, (void)ret_len, (void)ret_fd;
+	return op_set(hv, HV_OP_DOMAIN_MAX_VCPUS, req);
+}
+
+static int
+op_max_mem(struct hv *hv, const void *req, size_t len, void *rep,
+    size_t *ret_len, int *ret_fd)
+{
+	(void)len, (void)rep, (void)ret_len, (void)ret_fd;
+	return op_set(hv, HV_OP_DOMAIN_MAX_MEM, req);
+}
+
+static int
+op_claim(struct hv *hv, const void *req, size_t len, void *rep,
+    size_t *ret_len, int *ret_fd)
+{
+	(void)len, (void)rep, (void)ret_len, (void)ret_fd;
+	return op_set(hv, HV_OP_CLAIM, req);
+}
+
+static int
+op_populate(struct hv *hv, const void *req, size_t len, void *rep,
+    size_t *ret_len, int *ret_fd)
+{
+	const struct hv_populate *q = req;
+	int rc;
+
+	(void)ret_fd;
+	if (q->nr_extents > HV_MAX_EXTENTS ||
+	    len != sizeof(*q) + q->nr_extents * sizeof(struct hv_extent))
+		return -EINVAL;
+	rc = populate(hv, q, (const struct hv_extent *)(q + 1), rep);
+	/* A failed call still says how far it got. */
+	*ret_len = sizeof(struct hv_populate_reply);
+	return rc;
+}
+
+static int
+op_map(struct hv *hv, const void *req, size_t len, void *rep,
+    size_t *ret_len, int *ret_fd)
+{
+	const struct hv_map *q = req;
+	struct hv_map_reply *r = rep;
+	int rc;
+
+	(void)len;
+	rc = dom_map(hv, q->domid, q->gfn, q->nr, (uint64_t *)(r + 1));
+	if (rc < 0)
+		return rc;
+	r->nr = q->nr;
+	r->has_fd = 1;
+	*ret_fd = hv->mem.fd;
+	*ret_len = sizeof(*r) + (size_t)q->nr * sizeof(uint64_t);
+	return 0;
+}
+
+static int
+op_scrub(struct hv *hv, const void *req, size_t len, void *rep,
+    size_t *ret_len, int *ret_fd)
+{
+	struct hv_scrub_reply *r = rep;
+	struct hv_scrub_node *sn = (struct hv_scrub_node *)(r + 1);
+	uint32_t i;
+
+	(void)req, (void)len, (void)ret_fd;
+	memset(r, 0, sizeof(*r));
+	r->nr_nodes = hv->heap.nr_nodes;
+	r->now_ns = hv_now_ns();
+	for (i = 0; i < r->nr_nodes; i++)
+		scrub_node_progress(hv, i, &sn[i]);
+	*ret_len = sizeof(*r) + r->nr_nodes * sizeof(*sn);
+	return 0;
+}
+
+static int
+op_counters(struct hv *hv, const void *req, size_t len, void *rep,
+    size_t *ret_len, int *ret_fd)
+{
+	const uint64_t *src = (const uint64_t *)&hv->ctr;
+	uint64_t *dst = rep;
+	size_t i;
+
+	(void)req, (void)len, (void)ret_fd;
+	for (i = 0; i < sizeof(hv->ctr) / sizeof(uint64_t); i++)
+		dst[i] = ATOMIC_LOAD(&src[i]);
+	((struct hv_counters *)rep)->version = HV_ABI_VERSION;
+	((struct hv_counters *)rep)->pad = 0;
+	*ret_len = sizeof(hv->ctr);
+	return 0;
+}
+
+static int
+op_shadow(struct hv *hv, const void *req, size_t len, void *rep,
+    size_t *ret_len, int *ret_fd)
+{
+	const struct hv_shadow_workload *q = req;
+	struct domain *d;
+	int rc;
+
+	(void)len, (void)ret_fd;
+	d = dom_get(hv, q->domid);
+	if (!d)
+		return -ESRCH;
+	if (d->flags & HV_DOMF_HAP)
+		rc = -EOPNOTSUPP;	/* HAP guests are not shadow-paged */
+	else if (ATOMIC_LOAD(&d->state) != HV_DOMSTATE_RUNNING || !d->sh)
+		rc = -EBUSY;
+	else
+		rc = shadow_run(hv, d->sh, q->pattern, q->nr_writes, rep);
+	dom_put(hv, d);
+	if (rc == 0)
+		*ret_len = sizeof(struct hv_shadow_workload_reply);
+	return rc;
+}
+
+static const struct op_desc ops[HV_OP_MAX] = {
+	[HV_OP_HELLO] = { 0, false, op_hello },
+	[HV_OP_HOST_INFO] = { 0, false, op_host_info },
+	[HV_OP_DOMAIN_CREATE] = { sizeof(struct hv_domain_create), false,
+	    op_create },
+	[HV_OP_DOMAIN_DESTROY] = { sizeof(struct hv_domid), false, op_destroy },
+	[HV_OP_DOMAIN_PAUSE] = { sizeof(struct hv_domid), false, op_pause },
+	[HV_OP_DOMAIN_UNPAUSE] = { sizeof(struct hv_domid), false, op_unpause },
+	[HV_OP_DOMAIN_LIST] = { sizeof(struct hv_domain_list), false, op_list },
+	[HV_OP_DOMAIN_MAX_VCPUS] = { sizeof(struct hv_domain_set), false,
+	    op_max_vcpus },
+	[HV_OP_DOMAIN_MAX_MEM] = { sizeof(struct hv_domain_set), false,
+	    op_max_mem },
+	[HV_OP_CLAIM] = { sizeof(struct hv_domain_set), false, op_claim },
+	[HV_OP_POPULATE] = { sizeof(struct hv_populate), true, op_populate },
+	[HV_OP_MAP] = { sizeof(struct hv_map), false, op_map },
+	[HV_OP_SCRUB_PROGRESS] = { 0, false, op_scrub },
+	[HV_OP_COUNTERS] = { 0, false, op_counters },
+	[HV_OP_SHADOW_WORKLOAD] = { sizeof(struct hv_shadow_workload), false,
+	    op_shadow },
+};
+
+int
+server_dispatch(struct hv *hv, uint16_t op, const void *req, size_t len,
+    void *rep, size_t *ret_len, int *ret_fd)
+{
+	const struct op_desc *d;
+
+	*ret_len = 0;
+	*ret_fd = -1;
+	if (op == 0 || op >= HV_OP_MAX || !ops[op].fn)
+		return -ENOSYS;
+	d = &ops[op];
+	if (d->counted ? len < d->req_len : len != d->req_len)
+		return -EINVAL;
+	return d->fn(hv, req, len, rep, ret_len, ret_fd);
+}
+
+/* ------------------------------------------------------------------ */
+
+struct conn {
+	struct hv *hv;
+	int fd;
+	uint32_t slot;
+};
+
+static pthread_mutex_t conn_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t conn_gone = PTHREAD_COND_INITIALIZER;
+static int *conn_fds;		/* [max_conns], -1 when free */
+static uint32_t nr_conns;
+
+static int
+read_full(int fd, void *buf, size_t len)
+{
+	char *p = buf;
+
+	while (len > 0) {
+		ssize_t n = read(fd, p, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n == 0 ? -ECONNRESET : -errno;
+		p += n;
+		len -= n;
+	}
+	return 0;
+}
+
+static int
+send_reply(int fd, const struct hv_msg_hdr *req, int status,
+    const void *payload, size_t len, int pass_fd)
+{
+	struct hv_msg_hdr h = {
+		.magic = HV_MSG_MAGIC,
+		.version = HV_ABI_VERSION,
+		.op = req->op,
+		.len = (uint32_t)len,
+		.status = status,
+		.seq = req->seq,
+	};
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} cbuf;
+	struct iovec iov[2] = {
+		{ .iov_base = &h, .iov_len = sizeof(h) },
+		{ .iov_base = (void *)payload, .iov_len = len },
+	};
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
+	size_t total = sizeof(h) + len;
+
+	if (pass_fd >= 0) {
+		struct cmsghdr *cm;
+
+		memset(&cbuf, 0, sizeof(cbuf));
+		mh.msg_control = cbuf.buf;
+		mh.msg_controllen = sizeof(cbuf.buf);
+		cm = CMSG_FIRSTHDR(&mh);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
+	}
+	while (total > 0) {
+		ssize_t n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -errno;
+		total -= n;
+		/* The descriptor went with the first bytes. */
+		mh.msg_control = NULL;
+		mh.msg_controllen = 0;
+		while (mh.msg_iovlen > 0 && (size_t)n >= mh.msg_iov->iov_len) {
+			n -= mh.msg_iov->iov_len;
+			mh.msg_iov++;
+			mh.msg_iovlen--;
+		}
+		if (mh.msg_iovlen > 0) {
+			mh.msg_iov->iov_base = (char *)mh.msg_iov->iov_base + n;
+			mh.msg_iov->iov_len -= n;
+		}
+	}
+	return 0;
+}
+
+static void *
+conn_main(void *arg)
+{
+	struct conn *c = arg;
+	struct hv *hv = c->hv;
+	void *req = malloc(HV_MAX_PAYLOAD), *rep = malloc(HV_MAX_PAYLOAD);
+	struct hv_msg_hdr h;
+
+	while (req && rep) {
+		size_t rlen;
+		int status, pfd;
+
+		if (read_full(c->fd, &h, sizeof(h)) < 0)
+			break;
+		if (h.magic != HV_MSG_MAGIC) {
+			send_reply(c->fd, &h, -EPROTO, NULL, 0, -1);
+			break;
+		}
+		if (h.len > HV_MAX_PAYLOAD) {
+			send_reply(c->fd, &h, -EMSGSIZE, NULL, 0, -1);
+			break;
+		}
+		if (read_full(c->fd, req, h.len) < 0)
+			break;
+		if (h.version != HV_ABI_VERSION) {
+			status = -EPROTO;
+			rlen = 0;
+			pfd = -1;
+		} else {
+			status = server_dispatch(hv, h.op, req, h.len, rep,
+			    &rlen, &pfd);
+		}
+		if (hv->cfg.verbose)
+			hv_log(hv, "conn %u: op %u len %u -> %d", c->slot,
+			    h.op, h.len, status);
+		if (send_reply(c->fd, &h, status, rep, rlen, pfd) < 0)
+			break;
+	}
+	free(req);
+	free(rep);
+	/* Closed under the lock, so that shutdown never hits a reused fd. */
+	pthread_mutex_lock(&conn_lock);
+	close(c->fd);
+	conn_fds[c->slot] = -1;
+	nr_conns--;
+	pthread_cond_broadcast(&conn_gone);
+	pthread_mutex_unlock(&conn_lock);
+	free(c);
+	return NULL;
+}
+
+int
+server_listen(const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct stat st;
+	int fd, rc;
+
+	if (strlen(path) >= sizeof(sun.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sun.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	/* A stale socket of a dead hvsim is replaced, a live one is not. */
+	if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode)) {
+		if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) == 0) {
+			rc = -EADDRINUSE;
+			goto fail;
+		}
+		unlink(path);
+		close(fd);
+		fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			return -errno;
+	}
+	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
+	    chmod(path, 0660) < 0 || listen(fd, 128) < 0) {
+		rc = -errno;
+		goto fail;
+	}
+	return fd;
+
+fail:
+	close(fd);
+	return rc;
+}
+
+int
+server_run(struct hv *hv, int lfd, volatile int *stop)
+{
+	uint32_t max = hv->cfg.max_conns, i;
+	pthread_attr_t attr;
+	int rc = 0;
+
+	conn_fds = malloc(max * sizeof(*conn_fds));
+	if (!conn_fds)
+		return -ENOMEM;
+	for (i = 0; i < max; i++)
+		conn_fds[i] = -1;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	pthread_attr_setstacksize(&attr, 256 * 1024);
+	while (!*stop) {
+		struct pollfd pfd = { .fd = lfd, .events = POLLIN };
+		struct conn *c;
+		pthread_t th;
+		int fd;
+
+		if (poll(&pfd, 1, 200) <= 0)
+			continue;
+		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		if (fd < 0)
+			continue;
+		pthread_mutex_lock(&conn_lock);
+		for (i = 0; i < max && conn_fds[i] >= 0; i++)
+			;
+		if (i == max) {
+			/* Bounded: refuse rather than grow without limit. */
+			pthread_mutex_unlock(&conn_lock);
+			hv_log(hv, "connection refused: %u connections", max);
+			close(fd);
+			continue;
+		}
+		conn_fds[i] = fd;
+		nr_conns++;
+		pthread_mutex_unlock(&conn_lock);
+		c = malloc(sizeof(*c));
+		if (c) {
+			*c = (struct conn){ .hv = hv, .fd = fd, .slot = i };
+			if (pthread_create(&th, &attr, conn_main, c) == 0)
+				continue;
+			free(c);
+		}
+		pthread_mutex_lock(&conn_lock);
+		conn_fds[i] = -1;
+		nr_conns--;
+		pthread_mutex_unlock(&conn_lock);
+		close(fd);
+	}
+	pthread_attr_destroy(&attr);
+	/* Wake every connection and wait until they have all gone. */
+	pthread_mutex_lock(&conn_lock);
+	for (i = 0; i < max; i++)
+		if (conn_fds[i] >= 0)
+			shutdown(conn_fds[i], SHUT_RDWR);
+	while (nr_conns > 0)
+		pthread_cond_wait(&conn_gone, &conn_lock);
+	pthread_mutex_unlock(&conn_lock);
+	free(conn_fds);
+	conn_fds = NULL;
+	return rc;
+}
