@@ -55,11 +55,12 @@ int vmb__place(const struct vmb_host *host, const struct vmb_scrub *scrub,
     const struct vmb_guest *guest, struct vmb_placement *ret_placement);
 
 /* populate.c */
-#define VMB_ORDER_1G		18
-#define VMB_ORDER_2M		9
+#define VMB_EXT_ORDER_1G	18
+#define VMB_EXT_ORDER_2M	9
 #define VMB_BATCH_BYTES_DEFAULT	(256u << 20)
 #define VMB_INFLIGHT_DEFAULT	2
 #define VMB_INFLIGHT_MAX	16
+#define VMB_BATCH_EXTENTS_MAX	4096	/* HV_MAX_EXTENTS: one call per batch */
 
 /*
  * Split [gfn, gfn+pages) into extents of the largest orders its alignment
@@ -74,6 +75,7 @@ struct vmb__populate_job {
 	void	*priv;
 	uint32_t domid;
 	const struct vmb_placement *placement;
+	const struct vmb_host *host;	/* for pinning; may be NULL */
 	enum vmb_populate_strategy strategy;
 	uint32_t batch_bytes;		/* engine: bytes per batch (upper bound) */
 	uint32_t inflight;		/* engine: batches in flight per node */

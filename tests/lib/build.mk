@@ -1,4 +1,12 @@
 # tests/lib/build.mk - tests of libvmbuild: config goldens, placement,
 # extent splitting, the ELF loader, and builds against a real hvsim.
-TESTS += tests/lib/config-golden.sh
-TESTS_DEPS += $(BIN)/vmb-config-check
+LIBTEST_BIN := $(B)/tests/lib
+LIBTEST_PROGS := $(LIBTEST_BIN)/test_placement $(LIBTEST_BIN)/test_populate_plan \
+	$(LIBTEST_BIN)/test_loader $(LIBTEST_BIN)/test_build_sim
+
+$(LIBTEST_BIN)/%: $(OBJ)/tests/lib/%.o $(LIBVMB_LIB) $(LIB)/libhvclient.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBVMB_LDLIBS) $(shell $(PKG) --libs cmocka)
+
+TESTS += tests/lib/config-golden.sh $(LIBTEST_PROGS)
+TESTS_DEPS += $(BIN)/vmb-config-check $(LIBTEST_PROGS)

@@ -1,0 +1,614 @@
+/*
+ * backend_sim.c - the "sim" backend: hvsim over its Unix socket.
+ *
+ * An hvclient connection carries one request at a time, while the ops
+ * here are called from many threads at once (one populate worker per
+ * node and several batches in flight on each).  So the backend keeps a
+ * mutex-protected pool of idle connections: a call takes one (or opens a
+ * new one), uses it alone, and gives it back.  A connection that saw a
+ * transport error is closed instead of being reused.
+ *
+ * hvsim executes no guest code: boot only records that the image is in
+ * place, and "running" means the hypervisor's state, not a guest's.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "vmbuild/hvclient.h"
+#include "vmb_internal.h"
+
+#define SIM_POOL_IDLE_MAX	64	/* idle connections kept open */
+
+struct sim {
+	char	*path;
+	pthread_mutex_t lock;
+	struct hvc *idle[SIM_POOL_IDLE_MAX];
+	size_t	nidle;
+	struct hv_hello_reply hello;
+	char	desc[128];
+};
+
+static int
+conn_get(struct sim *s, struct hvc **ret)
+{
+	struct hvc *c = NULL;
+
+	pthread_mutex_lock(&s->lock);
+	if (s->nidle)
+		c = s->idle[--s->nidle];
+	pthread_mutex_unlock(&s->lock);
+	if (c) {
+		*ret = c;
+		return 0;
+	}
+	return hvc_open(s->path, ret);
+}
+
+static bool
+transport_error(int rc)
+{
+	return rc == -ECONNRESET || rc == -EPIPE || rc == -EPROTO ||
+	    rc == -ENOTCONN || rc == -EIO || rc == -ETIMEDOUT ||
+	    rc == -EBADMSG;
+}
+
+/* Give a connection back; rc is the result of its last call. */
+static void
+conn_put(struct sim *s, struct hvc *c, int rc)
+{
+	if (!c)
+		return;
+	if (!transport_error(rc)) {
+		pthread_mutex_lock(&s->lock);
+		if (s->nidle < SIM_POOL_IDLE_MAX) {
+			s->idle[s->nidle++] = c;
+			c = NULL;
+		}
+		pthread_mutex_unlock(&s->lock);
+	}
+	hvc_close(c);
+}
+
+static void
+sim_close(void *priv)
+{
+	struct sim *s = priv;
+
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nidle; i++)
+		hvc_close(s->idle[i]);
+	pthread_mutex_destroy(&s->lock);
+	free(s->path);
+	free(s);
+}
+
+static int
+sim_open(const char *arg, void **ret_priv)
+{
+	struct sim *s;
+	struct hvc *c = NULL;
+	int rc;
+
+	if (!arg || !*arg)
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	pthread_mutex_init(&s->lock, NULL);
+	s->path = strdup(arg);
+	if (!s->path) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	rc = hvc_open(s->path, &c);
+	if (rc)
+		goto fail;
+	s->hello = *hvc_hello(c);
+	s->hello.name[sizeof(s->hello.name) - 1] = '\0';
+	snprintf(s->desc, sizeof(s->desc), "%s (%s, %s)", s->hello.name,
+	    s->hello.backing == HV_BACKING_REAL ? "real" : "phantom",
+	    s->hello.flush_mode == HV_FLUSH_ALLOC ? "alloc" : "batch");
+	conn_put(s, c, 0);
+	*ret_priv = s;
+	return 0;
+fail:
+	sim_close(s);
+	return rc;
+}
+
+static uint32_t
+sim_caps(void *priv)
+{
+	struct sim *s = priv;
+	uint32_t hc = s->hello.caps, caps = 0;
+
+	if (hc & HV_CAP_POPULATE_BATCH)
+		caps |= VMB_CAP_BATCH_POPULATE;
+	if (hc & HV_CAP_SCRUB_PROGRESS)
+		caps |= VMB_CAP_SCRUB_PROGRESS;
+	if (hc & HV_CAP_COUNTERS)
+		caps |= VMB_CAP_COUNTERS;
+	/* Phantom memory has no bytes to load an image into. */
+	if ((hc & HV_CAP_MAP) && s->hello.backing == HV_BACKING_REAL)
+		caps |= VMB_CAP_IMAGE_LOAD;
+	if (hc & HV_CAP_SHADOW)
+		caps |= VMB_CAP_SHADOW;
+	if (hc & HV_CAP_CLAIMS)
+		caps |= VMB_CAP_CLAIMS;
+	return caps;
+}
+
+static const char *
+sim_describe(void *priv)
+{
+	return ((struct sim *)priv)->desc;
+}
+
+static int
+sim_host_info(void *priv, struct vmb_host **ret_host)
+{
+	struct sim *s = priv;
+	struct hv_host_info *hi = NULL;
+	struct hv_node_info *ni;
+	struct hv_cpu_info *ci;
+	struct vmb_host *h = NULL;
+	struct hvc *c = NULL;
+	int rc;
+
+	rc = conn_get(s, &c);
+	if (rc)
+		return rc;
+	rc = hvc_host_info(c, &hi);
+	conn_put(s, c, rc);
+	if (rc)
+		return rc;
+	if (hi->nr_nodes == 0 || hi->nr_nodes > VMB_MAX_NODES) {
+		rc = -EPROTO;
+		goto out;
+	}
+	h = calloc(1, sizeof(*h));
+	if (!h || !(h->cpus = calloc(hi->nr_cpus ? hi->nr_cpus : 1,
+	    sizeof(*h->cpus)))) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	h->nr_nodes = hi->nr_nodes;
+	h->nr_cpus = hi->nr_cpus;
+	h->threads_per_core = hi->threads_per_core;
+	h->cores_per_node = hi->cores_per_node;
+	h->total_bytes = hi->total_pages << HV_PAGE_SHIFT;
+	h->free_bytes = hi->free_pages << HV_PAGE_SHIFT;
+	h->claimed_bytes = hi->outstanding_claims << HV_PAGE_SHIFT;
+	ni = hvc_host_nodes(hi);
+	for (uint32_t i = 0; i < hi->nr_nodes; i++) {
+		h->nodes[i].node = ni[i].node;
+		h->nodes[i].nr_cpus = ni[i].nr_cpus;
+		h->nodes[i].total_bytes = ni[i].total_pages << HV_PAGE_SHIFT;
+		h->nodes[i].free_bytes = ni[i].free_pages << HV_PAGE_SHIFT;
+	}
+	ci = hvc_host_cpus(hi);
+	for (uint32_t i = 0; i < hi->nr_cpus; i++) {
+		h->cpus[i] = (struct vmb_cpu){ .cpu = ci[i].cpu,
+		    .node = ci[i].node, .socket = ci[i].socket,
+		    .core = ci[i].core, .thread = ci[i].thread };
+	}
+	*ret_host = h;
+	h = NULL;
+out:
+	vmb_host_free(h);
+	free(hi);
+	return rc;
+}
+
+static int
+sim_scrub(void *priv, struct vmb_scrub *ret)
+{
+	struct sim *s = priv;
+	struct hv_scrub_reply *r = NULL;
+	struct hv_scrub_node *n;
+	struct hvc *c = NULL;
+	int rc;
+
+	rc = conn_get(s, &c);
+	if (rc)
+		return rc;
+	rc = hvc_scrub_progress(c, &r);
+	conn_put(s, c, rc);
+	if (rc)
+		return rc;
+	if (r->nr_nodes > VMB_MAX_NODES) {
+		free(r);
+		return -EPROTO;
+	}
+	memset(ret, 0, sizeof(*ret));
+	ret->have = VMB_SCRUB_HAVE_DIRTY | VMB_SCRUB_HAVE_SCRUBBED |
+	    VMB_SCRUB_HAVE_RATE | VMB_SCRUB_HAVE_BOOT;
+	ret->nr_nodes = r->nr_nodes;
+	n = hvc_scrub_nodes(r);
+	for (uint32_t i = 0; i < r->nr_nodes; i++) {
+		ret->nodes[i] = (struct vmb_scrub_node){
+			.node = n[i].node,
+			.workers = n[i].workers,
+			.total_bytes = n[i].total_pages << HV_PAGE_SHIFT,
+			.free_bytes = n[i].free_pages << HV_PAGE_SHIFT,
+			.dirty_bytes = n[i].dirty_pages << HV_PAGE_SHIFT,
+			.scrubbed_bytes_total =
+			    n[i].scrubbed_pages_total << HV_PAGE_SHIFT,
+			.rate_bytes_per_sec =
+			    n[i].rate_pages_per_sec << HV_PAGE_SHIFT,
+			.boot_scrub_done = n[i].boot_scrub_done != 0,
+		};
+	}
+	free(r);
+	return 0;
+}
+
+static int
+sim_counters(void *priv, struct vmb_counters *ret)
+{
+	struct sim *s = priv;
+	struct hv_counters hc;
+	struct hvc *c = NULL;
+	int rc;
+
+	rc = conn_get(s, &c);
+	if (rc)
+		return rc;
+	rc = hvc_counters(c, &hc);
+	conn_put(s, c, rc);
+	if (rc)
+		return rc;
+	memset(ret, 0, sizeof(*ret));
+	ret->have = VMB_CNT_HAVE_FLUSH | VMB_CNT_HAVE_POPULATE |
+	    VMB_CNT_HAVE_SCRUB;
+	if (s->hello.caps & HV_CAP_SHADOW)
+		ret->have |= VMB_CNT_HAVE_SHADOW;
+	for (int i = 0; i < VMB_FLUSH_CAUSE_MAX; i++) {
+		ret->tlb_flushes_issued[i] = hc.tlb_flushes_issued[i];
+		ret->tlb_flushes_filtered[i] = hc.tlb_flushes_filtered[i];
+	}
+	ret->tlb_filter_evaluations = hc.tlb_filter_evaluations;
+	ret->tlb_flush_cpu_ipis = hc.tlb_flush_cpu_ipis;
+	ret->populate_calls = hc.populate_calls;
+	ret->populate_preemptions = hc.populate_preemptions;
+	for (int i = 0; i < VMB_ORDER_CLASS_MAX; i++) {
+		ret->populate_extents[i] = hc.populate_extents[i];
+		ret->populate_pages[i] = hc.populate_pages[i];
+	}
+	ret->populate_pages_fallback = hc.populate_pages_fallback;
+	ret->scrub_pages_boot = hc.scrub_pages_boot;
+	ret->scrub_pages_background = hc.scrub_pages_background;
+	ret->scrub_pages_inline = hc.scrub_pages_inline;
+	for (int i = 0; i < VMB_UNSHADOW_REASON_MAX; i++)
+		ret->unshadow[i] = hc.unshadow[i];
+	ret->emulated_pt_writes = hc.emulated_pt_writes;
+	ret->shadow_faults = hc.shadow_faults;
+	ret->domains_created = hc.domains_created;
+	ret->domains_destroyed = hc.domains_destroyed;
+	return 0;
+}
+
+static int
+sim_domain_create(void *priv, const struct vmb_dom_config *cfg,
+    uint32_t *ret_domid)
+{
+	struct sim *s = priv;
+	struct hv_domain_create req;
+	struct hvc *c = NULL;
+	hv_domid_t domid;
+	int rc;
+
+	memset(&req, 0, sizeof(req));
+	req.flags = (cfg->hvm ? HV_DOMF_HVM : 0) | (cfg->hap ? HV_DOMF_HAP : 0);
+	req.max_vcpus = cfg->max_vcpus;
+	req.max_pages = cfg->max_pages;
+	memcpy(req.handle, cfg->uuid, sizeof(req.handle));
+	snprintf(req.name, sizeof(req.name), "%s", cfg->name);
+	rc = conn_get(s, &c);
+	if (rc)
+		return rc;
+	rc = hvc_domain_create(c, &req, &domid);
+	conn_put(s, c, rc);
+	if (!rc)
+		*ret_domid = domid;
+	return rc;
+}
+
+static int
+sim_domain_op(struct sim *s, uint16_t op, uint32_t domid)
+{
+	struct hvc *c = NULL;
+	int rc;
+
+	rc = conn_get(s, &c);
+	if (rc)
+		return rc;
+	rc = hvc_domain_op(c, op, domid);
+	conn_put(s, c, rc);
+	return rc;
+}
+
+static int
+sim_domain_destroy(void *priv, uint32_t domid)
+{
+	return sim_domain_op(priv, HV_OP_DOMAIN_DESTROY, domid);
+}
+
+static int
+sim_domain_pause(void *priv, uint32_t domid)
+{
+	return sim_domain_op(priv, HV_OP_DOMAIN_PAUSE, domid);
+}
+
+static int
+sim_domain_unpause(void *priv, uint32_t domid)
+{
+	return sim_domain_op(priv, HV_OP_DOMAIN_UNPAUSE, domid);
+}
+
+static enum vmb_domain_state
+sim_state(uint32_t st)
+{
+	switch (st) {
+	case HV_DOMSTATE_RUNNING:	return VMB_DOM_RUNNING;
+	case HV_DOMSTATE_DYING:		return VMB_DOM_DYING;
+	default:			return VMB_DOM_PAUSED;
+	}
+}
+
+static int
+sim_domain_list(void *priv, struct vmb_domain **ret_domains, size_t *ret_nr)
+{
+	struct sim *s = priv;
+	struct hv_domain_info *info = NULL;
+	struct vmb_domain *d = NULL;
+	struct hvc *c = NULL;
+	uint32_t nr = 0;
+	size_t n = 0;
+	int rc;
+
+	rc = conn_get(s, &c);
+	if (rc)
+		return rc;
+	rc = hvc_domain_list(c, &info, &nr);
+	conn_put(s, c, rc);
+	if (rc)
+		return rc;
+	if (nr) {
+		d = calloc(nr, sizeof(*d));
+		if (!d) {
+			free(info);
+			return -ENOMEM;
+		}
+	}
+	for (uint32_t i = 0; i < nr; i++) {
+		const struct hv_domain_info *hi = &info[i];
+		struct vmb_domain *o = &d[n];
+
+		if (hi->domid == 0)
+			continue;	/* the control domain */
+		n++;
+		o->domid = hi->domid;
+		o->state = sim_state(hi->state);
+		memcpy(o->uuid, hi->handle, sizeof(o->uuid));
+		snprintf(o->name, sizeof(o->name), "%.*s",
+		    (int)sizeof(hi->name), hi->name);
+		o->hap = (hi->flags & HV_DOMF_HAP) != 0;
+		o->vcpus = hi->max_vcpus;
+		o->memory_bytes = hi->tot_pages << HV_PAGE_SHIFT;
+		o->max_memory_bytes = hi->max_pages << HV_PAGE_SHIFT;
+		o->outstanding_bytes = hi->outstanding_pages << HV_PAGE_SHIFT;
+		o->cpu_time_ns = 0;	/* hvsim runs no guest code */
+		o->nr_nodes = VMB_MAX_NODES < HV_MAX_NODES ? VMB_MAX_NODES :
+		    HV_MAX_NODES;
+		for (uint32_t k = 0; k < o->nr_nodes; k++)
+			o->node_bytes[k] = hi->node_pages[k] << HV_PAGE_SHIFT;
+	}
+	free(info);
+	if (n == 0) {
+		free(d);
+		d = NULL;
+	}
+	*ret_domains = d;
+	*ret_nr = n;
+	return 0;
+}
+
+static int
+sim_claim(void *priv, uint32_t domid, uint64_t pages)
+{
+	struct sim *s = priv;
+	struct hvc *c = NULL;
+	int rc;
+
+	rc = conn_get(s, &c);
+	if (rc)
+		return rc;
+	rc = hvc_domain_set(c, HV_OP_CLAIM, domid, pages);
+	conn_put(s, c, rc);
+	return rc;
+}
+
+static enum vmb_order_class
+order_class(uint32_t order)
+{
+	return order == 0 ? VMB_ORDER_4K : order == HV_ORDER_2M ?
+	    VMB_ORDER_2M : order == HV_ORDER_1G ? VMB_ORDER_1G :
+	    VMB_ORDER_OTHER;
+}
+
+static int
+sim_populate(void *priv, uint32_t domid, uint32_t flags,
+    const struct vmb_extent *ext, size_t nr, struct vmb_populate_stats *st,
+    size_t *ret_done)
+{
+	struct sim *s = priv;
+	struct hv_populate_stats hs;
+	struct hv_extent *he = NULL;
+	struct hvc *c = NULL;
+	uint32_t hflags = 0, done = 0;
+	int rc;
+
+	*ret_done = 0;
+	if (nr == 0)
+		return 0;
+	if (nr > UINT32_MAX)
+		return -E2BIG;
+	he = calloc(nr, sizeof(*he));
+	if (!he)
+		return -ENOMEM;
+	for (size_t i = 0; i < nr; i++) {
+		he[i].gfn = ext[i].gfn;
+		he[i].order = (uint8_t)ext[i].order;
+		he[i].node = (uint16_t)(ext[i].node == VMB_NODE_ANY ?
+		    HV_NODE_ANY : ext[i].node);
+	}
+	if (flags & VMB_POPF_EXACT_NODE)
+		hflags |= HV_POPF_EXACT_NODE;
+	if (flags & VMB_POPF_ALLOW_DIRTY)
+		hflags |= HV_POPF_ALLOW_DIRTY;
+	memset(&hs, 0, sizeof(hs));
+	rc = conn_get(s, &c);
+	if (rc)
+		goto out;
+	rc = hvc_populate(c, domid, hflags, he, (uint32_t)nr, &hs, &done);
+	conn_put(s, c, rc);
+	if (rc == 0)
+		done = (uint32_t)nr;
+	if (done > nr)
+		done = (uint32_t)nr;
+	/* hvclient slices a list into requests of HV_MAX_EXTENTS. */
+	st->calls += (nr + HV_MAX_EXTENTS - 1) / HV_MAX_EXTENTS;
+	st->pages_scrubbed_inline += hs.pages_scrubbed_inline;
+	st->pages_fallback += hs.pages_fallback;
+	st->flushes_issued += hs.flushes_issued;
+	st->flushes_avoided += hs.flushes_avoided;
+	st->filter_evaluations += hs.filter_evaluations;
+	for (uint32_t i = 0; i < done; i++) {
+		st->extents[order_class(ext[i].order)]++;
+		if (ext[i].node < VMB_MAX_NODES)
+			st->node_bytes[ext[i].node] +=
+			    VMB_PAGE_SIZE << ext[i].order;
+	}
+	*ret_done = done;
+out:
+	free(he);
+	return rc;
+}
+
+static int
+sim_map(void *priv, uint32_t domid, uint64_t gfn, size_t nr, void **ret_addr)
+{
+	struct sim *s = priv;
+	uint64_t *mfns = NULL;
+	struct hvc *c = NULL;
+	uint8_t *base;
+	size_t at = 0;
+	int rc, fd = -1;
+
+	if (nr == 0)
+		return -EINVAL;
+	/* Reserve the whole range, then map runs of frames into it. */
+	base = mmap(NULL, nr << VMB_PAGE_SHIFT, PROT_NONE,
+	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (base == MAP_FAILED)
+		return -errno;
+	mfns = malloc((nr < HV_MAX_MAP_PAGES ? nr : HV_MAX_MAP_PAGES) *
+	    sizeof(*mfns));
+	if (!mfns) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rc = conn_get(s, &c);
+	if (rc)
+		goto out;
+	while (at < nr) {
+		uint32_t n = nr - at < HV_MAX_MAP_PAGES ? (uint32_t)(nr - at) :
+		    HV_MAX_MAP_PAGES;
+
+		rc = hvc_map(c, domid, gfn + at, n, mfns, &fd);
+		if (rc)
+			break;
+		if (fd < 0) {
+			rc = -EOPNOTSUPP;
+			break;
+		}
+		for (uint32_t i = 0; i < n; ) {
+			uint32_t run = 1;
+			void *p;
+
+			while (i + run < n && mfns[i + run] == mfns[i] + run)
+				run++;
+			p = mmap(base + ((at + i) << VMB_PAGE_SHIFT),
+			    (size_t)run << VMB_PAGE_SHIFT,
+			    PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
+			    (off_t)(mfns[i] << VMB_PAGE_SHIFT));
+			if (p == MAP_FAILED) {
+				rc = -errno;
+				break;
+			}
+			i += run;
+		}
+		close(fd);
+		fd = -1;
+		if (rc)
+			break;
+		at += n;
+	}
+	conn_put(s, c, rc);
+out:
+	free(mfns);
+	if (rc) {
+		munmap(base, nr << VMB_PAGE_SHIFT);
+		return rc;
+	}
+	*ret_addr = base;
+	return 0;
+}
+
+static void
+sim_unmap(void *priv, void *addr, size_t nr)
+{
+	(void)priv;
+	if (addr)
+		munmap(addr, nr << VMB_PAGE_SHIFT);
+}
+
+/*
+ * hvsim has no vCPUs to load a context into and runs no guest code; the
+ * image and start info are in guest memory, which is all there is to do.
+ */
+static int
+sim_boot(void *priv, uint32_t domid, const struct vmb_boot *boot)
+{
+	(void)priv;
+	(void)domid;
+	(void)boot;
+	return 0;
+}
+
+const struct vmb_backend_ops vmb_backend_sim = {
+	.name = "sim",
+	.open = sim_open,
+	.close = sim_close,
+	.caps = sim_caps,
+	.describe = sim_describe,
+	.host_info = sim_host_info,
+	.scrub = sim_scrub,
+	.counters = sim_counters,
+	.domain_create = sim_domain_create,
+	.domain_destroy = sim_domain_destroy,
+	.domain_pause = sim_domain_pause,
+	.domain_unpause = sim_domain_unpause,
+	.domain_list = sim_domain_list,
+	.claim = sim_claim,
+	.populate = sim_populate,
+	.map = sim_map,
+	.unmap = sim_unmap,
+	.boot = sim_boot,
+};

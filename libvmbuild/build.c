@@ -1,0 +1,332 @@
+/*
+ * build.c - building a domain, phase by phase, and undoing it on failure.
+ *
+ *   place     read the kernel (a bad image fails before anything exists),
+ *             then choose nodes from host, scrub and domain state
+ *   create    the domain, paused, with the guest's UUID as its handle, so
+ *             a restarted daemon can tell its domains from others
+ *   claim     reserve the memory: if it is not there, fail now, not after
+ *             populating most of it
+ *   populate  the engine or the libxl pattern (populate.c)
+ *   load      kernel, ramdisk, command line, start info (loader.c)
+ *   boot      the backend's last step, then unpause unless start_paused
+ *
+ * Any failure, or a cancel seen between or inside phases, destroys the
+ * domain; the hypervisor then owns freeing (and scrubbing) its pages.
+ * The undo checks that the domain is really gone.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vmb_internal.h"
+
+struct vmb_build {
+	struct vmb_ctx *ctx;
+	struct vmb_guest *guest;
+	struct vmb_build_opts opts;
+	vmb_progress_fn *progress;
+	void	*user;
+	atomic_bool cancel;
+	atomic_bool running;
+};
+
+const char *
+vmb_populate_strategy_name(enum vmb_populate_strategy s)
+{
+	switch (s) {
+	case VMB_POPULATE_ENGINE:	return "engine";
+	case VMB_POPULATE_LIBXL:	return "libxl";
+	}
+	return "unknown";
+}
+
+int
+vmb_populate_strategy_parse(const char *name,
+    enum vmb_populate_strategy *ret_strategy)
+{
+	if (!name || !ret_strategy)
+		return -EINVAL;
+	if (!strcmp(name, "engine"))
+		*ret_strategy = VMB_POPULATE_ENGINE;
+	else if (!strcmp(name, "libxl"))
+		*ret_strategy = VMB_POPULATE_LIBXL;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+const char *
+vmb_build_phase_name(enum vmb_build_phase phase)
+{
+	static const char *const names[] = {
+		[VMB_PHASE_PLACE] = "place",
+		[VMB_PHASE_CREATE] = "create",
+		[VMB_PHASE_CLAIM] = "claim",
+		[VMB_PHASE_POPULATE] = "populate",
+		[VMB_PHASE_LOAD] = "load",
+		[VMB_PHASE_BOOT] = "boot",
+		[VMB_PHASE_DONE] = "done",
+		[VMB_PHASE_UNDO] = "undo",
+	};
+
+	if ((unsigned)phase >= sizeof(names) / sizeof(names[0]))
+		return "unknown";
+	return names[phase];
+}
+
+int
+vmb_build_new(struct vmb_ctx *ctx, const struct vmb_guest *guest,
+    const struct vmb_build_opts *opts, vmb_progress_fn *progress, void *user,
+    struct vmb_build **ret_build)
+{
+	struct vmb_build *b;
+	int rc;
+
+	if (!ctx || !guest || !ret_build || guest->memory_bytes == 0 ||
+	    guest->memory_bytes % VMB_PAGE_SIZE || !guest->kernel ||
+	    guest->vcpus == 0)
+		return -EINVAL;
+	if (opts && opts->strategy != VMB_POPULATE_ENGINE &&
+	    opts->strategy != VMB_POPULATE_LIBXL)
+		return -EINVAL;
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	rc = vmb_guest_copy(guest, &b->guest);
+	if (rc) {
+		free(b);
+		return rc;
+	}
+	b->ctx = ctx;
+	if (opts)
+		b->opts = *opts;
+	b->progress = progress;
+	b->user = user;
+	atomic_init(&b->cancel, false);
+	atomic_init(&b->running, false);
+	*ret_build = b;
+	return 0;
+}
+
+void
+vmb_build_cancel(struct vmb_build *b)
+{
+	if (b)
+		atomic_store(&b->cancel, true);
+}
+
+void
+vmb_build_free(struct vmb_build *b)
+{
+	if (!b)
+		return;
+	vmb_guest_free(b->guest);
+	free(b);
+}
+
+static void
+report(struct vmb_build *b, enum vmb_build_phase phase, uint32_t domid,
+    uint64_t done)
+{
+	struct vmb_progress p = { .phase = phase, .domid = domid, .done = done,
+	    .total = b->guest->memory_bytes };
+
+	if (b->progress)
+		b->progress(b->user, &p);
+}
+
+/* Destroy the half-built domain and check it is gone. */
+static int
+undo(struct vmb_build *b, uint32_t domid)
+{
+	const struct vmb_backend_ops *ops = b->ctx->ops;
+	struct vmb_domain d;
+	int rc;
+
+	rc = ops->domain_destroy(b->ctx->priv, domid);
+	if (rc && rc != -ESRCH) {
+		/* A transient transport error: one more try on a new connection. */
+		rc = ops->domain_destroy(b->ctx->priv, domid);
+	}
+	if (rc == -ESRCH)
+		rc = 0;
+	if (!rc) {
+		int r = vmb_domain_get(b->ctx, domid, &d);
+
+		/* Gone, or dying (its pages are on their way back). */
+		if (r == 0 && d.state != VMB_DOM_DYING)
+			rc = -EBUSY;
+	}
+	vmb__log(b->ctx, "build %s: undo domain %u: rc %d", b->guest->name,
+	    domid, rc);
+	return rc;
+}
+
+int
+vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
+{
+	const struct vmb_backend_ops *ops;
+	struct vmb_build_result res;
+	struct vmb__populate_job job;
+	struct vmb__image *img = NULL;
+	struct vmb_host *host = NULL;
+	struct vmb_domain *doms = NULL, dom;
+	struct vmb_dom_config dc;
+	struct vmb_scrub scrub;
+	struct vmb_boot boot;
+	enum vmb_build_phase phase = VMB_PHASE_PLACE;
+	uint32_t domid = VMB_DOMID_INVALID;
+	uint64_t t0, tp, pages;
+	size_t nr_doms = 0;
+	bool claimed = false;
+	int rc;
+
+	if (!b || !ret_result)
+		return -EINVAL;
+	if (atomic_exchange(&b->running, true))
+		return -EBUSY;	/* a build runs once */
+	ops = b->ctx->ops;
+	memset(&res, 0, sizeof(res));
+	res.domid = VMB_DOMID_INVALID;
+	pages = b->guest->memory_bytes >> VMB_PAGE_SHIFT;
+	t0 = tp = vmb__now_ns();
+#define PHASE(p) do { \
+	uint64_t now_ = vmb__now_ns(); \
+	res.phase_ns[phase] += now_ - tp; tp = now_; phase = (p); \
+	report(b, phase, domid, phase > VMB_PHASE_POPULATE ? \
+	    b->guest->memory_bytes : 0); \
+	if (atomic_load(&b->cancel)) { rc = -ECANCELED; goto fail; } \
+	} while (0)
+
+	report(b, phase, domid, 0);
+	rc = vmb__image_open(b->guest, &img);
+	if (rc)
+		goto fail;
+	rc = vmb_host_info(b->ctx, &host);
+	if (rc)
+		goto fail;
+	rc = vmb_domain_list(b->ctx, &doms, &nr_doms);
+	if (rc)
+		goto fail;
+	rc = vmb__place(host, vmb_scrub_progress(b->ctx, &scrub) == 0 ?
+	    &scrub : NULL, doms, nr_doms, b->guest, &res.placement);
+	if (rc)
+		goto fail;
+
+	PHASE(VMB_PHASE_CREATE);
+	memcpy(res.uuid, b->guest->uuid, sizeof(res.uuid));
+	if (vmb__uuid_is_zero(res.uuid))
+		vmb__uuid_generate(res.uuid);
+	memset(&dc, 0, sizeof(dc));
+	snprintf(dc.name, sizeof(dc.name), "%s", b->guest->name);
+	memcpy(dc.uuid, res.uuid, sizeof(dc.uuid));
+	dc.hvm = true;		/* a PVH guest is an HVM container */
+	dc.hap = b->guest->hap;
+	dc.max_vcpus = b->guest->maxvcpus ? b->guest->maxvcpus :
+	    b->guest->vcpus;
+	dc.max_pages = (b->guest->maxmem_bytes > b->guest->memory_bytes ?
+	    b->guest->maxmem_bytes : b->guest->memory_bytes) >> VMB_PAGE_SHIFT;
+	dc.target_pages = pages;
+	dc.nr_nodes = res.placement.nr_nodes;
+	memcpy(dc.nodes, res.placement.nodes, sizeof(dc.nodes));
+	rc = ops->domain_create(b->ctx->priv, &dc, &domid);
+	if (rc)
+		goto fail;
+	res.domid = domid;
+
+	PHASE(VMB_PHASE_CLAIM);
+	if (ops->claim) {
+		rc = ops->claim(b->ctx->priv, domid, pages);
+		if (rc == -EOPNOTSUPP)
+			rc = 0;	/* placement checked free memory instead */
+		else if (rc)
+			goto fail;
+		else
+			claimed = true;
+	}
+
+	PHASE(VMB_PHASE_POPULATE);
+	memset(&job, 0, sizeof(job));
+	job.ops = ops;
+	job.priv = b->ctx->priv;
+	job.domid = domid;
+	job.placement = &res.placement;
+	job.host = host;
+	job.strategy = b->opts.strategy;
+	job.batch_bytes = b->opts.batch_bytes_max;
+	job.inflight = b->opts.batches_in_flight;
+	job.cancel = &b->cancel;
+	job.progress = b->progress;
+	job.user = b->user;
+	job.ctx = b->ctx;
+	rc = vmb__populate(&job);
+	res.populate = job.stats;
+	if (rc)
+		goto fail;
+	if (claimed) {
+		/* Whatever the populate did not consume goes back. */
+		(void)ops->claim(b->ctx->priv, domid, 0);
+		claimed = false;
+	}
+	/* Trust, but check: the hypervisor must hold exactly what we asked. */
+	rc = vmb_domain_get(b->ctx, domid, &dom);
+	if (rc)
+		goto fail;
+	if (dom.memory_bytes != b->guest->memory_bytes) {
+		rc = -EIO;
+		goto fail;
+	}
+
+	PHASE(VMB_PHASE_LOAD);
+	rc = vmb__image_load(ops, b->ctx->priv, domid, img,
+	    b->guest->memory_bytes, &boot);
+	if (rc == -EOPNOTSUPP) {
+		res.image_loaded = false;	/* phantom memory: nothing to map */
+		rc = 0;
+	} else if (rc) {
+		goto fail;
+	} else {
+		res.image_loaded = true;
+		res.entry = boot.entry;
+	}
+
+	PHASE(VMB_PHASE_BOOT);
+	if (res.image_loaded && ops->boot) {
+		boot.vcpus = b->guest->vcpus;
+		boot.guest = b->guest;
+		rc = ops->boot(b->ctx->priv, domid, &boot);
+		if (rc)
+			goto fail;
+	}
+	if (!b->opts.start_paused) {
+		rc = ops->domain_unpause(b->ctx->priv, domid);
+		if (rc)
+			goto fail;
+	}
+
+	PHASE(VMB_PHASE_DONE);
+#undef PHASE
+	res.total_ns = vmb__now_ns() - t0;
+	vmb__log(b->ctx, "build %s: domain %u, %llu bytes in %llu ns",
+	    b->guest->name, domid, (unsigned long long)b->guest->memory_bytes,
+	    (unsigned long long)res.total_ns);
+	*ret_result = res;
+	rc = 0;
+	goto out;
+fail:
+	vmb__log(b->ctx, "build %s: failed in phase %s: %s", b->guest->name,
+	    vmb_build_phase_name(phase), strerror(-rc));
+	if (domid != VMB_DOMID_INVALID) {
+		report(b, VMB_PHASE_UNDO, domid, 0);
+		if (claimed)
+			(void)ops->claim(b->ctx->priv, domid, 0);
+		(void)undo(b, domid);
+	}
+out:
+	free(doms);
+	vmb_host_free(host);
+	vmb__image_free(img);
+	return rc;
+}

@@ -1,0 +1,159 @@
+/*
+ * ctx.c - a library context: which backend, its capabilities, the debug
+ * log hook.
+ *
+ * A context is shared by the daemon's threads: the backend is opened once
+ * and its ops are themselves thread-safe (backend.h); the only mutable
+ * state here is the log hook, under log_lock.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "vmb_internal.h"
+
+/*
+ * The backend table.  The xen backend is built only when its source is
+ * in the tree (libvmbuild/build.mk defines VMB_HAVE_XEN then).
+ */
+static const struct vmb_backend_ops *const backends[] = {
+	&vmb_backend_sim,
+#ifdef VMB_HAVE_XEN
+	&vmb_backend_xen,
+#endif
+};
+
+static const struct vmb_backend_ops *
+backend_by_name(const char *name, size_t len)
+{
+	for (size_t i = 0; i < sizeof(backends) / sizeof(backends[0]); i++)
+		if (strlen(backends[i]->name) == len &&
+		    !strncmp(backends[i]->name, name, len))
+			return backends[i];
+	return NULL;
+}
+
+/* Is this a Xen dom0 (or a domain with privcmd)? */
+static bool
+xen_present(void)
+{
+	static const char *const paths[] = { "/dev/xen/privcmd",
+	    "/proc/xen/privcmd" };
+
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		int fd = open(paths[i], O_RDWR | O_CLOEXEC);
+
+		if (fd >= 0) {
+			close(fd);
+			return true;
+		}
+	}
+	return false;
+}
+
+int
+vmb_ctx_open(const char *hypervisor, struct vmb_ctx **ret_ctx)
+{
+	const struct vmb_backend_ops *ops;
+	const char *colon, *arg = NULL;
+	struct vmb_ctx *ctx;
+	size_t len;
+	int rc;
+
+	if (!hypervisor || !ret_ctx)
+		return -EINVAL;
+	if (!strcmp(hypervisor, "auto")) {
+		if (!xen_present())
+			return -ENODEV;
+		hypervisor = "xen";
+	}
+	colon = strchr(hypervisor, ':');
+	len = colon ? (size_t)(colon - hypervisor) : strlen(hypervisor);
+	if (colon)
+		arg = colon + 1;
+	ops = backend_by_name(hypervisor, len);
+	if (!ops) {
+		/* "xen" names a real backend that this build lacks. */
+		return len == 3 && !strncmp(hypervisor, "xen", 3) ? -ENODEV :
+		    -EINVAL;
+	}
+	if (!strcmp(ops->name, "sim") && (!arg || !*arg))
+		return -EINVAL;
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return -ENOMEM;
+	pthread_mutex_init(&ctx->log_lock, NULL);
+	ctx->ops = ops;
+	rc = ops->open(arg, &ctx->priv);
+	if (rc) {
+		pthread_mutex_destroy(&ctx->log_lock);
+		free(ctx);
+		return rc;
+	}
+	ctx->caps = ops->caps ? ops->caps(ctx->priv) : 0;
+	*ret_ctx = ctx;
+	return 0;
+}
+
+void
+vmb_ctx_free(struct vmb_ctx *ctx)
+{
+	if (!ctx)
+		return;
+	if (ctx->ops && ctx->ops->close)
+		ctx->ops->close(ctx->priv);
+	pthread_mutex_destroy(&ctx->log_lock);
+	free(ctx);
+}
+
+const char *
+vmb_ctx_backend(const struct vmb_ctx *ctx)
+{
+	return ctx ? ctx->ops->name : "";
+}
+
+uint32_t
+vmb_ctx_caps(const struct vmb_ctx *ctx)
+{
+	return ctx ? ctx->caps : 0;
+}
+
+const char *
+vmb_ctx_hypervisor(const struct vmb_ctx *ctx)
+{
+	if (!ctx || !ctx->ops->describe)
+		return "unknown";
+	return ctx->ops->describe(ctx->priv);
+}
+
+void
+vmb_ctx_set_log(struct vmb_ctx *ctx, vmb_log_fn *fn, void *user)
+{
+	if (!ctx)
+		return;
+	pthread_mutex_lock(&ctx->log_lock);
+	ctx->log_fn = fn;
+	ctx->log_user = user;
+	pthread_mutex_unlock(&ctx->log_lock);
+}
+
+void
+vmb__log(struct vmb_ctx *ctx, const char *fmt, ...)
+{
+	char msg[768];
+	va_list ap;
+
+	if (!ctx)
+		return;
+	pthread_mutex_lock(&ctx->log_lock);
+	if (ctx->log_fn) {
+		va_start(ap, fmt);
+		vsnprintf(msg, sizeof(msg), fmt, ap);
+		va_end(ap);
+		ctx->log_fn(ctx->log_user, msg);
+	}
+	pthread_mutex_unlock(&ctx->log_lock);
+}

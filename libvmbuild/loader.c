@@ -1,0 +1,514 @@
+/*
+ * loader.c - putting a PVH kernel, its ramdisk and command line into
+ * guest memory, with the start info a PVH guest finds in %ebx.
+ *
+ * The kernel is an ELF (64- or 32-bit) that carries Xen's PHYS32_ENTRY
+ * note: the 32-bit physical address where a PVH guest starts in protected
+ * mode, paging off.  Its PT_LOAD segments are copied at their physical
+ * addresses.  After the kernel, page aligned, come: one page with the
+ * start info, the module list and the memory map; the command line; the
+ * ramdisk.  Everything must fit in populated memory below 4 GiB.
+ *
+ * Files are untrusted: every offset and size is checked against the file
+ * before it is used, and segments may not overlap.  The same code serves
+ * every backend; it only needs the backend's map op.
+ */
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "vmb_internal.h"
+
+#define KERNEL_MAX_BYTES	(256ull << 20)
+#define RAMDISK_MAX_BYTES	(1ull << 30)
+#define SEGMENT_MAX_BYTES	(1ull << 30)
+#define LOAD_LIMIT		(1ull << 32)	/* PVH starts in 32-bit mode */
+#define MAP_CHUNK_PAGES		4096		/* 16 MiB mapped at a time */
+
+/*
+ * The start info of a PVH guest, version 1, as Xen's public interface
+ * (arch-x86/hvm/start_info.h) documents its layout: little-endian, 64-bit
+ * addresses, 0 meaning "not present".
+ */
+struct pvh_start_info {
+	uint32_t magic;			/* VMB_HVM_START_MAGIC */
+	uint32_t version;		/* 1: memmap fields valid */
+	uint32_t flags;
+	uint32_t nr_modules;
+	uint64_t modlist_paddr;
+	uint64_t cmdline_paddr;
+	uint64_t rsdp_paddr;
+	uint64_t memmap_paddr;		/* version 1 */
+	uint32_t memmap_entries;
+	uint32_t reserved;
+};
+
+struct pvh_module {
+	uint64_t paddr;
+	uint64_t size;
+	uint64_t cmdline_paddr;
+	uint64_t reserved;
+};
+
+struct pvh_memmap_entry {
+	uint64_t addr;
+	uint64_t size;
+	uint32_t type;			/* 1: RAM, as E820 */
+	uint32_t reserved;
+};
+
+_Static_assert(sizeof(struct pvh_start_info) == 56, "start info layout");
+_Static_assert(sizeof(struct pvh_module) == 32, "module layout");
+_Static_assert(sizeof(struct pvh_memmap_entry) == 24, "memmap layout");
+
+#define PVH_MEMMAP_RAM		1
+#define INFO_OFF_MODLIST	64
+#define INFO_OFF_MEMMAP		128
+
+struct vmb__image {
+	uint8_t	*kernel;
+	size_t	kernel_len;
+	struct vmb__elf elf;
+	uint8_t	*ramdisk;
+	size_t	ramdisk_len;
+	char	*cmdline;
+};
+
+/* ------------------------------------------------------------------ */
+/* ELF parsing.                                                        */
+
+/* a + b <= limit, without overflow. */
+static bool
+fits(uint64_t a, uint64_t b, uint64_t limit)
+{
+	return a <= limit && b <= limit - a;
+}
+
+/* Look for the PHYS32_ENTRY note in [off, off+size) of the image. */
+static int
+scan_notes(const uint8_t *img, size_t len, uint64_t off, uint64_t size,
+    bool *found, uint64_t *entry)
+{
+	uint64_t p = off, end;
+
+	if (!fits(off, size, len))
+		return -EINVAL;
+	end = off + size;
+	while (p < end) {
+		uint32_t namesz, descsz, type;
+		uint64_t name, desc, next;
+
+		if (!fits(p, 12, end))
+			return -EINVAL;
+		memcpy(&namesz, img + p, 4);
+		memcpy(&descsz, img + p + 4, 4);
+		memcpy(&type, img + p + 8, 4);
+		name = p + 12;
+		desc = name + (((uint64_t)namesz + 3) & ~3ull);
+		next = desc + (((uint64_t)descsz + 3) & ~3ull);
+		if (!fits(name, namesz, end) || !fits(desc, descsz, end) ||
+		    next > end + 3)
+			return -EINVAL;
+		if (namesz == 4 && !memcmp(img + name, "Xen", 4) &&
+		    type == VMB_XEN_ELFNOTE_PHYS32_ENTRY) {
+			uint32_t e32;
+			uint64_t e64;
+
+			if (descsz == 4) {
+				memcpy(&e32, img + desc, 4);
+				*entry = e32;
+			} else if (descsz == 8) {
+				memcpy(&e64, img + desc, 8);
+				*entry = e64;
+			} else {
+				return -EINVAL;
+			}
+			*found = true;
+		}
+		p = next;
+	}
+	return 0;
+}
+
+/* Program and section headers, normalised to the 64-bit form. */
+struct hdrs {
+	uint16_t type, machine;
+	uint64_t phoff, shoff;
+	uint16_t phentsize, phnum, shentsize, shnum;
+};
+
+static void
+get_phdr(const uint8_t *img, bool is64, uint64_t off, Elf64_Phdr *ph)
+{
+	if (is64) {
+		memcpy(ph, img + off, sizeof(*ph));
+	} else {
+		Elf32_Phdr p;
+
+		memcpy(&p, img + off, sizeof(p));
+		*ph = (Elf64_Phdr){ .p_type = p.p_type, .p_offset = p.p_offset,
+		    .p_vaddr = p.p_vaddr, .p_paddr = p.p_paddr,
+		    .p_filesz = p.p_filesz, .p_memsz = p.p_memsz,
+		    .p_flags = p.p_flags, .p_align = p.p_align };
+	}
+}
+
+static void
+get_shdr(const uint8_t *img, bool is64, uint64_t off, Elf64_Shdr *sh)
+{
+	if (is64) {
+		memcpy(sh, img + off, sizeof(*sh));
+	} else {
+		Elf32_Shdr s;
+
+		memcpy(&s, img + off, sizeof(s));
+		*sh = (Elf64_Shdr){ .sh_type = s.sh_type,
+		    .sh_offset = s.sh_offset, .sh_size = s.sh_size };
+	}
+}
+
+int
+vmb__elf_parse(const void *image, size_t len, struct vmb__elf *ret_elf)
+{
+	const uint8_t *img = image;
+	struct vmb__elf elf;
+	struct hdrs h;
+	bool found = false;
+	uint64_t entry = 0;
+	size_t phsz, shsz;
+	int rc;
+
+	if (!img || !ret_elf)
+		return -EINVAL;
+	if (len < EI_NIDENT || memcmp(img, ELFMAG, SELFMAG) != 0)
+		return -ENOEXEC;
+	if (img[EI_DATA] != ELFDATA2LSB || img[EI_VERSION] != EV_CURRENT)
+		return -ENOEXEC;
+	memset(&elf, 0, sizeof(elf));
+	if (img[EI_CLASS] == ELFCLASS64) {
+		Elf64_Ehdr eh;
+
+		if (len < sizeof(eh))
+			return -ENOEXEC;
+		memcpy(&eh, img, sizeof(eh));
+		h = (struct hdrs){ eh.e_type, eh.e_machine, eh.e_phoff,
+		    eh.e_shoff, eh.e_phentsize, eh.e_phnum, eh.e_shentsize,
+		    eh.e_shnum };
+		elf.is64 = true;
+		phsz = sizeof(Elf64_Phdr);
+		shsz = sizeof(Elf64_Shdr);
+	} else if (img[EI_CLASS] == ELFCLASS32) {
+		Elf32_Ehdr eh;
+
+		if (len < sizeof(eh))
+			return -ENOEXEC;
+		memcpy(&eh, img, sizeof(eh));
+		h = (struct hdrs){ eh.e_type, eh.e_machine, eh.e_phoff,
+		    eh.e_shoff, eh.e_phentsize, eh.e_phnum, eh.e_shentsize,
+		    eh.e_shnum };
+		phsz = sizeof(Elf32_Phdr);
+		shsz = sizeof(Elf32_Shdr);
+	} else {
+		return -ENOEXEC;
+	}
+	if (h.type != ET_EXEC || (h.machine != EM_X86_64 && h.machine != EM_386))
+		return -ENOEXEC;
+	if (h.phnum == 0 || h.phentsize != phsz ||
+	    !fits(h.phoff, (uint64_t)h.phnum * phsz, len))
+		return -EINVAL;
+	elf.low = UINT64_MAX;
+	for (uint16_t i = 0; i < h.phnum; i++) {
+		Elf64_Phdr ph;
+
+		get_phdr(img, elf.is64, h.phoff + (uint64_t)i * phsz, &ph);
+		if (ph.p_type == PT_NOTE) {
+			rc = scan_notes(img, len, ph.p_offset, ph.p_filesz,
+			    &found, &entry);
+			if (rc)
+				return rc;
+			continue;
+		}
+		if (ph.p_type != PT_LOAD || ph.p_memsz == 0)
+			continue;
+		if (elf.nr_segs == VMB_ELF_MAX_SEGS ||
+		    ph.p_filesz > ph.p_memsz || ph.p_memsz > SEGMENT_MAX_BYTES ||
+		    !fits(ph.p_offset, ph.p_filesz, len) ||
+		    !fits(ph.p_paddr, ph.p_memsz, LOAD_LIMIT))
+			return -EINVAL;
+		for (uint32_t j = 0; j < elf.nr_segs; j++) {
+			const struct vmb__elf_seg *s = &elf.segs[j];
+
+			if (ph.p_paddr < s->paddr + s->memsz &&
+			    s->paddr < ph.p_paddr + ph.p_memsz)
+				return -EINVAL;	/* overlapping segments */
+		}
+		elf.segs[elf.nr_segs++] = (struct vmb__elf_seg){
+		    .paddr = ph.p_paddr, .offset = ph.p_offset,
+		    .filesz = ph.p_filesz, .memsz = ph.p_memsz };
+		if (ph.p_paddr < elf.low)
+			elf.low = ph.p_paddr;
+		if (ph.p_paddr + ph.p_memsz > elf.high)
+			elf.high = ph.p_paddr + ph.p_memsz;
+	}
+	if (elf.nr_segs == 0)
+		return -ENOEXEC;
+	/* Linkers may put notes in sections only. */
+	if (!found && h.shnum && h.shentsize == shsz &&
+	    fits(h.shoff, (uint64_t)h.shnum * shsz, len)) {
+		for (uint16_t i = 0; i < h.shnum; i++) {
+			Elf64_Shdr sh;
+
+			get_shdr(img, elf.is64, h.shoff + (uint64_t)i * shsz,
+			    &sh);
+			if (sh.sh_type != SHT_NOTE)
+				continue;
+			rc = scan_notes(img, len, sh.sh_offset, sh.sh_size,
+			    &found, &entry);
+			if (rc)
+				return rc;
+		}
+	}
+	if (!found)
+		return -ENOEXEC;	/* not a PVH kernel */
+	/* The entry must be code we load. */
+	rc = -EINVAL;
+	for (uint32_t j = 0; j < elf.nr_segs; j++)
+		if (entry >= elf.segs[j].paddr &&
+		    entry < elf.segs[j].paddr + elf.segs[j].memsz)
+			rc = 0;
+	if (rc)
+		return rc;
+	elf.entry = entry;
+	*ret_elf = elf;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Files.                                                              */
+
+static int
+read_file(const char *path, uint64_t max, uint8_t **ret, size_t *ret_len)
+{
+	struct stat st;
+	uint8_t *buf = NULL;
+	size_t got = 0;
+	int fd, rc;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) != 0) {
+		rc = -errno;
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		rc = -EINVAL;
+		goto out;
+	}
+	if ((uint64_t)st.st_size > max) {
+		rc = -EFBIG;
+		goto out;
+	}
+	buf = malloc((size_t)st.st_size ? (size_t)st.st_size : 1);
+	if (!buf) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	while (got < (size_t)st.st_size) {
+		ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			rc = r < 0 ? -errno : -EIO;
+			goto out;
+		}
+		got += (size_t)r;
+	}
+	*ret = buf;
+	*ret_len = got;
+	buf = NULL;
+	rc = 0;
+out:
+	free(buf);
+	close(fd);
+	return rc;
+}
+
+void
+vmb__image_free(struct vmb__image *img)
+{
+	if (!img)
+		return;
+	free(img->kernel);
+	free(img->ramdisk);
+	free(img->cmdline);
+	free(img);
+}
+
+int
+vmb__image_open(const struct vmb_guest *g, struct vmb__image **ret)
+{
+	struct vmb__image *img;
+	int rc;
+
+	if (!g || !g->kernel || !ret)
+		return -EINVAL;
+	img = calloc(1, sizeof(*img));
+	if (!img)
+		return -ENOMEM;
+	rc = read_file(g->kernel, KERNEL_MAX_BYTES, &img->kernel,
+	    &img->kernel_len);
+	if (rc)
+		goto fail;
+	rc = vmb__elf_parse(img->kernel, img->kernel_len, &img->elf);
+	if (rc)
+		goto fail;
+	if (g->ramdisk) {
+		rc = read_file(g->ramdisk, RAMDISK_MAX_BYTES, &img->ramdisk,
+		    &img->ramdisk_len);
+		if (rc)
+			goto fail;
+	}
+	if (g->cmdline && !(img->cmdline = strdup(g->cmdline))) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	*ret = img;
+	return 0;
+fail:
+	vmb__image_free(img);
+	return rc;
+}
+
+uint64_t
+vmb__image_entry(const struct vmb__image *img)
+{
+	return img ? img->elf.entry : 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* Writing into guest memory.                                          */
+
+/*
+ * Copy `len` bytes of `src` (NULL: zeroes) to guest-physical `paddr`,
+ * mapping at most MAP_CHUNK_PAGES at a time.
+ */
+static int
+guest_write(const struct vmb_backend_ops *ops, void *priv, uint32_t domid,
+    uint64_t paddr, const void *src, uint64_t len)
+{
+	while (len > 0) {
+		uint64_t gfn = paddr >> VMB_PAGE_SHIFT;
+		uint64_t off = paddr & (VMB_PAGE_SIZE - 1);
+		uint64_t span = MAP_CHUNK_PAGES * VMB_PAGE_SIZE - off;
+		uint64_t n = len < span ? len : span;
+		size_t pages = (size_t)((off + n + VMB_PAGE_SIZE - 1) >>
+		    VMB_PAGE_SHIFT);
+		void *map = NULL;
+		int rc;
+
+		rc = ops->map(priv, domid, gfn, pages, &map);
+		if (rc)
+			return rc;
+		if (src)
+			memcpy((uint8_t *)map + off, src, n);
+		else
+			memset((uint8_t *)map + off, 0, n);
+		if (ops->unmap)
+			ops->unmap(priv, map, pages);
+		paddr += n;
+		len -= n;
+		if (src)
+			src = (const uint8_t *)src + n;
+	}
+	return 0;
+}
+
+static uint64_t
+page_up(uint64_t x)
+{
+	return (x + VMB_PAGE_SIZE - 1) & ~(VMB_PAGE_SIZE - 1);
+}
+
+int
+vmb__image_load(const struct vmb_backend_ops *ops, void *priv,
+    uint32_t domid, const struct vmb__image *img, uint64_t mem_bytes,
+    struct vmb_boot *ret_boot)
+{
+	uint8_t info_page[VMB_PAGE_SIZE];
+	struct pvh_start_info si;
+	struct pvh_module mod;
+	struct pvh_memmap_entry mm;
+	uint64_t info, cmdline = 0, ramdisk = 0, end, limit;
+	size_t cmdlen = img && img->cmdline ? strlen(img->cmdline) + 1 : 0;
+	int rc;
+
+	if (!ops || !img || !ret_boot)
+		return -EINVAL;
+	if (!ops->map)
+		return -EOPNOTSUPP;
+	limit = mem_bytes < LOAD_LIMIT ? mem_bytes : LOAD_LIMIT;
+	info = page_up(img->elf.high);
+	end = info + VMB_PAGE_SIZE;
+	if (cmdlen) {
+		cmdline = end;
+		end = page_up(cmdline + cmdlen);
+	}
+	if (img->ramdisk) {
+		ramdisk = end;
+		end = page_up(ramdisk + img->ramdisk_len);
+	}
+	if (img->elf.high > limit || end > limit)
+		return -ENOSPC;
+
+	for (uint32_t i = 0; i < img->elf.nr_segs; i++) {
+		const struct vmb__elf_seg *s = &img->elf.segs[i];
+
+		rc = guest_write(ops, priv, domid, s->paddr,
+		    img->kernel + s->offset, s->filesz);
+		if (!rc && s->memsz > s->filesz)	/* .bss */
+			rc = guest_write(ops, priv, domid, s->paddr + s->filesz,
+			    NULL, s->memsz - s->filesz);
+		if (rc)
+			return rc;
+	}
+	if (cmdlen && (rc = guest_write(ops, priv, domid, cmdline,
+	    img->cmdline, cmdlen)))
+		return rc;
+	if (img->ramdisk && (rc = guest_write(ops, priv, domid, ramdisk,
+	    img->ramdisk, img->ramdisk_len)))
+		return rc;
+
+	memset(info_page, 0, sizeof(info_page));
+	si = (struct pvh_start_info){
+		.magic = VMB_HVM_START_MAGIC,
+		.version = 1,
+		.nr_modules = img->ramdisk ? 1 : 0,
+		.modlist_paddr = img->ramdisk ? info + INFO_OFF_MODLIST : 0,
+		.cmdline_paddr = cmdline,
+		.memmap_paddr = info + INFO_OFF_MEMMAP,
+		.memmap_entries = 1,
+	};
+	mod = (struct pvh_module){ .paddr = ramdisk,
+	    .size = img->ramdisk_len };
+	mm = (struct pvh_memmap_entry){ .addr = 0, .size = mem_bytes,
+	    .type = PVH_MEMMAP_RAM };
+	memcpy(info_page, &si, sizeof(si));
+	if (img->ramdisk)
+		memcpy(info_page + INFO_OFF_MODLIST, &mod, sizeof(mod));
+	memcpy(info_page + INFO_OFF_MEMMAP, &mm, sizeof(mm));
+	rc = guest_write(ops, priv, domid, info, info_page, sizeof(info_page));
+	if (rc)
+		return rc;
+	memset(ret_boot, 0, sizeof(*ret_boot));
+	ret_boot->entry = img->elf.entry;
+	ret_boot->start_info = info;
+	ret_boot->memory_bytes = mem_bytes;
+	return 0;
+}

@@ -1,0 +1,458 @@
+/*
+ * populate.c - filling a new domain's memory: the engine and the libxl
+ * pattern.
+ *
+ * Guest memory is laid out from gfn 0 in placement order: the first
+ * placed node gets the first node_bytes[0], and so on.
+ *
+ * The engine (VMB_POPULATE_ENGINE) cuts each node's range into extents of
+ * the largest orders its alignment allows (1 GiB, 2 MiB, 4 KiB), groups
+ * them into batches of up to batch_bytes, and runs, per node, `inflight`
+ * worker threads that take the node's batches in turn.  A batch is one
+ * populate request (one filtered TLB flush in the companion hypercall),
+ * every worker has its own backend connection (the backend's pool), so a
+ * node has up to `inflight` batches in the hypervisor at once, and nodes
+ * proceed in parallel.  Extents ask for their node exactly: placement
+ * already chose where memory is, and a silent fallback would undo it.
+ *
+ * Pinning: a node's workers are pinned to that node's CPUs when the
+ * hypervisor's CPU numbering is this machine's, i.e. when the CPUs the
+ * hypervisor lists for node N are exactly /sys/devices/system/node/nodeN's
+ * (hvsim --topology host; Xen seen from a dom0 whose CPUs are the host's).
+ * With a modelled topology (hvsim's 2 or 8 nodes on a 1-node machine) the
+ * CPU numbers name simulated CPUs, pinning to them would be meaningless,
+ * and the workers are left to the scheduler; workers_pinned says which.
+ *
+ * The libxl strategy (VMB_POPULATE_LIBXL) reproduces what libxl's
+ * meminit_hvm does in Xen 4.17: node after node, one thread, one 1 GiB
+ * extent per call when aligned, else up to four 2 MiB extents per call,
+ * and what is left in 4 KiB pages in one call.
+ *
+ * Both stop between requests when *cancel is set and return -ECANCELED;
+ * undoing (destroying the domain) is the caller's job.
+ */
+#include <errno.h>
+#include <sched.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "vmb_internal.h"
+
+#define PAGES_1G	(1ull << VMB_EXT_ORDER_1G)
+#define PAGES_2M	(1ull << VMB_EXT_ORDER_2M)
+#define LIBXL_2M_PER_CALL	4	/* meminit_hvm clips to 8 MiB */
+
+size_t
+vmb__split_extents(uint64_t gfn, uint64_t pages, uint32_t node,
+    struct vmb_extent *out, size_t cap)
+{
+	size_t n = 0;
+
+	while (pages > 0) {
+		uint32_t order = 0;
+
+		if (gfn % PAGES_1G == 0 && pages >= PAGES_1G)
+			order = VMB_EXT_ORDER_1G;
+		else if (gfn % PAGES_2M == 0 && pages >= PAGES_2M)
+			order = VMB_EXT_ORDER_2M;
+		if (n < cap)
+			out[n] = (struct vmb_extent){ .gfn = gfn,
+			    .order = order, .node = node };
+		n++;
+		gfn += 1ull << order;
+		pages -= 1ull << order;
+	}
+	return n;
+}
+
+static void
+stats_add(struct vmb_populate_stats *a, const struct vmb_populate_stats *b)
+{
+	a->calls += b->calls;
+	for (int i = 0; i < VMB_ORDER_CLASS_MAX; i++)
+		a->extents[i] += b->extents[i];
+	a->pages_scrubbed_inline += b->pages_scrubbed_inline;
+	a->pages_fallback += b->pages_fallback;
+	a->flushes_issued += b->flushes_issued;
+	a->flushes_avoided += b->flushes_avoided;
+	a->filter_evaluations += b->filter_evaluations;
+	for (int i = 0; i < VMB_MAX_NODES; i++)
+		a->node_bytes[i] += b->node_bytes[i];
+}
+
+static uint64_t
+extents_bytes(const struct vmb_extent *e, size_t n)
+{
+	uint64_t b = 0;
+
+	for (size_t i = 0; i < n; i++)
+		b += VMB_PAGE_SIZE << e[i].order;
+	return b;
+}
+
+/* ------------------------------------------------------------------ */
+/* Shared progress.                                                    */
+
+struct progress {
+	struct vmb__populate_job *job;
+	_Atomic uint64_t done;
+	uint64_t total;
+	atomic_bool failed;		/* one worker failed: the others stop */
+};
+
+static void
+progress_add(struct progress *pr, uint64_t bytes)
+{
+	struct vmb_progress p;
+	uint64_t done = atomic_fetch_add(&pr->done, bytes) + bytes;
+
+	if (!pr->job->progress)
+		return;
+	p = (struct vmb_progress){ .phase = VMB_PHASE_POPULATE,
+	    .domid = pr->job->domid, .done = done, .total = pr->total };
+	pr->job->progress(pr->job->user, &p);
+}
+
+static bool
+stopping(const struct progress *pr)
+{
+	return atomic_load(pr->job->cancel) || atomic_load(&pr->failed);
+}
+
+/* ------------------------------------------------------------------ */
+/* The engine.                                                         */
+
+struct node_work {
+	uint32_t node;
+	struct vmb_extent *ext;
+	size_t	nr_ext;
+	size_t	*batch;		/* batch i is ext[batch[i] .. batch[i + 1]) */
+	size_t	nr_batches;
+	_Atomic size_t next;	/* next batch to take */
+	bool	pin;
+	cpu_set_t cpus;
+};
+
+struct worker {
+	pthread_t tid;
+	bool	started;
+	struct node_work *nw;
+	struct progress *pr;
+	struct vmb_populate_stats stats;
+	int	rc;
+	bool	pinned;
+};
+
+/* The CPUs of this machine's NUMA node `node`, from sysfs. */
+static int
+sys_node_cpus(uint32_t node, cpu_set_t *set)
+{
+	char path[96], buf[4096];
+	uint64_t bits[4096 / 64] = { 0 };
+	FILE *f;
+	size_t len;
+
+	snprintf(path, sizeof(path), "/sys/devices/system/node/node%u/cpulist",
+	    node);
+	f = fopen(path, "re");
+	if (!f)
+		return -errno;
+	len = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == ' '))
+		len--;
+	buf[len] = '\0';
+	CPU_ZERO(set);
+	if (len == 0 || vmb__parse_ranges(buf, bits, 4096))
+		return -EINVAL;
+	for (unsigned c = 0; c < 4096 && c < CPU_SETSIZE; c++)
+		if (bits[c / 64] >> (c % 64) & 1)
+			CPU_SET(c, set);
+	return 0;
+}
+
+/* Decide whether node `nw->node`'s workers can be pinned (see above). */
+static void
+plan_pinning(const struct vmb_host *host, struct node_work *nw)
+{
+	cpu_set_t hv, sys, mine;
+
+	nw->pin = false;
+	if (!host || !host->cpus)
+		return;
+	CPU_ZERO(&hv);
+	for (uint32_t i = 0; i < host->nr_cpus; i++)
+		if (host->cpus[i].node == nw->node &&
+		    host->cpus[i].cpu < CPU_SETSIZE)
+			CPU_SET(host->cpus[i].cpu, &hv);
+	if (CPU_COUNT(&hv) == 0 || sys_node_cpus(nw->node, &sys) != 0 ||
+	    !CPU_EQUAL(&hv, &sys))
+		return;
+	if (sched_getaffinity(0, sizeof(mine), &mine) != 0)
+		return;
+	CPU_AND(&nw->cpus, &sys, &mine);
+	nw->pin = CPU_COUNT(&nw->cpus) > 0;
+}
+
+static void *
+worker_main(void *arg)
+{
+	struct worker *w = arg;
+	struct node_work *nw = w->nw;
+	struct vmb__populate_job *job = w->pr->job;
+
+	if (nw->pin)
+		w->pinned = pthread_setaffinity_np(pthread_self(),
+		    sizeof(nw->cpus), &nw->cpus) == 0;
+	while (!stopping(w->pr)) {
+		size_t b = atomic_fetch_add(&nw->next, 1), done = 0;
+		const struct vmb_extent *e;
+		size_t n;
+		int rc;
+
+		if (b >= nw->nr_batches)
+			break;
+		e = nw->ext + nw->batch[b];
+		n = nw->batch[b + 1] - nw->batch[b];
+		rc = job->ops->populate(job->priv, job->domid,
+		    VMB_POPF_EXACT_NODE | VMB_POPF_ALLOW_DIRTY, e, n,
+		    &w->stats, &done);
+		if (done > n)
+			done = n;
+		progress_add(w->pr, extents_bytes(e, done));
+		if (rc) {
+			w->rc = rc;
+			atomic_store(&w->pr->failed, true);
+			break;
+		}
+	}
+	return NULL;
+}
+
+/* Cut one node's extents into batches of at most batch_bytes. */
+static int
+make_batches(struct node_work *nw, uint64_t batch_bytes)
+{
+	size_t nb = 0;
+	uint64_t bytes = 0;
+
+	nw->batch = malloc((nw->nr_ext + 1) * sizeof(*nw->batch));
+	if (!nw->batch)
+		return -ENOMEM;
+	for (size_t i = 0; i < nw->nr_ext; i++) {
+		uint64_t eb = VMB_PAGE_SIZE << nw->ext[i].order;
+		size_t in_batch = nb ? i - nw->batch[nb - 1] : 0;
+
+		/* Start a new batch when this extent would overflow it. */
+		if (nb == 0 || (bytes + eb > batch_bytes && bytes > 0) ||
+		    in_batch >= VMB_BATCH_EXTENTS_MAX) {
+			nw->batch[nb++] = i;
+			bytes = 0;
+		}
+		bytes += eb;
+	}
+	nw->batch[nb] = nw->nr_ext;
+	nw->nr_batches = nb;
+	return 0;
+}
+
+static int
+populate_engine(struct vmb__populate_job *job, struct progress *pr)
+{
+	const struct vmb_placement *pl = job->placement;
+	struct node_work *nws = NULL;
+	struct worker *ws = NULL;
+	uint32_t inflight = job->inflight ? job->inflight :
+	    VMB_INFLIGHT_DEFAULT;
+	uint64_t batch_bytes = job->batch_bytes ? job->batch_bytes :
+	    VMB_BATCH_BYTES_DEFAULT, gfn = 0;
+	size_t nr_workers = 0;
+	int rc = 0;
+
+	if (inflight > VMB_INFLIGHT_MAX)
+		inflight = VMB_INFLIGHT_MAX;
+	nws = calloc(pl->nr_nodes, sizeof(*nws));
+	ws = calloc((size_t)pl->nr_nodes * inflight, sizeof(*ws));
+	if (!nws || !ws) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	for (uint32_t i = 0; i < pl->nr_nodes; i++) {
+		struct node_work *nw = &nws[i];
+		uint64_t pages = pl->node_bytes[i] >> VMB_PAGE_SHIFT;
+
+		nw->node = pl->nodes[i];
+		nw->nr_ext = vmb__split_extents(gfn, pages, nw->node, NULL, 0);
+		nw->ext = calloc(nw->nr_ext ? nw->nr_ext : 1, sizeof(*nw->ext));
+		if (!nw->ext) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		vmb__split_extents(gfn, pages, nw->node, nw->ext, nw->nr_ext);
+		gfn += pages;
+		rc = make_batches(nw, batch_bytes);
+		if (rc)
+			goto out;
+		plan_pinning(job->host, nw);
+	}
+	for (uint32_t i = 0; i < pl->nr_nodes; i++) {
+		size_t k = nws[i].nr_batches < inflight ? nws[i].nr_batches :
+		    inflight;
+
+		for (size_t j = 0; j < k; j++) {
+			struct worker *w = &ws[nr_workers];
+
+			w->nw = &nws[i];
+			w->pr = pr;
+			if (pthread_create(&w->tid, NULL, worker_main, w) != 0) {
+				rc = -EAGAIN;
+				atomic_store(&pr->failed, true);
+				break;
+			}
+			w->started = true;
+			nr_workers++;
+		}
+		if (rc)
+			break;
+	}
+	for (size_t i = 0; i < nr_workers; i++) {
+		pthread_join(ws[i].tid, NULL);
+		stats_add(&job->stats, &ws[i].stats);
+		if (ws[i].rc && !rc)
+			rc = ws[i].rc;
+		job->workers++;
+		if (ws[i].pinned)
+			job->workers_pinned++;
+	}
+	if (!rc && atomic_load(job->cancel))
+		rc = -ECANCELED;
+	vmb__log(job->ctx, "populate engine: %zu workers on %u nodes, "
+		    "%u pinned, rc %d", nr_workers, pl->nr_nodes,
+		    job->workers_pinned, rc);
+out:
+	if (nws)
+		for (uint32_t i = 0; i < pl->nr_nodes; i++) {
+			free(nws[i].ext);
+			free(nws[i].batch);
+		}
+	free(nws);
+	free(ws);
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* The libxl pattern.                                                  */
+
+static int
+libxl_call(struct vmb__populate_job *job, struct progress *pr,
+    const struct vmb_extent *e, size_t n)
+{
+	size_t done = 0;
+	int rc;
+
+	if (atomic_load(job->cancel))
+		return -ECANCELED;
+	rc = job->ops->populate(job->priv, job->domid, VMB_POPF_EXACT_NODE |
+	    VMB_POPF_ALLOW_DIRTY, e, n, &job->stats, &done);
+	if (done > n)
+		done = n;
+	progress_add(pr, extents_bytes(e, done));
+	return rc;
+}
+
+static int
+populate_libxl(struct vmb__populate_job *job, struct progress *pr)
+{
+	const struct vmb_placement *pl = job->placement;
+	struct vmb_extent *small = NULL;
+	uint64_t gfn = 0;
+	int rc = 0;
+
+	/* Order-0 leftovers go in one call, as populate_physmap_exact. */
+	small = calloc(PAGES_2M, sizeof(*small));
+	if (!small)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < pl->nr_nodes && !rc; i++) {
+		uint32_t node = pl->nodes[i];
+		uint64_t left = pl->node_bytes[i] >> VMB_PAGE_SHIFT;
+
+		while (left > 0 && !rc) {
+			struct vmb_extent e[LIBXL_2M_PER_CALL];
+			uint64_t to_1g = PAGES_1G - gfn % PAGES_1G;
+			uint64_t count = left < to_1g ? left : to_1g;
+			size_t n = 0;
+
+			if (gfn % PAGES_1G == 0 && count == PAGES_1G) {
+				e[0] = (struct vmb_extent){ gfn, VMB_EXT_ORDER_1G,
+				    node };
+				rc = libxl_call(job, pr, e, 1);
+				gfn += PAGES_1G;
+				left -= PAGES_1G;
+				continue;
+			}
+			if (gfn % PAGES_2M == 0 && count >= PAGES_2M) {
+				while (n < LIBXL_2M_PER_CALL &&
+				    count >= PAGES_2M) {
+					e[n++] = (struct vmb_extent){ gfn,
+					    VMB_EXT_ORDER_2M, node };
+					gfn += PAGES_2M;
+					left -= PAGES_2M;
+					count -= PAGES_2M;
+				}
+				rc = libxl_call(job, pr, e, n);
+				continue;
+			}
+			/* Up to the next 2 MiB boundary, or the end. */
+			count = PAGES_2M - gfn % PAGES_2M;
+			if (count > left)
+				count = left;
+			for (n = 0; n < count; n++)
+				small[n] = (struct vmb_extent){ gfn + n, 0,
+				    node };
+			rc = libxl_call(job, pr, small, count);
+			gfn += count;
+			left -= count;
+		}
+	}
+	free(small);
+	job->workers = 1;
+	return rc;
+}
+
+int
+vmb__populate(struct vmb__populate_job *job)
+{
+	struct progress pr;
+	int rc;
+
+	if (!job || !job->ops || !job->placement || !job->cancel ||
+	    job->placement->nr_nodes == 0 ||
+	    job->placement->nr_nodes > VMB_MAX_NODES)
+		return -EINVAL;
+	if (!job->ops->populate)
+		return -EOPNOTSUPP;
+	memset(&pr, 0, sizeof(pr));
+	pr.job = job;
+	for (uint32_t i = 0; i < job->placement->nr_nodes; i++) {
+		if (job->placement->node_bytes[i] % VMB_PAGE_SIZE)
+			return -EINVAL;
+		pr.total += job->placement->node_bytes[i];
+	}
+	atomic_init(&pr.done, 0);
+	atomic_init(&pr.failed, false);
+	memset(&job->stats, 0, sizeof(job->stats));
+	job->workers = job->workers_pinned = 0;
+	switch (job->strategy) {
+	case VMB_POPULATE_ENGINE:
+		rc = populate_engine(job, &pr);
+		break;
+	case VMB_POPULATE_LIBXL:
+		rc = populate_libxl(job, &pr);
+		break;
+	default:
+		rc = -EINVAL;
+		break;
+	}
+	return rc;
+}

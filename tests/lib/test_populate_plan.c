@@ -1,0 +1,258 @@
+/*
+ * test_populate_plan.c - extent splitting, and both populate strategies
+ * against a recording backend (no hypervisor): which extents, in how
+ * many calls, on which nodes, and that cancel and failure stop them.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "vmb_internal.h"
+
+#define MIB	VMB_MIB
+#define GIB	VMB_GIB
+
+static void
+test_split_orders(void **state)
+{
+	struct vmb_extent e[2048];
+	uint64_t pages = (GIB + 6 * MIB + 12 * 1024) >> 12;
+	size_t n;
+
+	(void)state;
+	n = vmb__split_extents(0, pages, 3, e, 2048);
+	assert_int_equal(n, 1 + 3 + 3);
+	assert_int_equal(e[0].order, 18);
+	assert_int_equal(e[1].order, 9);
+	assert_int_equal(e[1].gfn, 1u << 18);
+	assert_int_equal(e[4].order, 0);
+	assert_int_equal(e[6].node, 3);
+	/* Unaligned start: 4 KiB up to a 2 MiB boundary, then 2 MiB. */
+	n = vmb__split_extents(510, 514, 0, e, 2048);
+	assert_int_equal(n, 3);
+	assert_int_equal(e[0].order, 0);
+	assert_int_equal(e[1].order, 0);
+	assert_int_equal(e[2].order, 9);
+	assert_int_equal(e[2].gfn, 512);
+	/* Counting only. */
+	assert_int_equal(vmb__split_extents(0, 3u << 18, 0, NULL, 0), 3);
+}
+
+/* A backend that records populate calls. */
+struct rec {
+	pthread_mutex_t lock;
+	size_t	calls;
+	size_t	extents;
+	uint64_t pages;
+	uint64_t node_pages[4];
+	uint64_t gfn_seen_bits[(3u << 18) / 64 + 1];	/* up to 3 GiB */
+	size_t	max_per_call;
+	uint64_t max_pages_per_call;
+	int	fail_at_call;	/* 0: never */
+	atomic_bool *cancel_at_half;
+	uint64_t total_pages;
+	bool	overlap;
+};
+
+static struct rec rec;
+
+static int
+rec_populate(void *priv, uint32_t domid, uint32_t flags,
+    const struct vmb_extent *ext, size_t nr, struct vmb_populate_stats *st,
+    size_t *ret_done)
+{
+	(void)priv;
+	(void)domid;
+	assert_true(flags & VMB_POPF_EXACT_NODE);
+	pthread_mutex_lock(&rec.lock);
+	rec.calls++;
+	if (rec.fail_at_call && (int)rec.calls == rec.fail_at_call) {
+		pthread_mutex_unlock(&rec.lock);
+		*ret_done = 0;
+		return -ENOMEM;
+	}
+	if (nr > rec.max_per_call)
+		rec.max_per_call = nr;
+	{
+		uint64_t cp = 0;
+
+		for (size_t i = 0; i < nr; i++)
+			cp += 1ull << ext[i].order;
+		if (cp > rec.max_pages_per_call)
+			rec.max_pages_per_call = cp;
+	}
+	for (size_t i = 0; i < nr; i++) {
+		uint64_t np = 1ull << ext[i].order;
+
+		assert_int_equal(ext[i].gfn % np, 0);
+		for (uint64_t g = ext[i].gfn; g < ext[i].gfn + np; g++) {
+			if (rec.gfn_seen_bits[g / 64] >> (g % 64) & 1)
+				rec.overlap = true;
+			rec.gfn_seen_bits[g / 64] |= 1ull << (g % 64);
+		}
+		rec.pages += np;
+		rec.node_pages[ext[i].node] += np;
+		st->extents[ext[i].order == 18 ? VMB_ORDER_1G :
+		    ext[i].order == 9 ? VMB_ORDER_2M : VMB_ORDER_4K]++;
+	}
+	st->calls++;
+	rec.extents += nr;
+	if (rec.cancel_at_half && rec.pages * 2 >= rec.total_pages)
+		atomic_store(rec.cancel_at_half, true);
+	pthread_mutex_unlock(&rec.lock);
+	*ret_done = nr;
+	return 0;
+}
+
+static const struct vmb_backend_ops rec_ops = {
+	.name = "rec",
+	.populate = rec_populate,
+};
+
+static _Atomic uint64_t last_done;
+
+static void
+on_progress(void *user, const struct vmb_progress *p)
+{
+	(void)user;
+	assert_true(p->done <= p->total);
+	assert_int_equal(p->phase, VMB_PHASE_POPULATE);
+	/* Workers report in any order; keep the largest seen. */
+	uint64_t prev = atomic_load(&last_done);
+	while (p->done > prev &&
+	    !atomic_compare_exchange_weak(&last_done, &prev, p->done))
+		;
+}
+
+static void
+job_init(struct vmb__populate_job *job, struct vmb_placement *pl,
+    atomic_bool *cancel, enum vmb_populate_strategy s)
+{
+	memset(&rec, 0, sizeof(rec));
+	pthread_mutex_init(&rec.lock, NULL);
+	memset(job, 0, sizeof(*job));
+	job->ops = &rec_ops;
+	job->domid = 7;
+	job->placement = pl;
+	job->strategy = s;
+	job->cancel = cancel;
+	job->progress = on_progress;
+	atomic_store(&last_done, 0);
+	for (uint32_t i = 0; i < pl->nr_nodes; i++)
+		rec.total_pages += pl->node_bytes[i] >> 12;
+}
+
+/* 1 GiB + 300 MiB + 20 KiB on node 0, 700 MiB on node 1. */
+static void
+placement_mixed(struct vmb_placement *pl)
+{
+	memset(pl, 0, sizeof(*pl));
+	pl->nr_nodes = 2;
+	pl->nodes[0] = 0;
+	pl->node_bytes[0] = GIB + 300 * MIB + 20 * 1024;
+	pl->nodes[1] = 1;
+	pl->node_bytes[1] = 700 * MIB;
+}
+
+static void
+test_engine(void **state)
+{
+	struct vmb__populate_job job;
+	struct vmb_placement pl;
+	atomic_bool cancel = false;
+
+	(void)state;
+	placement_mixed(&pl);
+	job_init(&job, &pl, &cancel, VMB_POPULATE_ENGINE);
+	job.batch_bytes = 64 * MIB;
+	job.inflight = 3;
+	assert_int_equal(vmb__populate(&job), 0);
+	assert_false(rec.overlap);
+	assert_int_equal(rec.pages, rec.total_pages);
+	assert_int_equal(rec.node_pages[0], pl.node_bytes[0] >> 12);
+	assert_int_equal(rec.node_pages[1], pl.node_bytes[1] >> 12);
+	assert_int_equal(atomic_load(&last_done), rec.total_pages << 12);
+	assert_int_equal(job.stats.extents[VMB_ORDER_1G], 1);
+	assert_true(job.stats.extents[VMB_ORDER_2M] > 0);
+	assert_int_equal(job.stats.extents[VMB_ORDER_4K],
+	    /* node 0's tail, node 1's head up to 2 MiB, node 1's tail */
+	    5 + (512 - 5) + 5);
+	assert_true(job.workers >= 2 && job.workers <= 6);
+	/* A batch is at most 64 MiB, unless it is one 1 GiB extent. */
+	assert_true(rec.max_pages_per_call == (1u << 18) ||
+	    rec.max_pages_per_call <= (64 * MIB) >> 12);
+	assert_int_equal(job.stats.calls, rec.calls);
+}
+
+static void
+test_libxl_pattern(void **state)
+{
+	struct vmb__populate_job job;
+	struct vmb_placement pl;
+	atomic_bool cancel = false;
+
+	(void)state;
+	placement_mixed(&pl);
+	job_init(&job, &pl, &cancel, VMB_POPULATE_LIBXL);
+	assert_int_equal(vmb__populate(&job), 0);
+	assert_false(rec.overlap);
+	assert_int_equal(rec.pages, rec.total_pages);
+	assert_int_equal(job.workers, 1);
+	/*
+	 * Node 0: one 1 GiB call, 150 2 MiB extents in calls of 4 (38),
+	 * 5 pages in one call.  Node 1 starts 5 pages short of a 2 MiB
+	 * boundary: 507 pages in one call, then 349 2 MiB extents (88
+	 * calls), then the last 5 pages.
+	 */
+	assert_int_equal(rec.calls, 1 + 38 + 1 + 1 + 88 + 1);
+	assert_int_equal(rec.max_per_call, 507);
+}
+
+static void
+test_cancel_and_failure(void **state)
+{
+	struct vmb__populate_job job;
+	struct vmb_placement pl;
+	atomic_bool cancel = false;
+
+	(void)state;
+	placement_mixed(&pl);
+	job_init(&job, &pl, &cancel, VMB_POPULATE_ENGINE);
+	job.batch_bytes = 8 * MIB;
+	job.inflight = 1;
+	rec.cancel_at_half = &cancel;
+	assert_int_equal(vmb__populate(&job), -ECANCELED);
+	assert_true(rec.pages < rec.total_pages);
+
+	cancel = false;
+	job_init(&job, &pl, &cancel, VMB_POPULATE_LIBXL);
+	rec.cancel_at_half = &cancel;
+	assert_int_equal(vmb__populate(&job), -ECANCELED);
+	assert_true(rec.pages < rec.total_pages);
+
+	cancel = false;
+	job_init(&job, &pl, &cancel, VMB_POPULATE_ENGINE);
+	job.batch_bytes = 8 * MIB;
+	rec.fail_at_call = 5;
+	assert_int_equal(vmb__populate(&job), -ENOMEM);
+	assert_true(rec.pages < rec.total_pages);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_split_orders),
+		cmocka_unit_test(test_engine),
+		cmocka_unit_test(test_libxl_pattern),
+		cmocka_unit_test(test_cancel_and_failure),
+	};
+
+	return cmocka_run_group_tests_name("populate", tests, NULL, NULL);
+}
