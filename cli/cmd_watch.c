@@ -375,7 +375,26 @@ print_flat(yajl_val v, const char *prefix)
 		return;
 	}
 	if (YAJL_IS_ARRAY(v)) {
-		printf(" %s=[%zu]", prefix, v->u.array.len);
+		/* e.g. scrub.progress: nodes=[{node=0 dirty_bytes=...} ...] */
+		printf(" %s=[", prefix);
+		for (i = 0; i < v->u.array.len; i++) {
+			yajl_val x = v->u.array.values[i];
+			size_t k;
+
+			if (!YAJL_IS_OBJECT(x)) {
+				printf("%s%s", i ? " " : "",
+				    jtext(x, NULL, buf, sizeof(buf)));
+				continue;
+			}
+			printf("%s{", i ? " " : "");
+			for (k = 0; k < x->u.object.len; k++)
+				printf("%s%s=%s", k ? " " : "",
+				    x->u.object.keys[k],
+				    jtext(x->u.object.values[k], NULL, buf,
+				    sizeof(buf)));
+			printf("}");
+		}
+		printf("]");
 		return;
 	}
 	if (YAJL_IS_STRING(v) && strpbrk(v->u.string, " \t\""))

@@ -319,6 +319,7 @@ fmt_tree_in(yajl_val v, int indent, const char *parent)
 	char buf[256];
 	size_t i, j, w = 0;
 	const char *key;
+	uint64_t u;
 	yajl_val x;
 
 	if (YAJL_IS_ARRAY(v)) {
@@ -353,6 +354,10 @@ fmt_tree_in(yajl_val v, int indent, const char *parent)
 	for (i = 0; i < v->u.object.len; i++) {
 		key = v->u.object.keys[i];
 		x = v->u.object.values[i];
+		/* Per-node byte maps: only the nodes that hold something. */
+		if (parent && ends_with(parent, "bytes") && key[0] >= '0' &&
+		    key[0] <= '9' && ju64(x, NULL, &u) && u == 0)
+			continue;
 		printf("%*s%s:", indent, "", key);
 		if (is_scalar(x)) {
 			printf("%*s", (int)(w - strlen(key) + 1), "");
