@@ -110,8 +110,17 @@ stamp=$(ls "$DEBS"/*.deb | md5sum | cut -d' ' -f1)
 if [ "$(cat "$ROOT/.stamp" 2>/dev/null)" != "$stamp" ]; then
 	rm -rf "$ROOT" && mkdir -p "$ROOT" || fail $step "cannot create $ROOT"
 	for d in "$DEBS"/*.deb; do
-		dpkg-deb -x "$d" "$ROOT" || fail $step "dpkg-deb -x $d"
+		case "$d" in
+		*/linux-image-*)	# only the kernel and Xen's modules
+			dpkg-deb --fsys-tarfile "$d" | tar -x -C "$ROOT" --wildcards \
+			    './boot/vmlinuz-*' './lib/modules/*/kernel/drivers/xen/*' ;;
+		*)
+			dpkg-deb -x "$d" "$ROOT" ;;
+		esac || fail $step "unpack $d"
 	done
+	# The top Makefile -includes every build/**/*.d as a dependency file;
+	# a package's foo.d directory would stop make.
+	find "$ROOT" -name '*.d' -prune -exec rm -rf {} +
 	echo "$stamp" > "$ROOT/.stamp"
 	log "unpacked into $ROOT"
 fi
