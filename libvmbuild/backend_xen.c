@@ -587,11 +587,65 @@ xen_order_class(uint32_t order)
 	}
 }
 
+static void
+xen_count(struct vmb_populate_stats *stats, uint32_t order, uint32_t node,
+    long got)
+{
+	if (stats == NULL || got <= 0)
+		return;
+	stats->extents[xen_order_class(order)] += got;
+	if (node < VMB_MAX_NODES)
+		stats->node_bytes[node] +=
+		    ((uint64_t)got << order) << XC_PAGE_SHIFT;
+}
+
+/*
+ * Populate one extent Xen could not give as a whole (no free buddy of
+ * that order on the node: fragmentation, not lack of memory) with the
+ * next smaller order, and those that fail again with 4 KiB pages, as
+ * libxl's meminit_hvm does.  Same node, same flags: only the size of the
+ * pieces changes.
+ */
+static int
+xen_populate_split(struct xen_be *be, uint32_t domid, unsigned memflags,
+    uint64_t gfn, uint32_t order, uint32_t node,
+    struct vmb_populate_stats *stats)
+{
+	xen_pfn_t gfns[512];
+	uint32_t sub = order > 9 ? 9 : 0;
+	unsigned long count = 1ul << (order - sub), i;
+	long got;
+	int rc;
+
+	if (order == 0 || count > sizeof(gfns) / sizeof(gfns[0]))
+		return -ENOMEM;
+	for (i = 0; i < count; i++)
+		gfns[i] = gfn + (i << sub);
+	got = xc_domain_populate_physmap(be->xch, domid, count, sub, memflags,
+	    gfns);
+	if (stats != NULL)
+		stats->calls++;
+	if (got < 0 && errno == ENOMEM && sub > 0)
+		got = 0;
+	if (got < 0)
+		return -xen_errno();
+	xen_count(stats, sub, node, got);
+	for (i = (unsigned long)got; i < count; i++) {
+		rc = xen_populate_split(be, domid, memflags, gfn + (i << sub),
+		    sub, node, stats);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}
+
 /*
  * Carry the engine's extents to XENMEM_populate_physmap.  Consecutive
  * extents of the same order and node go in one call (the hypercall takes
  * one order and one node per call); Xen preempts and continues long calls
- * itself.  Stock Xen reports nothing about flushes or scrubbing, so those
+ * itself.  An extent Xen cannot find as one buddy is split (see
+ * xen_populate_split), so a fragmented heap costs calls, not the build.
+ * Stock Xen reports nothing about flushes or scrubbing, so those
  * stats are left alone.
  */
 static int
@@ -632,24 +686,28 @@ xen_populate(void *priv, uint32_t domid, uint32_t flags,
 		    ext[i].order, memflags, gfns);
 		if (stats != NULL)
 			stats->calls++;
+		/* No buddy of that order at all comes back as -ENOMEM. */
+		if (got < 0 && errno == ENOMEM && ext[i].order > 0)
+			got = 0;
 		if (got < 0) {
 			rc = -xen_errno();
 			break;
 		}
-		if (stats != NULL && got > 0) {
-			stats->extents[xen_order_class(ext[i].order)] += got;
-			if (ext[i].node < VMB_MAX_NODES)
-				stats->node_bytes[ext[i].node] +=
-				    ((uint64_t)got << ext[i].order) <<
-				    XC_PAGE_SHIFT;
-		}
+		xen_count(stats, ext[i].order, ext[i].node, got);
 		done += got;
+		i += got;
 		if ((size_t)got < n) {
-			/* Xen stops at the first extent it cannot allocate. */
-			rc = -ENOMEM;
-			break;
+			/*
+			 * Xen stops at the first extent it cannot allocate:
+			 * retry that one in smaller pieces, then go on.
+			 */
+			rc = xen_populate_split(be, domid, memflags, ext[i].gfn,
+			    ext[i].order, ext[i].node, stats);
+			if (rc < 0)
+				break;
+			done++;
+			i++;
 		}
-		i += n;
 	}
 	free(gfns);
 	*ret_done = done;
