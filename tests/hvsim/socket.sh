@@ -1,0 +1,60 @@
+#!/bin/bash
+# socket.sh - integration tests of hvsim over its socket.
+#
+# Starts four hvsim instances in a fresh directory (real memory with boot
+# scrub; two small ones without background scrubbing, in batch and alloc
+# flush mode; a phantom 8-node 2 TiB host) and runs the client program
+# against them.  Everything started here is killed on exit.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+hvsim=$top/build/bin/hvsim
+client=$top/build/tests/hvsim/socket_client
+dir=$(mktemp -d)
+pids=()
+cleanup() {
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+
+start() {
+	local name=$1; shift
+	"$hvsim" --socket "$dir/$name.sock" "$@" 2>"$dir/$name.log" &
+	pids+=($!)
+	echo $! >"$dir/$name.pid"
+}
+
+start real --nodes 2 --cpus-per-node 4 --threads-per-core 2 \
+	--mem-per-node 128M --backing real
+start batch --nodes 2 --cpus-per-node 8 --threads-per-core 2 \
+	--mem-per-node 128M --backing real --scrub-workers 0 --no-boot-scrub \
+	--flush-mode batch --preempt-pages 16384
+start alloc --nodes 2 --cpus-per-node 8 --threads-per-core 2 \
+	--mem-per-node 128M --backing real --scrub-workers 0 --no-boot-scrub \
+	--flush-mode alloc --preempt-pages 16384
+start phantom --nodes 8 --cpus-per-node 16 --threads-per-core 2 \
+	--mem-per-node 256G --backing phantom
+
+# Wait for the sockets (bounded).
+for i in $(seq 1 100); do
+	ok=1
+	for s in real batch alloc phantom; do
+		[ -S "$dir/$s.sock" ] || ok=0
+	done
+	[ $ok -eq 1 ] && break
+	sleep 0.1
+done
+
+"$client" "$dir" "$(cat "$dir/phantom.pid")"
+rc=$?
+# Every instance must still be alive after all the bad requests.
+for s in real batch alloc phantom; do
+	if kill -0 "$(cat "$dir/$s.pid")" 2>/dev/null; then
+		echo "ok - hvsim ($s) still running at the end"
+	else
+		echo "not ok - hvsim ($s) died"; sed 's/^/# /' "$dir/$s.log"
+		rc=1
+	fi
+done
+exit $rc

@@ -1,0 +1,693 @@
+/*
+ * socket_client.c - the client half of tests/hvsim/socket.sh.
+ *
+ * usage: socket_client DIR PHANTOM_PID
+ * DIR holds real.sock, batch.sock, alloc.sock and phantom.sock.
+ * Prints TAP lines.
+ */
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vmbuild/hvclient.h"
+
+static int failures;
+static char dir[512];
+
+static void
+ok(int cond, const char *fmt, ...)
+{
+	va_list ap;
+
+	printf("%s - ", cond ? "ok" : "not ok");
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+	fflush(stdout);
+	if (!cond)
+		failures++;
+}
+
+static char *
+sock(const char *name)
+{
+	static char path[600];
+
+	snprintf(path, sizeof(path), "%s/%s.sock", dir, name);
+	return path;
+}
+
+static struct hvc *
+conn(const char *name)
+{
+	struct hvc *c = NULL;
+	int rc = -1, i;
+
+	/* hvsim may still be starting: bounded retries. */
+	for (i = 0; i < 100; i++) {
+		rc = hvc_open(sock(name), &c);
+		if (rc == 0)
+			return c;
+		usleep(100000);
+	}
+	printf("# hvc_open %s: %s\n", sock(name), strerror(-rc));
+	return NULL;
+}
+
+static void
+sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Free and dirty pages of the host. */
+static int
+host_pages(struct hvc *c, uint64_t *free_p, uint64_t *dirty_p,
+    uint64_t *total_p, int *boot_done)
+{
+	struct hv_scrub_reply *r;
+	struct hv_scrub_node *n;
+	uint32_t i;
+	int rc;
+
+	rc = hvc_scrub_progress(c, &r);
+	if (rc < 0)
+		return rc;
+	n = hvc_scrub_nodes(r);
+	*free_p = *dirty_p = *total_p = 0;
+	if (boot_done)
+		*boot_done = 1;
+	for (i = 0; i < r->nr_nodes; i++) {
+		*free_p += n[i].free_pages;
+		*dirty_p += n[i].dirty_pages;
+		*total_p += n[i].total_pages;
+		if (boot_done && !n[i].boot_scrub_done)
+			*boot_done = 0;
+	}
+	free(r);
+	return 0;
+}
+
+/* Wait (bounded, 120 s) until no free page is dirty. */
+static int
+wait_clean(struct hvc *c)
+{
+	uint64_t f, d, t;
+	int i, boot;
+
+	for (i = 0; i < 2400; i++) {
+		if (host_pages(c, &f, &d, &t, &boot) < 0)
+			return -1;
+		if (d == 0 && boot)
+			return 0;
+		sleep_ms(50);
+	}
+	return -1;
+}
+
+static hv_domid_t
+create(struct hvc *c, const char *name, uint32_t flags, uint64_t max_pages)
+{
+	struct hv_domain_create req = {
+		.flags = flags, .max_vcpus = 2, .max_pages = max_pages,
+	};
+	hv_domid_t id = HV_DOMID_INVALID;
+	int rc;
+
+	snprintf(req.name, sizeof(req.name), "%s", name);
+	rc = hvc_domain_create(c, &req, &id);
+	if (rc < 0)
+		printf("# create %s: %s\n", name, strerror(-rc));
+	return id;
+}
+
+static int
+find_dom(struct hvc *c, hv_domid_t id, struct hv_domain_info *out)
+{
+	struct hv_domain_info *all = NULL;
+	uint32_t nr = 0, i;
+	int rc;
+
+	rc = hvc_domain_list(c, &all, &nr);
+	if (rc < 0)
+		return rc;
+	rc = -ESRCH;
+	for (i = 0; i < nr; i++)
+		if (all[i].domid == id) {
+			*out = all[i];
+			rc = 0;
+		}
+	free(all);
+	return rc;
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static bool
+pages_zero(const uint8_t *base, const uint64_t *mfns, uint32_t nr)
+{
+	uint32_t i, w;
+
+	for (i = 0; i < nr; i++) {
+		const uint64_t *p = (const uint64_t *)(base +
+		    (mfns[i] << HV_PAGE_SHIFT));
+
+		for (w = 0; w < HV_PAGE_SIZE / 8; w++)
+			if (p[w])
+				return false;
+	}
+	return true;
+}
+
+/* ------------------------------------------------------------------ */
+/* Real memory: populate across two nodes, destroy, scrub, account.    */
+
+#define N2M	20	/* 2 MiB extents per node */
+#define N4K	16
+
+static uint32_t
+layout(struct hv_extent *e)
+{
+	uint32_t n = 0, i;
+	uint64_t gfn = 0;
+
+	for (i = 0; i < 2 * N2M; i++, gfn += 512)
+		e[n++] = (struct hv_extent){ .gfn = gfn, .order = 9,
+		    .node = (uint16_t)(i / N2M) };
+	for (i = 0; i < N4K; i++, gfn++)
+		e[n++] = (struct hv_extent){ .gfn = gfn, .order = 0, .node = 1 };
+	return n;
+}
+
+static void
+test_real(void)
+{
+	const uint64_t P = 2 * N2M * 512 + N4K;
+	struct hv_extent ext[2 * N2M + N4K];
+	struct hv_populate_stats st;
+	struct hv_domain_info info;
+	struct hv_host_info *hi = NULL;
+	struct hv_counters c0, c1;
+	uint64_t *mfns = NULL, *sorted = NULL, f, d, t, i;
+	uint8_t *base = MAP_FAILED;
+	uint32_t nr = layout(ext), done = 0;
+	struct hvc *c;
+	hv_domid_t a, b;
+	int fd = -1, rc, dups = 0, wrong_node = 0;
+	size_t bytes = 0;
+
+	c = conn("real");
+	ok(c != NULL, "connect to hvsim (real memory)");
+	if (!c)
+		return;
+	ok(hvc_hello(c)->backing == HV_BACKING_REAL &&
+	    (hvc_hello(c)->caps & HV_CAP_MAP), "hello: real backing, map");
+	rc = hvc_host_info(c, &hi);
+	ok(rc == 0 && hi->nr_nodes == 2 && hi->nr_cpus == 8 &&
+	    hi->total_pages == 2 * 32768, "host info: 2 nodes, 8 CPUs, 256 MiB");
+	if (rc == 0) {
+		struct hv_cpu_info *cpu = hvc_host_cpus(hi);
+
+		ok(cpu[1].core == cpu[0].core && cpu[1].thread == 1 &&
+		    cpu[2].core != cpu[0].core && hvc_host_nodes(hi)[1].first_mfn
+		    == 32768, "host info: SMT siblings share a core");
+		bytes = hi->total_pages << HV_PAGE_SHIFT;
+	}
+	free(hi);
+	ok(wait_clean(c) == 0, "boot scrub finishes");
+	hvc_counters(c, &c0);
+	ok(c0.scrub_pages_boot == 2 * 32768, "boot scrub counted every page "
+	    "(%llu)", (unsigned long long)c0.scrub_pages_boot);
+
+	a = create(c, "int-a", HV_DOMF_HVM | HV_DOMF_HAP, 1 << 20);
+	memset(&st, 0, sizeof(st));
+	rc = hvc_populate(c, a, HV_POPF_EXACT_NODE, ext, nr, &st, &done);
+	ok(rc == 0 && st.pages_done == P && st.extents_done == nr,
+	    "populate across two nodes (%d, %llu pages)", rc,
+	    (unsigned long long)st.pages_done);
+	rc = find_dom(c, a, &info);
+	ok(rc == 0 && info.tot_pages == P &&
+	    info.node_pages[0] == N2M * 512 &&
+	    info.node_pages[1] == N2M * 512 + N4K,
+	    "domain pages split by node as requested");
+	host_pages(c, &f, &d, &t, NULL);
+	ok(f == t - P, "host free = total - populated, exactly");
+
+	mfns = calloc(P, sizeof(*mfns));
+	sorted = calloc(P, sizeof(*sorted));
+	rc = hvc_map(c, a, 0, (uint32_t)P, mfns, &fd);
+	ok(rc == 0 && fd >= 0, "map the domain's memory (fd passed)");
+	if (rc == 0 && fd >= 0 && bytes) {
+		base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+		    fd, 0);
+		ok(base != MAP_FAILED, "mmap the host memory descriptor");
+	}
+	if (base != MAP_FAILED) {
+		memcpy(sorted, mfns, P * sizeof(*mfns));
+		qsort(sorted, P, sizeof(*sorted), cmp_u64);
+		for (i = 1; i < P; i++)
+			dups += sorted[i] == sorted[i - 1];
+		for (i = 0; i < P; i++)
+			wrong_node += (i < N2M * 512) != (mfns[i] < 32768);
+		ok(dups == 0, "no machine frame handed out twice");
+		ok(wrong_node == 0, "every page on the node asked for");
+		ok(pages_zero(base, mfns, (uint32_t)P),
+		    "populated pages are zero (seen through map)");
+		for (i = 0; i < P; i++)
+			memset(base + (mfns[i] << HV_PAGE_SHIFT), 0xa5,
+			    HV_PAGE_SIZE);
+	}
+	ok(hvc_domain_op(c, HV_OP_DOMAIN_DESTROY, a) == 0, "destroy");
+	host_pages(c, &f, &d, &t, NULL);
+	ok(f == t, "after destroy every page is free again (%llu of %llu)",
+	    (unsigned long long)f, (unsigned long long)t);
+	ok(find_dom(c, a, &info) == -ESRCH, "destroyed domain is not listed");
+	ok(wait_clean(c) == 0, "background scrub cleans the dead domain's pages");
+	host_pages(c, &f, &d, &t, NULL);
+	ok(f == t && d == 0, "every byte accounted: all free, none dirty");
+	if (base != MAP_FAILED)
+		ok(pages_zero(base, mfns, (uint32_t)P),
+		    "the dead domain's pages are zero after scrub");
+	hvc_counters(c, &c1);
+	ok(c1.scrub_pages_background - c0.scrub_pages_background +
+	    c1.scrub_pages_inline - c0.scrub_pages_inline >= P,
+	    "scrub counters cover the freed pages");
+
+	/* A fresh populate gets zeroed pages. */
+	b = create(c, "int-b", HV_DOMF_HVM | HV_DOMF_HAP, 1 << 20);
+	rc = hvc_populate(c, b, 0, ext, nr, NULL, NULL);
+	ok(rc == 0, "populate a second domain");
+	if (rc == 0 && base != MAP_FAILED) {
+		uint64_t *m2 = calloc(P, sizeof(*m2));
+
+		rc = hvc_map(c, b, 0, (uint32_t)P, m2, NULL);
+		ok(rc == 0 && pages_zero(base, m2, (uint32_t)P),
+		    "a fresh populate hands out zero pages");
+		free(m2);
+	}
+	ok(hvc_domain_op(c, HV_OP_DOMAIN_DESTROY, b) == 0, "destroy second");
+	hvc_counters(c, &c1);
+	ok(c1.domains_created - c0.domains_created == 2 &&
+	    c1.domains_destroyed - c0.domains_destroyed == 2 &&
+	    c1.populate_pages[HV_ORDER_CLASS_2M] -
+	    c0.populate_pages[HV_ORDER_CLASS_2M] == 2 * 2 * N2M * 512 &&
+	    c1.populate_pages[HV_ORDER_CLASS_4K] -
+	    c0.populate_pages[HV_ORDER_CLASS_4K] == 2 * N4K,
+	    "counters: domains and populated pages by order");
+	if (base != MAP_FAILED)
+		munmap(base, bytes);
+	if (fd >= 0)
+		close(fd);
+	free(mfns);
+	free(sorted);
+	hvc_close(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* Malformed requests.                                                 */
+
+static int
+raw_conn(void)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+	if (strlen(sock("real")) >= sizeof(sun.sun_path))
+		return -1;
+	memcpy(sun.sun_path, sock("real"), strlen(sock("real")) + 1);
+	if (connect(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Send a header (+payload) and return the reply's status, or 1 on EOF. */
+static int
+raw_call(int fd, uint32_t magic, uint16_t version, uint16_t op, uint32_t len,
+    const void *payload, size_t plen)
+{
+	struct hv_msg_hdr h = { .magic = magic, .version = version, .op = op,
+	    .len = len, .seq = 77 };
+	char buf[4096];
+	ssize_t n;
+	size_t got = 0;
+
+	if (write(fd, &h, sizeof(h)) != sizeof(h))
+		return 1;
+	if (plen && write(fd, payload, plen) != (ssize_t)plen)
+		return 1;
+	while (got < sizeof(h)) {
+		n = read(fd, (char *)&h + got, sizeof(h) - got);
+		if (n <= 0)
+			return 1;
+		got += n;
+	}
+	/* Drain the payload, if any. */
+	for (got = 0; got < h.len; got += n) {
+		n = read(fd, buf, h.len - got < sizeof(buf) ? h.len - got :
+		    sizeof(buf));
+		if (n <= 0)
+			return 1;
+	}
+	return h.seq == 77 ? h.status : 2;
+}
+
+static bool
+closed_by_peer(int fd)
+{
+	char b;
+
+	return read(fd, &b, 1) == 0;
+}
+
+static void
+test_malformed(void)
+{
+	struct {
+		struct hv_populate p;
+		struct hv_extent e[2];
+	} pop;
+	struct hv_domain_create cr = { .max_vcpus = 1, .max_pages = 600 };
+	struct hv_extent e;
+	struct hvc *c;
+	uint64_t f, d, t, mfn;
+	hv_domid_t id;
+	int fd, rc;
+
+	fd = raw_conn();
+	ok(fd >= 0 && raw_call(fd, 0xdeadbeef, HV_ABI_VERSION, HV_OP_HELLO, 0,
+	    NULL, 0) == -EPROTO && closed_by_peer(fd),
+	    "wrong magic: -EPROTO, connection closed");
+	close(fd);
+
+	fd = raw_conn();
+	ok(raw_call(fd, HV_MSG_MAGIC, 99, HV_OP_HELLO, 0, NULL, 0) == -EPROTO,
+	    "wrong version: -EPROTO");
+	ok(raw_call(fd, HV_MSG_MAGIC, HV_ABI_VERSION, HV_OP_HELLO, 0, NULL, 0)
+	    == 0, "same connection still serves after a version error");
+	ok(raw_call(fd, HV_MSG_MAGIC, HV_ABI_VERSION, 999, 0, NULL, 0) ==
+	    -ENOSYS, "unknown op: -ENOSYS");
+	ok(raw_call(fd, HV_MSG_MAGIC, HV_ABI_VERSION, 0, 0, NULL, 0) ==
+	    -ENOSYS, "op 0: -ENOSYS");
+	ok(raw_call(fd, HV_MSG_MAGIC, HV_ABI_VERSION, HV_OP_HELLO, 4, "abcd",
+	    4) == -EINVAL, "hello with a payload: -EINVAL");
+	ok(raw_call(fd, HV_MSG_MAGIC, HV_ABI_VERSION, HV_OP_DOMAIN_CREATE, 8,
+	    &cr, 8) == -EINVAL, "short create: -EINVAL");
+	memset(&pop, 0, sizeof(pop));
+	pop.p.domid = 1;
+	pop.p.nr_extents = 5;
+	ok(raw_call(fd, HV_MSG_MAGIC, HV_ABI_VERSION, HV_OP_POPULATE,
+	    sizeof(pop), &pop, sizeof(pop)) == -EINVAL,
+	    "populate whose count disagrees with its length: -EINVAL");
+	pop.p.nr_extents = HV_MAX_EXTENTS + 1;
+	ok(raw_call(fd, HV_MSG_MAGIC, HV_ABI_VERSION, HV_OP_POPULATE,
+	    sizeof(pop), &pop, sizeof(pop)) == -EINVAL,
+	    "populate with too many extents: -EINVAL");
+	ok(raw_call(fd, HV_MSG_MAGIC, HV_ABI_VERSION, HV_OP_HELLO,
+	    HV_MAX_PAYLOAD + 1, NULL, 0) == -EMSGSIZE && closed_by_peer(fd),
+	    "oversized payload: -EMSGSIZE, connection closed");
+	close(fd);
+
+	/* A header cut short, then a hang-up. */
+	fd = raw_conn();
+	ok(fd >= 0 && write(fd, "HVSM", 4) == 4, "send half a header");
+	close(fd);
+
+	c = conn("real");
+	ok(c != NULL, "hvsim serves after the short header");
+	if (!c)
+		return;
+	ok(hvc_domain_op(c, HV_OP_DOMAIN_DESTROY, 4242) == -ESRCH &&
+	    hvc_domain_op(c, HV_OP_DOMAIN_PAUSE, 99999) == -ESRCH,
+	    "unknown domain: -ESRCH");
+	e = (struct hv_extent){ .gfn = 0, .order = 0, .node = 0 };
+	ok(hvc_populate(c, 4242, 0, &e, 1, NULL, NULL) == -ESRCH,
+	    "populate of an unknown domain: -ESRCH");
+	cr.name[0] = 'x';
+	memset(cr.name, 'x', sizeof(cr.name));
+	ok(hvc_domain_create(c, &cr, &id) == -EINVAL,
+	    "create with an unterminated name: -EINVAL");
+	memset(cr.name, 0, sizeof(cr.name));
+	cr.max_vcpus = 0;
+	ok(hvc_domain_create(c, &cr, &id) == -EINVAL,
+	    "create with 0 vCPUs: -EINVAL");
+	cr.max_vcpus = 1;
+	cr.flags = HV_DOMF_HAP;
+	ok(hvc_domain_create(c, &cr, &id) == 0, "create a domain");
+	e = (struct hv_extent){ .gfn = 0, .order = 19, .node = 0 };
+	ok(hvc_populate(c, id, 0, &e, 1, NULL, NULL) == -EINVAL,
+	    "order 19: -EINVAL");
+	e = (struct hv_extent){ .gfn = 1, .order = 9, .node = 0 };
+	ok(hvc_populate(c, id, 0, &e, 1, NULL, NULL) == -EINVAL,
+	    "unaligned gfn: -EINVAL");
+	e = (struct hv_extent){ .gfn = 0, .order = 0, .node = 7 };
+	ok(hvc_populate(c, id, 0, &e, 1, NULL, NULL) == -EINVAL,
+	    "node out of range: -EINVAL");
+	e = (struct hv_extent){ .gfn = 0, .order = 0, .node = 0, .pad2 = 1 };
+	ok(hvc_populate(c, id, 0, &e, 1, NULL, NULL) == -EINVAL,
+	    "non-zero padding: -EINVAL");
+	e = (struct hv_extent){ .gfn = 1ull << 50, .order = 0, .node = 0 };
+	ok(hvc_populate(c, id, 0, &e, 1, NULL, NULL) == -EINVAL,
+	    "gfn beyond the address space: -EINVAL");
+	ok(hvc_populate(c, id, 0x80, &e, 1, NULL, NULL) == -EINVAL,
+	    "unknown populate flag: -EINVAL");
+	e = (struct hv_extent){ .gfn = 0, .order = 9, .node = 0 };
+	ok(hvc_populate(c, id, 0, &e, 1, NULL, NULL) == 0,
+	    "a good extent after the bad ones");
+	e.order = 0;
+	e.gfn = 5;
+	ok(hvc_populate(c, id, 0, &e, 1, NULL, NULL) == -EEXIST,
+	    "populating a populated gfn: -EEXIST");
+	e = (struct hv_extent){ .gfn = 4096, .order = 9, .node = 0 };
+	ok(hvc_populate(c, id, 0, &e, 1, NULL, NULL) == -ENOMEM,
+	    "beyond max memory: -ENOMEM");
+	ok(hvc_map(c, id, 4096, 1, &mfn, NULL) == -ENOENT,
+	    "map of a hole: -ENOENT");
+	ok(hvc_domain_set(c, HV_OP_DOMAIN_MAX_VCPUS, id, 0) == -EINVAL,
+	    "0 max vCPUs: -EINVAL");
+	ok(hvc_domain_set(c, HV_OP_CLAIM, id, 1ull << 40) == -ENOMEM,
+	    "claim beyond the host: -ENOMEM");
+	ok(hvc_domain_op(c, HV_OP_DOMAIN_DESTROY, id) == 0, "destroy it");
+	rc = wait_clean(c);
+	host_pages(c, &f, &d, &t, NULL);
+	ok(rc == 0 && f == t && d == 0,
+	    "heap intact after the bad requests: all free and clean");
+	hvc_close(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* Flush modes: same layout, far fewer filter evaluations in batch.    */
+
+#define FILL	60	/* 2 MiB extents per node for the first domain */
+#define KEEP	4
+
+struct mode_result {
+	uint64_t mfns[2 * FILL * 512];
+	struct hv_counters ctr;
+	struct hv_populate_stats st;
+	int rc;
+};
+
+static void
+fill(struct hv_extent *e, uint32_t per_node, uint64_t gfn0)
+{
+	uint32_t i;
+
+	for (i = 0; i < 2 * per_node; i++)
+		e[i] = (struct hv_extent){ .gfn = gfn0 + i * 512ull,
+		    .order = 9, .node = (uint16_t)(i % 2) };
+}
+
+static void
+run_mode(const char *name, struct mode_result *r)
+{
+	struct hv_extent e[2 * FILL];
+	struct hvc *c = conn(name);
+	hv_domid_t a, b, cdom;
+
+	r->rc = -1;
+	if (!c)
+		return;
+	a = create(c, "fill", HV_DOMF_HVM | HV_DOMF_HAP, 1 << 20);
+	b = create(c, "keep", HV_DOMF_HVM | HV_DOMF_HAP, 1 << 20);
+	cdom = create(c, "again", HV_DOMF_HVM | HV_DOMF_HAP, 1 << 20);
+	fill(e, FILL, 0);
+	r->rc = hvc_populate(c, a, HV_POPF_EXACT_NODE | HV_POPF_ALLOW_DIRTY,
+	    e, 2 * FILL, NULL, NULL);
+	fill(e, KEEP, 0);
+	if (r->rc == 0)
+		r->rc = hvc_populate(c, b, HV_POPF_EXACT_NODE |
+		    HV_POPF_ALLOW_DIRTY, e, 2 * KEEP, NULL, NULL);
+	if (r->rc == 0)
+		r->rc = hvc_domain_op(c, HV_OP_DOMAIN_DESTROY, a);
+	/* The third domain can only get the first one's freed pages. */
+	fill(e, FILL, 0);
+	memset(&r->st, 0, sizeof(r->st));
+	if (r->rc == 0)
+		r->rc = hvc_populate(c, cdom, HV_POPF_EXACT_NODE |
+		    HV_POPF_ALLOW_DIRTY, e, 2 * FILL, &r->st, NULL);
+	if (r->rc == 0)
+		r->rc = hvc_map(c, cdom, 0, 2 * FILL * 512, r->mfns, NULL);
+	if (r->rc == 0)
+		r->rc = hvc_counters(c, &r->ctr);
+	hvc_domain_op(c, HV_OP_DOMAIN_DESTROY, b);
+	hvc_domain_op(c, HV_OP_DOMAIN_DESTROY, cdom);
+	hvc_close(c);
+}
+
+static void
+test_flush_modes(void)
+{
+	struct mode_result *rb = calloc(1, sizeof(*rb));
+	struct mode_result *ra = calloc(1, sizeof(*ra));
+	const uint64_t pages = 2 * FILL * 512;
+
+	run_mode("batch", rb);
+	run_mode("alloc", ra);
+	ok(rb->rc == 0 && ra->rc == 0, "create/destroy/create in both modes "
+	    "(%d, %d)", rb->rc, ra->rc);
+	ok(memcmp(rb->mfns, ra->mfns, sizeof(rb->mfns)) == 0,
+	    "both flush modes give the same memory layout");
+	ok(rb->st.pages_scrubbed_inline == pages &&
+	    ra->st.pages_scrubbed_inline == pages,
+	    "the reused pages were dirty and scrubbed inline");
+	printf("# batch: %llu evaluations, %llu flushes, %llu avoided; "
+	    "alloc: %llu evaluations, %llu flushes, %llu avoided\n",
+	    (unsigned long long)rb->st.filter_evaluations,
+	    (unsigned long long)rb->st.flushes_issued,
+	    (unsigned long long)rb->st.flushes_avoided,
+	    (unsigned long long)ra->st.filter_evaluations,
+	    (unsigned long long)ra->st.flushes_issued,
+	    (unsigned long long)ra->st.flushes_avoided);
+	ok(ra->st.filter_evaluations == pages,
+	    "alloc mode: one filter evaluation per page (%llu)",
+	    (unsigned long long)ra->st.filter_evaluations);
+	/* 61440 pages at 16384 pages per call: 4 calls, one evaluation each. */
+	ok(rb->st.filter_evaluations >= 1 && rb->st.filter_evaluations <= 4,
+	    "batch mode: one filter evaluation per call (%llu)",
+	    (unsigned long long)rb->st.filter_evaluations);
+	ok(rb->st.filter_evaluations * 1000 < ra->st.filter_evaluations,
+	    "far fewer filter evaluations in batch mode");
+	ok(rb->st.flushes_issued >= 1 && ra->st.flushes_issued >= 1 &&
+	    rb->st.flushes_issued <= rb->st.filter_evaluations,
+	    "both modes flush the reused pages; batch at most once per call");
+	ok(rb->ctr.tlb_filter_evaluations == rb->st.filter_evaluations &&
+	    ra->ctr.tlb_filter_evaluations == ra->st.filter_evaluations,
+	    "host counters agree with the per-call statistics");
+	ok(rb->ctr.tlb_flushes_issued[HV_FLUSH_CAUSE_POPULATE] ==
+	    rb->st.flushes_issued && rb->ctr.tlb_flush_cpu_ipis ==
+	    16 * rb->st.flushes_issued,
+	    "batch flush reached all 16 CPUs (%llu IPIs)",
+	    (unsigned long long)rb->ctr.tlb_flush_cpu_ipis);
+	free(rb);
+	free(ra);
+}
+
+/* ------------------------------------------------------------------ */
+/* Phantom: 8 nodes, 128 CPUs, 2 TiB in little memory.                 */
+
+static uint64_t
+rss_kib(const char *pid)
+{
+	char path[64], line[256];
+	uint64_t v = 0;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%s/status", pid);
+	f = fopen(path, "r");
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "VmRSS: %lu", &v) == 1)
+			break;
+	fclose(f);
+	return v;
+}
+
+static void
+test_phantom(const char *pid)
+{
+	struct hv_extent *e = calloc(4096, sizeof(*e));
+	struct hv_populate_stats st;
+	struct hv_domain_info info;
+	struct hv_host_info *hi = NULL;
+	struct hvc *c = conn("phantom");
+	uint64_t mfn, f, d, t, rss;
+	hv_domid_t id;
+	uint32_t i;
+	int rc;
+
+	ok(c != NULL, "connect to hvsim (phantom 2 TiB)");
+	if (!c || !e)
+		goto out;
+	rc = hvc_host_info(c, &hi);
+	ok(rc == 0 && hi->nr_nodes == 8 && hi->nr_cpus == 128 &&
+	    hi->total_pages == 8ull * (256ull << 18),
+	    "phantom host: 8 nodes, 128 CPUs, 2 TiB");
+	free(hi);
+	ok(wait_clean(c) == 0, "phantom boot scrub done");
+	id = create(c, "big", HV_DOMF_HVM | HV_DOMF_HAP, 1ull << 40);
+	/* 135 GiB in 1 GiB extents over 8 nodes, as post 000's guest. */
+	for (i = 0; i < 135; i++)
+		e[i] = (struct hv_extent){ .gfn = (uint64_t)i << 18,
+		    .order = 18, .node = (uint16_t)(i % 8) };
+	memset(&st, 0, sizeof(st));
+	rc = hvc_populate(c, id, HV_POPF_EXACT_NODE, e, 135, &st, NULL);
+	ok(rc == 0 && st.pages_done == 135ull << 18,
+	    "populate 135 GiB in 1 GiB extents");
+	/* And 4 KiB extents, which split 2 MiB chunks. */
+	for (i = 0; i < 4096; i++)
+		e[i] = (struct hv_extent){ .gfn = (136ull << 18) + i,
+		    .order = 0, .node = 3 };
+	rc = hvc_populate(c, id, HV_POPF_EXACT_NODE, e, 4096, &st, NULL);
+	ok(rc == 0, "populate 4096 4 KiB extents");
+	ok(find_dom(c, id, &info) == 0 &&
+	    info.tot_pages == (135ull << 18) + 4096 &&
+	    info.node_pages[3] == (17ull << 18) + 4096,
+	    "phantom domain pages by node");
+	ok(hvc_map(c, id, 0, 1, &mfn, NULL) == -EOPNOTSUPP,
+	    "map on phantom memory: -EOPNOTSUPP");
+	rss = rss_kib(pid);
+	ok(rss > 0 && rss < 1024 * 1024, "2 TiB phantom host in %llu MiB "
+	    "of resident memory", (unsigned long long)rss / 1024);
+	ok(hvc_domain_op(c, HV_OP_DOMAIN_DESTROY, id) == 0, "destroy");
+	ok(wait_clean(c) == 0, "phantom scrub after destroy");
+	host_pages(c, &f, &d, &t, NULL);
+	ok(f == t && d == 0, "phantom: every page free and clean again");
+out:
+	free(e);
+	hvc_close(c);
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc != 3) {
+		fprintf(stderr, "usage: socket_client DIR PHANTOM_PID\n");
+		return 2;
+	}
+	snprintf(dir, sizeof(dir), "%s", argv[1]);
+	test_real();
+	test_malformed();
+	test_flush_modes();
+	test_phantom(argv[2]);
+	return failures ? 1 : 0;
+}
