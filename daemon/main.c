@@ -386,8 +386,8 @@ main(int argc, char **argv)
 		watchdog_cb(-1, 0, NULL);
 	}
 
-	sd_notify(0, "READY=1");
-	vmbd_status_changed();
+	/* One message, so that systemd shows a status from the start. */
+	sd_notifyf(0, "READY=1\nSTATUS=ready: %u VMs, listening", vm_count());
 	log_notice("ready: %u VMs, socket %s", vm_count(),
 	    control_socket_activated() ? "from systemd" : M.socket);
 	if (M.ready_fd >= 0) {

@@ -308,6 +308,9 @@ vm_gen_info(yajl_gen g, const struct vm *vm)
 		    i++) {
 			char key[16];
 
+			/* Only the nodes that hold some of its memory. */
+			if (d->node_bytes[i] == 0)
+				continue;
 			snprintf(key, sizeof(key), "%u", i);
 			jg_kv_u64(g, key, d->node_bytes[i]);
 		}

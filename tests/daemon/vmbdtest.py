@@ -1,0 +1,278 @@
+"""vmbdtest - shared by the daemon's protocol tests (imported, not run).
+
+Starts hvsim and vmbuildd in a fresh mktemp -d directory, talks JSON-RPC
+to the daemon over its socket, and prints TAP.  Everything started here
+is killed on exit, by the process ids recorded when it was started.
+vmbuildd's readiness is observed through sd_notify: the harness plays
+systemd's part with a NOTIFY_SOCKET of its own, so READY=1 is tested too.
+"""
+import atexit
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+BIN = os.path.join(TOP, "build", "bin")
+HVSIM = os.environ.get("HVSIM", os.path.join(BIN, "hvsim"))
+VMBUILDD = os.environ.get("VMBUILDD", os.path.join(BIN, "vmbuildd"))
+KERNEL = os.path.join(TOP, "build", "guest", "hello.elf")
+MIB = 1 << 20
+
+# JSON-RPC and application codes (daemon/proto.h).
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS = \
+    -32700, -32600, -32601, -32602
+E_PERMISSION, E_NO_SUCH_VM, E_NO_SUCH_TASK, E_CONFIG = 1000, 1001, 1002, 1003
+E_NO_MEMORY, E_HYPERVISOR, E_BUSY, E_CANCELLED = 1004, 1005, 1006, 1007
+E_EXISTS, E_UNAVAILABLE, E_REQUEST_TOO_LARGE = 1008, 1009, 1010
+E_TASK_FINISHED, E_BAD_STATE = 1011, 1012
+
+_n = 0
+_failed = 0
+
+
+def ok(cond, name, detail=None):
+    """One TAP line; `detail` is shown as a comment when it fails."""
+    global _n, _failed
+    _n += 1
+    if cond:
+        print("ok %d - %s" % (_n, name), flush=True)
+    else:
+        _failed += 1
+        print("not ok %d - %s" % (_n, name), flush=True)
+        if detail is not None:
+            for line in str(detail).splitlines()[:20]:
+                print("#   " + line, flush=True)
+    return cond
+
+
+def diag(msg):
+    for line in str(msg).splitlines():
+        print("# " + line, flush=True)
+
+
+def done():
+    print("1..%d" % _n, flush=True)
+    sys.exit(1 if _failed else 0)
+
+
+def bail(msg):
+    ok(False, msg)
+    done()
+
+
+def guest_cfg(name, mem_mib=64, vcpus=1, extra=()):
+    lines = ['name = "%s"' % name, 'type = "pvh"', "memory = %d" % mem_mib,
+             "vcpus = %d" % vcpus, 'kernel = "%s"' % KERNEL]
+    lines.extend(extra)
+    return "\n".join(lines) + "\n"
+
+
+class Client:
+    """One connection to vmbuildd; notifications are queued."""
+
+    def __init__(self, path, timeout=60):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(timeout)
+        self.sock.connect(path)
+        self.buf = b""
+        self.events = []
+        self.next_id = 1
+
+    def close(self):
+        self.sock.close()
+
+    def send_raw(self, data):
+        self.sock.sendall(data)
+
+    def read_line(self):
+        """One line as bytes; b"" at EOF."""
+        while b"\n" not in self.buf:
+            try:
+                chunk = self.sock.recv(65536)
+            except ConnectionResetError:
+                chunk = b""
+            if not chunk:
+                line, self.buf = self.buf, b""
+                return line
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return line
+
+    def read_msg(self):
+        line = self.read_line()
+        if not line:
+            return None
+        return json.loads(line)
+
+    def reply(self, want_id=None):
+        """The next reply (skipping and queueing notifications)."""
+        while True:
+            m = self.read_msg()
+            if m is None:
+                return None
+            if "id" not in m:
+                self.events.append(m)
+                continue
+            if want_id is None or m.get("id") == want_id:
+                return m
+
+    def call(self, method, params=None, **kw):
+        rid = self.next_id
+        self.next_id += 1
+        req = {"jsonrpc": "2.0", "id": rid, "method": method}
+        if params is not None:
+            req["params"] = params
+        req.update(kw)
+        self.send_raw((json.dumps(req) + "\n").encode())
+        return self.reply(rid)
+
+    def result(self, method, params=None):
+        r = self.call(method, params)
+        if r is None or "result" not in r:
+            raise RuntimeError("%s: %r" % (method, r))
+        return r["result"]
+
+    def event(self, pred=lambda m: True, timeout=60):
+        """Next queued or incoming notification matching pred."""
+        end = time.monotonic() + timeout
+        while True:
+            for i, m in enumerate(self.events):
+                if pred(m):
+                    return self.events.pop(i)
+            left = end - time.monotonic()
+            if left <= 0:
+                return None
+            self.sock.settimeout(left)
+            try:
+                m = self.read_msg()
+            except socket.timeout:
+                return None
+            finally:
+                self.sock.settimeout(60)
+            if m is None:
+                return None
+            self.events.append(m)
+
+
+def err_code(r):
+    if r is None or "error" not in r:
+        return None
+    return r["error"].get("code")
+
+
+class Host:
+    """hvsim + vmbuildd in a temporary directory."""
+
+    def __init__(self, hvsim_args=(), daemon_args=()):
+        self.dir = tempfile.mkdtemp(prefix="vmbd-test.")
+        self.hv_sock = os.path.join(self.dir, "hvsim.sock")
+        self.sock = os.path.join(self.dir, "control.sock")
+        self.state = os.path.join(self.dir, "state")
+        self.hv = None
+        self.d = None
+        self.daemon_args = list(daemon_args)
+        self.keep = os.environ.get("VMBD_KEEP") == "1"
+        atexit.register(self.cleanup)
+        signal.signal(signal.SIGTERM, lambda *a: sys.exit(130))
+        for b in (HVSIM, VMBUILDD, KERNEL):
+            if not os.path.exists(b):
+                bail("missing %s (run make)" % b)
+        self.start_hvsim(hvsim_args)
+
+    def start_hvsim(self, args):
+        log = open(os.path.join(self.dir, "hvsim.log"), "ab")
+        self.hv = subprocess.Popen([HVSIM, "--socket", self.hv_sock] +
+                                   list(args), stdout=log, stderr=log)
+        for _ in range(600):
+            if os.path.exists(self.hv_sock):
+                return
+            if self.hv.poll() is not None:
+                break
+            time.sleep(0.05)
+        bail("hvsim did not start (see %s/hvsim.log)" % self.dir)
+
+    def start_daemon(self, extra=()):
+        """Start vmbuildd; returns the seconds until READY=1."""
+        notify_path = os.path.join(self.dir, "notify.sock")
+        if os.path.exists(notify_path):
+            os.unlink(notify_path)
+        ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        ns.bind(notify_path)
+        ns.settimeout(60)
+        env = dict(os.environ, NOTIFY_SOCKET=notify_path)
+        log = open(os.path.join(self.dir, "vmbuildd.log"), "ab")
+        t0 = time.monotonic()
+        self.d = subprocess.Popen(
+            [VMBUILDD, "--hypervisor", "sim:" + self.hv_sock,
+             "--socket", self.sock, "--state-dir", self.state,
+             "--foreground", "-v"] + self.daemon_args + list(extra),
+            stdout=log, stderr=log, env=env)
+        self.notes = []
+        try:
+            while True:
+                msg = ns.recv(4096).decode()
+                self.notes.append(msg)
+                if "READY=1" in msg.split("\n"):
+                    break
+        except socket.timeout:
+            bail("vmbuildd sent no READY=1 (see %s/vmbuildd.log)" %
+                 self.dir)
+        finally:
+            ns.close()
+        return time.monotonic() - t0
+
+    def stop_daemon(self, sig=signal.SIGTERM, timeout=60):
+        """Stop vmbuildd; returns its exit status."""
+        if self.d is None:
+            return None
+        self.d.send_signal(sig)
+        try:
+            rc = self.d.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.d.kill()
+            rc = self.d.wait()
+        self.d = None
+        return rc
+
+    def client(self, timeout=60):
+        return Client(self.sock, timeout)
+
+    def log_tail(self, name="vmbuildd.log", n=30):
+        try:
+            with open(os.path.join(self.dir, name), errors="replace") as f:
+                return "".join(f.readlines()[-n:])
+        except OSError:
+            return ""
+
+    def cleanup(self):
+        for p in (self.d, self.hv):
+            if p is not None and p.poll() is None:
+                p.terminate()
+                try:
+                    p.wait(10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+        self.d = self.hv = None
+        if _failed:
+            for name in ("vmbuildd.log", "hvsim.log"):
+                diag("--- last lines of " + name)
+                diag(self.log_tail(name))
+        if not self.keep:
+            shutil.rmtree(self.dir, ignore_errors=True)
+
+    def wait_scrubbed(self, c, timeout=120):
+        """host.scrub once no node has dirty memory; None on timeout."""
+        end = time.monotonic() + timeout
+        while time.monotonic() < end:
+            s = c.result("host.scrub")
+            if all((n["dirty_bytes"] or 0) == 0 for n in s["nodes"]):
+                return s
+            time.sleep(0.1)
+        return None
