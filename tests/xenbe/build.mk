@@ -1,0 +1,18 @@
+# tests/xenbe/build.mk - unit tests of the xen backend that need no Xen:
+# libxenctrl's calls are replaced at link time (-Wl,--wrap) by fakes that
+# record what the backend asked and answer as Xen would.
+ifneq ($(LIBVMB_HAVE_XEN),)
+XENBE_TEST_BIN := $(B)/tests/xenbe
+XENBE_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard libvmbuild/backend_xen.c \
+	libvmbuild/xen_*.c))
+XENBE_WRAP := -Wl,--wrap=xc_domain_populate_physmap -Wl,--wrap=xc_interface_open
+
+$(XENBE_TEST_BIN)/test_xen_backend: $(OBJ)/tests/xenbe/test_xen_backend.o \
+		$(XENBE_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(XENBE_WRAP) -o $@ $^ $(LIBVMB_XEN_LDLIBS) \
+		$(shell $(PKG) --libs cmocka) $(LDLIBS_COMMON)
+
+TESTS += $(XENBE_TEST_BIN)/test_xen_backend
+TESTS_DEPS += $(XENBE_TEST_BIN)/test_xen_backend
+endif

@@ -1,0 +1,227 @@
+/*
+ * test_xen_backend.c - the xen backend without a Xen: how populate groups
+ * extents into XENMEM_populate_physmap calls, which node flags it passes,
+ * how it splits an extent Xen cannot give whole, how it reports partial
+ * failure, and that open without Xen is a clean -errno.
+ *
+ * xc_domain_populate_physmap and xc_interface_open are wrapped at link
+ * time (see build.mk); the fake records every call and answers from a
+ * small script: a per-order limit on how many extents of one call it
+ * grants, and whether a refusal is "0 done" or "-1, ENOMEM" (Xen gives
+ * both, depending on where the allocation failed).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "xen_priv.h"
+
+int __wrap_xc_domain_populate_physmap(xc_interface *xch, uint32_t domid,
+    unsigned long nr_extents, unsigned int extent_order,
+    unsigned int mem_flags, xen_pfn_t *extent_start);
+xc_interface *__wrap_xc_interface_open(xentoollog_logger *logger,
+    xentoollog_logger *dombuild_logger, unsigned open_flags);
+
+#define MAX_CALLS	64
+
+static struct {
+	unsigned	nr;
+	unsigned long	nr_extents[MAX_CALLS];
+	unsigned	order[MAX_CALLS];
+	unsigned	flags[MAX_CALLS];
+	xen_pfn_t	first_gfn[MAX_CALLS];
+	/* script: grant at most limit[order] extents per call (-1: all) */
+	long		limit[19];
+	bool		fail_errno;	/* a refusal of everything: -1/ENOMEM */
+} fake;
+
+int
+__wrap_xc_domain_populate_physmap(xc_interface *xch, uint32_t domid,
+    unsigned long nr_extents, unsigned int extent_order,
+    unsigned int mem_flags, xen_pfn_t *extent_start)
+{
+	long grant;
+
+	(void)xch;
+	(void)domid;
+	if (fake.nr < MAX_CALLS) {
+		fake.nr_extents[fake.nr] = nr_extents;
+		fake.order[fake.nr] = extent_order;
+		fake.flags[fake.nr] = mem_flags;
+		fake.first_gfn[fake.nr] = extent_start[0];
+	}
+	fake.nr++;
+	grant = extent_order < 19 ? fake.limit[extent_order] : 0;
+	if (grant < 0 || (unsigned long)grant > nr_extents)
+		grant = (long)nr_extents;
+	if (grant == 0 && fake.fail_errno) {
+		errno = ENOMEM;
+		return -1;
+	}
+	return (int)grant;
+}
+
+xc_interface *
+__wrap_xc_interface_open(xentoollog_logger *logger,
+    xentoollog_logger *dombuild_logger, unsigned open_flags)
+{
+	(void)logger;
+	(void)dombuild_logger;
+	(void)open_flags;
+	errno = ENOENT;		/* as on a machine without privcmd */
+	return NULL;
+}
+
+static struct xen_be be;
+
+static int
+setup(void **state)
+{
+	(void)state;
+	memset(&fake, 0, sizeof(fake));
+	memset(fake.limit, 0xff, sizeof(fake.limit));	/* all -1 */
+	memset(&be, 0, sizeof(be));
+	be.xch = (xc_interface *)&fake;	/* never dereferenced by the fake */
+	return 0;
+}
+
+static void
+test_open_without_xen(void **state)
+{
+	void *priv = (void *)1;
+
+	(void)state;
+	assert_int_equal(vmb_backend_xen.open(NULL, &priv), -ENOENT);
+	assert_ptr_equal(priv, (void *)1);	/* untouched on failure */
+	assert_int_equal(vmb_backend_xen.open("junk", &priv), -EINVAL);
+}
+
+static void
+test_groups_by_order_and_node(void **state)
+{
+	const struct vmb_extent ext[] = {
+		{ 0x000, 9, 0 }, { 0x200, 9, 0 },
+		{ 0x400, 9, 1 },
+		{ 0x600, 0, 1 }, { 0x601, 0, 1 }, { 0x602, 0, 1 },
+	};
+	struct vmb_populate_stats st;
+	size_t done = 99;
+
+	(void)state;
+	memset(&st, 0, sizeof(st));
+	assert_int_equal(vmb_backend_xen.populate(&be, 5, VMB_POPF_EXACT_NODE,
+	    ext, 6, &st, &done), 0);
+	assert_int_equal(done, 6);
+	assert_int_equal(fake.nr, 3);
+	assert_int_equal(fake.nr_extents[0], 2);
+	assert_int_equal(fake.order[0], 9);
+	assert_int_equal(fake.flags[0], XENMEMF_exact_node(0));
+	assert_int_equal(fake.nr_extents[1], 1);
+	assert_int_equal(fake.flags[1], XENMEMF_exact_node(1));
+	assert_int_equal(fake.first_gfn[1], 0x400);
+	assert_int_equal(fake.nr_extents[2], 3);
+	assert_int_equal(fake.order[2], 0);
+	assert_int_equal(st.calls, 3);
+	assert_int_equal(st.extents[VMB_ORDER_2M], 3);
+	assert_int_equal(st.extents[VMB_ORDER_4K], 3);
+	assert_int_equal(st.node_bytes[0], 4ull << 20);
+	assert_int_equal(st.node_bytes[1], (2ull << 20) + 3 * 4096);
+	/* stock Xen says nothing of flushes: the backend invents none */
+	assert_int_equal(st.flushes_issued, 0);
+	assert_int_equal(st.flushes_avoided, 0);
+}
+
+static void
+test_node_flags(void **state)
+{
+	const struct vmb_extent any[] = { { 0, 9, VMB_NODE_ANY } };
+	const struct vmb_extent one[] = { { 0, 9, 3 } };
+	size_t done;
+
+	(void)state;
+	assert_int_equal(vmb_backend_xen.populate(&be, 5, VMB_POPF_EXACT_NODE,
+	    any, 1, NULL, &done), 0);
+	assert_int_equal(fake.flags[0], 0);
+	assert_int_equal(vmb_backend_xen.populate(&be, 5, 0, one, 1, NULL,
+	    &done), 0);
+	assert_int_equal(fake.flags[1], XENMEMF_node(3));
+}
+
+/* A 1 GiB extent refused outright, then 510 of 512 2 MiB pieces. */
+static void
+test_split_on_fragmentation(void **state)
+{
+	const struct vmb_extent ext[] = { { 0x40000, 18, 0 }, { 0x80000, 9, 0 } };
+	struct vmb_populate_stats st;
+	size_t done;
+
+	(void)state;
+	memset(&st, 0, sizeof(st));
+	fake.limit[18] = 0;
+	fake.fail_errno = true;
+	fake.limit[9] = 510;
+	assert_int_equal(vmb_backend_xen.populate(&be, 5, VMB_POPF_EXACT_NODE,
+	    ext, 2, &st, &done), 0);
+	assert_int_equal(done, 2);
+	/* 1G (refused), 512x2M (510 granted), 2 x 512x4K, then the 2M */
+	assert_int_equal(fake.nr, 5);
+	assert_int_equal(fake.order[1], 9);
+	assert_int_equal(fake.nr_extents[1], 512);
+	assert_int_equal(fake.order[2], 0);
+	assert_int_equal(fake.first_gfn[2], 0x40000 + 510 * 512);
+	assert_int_equal(fake.first_gfn[3], 0x40000 + 511 * 512);
+	assert_int_equal(fake.first_gfn[4], 0x80000);
+	assert_int_equal(fake.flags[2], XENMEMF_exact_node(0));
+	assert_int_equal(st.extents[VMB_ORDER_1G], 0);
+	assert_int_equal(st.extents[VMB_ORDER_2M], 511);
+	assert_int_equal(st.extents[VMB_ORDER_4K], 1024);
+	assert_int_equal(st.node_bytes[0], (1ull << 30) + (2ull << 20));
+}
+
+/* 4 KiB pages that Xen cannot give: partial count, -ENOMEM. */
+static void
+test_partial_failure(void **state)
+{
+	const struct vmb_extent ext[] = {
+		{ 0, 0, 0 }, { 1, 0, 0 }, { 2, 0, 0 }, { 3, 0, 0 }, { 4, 0, 0 },
+	};
+	size_t done = 0;
+
+	(void)state;
+	fake.limit[0] = 3;
+	assert_int_equal(vmb_backend_xen.populate(&be, 5, VMB_POPF_EXACT_NODE,
+	    ext, 5, NULL, &done), -ENOMEM);
+	assert_int_equal(done, 3);
+}
+
+static void
+test_bad_extent(void **state)
+{
+	const struct vmb_extent ext[] = { { 0x100, 9, 0 } };	/* unaligned */
+	size_t done = 7;
+
+	(void)state;
+	assert_int_equal(vmb_backend_xen.populate(&be, 5, 0, ext, 1, NULL,
+	    &done), -EINVAL);
+	assert_int_equal(done, 0);
+	assert_int_equal(fake.nr, 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_open_without_xen, setup),
+		cmocka_unit_test_setup(test_groups_by_order_and_node, setup),
+		cmocka_unit_test_setup(test_node_flags, setup),
+		cmocka_unit_test_setup(test_split_on_fragmentation, setup),
+		cmocka_unit_test_setup(test_partial_failure, setup),
+		cmocka_unit_test_setup(test_bad_extent, setup),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
