@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""systemd.py - vmbuildd's systemd integration without systemd running.
+
+- the unit files pass systemd-analyze verify;
+- socket activation: systemd-socket-activate opens the socket and
+  starts vmbuildd on the first connection; the daemon serves on the
+  passed descriptor (sd_listen_fds) and leaves the socket to its owner;
+- READY=1, STATUS= and WATCHDOG=1 reach $NOTIFY_SOCKET.
+"""
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from vmbdtest import *  # noqa: E402,F401,F403
+
+h = Host(["--nodes", "2", "--cpus-per-node", "2", "--mem-per-node", "256M"])
+
+# ------------------------------------------------------------ unit files
+sa = shutil.which("systemd-analyze")
+if sa is None:
+    print("ok - systemd-analyze verify # SKIP systemd-analyze not installed")
+else:
+    units = tempfile.mkdtemp(dir=h.dir)
+    for u in ("vmbuildd.service", "vmbuildd.socket"):
+        with open(os.path.join(TOP, "systemd", u)) as f:
+            text = f.read().replace("/usr/sbin/vmbuildd", VMBUILDD)
+        with open(os.path.join(units, u), "w") as f:
+            f.write(text)
+    p = subprocess.run([sa, "verify", os.path.join(units, "vmbuildd.service"),
+                        os.path.join(units, "vmbuildd.socket")],
+                       capture_output=True, text=True)
+    ok(p.returncode == 0 and "vmbuildd" not in p.stderr,
+       "systemd-analyze verify vmbuildd.service vmbuildd.socket",
+       p.stdout + p.stderr)
+
+# ----------------------------------------------------- socket activation
+ssa = shutil.which("systemd-socket-activate")
+if ssa is None:
+    print("ok - socket activation # SKIP systemd-socket-activate missing")
+else:
+    act = os.path.join(h.dir, "activated.sock")
+    log = open(os.path.join(h.dir, "activated.log"), "ab")
+    p = subprocess.Popen([ssa, "-l", act, VMBUILDD, "--foreground", "-v",
+                          "--hypervisor", "sim:" + h.hv_sock,
+                          "--socket", act, "--state-dir",
+                          os.path.join(h.dir, "state-act")],
+                         stdout=log, stderr=log)
+    for _ in range(200):
+        if os.path.exists(act):
+            break
+        time.sleep(0.05)
+    try:
+        c = Client(act, 30)
+        r = c.call("server.hello")
+        c.close()
+    except OSError as e:
+        r = e
+    ok(isinstance(r, dict) and "result" in r,
+       "the first connection starts vmbuildd and is served", r)
+    text = open(os.path.join(h.dir, "activated.log")).read()
+    ok("socket passed by systemd" in text,
+       "vmbuildd serves on the descriptor systemd passed", text[-2000:])
+    p.terminate()
+    rc = p.wait(30)
+    ok(rc == 0, "SIGTERM: clean exit (%s)" % rc)
+    ok(os.path.exists(act),
+       "a socket-activated daemon leaves the socket to systemd")
+
+# ------------------------------------------------- notify and watchdog
+ns_path = os.path.join(h.dir, "notify.sock")
+ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+ns.bind(ns_path)
+ns.settimeout(30)
+env = dict(os.environ, NOTIFY_SOCKET=ns_path, WATCHDOG_USEC="200000")
+log = open(os.path.join(h.dir, "vmbuildd.log"), "ab")
+d = subprocess.Popen([VMBUILDD, "--foreground", "--hypervisor",
+                      "sim:" + h.hv_sock, "--socket", h.sock,
+                      "--state-dir", h.state], stdout=log, stderr=log,
+                     env=env)
+h.d = d
+msgs = []
+end = time.monotonic() + 30
+try:
+    while time.monotonic() < end:
+        msgs.append(ns.recv(4096).decode())
+        if sum(m.count("WATCHDOG=1") for m in msgs) >= 3:
+            break
+except socket.timeout:
+    pass
+joined = "\n".join(msgs)
+ok("READY=1" in joined and "STATUS=" in joined, "READY=1 and STATUS=",
+   joined)
+ok(joined.count("WATCHDOG=1") >= 3,
+   "WATCHDOG=1 about every half of WATCHDOG_USEC", joined)
+c = h.client()
+c.result("vm.create", {"config": guest_cfg("s1", 16), "wait": True})
+msgs = []
+try:
+    while True:
+        m = ns.recv(4096).decode()
+        if "STATUS=" in m and "1 VMs" in m:
+            msgs.append(m)
+            break
+except socket.timeout:
+    pass
+ok(msgs, "STATUS= follows the VMs")
+c.result("vm.destroy", {"vm": "s1"})
+c.close()
+d.terminate()
+rc = d.wait(30)
+h.d = None
+ok(rc == 0, "SIGTERM: clean exit (%s)" % rc)
+done()
