@@ -263,6 +263,8 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 	job.ctx = b->ctx;
 	rc = vmb__populate(&job);
 	res.populate = job.stats;
+	res.workers = job.workers;
+	res.workers_pinned = job.workers_pinned;
 	if (rc)
 		goto fail;
 	if (claimed) {
@@ -290,6 +292,7 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 	} else {
 		res.image_loaded = true;
 		res.entry = boot.entry;
+		res.start_info = boot.start_info;
 	}
 
 	PHASE(VMB_PHASE_BOOT);

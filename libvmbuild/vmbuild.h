@@ -391,6 +391,9 @@ struct vmb_build_result {
 	struct vmb_populate_stats populate;
 	bool	image_loaded;	/* false when the backend cannot map memory */
 	uint64_t entry;		/* guest physical entry point */
+	uint64_t start_info;	/* guest physical hvm_start_info; 0 if not loaded */
+	uint32_t workers;	/* populate threads used */
+	uint32_t workers_pinned;	/* of which pinned to their node's CPUs */
 	uint64_t phase_ns[VMB_PHASE_DONE];	/* time spent per phase */
 	uint64_t total_ns;
 };

@@ -1,0 +1,602 @@
+/*
+ * test_build_sim.c - libvmbuild against a real hvsim (real memory).
+ *
+ * Starts build/bin/hvsim (or $HVSIM) in a fresh temporary directory with
+ * a 2-node host of 1536 MiB real memory per node, waits for its boot
+ * scrub, and builds guests through the public API: every extent order,
+ * spread over nodes, the libxl pattern, cancel in the middle, too big,
+ * concurrent builds, and at the end all memory back.  A second hvsim
+ * with phantom memory checks that a build goes on without an image.
+ * While hvsim is not built every test reports SKIP.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cmocka.h>
+
+#include "vmb_internal.h"
+
+#define MIB	VMB_MIB
+#define GIB	VMB_GIB
+
+struct sim {
+	pid_t	pid;
+	char	dir[64];
+	char	sock[128];
+	struct vmb_ctx *ctx;
+};
+
+static struct sim real_sim, phantom_sim;
+static const char *hvsim_path;
+static const char *kernel_path;
+static uint64_t start_free;
+
+static void
+sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static int
+vmb_ctx_open_sim(struct sim *s)
+{
+	char spec[160];
+
+	snprintf(spec, sizeof(spec), "sim:%s", s->sock);
+	return vmb_ctx_open(spec, &s->ctx);
+}
+
+static int
+sim_start(struct sim *s, const char *backing, const char *mem)
+{
+	char log[160];
+
+	snprintf(s->dir, sizeof(s->dir), "/tmp/vmb-test-XXXXXX");
+	if (!mkdtemp(s->dir))
+		return -errno;
+	snprintf(s->sock, sizeof(s->sock), "%s/hv.sock", s->dir);
+	snprintf(log, sizeof(log), "%s/hvsim.log", s->dir);
+	s->pid = fork();
+	if (s->pid < 0)
+		return -errno;
+	if (s->pid == 0) {
+		/* Never outlive the test, whatever happens to it. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (!freopen(log, "w", stdout) || !freopen(log, "a", stderr))
+			_exit(127);
+		execl(hvsim_path, "hvsim", "--socket", s->sock, "--nodes", "2",
+		    "--cpus-per-node", "2", "--threads-per-core", "1",
+		    "--mem-per-node", mem, "--backing", backing, (char *)NULL);
+		_exit(127);
+	}
+	/* Wait until it serves (a readiness loop, not a timed check). */
+	for (int i = 0; i < 600; i++) {
+		int status;
+
+		if (vmb_ctx_open_sim(s) == 0)
+			return 0;
+		if (waitpid(s->pid, &status, WNOHANG) == s->pid) {
+			s->pid = 0;
+			return -ECHILD;
+		}
+		sleep_ms(50);
+	}
+	return -ETIMEDOUT;
+}
+
+static void
+sim_stop(struct sim *s)
+{
+	char cmd[160];
+
+	vmb_ctx_free(s->ctx);
+	s->ctx = NULL;
+	if (s->pid > 0) {
+		kill(s->pid, SIGTERM);
+		waitpid(s->pid, NULL, 0);
+		s->pid = 0;
+	}
+	if (s->dir[0]) {
+		snprintf(cmd, sizeof(cmd), "rm -rf '%s'", s->dir);
+		if (system(cmd) != 0)
+			fprintf(stderr, "# could not remove %s\n", s->dir);
+	}
+}
+
+/* All boot scrubbing done and nothing dirty: free == clean. */
+static void
+wait_scrubbed(struct vmb_ctx *ctx)
+{
+	for (int i = 0; i < 1200; i++) {
+		struct vmb_scrub sc;
+		bool done = true;
+
+		assert_int_equal(vmb_scrub_progress(ctx, &sc), 0);
+		for (uint32_t n = 0; n < sc.nr_nodes; n++)
+			if (!sc.nodes[n].boot_scrub_done ||
+			    sc.nodes[n].dirty_bytes)
+				done = false;
+		if (done)
+			return;
+		sleep_ms(50);
+	}
+	fail_msg("scrubbing did not finish");
+}
+
+static uint64_t
+host_free(struct vmb_ctx *ctx)
+{
+	struct vmb_host *h = NULL;
+	uint64_t f;
+
+	assert_int_equal(vmb_host_info(ctx, &h), 0);
+	f = h->free_bytes;
+	vmb_host_free(h);
+	return f;
+}
+
+static int
+group_setup(void **state)
+{
+	(void)state;
+	hvsim_path = getenv("HVSIM") ? getenv("HVSIM") : "build/bin/hvsim";
+	kernel_path = getenv("VMB_TEST_KERNEL") ? getenv("VMB_TEST_KERNEL") :
+	    "build/guest/hello.elf";
+	if (access(hvsim_path, X_OK) != 0 || access(kernel_path, R_OK) != 0) {
+		hvsim_path = NULL;	/* every test skips */
+		return 0;
+	}
+	if (sim_start(&real_sim, "real", "1536M") != 0)
+		return -1;
+	wait_scrubbed(real_sim.ctx);
+	start_free = host_free(real_sim.ctx);
+	return 0;
+}
+
+static int
+group_teardown(void **state)
+{
+	(void)state;
+	sim_stop(&real_sim);
+	sim_stop(&phantom_sim);
+	return 0;
+}
+
+
+static void
+guest_init(struct vmb_guest *g, const char *name, uint64_t bytes)
+{
+	memset(g, 0, sizeof(*g));
+	snprintf(g->name, sizeof(g->name), "%s", name);
+	g->type = VMB_GUEST_PVH;
+	g->memory_bytes = g->maxmem_bytes = bytes;
+	g->vcpus = g->maxvcpus = 1;
+	g->hap = true;
+	g->kernel = (char *)kernel_path;
+	g->cmdline = (char *)"console=hvc0";
+}
+
+struct prog {
+	struct vmb_build *build;
+	uint64_t cancel_at;	/* 0: never */
+	_Atomic uint64_t max_done;
+	_Atomic int phases_seen;	/* bitmap */
+};
+
+static void
+on_progress(void *user, const struct vmb_progress *p)
+{
+	struct prog *pr = user;
+	uint64_t prev = atomic_load(&pr->max_done);
+
+	assert_true(p->done <= p->total);
+	atomic_fetch_or(&pr->phases_seen, 1 << p->phase);
+	while (p->done > prev &&
+	    !atomic_compare_exchange_weak(&pr->max_done, &prev, p->done))
+		;
+	if (pr->cancel_at && p->phase == VMB_PHASE_POPULATE &&
+	    p->done >= pr->cancel_at)
+		vmb_build_cancel(pr->build);
+}
+
+static int
+build(struct vmb_ctx *ctx, const struct vmb_guest *g,
+    enum vmb_populate_strategy strategy, struct prog *pr,
+    struct vmb_build_result *res)
+{
+	struct vmb_build_opts opts = { .strategy = strategy };
+	struct vmb_build *b = NULL;
+	int rc;
+
+	rc = vmb_build_new(ctx, g, &opts, on_progress, pr, &b);
+	if (rc)
+		return rc;
+	pr->build = b;
+	rc = vmb_build_run(b, res);
+	vmb_build_free(b);
+	return rc;
+}
+
+static bool
+domain_exists(struct vmb_ctx *ctx, uint32_t domid)
+{
+	struct vmb_domain d;
+	int rc = vmb_domain_get(ctx, domid, &d);
+
+	return rc == 0 && d.state != VMB_DOM_DYING;
+}
+
+#define NEED_HVSIM() do { if (!hvsim_path) skip(); } while (0)
+
+/* 1 GiB + 302 MiB + 12 KiB: one 1 GiB, 151 2 MiB and 3 4 KiB extents. */
+#define MIXED_BYTES	(GIB + 302 * MIB + 12 * 1024)
+
+static void
+test_engine_all_orders(void **state)
+{
+	struct vmb_build_result res;
+	struct prog pr = { 0 };
+	struct vmb_guest g;
+	struct vmb_domain d;
+	uint32_t magic = 0;
+	void *map = NULL;
+
+	(void)state;
+	NEED_HVSIM();
+	guest_init(&g, "mixed", MIXED_BYTES);
+	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
+	    &res), 0);
+	assert_int_equal(res.placement.nr_nodes, 1);
+	assert_int_equal(res.populate.extents[VMB_ORDER_1G], 1);
+	assert_int_equal(res.populate.extents[VMB_ORDER_2M], 151);
+	assert_int_equal(res.populate.extents[VMB_ORDER_4K], 3);
+	assert_int_equal(atomic_load(&pr.max_done), MIXED_BYTES);
+	assert_true(atomic_load(&pr.phases_seen) & (1 << VMB_PHASE_DONE));
+	/* What the hypervisor holds is what was asked, where it was placed. */
+	assert_int_equal(vmb_domain_get(real_sim.ctx, res.domid, &d), 0);
+	assert_int_equal(d.memory_bytes, MIXED_BYTES);
+	assert_int_equal(d.node_bytes[res.placement.nodes[0]], MIXED_BYTES);
+	assert_int_equal(d.state, VMB_DOM_RUNNING);
+	assert_memory_equal(d.uuid, res.uuid, 16);
+	assert_false(vmb__uuid_is_zero(res.uuid));
+	/* The image is in guest memory: read the start info's magic. */
+	assert_true(res.image_loaded);
+	assert_true(res.start_info > 0);
+	assert_int_equal(real_sim.ctx->ops->map(real_sim.ctx->priv, res.domid,
+	    res.start_info >> 12, 1, &map), 0);
+	memcpy(&magic, map, 4);
+	real_sim.ctx->ops->unmap(real_sim.ctx->priv, map, 1);
+	assert_int_equal(magic, VMB_HVM_START_MAGIC);
+	for (int p = 0; p < VMB_PHASE_DONE; p++)
+		assert_true(res.phase_ns[p] <= res.total_ns);
+	print_message("# engine: %llu calls, %u workers (%u pinned), "
+	    "populate %.1f ms, %llu flushes issued, %llu avoided\n",
+	    (unsigned long long)res.populate.calls, res.workers,
+	    res.workers_pinned, res.phase_ns[VMB_PHASE_POPULATE] / 1e6,
+	    (unsigned long long)res.populate.flushes_issued,
+	    (unsigned long long)res.populate.flushes_avoided);
+	/* Pause, unpause, destroy. */
+	assert_int_equal(vmb_domain_pause(real_sim.ctx, res.domid), 0);
+	assert_int_equal(vmb_domain_get(real_sim.ctx, res.domid, &d), 0);
+	assert_int_equal(d.state, VMB_DOM_PAUSED);
+	assert_int_equal(vmb_domain_unpause(real_sim.ctx, res.domid), 0);
+	assert_int_equal(vmb_domain_destroy(real_sim.ctx, res.domid), 0);
+	assert_false(domain_exists(real_sim.ctx, res.domid));
+}
+
+static void
+test_spread_two_nodes(void **state)
+{
+	struct vmb_build_result res;
+	struct prog pr = { 0 };
+	struct vmb_guest g;
+	struct vmb_domain d;
+
+	(void)state;
+	NEED_HVSIM();
+	/* Dirty memory of the last test would skew the split: see below. */
+	wait_scrubbed(real_sim.ctx);
+	guest_init(&g, "spread", 600 * MIB);
+	g.vcpus = g.maxvcpus = 2;
+	g.cpus = (char *)"nodes:0-1";
+	g.node_mask = 0x3;
+	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
+	    &res), 0);
+	assert_int_equal(res.placement.nr_nodes, 2);
+	assert_int_equal(vmb_domain_get(real_sim.ctx, res.domid, &d), 0);
+	assert_int_equal(d.memory_bytes, 600 * MIB);
+	assert_int_equal(d.node_bytes[0], 300 * MIB);
+	assert_int_equal(d.node_bytes[1], 300 * MIB);
+	assert_int_equal(res.populate.node_bytes[0], 300 * MIB);
+	assert_int_equal(res.populate.node_bytes[1], 300 * MIB);
+	assert_int_equal(vmb_domain_destroy(real_sim.ctx, res.domid), 0);
+
+	/*
+	 * Right after a destroy, node 0's free memory is mostly dirty: the
+	 * placement gives node 0 only what is clean, and the hypervisor holds
+	 * the memory exactly as placed.
+	 */
+	guest_init(&g, "big", 1200 * MIB);
+	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
+	    &res), 0);
+	assert_int_equal(vmb_domain_destroy(real_sim.ctx, res.domid), 0);
+	guest_init(&g, "skewed", 1000 * MIB);
+	g.cpus = (char *)"nodes:0-1";
+	g.node_mask = 0x3;
+	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
+	    &res), 0);
+	print_message("# after a destroy: %s\n", res.placement.reason);
+	assert_int_equal(vmb_domain_get(real_sim.ctx, res.domid, &d), 0);
+	assert_int_equal(d.memory_bytes, 1000 * MIB);
+	for (uint32_t i = 0; i < res.placement.nr_nodes; i++)
+		assert_int_equal(d.node_bytes[res.placement.nodes[i]],
+		    res.placement.node_bytes[i]);
+	assert_int_equal(vmb_domain_destroy(real_sim.ctx, res.domid), 0);
+}
+
+static void
+test_libxl_pattern(void **state)
+{
+	struct vmb_build_result res, eng;
+	struct prog pr = { 0 }, pr2 = { 0 };
+	struct vmb_guest g;
+	struct vmb_domain d;
+
+	(void)state;
+	NEED_HVSIM();
+	wait_scrubbed(real_sim.ctx);
+	guest_init(&g, "libxl", MIXED_BYTES);
+	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_LIBXL, &pr,
+	    &res), 0);
+	assert_int_equal(vmb_domain_get(real_sim.ctx, res.domid, &d), 0);
+	assert_int_equal(d.memory_bytes, MIXED_BYTES);
+	assert_int_equal(res.workers, 1);
+	/* 1 GiB call, 38 calls of up to four 2 MiB extents, 1 call of 4 KiB. */
+	assert_int_equal(res.populate.calls, 1 + 38 + 1);
+	assert_int_equal(res.populate.extents[VMB_ORDER_1G], 1);
+	assert_int_equal(res.populate.extents[VMB_ORDER_2M], 151);
+	assert_int_equal(res.populate.extents[VMB_ORDER_4K], 3);
+	assert_int_equal(vmb_domain_destroy(real_sim.ctx, res.domid), 0);
+	wait_scrubbed(real_sim.ctx);
+	/* Same guest with the engine: fewer requests. */
+	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr2,
+	    &eng), 0);
+	assert_true(eng.populate.calls < res.populate.calls);
+	print_message("# libxl pattern: %llu calls, populate %.1f ms; engine: "
+	    "%llu calls, populate %.1f ms\n",
+	    (unsigned long long)res.populate.calls,
+	    res.phase_ns[VMB_PHASE_POPULATE] / 1e6,
+	    (unsigned long long)eng.populate.calls,
+	    eng.phase_ns[VMB_PHASE_POPULATE] / 1e6);
+	assert_int_equal(vmb_domain_destroy(real_sim.ctx, eng.domid), 0);
+}
+
+static void
+test_cancel_undoes(void **state)
+{
+	struct vmb_build_result res;
+	struct vmb_guest g;
+	struct vmb_domain *doms = NULL;
+	size_t nr = 0;
+	uint64_t before;
+
+	(void)state;
+	NEED_HVSIM();
+	wait_scrubbed(real_sim.ctx);
+	before = host_free(real_sim.ctx);
+	for (int s = 0; s < 2; s++) {
+		struct prog pr = { 0 };
+
+		guest_init(&g, "cancelled", 1200 * MIB);
+		g.node_mask = 0x3;	/* both nodes: workers in parallel */
+		g.cpus = (char *)"nodes:0-1";
+		pr.cancel_at = 400 * MIB;
+		assert_int_equal(build(real_sim.ctx, &g, s ? VMB_POPULATE_LIBXL :
+		    VMB_POPULATE_ENGINE, &pr, &res), -ECANCELED);
+		assert_true(atomic_load(&pr.phases_seen) &
+		    (1 << VMB_PHASE_UNDO));
+		assert_true(atomic_load(&pr.max_done) >= 400 * MIB);
+		assert_true(atomic_load(&pr.max_done) < 1200 * MIB);
+		/* No domain left, no page kept. */
+		assert_int_equal(vmb_domain_list(real_sim.ctx, &doms, &nr), 0);
+		for (size_t i = 0; i < nr; i++)
+			assert_int_equal(doms[i].state, VMB_DOM_DYING);
+		free(doms);
+		doms = NULL;
+		assert_int_equal(host_free(real_sim.ctx), before);
+	}
+}
+
+static void
+test_too_big(void **state)
+{
+	struct vmb_build_result res;
+	struct vmb_counters c0, c1;
+	struct prog pr = { 0 };
+	struct vmb_guest g;
+
+	(void)state;
+	NEED_HVSIM();
+	assert_int_equal(vmb_counters(real_sim.ctx, &c0), 0);
+	guest_init(&g, "toobig", 3 * GIB + 2 * MIB);
+	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
+	    &res), -ENOMEM);
+	/* More than one node holds, though the host does: exact nodes. */
+	guest_init(&g, "toobig-vnuma", 2 * GIB);
+	g.nr_vnodes = 1;
+	g.vnodes[0] = (struct vmb_vnode){ .pnode = 1, .size_bytes = 2 * GIB,
+	    .vcpus = { 1 } };
+	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
+	    &res), -ENOMEM);
+	assert_int_equal(vmb_counters(real_sim.ctx, &c1), 0);
+	assert_int_equal(c1.domains_created, c0.domains_created);
+	assert_int_equal(host_free(real_sim.ctx), start_free);
+}
+
+static void
+test_claim_fails_before_populate(void **state)
+{
+	const struct vmb_backend_ops *ops;
+	struct vmb_build_result res;
+	struct vmb_dom_config dc;
+	struct vmb_counters c0, c1;
+	struct prog pr = { 0 };
+	struct vmb_guest g;
+	uint32_t hog;
+
+	(void)state;
+	NEED_HVSIM();
+	if (!(vmb_ctx_caps(real_sim.ctx) & VMB_CAP_CLAIMS))
+		skip();
+	ops = real_sim.ctx->ops;
+	/* Another domain claims 2.5 GiB of the 3 GiB: ours cannot claim. */
+	memset(&dc, 0, sizeof(dc));
+	strcpy(dc.name, "hog");
+	dc.hvm = dc.hap = true;
+	dc.max_vcpus = 1;
+	dc.max_pages = (5 * GIB / 2) >> 12;
+	assert_int_equal(ops->domain_create(real_sim.ctx->priv, &dc, &hog), 0);
+	assert_int_equal(ops->claim(real_sim.ctx->priv, hog, dc.max_pages), 0);
+	assert_int_equal(vmb_counters(real_sim.ctx, &c0), 0);
+	guest_init(&g, "claimless", GIB);
+	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
+	    &res), -ENOMEM);
+	assert_int_equal(atomic_load(&pr.max_done), 0);
+	assert_int_equal(vmb_counters(real_sim.ctx, &c1), 0);
+	/* Created (or refused at placement) and gone, nothing populated. */
+	assert_int_equal(c1.domains_created - c0.domains_created,
+	    c1.domains_destroyed - c0.domains_destroyed);
+	assert_int_equal(c1.populate_pages[VMB_ORDER_1G] +
+	    c1.populate_pages[VMB_ORDER_2M] + c1.populate_pages[VMB_ORDER_4K],
+	    c0.populate_pages[VMB_ORDER_1G] + c0.populate_pages[VMB_ORDER_2M] +
+	    c0.populate_pages[VMB_ORDER_4K]);
+	assert_int_equal(ops->domain_destroy(real_sim.ctx->priv, hog), 0);
+	assert_int_equal(host_free(real_sim.ctx), start_free);
+}
+
+struct par {
+	struct vmb_guest g;
+	struct vmb_build_result res;
+	int	rc;
+};
+
+static void *
+par_main(void *arg)
+{
+	struct par *p = arg;
+	struct prog pr = { 0 };
+
+	p->rc = build(real_sim.ctx, &p->g, VMB_POPULATE_ENGINE, &pr, &p->res);
+	return NULL;
+}
+
+static void
+test_concurrent_builds(void **state)
+{
+	struct par p[4];
+	pthread_t t[4];
+
+	(void)state;
+	NEED_HVSIM();
+	for (int i = 0; i < 4; i++) {
+		char name[16];
+
+		snprintf(name, sizeof(name), "par%d", i);
+		guest_init(&p[i].g, name, 200 * MIB + (uint64_t)i * 4096);
+		assert_int_equal(pthread_create(&t[i], NULL, par_main, &p[i]),
+		    0);
+	}
+	for (int i = 0; i < 4; i++)
+		pthread_join(t[i], NULL);
+	for (int i = 0; i < 4; i++) {
+		struct vmb_domain d;
+
+		assert_int_equal(p[i].rc, 0);
+		assert_int_equal(vmb_domain_get(real_sim.ctx, p[i].res.domid,
+		    &d), 0);
+		assert_int_equal(d.memory_bytes, p[i].g.memory_bytes);
+		for (int j = 0; j < i; j++)
+			assert_true(p[i].res.domid != p[j].res.domid);
+	}
+	for (int i = 0; i < 4; i++)
+		assert_int_equal(vmb_domain_destroy(real_sim.ctx,
+		    p[i].res.domid), 0);
+}
+
+static void
+test_all_memory_back(void **state)
+{
+	(void)state;
+	NEED_HVSIM();
+	wait_scrubbed(real_sim.ctx);
+	assert_int_equal(host_free(real_sim.ctx), start_free);
+}
+
+static void
+test_phantom_no_image(void **state)
+{
+	struct vmb_build_result res;
+	struct prog pr = { 0 };
+	struct vmb_guest g;
+	struct vmb_domain d;
+
+	(void)state;
+	NEED_HVSIM();
+	assert_int_equal(sim_start(&phantom_sim, "phantom", "8G"), 0);
+	assert_false(vmb_ctx_caps(phantom_sim.ctx) & VMB_CAP_IMAGE_LOAD);
+	wait_scrubbed(phantom_sim.ctx);
+	guest_init(&g, "phantom", 10 * GIB);
+	assert_int_equal(build(phantom_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
+	    &res), 0);
+	assert_false(res.image_loaded);
+	assert_int_equal(res.placement.nr_nodes, 2);
+	assert_int_equal(vmb_domain_get(phantom_sim.ctx, res.domid, &d), 0);
+	assert_int_equal(d.memory_bytes, 10 * GIB);
+	assert_int_equal(res.populate.extents[VMB_ORDER_1G], 10);
+	assert_int_equal(vmb_domain_destroy(phantom_sim.ctx, res.domid), 0);
+}
+
+static void
+test_ctx_errors(void **state)
+{
+	struct vmb_ctx *ctx = NULL;
+
+	(void)state;
+	assert_int_equal(vmb_ctx_open("sim:", &ctx), -EINVAL);
+	assert_int_equal(vmb_ctx_open("nonsense", &ctx), -EINVAL);
+	assert_true(vmb_ctx_open("sim:/nonexistent/socket", &ctx) < 0);
+	assert_null(ctx);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_ctx_errors),
+		cmocka_unit_test(test_engine_all_orders),
+		cmocka_unit_test(test_spread_two_nodes),
+		cmocka_unit_test(test_libxl_pattern),
+		cmocka_unit_test(test_cancel_undoes),
+		cmocka_unit_test(test_too_big),
+		cmocka_unit_test(test_claim_fails_before_populate),
+		cmocka_unit_test(test_concurrent_builds),
+		cmocka_unit_test(test_all_memory_back),
+		cmocka_unit_test(test_phantom_no_image),
+	};
+
+	return cmocka_run_group_tests_name("build-sim", tests, group_setup,
+	    group_teardown);
+}
