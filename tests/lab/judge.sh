@@ -9,51 +9,73 @@ set -uo pipefail
 log=${1:?usage: judge.sh CONSOLE [QEMU_RC QEMU_SECS]}
 qrc=${2:-?}
 qsecs=${3:-?}
+# Serial lines may end in CRs (dom0's hvc0 gives "\r\r\n"): read a clean copy.
+clean=$(mktemp)
+trap 'rm -f "$clean"' EXIT
+tr -d '\r' < "$log" > "$clean"
 
 # Seconds (host clock, from QEMU start) of the first line matching $1.
-at() { grep -m1 -E "$1" "$log" | sed -n 's/^\[ *\([0-9.]*\)\].*/\1/p'; }
+at() { grep -m1 -E "$1" "$clean" | sed -n 's/^\[ *\([0-9.]*\)\].*/\1/p'; }
 # secs= of a dom0 MARK step, or "-".
 mark() {
 	local v
-	v=$(grep -E "MARK step=$1 " "$log" | tail -n 1 | sed -n 's/.* rc=\([0-9]*\) secs=\([0-9.]*\).*/\2 (rc \1)/p')
+	v=$(grep -E "MARK step=$1 " "$clean" | tail -n 1 | sed -n 's/.* rc=\([0-9]*\) secs=\([0-9.]*\).*/\2 (rc \1)/p')
 	echo "${v:--}"
 }
 
+# secs of a step as a bare number, or "-".
+num() { mark "$1" | awk '{ print ($2 == "(rc" && $3 != "0)") ? $1 "!" : $1 }'; }
+# Seconds from the start of a create step to the tagged guest's hello line
+# on Xen's serial console (host clock): what a user waits for.
+first_light() {
+	local b id h
+	b=$(at "MARK begin step=$2\$")
+	id=$(grep -m1 -E "^\[[ 0-9.]*\] \(d[0-9]+\).*vmbuild-guest: cmdline: lab=$1( |\$)" "$clean" |
+	    sed -n 's/^\[[ 0-9.]*\] (d\([0-9]*\)).*/\1/p')
+	[ -n "$b" ] && [ -n "$id" ] || { echo -; return; }
+	h=$(at "^\[[ 0-9.]*\] \(d$id\).*vmbuild-guest: hello from domain")
+	[ -n "$h" ] || { echo -; return; }
+	awk -v a="$b" -v b="$h" 'BEGIN { printf "%.2f", b - a }'
+}
+row() { printf '%-40s %10s %10s\n' "$@"; }
+
 echo "===== lab summary ($log) ====="
 echo "qemu: exit $qrc after ${qsecs}s$([ "$qrc" = 124 ] && echo ' (HARD TIMEOUT)')"
-printf '%-34s %s\n' "xen first line" "$(at '\(XEN\)')s"
-printf '%-34s %s\n' "dom0 init running (boot)" "$(at 'MARK dom0-init')s"
-printf '%-34s %s\n' "xenstored+init-dom0+xenconsoled" "$(mark xen-daemons)"
-printf '%-34s %s\n' "xl info" "$(mark xl-info)"
-for who in xl vmb; do
-	tool=$([ $who = xl ] && echo xl || echo vmctl)
-	printf '%-34s %s\n' "$tool create small" "$(mark $who-create-small)"
-	printf '%-34s %s\n' "$tool small: create->poweroff line" "$(mark run-$who-small)"
-	printf '%-34s %s\n' "$tool create big" "$(mark $who-create-big)"
-	printf '%-34s %s\n' "$tool big: create->holding line" "$(mark run-$who-big)"
-	[ $who = vmb ] && printf '%-34s %s\n' "vmctl destroy small (shut down)" "$(mark vmb-destroy-small)"
-	printf '%-34s %s\n' "$tool destroy big (running)" "$(mark $who-destroy-big)"
-done
-printf '%-34s %s\n' "vmctl host / list / info" "$(mark vmctl-host) / $(mark vmctl-list) / $(mark vmctl-info)"
-printf '%-34s %s\n' "dom0 done" "$(at 'MARK dom0-done')s"
-grep -E '^\[[ 0-9.]*\] (INFO|LAB-SKIP) ' "$log" | sed 's/^\[[ 0-9.]*\] //'
+row "seconds (from QEMU start)" "" ""
+row "  xen first line" "$(at '\(XEN\)')" ""
+row "  dom0 init running (boot)" "$(at 'MARK dom0-init')" ""
+row "  dom0 done" "$(at 'MARK dom0-done')" ""
+row "  xenstored+init-dom0+xenconsoled" "$(num xen-daemons)" ""
+row "  xl info" "$(num xl-info)" ""
+row "seconds per step (! = failed)" "xl" "vmbuild"
+row "  create small (command returns)" "$(num xl-create-small)" "$(num vmb-create-small)"
+row "  create small -> guest hello on Xen" "$(first_light xl-small xl-create-small)" "$(first_light vmb-small vmb-create-small)"
+row "  create big (command returns)" "$(num xl-create-big)" "$(num vmb-create-big)"
+row "  create big -> guest hello on Xen" "$(first_light xl-big xl-create-big)" "$(first_light vmb-big vmb-create-big)"
+row "  destroy small (after its poweroff)" "(xl: auto)" "$(num vmb-destroy-small)"
+row "  destroy big (running)" "$(num xl-destroy-big)" "$(num vmb-destroy-big)"
+row "  vmctl host / list / info" "" "$(num vmctl-host)/$(num vmctl-list)/$(num vmctl-info)"
+grep -E '^\[[ 0-9.]*\]   vmctl-(scrub|stats)\| ' "$clean" | sed 's/^\[[ 0-9.]*\]   /reported by vmbuild: /'
+sizes=$(grep -E '^\[[ 0-9.]*\] \(d[0-9]+\).*vmbuild-guest: RAM ' "$clean" | sed -n 's/.*RAM \([0-9]*\) MiB.*/\1/p' | sort -nu | tr '\n' ' ')
+echo "guest sizes seen (MiB): ${sizes:-none}"
+grep -E '^\[[ 0-9.]*\] (INFO|LAB-SKIP) ' "$clean" | sed 's/^\[[ 0-9.]*\] //'
 # Guest lines as Xen's serial console printed them (not dom0's echoes).
-grep -E '^\[[ 0-9.]*\] \(d[0-9]+\).*vmbuild-guest: (hello|RAM|touched|cmdline)' "$log" | sed 's/^\[[ 0-9.]*\] /  /'
+grep -E '^\[[ 0-9.]*\] \(d[0-9]+\).*vmbuild-guest: (hello|RAM|touched|cmdline)' "$clean" | sed 's/^\[[ 0-9.]*\] /  /'
 
 ok=1
-result=$(grep -E 'LAB-RESULT ' "$log" | tail -n 1 | sed 's/.*LAB-RESULT //')
+result=$(grep -E 'LAB-RESULT ' "$clean" | tail -n 1 | sed 's/.*LAB-RESULT //')
 if [ -z "$result" ]; then
 	ok=0
-	last=$(grep -E 'MARK |LAB-FAIL ' "$log" | tail -n 1 | sed 's/^\[[ 0-9.]*\] //')
+	last=$(grep -E 'MARK |LAB-FAIL ' "$clean" | tail -n 1 | sed 's/^\[[ 0-9.]*\] //')
 	echo "FAIL: dom0 never reported a result (timeout, panic or crash); last mark: ${last:-none}"
-	grep -m3 -E 'Panic on CPU|Kernel panic|FATAL|Xen BUG|Attempted to kill init' "$log" | sed 's/^/  /'
+	grep -m3 -E 'Panic on CPU|Kernel panic|FATAL|Xen BUG|Attempted to kill init' "$clean" | sed 's/^/  /'
 elif [ "${result%% *}" != PASS ]; then
 	ok=0
 	echo "FAIL: dom0 steps failed: ${result#*failed=}"
-	grep -E 'LAB-FAIL ' "$log" | sed 's/^\[[ 0-9.]*\] /  /'
+	grep -E 'LAB-FAIL ' "$clean" | sed 's/^\[[ 0-9.]*\] /  /'
 fi
 # Xen's own console must show the guest greeting from its own domain id.
-if ! grep -E '^\[[ 0-9.]*\] \(d[0-9]+\).*vmbuild-guest: hello from domain [0-9]+' "$log" |
+if ! grep -E '^\[[ 0-9.]*\] \(d[0-9]+\).*vmbuild-guest: hello from domain [0-9]+' "$clean" |
     sed -n 's/.*(d\([0-9]*\)).*hello from domain \([0-9]*\).*/\1 \2/p' |
     awk '$1 == $2 { found = 1 } END { exit !found }'; then
 	ok=0

@@ -93,12 +93,20 @@ pkgs="xen-hypervisor-$XENVER-amd64 $kpkg busybox-static xen-utils-$XENVER
       libxenhypfs1 libxendevicemodel1 libxentoolcore1 libyajl2
       libevent-2.1-7 libevent-pthreads-2.1-7 libsystemd0 libnuma1"
 fetched=0
+updated=0
 for p in $pkgs; do
 	ls "$DEBS/${p}_"*.deb >/dev/null 2>&1 && continue
 	log "apt-get download $p"
-	(cd "$DEBS" && apt-get download "$p" >/dev/null 2>"../apt-$p.err") ||
-	    fail $step "apt-get download $p: $(tail -n 2 "$LAB_DIR/apt-$p.err")"
-	rm -f "$LAB_DIR/apt-$p.err"
+	err=$PWD/$LAB_DIR/apt-$p.err
+	until (cd "$DEBS" && apt-get download "$p" >/dev/null 2>"$err"); do
+		# Stale or missing package lists (a fresh CI machine): refresh once.
+		[ $updated = 0 ] && [ "$(id -u)" = 0 ] ||
+		    fail $step "apt-get download $p: $(tail -n 2 "$err")"
+		log "apt-get update (download of $p failed)"
+		apt-get update -qq >/dev/null 2>&1
+		updated=1
+	done
+	rm -f "$err"
 	fetched=$((fetched + 1))
 done
 log "packages: $fetched fetched, $(ls "$DEBS"/*.deb | wc -l) in $DEBS ($(du -sh "$DEBS" | cut -f1))"
@@ -218,7 +226,7 @@ timeout --kill-after=5 "$LAB_TIMEOUT" qemu-system-x86_64 -accel tcg,thread=multi
 while IFS= read -r line; do
 	now=${EPOCHREALTIME/./}
 	el=$(( (now - q0) / 10000 ))
-	printf '[%4d.%02d] %s\n' $((el / 100)) $((el % 100)) "${line%$'\r'}"
+	printf "[%4d.%02d] %s\n" $((el / 100)) $((el % 100)) "${line//$'\r'/}"
 done > "$CONSOLE"
 qrc=${PIPESTATUS[0]}
 qsecs=$(( (${EPOCHREALTIME/./} - q0) / 1000000 ))
