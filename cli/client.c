@@ -452,11 +452,14 @@ vmc_report(struct vmctl *ctl, const char *what, int rc,
 		    err->code);
 		/* Config errors carry one "file:line: key: msg" per line. */
 		list = jget(err->data, "errors");
-		if (YAJL_IS_ARRAY(list))
-			for (i = 0; i < list->u.array.len; i++)
-				if (YAJL_IS_STRING(list->u.array.values[i]))
-					fprintf(stderr, "%s\n",
-					    list->u.array.values[i]->u.string);
+		for (i = 0; YAJL_IS_ARRAY(list) && i < list->u.array.len; i++) {
+			const char *s = jstr(list->u.array.values[i], NULL);
+
+			/* The message may already quote the only error. */
+			if (s && !(list->u.array.len == 1 &&
+			    strstr(err->message, s)))
+				fprintf(stderr, "%s\n", s);
+		}
 		return VMCTL_EXIT_ERROR;
 	}
 	if (rc == -ETIMEDOUT)

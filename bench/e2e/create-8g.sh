@@ -69,7 +69,7 @@ need_mib=$((node_mib * 2 + 1024))
 	fail "needs $need_mib MiB available, the machine has $avail_mib"
 
 "$bin/hvsim" --socket "$hv_sock" --nodes 2 --cpus-per-node 1 \
-	--mem-per-node "${node_mib}M" --backing real >"$run/hvsim.log" 2>&1 &
+	--threads-per-core 1 --mem-per-node "${node_mib}M" --backing real >"$run/hvsim.log" 2>&1 &
 hv_pid=$!
 for i in $(seq 600); do
 	[ -S "$hv_sock" ] && break

@@ -55,8 +55,8 @@ kill "$mute" 2>/dev/null
 wait "$mute" 2>/dev/null
 
 # --- with a daemon ------------------------------------------------------
-start_hvsim --nodes 2 --cpus-per-node 1 --mem-per-node 256M \
-	--backing real || bail "hvsim starts"
+start_hvsim --nodes 2 --cpus-per-node 1 --threads-per-core 1 \
+	--mem-per-node 128M --backing real || bail "hvsim starts"
 start_daemon || bail "vmbuildd starts and answers"
 expect 0 "vmctl list with a daemon" "$VMCTL" list
 expect 1 "unknown VM by name is a daemon error" "$VMCTL" info no-such-vm

@@ -125,7 +125,7 @@ start_daemon() {
 
 # py EXPR < JSON: evaluate a Python expression over the parsed input `j`.
 py() {
-	python3 -c "import json, sys; j = json.load(sys.stdin); print($1)"
+	python3 -S -c "import json, sys; j = json.load(sys.stdin); print($1)"
 }
 
 # Total free and dirty bytes over all nodes, from vmctl --json scrub.

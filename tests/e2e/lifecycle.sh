@@ -8,25 +8,25 @@
 . "$(dirname "$0")/lib.sh"
 
 need_binaries
-start_hvsim --nodes 2 --cpus-per-node 2 --mem-per-node 512M \
-	--backing real || bail "hvsim starts"
+start_hvsim --nodes 2 --cpus-per-node 2 --threads-per-core 1 \
+	--mem-per-node 256M --backing real || bail "hvsim starts"
 start_daemon || bail "vmbuildd starts and answers"
 ok "hvsim and vmbuildd start"
 
 # The boot scrub must be over before "free at start" means anything.
-"$VMCTL" scrub --wait --timeout 60 >/dev/null || bail "boot scrub ends"
+"$VMCTL" scrub --wait --timeout 60 >/dev/null 2>&1 || bail "boot scrub ends"
 free0=$(free_bytes)
 check "free memory known at start ($free0 bytes)" test "$free0" -gt 0
 
 # Each VM is pinned to one node, so together they use both.
-write_cfg "$RUN/a.cfg" e2e-a 192 'cpus = "nodes:0"'
-write_cfg "$RUN/b.cfg" e2e-b 192 'cpus = "nodes:1"'
+write_cfg "$RUN/a.cfg" e2e-a 96 'cpus = "nodes:0"'
+write_cfg "$RUN/b.cfg" e2e-b 96 'cpus = "nodes:1"'
 out=$("$VMCTL" create "$RUN/a.cfg" 2>"$RUN/create-a.err")
 check "vmctl create a.cfg" test $? -eq 0
 diag "$out"
 check "create prints the new VM's name" grep -q 'e2e-a' <<<"$out"
 check "create shows progress on stderr (not a terminal: lines)" \
-	grep -q 'populate' "$RUN/create-a.err"
+	grep -q '96 MiB of 96 MiB' "$RUN/create-a.err"
 "$VMCTL" create "$RUN/b.cfg" >/dev/null 2>&1
 check "vmctl create b.cfg" test $? -eq 0
 
@@ -44,7 +44,7 @@ nodes=$(py 'sorted(set(n for v in j["vms"] for n in v["nodes"]))' \
 check "the two VMs use both nodes ($nodes)" test "$nodes" = "[0, 1]"
 mem=$(py '[v["memory_bytes"] for v in j["vms"] if v["name"] == "e2e-a"][0]' \
 	<<<"$list")
-check "memory_bytes of e2e-a is 192 MiB ($mem)" test "$mem" = $((192 << 20))
+check "memory_bytes of e2e-a is 96 MiB ($mem)" test "$mem" = $((96 << 20))
 "$VMCTL" list >"$RUN/list.txt"
 check "human list has a header and both VMs" \
 	grep -qE '^ *ID +NAME' "$RUN/list.txt"
