@@ -132,6 +132,33 @@ for n in ("keep", "again"):
     r = c.call("vm.destroy", {"vm": n})
     ok("result" in r, "destroy " + n, r)
 ok(records() == {}, "no record left after destroy", records())
+
+# SIGTERM in the middle of a build: the build is cancelled and undone
+# before the daemon exits.
+ev = h.client()
+ev.result("events.subscribe", {"events": ["task.progress", "task.done"]})
+r = c.call("vm.create", {"config": guest_cfg("term", big_mib,
+                                             extra=['cpus = "nodes:0-1"']),
+                         "wait": False})
+m = ev.event(lambda m: m["method"] == "task.done" or
+             (m["method"] == "task.progress" and
+              m["params"]["progress"]["phase"] == "populate"))
+caught = m is not None and m["method"] == "task.progress"
+rc = h.stop_daemon()
+ok(rc == 0, "SIGTERM during a build: clean exit (%s)" % rc)
+log = open(os.path.join(h.dir, "vmbuildd.log")).read()
+if caught:
+    ok("(vm.create term) cancelled" in log,
+       "the running build was cancelled", log[-1500:])
+    ok(records() == {}, "the cancelled build left no record", records())
+else:
+    diag("the build ended before SIGTERM")
+    c = None
+h.start_daemon()
+c = h.client()
+if not caught:
+    c.call("vm.destroy", {"vm": "term"})
+ok(c.result("vm.list") == {"vms": []}, "no domain after the restart")
 sc = h.wait_scrubbed(c)
 free2 = sum(n["free_bytes"] for n in sc["nodes"]) if sc else None
 ok(free2 == free0, "no page lost: free memory equals the start (%s vs %s)"
