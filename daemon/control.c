@@ -414,7 +414,20 @@ conn_ref(struct conn *c)
 void
 conn_unref(struct conn *c)
 {
-	if (c == NULL || --c->refs > 0)
+	if (c == NULL)
+		return;
+	/*
+	 * The last deferred call of a connection that is closing (its
+	 * client shut down its side) is gone: close now if nothing is left
+	 * to send.  Otherwise the write callback closes it once flushed.
+	 */
+	if (c->refs == 2 && c->closing && !c->closed &&
+	    evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
+		c->refs--;
+		conn_close(c);
+		return;
+	}
+	if (--c->refs > 0)
 		return;
 	free(c);
 }

@@ -29,6 +29,7 @@ struct conn {
 	gid_t		gid;
 	bool		can_write;	/* root or group vmbuild */
 	uint32_t	events;		/* subscribed event mask; 0: none */
+	unsigned	inflight;	/* deferred calls not yet answered */
 	TAILQ_ENTRY(conn) entry;
 	TAILQ_ENTRY(conn) sub_entry;	/* events.c */
 };

@@ -129,6 +129,8 @@ call_free(struct call *call)
 	for (size_t i = 0; i < call->err_n; i++)
 		free(call->err_list[i]);
 	free(call->err_list);
+	if (call->deferred)
+		call->conn->inflight--;
 	conn_unref(call->conn);
 	free(call->id);
 	free(call);
@@ -320,6 +322,14 @@ rpc_dispatch(struct conn *c, yajl_val root)
 		rpc_send_error(c, idtext, E_PERMISSION, msg);
 		goto out;
 	}
+	if (c->inflight >= RPC_MAX_INFLIGHT) {
+		char msg[96];
+
+		snprintf(msg, sizeof(msg), "%u requests of this connection "
+		    "are in progress; wait for their replies", c->inflight);
+		rpc_send_error(c, idtext, E_BUSY, msg);
+		goto out;
+	}
 	call = calloc(1, sizeof(*call));
 	g = jg_new();
 	if (call == NULL || g == NULL) {
@@ -333,8 +343,11 @@ rpc_dispatch(struct conn *c, yajl_val root)
 	call->params = YAJL_IS_OBJECT(params) ? params : NULL;
 	rc = m->fn(call, g);
 	call->params = NULL;
-	if (rc == CALL_DEFERRED)
+	if (rc == CALL_DEFERRED) {
+		call->deferred = true;
+		c->inflight++;
 		call = NULL;
+	}
 	else if (rc < 0)
 		call_fail(call), call = NULL;
 	else

@@ -24,10 +24,16 @@
 #include "log.h"
 
 #define CALL_DEFERRED	1
+/*
+ * Deferred calls one connection may have in flight: a client that
+ * pipelines more gets E_BUSY instead of queueing unbounded work.
+ */
+#define RPC_MAX_INFLIGHT	64
 
 struct call {
 	struct conn	*conn;		/* referenced */
 	char		*id;		/* id as JSON text; NULL: no reply */
+	bool		deferred;	/* counted in conn->inflight */
 	const char	*method;	/* static name from the table */
 	yajl_val	params;		/* an object; valid during dispatch only */
 	int		err_code;

@@ -271,6 +271,17 @@ x.send_raw(b'\r\n  \n{"jsonrpc":"2.0","id":19.5,"method":"task.list"}\r\n')
 r = x.read_msg()
 ok(r is not None and r.get("id") == 19.5 and "result" in r,
    "blank lines are skipped, CRLF accepted, number ids echoed", r)
+# Pipelined requests beyond the in-flight limit (64) get E_BUSY; every
+# request gets exactly one reply.
+x.send_raw(b"".join(b'{"jsonrpc":"2.0","id":%d,"method":"host.info"}\n' % i
+                    for i in range(1000, 1200)))
+replies = [x.read_msg() for _ in range(200)]
+ids = sorted(r["id"] for r in replies if r is not None)
+busy = [r for r in replies if err_code(r) == E_BUSY]
+ok(ids == list(range(1000, 1200)) and
+   all("result" in r or err_code(r) == E_BUSY for r in replies) and busy,
+   "200 pipelined requests: one reply each, E_BUSY past 64 in flight "
+   "(%d busy)" % len(busy))
 x.close()
 alive("malformed requests")
 
