@@ -305,6 +305,17 @@ cmd_top(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 		tty_raw();
 	if (live)
 		fputs("\033[?25l", stdout);	/* no cursor flicker */
+	/*
+	 * Snapshots (not a terminal) start with a counter sample one delay
+	 * old, so that even the first one shows rates.
+	 */
+	if (!live) {
+		if ((rc = top_fetch(ctl, c, M_HOST_COUNTERS, &co)))
+			goto out;
+		top_sample_take(co, &cur);
+		if (top_wait(delay, false))
+			goto out;
+	}
 	for (n = 0; iterations < 0 || n < iterations; n++) {
 		yajl_tree_free(vl);
 		yajl_tree_free(sc);
@@ -316,7 +327,7 @@ cmd_top(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 			goto out;
 		prev = cur;
 		top_sample_take(co, &cur);
-		if (n == 0)
+		if (n == 0 && live)
 			prev = cur;
 		if (ctl->json) {
 			top_json(jget(vl, "vms"), jget(sc, "nodes"), &prev,
