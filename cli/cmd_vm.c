@@ -140,7 +140,17 @@ print_created(struct vmctl *ctl, yajl_val task, double secs)
 	char id[32], name[128];
 
 	if (ctl->json) {
-		jprint(YAJL_IS_OBJECT(r) ? r : task, false);
+		/* {"id","name","seconds","task":{...}}: the VM first. */
+		yajl_gen g = jgen_new(false);
+
+		yajl_gen_map_open(g);
+		jgen_kv_val(g, "id", jget(task, "domid"));
+		jgen_kv_val(g, "name", jget(task, "vm"));
+		jgen_str(g, "seconds");
+		yajl_gen_double(g, secs);
+		jgen_kv_val(g, "task", task);
+		yajl_gen_map_close(g);
+		jgen_print(g);
 		return;
 	}
 	/* A task names its VM by "domid" and "vm"; a VM object by id, name. */
