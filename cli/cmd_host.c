@@ -13,6 +13,8 @@
 #include "vmctl.h"
 
 #define SCRUB_POLL_MS	500
+/* scrub --wait gives up when dirty memory has not shrunk for this long. */
+#define SCRUB_STALL_S	120
 
 static double
 now_s(void)
@@ -310,8 +312,8 @@ cmd_scrub(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 	struct vmc_client *c = NULL;
 	struct progress *bar = NULL;
 	yajl_val res = NULL, nodes = NULL;
-	uint64_t dirty, most = 0;
-	double timeout = 0, start;
+	uint64_t dirty, most = 0, least;
+	double timeout = 0, start, last_drop;
 	bool wait = false;
 	int ch, rc;
 
@@ -344,10 +346,23 @@ cmd_scrub(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 		vmctl_catch_signals();
 		if (!ctl->json)
 			bar = progress_new(isatty(STDERR_FILENO));
-		start = now_s();
+		start = last_drop = now_s();
+		least = dirty;
 		while (dirty > 0) {
 			if (dirty > most)
 				most = dirty;
+			if (dirty < least) {
+				least = dirty;
+				last_drop = now_s();
+			}
+			if (now_s() - last_drop > SCRUB_STALL_S) {
+				progress_end(bar);
+				vmctl_warnx("scrub --wait: dirty memory has not "
+				    "shrunk for %d s; is the scrubber running?",
+				    SCRUB_STALL_S);
+				rc = VMCTL_EXIT_ERROR;
+				goto out;
+			}
 			progress_update(bar, "scrub", most - dirty, most,
 			    "bytes");
 			if (timeout > 0 && now_s() - start > timeout) {

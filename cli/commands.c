@@ -41,6 +41,8 @@ const struct vmctl_cmd vmctl_cmds[] = {
 	  "  --wait          block until no node has dirty memory, showing\n"
 	  "                  progress\n"
 	  "  --timeout SECS  with --wait: give up (exit 1) after SECS\n"
+	  "--wait also gives up (exit 1) when dirty memory has not shrunk\n"
+	  "for 120 s.\n"
 	  OPT_JSON
 	  "JSON: {\"nodes\":[{\"node\",\"total_bytes\",\"free_bytes\","
 	  "\"dirty_bytes\",\"scrubbed_bytes_total\",\n"
