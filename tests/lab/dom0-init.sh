@@ -13,6 +13,7 @@
 . /etc/lab/lab.conf
 export PATH=/bin:/sbin:/usr/lib/xen-$XENVER/bin
 export LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu
+export CMOCKA_MESSAGE_OUTPUT=tap
 SOCK=/run/vmbuild/control.sock
 FAILED=""
 XLOG=/tmp/xen-console.log
@@ -124,29 +125,22 @@ timed xl-info xl info || fail xl-info "xl info failed"
 grep -E 'xen_version|nr_cpus|total_memory|free_memory|virt_caps' /tmp/out.xl-info | sed 's/^/INFO /'
 [ -n "$FAILED" ] && finish
 
-# --------------------------------------------------------------- xl
-if echo " $LAB_STEPS " | grep -q " xl "; then
-	mkcfg xl-small $SMALL_MB
-	mkcfg xl-big $BIG_MB hold
-	if timed xl-create-small xl create /etc/lab/xl-small.cfg; then
-		wait_guest xl-small done 120
-		gone xl-small 30 || fail xl-small-gone "xl-small still listed after poweroff"
-	else
-		fail xl-create-small "xl create rc=$?"
-	fi
-	if timed xl-create-big xl create /etc/lab/xl-big.cfg; then
-		wait_guest xl-big holding 180 && xl list
-		timed xl-destroy-big xl destroy xl-big || fail xl-destroy-big "xl destroy"
-	else
-		fail xl-create-big "xl create rc=$?"
-	fi
-fi
+# --------------------------------------------------------------- unit tests
+# hvsim-free test programs, TAP, run from a copy of the tree at /tree.
+for t in $TESTS; do
+	n=test-$(basename $t)
+	(cd /tree && timed $n ./$t)
+	rc=$?
+	nok=$(grep -c '^not ok' /tmp/out.$n)
+	if [ $rc != 0 ] || [ "$nok" != 0 ]; then fail $n "rc=$rc, $nok 'not ok'"; fi
+	echo "INFO $n: $(grep -c '^ok' /tmp/out.$n) ok, $nok not ok, rc=$rc"
+done
 
-# --------------------------------------------------------------- vmbuild
+# --------------------------------------------------------------- toolstacks
 V="vmctl --socket $SOCK"	# word-split on purpose: timeout runs it
-run_vmbuild() {
-	mkcfg vmb-small $SMALL_MB
-	mkcfg vmb-big $BIG_MB hold
+
+# Start vmbuildd on the xen backend; 0 when its socket answers.
+start_vmbuildd() {
 	vmbuildd --hypervisor xen --socket $SOCK --state-dir /var/lib/vmbuild \
 	    --metrics 127.0.0.1:9741 --foreground $VMBUILDD_ARGS > /tmp/vmbuildd.log 2>&1 &
 	vpid=$!
@@ -159,35 +153,86 @@ run_vmbuild() {
 			else
 				echo "LAB-SKIP what=vmbuild reason=vmbuildd --hypervisor xen exited: $(tail -n 1 /tmp/vmbuildd.log)"
 			fi
-			return
+			return 1
 		fi
 		i=$((i + 1))
-		[ $i -gt 150 ] && { fail vmbuildd-start "control socket not answering after 30s"; return; }
+		[ $i -gt 150 ] && { fail vmbuildd-start "control socket not answering after 30s"; return 1; }
 		usleep 200000
 	done
 	timed vmctl-host $V host || fail vmctl-host "vmctl host"
-	if timed vmb-create-small $V create /etc/lab/vmb-small.cfg; then
-		wait_guest vmb-small done 120
-		timed vmctl-list $V list || fail vmctl-list "vmctl list"
-		timed vmctl-info $V info vmb-small || fail vmctl-info "vmctl info"
-		# A guest that powered itself off stays until its toolstack
-		# destroys it (unless the daemon already reaped it).
-		if xl list vmb-small >/dev/null 2>&1; then
-			timed vmb-destroy-small $V destroy vmb-small || fail vmb-destroy-small "vmctl destroy"
-		fi
-		gone vmb-small 30 || fail vmb-small-gone "vmb-small still listed by xl"
-	else
-		fail vmb-create-small "vmctl create rc=$?"
+	return 0
+}
+
+# small TOOL: the hello guest, which powers itself off.
+small() {
+	case $1 in
+	xl)
+		if timed xl-create-small xl create /etc/lab/xl-small.cfg; then
+			wait_guest xl-small done 120
+			gone xl-small 30 || fail xl-small-gone "xl-small still listed after poweroff"
+		else
+			fail xl-create-small "xl create rc=$?"
+		fi ;;
+	vmb)
+		if timed vmb-create-small $V create /etc/lab/vmb-small.cfg; then
+			wait_guest vmb-small done 120
+			timed vmctl-list $V list || fail vmctl-list "vmctl list"
+			timed vmctl-info $V info vmb-small || fail vmctl-info "vmctl info"
+			# A guest that powered itself off stays until its
+			# toolstack destroys it (unless the daemon reaped it).
+			if xl list vmb-small >/dev/null 2>&1; then
+				timed vmb-destroy-small $V destroy vmb-small ||
+				    fail vmb-destroy-small "vmctl destroy"
+			fi
+			gone vmb-small 30 || fail vmb-small-gone "vmb-small still listed by xl"
+		else
+			fail vmb-create-small "vmctl create rc=$?"
+		fi ;;
+	esac
+}
+
+# big TOOL: a larger guest that stays up; its destroy is timed.
+big() {
+	case $1 in
+	xl)
+		if timed xl-create-big xl create /etc/lab/xl-big.cfg; then
+			wait_guest xl-big holding 180 && xl list
+			timed xl-destroy-big xl destroy xl-big || fail xl-destroy-big "xl destroy"
+		else
+			fail xl-create-big "xl create rc=$?"
+		fi ;;
+	vmb)
+		if timed vmb-create-big $V create /etc/lab/vmb-big.cfg; then
+			wait_guest vmb-big holding 180
+			timed vmctl-list-big $V list || fail vmctl-list-big "vmctl list"
+			xl list
+			timed vmb-destroy-big $V destroy vmb-big || fail vmb-destroy-big "vmctl destroy"
+			gone vmb-big 30 || fail vmb-big-gone "vmb-big still listed by xl after destroy"
+		else
+			fail vmb-create-big "vmctl create rc=$?"
+		fi ;;
+	esac
+}
+
+tools=""
+echo " $LAB_STEPS " | grep -q " xl " && tools="xl"
+if echo " $LAB_STEPS " | grep -q " vmbuild "; then
+	if [ "$LAB_VMBUILD" = off ]; then
+		echo "LAB-SKIP what=vmbuild reason=LAB_VMBUILD=off"
+	elif [ "$HAVE_VMBUILD" != 1 ]; then
+		if [ "$LAB_VMBUILD" = require ]; then fail vmbuild "vmbuildd/vmctl not built"
+		else echo "LAB-SKIP what=vmbuild reason=vmbuildd/vmctl not built"; fi
+	elif start_vmbuildd; then
+		tools="$tools vmb"
 	fi
-	if timed vmb-create-big $V create /etc/lab/vmb-big.cfg; then
-		wait_guest vmb-big holding 180
-		timed vmctl-list-big $V list || fail vmctl-list-big "vmctl list"
-		xl list
-		timed vmb-destroy-big $V destroy vmb-big || fail vmb-destroy-big "vmctl destroy"
-		gone vmb-big 30 || fail vmb-big-gone "vmb-big still listed by xl after destroy"
-	else
-		fail vmb-create-big "vmctl create rc=$?"
-	fi
+fi
+for t in xl vmb; do mkcfg $t-small $SMALL_MB; mkcfg $t-big $BIG_MB hold; done
+# Interleaved, A B B A, so that neither toolstack always goes first on a
+# cold or busy machine.
+rev=""; for t in $tools; do rev="$t $rev"; done
+for t in $tools; do small $t; done
+for t in $rev; do big $t; done
+if echo " $tools " | grep -q " vmb "; then
 	# What a stock Xen cannot tell (scrub progress, counters) must show
 	# as unavailable, not as zeros: shown here, judged by the reader.
 	timed vmctl-scrub $V scrub
@@ -195,16 +240,6 @@ run_vmbuild() {
 	timed vmctl-host-end $V --json host
 	kill $vpid 2>/dev/null
 	sed 's/^/  vmbuildd| /' /tmp/vmbuildd.log | tail -n 40
-}
-if echo " $LAB_STEPS " | grep -q " vmbuild "; then
-	if [ "$LAB_VMBUILD" = off ]; then
-		echo "LAB-SKIP what=vmbuild reason=LAB_VMBUILD=off"
-	elif [ "$HAVE_VMBUILD" != 1 ]; then
-		if [ "$LAB_VMBUILD" = require ]; then fail vmbuild "vmbuildd/vmctl not built"
-		else echo "LAB-SKIP what=vmbuild reason=vmbuildd/vmctl not built"; fi
-	else
-		run_vmbuild
-	fi
 fi
 xl list
 finish

@@ -23,6 +23,10 @@
 #   LAB_CPU=max,-smap,-rdtscp LAB_SMP=2 LAB_MEM=2048 LAB_DOM0_MEM=512M
 #   LAB_EXTRA_FILES="host/path:/initramfs/path ..."   more files for dom0
 #   LAB_VMBUILDD_ARGS=       more vmbuildd arguments
+#   LAB_TESTS="..."          hvsim-free test programs (paths under build/) run
+#                            in dom0 from a copy of the tree at /tree; default:
+#                            the xen backend, placement, populate-plan and
+#                            loader unit tests, those that are built
 set -uo pipefail
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -45,6 +49,7 @@ LAB_QEMU_EXTRA=${LAB_QEMU_EXTRA:-}
 LAB_DOM0_EXTRA=${LAB_DOM0_EXTRA:-loglevel=4}
 LAB_EXTRA_FILES=${LAB_EXTRA_FILES:-}
 LAB_VMBUILDD_ARGS=${LAB_VMBUILDD_ARGS:-}
+LAB_TESTS=${LAB_TESTS-build/tests/xenbe/test_xen_backend build/tests/lib/test_placement build/tests/lib/test_populate_plan build/tests/lib/test_loader}
 XENVER=4.17
 ARCHLIB=usr/lib/x86_64-linux-gnu
 
@@ -162,6 +167,14 @@ if [ -x build/bin/vmbuildd ] && [ -x build/bin/vmctl ]; then
 	cp build/bin/vmbuildd build/bin/vmctl "$D0/bin/" || fail $step "copy vmbuildd/vmctl"
 	have_vmbuild=1
 fi
+tests=""
+for t in $LAB_TESTS; do
+	[ -x "$t" ] || { log "test $t not built: not run in dom0"; continue; }
+	mkdir -p "$D0/tree/$(dirname "$t")" && cp "$t" "$D0/tree/$t" || fail $step "copy $t"
+	tests="$tests $t"
+done
+mkdir -p "$D0/tree/build/guest" && cp build/guest/hello.elf "$D0/tree/build/guest/" ||
+    fail $step "copy hello.elf into /tree"
 for f in $LAB_EXTRA_FILES; do
 	mkdir -p "$D0/$(dirname "${f#*:}")" && cp "${f%%:*}" "$D0/${f#*:}" ||
 	    fail $step "extra file $f"
@@ -171,6 +184,7 @@ done
 # libgcc_s, which glibc dlopens for pthread_cancel (xl aborts without it).
 libpath=$PWD/$ROOT/$ARCHLIB:$PWD/$ROOT/lib/x86_64-linux-gnu
 bins=$(ls "$D0"/usr/lib/xen-$XENVER/bin/* "$D0/bin/xenstore"; [ $have_vmbuild = 1 ] && ls "$D0/bin/vmbuildd" "$D0/bin/vmctl")
+for t in $tests; do bins="$bins $D0/tree/$t"; done
 for f in $LAB_EXTRA_FILES; do file "$D0/${f#*:}" 2>/dev/null | grep -q 'dynamically linked' && bins="$bins $D0/${f#*:}"; done
 libs=$(for b in $bins; do
 	out=$(LD_LIBRARY_PATH=$libpath ldd "$b") || { echo "LDD-FAILED $b"; continue; }
@@ -206,6 +220,7 @@ SMALL_MB=$LAB_SMALL_MB
 BIG_MB=$LAB_BIG_MB
 XENVER=$XENVER
 VMBUILDD_ARGS="$LAB_VMBUILDD_ARGS"
+TESTS="$tests"
 EOF
 (cd "$D0" && find . | cpio -o -H newc 2>/dev/null | gzip -1) > "$LAB_DIR/dom0-initrd.gz" ||
     fail $step "cpio"
