@@ -21,6 +21,7 @@
 #include "events.h"
 #include "json.h"
 #include "log.h"
+#include "metrics.h"
 #include "proto.h"
 #include "report.h"
 #include "state.h"
@@ -143,6 +144,8 @@ build_done(struct job *job)
 			vm_built(vm, bj->have_dom ? &bj->dom : NULL,
 			    bj->build_json);
 		task_finish(t, TASK_DONE, 0, 0, NULL);
+		metrics_build_done("done", bj->result.total_ns / 1e9,
+		    &bj->result);
 		log_info("%s: %s", t->vm, msg);
 		if (bj->call != NULL) {
 			yajl_gen g = jg_new();
@@ -176,6 +179,8 @@ build_done(struct job *job)
 			vm_remove(vm, true);
 		task_finish(t, bj->rc == -ECANCELED ? TASK_CANCELLED :
 		    TASK_FAILED, code, -bj->rc, msg);
+		metrics_build_done(bj->rc == -ECANCELED ? "cancelled" :
+		    "failed", 0, NULL);
 		if (bj->call != NULL) {
 			call_error(bj->call, code, bj->rc, "%s", msg);
 			call_fail(bj->call);

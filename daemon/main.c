@@ -27,6 +27,7 @@
 #include "control.h"
 #include "events.h"
 #include "log.h"
+#include "metrics.h"
 #include "proto.h"
 #include "state.h"
 #include "task.h"
@@ -90,7 +91,8 @@ usage(FILE *f)
 "  --socket PATH          control socket (default %s)\n"
 "  --state-dir DIR        state directory (default %s)\n"
 "  --populate engine|libxl  populate strategy (default engine)\n"
-"  --metrics ADDR:PORT    Prometheus endpoint (not implemented yet)\n"
+"  --metrics ADDR:PORT|none  Prometheus endpoint, GET /metrics\n"
+"                         (default %s; none: no endpoint)\n"
 "  --foreground           stay in the foreground (systemd, tests)\n"
 "  --max-request BYTES    largest request line (default %d)\n"
 "  --max-connections N    clients at once (default %d)\n"
@@ -101,7 +103,8 @@ usage(FILE *f)
 "\n"
 "Signals: SIGTERM/SIGINT cancel running builds and stop; SIGHUP re-reads\n"
 "group vmbuild and refreshes the domain list.\n",
-	    VMBUILD_DEFAULT_SOCKET, VMBUILD_DEFAULT_STATE, VMBUILD_MAX_REQUEST,
+	    VMBUILD_DEFAULT_SOCKET, VMBUILD_DEFAULT_STATE,
+	    VMBUILD_DEFAULT_METRICS, VMBUILD_MAX_REQUEST,
 	    VMBUILD_MAX_CONNECTIONS, VMBUILD_MAX_TASKS);
 }
 
@@ -166,7 +169,8 @@ parse_options(int argc, char **argv)
 			vmbd.state_dir = optarg;
 			break;
 		case O_METRICS:
-			if (strrchr(optarg, ':') == NULL) {
+			if (strcmp(optarg, "none") != 0 &&
+			    strrchr(optarg, ':') == NULL) {
 				fprintf(stderr, "vmbuildd: --metrics: expected "
 				    "ADDR:PORT, got \"%s\"\n", optarg);
 				return 2;
@@ -352,9 +356,6 @@ main(int argc, char **argv)
 	log_info("vmbuildd %s: hypervisor %s (%s), populate %s", VMB_VERSION,
 	    vmb_ctx_hypervisor(vmbd.ctx), vmb_ctx_backend(vmbd.ctx),
 	    vmb_populate_strategy_name(vmbd.strategy));
-	if (M.metrics != NULL)
-		log_notice("--metrics %s: the metrics endpoint is not "
-		    "implemented yet; ignoring", M.metrics);
 	if (state_init(vmbd.state_dir) < 0)
 		return 1;
 	if (vm_reconcile() < 0)
@@ -378,6 +379,22 @@ main(int argc, char **argv)
 		M.ev_sig[i] = evsignal_new(vmbd.base, sigs[i], signal_cb, NULL);
 		if (M.ev_sig[i] == NULL || event_add(M.ev_sig[i], NULL) < 0)
 			fatalx("cannot catch signal %d", sigs[i]);
+	}
+	/*
+	 * The default address may be taken by another daemon on this host:
+	 * then run without metrics.  An address asked for must work.
+	 */
+	if (M.metrics == NULL ||
+	    strcmp(M.metrics, "none") != 0) {
+		const char *addr = M.metrics ? M.metrics :
+		    VMBUILD_DEFAULT_METRICS;
+
+		rc = metrics_init(vmbd.base, addr);
+		if (rc < 0 && M.metrics != NULL)
+			fatalx("--metrics %s: %s", addr, strerror(-rc));
+		if (rc < 0)
+			log_warnx("metrics endpoint %s: %s; running without",
+			    addr, strerror(-rc));
 	}
 	M.ev_stop = evtimer_new(vmbd.base, stop_poll_cb, NULL);
 	if (sd_watchdog_enabled(0, &M.watchdog_usec) > 0 &&
@@ -406,6 +423,7 @@ main(int argc, char **argv)
 	if (M.ev_watchdog != NULL)
 		event_free(M.ev_watchdog);
 	event_free(M.ev_stop);
+	metrics_stop();
 	events_stop();
 	task_stop();
 	vm_stop();

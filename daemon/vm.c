@@ -351,6 +351,19 @@ vm_gen_list(yajl_gen g)
 	yajl_gen_map_close(g);
 }
 
+void
+vm_count_states(unsigned states[8], unsigned *building)
+{
+	struct vm *vm;
+
+	TAILQ_FOREACH(vm, &V.vms, entry) {
+		if (vm->building)
+			(*building)++;
+		else if (vm->have_dom && vm->dom.state < 8)
+			states[vm->dom.state]++;
+	}
+}
+
 static void
 unrecord_run(struct job *job)
 {

@@ -35,7 +35,7 @@ done
 	--mem-per-node 1G --backing real >"$run/hvsim.log" 2>&1 &
 hv_pid=$!
 for _ in $(seq 300); do [ -S "$run/hv.sock" ] && break; sleep 0.05; done
-"$VMBUILDD" --foreground --hypervisor "sim:$run/hv.sock" \
+"$VMBUILDD" --foreground --metrics none --hypervisor "sim:$run/hv.sock" \
 	--socket "$run/c.sock" --state-dir "$run/state" >"$run/d.log" 2>&1 &
 d_pid=$!
 for _ in $(seq 300); do [ -S "$run/c.sock" ] && break; sleep 0.05; done

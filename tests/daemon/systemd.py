@@ -46,6 +46,7 @@ else:
     act = os.path.join(h.dir, "activated.sock")
     log = open(os.path.join(h.dir, "activated.log"), "ab")
     p = subprocess.Popen([ssa, "-l", act, VMBUILDD, "--foreground", "-v",
+                          "--metrics", "none",
                           "--hypervisor", "sim:" + h.hv_sock,
                           "--socket", act, "--state-dir",
                           os.path.join(h.dir, "state-act")],
@@ -78,7 +79,8 @@ ns.bind(ns_path)
 ns.settimeout(30)
 env = dict(os.environ, NOTIFY_SOCKET=ns_path, WATCHDOG_USEC="200000")
 log = open(os.path.join(h.dir, "vmbuildd.log"), "ab")
-d = subprocess.Popen([VMBUILDD, "--foreground", "--hypervisor",
+d = subprocess.Popen([VMBUILDD, "--foreground", "--metrics", "none",
+                      "--hypervisor",
                       "sim:" + h.hv_sock, "--socket", h.sock,
                       "--state-dir", h.state], stdout=log, stderr=log,
                      env=env)

@@ -66,6 +66,15 @@ def bail(msg):
     done()
 
 
+def free_port():
+    """A free TCP port on loopback."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
 def guest_cfg(name, mem_mib=64, vcpus=1, extra=()):
     lines = ['name = "%s"' % name, 'type = "pvh"', "memory = %d" % mem_mib,
              "vcpus = %d" % vcpus, 'kernel = "%s"' % KERNEL]
@@ -211,7 +220,9 @@ class Host:
         self.d = subprocess.Popen(
             [VMBUILDD, "--hypervisor", "sim:" + self.hv_sock,
              "--socket", self.sock, "--state-dir", self.state,
-             "--foreground", "-v"] + self.daemon_args + list(extra),
+             "--foreground", "-v"] + self.daemon_args + list(extra) +
+            ([] if "--metrics" in self.daemon_args + list(extra)
+             else ["--metrics", "none"]),
             stdout=log, stderr=log, env=env)
         self.notes = []
         try:

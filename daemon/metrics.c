@@ -1,0 +1,419 @@
+/*
+ * metrics.c - the Prometheus endpoint (see metrics.h).
+ *
+ * Names follow DESIGN.md: prefix vmbuild_, base units, counters end in
+ * _total.  A group the hypervisor does not report is left out entirely
+ * rather than exported as zeros; vmbuild_hypervisor_scrape_ok says
+ * whether the last snapshot could be taken.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/buffer.h>
+#include <event2/event.h>
+#include <event2/http.h>
+
+#include "control.h"
+#include "log.h"
+#include "metrics.h"
+#include "task.h"
+#include "vm.h"
+#include "vmbuildd.h"
+#include "worker.h"
+
+#define METRICS_REFRESH_SEC	2
+
+/* Upper bounds of the create-duration histogram, in seconds. */
+static const double create_buckets[] = {
+	0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120,
+};
+#define NBUCKETS	(sizeof(create_buckets) / sizeof(create_buckets[0]))
+
+struct snap_job {
+	struct job	job;
+	int		rc_counters, rc_scrub;
+	struct vmb_counters counters;
+	struct vmb_scrub scrub;
+};
+
+static struct {
+	struct evhttp	*http;
+	struct event	*ev_refresh;
+	bool		busy;
+	/* The snapshot. */
+	bool		have_counters, have_scrub;
+	struct vmb_counters counters;
+	struct vmb_scrub scrub;
+	bool		scrape_ok;
+	double		snap_mono;
+	/* Kept by the loop. */
+	uint64_t	builds[3];	/* done, failed, cancelled */
+	uint64_t	bucket[NBUCKETS];
+	uint64_t	dur_count;
+	double		dur_sum;
+	uint64_t	populated[VMB_MAX_NODES];
+	uint64_t	scrapes;
+} MX;
+
+void
+metrics_build_done(const char *state, double seconds,
+    const struct vmb_build_result *r)
+{
+	int i = strcmp(state, "done") == 0 ? 0 :
+	    strcmp(state, "failed") == 0 ? 1 : 2;
+
+	MX.builds[i]++;
+	if (i != 0 || r == NULL)
+		return;
+	/* Only successful builds: a failed one says nothing of speed. */
+	for (size_t b = 0; b < NBUCKETS; b++)
+		if (seconds <= create_buckets[b])
+			MX.bucket[b]++;
+	MX.dur_count++;
+	MX.dur_sum += seconds;
+	for (int n = 0; n < VMB_MAX_NODES; n++)
+		MX.populated[n] += r->populate.node_bytes[n];
+}
+
+static void
+family(struct evbuffer *b, const char *name, const char *type,
+    const char *help)
+{
+	evbuffer_add_printf(b, "# HELP %s %s\n# TYPE %s %s\n", name, help,
+	    name, type);
+}
+
+static void
+render(struct evbuffer *b)
+{
+	static const char *const causes[] = { "populate", "free", "other" };
+	static const char *const reasons[] = { "write_flood", "early", "other" };
+	static const char *const orders[] = { "4k", "2m", "1g", "other" };
+	static const char *const results[] = { "done", "failed", "cancelled" };
+	const struct vmb_counters *c = &MX.counters;
+	const struct vmb_scrub *s = &MX.scrub;
+	unsigned states[8] = { 0 }, building = 0;
+
+	family(b, "vmbuild_build_info", "gauge",
+	    "Version of vmbuildd and the backend it runs on.");
+	evbuffer_add_printf(b, "vmbuild_build_info{version=\"%s\","
+	    "backend=\"%s\"} 1\n", VMB_VERSION, vmb_ctx_backend(vmbd.ctx));
+	family(b, "vmbuild_hypervisor_scrape_ok", "gauge",
+	    "1 if the last snapshot of hypervisor data succeeded.");
+	evbuffer_add_printf(b, "vmbuild_hypervisor_scrape_ok %d\n",
+	    MX.scrape_ok ? 1 : 0);
+	family(b, "vmbuild_snapshot_age_seconds", "gauge",
+	    "Age of the hypervisor data in this scrape.");
+	evbuffer_add_printf(b, "vmbuild_snapshot_age_seconds %.3f\n",
+	    MX.snap_mono > 0 ? now_mono() - MX.snap_mono : 0);
+
+	if (MX.have_counters && (c->have & VMB_CNT_HAVE_FLUSH)) {
+		family(b, "vmbuild_tlb_flushes_total", "counter",
+		    "TLB flushes, issued or filtered out, by cause.");
+		for (int i = 0; i < VMB_FLUSH_CAUSE_MAX; i++) {
+			evbuffer_add_printf(b, "vmbuild_tlb_flushes_total"
+			    "{cause=\"%s\",result=\"issued\"} %llu\n",
+			    causes[i],
+			    (unsigned long long)c->tlb_flushes_issued[i]);
+			evbuffer_add_printf(b, "vmbuild_tlb_flushes_total"
+			    "{cause=\"%s\",result=\"filtered\"} %llu\n",
+			    causes[i],
+			    (unsigned long long)c->tlb_flushes_filtered[i]);
+		}
+		family(b, "vmbuild_tlb_filter_evaluations_total", "counter",
+		    "Evaluations of the TLB-flush filter.");
+		evbuffer_add_printf(b, "vmbuild_tlb_filter_evaluations_total "
+		    "%llu\n", (unsigned long long)c->tlb_filter_evaluations);
+	}
+	if (MX.have_counters && (c->have & VMB_CNT_HAVE_SHADOW)) {
+		family(b, "vmbuild_unshadow_total", "counter",
+		    "Shadow page-table pages unshadowed, by reason.");
+		for (int i = 0; i < VMB_UNSHADOW_REASON_MAX; i++)
+			evbuffer_add_printf(b, "vmbuild_unshadow_total"
+			    "{reason=\"%s\"} %llu\n", reasons[i],
+			    (unsigned long long)c->unshadow[i]);
+		family(b, "vmbuild_emulated_pt_writes_total", "counter",
+		    "Emulated guest page-table writes.");
+		evbuffer_add_printf(b, "vmbuild_emulated_pt_writes_total "
+		    "%llu\n", (unsigned long long)c->emulated_pt_writes);
+	}
+	if (MX.have_counters && (c->have & VMB_CNT_HAVE_POPULATE)) {
+		family(b, "vmbuild_populate_pages_total", "counter",
+		    "Pages populated by the hypervisor, by extent order.");
+		for (int i = 0; i < VMB_ORDER_CLASS_MAX; i++)
+			evbuffer_add_printf(b, "vmbuild_populate_pages_total"
+			    "{order=\"%s\"} %llu\n", orders[i],
+			    (unsigned long long)c->populate_pages[i]);
+		family(b, "vmbuild_populate_calls_total", "counter",
+		    "Populate hypercalls.");
+		evbuffer_add_printf(b, "vmbuild_populate_calls_total %llu\n",
+		    (unsigned long long)c->populate_calls);
+	}
+	if (MX.have_counters && (c->have & VMB_CNT_HAVE_SCRUB)) {
+		family(b, "vmbuild_scrub_pages_total", "counter",
+		    "Pages scrubbed by the hypervisor, by when.");
+		evbuffer_add_printf(b, "vmbuild_scrub_pages_total{kind=\"boot\"}"
+		    " %llu\n", (unsigned long long)c->scrub_pages_boot);
+		evbuffer_add_printf(b, "vmbuild_scrub_pages_total"
+		    "{kind=\"background\"} %llu\n",
+		    (unsigned long long)c->scrub_pages_background);
+		evbuffer_add_printf(b, "vmbuild_scrub_pages_total"
+		    "{kind=\"inline\"} %llu\n",
+		    (unsigned long long)c->scrub_pages_inline);
+	}
+	if (MX.have_scrub) {
+		family(b, "vmbuild_node_total_bytes", "gauge",
+		    "Memory of each NUMA node.");
+		for (uint32_t i = 0; i < s->nr_nodes; i++)
+			evbuffer_add_printf(b, "vmbuild_node_total_bytes"
+			    "{node=\"%u\"} %llu\n", s->nodes[i].node,
+			    (unsigned long long)s->nodes[i].total_bytes);
+		family(b, "vmbuild_node_free_bytes", "gauge",
+		    "Free memory of each NUMA node, clean and dirty.");
+		for (uint32_t i = 0; i < s->nr_nodes; i++)
+			evbuffer_add_printf(b, "vmbuild_node_free_bytes"
+			    "{node=\"%u\"} %llu\n", s->nodes[i].node,
+			    (unsigned long long)s->nodes[i].free_bytes);
+		if (s->have & VMB_SCRUB_HAVE_DIRTY) {
+			family(b, "vmbuild_scrub_dirty_bytes", "gauge",
+			    "Free memory waiting to be scrubbed.");
+			for (uint32_t i = 0; i < s->nr_nodes; i++)
+				evbuffer_add_printf(b,
+				    "vmbuild_scrub_dirty_bytes{node=\"%u\"} "
+				    "%llu\n", s->nodes[i].node,
+				    (unsigned long long)s->nodes[i].dirty_bytes);
+		}
+		if (s->have & VMB_SCRUB_HAVE_SCRUBBED) {
+			family(b, "vmbuild_scrub_scrubbed_bytes_total",
+			    "counter", "Memory scrubbed since boot.");
+			for (uint32_t i = 0; i < s->nr_nodes; i++)
+				evbuffer_add_printf(b,
+				    "vmbuild_scrub_scrubbed_bytes_total"
+				    "{node=\"%u\"} %llu\n", s->nodes[i].node,
+				    (unsigned long long)
+				    s->nodes[i].scrubbed_bytes_total);
+		}
+		if (s->have & VMB_SCRUB_HAVE_RATE) {
+			family(b, "vmbuild_scrub_rate_bytes_per_second",
+			    "gauge", "Current scrub rate.");
+			for (uint32_t i = 0; i < s->nr_nodes; i++)
+				evbuffer_add_printf(b,
+				    "vmbuild_scrub_rate_bytes_per_second"
+				    "{node=\"%u\"} %llu\n", s->nodes[i].node,
+				    (unsigned long long)
+				    s->nodes[i].rate_bytes_per_sec);
+		}
+	}
+
+	family(b, "vmbuild_populate_bytes_total", "counter",
+	    "Guest memory populated by this daemon's builds, by node.");
+	for (int n = 0; n < VMB_MAX_NODES; n++) {
+		bool node_known = n < (int)s->nr_nodes;
+
+		if (MX.populated[n] == 0 && !node_known)
+			continue;
+		evbuffer_add_printf(b, "vmbuild_populate_bytes_total"
+		    "{node=\"%d\"} %llu\n", n,
+		    (unsigned long long)MX.populated[n]);
+	}
+	family(b, "vmbuild_vm_create_duration_seconds", "histogram",
+	    "Time to build a VM, successful builds only.");
+	for (size_t i = 0; i < NBUCKETS; i++)
+		evbuffer_add_printf(b, "vmbuild_vm_create_duration_seconds_bucket"
+		    "{le=\"%g\"} %llu\n", create_buckets[i],
+		    (unsigned long long)MX.bucket[i]);
+	evbuffer_add_printf(b, "vmbuild_vm_create_duration_seconds_bucket"
+	    "{le=\"+Inf\"} %llu\n", (unsigned long long)MX.dur_count);
+	evbuffer_add_printf(b, "vmbuild_vm_create_duration_seconds_sum %.6f\n",
+	    MX.dur_sum);
+	evbuffer_add_printf(b, "vmbuild_vm_create_duration_seconds_count "
+	    "%llu\n", (unsigned long long)MX.dur_count);
+	family(b, "vmbuild_vm_creates_total", "counter",
+	    "Builds that ended, by result.");
+	for (int i = 0; i < 3; i++)
+		evbuffer_add_printf(b, "vmbuild_vm_creates_total{result=\"%s\"} "
+		    "%llu\n", results[i], (unsigned long long)MX.builds[i]);
+
+	vm_count_states(states, &building);
+	family(b, "vmbuild_vms", "gauge", "VMs by state.");
+	evbuffer_add_printf(b, "vmbuild_vms{state=\"building\"} %u\n",
+	    building);
+	for (int i = VMB_DOM_PAUSED; i <= VMB_DOM_CRASHED; i++)
+		evbuffer_add_printf(b, "vmbuild_vms{state=\"%s\"} %u\n",
+		    vmb_domain_state_name(i), states[i]);
+	family(b, "vmbuild_tasks_running", "gauge", "Tasks running.");
+	evbuffer_add_printf(b, "vmbuild_tasks_running %u\n", task_running());
+	family(b, "vmbuild_control_connections", "gauge",
+	    "Clients connected to the control socket.");
+	evbuffer_add_printf(b, "vmbuild_control_connections %u\n",
+	    control_connections());
+	family(b, "vmbuild_metrics_scrapes_total", "counter",
+	    "Scrapes of this endpoint.");
+	evbuffer_add_printf(b, "vmbuild_metrics_scrapes_total %llu\n",
+	    (unsigned long long)MX.scrapes);
+}
+
+static void
+metrics_cb(struct evhttp_request *req, void *arg)
+{
+	enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
+	struct evbuffer *b;
+
+	(void)arg;
+	if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+		    "Allow", "GET, HEAD");
+		evhttp_send_error(req, 405, "Method Not Allowed");
+		return;
+	}
+	MX.scrapes++;
+	b = evbuffer_new();
+	if (b == NULL) {
+		evhttp_send_error(req, 500, "Out of memory");
+		return;
+	}
+	render(b);
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
+	evhttp_send_reply(req, 200, "OK", b);
+	evbuffer_free(b);
+}
+
+static void
+other_cb(struct evhttp_request *req, void *arg)
+{
+	(void)arg;
+	evhttp_send_error(req, 404, "Not Found: try /metrics");
+}
+
+static void
+snap_run(struct job *job)
+{
+	struct snap_job *sj = (struct snap_job *)job;
+
+	sj->rc_counters = vmb_counters(vmbd.ctx, &sj->counters);
+	sj->rc_scrub = vmb_scrub_progress(vmbd.ctx, &sj->scrub);
+}
+
+static void
+snap_arm(double sec)
+{
+	struct timeval tv = { (time_t)sec, 0 };
+
+	if (MX.ev_refresh != NULL)
+		evtimer_add(MX.ev_refresh, &tv);
+}
+
+static void
+snap_done(struct job *job)
+{
+	struct snap_job *sj = (struct snap_job *)job;
+
+	MX.busy = false;
+	MX.have_counters = sj->rc_counters == 0;
+	if (MX.have_counters)
+		MX.counters = sj->counters;
+	MX.have_scrub = sj->rc_scrub == 0;
+	if (MX.have_scrub)
+		MX.scrub = sj->scrub;
+	/* -EOPNOTSUPP is "not reported", not a failure. */
+	MX.scrape_ok = (sj->rc_counters == 0 ||
+	    sj->rc_counters == -EOPNOTSUPP) &&
+	    (sj->rc_scrub == 0 || sj->rc_scrub == -EOPNOTSUPP);
+	MX.snap_mono = now_mono();
+	free(sj);
+	if (!vmbd.stopping)
+		snap_arm(METRICS_REFRESH_SEC);
+}
+
+static void
+refresh_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct snap_job *sj;
+
+	(void)fd;
+	(void)what;
+	(void)arg;
+	if (MX.busy || vmbd.stopping)
+		return;
+	sj = calloc(1, sizeof(*sj));
+	if (sj == NULL)
+		return;
+	sj->job.run = snap_run;
+	sj->job.done = snap_done;
+	MX.busy = true;
+	worker_submit(&sj->job);
+}
+
+int
+metrics_init(struct event_base *base, const char *addr)
+{
+	char host[256];
+	const char *colon = strrchr(addr, ':');
+	struct snap_job *sj;
+	unsigned long port;
+	char *end;
+	size_t len;
+
+	if (colon == NULL || colon == addr)
+		return -EINVAL;
+	len = colon - addr;
+	if (addr[0] == '[' && len >= 2 && addr[len - 1] == ']') {
+		addr++;
+		len -= 2;
+	}
+	if (len >= sizeof(host))
+		return -EINVAL;
+	memcpy(host, addr, len);
+	host[len] = '\0';
+	port = strtoul(colon + 1, &end, 10);
+	if (*end != '\0' || colon[1] == '\0' || port > 65535)
+		return -EINVAL;
+	MX.http = evhttp_new(base);
+	if (MX.http == NULL)
+		return -ENOMEM;
+	if (evhttp_bind_socket(MX.http, host, (uint16_t)port) < 0) {
+		evhttp_free(MX.http);
+		MX.http = NULL;
+		return -EADDRINUSE;
+	}
+	evhttp_set_allowed_methods(MX.http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD |
+	    EVHTTP_REQ_POST | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE);
+	evhttp_set_cb(MX.http, "/metrics", metrics_cb, NULL);
+	evhttp_set_gencb(MX.http, other_cb, NULL);
+	/* Scrapes are tiny: bound what a client may send. */
+	evhttp_set_max_headers_size(MX.http, 8192);
+	evhttp_set_max_body_size(MX.http, 4096);
+	evhttp_set_timeout(MX.http, 10);
+	MX.ev_refresh = evtimer_new(base, refresh_cb, NULL);
+	sj = calloc(1, sizeof(*sj));
+	if (MX.ev_refresh == NULL || sj == NULL) {
+		free(sj);
+		return -ENOMEM;
+	}
+	/*
+	 * The first snapshot is taken now, before the daemon says it is
+	 * ready (the loop is not running yet), so that no scrape ever sees
+	 * an empty one.
+	 */
+	MX.busy = true;
+	snap_run(&sj->job);
+	snap_done(&sj->job);
+	log_info("metrics on http://%s%s%s:%lu/metrics",
+	    strchr(host, ':') ? "[" : "", host, strchr(host, ':') ? "]" : "",
+	    port);
+	return 0;
+}
+
+void
+metrics_stop(void)
+{
+	if (MX.ev_refresh != NULL)
+		event_free(MX.ev_refresh);
+	MX.ev_refresh = NULL;
+	if (MX.http != NULL)
+		evhttp_free(MX.http);
+	MX.http = NULL;
+}

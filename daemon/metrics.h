@@ -1,0 +1,24 @@
+/*
+ * metrics.h - the Prometheus endpoint (text format 0.0.4, GET /metrics).
+ *
+ * A scrape never talks to the hypervisor: it renders a snapshot that the
+ * loop refreshes every few seconds on a worker (counters, scrub
+ * progress), plus what the loop itself knows (VMs, tasks, builds).
+ */
+#ifndef VMBUILDD_METRICS_H
+#define VMBUILDD_METRICS_H
+
+#include <stdbool.h>
+
+#include "vmbuild.h"
+
+struct event_base;
+
+/* "ADDR:PORT" ("[v6]:PORT" too); 0, or a negative errno if bind fails. */
+int metrics_init(struct event_base *base, const char *addr);
+void metrics_stop(void);
+/* A build ended: state "done", "failed" or "cancelled". */
+void metrics_build_done(const char *state, double seconds,
+    const struct vmb_build_result *result);
+
+#endif /* VMBUILDD_METRICS_H */
