@@ -36,8 +36,14 @@ cpumask_weight(const struct cpumask *m, uint32_t nr)
 {
 	uint32_t i, n = 0;
 
-	for (i = 0; i < (nr + 63) / 64; i++)
-		n += (uint32_t)__builtin_popcountll(m->w[i]);
+	/* Only CPUs that exist: bits past nr are ignored, never waited for. */
+	for (i = 0; i < (nr + 63) / 64; i++) {
+		uint64_t w = m->w[i];
+
+		if (i == nr / 64)
+			w &= (1ull << (nr % 64)) - 1;
+		n += (uint32_t)__builtin_popcountll(w);
+	}
 	return n;
 }
 
@@ -52,8 +58,12 @@ cpu_main(void *arg)
 	uint64_t seen;
 
 	free(a);
+	/*
+	 * Start from generation 0, not the current one: a flush requested
+	 * before this thread first ran must still be acknowledged.
+	 */
+	seen = 0;
 	pthread_mutex_lock(&f->lock);
-	seen = f->gen;
 	while (!f->stop) {
 		if (f->gen == seen) {
 			if (f->switch_hz && ATOMIC_LOAD(&f->running) > 0) {

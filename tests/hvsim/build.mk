@@ -14,3 +14,4 @@ $(HVSIM_TEST_BIN)/socket_client: $(OBJ)/tests/hvsim/socket_client.o $(HVCLIENT_L
 TESTS += $(addprefix $(HVSIM_TEST_BIN)/test_,$(HVSIM_UNITS)) tests/hvsim/socket.sh
 TESTS_DEPS += $(addprefix $(HVSIM_TEST_BIN)/test_,$(HVSIM_UNITS)) \
 	$(HVSIM_TEST_BIN)/socket_client $(HVSIM)
+.PRECIOUS: $(OBJ)/tests/hvsim/%.o

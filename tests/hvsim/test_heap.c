@@ -1,0 +1,217 @@
+/*
+ * test_heap.c - unit tests of hvsim's buddy heap (hypervisor/sim/heap.c).
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <cmocka.h>
+
+#include "../../hypervisor/sim/hvsim.h"
+
+#define NODES	2
+#define PAGES	8192u		/* 32 MiB per node: one order-13 block */
+
+static struct hvmem phantom = { .backing = HV_BACKING_PHANTOM, .fd = -1 };
+
+static void
+init(struct heap *h, uint64_t pages, bool dirty)
+{
+	assert_int_equal(heap_init(h, NULL, &phantom, NODES, pages, dirty), 0);
+}
+
+static void
+test_init_counts(void **state)
+{
+	struct heap h;
+
+	(void)state;
+	init(&h, PAGES, false);
+	assert_int_equal(heap_free_pages(&h, 0), PAGES);
+	assert_int_equal(heap_dirty_pages(&h, 1), 0);
+	assert_int_equal(h.nodes[1].first_mfn, PAGES);
+	assert_int_equal(h.nodes[0].list[0][13], 0);
+	assert_int_equal(heap_check(&h, 0), 0);
+	heap_fini(&h);
+	/* A node that is not a power of two: maximal aligned blocks. */
+	init(&h, 3 * 512 + (1u << 18), true);
+	assert_int_equal(heap_dirty_pages(&h, 0), 3 * 512 + (1u << 18));
+	assert_int_equal(heap_check(&h, 0), 0);
+	assert_int_equal(h.nodes[0].list[1][18], 0);
+	assert_int_equal(h.nodes[0].list[1][10], 1u << 18);
+	assert_int_equal(h.nodes[0].list[1][9], (1u << 18) + 1024);
+	heap_fini(&h);
+}
+
+static void
+test_alloc_free_merge(void **state)
+{
+	struct heap h;
+	struct hblock a, b;
+	uint64_t inl = 0;
+
+	(void)state;
+	init(&h, PAGES, false);
+	assert_int_equal(heap_alloc(&h, 1, 0, false, &a, &inl), 0);
+	assert_int_equal(a.mfn, PAGES);		/* lowest page of node 1 */
+	assert_int_equal(heap_alloc(&h, 1, 0, false, &b, &inl), 0);
+	assert_int_equal(b.mfn, PAGES + 1);	/* its buddy */
+	assert_int_equal(heap_free_pages(&h, 1), PAGES - 2);
+	assert_int_equal(heap_check(&h, 1), 0);
+	heap_free(&h, &a);
+	heap_free(&h, &b);
+	assert_int_equal(heap_check(&h, 1), 0);
+	/* Everything merged back into one block. */
+	assert_int_equal(h.nodes[1].list[0][13], 0);
+	assert_int_equal(heap_free_pages(&h, 1), PAGES);
+	assert_null(h.nodes[1].chunks[0].sub);
+	assert_int_equal(inl, 0);
+	heap_fini(&h);
+}
+
+static void
+test_enomem(void **state)
+{
+	struct heap h;
+	struct hblock a, b;
+
+	(void)state;
+	init(&h, PAGES, false);
+	assert_int_equal(heap_alloc(&h, 0, 14, false, &a, NULL), -ENOMEM);
+	assert_int_equal(heap_alloc(&h, 0, 13, false, &a, NULL), 0);
+	assert_int_equal(heap_alloc(&h, 0, 0, false, &b, NULL), -ENOMEM);
+	assert_int_equal(heap_alloc(&h, 2, 0, false, &b, NULL), -EINVAL);
+	assert_int_equal(heap_free_pages(&h, 0), 0);
+	heap_free(&h, &a);
+	assert_int_equal(heap_free_pages(&h, 0), PAGES);
+	assert_int_equal(heap_check(&h, 0), 0);
+	heap_fini(&h);
+}
+
+/*
+ * Buddies of different kinds do not merge; an allocation that needs the
+ * merged block scrubs the dirty halves inline, after which they merge.
+ */
+static void
+test_mixed_kinds(void **state)
+{
+	struct heap h;
+	struct hblock b[512], big;
+	uint64_t inl = 0;
+	int i;
+
+	(void)state;
+	init(&h, 512, false);
+	for (i = 0; i < 512; i++)
+		assert_int_equal(heap_alloc(&h, 0, 0, false, &b[i], NULL), 0);
+	for (i = 0; i < 512; i++) {
+		b[i].kind = i % 2 ? PG_CLEAN : PG_DIRTY;
+		b[i].need_flush = true;
+		b[i].tlbflush_ts = (uint64_t)i;
+		heap_free(&h, &b[i]);
+	}
+	assert_int_equal(heap_check(&h, 0), 0);
+	assert_int_equal(heap_dirty_pages(&h, 0), 256);
+	assert_int_equal(heap_alloc(&h, 0, 9, false, &big, &inl), 0);
+	assert_int_equal(inl, 256);
+	assert_int_equal(big.mfn, 0);
+	assert_true(big.need_flush);
+	assert_int_equal(big.tlbflush_ts, 511);	/* the newest of the merged */
+	assert_int_equal(heap_dirty_pages(&h, 0), 0);
+	assert_int_equal(heap_free_pages(&h, 0), 0);
+	heap_free(&h, &big);
+	assert_int_equal(heap_check(&h, 0), 0);
+	heap_fini(&h);
+}
+
+struct held {
+	struct hblock b;
+};
+
+static void
+test_random(void **state)
+{
+	struct heap h;
+	static const uint8_t orders[] = { 0, 0, 0, 1, 3, 5, 9, 9, 10, 12 };
+	struct held *held = calloc(20000, sizeof(*held));
+	uint8_t *owned = calloc(NODES * PAGES, 1);
+	uint64_t used[NODES] = { 0 }, p;
+	uint32_t nheld = 0, op, n;
+	struct hblock b;
+
+	(void)state;
+	assert_non_null(held);
+	srandom(12345);
+	init(&h, PAGES, true);
+	for (op = 0; op < 20000; op++) {
+		if (nheld == 0 || random() % 100 < 55) {
+			uint32_t node = (uint32_t)random() % NODES;
+			uint32_t order = orders[random() % sizeof(orders)];
+
+			if (heap_alloc(&h, node, order, true, &b, NULL) < 0) {
+				/* Only when the node really has no room. */
+				continue;
+			}
+			assert_int_equal(b.node, node);
+			assert_int_equal(b.mfn & ((1u << order) - 1), 0);
+			for (p = b.mfn; p < b.mfn + (1u << order); p++) {
+				assert_int_equal(owned[p], 0);	/* not twice */
+				owned[p] = 1;
+			}
+			used[node] += 1u << order;
+			held[nheld++].b = b;
+		} else {
+			uint32_t i = (uint32_t)random() % nheld;
+
+			b = held[i].b;
+			held[i] = held[--nheld];
+			for (p = b.mfn; p < b.mfn + (1u << b.order); p++)
+				owned[p] = 0;
+			used[b.node] -= 1u << b.order;
+			b.kind = random() % 2 ? PG_DIRTY : PG_CLEAN;
+			b.need_flush = random() % 2;
+			heap_free(&h, &b);
+		}
+		if (op % 500 == 0)
+			for (n = 0; n < NODES; n++) {
+				assert_int_equal(heap_check(&h, n), 0);
+				assert_int_equal(heap_free_pages(&h, n),
+				    PAGES - used[n]);
+			}
+	}
+	while (nheld > 0) {
+		b = held[--nheld].b;
+		b.kind = PG_DIRTY;
+		heap_free(&h, &b);
+	}
+	/* Scrub what is dirty; the nodes must merge back completely. */
+	for (n = 0; n < NODES; n++) {
+		while (heap_take_dirty(&h, n, SCRUB_ORDER, &b) == 0)
+			heap_put_scrubbed(&h, &b);
+		assert_int_equal(heap_check(&h, n), 0);
+		assert_int_equal(heap_free_pages(&h, n), PAGES);
+		assert_int_equal(heap_dirty_pages(&h, n), 0);
+		assert_true(h.nodes[n].boot_done);
+		assert_int_equal(h.nodes[n].list[0][13], 0);
+	}
+	free(held);
+	free(owned);
+	heap_fini(&h);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_init_counts),
+		cmocka_unit_test(test_alloc_free_merge),
+		cmocka_unit_test(test_enomem),
+		cmocka_unit_test(test_mixed_kinds),
+		cmocka_unit_test(test_random),
+	};
+
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
