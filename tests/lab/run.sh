@@ -6,7 +6,8 @@
 #
 # Host steps: fetch .debs (cached in build/lab/debs), unpack them (cached in
 # build/lab/root), build the dom0 initramfs (build/lab/dom0/), boot QEMU with
-# a hard timeout, log the serial console to build/lab/console.log, judge.
+# a hard timeout, log the serial console to build/lab/console.log, judge
+# (judge.sh; its report is also kept in build/lab/summary.txt).
 # dom0 steps: tests/lab/dom0-init.sh (it prints MARK / LAB-FAIL / LAB-RESULT).
 #
 # Settings (environment):
@@ -247,4 +248,5 @@ qrc=${PIPESTATUS[0]}
 qsecs=$(( (${EPOCHREALTIME/./} - q0) / 1000000 ))
 
 # ------------------------------------------------------------- judge
-exec "$here/judge.sh" "$CONSOLE" "$qrc" "$qsecs"
+"$here/judge.sh" "$CONSOLE" "$qrc" "$qsecs" | tee "$LAB_DIR/summary.txt"
+exit "${PIPESTATUS[0]}"
