@@ -282,6 +282,35 @@ ok(ids == list(range(1000, 1200)) and
    all("result" in r or err_code(r) == E_BUSY for r in replies) and busy,
    "200 pipelined requests: one reply each, E_BUSY past 64 in flight "
    "(%d busy)" % len(busy))
+# Mutated requests (fixed seed): whatever they become, the daemon answers
+# the request that follows them.
+import random
+rnd = random.Random(1234)
+base = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "vm.info",
+                   "params": {"vm": "p1", "wait": True, "task": 3}})
+junk = []
+for _ in range(500):
+    b = bytearray(base.encode())
+    for _ in range(rnd.randint(1, 6)):
+        op = rnd.randint(0, 2)
+        i = rnd.randrange(len(b))
+        if op == 0:
+            b[i] = rnd.randrange(1, 256)
+        elif op == 1:
+            del b[i]
+        else:
+            b.insert(i, rnd.choice(b'{}[]",:0\\ntf-'))
+    junk.append(bytes(b).replace(b"\n", b" "))
+x.send_raw(b"\n".join(junk) + b'\n{"jsonrpc":"2.0","id":"end",'
+           b'"method":"server.hello"}\n')
+last = None
+for _ in range(1000):
+    m = x.read_msg()
+    if m is None or m.get("id") == "end":
+        last = m
+        break
+ok(last is not None and "result" in last,
+   "500 mutated requests, then a good one is answered", last)
 x.close()
 alive("malformed requests")
 
