@@ -330,6 +330,7 @@ rpc_dispatch(struct conn *c, yajl_val root)
 		rpc_send_error(c, idtext, E_BUSY, msg);
 		goto out;
 	}
+	log_debug("conn %u: %s", c->serial, m->name);
 	call = calloc(1, sizeof(*call));
 	g = jg_new();
 	if (call == NULL || g == NULL) {
