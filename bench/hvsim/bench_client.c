@@ -1,0 +1,319 @@
+/*
+ * bench_client.c - the measuring half of bench/hvsim/run.sh.
+ *
+ *   bench_client populate SOCK ROUNDS
+ *	Fill the host with a first domain, destroy it, wait for the scrub,
+ *	then time populating a second domain of the same size from the
+ *	first one's (need-flush) pages, in 2 MiB extents.  Prints the best
+ *	round and the flush / filter counts of that populate.
+ *
+ *   bench_client scrub SOCK
+ *	Populate and destroy a domain, time the background scrub of its
+ *	pages until none is dirty, then time a plain non-temporal zeroing
+ *	loop over the same pages (the host memory descriptor from
+ *	HV_OP_MAP), with one thread per host CPU and with one thread.
+ *
+ * Output lines are "key=value ..." for run.sh to combine.
+ */
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <time.h>
+#include <unistd.h>
+#include <emmintrin.h>
+
+#include "vmbuild/hvclient.h"
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static int
+die(const char *what, int rc)
+{
+	fprintf(stderr, "bench_client: %s: %s\n", what, strerror(-rc));
+	exit(1);
+}
+
+static struct hvc *
+open_wait(const char *path)
+{
+	struct hvc *c = NULL;
+	int i, rc = -ENOENT;
+
+	for (i = 0; i < 600; i++) {
+		rc = hvc_open(path, &c);
+		if (rc == 0)
+			return c;
+		usleep(100000);
+	}
+	die("connect", rc);
+	return NULL;
+}
+
+static void
+host_dirty(struct hvc *c, uint64_t *dirty, uint64_t *total, int *boot,
+    uint64_t *rate)
+{
+	struct hv_scrub_reply *r;
+	struct hv_scrub_node *n;
+	uint32_t i;
+	int rc;
+
+	rc = hvc_scrub_progress(c, &r);
+	if (rc < 0)
+		die("scrub progress", rc);
+	n = hvc_scrub_nodes(r);
+	*dirty = *total = 0;
+	*boot = 1;
+	if (rate)
+		*rate = 0;
+	for (i = 0; i < r->nr_nodes; i++) {
+		*dirty += n[i].dirty_pages;
+		*total += n[i].total_pages;
+		*boot &= n[i].boot_scrub_done != 0;
+		if (rate)
+			*rate += n[i].rate_pages_per_sec;
+	}
+	free(r);
+}
+
+static void
+wait_clean(struct hvc *c)
+{
+	uint64_t d, t;
+	int boot;
+
+	do {
+		usleep(5000);
+		host_dirty(c, &d, &t, &boot, NULL);
+	} while (d || !boot);
+}
+
+static hv_domid_t
+create(struct hvc *c, const char *name)
+{
+	struct hv_domain_create req = {
+		.flags = HV_DOMF_HVM | HV_DOMF_HAP, .max_vcpus = 4,
+		.max_pages = 1ull << 30,
+	};
+	hv_domid_t id;
+	int rc;
+
+	snprintf(req.name, sizeof(req.name), "%s", name);
+	rc = hvc_domain_create(c, &req, &id);
+	if (rc < 0)
+		die("create", rc);
+	return id;
+}
+
+/* 2 MiB extents covering `frac` of each node, alternating nodes. */
+static uint32_t
+extents(struct hvc *c, struct hv_extent **ret, uint32_t *nodes_out)
+{
+	struct hv_host_info *hi;
+	struct hv_extent *e;
+	uint32_t per, n, i, nr;
+	int rc;
+
+	rc = hvc_host_info(c, &hi);
+	if (rc < 0)
+		die("host info", rc);
+	n = hi->nr_nodes;
+	/* 7/8 of every node, leaving room for the page-table reserve. */
+	per = (uint32_t)(hvc_host_nodes(hi)[0].total_pages / 512 * 7 / 8);
+	nr = per * n;
+	e = calloc(nr, sizeof(*e));
+	for (i = 0; i < nr; i++)
+		e[i] = (struct hv_extent){ .gfn = (uint64_t)i * 512,
+		    .order = 9, .node = (uint16_t)(i % n) };
+	*nodes_out = n;
+	free(hi);
+	*ret = e;
+	return nr;
+}
+
+static void
+bench_populate(const char *path, int rounds)
+{
+	struct hvc *c = open_wait(path);
+	const struct hv_hello_reply *h = hvc_hello(c);
+	struct hv_populate_stats st, best_st;
+	struct hv_extent *e;
+	uint32_t nr, nodes;
+	double best = 1e30, t0, t;
+	int r, rc;
+
+	nr = extents(c, &e, &nodes);
+	wait_clean(c);
+	memset(&best_st, 0, sizeof(best_st));
+	for (r = 0; r < rounds; r++) {
+		hv_domid_t a = create(c, "fill"), b;
+
+		rc = hvc_populate(c, a, HV_POPF_EXACT_NODE, e, nr, NULL, NULL);
+		if (rc < 0)
+			die("populate fill", rc);
+		hvc_domain_op(c, HV_OP_DOMAIN_DESTROY, a);
+		wait_clean(c);
+		b = create(c, "timed");
+		memset(&st, 0, sizeof(st));
+		t0 = now_s();
+		rc = hvc_populate(c, b, HV_POPF_EXACT_NODE, e, nr, &st, NULL);
+		t = now_s() - t0;
+		if (rc < 0)
+			die("populate timed", rc);
+		if (t < best) {
+			best = t;
+			best_st = st;
+		}
+		hvc_domain_op(c, HV_OP_DOMAIN_DESTROY, b);
+		wait_clean(c);
+	}
+	printf("populate mode=%s extents=%u gib=%.3f best_s=%.6f gibps=%.2f "
+	    "hv_s=%.6f evaluations=%llu flushes=%llu avoided=%llu\n",
+	    h->flush_mode == HV_FLUSH_BATCH ? "batch" : "alloc", nr,
+	    nr * 2.0 / 1024, best, nr * 2.0 / 1024 / best,
+	    best_st.elapsed_ns / 1e9,
+	    (unsigned long long)best_st.filter_evaluations,
+	    (unsigned long long)best_st.flushes_issued,
+	    (unsigned long long)best_st.flushes_avoided);
+	free(e);
+	hvc_close(c);
+}
+
+struct ntjob {
+	uint8_t *base;
+	const uint64_t *mfns;
+	uint32_t from, to;
+};
+
+/* The plain loop: stream zeros over each 2 MiB extent. */
+static void *
+nt_run(void *arg)
+{
+	struct ntjob *j = arg;
+	__m128i z = _mm_setzero_si128();
+	uint32_t i;
+
+	for (i = j->from; i < j->to; i++) {
+		__m128i *p = (__m128i *)(j->base + (j->mfns[i] << 12));
+		size_t k;
+
+		for (k = 0; k < (2u << 20) / 16; k += 4) {
+			_mm_stream_si128(p + k, z);
+			_mm_stream_si128(p + k + 1, z);
+			_mm_stream_si128(p + k + 2, z);
+			_mm_stream_si128(p + k + 3, z);
+		}
+	}
+	_mm_sfence();
+	return NULL;
+}
+
+static double
+nt_zero(uint8_t *base, const uint64_t *mfns, uint32_t nr, int threads)
+{
+	pthread_t th[64];
+	struct ntjob job[64];
+	double t0 = now_s();
+	int i;
+
+	for (i = 0; i < threads; i++) {
+		job[i] = (struct ntjob){ base, mfns, nr * i / threads,
+		    nr * (i + 1) / threads };
+		pthread_create(&th[i], NULL, nt_run, &job[i]);
+	}
+	for (i = 0; i < threads; i++)
+		pthread_join(th[i], NULL);
+	return now_s() - t0;
+}
+
+static void
+bench_scrub(const char *path)
+{
+	struct hvc *c = open_wait(path);
+	struct hv_counters c0, c1;
+	struct hv_extent *e;
+	uint64_t *mfns, *starts, d, t, rate, peak_rate = 0;
+	uint32_t nr, nodes, i;
+	hv_domid_t a;
+	double t0, ts, tn, t1;
+	int rc, fd = -1, boot, ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	uint8_t *base;
+
+	if (ncpu > 64)
+		ncpu = 64;
+	nr = extents(c, &e, &nodes);
+	wait_clean(c);
+	a = create(c, "scrub");
+	rc = hvc_populate(c, a, HV_POPF_EXACT_NODE, e, nr, NULL, NULL);
+	if (rc < 0)
+		die("populate", rc);
+	/* The first machine frame of every extent, and the descriptor. */
+	mfns = calloc(512, sizeof(*mfns));
+	starts = calloc(nr, sizeof(*starts));
+	for (i = 0; i < nr; i++) {
+		int *fdp = fd < 0 ? &fd : NULL;
+
+		rc = hvc_map(c, a, e[i].gfn, 512, mfns, fdp);
+		if (rc < 0)
+			die("map", rc);
+		starts[i] = mfns[0];
+	}
+	host_dirty(c, &d, &t, &boot, NULL);
+	/* Populated up front, so that the loops below time stores, not faults. */
+	base = mmap(NULL, t << 12, PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_POPULATE, fd, 0);
+	if (base == MAP_FAILED)
+		die("mmap", -errno);
+	hvc_counters(c, &c0);
+	t0 = now_s();
+	hvc_domain_op(c, HV_OP_DOMAIN_DESTROY, a);
+	do {
+		usleep(2000);
+		host_dirty(c, &d, &t, &boot, &rate);
+		if (rate > peak_rate)
+			peak_rate = rate;
+	} while (d);
+	ts = now_s() - t0;
+	hvc_counters(c, &c1);
+	nt_zero(base, starts, nr, ncpu);	/* warm-up, untimed */
+	tn = nt_zero(base, starts, nr, ncpu);
+	t1 = nt_zero(base, starts, nr, 1);
+	printf("scrub gib=%.3f workers_pages=%llu hvsim_s=%.4f hvsim_gbps=%.2f "
+	    "nt_threads=%d nt_s=%.4f nt_gbps=%.2f nt1_s=%.4f nt1_gbps=%.2f\n",
+	    nr * 2.0 / 1024,
+	    (unsigned long long)(c1.scrub_pages_background -
+	    c0.scrub_pages_background), ts,
+	    nr * 2.0 * 1048576 / ts / 1e9, ncpu, tn,
+	    nr * 2.0 * 1048576 / tn / 1e9, t1, nr * 2.0 * 1048576 / t1 / 1e9);
+	munmap(base, t << 12);
+	close(fd);
+	free(mfns);
+	free(starts);
+	free(e);
+	hvc_close(c);
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc == 4 && !strcmp(argv[1], "populate"))
+		bench_populate(argv[2], atoi(argv[3]) > 0 ? atoi(argv[3]) : 1);
+	else if (argc == 3 && !strcmp(argv[1], "scrub"))
+		bench_scrub(argv[2]);
+	else {
+		fprintf(stderr, "usage: bench_client populate SOCK ROUNDS | "
+		    "scrub SOCK\n");
+		return 2;
+	}
+	return 0;
+}

@@ -1,0 +1,8 @@
+# bench/hvsim/build.mk - hvsim benchmarks: populate in both flush modes,
+# scrub against a plain non-temporal zeroing loop.
+$(B)/bench/hvsim/bench_client: $(OBJ)/bench/hvsim/bench_client.o $(HVCLIENT_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS_COMMON)
+
+BENCH += bench/hvsim/run.sh
+BENCH_DEPS += $(B)/bench/hvsim/bench_client $(HVSIM)

@@ -1,0 +1,55 @@
+#!/bin/bash
+# run.sh - hvsim benchmarks (make bench).
+#
+# The same populate workload on a modelled 16-CPU host (2 nodes x 8 CPUs,
+# 2 threads per core) with real memory, once with --flush-mode batch and
+# once with --flush-mode alloc; then hvsim's background scrub against a
+# plain non-temporal zeroing loop over the same pages.  Memory per node
+# defaults to 4G (HVSIM_BENCH_MEM to change).  Prints the figures and
+# their ratios, measured in this run.
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+hvsim=$top/build/bin/hvsim
+client=$top/build/bench/hvsim/bench_client
+mem=${HVSIM_BENCH_MEM:-4G}
+rounds=${HVSIM_BENCH_ROUNDS:-3}
+dir=$(mktemp -d)
+pid=
+cleanup() {
+	[ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+
+run() {	# run MODE CLIENT-ARGS...
+	local mode=$1; shift
+	"$hvsim" --socket "$dir/$mode.sock" --nodes 2 --cpus-per-node 8 \
+		--threads-per-core 2 --mem-per-node "$mem" --backing real \
+		--flush-mode "$mode" 2>"$dir/$mode.log" &
+	pid=$!
+	"$client" "$@" || { cat "$dir/$mode.log"; exit 1; }
+	kill "$pid"; wait "$pid" 2>/dev/null; pid=
+}
+
+echo "# hvsim: 2 nodes x 8 CPUs (2 threads/core), $mem real memory per node"
+b=$(run batch populate "$dir/batch.sock" "$rounds") || exit 1
+echo "$b"
+a=$(run alloc populate "$dir/alloc.sock" "$rounds") || exit 1
+echo "$a"
+s=$(run batch scrub "$dir/batch.sock") || exit 1
+echo "$s"
+
+get() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
+awk -v bg="$(get "$b" gibps)" -v ag="$(get "$a" gibps)" \
+    -v be="$(get "$b" evaluations)" -v ae="$(get "$a" evaluations)" \
+    -v bf="$(get "$b" flushes)" -v af="$(get "$a" flushes)" \
+    -v hs="$(get "$s" hvsim_gbps)" -v nt="$(get "$s" nt_gbps)" \
+    -v n1="$(get "$s" nt1_gbps)" -v th="$(get "$s" nt_threads)" 'BEGIN {
+	printf "populate: batch %.2f GiB/s, alloc %.2f GiB/s, ratio %.1fx\n",
+	    bg, ag, bg / ag
+	printf "filter evaluations: batch %d, alloc %d (%.0fx fewer); " \
+	    "flushes: batch %d, alloc %d\n", be, ae, ae / (be ? be : 1), bf, af
+	printf "scrub: hvsim %.2f GB/s vs plain NT loop %.2f GB/s (%d threads) " \
+	    "= %.2f; vs 1 thread %.2f GB/s = %.2f\n", hs, nt, th, hs / nt, n1,
+	    hs / n1
+}'
