@@ -236,7 +236,10 @@ report_build(yajl_gen g, const struct vmb_build_result *r,
 	}
 	yajl_gen_map_close(g);
 	yajl_gen_map_close(g);
+	jg_kv_u64(g, "workers", r->workers);
+	jg_kv_u64(g, "workers_pinned", r->workers_pinned);
 	jg_kv_bool(g, "image_loaded", r->image_loaded);
 	jg_kv_u64(g, "entry", r->entry);
+	jg_kv_u64(g, "start_info", r->start_info);
 	yajl_gen_map_close(g);
 }
