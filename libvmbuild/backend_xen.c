@@ -100,6 +100,7 @@ xen_probe(struct xen_be *be)
 	be->caps = VMB_CAP_IMAGE_LOAD | VMB_CAP_CLAIMS;
 	if (pi.capabilities & XEN_SYSCTL_PHYSCAP_shadow)
 		be->caps |= VMB_CAP_SHADOW;
+	be->have_hap = (pi.capabilities & XEN_SYSCTL_PHYSCAP_hap) != 0;
 
 	xen_companion_probe(be);
 	if (be->companion & XEN_COMP_SCRUB)
@@ -397,6 +398,15 @@ xen_domain_create(void *priv, const struct vmb_dom_config *cfg,
 	    cfg->max_pages == 0 || cfg->target_pages > cfg->max_pages ||
 	    !cfg->hvm)
 		return -EINVAL;	/* this backend builds PVH domains only */
+	/*
+	 * RAM is laid out from gfn 0 in one range: it must end below the
+	 * special pages (no MMIO hole / high memory layout yet).
+	 */
+	if (cfg->target_pages > XEN_SPECIAL_GFN(0))
+		return -E2BIG;
+	/* Say which paging mode is missing rather than Xen's -EINVAL. */
+	if (cfg->hap ? !be->have_hap : !(be->caps & VMB_CAP_SHADOW))
+		return -EOPNOTSUPP;
 
 	memset(&dc, 0, sizeof(dc));
 	memcpy(dc.handle, cfg->uuid, sizeof(dc.handle));

@@ -211,6 +211,42 @@ test_bad_extent(void **state)
 	assert_int_equal(fake.nr, 0);
 }
 
+/* Refusals that need no hypercall: bad sizes, a paging mode Xen lacks. */
+static void
+test_create_refusals(void **state)
+{
+	struct vmb_dom_config cfg;
+	uint32_t domid = 77;
+
+	(void)state;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.hvm = true;
+	cfg.hap = true;
+	cfg.max_vcpus = 1;
+	cfg.max_pages = cfg.target_pages = 32768;
+	be.have_hap = false;
+	be.caps = 0;
+	assert_int_equal(vmb_backend_xen.domain_create(&be, &cfg, &domid),
+	    -EOPNOTSUPP);
+	cfg.hap = false;	/* shadow, compiled out of this "Xen" */
+	assert_int_equal(vmb_backend_xen.domain_create(&be, &cfg, &domid),
+	    -EOPNOTSUPP);
+	cfg.hap = true;
+	be.have_hap = true;
+	cfg.max_pages = cfg.target_pages = 5ull << 18;	/* 5 GiB from gfn 0 */
+	assert_int_equal(vmb_backend_xen.domain_create(&be, &cfg, &domid),
+	    -E2BIG);
+	cfg.max_pages = cfg.target_pages = 32768;
+	cfg.max_vcpus = 0;
+	assert_int_equal(vmb_backend_xen.domain_create(&be, &cfg, &domid),
+	    -EINVAL);
+	cfg.max_vcpus = 1;
+	cfg.hvm = false;	/* PV: not built by this backend */
+	assert_int_equal(vmb_backend_xen.domain_create(&be, &cfg, &domid),
+	    -EINVAL);
+	assert_int_equal(domid, 77);
+}
+
 int
 main(void)
 {
@@ -221,6 +257,7 @@ main(void)
 		cmocka_unit_test_setup(test_split_on_fragmentation, setup),
 		cmocka_unit_test_setup(test_partial_failure, setup),
 		cmocka_unit_test_setup(test_bad_extent, setup),
+		cmocka_unit_test_setup(test_create_refusals, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
