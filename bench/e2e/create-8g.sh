@@ -108,7 +108,7 @@ EOF
 results=$run/results
 : >"$results"
 start_daemon engine
-"$bin/vmctl" scrub --wait --timeout 600 >/dev/null
+"$bin/vmctl" scrub --wait --timeout 600 >/dev/null 2>&1
 
 for r in $(seq "$runs"); do
 	for strategy in engine libxl; do
@@ -136,7 +136,7 @@ r = json.loads(sys.stdin.read())
 f = lambda x: "%.3f s" % x if x is not None else "n/a"
 print("run %-6s  vmctl create %s   build %s   populate %s" % (r["strategy"], f(r["wall"]), f(r["build"]), f(r["populate"])))'
 		"$bin/vmctl" destroy bench8g >/dev/null
-		"$bin/vmctl" scrub --wait --timeout 600 >/dev/null
+		"$bin/vmctl" scrub --wait --timeout 600 >/dev/null 2>&1
 	done
 done
 
