@@ -252,7 +252,7 @@ xen_boot(void *priv, uint32_t domid, const struct vmb_boot *boot)
 	struct xen_be *be = priv;
 	xc_domaininfo_t di;
 	struct xen_xs_boot xb;
-	bool special = false, ports = false;
+	bool special = false, ports = false, xs = false;
 	int port, rc;
 
 	if (boot == NULL || boot->vcpus == 0 || boot->memory_bytes == 0 ||
@@ -321,16 +321,15 @@ xen_boot(void *priv, uint32_t domid, const struct vmb_boot *boot)
 	rc = xen_xs_domain_boot(be, &xb);
 	if (rc < 0)
 		goto fail;
+	xs = true;
 	rc = xen_xs_introduce(be, domid, xb.store_gfn, xb.store_port);
 	if (rc < 0)
 		goto fail;
 	return 0;
 fail:
-	/*
-	 * The xenstore entries of step 6 were one transaction: either all
-	 * are there (introduce failed) or none; the domain's own entries
-	 * from create stay until destroy.
-	 */
+	/* The domain's own entries from create stay until destroy. */
+	if (xs)
+		xen_xs_domain_boot_undo(be, &xb);
 	if (ports)
 		(void)xc_evtchn_reset(be->xch, domid);
 	if (special)

@@ -78,6 +78,7 @@ struct xen_xs_boot {
 	uint64_t store_gfn, console_gfn;
 };
 int xen_xs_domain_boot(struct xen_be *be, const struct xen_xs_boot *xb);
+void xen_xs_domain_boot_undo(struct xen_be *be, const struct xen_xs_boot *xb);
 int xen_xs_introduce(struct xen_be *be, uint32_t domid, uint64_t store_gfn,
     uint32_t store_port);
 void xen_xs_domain_remove(struct xen_be *be, uint32_t domid);

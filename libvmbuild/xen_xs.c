@@ -258,6 +258,39 @@ xen_xs_domain_boot(struct xen_be *be, const struct xen_xs_boot *xb)
 	return xs_run(be, xb->domid, fill_boot, xb);
 }
 
+static void
+fill_boot_undo(struct xs_tx *tx, const void *varg)
+{
+	const struct xen_xs_boot *b = varg;
+	static const char *const rel[] = {
+		"store", "console", "memory/static-max", "memory/target",
+		"memory/videoram",
+	};
+	char path[XS_PATH_MAX];
+	size_t i;
+	uint32_t c;
+
+	for (i = 0; i < sizeof(rel) / sizeof(rel[0]) && tx->err == 0; i++) {
+		tx_path(tx, path, "/local/domain/%u/%s", b->domid, rel[i]);
+		if (tx->err == 0 && !xs_rm(tx->h, tx->t, path) &&
+		    errno != ENOENT)
+			tx_fail(tx);
+	}
+	for (c = 0; c < b->max_vcpus && tx->err == 0; c++) {
+		tx_path(tx, path, "/local/domain/%u/cpu/%u", b->domid, c);
+		if (tx->err == 0 && !xs_rm(tx->h, tx->t, path) &&
+		    errno != ENOENT)
+			tx_fail(tx);
+	}
+}
+
+/* Take back what xen_xs_domain_boot wrote (the create-time entries stay). */
+void
+xen_xs_domain_boot_undo(struct xen_be *be, const struct xen_xs_boot *xb)
+{
+	(void)xs_run(be, xb->domid, fill_boot_undo, xb);
+}
+
 int
 xen_xs_introduce(struct xen_be *be, uint32_t domid, uint64_t store_gfn,
     uint32_t store_port)
