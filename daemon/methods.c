@@ -425,8 +425,9 @@ m_vm_create(struct call *call, yajl_gen g)
 static int
 m_vm_list(struct call *call, yajl_gen g)
 {
-	(void)call;
-	vm_gen_list(g);
+	call->raw = vm_list_text(&call->raw_len);
+	if (call->raw == NULL)
+		vm_gen_list(g);
 	return 0;
 }
 

@@ -351,7 +351,13 @@ rpc_dispatch(struct conn *c, yajl_val root)
 	}
 	else if (rc < 0)
 		call_fail(call), call = NULL;
-	else
+	else if (call->raw != NULL) {
+		if (call->id != NULL)
+			rpc_send_parts(c, call->id, "result", call->raw,
+			    call->raw_len);
+		call_free(call);
+		call = NULL;
+	} else
 		call_reply(call, g), call = NULL;
 out:
 	if (g != NULL)

@@ -36,6 +36,8 @@ struct call {
 	bool		deferred;	/* counted in conn->inflight */
 	const char	*method;	/* static name from the table */
 	yajl_val	params;		/* an object; valid during dispatch only */
+	const char	*raw;		/* result as JSON text instead of g */
+	size_t		raw_len;
 	int		err_code;
 	int		err_errno;	/* positive; 0 when none */
 	char		err_msg[512];

@@ -38,6 +38,9 @@ static struct {
 	uint64_t	seq;		/* bumped by each change of ours */
 	bool		refreshing;
 	struct event	*ev_refresh;
+	char		*list_text;	/* cached vm.list result */
+	size_t		list_len;
+	bool		list_valid;
 } V;
 
 static bool
@@ -120,6 +123,47 @@ vm_announce(const struct vm *vm, const char *state)
 	yajl_gen_free(g);
 }
 
+/*
+ * vm.list is the most frequent request of a busy host (every `vmctl
+ * list`, every dashboard): its reply is kept as text and rebuilt only
+ * after the registry changed.
+ */
+static void
+vm_list_invalidate(void)
+{
+	V.list_valid = false;
+}
+
+const char *
+vm_list_text(size_t *ret_len)
+{
+	if (!V.list_valid) {
+		yajl_gen g = jg_new();
+		const char *text;
+		size_t len;
+		char *copy;
+
+		if (g == NULL)
+			return NULL;
+		vm_gen_list(g);
+		text = jg_text(g, &len);
+		copy = malloc(len + 1);
+		if (copy == NULL) {
+			yajl_gen_free(g);
+			return NULL;
+		}
+		memcpy(copy, text, len);
+		copy[len] = '\0';
+		yajl_gen_free(g);
+		free(V.list_text);
+		V.list_text = copy;
+		V.list_len = len;
+		V.list_valid = true;
+	}
+	*ret_len = V.list_len;
+	return V.list_text;
+}
+
 static struct vm *
 vm_alloc(const char *name)
 {
@@ -131,6 +175,7 @@ vm_alloc(const char *name)
 	vm->domid = VMB_DOMID_INVALID;
 	TAILQ_INSERT_TAIL(&V.vms, vm, entry);
 	V.count++;
+	vm_list_invalidate();
 	return vm;
 }
 
@@ -172,6 +217,7 @@ vm_add_building(const char *name, const uint8_t uuid[16], uint64_t task,
 	vm->created_at = now_real();
 	vm->config_path = config_path ? strdup(config_path) : NULL;
 	V.seq++;
+	vm_list_invalidate();
 	vm_announce(vm, NULL);
 	return vm;
 }
@@ -185,6 +231,7 @@ vm_building_progress(const uint8_t uuid[16], const struct vmb_progress *p)
 		return;
 	if (p->domid != VMB_DOMID_INVALID)
 		vm->domid = p->domid;
+	vm_list_invalidate();
 }
 
 void
@@ -201,6 +248,7 @@ vm_built(struct vm *vm, const struct vmb_domain *dom, const char *build_json)
 		vm->build = yajl_tree_parse(build_json, NULL, 0);
 	}
 	V.seq++;
+	vm_list_invalidate();
 	vm_announce(vm, NULL);
 }
 
@@ -213,6 +261,7 @@ vm_update(struct vm *vm, const struct vmb_domain *dom)
 	vm->have_dom = true;
 	vm->domid = dom->domid;
 	V.seq++;
+	vm_list_invalidate();
 	if (changed)
 		vm_announce(vm, NULL);
 }
@@ -225,6 +274,7 @@ vm_remove(struct vm *vm, bool announce)
 	TAILQ_REMOVE(&V.vms, vm, entry);
 	V.count--;
 	V.seq++;
+	vm_list_invalidate();
 	yajl_tree_free(vm->build);
 	free(vm->config_path);
 	free(vm);
@@ -402,6 +452,8 @@ vm_apply(const struct vmb_domain *doms, size_t n)
 
 	if (seen == NULL)
 		return;
+	/* Memory and states may have moved: rebuild the cached list. */
+	vm_list_invalidate();
 	for (size_t i = 0; i < n; i++) {
 		const struct vmb_domain *d = &doms[i];
 
@@ -535,6 +587,9 @@ vm_stop(void)
 	V.ev_refresh = NULL;
 	while (!TAILQ_EMPTY(&V.vms))
 		vm_remove(TAILQ_FIRST(&V.vms), false);
+	free(V.list_text);
+	V.list_text = NULL;
+	V.list_valid = false;
 }
 
 int
