@@ -35,3 +35,12 @@ $(BIN)/vmb-config-check: $(OBJ)/libvmbuild/tools/vmb-config-check.o \
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBVMB_LDLIBS)
 
 ALL += $(LIBVMB_LIB) $(BIN)/vmb-config-check
+
+# vmb-build: build one guest without the daemon and print phase times and
+# populate statistics (for comparing populate strategies).
+$(BIN)/vmb-build: $(OBJ)/libvmbuild/tools/vmb-build.o $(LIBVMB_LIB) \
+		$(LIB)/libhvclient.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBVMB_LDLIBS)
+
+ALL += $(BIN)/vmb-build

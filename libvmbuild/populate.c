@@ -77,6 +77,7 @@ stats_add(struct vmb_populate_stats *a, const struct vmb_populate_stats *b)
 	a->flushes_issued += b->flushes_issued;
 	a->flushes_avoided += b->flushes_avoided;
 	a->filter_evaluations += b->filter_evaluations;
+	a->extents_split += b->extents_split;
 	for (int i = 0; i < VMB_MAX_NODES; i++)
 		a->node_bytes[i] += b->node_bytes[i];
 }
@@ -118,6 +119,57 @@ static bool
 stopping(const struct progress *pr)
 {
 	return atomic_load(pr->job->cancel) || atomic_load(&pr->failed);
+}
+
+/*
+ * Populate n extents; when one fails for want of a free block of its
+ * order (-ENOMEM: the node's memory is fragmented, or what is free is
+ * still being scrubbed in smaller pieces), retry its range at the next
+ * smaller order (1 GiB -> 2 MiB -> 4 KiB), as libxl does.  Only when 4 KiB
+ * pages cannot be had does the populate fail.
+ */
+static int
+populate_extents(struct vmb__populate_job *job, struct progress *pr,
+    const struct vmb_extent *e, size_t n, struct vmb_populate_stats *st)
+{
+	size_t off = 0;
+
+	while (off < n) {
+		struct vmb_extent *sub;
+		uint32_t lower;
+		size_t done = 0, nsub;
+		int rc;
+
+		if (stopping(pr))
+			return atomic_load(job->cancel) ? -ECANCELED : -EINTR;
+		rc = job->ops->populate(job->priv, job->domid,
+		    VMB_POPF_EXACT_NODE | VMB_POPF_ALLOW_DIRTY, e + off, n - off,
+		    st, &done);
+		if (done > n - off)
+			done = n - off;
+		progress_add(pr, extents_bytes(e + off, done));
+		off += done;
+		if (rc == 0)
+			return 0;
+		if (rc != -ENOMEM || off >= n || e[off].order == 0)
+			return rc;
+		lower = e[off].order == VMB_EXT_ORDER_1G ? VMB_EXT_ORDER_2M : 0;
+		nsub = (size_t)1 << (e[off].order - lower);
+		sub = malloc(nsub * sizeof(*sub));
+		if (!sub)
+			return -ENOMEM;
+		for (size_t k = 0; k < nsub; k++)
+			sub[k] = (struct vmb_extent){ .gfn = e[off].gfn +
+			    ((uint64_t)k << lower), .order = lower,
+			    .node = e[off].node };
+		st->extents_split++;
+		rc = populate_extents(job, pr, sub, nsub, st);
+		free(sub);
+		if (rc)
+			return rc;
+		off++;
+	}
+	return 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -206,21 +258,15 @@ worker_main(void *arg)
 		w->pinned = pthread_setaffinity_np(pthread_self(),
 		    sizeof(nw->cpus), &nw->cpus) == 0;
 	while (!stopping(w->pr)) {
-		size_t b = atomic_fetch_add(&nw->next, 1), done = 0;
-		const struct vmb_extent *e;
-		size_t n;
+		size_t b = atomic_fetch_add(&nw->next, 1);
 		int rc;
 
 		if (b >= nw->nr_batches)
 			break;
-		e = nw->ext + nw->batch[b];
-		n = nw->batch[b + 1] - nw->batch[b];
-		rc = job->ops->populate(job->priv, job->domid,
-		    VMB_POPF_EXACT_NODE | VMB_POPF_ALLOW_DIRTY, e, n,
-		    &w->stats, &done);
-		if (done > n)
-			done = n;
-		progress_add(w->pr, extents_bytes(e, done));
+		rc = populate_extents(job, w->pr, nw->ext + nw->batch[b],
+		    nw->batch[b + 1] - nw->batch[b], &w->stats);
+		if (rc == -EINTR)
+			break;		/* another worker failed */
 		if (rc) {
 			w->rc = rc;
 			atomic_store(&w->pr->failed, true);
@@ -344,21 +390,12 @@ out:
 /* ------------------------------------------------------------------ */
 /* The libxl pattern.                                                  */
 
+/* One call of the pattern; a failed superpage is retried smaller. */
 static int
 libxl_call(struct vmb__populate_job *job, struct progress *pr,
     const struct vmb_extent *e, size_t n)
 {
-	size_t done = 0;
-	int rc;
-
-	if (atomic_load(job->cancel))
-		return -ECANCELED;
-	rc = job->ops->populate(job->priv, job->domid, VMB_POPF_EXACT_NODE |
-	    VMB_POPF_ALLOW_DIRTY, e, n, &job->stats, &done);
-	if (done > n)
-		done = n;
-	progress_add(pr, extents_bytes(e, done));
-	return rc;
+	return populate_extents(job, pr, e, n, &job->stats);
 }
 
 static int

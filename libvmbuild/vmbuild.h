@@ -382,6 +382,7 @@ struct vmb_populate_stats {
 	uint64_t flushes_avoided;
 	uint64_t filter_evaluations;
 	uint64_t node_bytes[VMB_MAX_NODES];
+	uint64_t extents_split;		/* retried as smaller orders (no room) */
 };
 
 struct vmb_build_result {

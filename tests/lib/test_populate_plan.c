@@ -55,6 +55,8 @@ struct rec {
 	size_t	max_per_call;
 	uint64_t max_pages_per_call;
 	int	fail_at_call;	/* 0: never */
+	int	fail_errno;
+	uint32_t enomem_min_order;	/* extents of this order or more: ENOMEM */
 	atomic_bool *cancel_at_half;
 	uint64_t total_pages;
 	bool	overlap;
@@ -75,7 +77,7 @@ rec_populate(void *priv, uint32_t domid, uint32_t flags,
 	if (rec.fail_at_call && (int)rec.calls == rec.fail_at_call) {
 		pthread_mutex_unlock(&rec.lock);
 		*ret_done = 0;
-		return -ENOMEM;
+		return -rec.fail_errno;
 	}
 	if (nr > rec.max_per_call)
 		rec.max_per_call = nr;
@@ -89,6 +91,15 @@ rec_populate(void *priv, uint32_t domid, uint32_t flags,
 	}
 	for (size_t i = 0; i < nr; i++) {
 		uint64_t np = 1ull << ext[i].order;
+
+		if (rec.enomem_min_order && ext[i].order >= rec.enomem_min_order) {
+			/* No block that large: the first i are done. */
+			st->calls++;
+			rec.extents += i;
+			pthread_mutex_unlock(&rec.lock);
+			*ret_done = i;
+			return -ENOMEM;
+		}
 
 		assert_int_equal(ext[i].gfn % np, 0);
 		for (uint64_t g = ext[i].gfn; g < ext[i].gfn + np; g++) {
@@ -240,8 +251,42 @@ test_cancel_and_failure(void **state)
 	job_init(&job, &pl, &cancel, VMB_POPULATE_ENGINE);
 	job.batch_bytes = 8 * MIB;
 	rec.fail_at_call = 5;
-	assert_int_equal(vmb__populate(&job), -ENOMEM);
+	rec.fail_errno = EIO;
+	assert_int_equal(vmb__populate(&job), -EIO);
 	assert_true(rec.pages < rec.total_pages);
+}
+
+/* No free 1 GiB (then 2 MiB) blocks: extents are retried smaller. */
+static void
+test_fragmented(void **state)
+{
+	struct vmb__populate_job job;
+	struct vmb_placement pl;
+	atomic_bool cancel = false;
+
+	(void)state;
+	for (int s = 0; s < 2; s++) {
+		placement_mixed(&pl);
+		job_init(&job, &pl, &cancel, s ? VMB_POPULATE_LIBXL :
+		    VMB_POPULATE_ENGINE);
+		rec.enomem_min_order = 18;
+		assert_int_equal(vmb__populate(&job), 0);
+		assert_false(rec.overlap);
+		assert_int_equal(rec.pages, rec.total_pages);
+		assert_int_equal(job.stats.extents[VMB_ORDER_1G], 0);
+		assert_int_equal(job.stats.extents_split, 1);
+		assert_int_equal(job.stats.extents[VMB_ORDER_2M], 512 + 150 + 349);
+
+		job_init(&job, &pl, &cancel, s ? VMB_POPULATE_LIBXL :
+		    VMB_POPULATE_ENGINE);
+		rec.enomem_min_order = 9;
+		assert_int_equal(vmb__populate(&job), 0);
+		assert_int_equal(rec.pages, rec.total_pages);
+		assert_int_equal(job.stats.extents[VMB_ORDER_1G] +
+		    job.stats.extents[VMB_ORDER_2M], 0);
+		assert_int_equal(job.stats.extents[VMB_ORDER_4K],
+		    rec.total_pages);
+	}
 }
 
 int
@@ -252,6 +297,7 @@ main(void)
 		cmocka_unit_test(test_engine),
 		cmocka_unit_test(test_libxl_pattern),
 		cmocka_unit_test(test_cancel_and_failure),
+		cmocka_unit_test(test_fragmented),
 	};
 
 	return cmocka_run_group_tests_name("populate", tests, NULL, NULL);
