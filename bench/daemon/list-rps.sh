@@ -3,7 +3,7 @@
 #
 # Starts hvsim (2 nodes x 1 GiB, real memory) and vmbuildd in a fresh
 # temporary directory, then measures with vmbd-rpcload (closed loop,
-# 1 and 4 connections, SECONDS_PER_RUN each):
+# 1 and 4 connections, SECONDS_PER_RUN each, medians of ROUNDS rounds):
 #   server.hello          (baseline: framing and dispatch only)
 #   vm.list with 0 VMs
 #   vm.list with 100 VMs  (100 x 8 MiB guests built through vm.create)
@@ -16,7 +16,7 @@ VMBUILDD=${VMBUILDD:-$BIN/vmbuildd}
 RPCLOAD=${RPCLOAD:-$BIN/vmbd-rpcload}
 KERNEL=$top/build/guest/hello.elf
 NVMS=${NVMS:-100}
-SECS=${SECONDS_PER_RUN:-3}
+SECS=${SECONDS_PER_RUN:-2}
 
 run=$(mktemp -d "${TMPDIR:-/tmp}/vmbd-bench.XXXXXX")
 hv_pid= d_pid=
@@ -51,10 +51,18 @@ measure() {
 	sed -n 's/.* rps=\([0-9]*\) .*/\1/p' <<<"$out"
 }
 
-echo "baseline and empty list:"
-hello1=$(measure server.hello 1)
-hello4=$(measure server.hello 4)
-empty1=$(measure vm.list 1)
+# Rounds interleave the figures, and each is the median of its rounds,
+# so that a burst of noise on this shared machine hits both alike.
+ROUNDS=${ROUNDS:-3}
+median() { tr ' ' '\n' | grep . | sort -n | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+
+echo "no VMs ($ROUNDS rounds):"
+h=() e=()
+for _ in $(seq "$ROUNDS"); do
+	h+=("$(measure server.hello 1)")
+	e+=("$(measure vm.list 1)")
+done
+empty1=$(echo "${e[*]}" | median)
 
 python3 - "$run/c.sock" "$KERNEL" "$NVMS" <<'PY' || exit 1
 import json, socket, sys
@@ -80,9 +88,18 @@ if len(vms) != n:
     sys.exit(1)
 PY
 
-echo "vm.list with $NVMS VMs:"
-list1=$(measure vm.list 1)
-list4=$(measure vm.list 4)
+echo "$NVMS VMs ($ROUNDS rounds):"
+h1=() h4=() l1=() l4=()
+for _ in $(seq "$ROUNDS"); do
+	h1+=("$(measure server.hello 1)")
+	l1+=("$(measure vm.list 1)")
+	h4+=("$(measure server.hello 4)")
+	l4+=("$(measure vm.list 4)")
+done
+hello1=$(echo "${h1[*]}" | median)
+hello4=$(echo "${h4[*]}" | median)
+list1=$(echo "${l1[*]}" | median)
+list4=$(echo "${l4[*]}" | median)
 
 awk -v h1="$hello1" -v h4="$hello4" -v e1="$empty1" -v l1="$list1" \
     -v l4="$list4" -v n="$NVMS" 'BEGIN {
