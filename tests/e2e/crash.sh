@@ -79,8 +79,12 @@ check "no page lost: free memory equals the start ($free1 vs $free0)" \
 	test "$free1" = "$free0"
 
 # And the restarted daemon still builds, the same guest in full.
-"$VMCTL" create "$RUN/big.cfg" >/dev/null 2>&1
+"$VMCTL" create "$RUN/big.cfg" >"$RUN/out" 2>"$RUN/err"
 check "the restarted daemon creates the big VM" test $? -eq 0
-"$VMCTL" destroy e2e-big >/dev/null 2>&1
+diag "$(cat "$RUN/out" "$RUN/err")"
+"$VMCTL" destroy e2e-big >"$RUN/out" 2>"$RUN/err"
 check "and destroys it" test $? -eq 0
+diag "$(cat "$RUN/out" "$RUN/err")"
+n=$("$VMCTL" --json list | py 'len(j["vms"])')
+check "no domain is left ($n)" test "$n" = 0
 e2e_done
