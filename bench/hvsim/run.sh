@@ -12,7 +12,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 hvsim=$top/build/bin/hvsim
 client=$top/build/bench/hvsim/bench_client
 mem=${HVSIM_BENCH_MEM:-4G}
-rounds=${HVSIM_BENCH_ROUNDS:-3}
+rounds=${HVSIM_BENCH_ROUNDS:-2}
 dir=$(mktemp -d)
 pid=
 cleanup() {

@@ -677,6 +677,92 @@ out:
 	hvc_close(c);
 }
 
+/* ------------------------------------------------------------------ */
+/* Domain states, claims and the shadow workload over the socket.      */
+
+static void
+test_domain_ops(void)
+{
+	struct hv_shadow_workload wl = { .pattern = HV_SHADOW_IPERF,
+	    .nr_writes = 300 };
+	struct hv_shadow_workload_reply wr;
+	struct hv_domain_info info;
+	struct hv_counters c0, c1;
+	struct hv_extent e[4];
+	struct hvc *c = conn("real");
+	hv_domid_t sh, hap;
+	uint32_t i;
+
+	if (!c)
+		return;
+	hvc_counters(c, &c0);
+	sh = create(c, "shadowed", HV_DOMF_HVM, 1 << 20);
+	hap = create(c, "hap", HV_DOMF_HVM | HV_DOMF_HAP, 1 << 20);
+	ok(find_dom(c, sh, &info) == 0 && info.state == HV_DOMSTATE_PAUSED,
+	    "created domains start paused");
+	wl.domid = sh;
+	ok(hvc_shadow_workload(c, &wl, &wr) == -EBUSY,
+	    "shadow workload on a paused domain: -EBUSY");
+	ok(hvc_domain_op(c, HV_OP_DOMAIN_UNPAUSE, sh) == 0 &&
+	    find_dom(c, sh, &info) == 0 && info.state == HV_DOMSTATE_RUNNING,
+	    "unpause: running");
+	ok(hvc_shadow_workload(c, &wl, &wr) == 0 && wr.emulated_writes == 300 &&
+	    wr.unshadow[HV_UNSHADOW_WRITE_FLOOD] == 100,
+	    "iperf pattern: unshadow after 3 consecutive writes (%llu)",
+	    (unsigned long long)wr.unshadow[HV_UNSHADOW_WRITE_FLOOD]);
+	wl.pattern = HV_SHADOW_FORK_EXIT;
+	ok(hvc_shadow_workload(c, &wl, &wr) == 0 &&
+	    wr.unshadow[HV_UNSHADOW_EARLY] == 150,
+	    "fork/exit pattern: early unshadow on the 2nd zero write");
+	wl.pattern = HV_SHADOW_PT_UPDATE;
+	ok(hvc_shadow_workload(c, &wl, &wr) == 0 && wr.emulated_writes == 300,
+	    "page-table update pattern");
+	wl.pattern = 42;
+	ok(hvc_shadow_workload(c, &wl, &wr) == -EINVAL,
+	    "unknown pattern: -EINVAL");
+	wl.domid = hap;
+	wl.pattern = HV_SHADOW_PT_UPDATE;
+	hvc_domain_op(c, HV_OP_DOMAIN_UNPAUSE, hap);
+	ok(hvc_shadow_workload(c, &wl, &wr) == -EOPNOTSUPP,
+	    "HAP domain has no shadow workload: -EOPNOTSUPP");
+	ok(hvc_domain_op(c, HV_OP_DOMAIN_PAUSE, sh) == 0 &&
+	    find_dom(c, sh, &info) == 0 && info.state == HV_DOMSTATE_PAUSED,
+	    "pause: paused");
+	ok(hvc_domain_set(c, HV_OP_DOMAIN_MAX_VCPUS, hap, 8) == 0 &&
+	    hvc_domain_set(c, HV_OP_DOMAIN_MAX_MEM, hap, 2048) == 0 &&
+	    find_dom(c, hap, &info) == 0 && info.max_vcpus == 8 &&
+	    info.max_pages == 2048, "max vCPUs and max memory");
+	ok(hvc_domain_set(c, HV_OP_CLAIM, hap, 2048) == 0 &&
+	    find_dom(c, hap, &info) == 0 && info.outstanding_pages == 2048,
+	    "claim 2048 pages");
+	for (i = 0; i < 4; i++)
+		e[i] = (struct hv_extent){ .gfn = i * 512ull, .order = 9,
+		    .node = HV_NODE_ANY };
+	ok(hvc_populate(c, hap, 0, e, 2, NULL, NULL) == 0 &&
+	    find_dom(c, hap, &info) == 0 && info.outstanding_pages == 1024 &&
+	    info.tot_pages == 1024, "populate takes from the claim");
+	ok(hvc_domain_set(c, HV_OP_CLAIM, hap, 0) == 0 &&
+	    find_dom(c, hap, &info) == 0 && info.outstanding_pages == 0,
+	    "claim 0 cancels");
+	hvc_domain_op(c, HV_OP_DOMAIN_DESTROY, sh);
+	hvc_domain_op(c, HV_OP_DOMAIN_DESTROY, hap);
+	ok(wait_clean(c) == 0, "clean again");
+	/* The background workload may hold the domain a moment longer. */
+	sleep_ms(300);
+	hvc_counters(c, &c1);
+	printf("# unshadow flood %llu early %llu other %llu, emulated %llu\n",
+	    (unsigned long long)(c1.unshadow[0] - c0.unshadow[0]),
+	    (unsigned long long)(c1.unshadow[1] - c0.unshadow[1]),
+	    (unsigned long long)(c1.unshadow[2] - c0.unshadow[2]),
+	    (unsigned long long)(c1.emulated_pt_writes - c0.emulated_pt_writes));
+	ok(c1.unshadow[HV_UNSHADOW_WRITE_FLOOD] -
+	    c0.unshadow[HV_UNSHADOW_WRITE_FLOOD] >= 100 &&
+	    c1.unshadow[HV_UNSHADOW_OTHER] > c0.unshadow[HV_UNSHADOW_OTHER] &&
+	    c1.emulated_pt_writes - c0.emulated_pt_writes >= 900,
+	    "host counters: unshadow by reason, emulated writes");
+	hvc_close(c);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -687,6 +773,7 @@ main(int argc, char **argv)
 	snprintf(dir, sizeof(dir), "%s", argv[1]);
 	test_real();
 	test_malformed();
+	test_domain_ops();
 	test_flush_modes();
 	test_phantom(argv[2]);
 	return failures ? 1 : 0;
