@@ -51,16 +51,22 @@ else:
                           "--socket", act, "--state-dir",
                           os.path.join(h.dir, "state-act")],
                          stdout=log, stderr=log)
+    # The socket file exists from bind(), before listen(): retry a
+    # refused connection for a while.
+    r = None
     for _ in range(200):
-        if os.path.exists(act):
-            break
-        time.sleep(0.05)
-    try:
-        c = Client(act, 30)
-        r = c.call("server.hello")
+        try:
+            c = Client(act, 30)
+        except (FileNotFoundError, ConnectionRefusedError) as e:
+            r = e
+            time.sleep(0.05)
+            continue
+        try:
+            r = c.call("server.hello")
+        except OSError as e:
+            r = e
         c.close()
-    except OSError as e:
-        r = e
+        break
     ok(isinstance(r, dict) and "result" in r,
        "the first connection starts vmbuildd and is served", r)
     text = open(os.path.join(h.dir, "activated.log")).read()
