@@ -49,6 +49,20 @@ check "memory_bytes of e2e-a is 96 MiB ($mem)" test "$mem" = $((96 << 20))
 check "human list has a header and both VMs" \
 	grep -qE '^ *ID +NAME' "$RUN/list.txt"
 
+# On a terminal (a pty from script(1)), create draws a bar in place.
+write_cfg "$RUN/c.cfg" e2e-c 32
+out=$(script -qec "$VMCTL create $RUN/c.cfg" /dev/null)
+check "create on a terminal exits 0" test $? -eq 0
+check "create on a terminal draws a progress bar redrawn in place" \
+	grep -q $'\r.*\\[#*\\.*\\]' <<<"$out"
+"$VMCTL" destroy e2e-c >/dev/null 2>&1
+check "vmctl destroy e2e-c" test $? -eq 0
+
+# Events: a subscriber sees the state changes below.
+"$VMCTL" --json events >"$RUN/events.json" 2>"$RUN/events.err" &
+ev_pid=$!
+sleep 0.5
+
 state() {
 	"$VMCTL" --json info "$1" | py 'j["state"]'
 }
@@ -66,6 +80,24 @@ check "pausing a paused VM is a daemon error (exit 1)" test $? -eq 1
 check "vmctl unpause" test $? -eq 0
 s2=$(state e2e-a)
 check "state after unpause is not paused ($s2)" test "$s2" != paused
+
+sleep 0.5
+kill -TERM "$ev_pid"
+wait "$ev_pid"
+check "vmctl events stops on SIGTERM with exit 0" test $? -eq 0
+n=$(python3 -S -c '
+import json, sys
+n = 0
+for line in open(sys.argv[1]):
+    m = json.loads(line)
+    if m.get("method") == "vm.state":
+        n += 1
+print(n)' "$RUN/events.json")
+check "vmctl events saw vm.state notifications ($n)" test "$n" -ge 2
+
+top=$("$VMCTL" top --iterations 2 --delay 0.2)
+check "vmctl top --iterations 2 prints two snapshots" \
+	test "$(grep -c '^NODE' <<<"$top")" -eq 2
 
 id_b=$("$VMCTL" --json info e2e-b | py 'j["id"]')
 "$VMCTL" destroy e2e-a >/dev/null
