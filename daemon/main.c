@@ -259,7 +259,9 @@ daemonize(void)
 		fatal("setsid");
 	if (chdir("/") < 0)
 		fatal("chdir /");
-	if (freopen("/dev/null", "r", stdin) == NULL)
+	/* Logs stay on stderr: redirect it where they should go. */
+	if (freopen("/dev/null", "r", stdin) == NULL ||
+	    freopen("/dev/null", "w", stdout) == NULL)
 		fatal("/dev/null");
 }
 

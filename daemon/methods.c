@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "build.h"
 #include "control.h"
@@ -165,6 +166,7 @@ m_server_hello(struct call *call, yajl_gen g)
 	jg_kv_u64(g, "gid", c->gid);
 	jg_kv_bool(g, "may_write", c->can_write);
 	yajl_gen_map_close(g);
+	jg_kv_i64(g, "pid", getpid());
 	jg_kv_dbl(g, "uptime_seconds", now_real() - vmbd.started_at);
 	yajl_gen_map_close(g);
 	return 0;

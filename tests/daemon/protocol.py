@@ -10,6 +10,7 @@ and peer-credential checks; after each, the daemon must keep serving.
 """
 import json
 import os
+import signal
 import socket
 import stat
 import sys
@@ -434,6 +435,10 @@ ok(ev.event(lambda m: m["method"] == "scrub.progress", timeout=10)
 c.close()
 ev.close()
 
+h.d.send_signal(signal.SIGHUP)
+alive("SIGHUP")
+ok("SIGHUP" in open(os.path.join(h.dir, "vmbuildd.log")).read(),
+   "SIGHUP is logged")
 rc = h.stop_daemon()
 ok(rc == 0, "SIGTERM: clean exit (%s)" % rc)
 ok(not os.path.exists(h.sock), "the socket is removed at exit")

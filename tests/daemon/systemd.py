@@ -9,6 +9,7 @@
 """
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -123,4 +124,49 @@ d.terminate()
 rc = d.wait(30)
 h.d = None
 ok(rc == 0, "SIGTERM: clean exit (%s)" % rc)
+
+# ------------------------------------------- without --foreground
+# The parent exits 0 once the daemon is ready (or 1 if it cannot start);
+# the daemon goes on in the background.
+# (stderr goes to a file: the daemon keeps it for its log, and a pipe
+# would never see its end.)
+bglog = open(os.path.join(h.dir, "background.log"), "ab")
+p = subprocess.run([VMBUILDD, "--metrics", "none", "--hypervisor",
+                    "sim:" + h.hv_sock, "--socket", h.sock, "--state-dir",
+                    h.state], stdout=bglog, stderr=bglog, timeout=60)
+ok(p.returncode == 0, "without --foreground the parent exits 0 when ready "
+   "(%s)" % p.returncode, h.log_tail("background.log"))
+bg = None
+try:
+    c = h.client()
+    bg = c.result("server.hello")["pid"]
+    c.close()
+except (OSError, RuntimeError) as e:
+    diag(repr(e))
+ok(bg is not None, "the background daemon serves (pid %s)" % bg)
+if bg is not None:
+    os.kill(bg, signal.SIGTERM)
+    for _ in range(200):
+        if not os.path.exists("/proc/%d" % bg):
+            break
+        time.sleep(0.05)
+    ok(not os.path.exists("/proc/%d" % bg), "and stops on SIGTERM")
+p = subprocess.run([VMBUILDD, "--metrics", "none", "--hypervisor",
+                    "sim:" + os.path.join(h.dir, "nohv.sock"), "--socket",
+                    h.sock, "--state-dir", h.state], stdout=bglog,
+                   stderr=bglog, timeout=60)
+ok(p.returncode == 1, "the parent exits 1 when the daemon cannot start "
+   "(%s)" % p.returncode)
+
+# ------------------------------------------------------ command line
+p = subprocess.run([VMBUILDD, "--help"], capture_output=True, text=True)
+ok(p.returncode == 0 and "--hypervisor" in p.stdout and
+   "--max-request" in p.stdout, "--help")
+for bad in (["--max-tasks", "0"], ["--populate", "fast"],
+            ["--max-request", "12x"], ["--no-such-option"], ["extra"],
+            ["--metrics", "9741"]):
+    p = subprocess.run([VMBUILDD] + bad, capture_output=True, text=True)
+    ok(p.returncode == 2 and p.stderr.strip(),
+       "usage error for %s: exit 2 with a message" % " ".join(bad),
+       p.stderr)
 done()
