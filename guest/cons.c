@@ -1,8 +1,8 @@
 /*
  * cons.c - a minimal printf onto the 0xe9 debug port and the PV console.
  *
- * Formats: %s %c %d %u %x with optional l / ll, and %%.  No padding: the
- * guest prints a few short lines and nothing more.
+ * Formats: %s (with an optional .N precision) %c %d %u %x with optional
+ * l / ll, and %%.  No padding: the guest prints a few short lines.
  */
 #include <stdarg.h>
 #include <stddef.h>
@@ -77,11 +77,11 @@ put(struct buf *b, char c)
 }
 
 static void
-put_str(struct buf *b, const char *s)
+put_str(struct buf *b, const char *s, size_t max)
 {
 	if (s == NULL)
 		s = "(null)";
-	while (*s)
+	while (*s && max--)
 		put(b, *s++);
 }
 
@@ -108,8 +108,8 @@ cons_printf(const char *fmt, ...)
 	unsigned long long u;
 	long long s;
 	va_list ap;
+	size_t i, prec;
 	int lng;
-	size_t i;
 
 	va_start(ap, fmt);
 	for (; *fmt; fmt++) {
@@ -117,12 +117,18 @@ cons_printf(const char *fmt, ...)
 			put(&b, *fmt);
 			continue;
 		}
+		prec = (size_t)-1;
+		if (fmt[1] == '.') {
+			fmt++;
+			for (prec = 0; fmt[1] >= '0' && fmt[1] <= '9'; fmt++)
+				prec = prec * 10 + (size_t)(fmt[1] - '0');
+		}
 		lng = 0;
 		while (*++fmt == 'l')
 			lng++;
 		switch (*fmt) {
 		case 's':
-			put_str(&b, va_arg(ap, const char *));
+			put_str(&b, va_arg(ap, const char *), prec);
 			break;
 		case 'c':
 			put(&b, (char)va_arg(ap, int));

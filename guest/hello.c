@@ -53,6 +53,24 @@ cmdline_num(const char *cmdline, const char *key, uint64_t *ret,
 	return 0;
 }
 
+/* True if the word `flag` stands alone on the command line. */
+static bool
+cmdline_flag(const char *cmdline, const char *flag)
+{
+	size_t len = strlen(flag);
+	const char *p = cmdline;
+
+	while (*p) {
+		while (*p == ' ')
+			p++;
+		if (strncmp(p, flag, len) == 0 && (p[len] == ' ' || p[len] == '\0'))
+			return true;
+		while (*p && *p != ' ')
+			p++;
+	}
+	return false;
+}
+
 static void
 halt(void)
 {
@@ -80,10 +98,12 @@ hello_main(uint32_t start_info_paddr)
 	}
 	ring = cons_ring_init();
 
+	/* Anything beyond the identity map would fault: treat as absent. */
 	si = (const struct hvm_start_info *)(uintptr_t)start_info_paddr;
 	if (si == NULL || si->magic != XEN_HVM_START_MAGIC_VALUE)
 		si = NULL;
-	if (si != NULL && si->cmdline_paddr != 0) {
+	if (si != NULL && si->cmdline_paddr != 0 &&
+	    si->cmdline_paddr < MEM_MAP_LIMIT - CMDLINE_MAX) {
 		strncpy(cmdline, (const char *)(uintptr_t)si->cmdline_paddr,
 		    sizeof(cmdline) - 1);
 	}
@@ -100,11 +120,12 @@ hello_main(uint32_t start_info_paddr)
 		cons_printf("vmbuild-guest: hello from domain unknown "
 		    "(no CPUID domid, no domid= on the command line)\n");
 
-	cons_printf("vmbuild-guest: Xen %u.%u, start_info %s (v%u at 0x%x), "
-	    "cmdline \"%s\", PV console %s\n", xen.version >> 16,
-	    xen.version & 0xffff, si ? "ok" : "missing or bad magic",
-	    si ? si->version : 0, start_info_paddr, cmdline,
-	    ring ? "ring" : "none");
+	/* Xen splits debug-port lines at 78 characters: keep them short. */
+	cons_printf("vmbuild-guest: Xen %u.%u, start_info %s v%u at 0x%x\n",
+	    xen.version >> 16, xen.version & 0xffff, si ? "ok" : "bad/none",
+	    si ? si->version : 0, start_info_paddr);
+	cons_printf("vmbuild-guest: cmdline: %.56s\n", cmdline);
+	cons_printf("vmbuild-guest: PV console ring: %s\n", ring ? "yes" : "no");
 
 	if (mem_from_start_info(si, &map) != 0 &&
 	    mem_from_hypercall(&map) != 0 &&
@@ -118,17 +139,29 @@ hello_main(uint32_t start_info_paddr)
 
 	mem_touch_all(&map, (uintptr_t)__image_start, (uintptr_t)__image_end,
 	    &t);
-	cons_printf("vmbuild-guest: touched %llu MiB of %llu MiB RAM in %u "
-	    "ranges (map: %s; image %llu KiB skipped; %llu MiB above 64 GiB "
-	    "not reachable), %llu errors\n",
+	cons_printf("vmbuild-guest: RAM %llu MiB in %u ranges, from %s\n",
+	    (unsigned long long)(mem_total(&map) >> 20), map.nr, map.source);
+	cons_printf("vmbuild-guest: touched %llu MiB, %llu errors\n",
 	    (unsigned long long)(t.touched >> 20),
-	    (unsigned long long)(mem_total(&map) >> 20), map.nr, map.source,
-	    (unsigned long long)(t.image >> 10),
-	    (unsigned long long)(t.unmapped >> 20),
 	    (unsigned long long)t.errors);
+	cons_printf("vmbuild-guest: (own image %llu KiB; %llu MiB above 64 GiB)\n",
+	    (unsigned long long)(t.image >> 10),
+	    (unsigned long long)(t.unmapped >> 20));
 	if (t.errors)
 		cons_printf("vmbuild-guest: first bad page at 0x%llx\n",
 		    (unsigned long long)t.first_error);
+
+	/*
+	 * "hold": stay up until destroyed, so a test can time the destroy
+	 * of a live domain.  Nothing raises interrupts here (no timer is
+	 * armed, no upcall set), so the vCPU sleeps in hlt.
+	 */
+	if (cmdline_flag(cmdline, "hold")) {
+		cons_printf("vmbuild-guest: holding, domain %llu waits to be "
+		    "destroyed\n", (unsigned long long)domid);
+		for (;;)
+			__asm__ volatile("sti; hlt; cli");
+	}
 
 	cons_printf("vmbuild-guest: done, domain %llu powering off\n",
 	    (unsigned long long)domid);

@@ -37,7 +37,8 @@ mem_from_start_info(const struct hvm_start_info *si, struct mem_map *m)
 
 	m->nr = 0;
 	if (si == NULL || si->version < 1 || si->memmap_paddr == 0 ||
-	    si->memmap_entries == 0)
+	    si->memmap_entries == 0 || si->memmap_entries > 1024 ||
+	    si->memmap_paddr >= MEM_MAP_LIMIT - 1024 * sizeof(*e))
 		return -1;
 	e = (const struct hvm_memmap_table_entry *)(uintptr_t)si->memmap_paddr;
 	for (i = 0; i < si->memmap_entries; i++)
