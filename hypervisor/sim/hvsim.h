@@ -314,6 +314,11 @@ void dom_claim_undo(struct hv *hv, struct domain *d, uint64_t pages,
 uint64_t dom_outstanding_total(struct hv *hv);
 
 /* ------------------------------------------------------------------ */
+/* counters.c */
+
+void counters_snapshot(struct hv *hv, struct hv_counters *out);
+
+/* ------------------------------------------------------------------ */
 /* populate.c */
 
 int populate(struct hv *hv, const struct hv_populate *req,

@@ -258,16 +258,9 @@ static int
 op_counters(struct hv *hv, const void *req, size_t len, void *rep,
     size_t *ret_len, int *ret_fd)
 {
-	const uint64_t *src = (const uint64_t *)&hv->ctr;
-	uint64_t *dst = rep;
-	size_t i;
-
 	(void)req, (void)len, (void)ret_fd;
-	for (i = 0; i < sizeof(hv->ctr) / sizeof(uint64_t); i++)
-		dst[i] = ATOMIC_LOAD(&src[i]);
-	((struct hv_counters *)rep)->version = HV_ABI_VERSION;
-	((struct hv_counters *)rep)->pad = 0;
-	*ret_len = sizeof(hv->ctr);
+	counters_snapshot(hv, rep);
+	*ret_len = sizeof(struct hv_counters);
 	return 0;
 }
 
