@@ -37,6 +37,7 @@ static struct {
 	unsigned	count;
 	uint64_t	seq;		/* bumped by each change of ours */
 	bool		refreshing;
+	bool		list_failing;	/* the last refresh failed */
 	struct event	*ev_refresh;
 	char		*list_text;	/* cached vm.list result */
 	size_t		list_len;
@@ -532,9 +533,14 @@ refresh_done(struct job *job)
 	TAILQ_FOREACH(vm, &V.vms, entry)
 		if (vm->busy)
 			busy = true;
-	if (rj->rc < 0)
-		log_debug("domain list: %s", strerror(-rj->rc));
-	else if (rj->seq == V.seq && !busy)
+	/* Say it once when the hypervisor stops answering, once when back. */
+	if (rj->rc < 0 && !V.list_failing)
+		log_warnx("cannot list domains: %s; VM states may be stale",
+		    strerror(-rj->rc));
+	else if (rj->rc == 0 && V.list_failing)
+		log_notice("the hypervisor answers again");
+	V.list_failing = rj->rc < 0;
+	if (rj->rc == 0 && rj->seq == V.seq && !busy)
 		vm_apply(rj->doms, rj->n);
 	free(rj->doms);
 	free(rj);
