@@ -313,7 +313,12 @@ set_cmdline(struct vmb_guest *g, const struct key_desc *k,
 		return rc;
 	/* xl: cmdline wins over extra whichever comes first. */
 	if (k->key == VMB_KEY_EXTRA && (g->keys_set & (1u << VMB_KEY_CMDLINE)))
-		return 0;
+		return vmb__diag_add(diags, VMB_WARNING, where, v->line,
+		    k->name, "ignored: cmdline is set");
+	if (k->key == VMB_KEY_CMDLINE && (g->keys_set & (1u << VMB_KEY_EXTRA)))
+		vmb__diag_add(diags, VMB_WARNING, where,
+		    g->key_line[VMB_KEY_EXTRA], "extra",
+		    "ignored: cmdline is set");
 	return replace_string(&g->cmdline, s);
 }
 
