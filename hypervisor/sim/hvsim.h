@@ -48,6 +48,7 @@ struct hv_config {
 	uint32_t switch_hz;		/* context-switch flushes per CPU */
 	uint32_t shadow_bg_writes;	/* background writes per 100 ms */
 	bool verbose;
+	bool pin_host;			/* nodes are this machine's nodes */
 };
 
 void hv_config_defaults(struct hv_config *cfg);
@@ -68,6 +69,8 @@ int topo_init(struct topo *t, uint32_t nodes, uint32_t cpus_per_node,
 int topo_host(uint32_t *ret_nodes, uint32_t *ret_cpus_per_node,
     uint32_t *ret_threads_per_core);
 void topo_fini(struct topo *t);
+/* Pin the calling thread to the CPUs of host node `node`; 0 or -errno. */
+int topo_pin_host_node(uint32_t node);
 uint32_t topo_cpu(const struct topo *t, uint32_t node, uint32_t core,
     uint32_t thread);
 

@@ -259,6 +259,8 @@ main(int argc, char **argv)
 			cfg.cpus_per_node = hc;
 		if (!set_tpc)
 			cfg.threads_per_core = ht;
+		/* Pin scrub workers only when the model's nodes are real. */
+		cfg.pin_host = cfg.nodes == hn;
 	}
 	if (cfg.cpus_per_node % cfg.threads_per_core ||
 	    (uint64_t)cfg.nodes * cfg.cpus_per_node > HV_MAX_CPUS) {

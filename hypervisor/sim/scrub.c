@@ -51,6 +51,13 @@ scrub_main(void *arg)
 	struct hnode *n = &hv->heap.nodes[w->node];
 	struct hblock b;
 
+	/*
+	 * On this machine's own topology, run on the node's CPUs: the
+	 * stores stay node-local, and the first touch of real memory places
+	 * it on the node that owns it.
+	 */
+	if (hv->cfg.pin_host)
+		(void)topo_pin_host_node(w->node);
 	while (!__atomic_load_n(&hv->scrub_stop, __ATOMIC_ACQUIRE)) {
 		if (heap_take_dirty(&hv->heap, w->node, SCRUB_ORDER, &b) < 0) {
 			struct timespec ts;
@@ -66,11 +73,15 @@ scrub_main(void *arg)
 			continue;
 		}
 		mem_zero(&hv->mem, b.mfn, 1ull << b.order);
-		heap_put_scrubbed(&hv->heap, &b);
+		/*
+		 * Count before the pages show up clean, so that whoever sees
+		 * no dirty page left also sees them counted.
+		 */
 		if (b.kind == PG_BOOT)
 			CTR_ADD(hv, scrub_pages_boot, 1ull << b.order);
 		else
 			CTR_ADD(hv, scrub_pages_background, 1ull << b.order);
+		heap_put_scrubbed(&hv->heap, &b);
 	}
 	return NULL;
 }

@@ -6,6 +6,8 @@
  * so siblings of a core are adjacent and share the host-wide core id.
  */
 #include <dirent.h>
+#include <pthread.h>
+#include <sched.h>
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -144,4 +146,34 @@ topo_host(uint32_t *ret_nodes, uint32_t *ret_cpus_per_node,
 	*ret_cpus_per_node = min_cpus;
 	*ret_threads_per_core = tpc;
 	return 0;
+}
+
+int
+topo_pin_host_node(uint32_t node)
+{
+	char path[128], buf[4096], *s = buf;
+	cpu_set_t set;
+	int rc;
+
+	snprintf(path, sizeof(path), "/sys/devices/system/node/node%u/cpulist",
+	    node);
+	rc = read_line(path, buf, sizeof(buf));
+	if (rc < 0)
+		return rc;
+	CPU_ZERO(&set);
+	while (*s && *s != '\n') {
+		char *end;
+		unsigned long a = strtoul(s, &end, 10), b = a, i;
+
+		if (end == s)
+			break;
+		if (*end == '-')
+			b = strtoul(end + 1, &end, 10);
+		for (i = a; i <= b && i < CPU_SETSIZE; i++)
+			CPU_SET(i, &set);
+		s = *end == ',' ? end + 1 : end;
+	}
+	if (CPU_COUNT(&set) == 0)
+		return -ENOENT;
+	return -pthread_setaffinity_np(pthread_self(), sizeof(set), &set);
 }
