@@ -47,10 +47,13 @@ guest_domid() {
 # ("done" = powered off after touching memory, "holding").  Checks the
 # guest's story: hello from its own domid, memory touched with 0 errors.
 wait_guest() {
-	_tag=$1; _what=$2; _lim=$3; _t0=$(up); _id=""
+	_tag=$1; _what=$2; _lim=$3; _t0=$(up); _id=""; _last=0
 	while :; do
+		# The domain gone (or dying) before its line: one last look, then fail.
+		xl list $_tag >/dev/null 2>&1 || _last=$((_last + 1))
 		xsync
 		[ -z "$_id" ] && _id=$(guest_domid $_tag)
+		[ -z "$_id" ] && _id=$(xl domid $_tag 2>/dev/null)
 		if [ -n "$_id" ]; then
 			case $_what in
 			done) _pat="(d$_id).*vmbuild-guest: done, domain $_id powering off" ;;
@@ -58,8 +61,12 @@ wait_guest() {
 			esac
 			grep -q "$_pat" $XLOG && break
 		fi
-		if [ "$(awk -v a=$_t0 -v b=$(up) -v l=$_lim 'BEGIN { print (b - a > l) }')" = 1 ]; then
-			fail wait-$_tag "no '$_what' line from guest lab=$_tag within ${_lim}s (domid '${_id:-?}')"
+		_why=""
+		[ $_last -ge 2 ] && _why="domain $_tag gone"
+		[ "$(awk -v a=$_t0 -v b=$(up) -v l=$_lim 'BEGIN { print (b - a > l) }')" = 1 ] &&
+			_why="waited ${_lim}s"
+		if [ -n "$_why" ]; then
+			fail wait-$_tag "no '$_what' line from guest lab=$_tag ($_why; domid '${_id:-?}')"
 			grep "(d${_id:-[0-9]*})" $XLOG | tail -n 20 | sed "s/^/  console| /"
 			return 1
 		fi

@@ -68,6 +68,7 @@ if [ -z "$result" ]; then
 	ok=0
 	last=$(grep -E 'MARK |LAB-FAIL ' "$clean" | tail -n 1 | sed 's/^\[[ 0-9.]*\] //')
 	echo "FAIL: dom0 never reported a result (timeout, panic or crash); last mark: ${last:-none}"
+	grep -E 'LAB-FAIL ' "$clean" | sed 's/^\[[ 0-9.]*\] /  /'
 	grep -m3 -E 'Panic on CPU|Kernel panic|FATAL|Xen BUG|Attempted to kill init' "$clean" | sed 's/^/  /'
 elif [ "${result%% *}" != PASS ]; then
 	ok=0

@@ -18,7 +18,7 @@
 #                            they are reported SKIPPED, not failed.  require: a
 #                            skip is a failure.  off: never run them.
 #   LAB_SMALL_MB=128 LAB_BIG_MB=512   guest sizes
-#   LAB_TIMEOUT=480          hard limit for the QEMU run, seconds
+#   LAB_TIMEOUT=420          hard limit for the QEMU run, seconds
 #   LAB_XEN=FILE             a xen.gz / xen ELF to boot instead of Debian's
 #   LAB_XEN_EXTRA= LAB_QEMU_EXTRA= LAB_DOM0_EXTRA=   extra command-line words
 #   LAB_CPU=max,-smap,-rdtscp LAB_SMP=2 LAB_MEM=2048 LAB_DOM0_MEM=512M
@@ -39,7 +39,7 @@ LAB_STEPS=${LAB_STEPS:-xl vmbuild}
 LAB_VMBUILD=${LAB_VMBUILD:-auto}
 LAB_SMALL_MB=${LAB_SMALL_MB:-128}
 LAB_BIG_MB=${LAB_BIG_MB:-512}
-LAB_TIMEOUT=${LAB_TIMEOUT:-480}
+LAB_TIMEOUT=${LAB_TIMEOUT:-420}
 LAB_CPU=${LAB_CPU:-max,-smap,-rdtscp}
 LAB_SMP=${LAB_SMP:-2}
 LAB_MEM=${LAB_MEM:-2048}
@@ -186,7 +186,7 @@ done
 libpath=$PWD/$ROOT/$ARCHLIB:$PWD/$ROOT/lib/x86_64-linux-gnu
 bins=$(ls "$D0"/usr/lib/xen-$XENVER/bin/* "$D0/bin/xenstore"; [ $have_vmbuild = 1 ] && ls "$D0/bin/vmbuildd" "$D0/bin/vmctl")
 for t in $tests; do bins="$bins $D0/tree/$t"; done
-for f in $LAB_EXTRA_FILES; do file "$D0/${f#*:}" 2>/dev/null | grep -q 'dynamically linked' && bins="$bins $D0/${f#*:}"; done
+for f in $LAB_EXTRA_FILES; do ldd "$D0/${f#*:}" >/dev/null 2>&1 && bins="$bins $D0/${f#*:}"; done
 libs=$(for b in $bins; do
 	out=$(LD_LIBRARY_PATH=$libpath ldd "$b") || { echo "LDD-FAILED $b"; continue; }
 	echo "$out" | grep -q 'not found' && echo "NOTFOUND $b: $(echo "$out" | grep 'not found' | tr -s ' \t' ' ')"
