@@ -7,13 +7,15 @@
 # against them.  Everything started here is killed on exit.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
-hvsim=$top/build/bin/hvsim
+hvsim=${HVSIM:-$top/build/bin/hvsim}	# HVSIM=... to test another build
 client=$top/build/tests/hvsim/socket_client
 dir=$(mktemp -d)
 pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+	# HVSIM_KEEP_LOGS=DIR keeps hvsim's stderr (e.g. sanitizer reports).
+	[ -n "${HVSIM_KEEP_LOGS:-}" ] && cp "$dir"/*.log "$HVSIM_KEEP_LOGS"/
 	rm -rf "$dir"
 }
 trap cleanup EXIT

@@ -202,6 +202,99 @@ test_random(void **state)
 	heap_fini(&h);
 }
 
+/*
+ * Random create / populate / destroy sequences through the domain layer:
+ * after each step the host's free pages equal total minus what the live
+ * domains hold, exactly, and the heap's invariants hold.
+ */
+static void
+test_domains_random(void **state)
+{
+	struct hv_config cfg;
+	struct hv *hv = NULL;
+	struct hv_domain_create cr = { .max_vcpus = 1, .max_pages = 1 << 20 };
+	struct {
+		struct hv_populate p;
+		struct hv_extent e[64];
+	} req;
+	struct hv_populate_reply rep;
+	hv_domid_t live[16];
+	uint64_t held[16], gfn[16], total, free_now, sum;
+	uint32_t nlive = 0, i, k, n, step;
+
+	(void)state;
+	hv_config_defaults(&cfg);
+	cfg.nodes = 3;
+	cfg.mem_per_node = 64u << 20;
+	cfg.backing = HV_BACKING_PHANTOM;
+	cfg.scrub_workers = 0;		/* dirty pages stay dirty */
+	cfg.boot_scrub = true;
+	cfg.switch_hz = 0;
+	cfg.preempt_pages = 700;	/* force preemption */
+	assert_int_equal(hv_init(&hv, &cfg), 0);
+	total = hv->heap.total_pages;
+	srandom(777);
+	for (step = 0; step < 400; step++) {
+		uint32_t r = (uint32_t)random() % 10;
+
+		if (nlive < 16 && (nlive == 0 || r < 4)) {
+			assert_int_equal(dom_create(hv, &cr, &live[nlive]), 0);
+			held[nlive] = gfn[nlive] = 0;
+			nlive++;
+		} else if (r < 8) {
+			i = (uint32_t)random() % nlive;
+			n = 1 + (uint32_t)random() % 64;
+			memset(&req, 0, sizeof(req));
+			req.p.domid = live[i];
+			req.p.flags = HV_POPF_ALLOW_DIRTY |
+			    (random() % 2 ? HV_POPF_EXACT_NODE : 0);
+			req.p.nr_extents = n;
+			for (k = 0; k < n; k++) {
+				uint8_t o = (uint8_t)(random() % 3 ? 0 : 9);
+
+				gfn[i] = (gfn[i] + (1u << o) - 1) & ~((1ull << o) - 1);
+				req.e[k] = (struct hv_extent){ .gfn = gfn[i],
+				    .order = o, .node = (uint16_t)(random() % 4 == 3 ?
+				    HV_NODE_ANY : random() % 3) };
+				gfn[i] += 1u << o;
+			}
+			while (req.p.start < n) {
+				int rc = populate(hv, &req.p, req.e, &rep);
+
+				for (k = req.p.start; k < rep.next; k++)
+					held[i] += 1u << req.e[k].order;
+				if (rc < 0) {
+					assert_int_equal(rc, -ENOMEM);
+					break;
+				}
+				req.p.start = rep.next;
+			}
+		} else {
+			i = (uint32_t)random() % nlive;
+			assert_int_equal(dom_destroy(hv, live[i]), 0);
+			live[i] = live[nlive - 1];
+			held[i] = held[nlive - 1];
+			gfn[i] = gfn[nlive - 1];
+			nlive--;
+		}
+		free_now = sum = 0;
+		for (k = 0; k < cfg.nodes; k++) {
+			free_now += heap_free_pages(&hv->heap, k);
+			assert_int_equal(heap_check(&hv->heap, k), 0);
+		}
+		for (k = 0; k < nlive; k++)
+			sum += held[k];
+		assert_int_equal(free_now, total - sum);
+	}
+	assert_true(hv->ctr.populate_preemptions > 0);
+	while (nlive > 0)
+		assert_int_equal(dom_destroy(hv, live[--nlive]), 0);
+	for (k = 0, free_now = 0; k < cfg.nodes; k++)
+		free_now += heap_free_pages(&hv->heap, k);
+	assert_int_equal(free_now, total);
+	hv_fini(hv);
+}
+
 int
 main(void)
 {
@@ -211,6 +304,7 @@ main(void)
 		cmocka_unit_test(test_enomem),
 		cmocka_unit_test(test_mixed_kinds),
 		cmocka_unit_test(test_random),
+		cmocka_unit_test(test_domains_random),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
