@@ -4,12 +4,13 @@
 # meminit pattern: one extent per call, one node after the other), on
 # hvsim with real memory (2 nodes x 6 GiB), in one run.
 #
-# Each round restarts vmbuildd with one strategy, creates the VM with
-# `vmctl create`, reads the daemon's build timings (`vmctl --json info`),
-# destroys the VM and waits for the scrub, so every create starts from
-# clean free memory.  The strategies alternate so that drift on a shared
-# machine hits both alike.  Prints per-run times, the means and the
-# ratio libxl / engine.
+# Each round restarts vmbuildd with one strategy and creates the VM with
+# `vmctl create` twice: "clean" (every free page scrubbed first) and
+# "dirty" (right after destroying the previous 8 GiB VM, while the
+# scrubber still has work).  It reads the daemon's build timings
+# (`vmctl --json info`) each time.  The strategies alternate so that
+# drift on a shared machine hits both alike.  Prints per-run times, the
+# means and the ratio libxl / engine.
 #
 # Environment: BENCH_RUNS (default 3), BENCH_GUEST_MIB (8192),
 # BENCH_NODE_MIB (6144).
@@ -110,6 +111,36 @@ results=$run/results
 start_daemon engine
 "$bin/vmctl" scrub --wait --timeout 600 >/dev/null 2>&1
 
+# measure SCENARIO STRATEGY: create the VM, record the times, destroy it.
+measure() {
+	local scenario=$1 strategy=$2 t0 t1 info
+	t0=$(date +%s.%N)
+	"$bin/vmctl" create "$run/big.cfg" >/dev/null 2>>"$run/create.log" ||
+		fail "create ($scenario) with --populate $strategy failed"
+	t1=$(date +%s.%N)
+	info=$("$bin/vmctl" --json info bench8g)
+	python3 - "$scenario" "$strategy" "$t0" "$t1" "$info" >>"$results" <<'EOF'
+import json, sys
+sc, s = sys.argv[1], sys.argv[2]
+t0, t1, info = float(sys.argv[3]), float(sys.argv[4]), json.loads(sys.argv[5])
+b = info.get("build") or {}
+ph = b.get("phases") or {}
+print(json.dumps({"scenario": sc, "strategy": s, "wall": t1 - t0,
+                  "build": b.get("total_seconds"),
+                  "populate": ph.get("populate")}))
+EOF
+	tail -n 1 "$results" | python3 -c '
+import json, sys
+r = json.loads(sys.stdin.read())
+f = lambda x: "%.3f s" % x if x is not None else "n/a"
+print("%-5s %-6s  vmctl create %s   build %s   populate %s" % (r["scenario"],
+      r["strategy"], f(r["wall"]), f(r["build"]), f(r["populate"])))'
+	"$bin/vmctl" destroy bench8g >/dev/null
+}
+
+# Two scenarios per round: "clean" (all free memory scrubbed before the
+# create) and "dirty" (the create follows the destroy of the previous
+# 8 GiB VM at once, so most free memory may still wait for the scrubber).
 for r in $(seq "$runs"); do
 	for strategy in engine libxl; do
 		# Alternate the order from one round to the next.
@@ -117,25 +148,8 @@ for r in $(seq "$runs"); do
 		    echo libxl || echo engine)
 		stop_pid "$d_pid"
 		start_daemon "$strategy"
-		t0=$(date +%s.%N)
-		"$bin/vmctl" create "$run/big.cfg" >/dev/null 2>>"$run/create.log" ||
-			fail "create with --populate $strategy failed"
-		t1=$(date +%s.%N)
-		info=$("$bin/vmctl" --json info bench8g)
-		python3 - "$strategy" "$t0" "$t1" "$info" >>"$results" <<'EOF'
-import json, sys
-s, t0, t1, info = sys.argv[1], float(sys.argv[2]), float(sys.argv[3]), json.loads(sys.argv[4])
-b = info.get("build") or {}
-ph = b.get("phases") or {}
-print(json.dumps({"strategy": s, "wall": t1 - t0,
-                  "build": b.get("total_seconds"), "populate": ph.get("populate")}))
-EOF
-		tail -n 1 "$results" | python3 -c '
-import json, sys
-r = json.loads(sys.stdin.read())
-f = lambda x: "%.3f s" % x if x is not None else "n/a"
-print("run %-6s  vmctl create %s   build %s   populate %s" % (r["strategy"], f(r["wall"]), f(r["build"]), f(r["populate"])))'
-		"$bin/vmctl" destroy bench8g >/dev/null
+		measure clean "$strategy"
+		measure dirty "$strategy"
 		"$bin/vmctl" scrub --wait --timeout 600 >/dev/null 2>&1
 	done
 done
@@ -144,16 +158,20 @@ python3 - "$results" "$guest_mib" "$node_mib" <<'EOF'
 import json, sys, statistics
 rows = [json.loads(l) for l in open(sys.argv[1])]
 print("guest %s MiB on hvsim 2 nodes x %s MiB real memory, %d runs each"
-      % (sys.argv[2], sys.argv[3], len(rows) // 2))
-for key, label in (("wall", "vmctl create (wall)"), ("build", "daemon build total"),
-                   ("populate", "populate phase")):
-    m = {}
-    for s in ("engine", "libxl"):
-        v = [r[key] for r in rows if r["strategy"] == s and r[key] is not None]
-        m[s] = statistics.mean(v) if v else None
-    if m["engine"] and m["libxl"]:
-        print("%-22s engine %.3f s   libxl %.3f s   ratio libxl/engine %.2f"
-              % (label, m["engine"], m["libxl"], m["libxl"] / m["engine"]))
-    else:
-        print("%-22s unavailable" % label)
+      % (sys.argv[2], sys.argv[3], len(rows) // 4))
+for sc in ("clean", "dirty"):
+    for key, label in (("wall", "vmctl create (wall)"),
+                       ("build", "daemon build total"),
+                       ("populate", "populate phase")):
+        m = {}
+        for s in ("engine", "libxl"):
+            v = [r[key] for r in rows if r["scenario"] == sc
+                 and r["strategy"] == s and r[key] is not None]
+            m[s] = statistics.mean(v) if v else None
+        if m["engine"] and m["libxl"]:
+            print("%-5s %-20s engine %.3f s   libxl %.3f s   "
+                  "ratio libxl/engine %.2f" % (sc, label, m["engine"],
+                  m["libxl"], m["libxl"] / m["engine"]))
+        else:
+            print("%-5s %-20s unavailable" % (sc, label))
 EOF
