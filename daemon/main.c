@@ -28,6 +28,7 @@
 #include "events.h"
 #include "log.h"
 #include "metrics.h"
+#include "notify.h"
 #include "proto.h"
 #include "state.h"
 #include "task.h"
@@ -74,7 +75,7 @@ void
 vmbd_status_changed(void)
 {
 	/* A no-op without systemd ($NOTIFY_SOCKET unset). */
-	sd_notifyf(0, "STATUS=%u VMs, %u builds running, %u clients%s",
+	notify(false, "STATUS=%u VMs, %u builds running, %u clients%s",
 	    vm_count(), task_running(), control_connections(),
 	    vmbd.stopping ? ", stopping" : "");
 }
@@ -308,7 +309,7 @@ signal_cb(evutil_socket_t sig, short what, void *arg)
 		log_notice("%s: stopping (cancelling %u running builds)",
 		    strsignal(sig), task_running());
 		vmbd.stopping = true;
-		sd_notify(0, "STOPPING=1");
+		notify(false, "STOPPING=1");
 		control_stop();
 		task_cancel_all();
 		stop_poll_cb(-1, 0, NULL);
@@ -328,7 +329,7 @@ watchdog_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	(void)arg;
 	/* The loop is alive if this runs: that is what systemd asks. */
-	sd_notify(0, "WATCHDOG=1");
+	notify(false, "WATCHDOG=1");
 	evtimer_add(M.ev_watchdog, &tv);
 }
 
@@ -343,6 +344,7 @@ main(int argc, char **argv)
 	if (rc != 0)
 		return rc;
 	log_init(M.verbose);
+	notify_init();
 	/* A client gone mid-reply must not kill us. */
 	signal(SIGPIPE, SIG_IGN);
 	if (!M.foreground)
@@ -406,7 +408,7 @@ main(int argc, char **argv)
 	}
 
 	/* One message, so that systemd shows a status from the start. */
-	sd_notifyf(0, "READY=1\nSTATUS=ready: %u VMs, listening", vm_count());
+	notify(true, "READY=1\nSTATUS=ready: %u VMs, listening", vm_count());
 	log_notice("ready: %u VMs, socket %s", vm_count(),
 	    control_socket_activated() ? "from systemd" : M.socket);
 	if (M.ready_fd >= 0) {
@@ -431,6 +433,7 @@ main(int argc, char **argv)
 	vm_stop();
 	event_base_free(vmbd.base);
 	vmb_ctx_free(vmbd.ctx);
+	notify_close();
 	log_notice("stopped");
 	return 0;
 }
