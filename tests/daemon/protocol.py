@@ -138,6 +138,21 @@ r = c.call("vm.create", {"guest": {"name": "p3", "type": "pvh",
 ok("result" in r and r["result"]["vm"]["vcpus"] == 2,
    "vm.create from a JSON guest description", r)
 
+# Lists in a JSON guest (vnuma) and a guest left paused.
+r = c.call("vm.create", {"guest": {"name": "p4", "type": "pvh",
+                                   "memory": 64, "vcpus": 2,
+                                   "kernel": KERNEL,
+                                   "vnuma": [["pnode=0", "size=32",
+                                              "vcpus=0"],
+                                             ["pnode=1", "size=32",
+                                              "vcpus=1"]]},
+                         "paused": True, "wait": True})
+ok("result" in r and sorted(r["result"]["vm"]["nodes"]) == [0, 1] and
+   r["result"]["vm"]["state"] == "paused",
+   "vm.create: JSON vnuma over both nodes, left paused", r)
+r = c.call("vm.destroy", {"vm": "p4"})
+ok("result" in r, "vm.destroy p4", r)
+
 vl = c.result("vm.list")
 names = sorted(v["name"] for v in vl["vms"])
 ok(names == ["p1", "p2", "p3"], "vm.list: the three VMs", vl)
