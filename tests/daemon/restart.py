@@ -165,4 +165,52 @@ ok(free2 == free0, "no page lost: free memory equals the start (%s vs %s)"
    % (free2, free0))
 c.close()
 ok(h.stop_daemon() == 0, "SIGTERM: clean exit")
+
+# --max-tasks 1: a second build while one runs is refused with E_BUSY;
+# a VM being built cannot be destroyed or paused; progress only grows.
+h.start_daemon(["--max-tasks", "1"])
+c = h.client()
+ev = h.client()
+ev.result("events.subscribe", {"events": ["task.progress", "task.done"]})
+r = c.result("vm.create", {"config": guest_cfg("slow", big_mib,
+                                               extra=['cpus = "nodes:0-1"'])})
+slow = r["task"]
+m = ev.event(lambda m: m["method"] == "task.done" or
+             (m["method"] == "task.progress" and
+              m["params"]["progress"]["phase"] == "populate"))
+if m is not None and m["method"] == "task.progress" and \
+        c.result("task.get", {"task": slow})["state"] == "running":
+    expect = c.call("vm.create", {"config": guest_cfg("second", 16)})
+    ok(err_code(expect) == E_BUSY and "limit 1" in
+       expect["error"]["message"], "a build over --max-tasks -> E_BUSY",
+       expect)
+    r = c.call("vm.destroy", {"vm": "slow"})
+    ok(err_code(r) == E_BAD_STATE, "vm.destroy of a VM being built -> "
+       "E_BAD_STATE", r)
+    r = c.call("vm.pause", {"vm": "slow"})
+    ok(err_code(r) == E_BAD_STATE, "vm.pause of a VM being built -> "
+       "E_BAD_STATE", r)
+    vms = {v["name"]: v for v in c.result("vm.list")["vms"]}
+    ok(vms.get("slow", {}).get("state") == "building",
+       "vm.list shows the VM as building", vms)
+    c.result("task.cancel", {"task": slow})
+else:
+    diag("the build ended before the checks; they are skipped")
+fin = ev.event(lambda m: m["method"] == "task.done" and
+               m["params"]["id"] == slow)
+prog = [e["params"]["progress"]["done"] for e in ev.events
+        if e["method"] == "task.progress"]
+ok(prog == sorted(prog), "task.progress never goes back", prog)
+ok(fin is not None and fin["params"]["state"] in ("cancelled", "done"),
+   "the slow build ends (%s)" % (fin and fin["params"]["state"]))
+if fin is not None and fin["params"]["state"] == "done":
+    c.call("vm.destroy", {"vm": "slow"})
+ok(c.result("vm.list") == {"vms": []}, "no VM left")
+ok(records() == {}, "no record left", records())
+r = c.call("vm.create", {"config": guest_cfg("second", 16), "wait": True})
+ok("result" in r, "after the slow build another one runs", r)
+c.call("vm.destroy", {"vm": "second"})
+c.close()
+ev.close()
+ok(h.stop_daemon() == 0, "SIGTERM: clean exit")
 done()
