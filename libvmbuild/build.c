@@ -170,6 +170,7 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 	const struct vmb_backend_ops *ops;
 	struct vmb_build_result res;
 	struct vmb__populate_job job;
+	struct vmb__range ranges[VMB_MAX_RANGES];
 	struct vmb__image *img = NULL;
 	struct vmb_host *host = NULL;
 	struct vmb_domain *doms = NULL, dom;
@@ -249,10 +250,14 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 
 	PHASE(VMB_PHASE_POPULATE);
 	memset(&job, 0, sizeof(job));
+	rc = vmb__layout(b->guest, &res.placement, ranges);
+	if (rc < 0)
+		goto fail;
+	job.ranges = ranges;
+	job.nr_ranges = (uint32_t)rc;
 	job.ops = ops;
 	job.priv = b->ctx->priv;
 	job.domid = domid;
-	job.placement = &res.placement;
 	job.host = host;
 	job.strategy = b->opts.strategy;
 	job.batch_bytes = b->opts.batch_bytes_max;

@@ -2,10 +2,11 @@
  * populate.c - filling a new domain's memory: the engine and the libxl
  * pattern.
  *
- * Guest memory is laid out from gfn 0 in placement order: the first
- * placed node gets the first node_bytes[0], and so on.
+ * Guest memory is laid out from gfn 0 (vmb__layout): for a vNUMA guest
+ * vnode after vnode, each on its pnode; otherwise in placement order, the
+ * first placed node getting the first node_bytes[0], and so on.
  *
- * The engine (VMB_POPULATE_ENGINE) cuts each node's range into extents of
+ * The engine (VMB_POPULATE_ENGINE) cuts each node's ranges into extents of
  * the largest orders its alignment allows (1 GiB, 2 MiB, 4 KiB), groups
  * them into batches of up to batch_bytes, and runs, per node, `inflight`
  * worker threads that take the node's batches in turn.  A batch is one
@@ -64,6 +65,42 @@ vmb__split_extents(uint64_t gfn, uint64_t pages, uint32_t node,
 		pages -= 1ull << order;
 	}
 	return n;
+}
+
+int
+vmb__layout(const struct vmb_guest *g, const struct vmb_placement *pl,
+    struct vmb__range *ranges)
+{
+	uint64_t gfn = 0;
+	uint32_t n = 0;
+
+	if (!g || !pl)
+		return -EINVAL;
+	if (g->nr_vnodes) {
+		if (g->nr_vnodes > VMB_MAX_VNODES)
+			return -EINVAL;
+		for (uint32_t i = 0; i < g->nr_vnodes; i++) {
+			uint64_t pages = g->vnodes[i].size_bytes >>
+			    VMB_PAGE_SHIFT;
+
+			ranges[n++] = (struct vmb__range){ gfn, pages,
+			    g->vnodes[i].pnode };
+			gfn += pages;
+		}
+	} else {
+		if (pl->nr_nodes > VMB_MAX_NODES)
+			return -EINVAL;
+		for (uint32_t i = 0; i < pl->nr_nodes; i++) {
+			uint64_t pages = pl->node_bytes[i] >> VMB_PAGE_SHIFT;
+
+			ranges[n++] = (struct vmb__range){ gfn, pages,
+			    pl->nodes[i] };
+			gfn += pages;
+		}
+	}
+	if (gfn << VMB_PAGE_SHIFT != g->memory_bytes)
+		return -EINVAL;
+	return (int)n;
 }
 
 static void
@@ -306,43 +343,56 @@ make_batches(struct node_work *nw, uint64_t batch_bytes)
 static int
 populate_engine(struct vmb__populate_job *job, struct progress *pr)
 {
-	const struct vmb_placement *pl = job->placement;
 	struct node_work *nws = NULL;
 	struct worker *ws = NULL;
 	uint32_t inflight = job->inflight ? job->inflight :
-	    VMB_INFLIGHT_DEFAULT;
+	    VMB_INFLIGHT_DEFAULT, nr_nw = 0;
 	uint64_t batch_bytes = job->batch_bytes ? job->batch_bytes :
-	    VMB_BATCH_BYTES_DEFAULT, gfn = 0;
+	    VMB_BATCH_BYTES_DEFAULT;
 	size_t nr_workers = 0;
 	int rc = 0;
 
 	if (inflight > VMB_INFLIGHT_MAX)
 		inflight = VMB_INFLIGHT_MAX;
-	nws = calloc(pl->nr_nodes, sizeof(*nws));
-	ws = calloc((size_t)pl->nr_nodes * inflight, sizeof(*ws));
+	nws = calloc(job->nr_ranges, sizeof(*nws));
+	ws = calloc((size_t)job->nr_ranges * inflight, sizeof(*ws));
 	if (!nws || !ws) {
 		rc = -ENOMEM;
 		goto out;
 	}
-	for (uint32_t i = 0; i < pl->nr_nodes; i++) {
-		struct node_work *nw = &nws[i];
-		uint64_t pages = pl->node_bytes[i] >> VMB_PAGE_SHIFT;
+	/* One node_work per host node, with the extents of all its ranges. */
+	for (uint32_t r = 0; r < job->nr_ranges; r++) {
+		const struct vmb__range *rg = &job->ranges[r];
+		struct node_work *nw = NULL;
+		struct vmb_extent *grown;
+		size_t need;
 
-		nw->node = pl->nodes[i];
-		nw->nr_ext = vmb__split_extents(gfn, pages, nw->node, NULL, 0);
-		nw->ext = calloc(nw->nr_ext ? nw->nr_ext : 1, sizeof(*nw->ext));
-		if (!nw->ext) {
+		for (uint32_t i = 0; i < nr_nw; i++)
+			if (nws[i].node == rg->node)
+				nw = &nws[i];
+		if (!nw) {
+			nw = &nws[nr_nw++];
+			nw->node = rg->node;
+		}
+		need = vmb__split_extents(rg->gfn, rg->pages, rg->node, NULL, 0);
+		grown = realloc(nw->ext, (nw->nr_ext + need + 1) *
+		    sizeof(*nw->ext));
+		if (!grown) {
 			rc = -ENOMEM;
 			goto out;
 		}
-		vmb__split_extents(gfn, pages, nw->node, nw->ext, nw->nr_ext);
-		gfn += pages;
-		rc = make_batches(nw, batch_bytes);
+		nw->ext = grown;
+		vmb__split_extents(rg->gfn, rg->pages, rg->node,
+		    nw->ext + nw->nr_ext, need);
+		nw->nr_ext += need;
+	}
+	for (uint32_t i = 0; i < nr_nw; i++) {
+		rc = make_batches(&nws[i], batch_bytes);
 		if (rc)
 			goto out;
-		plan_pinning(job->host, nw);
+		plan_pinning(job->host, &nws[i]);
 	}
-	for (uint32_t i = 0; i < pl->nr_nodes; i++) {
+	for (uint32_t i = 0; i < nr_nw; i++) {
 		size_t k = nws[i].nr_batches < inflight ? nws[i].nr_batches :
 		    inflight;
 
@@ -373,12 +423,11 @@ populate_engine(struct vmb__populate_job *job, struct progress *pr)
 	}
 	if (!rc && atomic_load(job->cancel))
 		rc = -ECANCELED;
-	vmb__log(job->ctx, "populate engine: %zu workers on %u nodes, "
-		    "%u pinned, rc %d", nr_workers, pl->nr_nodes,
-		    job->workers_pinned, rc);
+	vmb__log(job->ctx, "populate engine: %zu workers on %u nodes, %u "
+	    "pinned, rc %d", nr_workers, nr_nw, job->workers_pinned, rc);
 out:
 	if (nws)
-		for (uint32_t i = 0; i < pl->nr_nodes; i++) {
+		for (uint32_t i = 0; i < nr_nw; i++) {
 			free(nws[i].ext);
 			free(nws[i].batch);
 		}
@@ -401,18 +450,18 @@ libxl_call(struct vmb__populate_job *job, struct progress *pr,
 static int
 populate_libxl(struct vmb__populate_job *job, struct progress *pr)
 {
-	const struct vmb_placement *pl = job->placement;
 	struct vmb_extent *small = NULL;
-	uint64_t gfn = 0;
 	int rc = 0;
 
 	/* Order-0 leftovers go in one call, as populate_physmap_exact. */
 	small = calloc(PAGES_2M, sizeof(*small));
 	if (!small)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < pl->nr_nodes && !rc; i++) {
-		uint32_t node = pl->nodes[i];
-		uint64_t left = pl->node_bytes[i] >> VMB_PAGE_SHIFT;
+	/* Range after range, as meminit_hvm goes vmemrange by vmemrange. */
+	for (uint32_t i = 0; i < job->nr_ranges && !rc; i++) {
+		uint32_t node = job->ranges[i].node;
+		uint64_t gfn = job->ranges[i].gfn;
+		uint64_t left = job->ranges[i].pages;
 
 		while (left > 0 && !rc) {
 			struct vmb_extent e[LIBXL_2M_PER_CALL];
@@ -463,18 +512,17 @@ vmb__populate(struct vmb__populate_job *job)
 	struct progress pr;
 	int rc;
 
-	if (!job || !job->ops || !job->placement || !job->cancel ||
-	    job->placement->nr_nodes == 0 ||
-	    job->placement->nr_nodes > VMB_MAX_NODES)
+	if (!job || !job->ops || !job->ranges || !job->cancel ||
+	    job->nr_ranges == 0 || job->nr_ranges > VMB_MAX_RANGES)
 		return -EINVAL;
 	if (!job->ops->populate)
 		return -EOPNOTSUPP;
 	memset(&pr, 0, sizeof(pr));
 	pr.job = job;
-	for (uint32_t i = 0; i < job->placement->nr_nodes; i++) {
-		if (job->placement->node_bytes[i] % VMB_PAGE_SIZE)
+	for (uint32_t i = 0; i < job->nr_ranges; i++) {
+		if (job->ranges[i].node >= VMB_MAX_NODES)
 			return -EINVAL;
-		pr.total += job->placement->node_bytes[i];
+		pr.total += job->ranges[i].pages << VMB_PAGE_SHIFT;
 	}
 	atomic_init(&pr.done, 0);
 	atomic_init(&pr.failed, false);

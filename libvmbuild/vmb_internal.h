@@ -70,11 +70,30 @@ int vmb__place(const struct vmb_host *host, const struct vmb_scrub *scrub,
 size_t vmb__split_extents(uint64_t gfn, uint64_t pages, uint32_t node,
     struct vmb_extent *out, size_t cap);
 
+/* A guest-physical range and the host node it is populated from. */
+struct vmb__range {
+	uint64_t gfn;
+	uint64_t pages;
+	uint32_t node;
+};
+
+#define VMB_MAX_RANGES		(VMB_MAX_NODES > VMB_MAX_VNODES ? \
+				    VMB_MAX_NODES : VMB_MAX_VNODES)
+
+/*
+ * Where each part of the guest goes: one range per vnode (in vnode order)
+ * for a vNUMA guest, else one per placed node, from gfn 0 up.  Returns
+ * the number of ranges, or -EINVAL if they do not add up to the guest.
+ */
+int vmb__layout(const struct vmb_guest *guest,
+    const struct vmb_placement *placement, struct vmb__range *ranges);
+
 struct vmb__populate_job {
 	const struct vmb_backend_ops *ops;
 	void	*priv;
 	uint32_t domid;
-	const struct vmb_placement *placement;
+	const struct vmb__range *ranges;	/* from vmb__layout() */
+	uint32_t nr_ranges;
 	const struct vmb_host *host;	/* for pinning; may be NULL */
 	enum vmb_populate_strategy strategy;
 	uint32_t batch_bytes;		/* engine: bytes per batch (upper bound) */
@@ -89,7 +108,7 @@ struct vmb__populate_job {
 	uint32_t workers;
 };
 
-/* Populate the placement's memory from gfn 0 upwards. */
+/* Populate the ranges. */
 int vmb__populate(struct vmb__populate_job *job);
 
 /* loader.c */

@@ -569,6 +569,33 @@ test_phantom_no_image(void **state)
 	assert_int_equal(vmb_domain_destroy(phantom_sim.ctx, res.domid), 0);
 }
 
+/* The example vNUMA config, parsed and built: each vnode on its pnode. */
+static void
+test_numa2_config(void **state)
+{
+	struct vmb_build_result res;
+	struct vmb_diags diags = { 0 };
+	struct vmb_guest *g = NULL;
+	struct prog pr = { 0 };
+	struct vmb_domain d;
+
+	(void)state;
+	NEED_HVSIM();
+	assert_int_equal(vmb_config_parse_file("configs/numa2.cfg", &g,
+	    &diags), 0);
+	vmb_diags_done(&diags);
+	assert_int_equal(build(real_sim.ctx, g, VMB_POPULATE_ENGINE, &pr,
+	    &res), 0);
+	assert_int_equal(vmb_domain_get(real_sim.ctx, res.domid, &d), 0);
+	assert_int_equal(d.node_bytes[0], 256 * MIB);
+	assert_int_equal(d.node_bytes[1], 256 * MIB);
+	assert_int_equal(d.vcpus, 2);
+	assert_non_null(strstr(res.placement.reason, "vnuma"));
+	assert_true(res.image_loaded);
+	assert_int_equal(vmb_domain_destroy(real_sim.ctx, res.domid), 0);
+	vmb_guest_free(g);
+}
+
 static void
 test_ctx_errors(void **state)
 {
@@ -593,6 +620,7 @@ main(void)
 		cmocka_unit_test(test_too_big),
 		cmocka_unit_test(test_claim_fails_before_populate),
 		cmocka_unit_test(test_concurrent_builds),
+		cmocka_unit_test(test_numa2_config),
 		cmocka_unit_test(test_all_memory_back),
 		cmocka_unit_test(test_phantom_no_image),
 	};

@@ -44,6 +44,8 @@ test_split_orders(void **state)
 	assert_int_equal(vmb__split_extents(0, 3u << 18, 0, NULL, 0), 3);
 }
 
+static struct vmb__range ranges[VMB_MAX_RANGES];
+
 /* A backend that records populate calls. */
 struct rec {
 	pthread_mutex_t lock;
@@ -60,6 +62,7 @@ struct rec {
 	atomic_bool *cancel_at_half;
 	uint64_t total_pages;
 	bool	overlap;
+	uint32_t nr_ranges;
 };
 
 static struct rec rec;
@@ -102,6 +105,20 @@ rec_populate(void *priv, uint32_t domid, uint32_t flags,
 		}
 
 		assert_int_equal(ext[i].gfn % np, 0);
+		/* Every extent lies in one range and asks for its node. */
+		{
+			bool found = false;
+
+			for (uint32_t r = 0; r < rec.nr_ranges; r++)
+				if (ext[i].gfn >= ranges[r].gfn &&
+				    ext[i].gfn + np <= ranges[r].gfn +
+				    ranges[r].pages) {
+					assert_int_equal(ext[i].node,
+					    ranges[r].node);
+					found = true;
+				}
+			assert_true(found);
+		}
 		for (uint64_t g = ext[i].gfn; g < ext[i].gfn + np; g++) {
 			if (rec.gfn_seen_bits[g / 64] >> (g % 64) & 1)
 				rec.overlap = true;
@@ -145,12 +162,22 @@ static void
 job_init(struct vmb__populate_job *job, struct vmb_placement *pl,
     atomic_bool *cancel, enum vmb_populate_strategy s)
 {
+	struct vmb_guest g;
+	int n;
+
 	memset(&rec, 0, sizeof(rec));
 	pthread_mutex_init(&rec.lock, NULL);
 	memset(job, 0, sizeof(*job));
 	job->ops = &rec_ops;
 	job->domid = 7;
-	job->placement = pl;
+	memset(&g, 0, sizeof(g));
+	for (uint32_t i = 0; i < pl->nr_nodes; i++)
+		g.memory_bytes += pl->node_bytes[i];
+	n = vmb__layout(&g, pl, ranges);
+	assert_int_equal(n, pl->nr_nodes);
+	job->ranges = ranges;
+	job->nr_ranges = (uint32_t)n;
+	rec.nr_ranges = (uint32_t)n;
 	job->strategy = s;
 	job->cancel = cancel;
 	job->progress = on_progress;
@@ -289,6 +316,48 @@ test_fragmented(void **state)
 	}
 }
 
+/* vnodes 0 and 2 on node 0, vnode 1 on node 1: ranges in vnode order. */
+static void
+test_vnuma_layout(void **state)
+{
+	struct vmb__populate_job job;
+	struct vmb_placement pl;
+	struct vmb_guest g;
+	atomic_bool cancel = false;
+	int n;
+
+	(void)state;
+	memset(&g, 0, sizeof(g));
+	g.memory_bytes = 768 * MIB;
+	g.nr_vnodes = 3;
+	g.vnodes[0] = (struct vmb_vnode){ .pnode = 0, .size_bytes = 256 * MIB };
+	g.vnodes[1] = (struct vmb_vnode){ .pnode = 1, .size_bytes = 256 * MIB };
+	g.vnodes[2] = (struct vmb_vnode){ .pnode = 0, .size_bytes = 256 * MIB };
+	memset(&pl, 0, sizeof(pl));
+	pl.nr_nodes = 2;
+	pl.nodes[0] = 0;
+	pl.node_bytes[0] = 512 * MIB;
+	pl.nodes[1] = 1;
+	pl.node_bytes[1] = 256 * MIB;
+	for (int s = 0; s < 2; s++) {
+		job_init(&job, &pl, &cancel, s ? VMB_POPULATE_LIBXL :
+		    VMB_POPULATE_ENGINE);
+		n = vmb__layout(&g, &pl, ranges);
+		assert_int_equal(n, 3);
+		assert_int_equal(ranges[1].gfn, (256 * MIB) >> 12);
+		assert_int_equal(ranges[1].node, 1);
+		assert_int_equal(ranges[2].node, 0);
+		job.nr_ranges = rec.nr_ranges = (uint32_t)n;
+		assert_int_equal(vmb__populate(&job), 0);
+		assert_false(rec.overlap);
+		assert_int_equal(rec.node_pages[0], (512 * MIB) >> 12);
+		assert_int_equal(rec.node_pages[1], (256 * MIB) >> 12);
+	}
+	/* Sizes that do not add up to the guest are refused. */
+	g.memory_bytes = 1024 * MIB;
+	assert_int_equal(vmb__layout(&g, &pl, ranges), -EINVAL);
+}
+
 int
 main(void)
 {
@@ -298,6 +367,7 @@ main(void)
 		cmocka_unit_test(test_libxl_pattern),
 		cmocka_unit_test(test_cancel_and_failure),
 		cmocka_unit_test(test_fragmented),
+		cmocka_unit_test(test_vnuma_layout),
 	};
 
 	return cmocka_run_group_tests_name("populate", tests, NULL, NULL);
