@@ -315,8 +315,9 @@ build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
 	yajl_gen_map_close(g);
 	return 0;
 fail:
+	/* Subscribers saw it "building": tell them it is gone. */
 	if (vm != NULL)
-		vm_remove(vm, false);
+		vm_remove(vm, true);
 	if (t != NULL)
 		task_discard(t);
 	if (bj != NULL) {

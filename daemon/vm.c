@@ -230,9 +230,10 @@ vm_building_progress(const uint8_t uuid[16], const struct vmb_progress *p)
 
 	if (vm == NULL || !vm->building)
 		return;
-	if (p->domid != VMB_DOMID_INVALID)
+	if (p->domid != VMB_DOMID_INVALID && vm->domid != p->domid) {
 		vm->domid = p->domid;
-	vm_list_invalidate();
+		vm_list_invalidate();
+	}
 }
 
 void
