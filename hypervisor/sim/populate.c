@@ -113,6 +113,8 @@ populate(struct hv *hv, const struct hv_populate *req,
 	int rc = 0, c;
 
 	memset(rep, 0, sizeof(*rep));
+	/* A call that fails before any work has still got as far as start. */
+	rep->next = req->start;
 	if (req->flags & ~(HV_POPF_EXACT_NODE | HV_POPF_ALLOW_DIRTY) ||
 	    req->nr_extents > HV_MAX_EXTENTS || req->start > req->nr_extents)
 		return -EINVAL;
