@@ -7,6 +7,7 @@
 #   server.hello          (baseline: framing and dispatch only)
 #   vm.list with 0 VMs
 #   vm.list with 100 VMs  (100 x 8 MiB guests built through vm.create)
+#   GET /metrics          (one Prometheus scrape, kept-alive HTTP/1.1)
 # and prints each figure and its ratio to the baseline of the same run.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -35,7 +36,8 @@ done
 	--mem-per-node 1G --backing real >"$run/hvsim.log" 2>&1 &
 hv_pid=$!
 for _ in $(seq 300); do [ -S "$run/hv.sock" ] && break; sleep 0.05; done
-"$VMBUILDD" --foreground --metrics none --hypervisor "sim:$run/hv.sock" \
+mport=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$VMBUILDD" --foreground --metrics "127.0.0.1:$mport" --hypervisor "sim:$run/hv.sock" \
 	--socket "$run/c.sock" --state-dir "$run/state" >"$run/d.log" 2>&1 &
 d_pid=$!
 for _ in $(seq 300); do [ -S "$run/c.sock" ] && break; sleep 0.05; done
@@ -45,8 +47,13 @@ for _ in $(seq 300); do [ -S "$run/c.sock" ] && break; sleep 0.05; done
 exec 3>&1
 measure() {
 	local out
-	out=$("$RPCLOAD" --socket "$run/c.sock" --method "$1" --clients "$2" \
-		--seconds "$SECS") || { echo "load failed: $out" >&2; exit 1; }
+	if [ "$1" = scrape ]; then
+		out=$("$RPCLOAD" --http "127.0.0.1:$mport" --clients "$2" \
+			--seconds "$SECS")
+	else
+		out=$("$RPCLOAD" --socket "$run/c.sock" --method "$1" \
+			--clients "$2" --seconds "$SECS")
+	fi || { echo "load failed: $out" >&2; exit 1; }
 	echo "  $out" >&3
 	sed -n 's/.* rps=\([0-9]*\) .*/\1/p' <<<"$out"
 }
@@ -89,10 +96,11 @@ if len(vms) != n:
 PY
 
 echo "$NVMS VMs ($ROUNDS rounds):"
-h1=() h4=() l1=() l4=()
+h1=() h4=() l1=() l4=() m1=()
 for _ in $(seq "$ROUNDS"); do
 	h1+=("$(measure server.hello 1)")
 	l1+=("$(measure vm.list 1)")
+	m1+=("$(measure scrape 1)")
 	h4+=("$(measure server.hello 4)")
 	l4+=("$(measure vm.list 4)")
 done
@@ -100,9 +108,11 @@ hello1=$(echo "${h1[*]}" | median)
 hello4=$(echo "${h4[*]}" | median)
 list1=$(echo "${l1[*]}" | median)
 list4=$(echo "${l4[*]}" | median)
+scrape1=$(echo "${m1[*]}" | median)
 
 awk -v h1="$hello1" -v h4="$hello4" -v e1="$empty1" -v l1="$list1" \
-    -v l4="$list4" -v n="$NVMS" 'BEGIN {
+    -v l4="$list4" -v m1="$scrape1" -v n="$NVMS" 'BEGIN {
 	printf "vm.list, %d VMs, 1 client:  %d requests/s (%.2f of server.hello, %.2f of an empty list)\n", n, l1, l1 / h1, l1 / e1
 	printf "vm.list, %d VMs, 4 clients: %d requests/s (%.2f of server.hello with 4 clients)\n", n, l4, l4 / h4
+	printf "GET /metrics, %d VMs, 1 client: %d scrapes/s, %.0f us each (%.2f of vm.list)\n", n, m1, 1e6 / m1, m1 / l1
 }'

@@ -8,9 +8,15 @@
  *
  *   vmbd-rpcload --socket PATH [--method M] [--params JSON]
  *                [--clients N] [--seconds S]
+ *   vmbd-rpcload --http HOST:PORT [--clients N] [--seconds S]
+ *
+ * With --http, each request is "GET /metrics" on a kept-alive HTTP/1.1
+ * connection instead (the cost of a Prometheus scrape).
  */
 #include <errno.h>
 #include <getopt.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -33,6 +39,7 @@ struct client {
 };
 
 static const char *sock_path, *method = "vm.list", *params = "{}";
+static const char *http_addr;
 static double seconds = 3;
 static volatile bool stop;
 
@@ -61,6 +68,31 @@ connect_unix(const char *path)
 	return fd;
 }
 
+static int
+connect_tcp(const char *hostport)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	char host[64];
+	const char *colon = strrchr(hostport, ':');
+	int fd;
+
+	if (colon == NULL || colon - hostport >= (int)sizeof(host))
+		return -1;
+	memcpy(host, hostport, colon - hostport);
+	host[colon - hostport] = '\0';
+	sin.sin_port = htons(atoi(colon + 1));
+	if (inet_pton(AF_INET, host, &sin.sin_addr) != 1)
+		return -1;
+	fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -1;
+	if (connect(fd, (struct sockaddr *)&sin, sizeof(sin)) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 /* Read one line into buf (growing it); returns its length or -1. */
 static ssize_t
 read_line(int fd, char **buf, size_t *cap, size_t *have)
@@ -82,6 +114,85 @@ read_line(int fd, char **buf, size_t *cap, size_t *have)
 			return -1;
 		*have += n;
 	}
+}
+
+/* Read one HTTP response (headers + Content-Length body); body length. */
+static ssize_t
+read_http(int fd, char **buf, size_t *cap, size_t *have, size_t *ret_total,
+    int *ret_status)
+{
+	char *end = NULL, *cl;
+	size_t head, body;
+
+	for (;;) {
+		ssize_t n;
+
+		end = memmem(*buf, *have, "\r\n\r\n", 4);
+		if (end != NULL)
+			break;
+		if (*have == *cap) {
+			*cap *= 2;
+			*buf = realloc(*buf, *cap);
+		}
+		n = read(fd, *buf + *have, *cap - *have);
+		if (n <= 0)
+			return -1;
+		*have += n;
+	}
+	head = end + 4 - *buf;
+	*ret_status = atoi(*buf + 9);
+	cl = memmem(*buf, head, "Content-Length:", 15);
+	body = cl != NULL ? strtoul(cl + 15, NULL, 10) : 0;
+	while (*have < head + body) {
+		ssize_t n;
+
+		if (*have == *cap) {
+			*cap *= 2;
+			*buf = realloc(*buf, *cap);
+		}
+		n = read(fd, *buf + *have, *cap - *have);
+		if (n <= 0)
+			return -1;
+		*have += n;
+	}
+	*ret_total = head + body;
+	return body;
+}
+
+static void *
+http_main(void *arg)
+{
+	struct client *c = arg;
+	size_t cap = 65536, have = 0, total;
+	char *buf = malloc(cap);
+	static const char req[] = "GET /metrics HTTP/1.1\r\nHost: localhost"
+	    "\r\n\r\n";
+
+	while (!stop) {
+		double t0 = now();
+		ssize_t len;
+		int status;
+
+		if (write(c->fd, req, sizeof(req) - 1) !=
+		    (ssize_t)sizeof(req) - 1)
+			break;
+		len = read_http(c->fd, &buf, &cap, &have, &total, &status);
+		if (len < 0)
+			break;
+		if (status != 200)
+			c->errors++;
+		c->reply_bytes = len;
+		if (c->nlat == c->cap) {
+			c->cap = c->cap ? c->cap * 2 : 4096;
+			c->lat = realloc(c->lat, c->cap * sizeof(*c->lat));
+		}
+		c->lat[c->nlat++] = now() - t0;
+		c->count++;
+		memmove(buf, buf + total, have - total);
+		have -= total;
+	}
+	free(buf);
+	return NULL;
 }
 
 static void *
@@ -139,6 +250,7 @@ main(int argc, char **argv)
 		{ "params",  required_argument, NULL, 'p' },
 		{ "clients", required_argument, NULL, 'c' },
 		{ "seconds", required_argument, NULL, 't' },
+		{ "http",    required_argument, NULL, 'H' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct client *cl;
@@ -154,6 +266,7 @@ main(int argc, char **argv)
 		case 'p': params = optarg; break;
 		case 'c': nclients = atoi(optarg); break;
 		case 't': seconds = atof(optarg); break;
+		case 'H': http_addr = optarg; break;
 		default:
 			fprintf(stderr, "usage: vmbd-rpcload --socket PATH "
 			    "[--method M] [--params JSON] [--clients N] "
@@ -161,22 +274,26 @@ main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (sock_path == NULL || nclients < 1 || seconds <= 0) {
-		fprintf(stderr, "vmbd-rpcload: --socket is required\n");
+	if ((sock_path == NULL && http_addr == NULL) || nclients < 1 ||
+	    seconds <= 0) {
+		fprintf(stderr, "vmbd-rpcload: --socket or --http is "
+		    "required\n");
 		return 2;
 	}
 	cl = calloc(nclients, sizeof(*cl));
 	for (int i = 0; i < nclients; i++) {
-		cl[i].fd = connect_unix(sock_path);
+		cl[i].fd = http_addr ? connect_tcp(http_addr) :
+		    connect_unix(sock_path);
 		if (cl[i].fd < 0) {
 			fprintf(stderr, "vmbd-rpcload: connect %s: %s\n",
-			    sock_path, strerror(errno));
+			    http_addr ? http_addr : sock_path, strerror(errno));
 			return 1;
 		}
 	}
 	t0 = now();
 	for (int i = 0; i < nclients; i++)
-		pthread_create(&cl[i].thread, NULL, client_main, &cl[i]);
+		pthread_create(&cl[i].thread, NULL,
+		    http_addr ? http_main : client_main, &cl[i]);
 	usleep((useconds_t)(seconds * 1e6));
 	stop = true;
 	for (int i = 0; i < nclients; i++) {
@@ -195,7 +312,8 @@ main(int argc, char **argv)
 	}
 	qsort(all, nlat, sizeof(*all), cmp_double);
 	printf("method=%s clients=%d requests=%llu errors=%llu seconds=%.2f "
-	    "rps=%.0f p50_us=%.0f p99_us=%.0f reply_bytes=%zu\n", method,
+	    "rps=%.0f p50_us=%.0f p99_us=%.0f reply_bytes=%zu\n",
+	    http_addr ? "GET /metrics" : method,
 	    nclients, (unsigned long long)total, (unsigned long long)errors,
 	    el, total / el, nlat ? all[nlat / 2] * 1e6 : 0,
 	    nlat ? all[nlat * 99 / 100] * 1e6 : 0, cl[0].reply_bytes);
