@@ -163,15 +163,19 @@ for sc in ("clean", "dirty"):
     for key, label in (("wall", "vmctl create (wall)"),
                        ("build", "daemon build total"),
                        ("populate", "populate phase")):
-        m = {}
+        m, med = {}, {}
         for s in ("engine", "libxl"):
             v = [r[key] for r in rows if r["scenario"] == sc
                  and r["strategy"] == s and r[key] is not None]
             m[s] = statistics.mean(v) if v else None
+            med[s] = statistics.median(v) if v else None
         if m["engine"] and m["libxl"]:
-            print("%-5s %-20s engine %.3f s   libxl %.3f s   "
-                  "ratio libxl/engine %.2f" % (sc, label, m["engine"],
-                  m["libxl"], m["libxl"] / m["engine"]))
+            print("%-5s %-20s mean: engine %.3f s  libxl %.3f s  "
+                  "libxl/engine %.2f   median: engine %.3f s  libxl %.3f s"
+                  "  libxl/engine %.2f" % (sc, label, m["engine"],
+                  m["libxl"], m["libxl"] / m["engine"], med["engine"],
+                  med["libxl"], med["libxl"] / med["engine"]
+                  if med["engine"] else float("nan")))
         else:
             print("%-5s %-20s unavailable" % (sc, label))
 EOF
