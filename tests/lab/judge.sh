@@ -52,7 +52,7 @@ row "  create small (command returns)" "$(num xl-create-small)" "$(num vmb-creat
 row "  create small -> guest hello on Xen" "$(first_light xl-small xl-create-small)" "$(first_light vmb-small vmb-create-small)"
 row "  create big (command returns)" "$(num xl-create-big)" "$(num vmb-create-big)"
 row "  create big -> guest hello on Xen" "$(first_light xl-big xl-create-big)" "$(first_light vmb-big vmb-create-big)"
-row "  destroy small (after its poweroff)" "(xl: auto)" "$(num vmb-destroy-small)"
+row "  destroy small (after its poweroff)" "$(num xl-destroy-small)" "$(num vmb-destroy-small)"
 row "  destroy big (running)" "$(num xl-destroy-big)" "$(num vmb-destroy-big)"
 row "  vmctl host / list / info" "" "$(num vmctl-host)/$(num vmctl-list)/$(num vmctl-info)"
 grep -E '^\[[ 0-9.]*\]   vmctl-(scrub|stats)\| ' "$clean" | sed 's/^\[[ 0-9.]*\]   /reported by vmbuild: /'

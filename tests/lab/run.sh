@@ -11,7 +11,8 @@
 # dom0 steps: tests/lab/dom0-init.sh (it prints MARK / LAB-FAIL / LAB-RESULT).
 #
 # Settings (environment):
-#   LAB_DIR=build/lab        cache and work directory
+#   LAB_DIR=build/lab        cache and work directory (one run at a time: lock)
+#   LAB_DEBS=$LAB_DIR/debs   the .deb cache (share it between LAB_DIRs)
 #   LAB_STEPS="xl vmbuild"   what dom0 runs: xl, vmbuild, or both
 #   LAB_VMBUILD=auto         auto: the vmbuild steps run when vmbuildd and vmctl
 #                            are built; if vmbuildd cannot open the xen backend
@@ -54,7 +55,7 @@ LAB_TESTS=${LAB_TESTS-build/tests/xenbe/test_xen_backend build/tests/lib/test_pl
 XENVER=4.17
 ARCHLIB=usr/lib/x86_64-linux-gnu
 
-DEBS=$LAB_DIR/debs
+DEBS=${LAB_DEBS:-$LAB_DIR/debs}
 ROOT=$LAB_DIR/root
 D0=$LAB_DIR/dom0
 CONSOLE=$LAB_DIR/console.log
@@ -79,7 +80,13 @@ for t in qemu-system-x86_64 dpkg-deb cpio gzip xz apt-get ldd timeout; do
 	command -v "$t" >/dev/null || fail $step "missing $t (scripts/deps.sh lab)"
 done
 [ -f build/guest/hello.elf ] || fail $step "build/guest/hello.elf not built (run make)"
-mkdir -p "$DEBS" || fail $step "cannot create $DEBS"
+mkdir -p "$DEBS" "$LAB_DIR" || fail $step "cannot create $DEBS"
+# Two runs in one LAB_DIR would overwrite each other's initramfs and log.
+exec 9>"$LAB_DIR/.lock"
+if ! flock -n 9; then
+	log "another lab run holds $LAB_DIR/.lock; waiting (or use another LAB_DIR)"
+	flock 9 || fail $step "cannot lock $LAB_DIR/.lock"
+fi
 
 # ------------------------------------------------------------- download
 # Every package once: a .deb already in the cache is not fetched again,
@@ -103,7 +110,7 @@ updated=0
 for p in $pkgs; do
 	ls "$DEBS/${p}_"*.deb >/dev/null 2>&1 && continue
 	log "apt-get download $p"
-	err=$PWD/$LAB_DIR/apt-$p.err
+	err=$(cd "$LAB_DIR" && pwd)/apt-$p.err
 	until (cd "$DEBS" && apt-get download "$p" >/dev/null 2>"$err"); do
 		# Stale or missing package lists (a fresh CI machine): refresh once.
 		[ $updated = 0 ] && [ "$(id -u)" = 0 ] ||
@@ -170,7 +177,9 @@ if [ -x build/bin/vmbuildd ] && [ -x build/bin/vmctl ]; then
 fi
 tests=""
 for t in $LAB_TESTS; do
-	[ -x "$t" ] || { log "test $t not built: not run in dom0"; continue; }
+	# `make check-xen` builds only ALL: build the test if it can be built.
+	[ -x "$t" ] || make -s "$t" >/dev/null 2>&1 ||
+	    { log "test $t not built (make $t failed): not run in dom0"; continue; }
 	mkdir -p "$D0/tree/$(dirname "$t")" && cp "$t" "$D0/tree/$t" || fail $step "copy $t"
 	tests="$tests $t"
 done
