@@ -396,6 +396,10 @@ m_vm_create(struct call *call, yajl_gen g)
 		return call_error(call, RPC_INVALID_PARAMS, 0,
 		    "params.config (xl.cfg text) or params.guest (object) "
 		    "is required");
+	if (path != NULL && path[0] != '/')
+		return call_error(call, RPC_INVALID_PARAMS, 0,
+		    "params.config_path must be an absolute path (the daemon "
+		    "does not know the client's working directory)");
 	if (path != NULL) {
 		dir = strdup(path);
 		if (dir == NULL)

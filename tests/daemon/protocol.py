@@ -259,6 +259,10 @@ raw('{"jsonrpc":"2.0","id":9,"method":"vm.create","params":{"config":5}}\n',
 raw(json.dumps({"jsonrpc": "2.0", "id": 10, "method": "vm.create",
                 "params": {"config": guest_cfg("w"), "wait": "yes"}}) + "\n",
     "vm.create with wait \"yes\"", INVALID_PARAMS, "params.wait")
+raw(json.dumps({"jsonrpc": "2.0", "id": 20, "method": "vm.create",
+                "params": {"config": guest_cfg("rel"),
+                           "config_path": "cfg/rel.cfg"}}) + "\n",
+    "vm.create with a relative config_path", INVALID_PARAMS, "absolute")
 raw('{"jsonrpc":"2.0","id":11,"method":"vm.create","params":{}}\n',
     "vm.create without config or guest", INVALID_PARAMS, "params.config")
 raw('{"jsonrpc":"2.0","id":12,"method":"task.get","params":{"task":"x"}}\n',
