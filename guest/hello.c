@@ -53,22 +53,48 @@ cmdline_num(const char *cmdline, const char *key, uint64_t *ret,
 	return 0;
 }
 
-/* True if the word `flag` stands alone on the command line. */
+/* True if `word` stands alone on the command line. */
 static bool
-cmdline_flag(const char *cmdline, const char *flag)
+cmdline_word(const char *cmdline, const char *word)
 {
-	size_t len = strlen(flag);
+	size_t len = strlen(word);
 	const char *p = cmdline;
 
 	while (*p) {
 		while (*p == ' ')
 			p++;
-		if (strncmp(p, flag, len) == 0 && (p[len] == ' ' || p[len] == '\0'))
+		if (strncmp(p, word, len) == 0 && (p[len] == ' ' || p[len] == '\0'))
 			return true;
 		while (*p && *p != ' ')
 			p++;
 	}
 	return false;
+}
+
+/*
+ * The memory map from the first source that has one.  "memsrc=hypercall"
+ * or "memsrc=cmdline" skips the sources before it, so tests can exercise
+ * the fallbacks on a toolstack that provides everything.
+ */
+static int
+find_memory(const struct hvm_start_info *si, const char *cmdline,
+    struct mem_map *map)
+{
+	uint64_t mem = 0;
+	int skip = 0;
+
+	if (cmdline_word(cmdline, "memsrc=hypercall"))
+		skip = 1;
+	else if (cmdline_word(cmdline, "memsrc=cmdline"))
+		skip = 2;
+	if (skip < 1 && mem_from_start_info(si, map) == 0)
+		return 0;
+	if (skip < 2 && mem_from_hypercall(map) == 0)
+		return 0;
+	if (cmdline_num(cmdline, "mem", &mem, 1ull << 20) == 0 &&
+	    mem_from_size(mem, map) == 0)
+		return 0;
+	return -1;
 }
 
 static void
@@ -86,7 +112,7 @@ hello_main(uint32_t start_info_paddr)
 	struct xg_info xen;
 	struct mem_map map;
 	struct mem_touch t;
-	uint64_t domid = 0, mem = 0;
+	uint64_t domid = 0;
 	bool have_domid, ring;
 	long rc;
 
@@ -127,10 +153,7 @@ hello_main(uint32_t start_info_paddr)
 	cons_printf("vmbuild-guest: cmdline: %.56s\n", cmdline);
 	cons_printf("vmbuild-guest: PV console ring: %s\n", ring ? "yes" : "no");
 
-	if (mem_from_start_info(si, &map) != 0 &&
-	    mem_from_hypercall(&map) != 0 &&
-	    (cmdline_num(cmdline, "mem", &mem, 1ull << 20) != 0 ||
-	    mem_from_size(mem, &map) != 0)) {
+	if (find_memory(si, cmdline, &map) != 0) {
 		cons_printf("vmbuild-guest: no memory map (start_info, "
 		    "XENMEM_memory_map, mem=): nothing touched\n");
 		map.nr = 0;
@@ -156,7 +179,7 @@ hello_main(uint32_t start_info_paddr)
 	 * of a live domain.  Nothing raises interrupts here (no timer is
 	 * armed, no upcall set), so the vCPU sleeps in hlt.
 	 */
-	if (cmdline_flag(cmdline, "hold")) {
+	if (cmdline_word(cmdline, "hold")) {
 		cons_printf("vmbuild-guest: holding, domain %llu waits to be "
 		    "destroyed\n", (unsigned long long)domid);
 		for (;;)

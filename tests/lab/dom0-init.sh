@@ -247,6 +247,21 @@ for t in xl vmb; do mkcfg $t-small $SMALL_MB; mkcfg $t-big $BIG_MB hold; done
 rev=""; for t in $tools; do rev="$t $rev"; done
 for t in $tools; do small $t; done
 for t in $rev; do big $t; done
+# The guest's fallbacks for its memory map, forced on a toolstack (xl)
+# that offers every source.
+if echo " $LAB_STEPS " | grep -q " guest "; then
+	for src in hypercall:XENMEM_memory_map cmdline:command.line.mem=; do
+		tag=gp-${src%%:*}
+		mkcfg $tag 64 "memsrc=${src%%:*} mem=64"
+		if timed xl-create-$tag xl create -e /etc/lab/$tag.cfg && wait_guest $tag done 120; then
+			grep -q "(d$_id).*vmbuild-guest: RAM 64 MiB in 1 ranges, from ${src#*:}" $XLOG ||
+			    fail $tag "memory map not taken from ${src#*:}"
+		else
+			fail $tag "xl create / guest run failed"
+		fi
+		xl destroy $tag >/dev/null 2>&1
+	done
+fi
 if echo " $tools " | grep -q " vmb "; then
 	# What a stock Xen cannot tell (scrub progress, counters) must show
 	# as unavailable, not as zeros: shown here, judged by the reader.

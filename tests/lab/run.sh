@@ -13,7 +13,8 @@
 # Settings (environment):
 #   LAB_DIR=build/lab        cache and work directory (one run at a time: lock)
 #   LAB_DEBS=$LAB_DIR/debs   the .deb cache (share it between LAB_DIRs)
-#   LAB_STEPS="xl vmbuild"   what dom0 runs: xl, vmbuild, or both
+#   LAB_STEPS="xl vmbuild guest"  what dom0 runs: xl, vmbuild (side by side),
+#                            guest (the hello guest's memory-map fallbacks, by xl)
 #   LAB_VMBUILD=auto         auto: the vmbuild steps run when vmbuildd and vmctl
 #                            are built; if vmbuildd cannot open the xen backend
 #                            they are reported SKIPPED, not failed.  require: a
@@ -36,7 +37,7 @@ cd "$top" || exit 2
 here=tests/lab
 
 LAB_DIR=${LAB_DIR:-build/lab}
-LAB_STEPS=${LAB_STEPS:-xl vmbuild}
+LAB_STEPS=${LAB_STEPS:-xl vmbuild guest}
 LAB_VMBUILD=${LAB_VMBUILD:-auto}
 LAB_SMALL_MB=${LAB_SMALL_MB:-128}
 LAB_BIG_MB=${LAB_BIG_MB:-512}
