@@ -21,7 +21,12 @@
 #include "vmbuild/hvclient.h"
 #include "vmb_internal.h"
 
-#define SIM_POOL_IDLE_MAX	64	/* idle connections kept open */
+/*
+ * Idle connections kept open.  hvsim serves a bounded number of
+ * connections (--max-conns, 64 by default): keep few idle ones so that
+ * other clients (benchmarks, tests) still get in.
+ */
+#define SIM_POOL_IDLE_MAX	16
 
 struct sim {
 	char	*path;
