@@ -11,6 +11,10 @@
 # DEMO_MEM_PER_NODE=SIZE in MiB overrides the sizing.
 set -euo pipefail
 
+# The system's Python: a version manager's shim in PATH can cost a second
+# a call on a loaded machine.
+PYTHON=${PYTHON:-$(command -v /usr/bin/python3 || command -v python3)}
+
 top=$(cd "$(dirname "$0")/.." && pwd)
 bin=$top/build/bin
 hvsim=$bin/hvsim
@@ -114,7 +118,7 @@ wait_for 300 "$hv_pid" test -S "$hv_sock" ||
 say "hvsim pid $hv_pid listening on $hv_sock (it runs no guest code)"
 
 step "Starting vmbuildd on hvsim"
-port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$vmbuildd" --hypervisor "sim:$hv_sock" --socket "$VMBUILD_SOCKET" \
 	--state-dir "$run/state" --metrics "127.0.0.1:$port" --foreground \
 	>"$run/vmbuildd.log" 2>&1 &
@@ -145,13 +149,13 @@ step "vmctl info numa2"
 step "vmctl stats (counters, and rates over 1 s)"
 "$vmctl" stats
 
-victim=$("$vmctl" --json list | python3 -c '
+victim=$("$vmctl" --json list | "$PYTHON" -c '
 import json, sys
 vms = json.load(sys.stdin)["vms"]
 print(max(vms, key=lambda v: v["memory_bytes"] or 0)["name"] if vms else "")')
 [ -n "$victim" ] || fail "no VM to destroy"
 scrubbed() {
-	"$vmctl" --json scrub | python3 -c '
+	"$vmctl" --json scrub | "$PYTHON" -c '
 import json, sys
 print(sum(n["scrubbed_bytes_total"] or 0 for n in json.load(sys.stdin)["nodes"]))'
 }

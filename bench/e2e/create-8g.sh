@@ -16,6 +16,10 @@
 # BENCH_NODE_MIB (6144).
 set -euo pipefail
 
+# The system's Python: a version manager's shim in PATH can cost a second
+# a call on a loaded machine.
+PYTHON=${PYTHON:-$(command -v /usr/bin/python3 || command -v python3)}
+
 top=$(cd "$(dirname "$0")/../.." && pwd)
 bin=$top/build/bin
 runs=${BENCH_RUNS:-3}
@@ -80,7 +84,7 @@ done
 
 # A free loopback port for the daemon's metrics endpoint.
 free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+	"$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
 start_daemon() {
@@ -119,7 +123,7 @@ measure() {
 		fail "create ($scenario) with --populate $strategy failed"
 	t1=$(date +%s.%N)
 	info=$("$bin/vmctl" --json info bench8g)
-	python3 - "$scenario" "$strategy" "$t0" "$t1" "$info" >>"$results" <<'EOF'
+	"$PYTHON" - "$scenario" "$strategy" "$t0" "$t1" "$info" >>"$results" <<'EOF'
 import json, sys
 sc, s = sys.argv[1], sys.argv[2]
 t0, t1, info = float(sys.argv[3]), float(sys.argv[4]), json.loads(sys.argv[5])
@@ -129,7 +133,7 @@ print(json.dumps({"scenario": sc, "strategy": s, "wall": t1 - t0,
                   "build": b.get("total_seconds"),
                   "populate": ph.get("populate")}))
 EOF
-	tail -n 1 "$results" | python3 -c '
+	tail -n 1 "$results" | "$PYTHON" -c '
 import json, sys
 r = json.loads(sys.stdin.read())
 f = lambda x: "%.3f s" % x if x is not None else "n/a"
@@ -154,7 +158,7 @@ for r in $(seq "$runs"); do
 	done
 done
 
-python3 - "$results" "$guest_mib" "$node_mib" <<'EOF'
+"$PYTHON" - "$results" "$guest_mib" "$node_mib" <<'EOF'
 import json, sys, statistics
 rows = [json.loads(l) for l in open(sys.argv[1])]
 print("guest %s MiB on hvsim 2 nodes x %s MiB real memory, %d runs each"

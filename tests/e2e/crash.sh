@@ -25,7 +25,7 @@ trap 'stop_proxy; e2e_cleanup' EXIT
 start_hvsim --nodes 2 --cpus-per-node 1 --threads-per-core 1 \
 	--mem-per-node "${MEM_PER_NODE_MIB}M" --backing real ||
 	bail "hvsim starts"
-python3 -S "$(dirname "$0")/hvproxy.py" "$PROXY_SOCK" "$HV_SOCK" "$FROZEN" \
+"$PYTHON" -S "$(dirname "$0")/hvproxy.py" "$PROXY_SOCK" "$HV_SOCK" "$FROZEN" \
 	>"$RUN/proxy.log" 2>&1 &
 P_PID=$!
 for i in $(seq 100); do [ -S "$PROXY_SOCK" ] && break; sleep 0.1; done

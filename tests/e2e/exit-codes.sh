@@ -41,7 +41,7 @@ expect 3 "no daemon at the socket" "$VMCTL" --socket "$RUN/none.sock" list
 check "it says it cannot reach the daemon" grep -q 'cannot reach' "$RUN/err"
 
 # A socket that accepts but never answers: vmctl gives up, it does not hang.
-python3 -c '
+"$PYTHON" -S -c '
 import socket, sys, time
 s = socket.socket(socket.AF_UNIX)
 s.bind(sys.argv[1]); s.listen(4)

@@ -13,6 +13,9 @@ VMBUILDD=${VMBUILDD:-$BIN/vmbuildd}
 VMCTL=${VMCTL:-$BIN/vmctl}
 CONFIGS=$E2E_TOP/configs
 GUEST_KERNEL=$E2E_TOP/build/guest/hello.elf
+# The system's Python: a version manager's shim in PATH can cost a second
+# a call on a loaded machine, and the tests call it often.
+PYTHON=${PYTHON:-$(command -v /usr/bin/python3 || command -v python3)}
 
 RUN=$(mktemp -d "${TMPDIR:-/tmp}/vmbuild-e2e.XXXXXX")
 HV_SOCK=$RUN/hvsim.sock
@@ -88,7 +91,7 @@ bail() {
 # A free TCP port on loopback for the metrics endpoint, so that tests
 # running side by side do not fight over the default 9741.
 free_port() {
-	python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+	"$PYTHON" -S -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
 }
 
 # start_hvsim ARGS...: hvsim with two nodes unless ARGS say otherwise.
@@ -125,7 +128,7 @@ start_daemon() {
 
 # py EXPR < JSON: evaluate a Python expression over the parsed input `j`.
 py() {
-	python3 -S -c "import json, sys; j = json.load(sys.stdin); print($1)"
+	"$PYTHON" -S -c "import json, sys; j = json.load(sys.stdin); print($1)"
 }
 
 # Total free and dirty bytes over all nodes, from vmctl --json scrub.

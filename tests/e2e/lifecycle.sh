@@ -85,7 +85,7 @@ sleep 0.5
 kill -TERM "$ev_pid"
 wait "$ev_pid"
 check "vmctl events stops on SIGTERM with exit 0" test $? -eq 0
-n=$(python3 -S -c '
+n=$("$PYTHON" -S -c '
 import json, sys
 n = 0
 for line in open(sys.argv[1]):
