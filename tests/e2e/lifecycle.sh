@@ -58,6 +58,22 @@ check "create on a terminal draws a progress bar redrawn in place" \
 "$VMCTL" destroy e2e-c >/dev/null 2>&1
 check "vmctl destroy e2e-c" test $? -eq 0
 
+# --no-wait: a task id at once; the build goes on in the daemon.
+write_cfg "$RUN/d.cfg" e2e-d 32
+out=$("$VMCTL" --json create --no-wait "$RUN/d.cfg")
+check "create --no-wait exits 0" test $? -eq 0
+task=$(py 'j["task"]' <<<"$out")
+check "create --no-wait prints a task id ($task)" test -n "$task"
+for i in $(seq 100); do
+	st=$("$VMCTL" --json tasks | py "[x['state'] for x in j['tasks']
+	    if x['id'] == $task]")
+	[ "$st" = "['running']" ] || break
+	sleep 0.1
+done
+check "the task ends done ($st)" test "$st" = "['done']"
+"$VMCTL" destroy e2e-d >/dev/null 2>&1
+check "vmctl destroy e2e-d" test $? -eq 0
+
 # Events: a subscriber sees the state changes below.
 "$VMCTL" --json events >"$RUN/events.json" 2>"$RUN/events.err" &
 ev_pid=$!
