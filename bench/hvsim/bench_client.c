@@ -250,78 +250,100 @@ nt_zero(uint8_t *base, const uint64_t *mfns, uint32_t nr, int threads)
 	return now_s() - t0;
 }
 
-static void
-bench_scrub(const char *path)
+/*
+ * One scrub trial: populate the extents, destroy the domain and time
+ * until no page is dirty.  The first trial also records the first frame
+ * of every extent and the memory descriptor.
+ */
+static double
+scrub_once(struct hvc *c, const struct hv_extent *e, uint32_t nr,
+    uint64_t *starts, int *fd, uint64_t *pages)
 {
-	struct hvc *c = open_wait(path);
 	struct hv_counters c0, c1;
-	struct hv_extent *e;
-	uint64_t *mfns, *starts, d, t, rate, peak_rate = 0;
-	uint32_t nr, nodes, i;
-	hv_domid_t a;
-	double t0, ts, tn, t1, tw;
-	uint32_t workers;
-	int rc, fd = -1, boot, ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
-	uint8_t *base;
+	uint64_t mfns[512], d, t;
+	hv_domid_t a = create(c, "scrub");
+	double t0;
+	uint32_t i;
+	int rc, boot;
 
-	if (ncpu > 64)
-		ncpu = 64;
-	nr = extents(c, &e, &nodes);
-	wait_clean(c);
-	a = create(c, "scrub");
 	rc = hvc_populate(c, a, HV_POPF_EXACT_NODE, e, nr, NULL, NULL);
 	if (rc < 0)
 		die("populate", rc);
-	/* The first machine frame of every extent, and the descriptor. */
-	mfns = calloc(512, sizeof(*mfns));
-	starts = calloc(nr, sizeof(*starts));
-	for (i = 0; i < nr; i++) {
-		int *fdp = fd < 0 ? &fd : NULL;
-
-		rc = hvc_map(c, a, e[i].gfn, 512, mfns, fdp);
+	for (i = 0; *fd < 0 && i < nr; i++) {
+		rc = hvc_map(c, a, e[i].gfn, 512, mfns, i == 0 ? fd : NULL);
 		if (rc < 0)
 			die("map", rc);
 		starts[i] = mfns[0];
 	}
-	host_dirty(c, &d, &t, &boot, NULL);
-	workers = scrub_workers(c);
-	/* Populated up front, so that the loops below time stores, not faults. */
-	base = mmap(NULL, t << 12, PROT_READ | PROT_WRITE,
-	    MAP_SHARED | MAP_POPULATE, fd, 0);
-	if (base == MAP_FAILED)
-		die("mmap", -errno);
 	hvc_counters(c, &c0);
 	t0 = now_s();
 	hvc_domain_op(c, HV_OP_DOMAIN_DESTROY, a);
 	do {
 		usleep(2000);
-		host_dirty(c, &d, &t, &boot, &rate);
-		if (rate > peak_rate)
-			peak_rate = rate;
+		host_dirty(c, &d, &t, &boot, NULL);
 	} while (d);
-	ts = now_s() - t0;
+	t0 = now_s() - t0;
 	hvc_counters(c, &c1);
-	nt_zero(base, starts, nr, ncpu);	/* warm-up, untimed */
-	tn = nt_zero(base, starts, nr, ncpu);
-	t1 = nt_zero(base, starts, nr, 1);
+	*pages += c1.scrub_pages_background - c0.scrub_pages_background;
+	return t0;
+}
+
+#define SCRUB_TRIALS	3
+
+static double
+min_d(double a, double b)
+{
+	return a < b ? a : b;
+}
+
+static void
+bench_scrub(const char *path)
+{
+	struct hvc *c = open_wait(path);
+	struct hv_extent *e;
+	uint64_t *starts, d, t, pages = 0;
+	uint32_t nr, nodes, workers;
+	double ts = 1e30, tn = 1e30, t1 = 1e30, tw = 1e30, gb;
+	int fd = -1, boot, k, ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+	uint8_t *base = MAP_FAILED;
+
+	if (ncpu > 64)
+		ncpu = 64;
+	nr = extents(c, &e, &nodes);
+	starts = calloc(nr, sizeof(*starts));
+	wait_clean(c);
+	workers = scrub_workers(c);
+	host_dirty(c, &d, &t, &boot, NULL);
 	/*
-	 * And with as many threads as hvsim has workers: on a shared
-	 * machine the thread count decides the CPU share, so this is the
-	 * like-for-like baseline.
+	 * Trials interleave hvsim and the plain loops, so that both see the
+	 * same moments of a shared machine; each keeps its best.
 	 */
-	tw = nt_zero(base, starts, nr, (int)workers);
-	printf("scrub gib=%.3f workers_pages=%llu hvsim_workers=%u "
+	for (k = 0; k < SCRUB_TRIALS; k++) {
+		ts = min_d(ts, scrub_once(c, e, nr, starts, &fd, &pages));
+		if (base == MAP_FAILED) {
+			/* Mapped up front: the loops time stores, not faults. */
+			base = mmap(NULL, t << 12, PROT_READ | PROT_WRITE,
+			    MAP_SHARED | MAP_POPULATE, fd, 0);
+			if (base == MAP_FAILED)
+				die("mmap", -errno);
+			nt_zero(base, starts, nr, ncpu);	/* warm-up */
+		}
+		tn = min_d(tn, nt_zero(base, starts, nr, ncpu));
+		t1 = min_d(t1, nt_zero(base, starts, nr, 1));
+		/*
+		 * And with as many threads as hvsim has workers: on a
+		 * shared machine the thread count decides the CPU share.
+		 */
+		tw = min_d(tw, nt_zero(base, starts, nr, (int)workers));
+	}
+	gb = nr * 2.0 * 1048576 / 1e9;
+	printf("scrub gib=%.3f trials=%d workers_pages=%llu hvsim_workers=%u "
 	    "hvsim_s=%.4f hvsim_gbps=%.2f nt_threads=%d nt_s=%.4f "
 	    "nt_gbps=%.2f nt1_s=%.4f nt1_gbps=%.2f ntw_s=%.4f ntw_gbps=%.2f\n",
-	    nr * 2.0 / 1024,
-	    (unsigned long long)(c1.scrub_pages_background -
-	    c0.scrub_pages_background), workers, ts,
-	    nr * 2.0 * 1048576 / ts / 1e9, ncpu, tn,
-	    nr * 2.0 * 1048576 / tn / 1e9, t1, nr * 2.0 * 1048576 / t1 / 1e9,
-	    tw, nr * 2.0 * 1048576 / tw / 1e9);
+	    nr * 2.0 / 1024, SCRUB_TRIALS, (unsigned long long)pages, workers,
+	    ts, gb / ts, ncpu, tn, gb / tn, t1, gb / t1, tw, gb / tw);
 	munmap(base, t << 12);
 	close(fd);
-	free(mfns);
 	free(starts);
 	free(e);
 	hvc_close(c);

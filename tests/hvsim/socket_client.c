@@ -435,6 +435,16 @@ test_malformed(void)
 	ok(c != NULL, "hvsim serves after the short header");
 	if (!c)
 		return;
+	{
+		char small[16];
+		size_t len = 0;
+		struct hv_counters ctr;
+
+		ok(hvc_call(c, HV_OP_HOST_INFO, NULL, 0, small, sizeof(small),
+		    &len, NULL) == -EMSGSIZE && hvc_counters(c, &ctr) == 0,
+		    "client: a reply larger than the buffer is -EMSGSIZE and "
+		    "the connection stays usable");
+	}
 	ok(hvc_domain_op(c, HV_OP_DOMAIN_DESTROY, 4242) == -ESRCH &&
 	    hvc_domain_op(c, HV_OP_DOMAIN_PAUSE, 99999) == -ESRCH,
 	    "unknown domain: -ESRCH");
