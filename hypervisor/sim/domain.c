@@ -209,8 +209,9 @@ dom_pause(struct hv *hv, hv_domid_t domid, bool pause)
 				rc = -ENOMEM;
 		}
 		if (rc == 0) {
+			/* Release: whoever sees RUNNING also sees d->sh. */
 			__atomic_store_n(&d->state, HV_DOMSTATE_RUNNING,
-			    __ATOMIC_RELAXED);
+			    __ATOMIC_RELEASE);
 			flush_running(&hv->flush, 1);
 		}
 	}
@@ -381,7 +382,8 @@ dom_snapshot_shadow(struct hv *hv, struct domain **out, uint32_t max)
 	for (id = HV_DOMID_FIRST; id <= HV_DOMID_MAX && n < max; id++) {
 		struct domain *d = hv->doms[id];
 
-		if (d && d->sh && ATOMIC_LOAD(&d->state) == HV_DOMSTATE_RUNNING) {
+		if (d && __atomic_load_n(&d->state, __ATOMIC_ACQUIRE) ==
+		    HV_DOMSTATE_RUNNING && d->sh) {
 			d->refs++;
 			out[n++] = d;
 		}

@@ -278,7 +278,8 @@ op_shadow(struct hv *hv, const void *req, size_t len, void *rep,
 		return -ESRCH;
 	if (d->flags & HV_DOMF_HAP)
 		rc = -EOPNOTSUPP;	/* HAP guests are not shadow-paged */
-	else if (ATOMIC_LOAD(&d->state) != HV_DOMSTATE_RUNNING || !d->sh)
+	else if (__atomic_load_n(&d->state, __ATOMIC_ACQUIRE) !=
+	    HV_DOMSTATE_RUNNING || !d->sh)
 		rc = -EBUSY;
 	else
 		rc = shadow_run(hv, d->sh, q->pattern, q->nr_writes, rep);
