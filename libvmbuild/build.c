@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "vmb_internal.h"
 
@@ -164,6 +165,89 @@ undo(struct vmb_build *b, uint32_t domid)
 	return rc;
 }
 
+/* Would the populate have to scrub pages inline on some placed node? */
+static bool
+short_of_clean(const struct vmb_placement *pl, const struct vmb_host *host,
+    const struct vmb_scrub *scrub)
+{
+	for (uint32_t i = 0; i < pl->nr_nodes; i++) {
+		uint32_t n = pl->nodes[i];
+		uint64_t free = n < host->nr_nodes ? host->nodes[n].free_bytes : 0;
+		uint64_t dirty = 0;
+
+		for (uint32_t k = 0; k < scrub->nr_nodes; k++)
+			if (scrub->nodes[k].node == n)
+				dirty = scrub->nodes[k].dirty_bytes;
+		if (dirty && pl->node_bytes[i] + dirty > free)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Wait, up to opts.scrub_wait_ms, for the background scrubber to make
+ * enough memory clean, placing again each time it has made progress.
+ * Stops early when the scrubber makes no progress for a while (nothing
+ * more will turn clean), and on cancel.  On return res->placement is the
+ * latest placement; waiting itself never fails the build.
+ */
+static int
+wait_for_scrubber(struct vmb_build *b, struct vmb_host **host,
+    struct vmb_scrub *scrub, const struct vmb_domain *doms, size_t nr_doms,
+    struct vmb_build_result *res)
+{
+	/*
+	 * Scrubbers report per chunk (128 MiB), so a loaded host may show
+	 * no change for seconds: only 10 s without any sign of work is a
+	 * stall.
+	 */
+	const uint64_t step_ns = 50 * 1000000ull, stall_ns = 10000000000ull;
+	uint64_t t0 = vmb__now_ns(), deadline, last_progress = t0;
+	uint64_t last_dirty = UINT64_MAX, last_scrubbed = 0;
+
+	deadline = t0 + (uint64_t)b->opts.scrub_wait_ms * 1000000ull;
+	while (short_of_clean(&res->placement, *host, scrub)) {
+		struct timespec ts = { 0, (long)step_ns };
+		struct vmb_placement pl;
+		struct vmb_host *h = NULL;
+		uint64_t now = vmb__now_ns(), dirty = 0, scrubbed = 0, rate = 0;
+
+		if (atomic_load(&b->cancel))
+			return -ECANCELED;
+		for (uint32_t k = 0; k < scrub->nr_nodes; k++) {
+			dirty += scrub->nodes[k].dirty_bytes;
+			scrubbed += scrub->nodes[k].scrubbed_bytes_total;
+			rate += scrub->nodes[k].rate_bytes_per_sec;
+		}
+		if (dirty < last_dirty || scrubbed > last_scrubbed ||
+		    ((scrub->have & VMB_SCRUB_HAVE_RATE) && rate > 0))
+			last_progress = now;
+		last_dirty = dirty;
+		last_scrubbed = scrubbed;
+		if (now >= deadline || now - last_progress > stall_ns)
+			break;
+		nanosleep(&ts, NULL);
+		if (vmb_scrub_progress(b->ctx, scrub) != 0 ||
+		    vmb_host_info(b->ctx, &h) != 0)
+			break;
+		vmb_host_free(*host);
+		*host = h;
+		/* Memory may have gone to others meanwhile: keep the old one. */
+		if (vmb__place(*host, scrub, doms, nr_doms, b->guest, &pl) == 0)
+			res->placement = pl;
+	}
+	res->scrub_wait_ns = vmb__now_ns() - t0;
+	if (res->scrub_wait_ns >= step_ns) {
+		size_t len = strlen(res->placement.reason);
+
+		snprintf(res->placement.reason + len,
+		    sizeof(res->placement.reason) - len, "; waited %llu ms for "
+		    "background scrubbing", (unsigned long long)
+		    (res->scrub_wait_ns / 1000000));
+	}
+	return 0;
+}
+
 int
 vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 {
@@ -181,7 +265,7 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 	uint32_t domid = VMB_DOMID_INVALID;
 	uint64_t t0, tp, pages;
 	size_t nr_doms = 0;
-	bool claimed = false;
+	bool claimed = false, have_scrub;
 	int rc;
 
 	if (!b || !ret_result)
@@ -211,10 +295,17 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 	rc = vmb_domain_list(b->ctx, &doms, &nr_doms);
 	if (rc)
 		goto fail;
-	rc = vmb__place(host, vmb_scrub_progress(b->ctx, &scrub) == 0 ?
-	    &scrub : NULL, doms, nr_doms, b->guest, &res.placement);
+	have_scrub = vmb_scrub_progress(b->ctx, &scrub) == 0;
+	rc = vmb__place(host, have_scrub ? &scrub : NULL, doms, nr_doms,
+	    b->guest, &res.placement);
 	if (rc)
 		goto fail;
+	if (b->opts.scrub_wait_ms && have_scrub &&
+	    (scrub.have & VMB_SCRUB_HAVE_DIRTY)) {
+		rc = wait_for_scrubber(b, &host, &scrub, doms, nr_doms, &res);
+		if (rc)
+			goto fail;
+	}
 
 	PHASE(VMB_PHASE_CREATE);
 	memcpy(res.uuid, b->guest->uuid, sizeof(res.uuid));

@@ -345,6 +345,13 @@ struct vmb_build_opts {
 	uint32_t batch_bytes_max;	/* 0: default */
 	uint32_t batches_in_flight;	/* per node; 0: default */
 	bool	start_paused;		/* leave the domain paused */
+	/*
+	 * When the chosen nodes' clean memory does not cover the guest and
+	 * the hypervisor is scrubbing in the background, wait up to this
+	 * long for it (re-placing as memory turns clean) rather than have
+	 * the populate scrub inline.  0: do not wait.
+	 */
+	uint32_t scrub_wait_ms;
 };
 
 enum vmb_build_phase {
@@ -395,6 +402,7 @@ struct vmb_build_result {
 	uint64_t start_info;	/* guest physical hvm_start_info; 0 if not loaded */
 	uint32_t workers;	/* populate threads used */
 	uint32_t workers_pinned;	/* of which pinned to their node's CPUs */
+	uint64_t scrub_wait_ns;	/* of phase place: waiting for the scrubber */
 	uint64_t phase_ns[VMB_PHASE_DONE];	/* time spent per phase */
 	uint64_t total_ns;
 };

@@ -6,7 +6,7 @@
  *
  *   vmb-build --hypervisor sim:PATH [--populate engine|libxl]
  *             [--batch-mib N] [--inflight N] [--memory MIB] [--paused]
- *             [--keep] [--json] CONFIG
+ *             [--scrub-wait-ms MS] [--keep] [--json] CONFIG
  *
  * Exit 0 on success, 1 when the build fails, 2 on usage errors.
  */
@@ -25,6 +25,7 @@ usage(void)
 	    "[--populate engine|libxl]\n"
 	    "                 [--batch-mib N] [--inflight N] [--memory MIB] "
 	    "[--paused] [--keep]\n"
+	    "                 [--scrub-wait-ms MS]\n"
 	    "                 [--json] CONFIG\n");
 	exit(2);
 }
@@ -46,10 +47,11 @@ print_result(const struct vmb_guest *g, const struct vmb_build_result *r,
 
 	if (json) {
 		printf("{\"domid\":%u,\"strategy\":\"%s\",\"memory_bytes\":%llu,"
-		    "\"total_ns\":%llu,\"phases_ns\":{", r->domid,
-		    vmb_populate_strategy_name(s),
+		    "\"total_ns\":%llu,\"scrub_wait_ns\":%llu,\"phases_ns\":{",
+		    r->domid, vmb_populate_strategy_name(s),
 		    (unsigned long long)g->memory_bytes,
-		    (unsigned long long)r->total_ns);
+		    (unsigned long long)r->total_ns,
+		    (unsigned long long)r->scrub_wait_ns);
 		for (int i = 0; i < VMB_PHASE_DONE; i++)
 			printf("%s\"%s\":%llu", i ? "," : "",
 			    vmb_build_phase_name(i),
@@ -78,6 +80,9 @@ print_result(const struct vmb_guest *g, const struct vmb_build_result *r,
 		printf("  %-9s %10.3f ms\n", vmb_build_phase_name(i),
 		    (double)r->phase_ns[i] / 1e6);
 	printf("  %-9s %10.3f ms\n", "total", (double)r->total_ns / 1e6);
+	if (r->scrub_wait_ns)
+		printf("  (place includes %.3f ms waiting for the scrubber)\n",
+		    (double)r->scrub_wait_ns / 1e6);
 	printf("populate: %llu calls, extents 1G/2M/4K %llu/%llu/%llu, "
 	    "%u workers (%u pinned), %.2f GiB/s\n",
 	    (unsigned long long)p->calls,
@@ -108,6 +113,7 @@ main(int argc, char **argv)
 		{ "keep", no_argument, NULL, 'k' },
 		{ "json", no_argument, NULL, 'j' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "scrub-wait-ms", required_argument, NULL, 'w' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct vmb_build_opts opts = { 0 };
@@ -153,6 +159,9 @@ main(int argc, char **argv)
 			break;
 		case 'v':
 			verbose = true;
+			break;
+		case 'w':
+			opts.scrub_wait_ms = (uint32_t)strtoul(optarg, NULL, 10);
 			break;
 		default:
 			usage();

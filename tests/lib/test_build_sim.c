@@ -216,6 +216,7 @@ on_progress(void *user, const struct vmb_progress *p)
 
 /* Small batches let a cancel land between them; 0: the default. */
 static uint32_t build_batch_bytes;
+static uint32_t build_scrub_wait_ms;
 
 static int
 build(struct vmb_ctx *ctx, const struct vmb_guest *g,
@@ -224,7 +225,8 @@ build(struct vmb_ctx *ctx, const struct vmb_guest *g,
 {
 	struct vmb_build_opts opts = { .strategy = strategy,
 	    .batch_bytes_max = build_batch_bytes,
-	    .batches_in_flight = build_batch_bytes ? 1 : 0 };
+	    .batches_in_flight = build_batch_bytes ? 1 : 0,
+	    .scrub_wait_ms = build_scrub_wait_ms };
 	struct vmb_build *b = NULL;
 	int rc;
 
@@ -596,6 +598,50 @@ test_numa2_config(void **state)
 	vmb_guest_free(g);
 }
 
+/*
+ * With scrub_wait_ms, a build that lands on dirty memory waits for the
+ * background scrubber instead of scrubbing inline (how long is not
+ * asserted: the machine is shared).
+ */
+static void
+test_scrub_wait(void **state)
+{
+	struct vmb_build_result res;
+	struct prog pr = { 0 };
+	struct vmb_guest g;
+	struct vmb_scrub sc;
+	uint64_t dirty = 0;
+
+	(void)state;
+	NEED_HVSIM();
+	wait_scrubbed(real_sim.ctx);
+	guest_init(&g, "dirtier", 600 * MIB);
+	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
+	    &res), 0);
+	assert_int_equal(vmb_domain_destroy(real_sim.ctx, res.domid), 0);
+	assert_int_equal(vmb_scrub_progress(real_sim.ctx, &sc), 0);
+	for (uint32_t n = 0; n < sc.nr_nodes; n++)
+		dirty += sc.nodes[n].dirty_bytes;
+	/* More than is clean: it waits for at least 240 MiB of scrubbing. */
+	guest_init(&g, "waiter", 2200 * MIB);
+	build_scrub_wait_ms = 30000;
+	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
+	    &res), 0);
+	build_scrub_wait_ms = 0;
+	print_message("# %llu MiB dirty at start; waited %.0f ms; %llu pages "
+	    "scrubbed inline; %s\n", (unsigned long long)(dirty / MIB),
+	    res.scrub_wait_ns / 1e6,
+	    (unsigned long long)res.populate.pages_scrubbed_inline,
+	    res.placement.reason);
+	assert_true(res.scrub_wait_ns <= res.phase_ns[VMB_PHASE_PLACE]);
+	/* Either it waited, or there was nothing dirty left to scrub. */
+	assert_true(res.scrub_wait_ns > 0 ||
+	    res.populate.pages_scrubbed_inline == 0);
+	if (dirty > 360 * MIB)
+		assert_non_null(strstr(res.placement.reason, "waited"));
+	assert_int_equal(vmb_domain_destroy(real_sim.ctx, res.domid), 0);
+}
+
 static void
 test_ctx_errors(void **state)
 {
@@ -622,6 +668,7 @@ main(void)
 		cmocka_unit_test(test_concurrent_builds),
 		cmocka_unit_test(test_numa2_config),
 		cmocka_unit_test(test_all_memory_back),
+		cmocka_unit_test(test_scrub_wait),
 		cmocka_unit_test(test_phantom_no_image),
 	};
 
