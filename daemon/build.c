@@ -86,6 +86,23 @@ build_result_json(const struct vmb_build_result *r,
 	return out;
 }
 
+static char *
+guest_json(const struct vmb_guest *guest)
+{
+	yajl_gen g = jg_new();
+	const char *text;
+	char *out;
+	size_t len;
+
+	if (g == NULL)
+		return NULL;
+	report_guest(g, guest);
+	text = jg_text(g, &len);
+	out = strndup(text, len);
+	yajl_gen_free(g);
+	return out;
+}
+
 static void
 build_run(struct job *job)
 {
@@ -192,6 +209,7 @@ build_done(struct job *job)
 	vmb_build_free(bj->build);
 	vmb_guest_free(bj->guest);
 	free(bj->rec.config_path);
+	free(bj->rec.config_json);
 	free(bj->build_json);
 	free(bj);
 	vmbd_status_changed();
@@ -283,9 +301,11 @@ build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
 	bj->rec.domid = VMB_DOMID_INVALID;
 	bj->rec.created_at = now_real();
 	bj->rec.config_path = config_path ? strdup(config_path) : NULL;
+	bj->rec.config_json = guest_json(guest);
 	bj->job.run = build_run;
 	bj->job.done = build_done;
-	vm = vm_add_building(guest->name, guest->uuid, t->id, config_path);
+	vm = vm_add_building(guest->name, guest->uuid, t->id, config_path,
+	    bj->rec.config_json);
 	if (vm == NULL) {
 		rc = call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
 		    "out of memory");
@@ -323,6 +343,7 @@ fail:
 	if (bj != NULL) {
 		vmb_build_free(bj->build);
 		free(bj->rec.config_path);
+		free(bj->rec.config_json);
 		free(bj);
 	}
 	vmb_guest_free(guest);

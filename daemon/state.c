@@ -108,7 +108,7 @@ int
 state_write(const struct state_record *rec)
 {
 	char path[4200], tmp[4200], u[37];
-	yajl_val build = NULL;
+	yajl_val build = NULL, config = NULL;
 	const char *text;
 	yajl_gen g;
 	size_t len;
@@ -129,6 +129,10 @@ state_write(const struct state_record *rec)
 		jg_kv_u64(g, "domid", rec->domid);
 	jg_kv_str(g, "config_path", rec->config_path);
 	jg_kv_dbl(g, "created_at", rec->created_at);
+	if (rec->config_json != NULL)
+		config = yajl_tree_parse(rec->config_json, NULL, 0);
+	jg_key(g, "config");
+	jg_tree(g, config);
 	if (rec->build_json != NULL)
 		build = yajl_tree_parse(rec->build_json, NULL, 0);
 	jg_key(g, "build");
@@ -161,6 +165,7 @@ out:
 	if (rc < 0)
 		log_warnx("state: cannot write %s: %s", path, strerror(-rc));
 	yajl_tree_free(build);
+	yajl_tree_free(config);
 	yajl_gen_free(g);
 	return rc;
 }
@@ -185,7 +190,8 @@ state_record_done(struct state_record *rec)
 {
 	free(rec->config_path);
 	free(rec->build_json);
-	rec->config_path = rec->build_json = NULL;
+	free(rec->config_json);
+	rec->config_path = rec->build_json = rec->config_json = NULL;
 }
 
 static char *
@@ -208,6 +214,24 @@ read_file(const char *path)
 out:
 	close(fd);
 	return buf;
+}
+
+/* An object of a record back to text (NULL when not an object). */
+static char *
+tree_text(yajl_val v)
+{
+	yajl_gen g;
+	const char *t;
+	char *out;
+	size_t len;
+
+	if (!YAJL_IS_OBJECT(v) || (g = jg_new()) == NULL)
+		return NULL;
+	jg_tree(g, v);
+	t = jg_text(g, &len);
+	out = strndup(t, len);
+	yajl_gen_free(g);
+	return out;
 }
 
 static int
@@ -244,17 +268,8 @@ state_parse(const char *path, const char *text, struct state_record *rec)
 	v = jv_get(root, "created_at");
 	if (YAJL_IS_NUMBER(v))
 		rec->created_at = YAJL_GET_DOUBLE(v);
-	v = jv_get(root, "build");
-	if (YAJL_IS_OBJECT(v)) {
-		yajl_gen g = jg_new();
-		const char *t;
-		size_t len;
-
-		jg_tree(g, v);
-		t = jg_text(g, &len);
-		rec->build_json = strndup(t, len);
-		yajl_gen_free(g);
-	}
+	rec->build_json = tree_text(jv_get(root, "build"));
+	rec->config_json = tree_text(jv_get(root, "config"));
 	rc = 0;
 	goto out;
 bad:

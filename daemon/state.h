@@ -27,6 +27,7 @@ struct state_record {
 	uint32_t	domid;		/* VMB_DOMID_INVALID when unknown */
 	char		*config_path;	/* may be NULL */
 	double		created_at;	/* Unix time */
+	char		*config_json;	/* guest summary as JSON text, or NULL */
 	char		*build_json;	/* build result as JSON text, or NULL */
 };
 

@@ -205,7 +205,7 @@ vm_add_foreign(const struct vmb_domain *dom)
 
 struct vm *
 vm_add_building(const char *name, const uint8_t uuid[16], uint64_t task,
-    const char *config_path)
+    const char *config_path, const char *config_json)
 {
 	struct vm *vm = vm_alloc(name);
 
@@ -217,6 +217,8 @@ vm_add_building(const char *name, const uint8_t uuid[16], uint64_t task,
 	vm->task = task;
 	vm->created_at = now_real();
 	vm->config_path = config_path ? strdup(config_path) : NULL;
+	if (config_json != NULL)
+		vm->config = yajl_tree_parse(config_json, NULL, 0);
 	V.seq++;
 	vm_list_invalidate();
 	vm_announce(vm, NULL);
@@ -278,6 +280,7 @@ vm_remove(struct vm *vm, bool announce)
 	V.seq++;
 	vm_list_invalidate();
 	yajl_tree_free(vm->build);
+	yajl_tree_free(vm->config);
 	free(vm->config_path);
 	free(vm);
 }
@@ -382,6 +385,8 @@ vm_gen_info(yajl_gen g, const struct vm *vm)
 		jg_kv_u64(g, "task", vm->task);
 	else
 		jg_kv_null(g, "task");
+	jg_key(g, "config");
+	jg_tree(g, vm->config);
 	jg_key(g, "placement_reason");
 	jg_tree(g, jv_get(jv_get(vm->build, "placement"), "reason"));
 	jg_key(g, "build");
@@ -679,6 +684,8 @@ vm_reconcile(void)
 		rec->config_path = NULL;
 		if (rec->build_json != NULL)
 			vm->build = yajl_tree_parse(rec->build_json, NULL, 0);
+		if (rec->config_json != NULL)
+			vm->config = yajl_tree_parse(rec->config_json, NULL, 0);
 	}
 	for (size_t d = 0; d < ndoms; d++) {
 		if (matched[d])

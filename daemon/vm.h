@@ -33,6 +33,7 @@ struct vm {
 	struct vmb_domain dom;		/* last seen from the hypervisor */
 	char		*config_path;
 	double		created_at;
+	yajl_val	config;		/* the guest as configured, or NULL */
 	yajl_val	build;		/* build result, or NULL */
 	struct vmb_placement placement;	/* nodes while building */
 	TAILQ_ENTRY(vm) entry;
@@ -53,7 +54,7 @@ struct vm *vm_find_uuid(const uint8_t uuid[16]);
 unsigned vm_count(void);
 
 struct vm *vm_add_building(const char *name, const uint8_t uuid[16],
-    uint64_t task, const char *config_path);
+    uint64_t task, const char *config_path, const char *config_json);
 /* Loop: progress of a build (learn the domid once created). */
 void vm_building_progress(const uint8_t uuid[16],
     const struct vmb_progress *p);

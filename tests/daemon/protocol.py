@@ -166,6 +166,9 @@ info = c.result("vm.info", {"vm": "p1"})
 ok(info["name"] == "p1" and isinstance(info["placement_reason"], str) and
    info["build"]["phases"]["populate"] >= 0 and info["uuid"],
    "vm.info by name: placement reason and build phases", info)
+ok(info["config"]["memory_bytes"] == 96 * MIB and
+   info["config"]["kernel"] == KERNEL and info["config"]["type"] == "pvh",
+   "vm.info: the guest as configured", info.get("config"))
 info2 = c.result("vm.info", {"vm": p1["id"]})
 ok(info2["name"] == "p1", "vm.info by domain id")
 

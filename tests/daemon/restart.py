@@ -97,6 +97,10 @@ ok(killed is not None, "vmbuildd killed -9 mid-populate (%s of %s bytes)" %
 if killed is None:
     done()
 ok(True, "the record of the interrupted build says building")
+ok(rec.get("uuid") and rec.get("config", {}).get("memory_bytes") ==
+   big_mib * MIB and rec.get("domid") is None,
+   "it holds the uuid and the config summary, written before the domain",
+   rec)
 big = "big"
 
 t = h.start_daemon()
@@ -107,8 +111,10 @@ ok(big not in vms and len(vms) == 1, "no half-built domain is listed", vms)
 ok("keep" in vms, "the VM built before the crash is listed by name", vms)
 info = c.result("vm.info", {"vm": "keep"})
 ok(info["uuid"] == keep_uuid and info["origin"] == "vmbuildd" and
-   info["build"] is not None,
-   "vm.info after restart: same uuid, build result from the record", info)
+   info["build"] is not None and
+   info["config"]["memory_bytes"] == 64 * MIB,
+   "vm.info after restart: same uuid, config and build result from the "
+   "record", info)
 ok(big not in records() and set(records()) == {"keep"},
    "the interrupted build's record is gone", records())
 log = open(os.path.join(h.dir, "vmbuildd.log")).read()
