@@ -93,6 +93,11 @@ events_scrub_arm(double seconds)
 void
 events_subscribe(struct conn *c, uint32_t mask)
 {
+	/* An empty list unsubscribes. */
+	if (mask == 0) {
+		events_forget(c);
+		return;
+	}
 	if (c->events == 0)
 		TAILQ_INSERT_TAIL(&E.subs, c, sub_entry);
 	events_count(c->events, -1);

@@ -99,6 +99,15 @@ ok(sorted(sub["events"]) == sorted(["task.progress", "task.done",
                                     "vm.state", "scrub.progress"]),
    "events.subscribe: all events by default", sub)
 
+# An empty list unsubscribes; a connection that did so and left must not
+# be notified (a freed subscriber would crash the daemon).
+u = h.client()
+ok(u.result("events.subscribe", {"events": ["vm.state"]})["events"] ==
+   ["vm.state"], "events.subscribe to one event")
+ok(u.result("events.subscribe", {"events": []})["events"] == [],
+   "events.subscribe with [] unsubscribes")
+u.close()
+
 # vm.create without waiting: a task, then task.done on the subscriber.
 r = c.result("vm.create", {"config": guest_cfg("p1", 96), "wait": False})
 ok(isinstance(r.get("task"), int) and r.get("vm") == "p1",
