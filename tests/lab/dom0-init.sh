@@ -220,6 +220,7 @@ big() {
 		if timed vmb-create-big $V create /etc/lab/vmb-big.cfg; then
 			wait_guest vmb-big holding 180
 			timed vmctl-list-big $V list || fail vmctl-list-big "vmctl list"
+			timed vmctl-info-big $V info vmb-big || fail vmctl-info-big "vmctl info"
 			xl list
 			timed vmb-destroy-big $V destroy vmb-big || fail vmb-destroy-big "vmctl destroy"
 			gone vmb-big 30 || fail vmb-big-gone "vmb-big still listed by xl after destroy"

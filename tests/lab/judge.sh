@@ -56,6 +56,12 @@ row "  destroy small (after its poweroff)" "$(num xl-destroy-small)" "$(num vmb-
 row "  destroy big (running)" "$(num xl-destroy-big)" "$(num vmb-destroy-big)"
 row "  vmctl host / list / info" "" "$(num vmctl-host)/$(num vmctl-list)/$(num vmctl-info)"
 grep -E '^\[[ 0-9.]*\]   vmctl-(scrub|stats)\| ' "$clean" | sed 's/^\[[ 0-9.]*\]   /reported by vmbuild: /'
+# How vmbuild populated each guest (calls and extents by order), from vmctl info.
+for i in vmctl-info vmctl-info-big; do
+	grep -qE "^\[[ 0-9.]*\]   $i\| " "$clean" || continue
+	echo "vmbuild populate ($i): $(grep -E "^\[[ 0-9.]*\]   $i\| +(memory_bytes|calls|4k|2m|1g|total_seconds|populate): +[0-9]" "$clean" |
+	    sed "s/^\[[ 0-9.]*\]   $i| *//; s/: */=/; s/ MiB/MiB/; s/ ms/ms/; s/ s\$/s/" | tr '\n' ' ')"
+done
 sizes=$(grep -E '^\[[ 0-9.]*\] \(d[0-9]+\).*vmbuild-guest: RAM ' "$clean" | sed -n 's/.*RAM \([0-9]*\) MiB.*/\1/p' | sort -nu | tr '\n' ' ')
 echo "guest sizes seen (MiB): ${sizes:-none}"
 grep -E '^\[[ 0-9.]*\] (INFO|LAB-SKIP) ' "$clean" | sed 's/^\[[ 0-9.]*\] //'
