@@ -462,16 +462,29 @@ heap_node_of(const struct heap *h, uint64_t mfn)
 	return (uint32_t)(mfn / h->nodes[0].pages);
 }
 
+/* Counts change under the node lock; read them under it too. */
 uint64_t
 heap_free_pages(struct heap *h, uint32_t node)
 {
-	return ATOMIC_LOAD(&h->nodes[node].free_pages);
+	struct hnode *n = &h->nodes[node];
+	uint64_t v;
+
+	pthread_mutex_lock(&n->lock);
+	v = n->free_pages;
+	pthread_mutex_unlock(&n->lock);
+	return v;
 }
 
 uint64_t
 heap_dirty_pages(struct heap *h, uint32_t node)
 {
-	return ATOMIC_LOAD(&h->nodes[node].dirty_pages);
+	struct hnode *n = &h->nodes[node];
+	uint64_t v;
+
+	pthread_mutex_lock(&n->lock);
+	v = n->dirty_pages;
+	pthread_mutex_unlock(&n->lock);
+	return v;
 }
 
 /*

@@ -63,7 +63,7 @@ scrub_main(void *arg)
 			struct timespec ts;
 
 			pthread_mutex_lock(&n->lock);
-			if (!hv->scrub_stop &&
+			if (!__atomic_load_n(&hv->scrub_stop, __ATOMIC_ACQUIRE) &&
 			    n->dirty_pages == n->scrubbing_pages) {
 				clock_gettime(CLOCK_REALTIME, &ts);
 				ts.tv_sec += 1;

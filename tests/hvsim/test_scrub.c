@@ -114,7 +114,7 @@ test_dirty_ends_clean(void **state)
 	assert_int_equal(hv->nr_workers, 4);
 	total = hv->heap.total_pages;
 	assert_int_equal(wait_clean(hv), 0);
-	assert_int_equal(hv->ctr.scrub_pages_boot, total);
+	assert_int_equal(ATOMIC_LOAD(&hv->ctr.scrub_pages_boot), total);
 	scrub_node_progress(hv, 1, &sn);
 	assert_int_equal(sn.workers, 2);
 	assert_int_equal(sn.boot_scrub_done, 1);
@@ -136,7 +136,8 @@ test_dirty_ends_clean(void **state)
 	assert_int_equal(dom_destroy(hv, id), 0);
 	assert_int_equal(wait_clean(hv), 0);
 	/* The domain's pages are scrubbed by the background workers. */
-	assert_int_equal(hv->ctr.scrub_pages_background, 4 * 512);
+	assert_int_equal(ATOMIC_LOAD(&hv->ctr.scrub_pages_background),
+	    4 * 512);
 	for (i = 0; i < 4; i++) {
 		uint64_t mfn = (i % 2) * (total / 2) + (i / 2) * 512ull;
 
