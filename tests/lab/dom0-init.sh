@@ -29,7 +29,7 @@ timed() {
 	_n=$1; shift
 	echo "MARK begin step=$_n"
 	_t0=$(up); timeout $STEP_LIMIT "$@" > /tmp/out.$_n 2>&1; _rc=$?; _t1=$(up)
-	[ $_rc = 143 ] && echo "LAB-FAIL step=$_n reason=killed after ${STEP_LIMIT}s"
+	[ $_rc = 143 ] && fail $_n "killed after ${STEP_LIMIT}s (hung?)"
 	sed "s/^/  $_n| /" /tmp/out.$_n
 	echo "MARK step=$_n rc=$_rc secs=$(secs $_t0 $_t1)"
 	return $_rc
