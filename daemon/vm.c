@@ -449,33 +449,41 @@ vm_unrecord(const uint8_t uuid[16])
 	worker_submit(&uj->job);
 }
 
-/* Merge a fresh domain list into the registry. */
+/*
+ * Merge a fresh domain list into the registry.  A domain is matched by
+ * uuid, or by domid when a uuid is missing on either side: Xen reuses
+ * domids, so a new domain must not inherit the name of a dead one.
+ */
 static void
 vm_apply(const struct vmb_domain *doms, size_t n)
 {
+	static unsigned generation;
 	struct vm *vm, *next;
-	bool *seen = calloc(V.count + n + 1, sizeof(*seen));
-	size_t idx;
 
-	if (seen == NULL)
-		return;
+	generation++;
 	/* Memory and states may have moved: rebuild the cached list. */
 	vm_list_invalidate();
 	for (size_t i = 0; i < n; i++) {
 		const struct vmb_domain *d = &doms[i];
 
 		vm = vm_find_uuid(d->uuid);
-		if (vm == NULL)
+		if (vm == NULL) {
 			vm = vm_find_domid(d->domid);
+			if (vm != NULL && !uuid_is_zero(vm->uuid) &&
+			    !uuid_is_zero(d->uuid))
+				vm = NULL;
+		}
 		if (vm == NULL) {
 			vm = vm_add_foreign(d);
 			if (vm != NULL) {
+				vm->seen = generation;
 				log_info("domain %u (%s) appeared", d->domid,
 				    vm->name);
 				vm_announce(vm, NULL);
 			}
 			continue;
 		}
+		vm->seen = generation;
 		if (vm->building) {
 			vm->domid = d->domid;
 			vm->dom = *d;
@@ -489,25 +497,15 @@ vm_apply(const struct vmb_domain *doms, size_t n)
 		vm->dom = *d;
 		vm->domid = d->domid;
 	}
-	/* Mark, by position, the VMs that are still there. */
-	idx = 0;
-	TAILQ_FOREACH(vm, &V.vms, entry) {
-		for (size_t i = 0; i < n; i++)
-			if (doms[i].domid == vm->domid)
-				seen[idx] = true;
-		idx++;
-	}
-	idx = 0;
-	for (vm = TAILQ_FIRST(&V.vms); vm != NULL; vm = next, idx++) {
+	for (vm = TAILQ_FIRST(&V.vms); vm != NULL; vm = next) {
 		next = TAILQ_NEXT(vm, entry);
-		if (seen[idx] || vm->building || vm->busy)
+		if (vm->seen == generation || vm->building || vm->busy)
 			continue;
 		log_info("domain %u (%s) is gone", vm->domid, vm->name);
 		if (vm->ours)
 			vm_unrecord(vm->uuid);
 		vm_remove(vm, true);
 	}
-	free(seen);
 }
 
 static void

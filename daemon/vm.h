@@ -31,6 +31,7 @@ struct vm {
 	bool		ours;		/* built by this daemon (has a record) */
 	bool		have_dom;
 	struct vmb_domain dom;		/* last seen from the hypervisor */
+	unsigned	seen;		/* refresh generation that saw it */
 	char		*config_path;
 	double		created_at;
 	yajl_val	config;		/* the guest as configured, or NULL */

@@ -13,6 +13,7 @@ import os
 import signal
 import socket
 import stat
+import subprocess
 import sys
 import time
 
@@ -447,6 +448,49 @@ expect_error(out.get("destroy"), E_PERMISSION, "vm.destroy by uid 65534")
 expect_error(out.get("cancel"), E_PERMISSION, "task.cancel by uid 65534")
 ok(any(v["name"] == "p1" for v in c.result("vm.list")["vms"]),
    "p1 survived the refused destroy")
+
+# ------------------------------------------- domains made by someone else
+# A second daemon on the same hvsim plays "another toolstack": its VM
+# appears in the first daemon's list as foreign, and disappears with it.
+other_sock = os.path.join(h.dir, "other.sock")
+other_log = open(os.path.join(h.dir, "other.log"), "ab")
+other = subprocess.Popen([VMBUILDD, "--foreground", "--metrics", "none",
+                          "--hypervisor", "sim:" + h.hv_sock, "--socket",
+                          other_sock, "--state-dir",
+                          os.path.join(h.dir, "state-other")],
+                         stdout=other_log, stderr=other_log)
+for _ in range(200):
+    if os.path.exists(other_sock):
+        break
+    time.sleep(0.05)
+time.sleep(0.2)
+o = Client(other_sock)
+r = o.call("vm.create", {"config": guest_cfg("ext", 16), "wait": True})
+ok("result" in r, "another toolstack builds \"ext\"", r)
+ext = None
+for _ in range(100):
+    ext = {v["name"]: v for v in c.result("vm.list")["vms"]}.get("ext")
+    if ext is not None:
+        break
+    time.sleep(0.1)
+ok(ext is not None, "the foreign domain appears in vm.list", ext)
+ok(ext is not None and
+   c.result("vm.info", {"vm": "ext"})["origin"] == "foreign",
+   "vm.info says it is foreign")
+ok(ev.event(lambda m: m["method"] == "vm.state" and
+            m["params"]["vm"] == "ext", timeout=10) is not None,
+   "vm.state event for the foreign domain")
+o.result("vm.destroy", {"vm": "ext"})
+gone = False
+for _ in range(100):
+    if "ext" not in {v["name"] for v in c.result("vm.list")["vms"]}:
+        gone = True
+        break
+    time.sleep(0.1)
+ok(gone, "and leaves vm.list when it is destroyed elsewhere")
+o.close()
+other.terminate()
+other.wait(30)
 
 # ------------------------------------------------- destroy and clean up
 for name in ("p1", "p2", "p3", "orphan"):
