@@ -60,7 +60,7 @@ grep -E '^\[[ 0-9.]*\]   vmctl-(scrub|stats)\| ' "$clean" | sed 's/^\[[ 0-9.]*\]
 for i in vmctl-info vmctl-info-big; do
 	grep -qE "^\[[ 0-9.]*\]   $i\| " "$clean" || continue
 	echo "vmbuild populate ($i): $(grep -E "^\[[ 0-9.]*\]   $i\| +(memory_bytes|calls|4k|2m|1g|total_seconds|populate): +[0-9]" "$clean" |
-	    sed "s/^\[[ 0-9.]*\]   $i| *//; s/: */=/; s/ MiB/MiB/; s/ ms/ms/; s/ s\$/s/" | tr '\n' ' ')"
+	    sed "s/^\[[ 0-9.]*\]   $i| *//; s/: */=/; s/ MiB/MiB/; s/ GiB/GiB/; s/ ms/ms/; s/ s\$/s/" | awk '!seen[$0]++' | tr '\n' ' ')"
 done
 sizes=$(grep -E '^\[[ 0-9.]*\] \(d[0-9]+\).*vmbuild-guest: RAM ' "$clean" | sed -n 's/.*RAM \([0-9]*\) MiB.*/\1/p' | sort -nu | tr '\n' ' ')
 echo "guest sizes seen (MiB): ${sizes:-none}"
