@@ -97,6 +97,10 @@ find_memory(const struct hvm_start_info *si, const char *cmdline,
 	return -1;
 }
 
+/*
+ * On Xen a vCPU halted with interrupts off is taken down, and a domain
+ * with no vCPU up is powered off ("All CPUs offline"): the end either way.
+ */
 static void
 halt(void)
 {
@@ -143,8 +147,8 @@ hello_main(uint32_t start_info_paddr)
 		cons_printf("vmbuild-guest: hello from domain %llu\n",
 		    (unsigned long long)domid);
 	else
-		cons_printf("vmbuild-guest: hello from domain unknown "
-		    "(no CPUID domid, no domid= on the command line)\n");
+		cons_printf("vmbuild-guest: hello from domain ? "
+		    "(no CPUID domid, no domid=)\n");
 
 	/* Xen splits debug-port lines at 78 characters: keep them short. */
 	cons_printf("vmbuild-guest: Xen %u.%u, start_info %s v%u at 0x%x\n",
@@ -154,8 +158,8 @@ hello_main(uint32_t start_info_paddr)
 	cons_printf("vmbuild-guest: PV console ring: %s\n", ring ? "yes" : "no");
 
 	if (find_memory(si, cmdline, &map) != 0) {
-		cons_printf("vmbuild-guest: no memory map (start_info, "
-		    "XENMEM_memory_map, mem=): nothing touched\n");
+		cons_printf("vmbuild-guest: no memory map found, "
+		    "nothing touched\n");
 		map.nr = 0;
 		map.source = "none";
 	}
