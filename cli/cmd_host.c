@@ -118,6 +118,43 @@ cpus_text(yajl_val v, char *buf, size_t len)
 	return buf;
 }
 
+/*
+ * The CPU topology, one row per CPU; a large host gets the counts only
+ * (its per-node CPU ranges are in the node table already).
+ */
+static void
+host_cpus(yajl_val cpus)
+{
+	static const char *const hdr[] = { "CPU", "NODE", "SOCKET", "CORE",
+		"THREAD" };
+	char a[16], b[16], c[16], d[16], e[16];
+	struct table *t;
+	yajl_val x;
+	size_t i;
+
+	if (!YAJL_IS_ARRAY(cpus) || cpus->u.array.len == 0)
+		return;
+	if (cpus->u.array.len > 64) {
+		printf("\n%zu CPUs (vmctl --json host lists each)\n",
+		    cpus->u.array.len);
+		return;
+	}
+	t = table_new(5, hdr);
+	for (i = 0; i < 5; i++)
+		table_right(t, (int)i);
+	for (i = 0; i < cpus->u.array.len; i++) {
+		x = cpus->u.array.values[i];
+		table_add(t, jtext(x, "cpu", a, sizeof(a)),
+		    jtext(x, "node", b, sizeof(b)),
+		    jtext(x, "socket", c, sizeof(c)),
+		    jtext(x, "core", d, sizeof(d)),
+		    jtext(x, "thread", e, sizeof(e)));
+	}
+	printf("\n");
+	table_print(t, stdout, NULL);
+	table_free(t);
+}
+
 int
 cmd_host(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
     char **argv)
@@ -182,6 +219,7 @@ cmd_host(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 		printf("\n");
 		table_print(t, stdout, NULL);
 	}
+	host_cpus(jget(res, "cpus"));
 out:
 	table_free(t);
 	yajl_tree_free(hello);
