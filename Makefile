@@ -71,4 +71,4 @@ check-xen:
 clean:
 	rm -rf $(B)
 
--include $(shell find $(B) -name '*.d' 2>/dev/null)
+-include $(shell find $(OBJ) -name '*.d' -type f 2>/dev/null)
