@@ -16,6 +16,7 @@
  * Output lines are "key=value ..." for run.sh to combine.
  */
 #include <errno.h>
+#include <stdbool.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -265,11 +266,12 @@ scrub_once(struct hvc *c, const struct hv_extent *e, uint32_t nr,
 	double t0;
 	uint32_t i;
 	int rc, boot;
+	bool first = *fd < 0;
 
 	rc = hvc_populate(c, a, HV_POPF_EXACT_NODE, e, nr, NULL, NULL);
 	if (rc < 0)
 		die("populate", rc);
-	for (i = 0; *fd < 0 && i < nr; i++) {
+	for (i = 0; first && i < nr; i++) {
 		rc = hvc_map(c, a, e[i].gfn, 512, mfns, i == 0 ? fd : NULL);
 		if (rc < 0)
 			die("map", rc);
