@@ -9,6 +9,7 @@
 #   make demo       install, build, start hvsim + vmbuildd, create the examples
 #   make bench      benchmarks (ratios against a baseline of the same run)
 #   make check-xen  the lab: a real Xen 4.17 under QEMU
+#   make install    vmbuildd, vmctl and the systemd units (DESTDIR, PREFIX)
 #   make clean
 
 CC	?= cc
@@ -30,7 +31,7 @@ ALL	:=
 TESTS	:=
 BENCH	:=
 
-.PHONY: all check demo bench check-xen clean deps deps-check
+.PHONY: all check demo bench check-xen clean deps install
 all: build-all
 
 include hypervisor/lib/build.mk
@@ -67,6 +68,20 @@ check-xen:
 	scripts/deps.sh build lab
 	$(MAKE) build-all
 	tests/lab/run.sh
+
+# Install on a Xen host: the daemon, the client and the systemd units.
+# hvsim is a development and test tool and is not installed.
+DESTDIR	?=
+PREFIX	?= /usr
+UNITDIR	?= /lib/systemd/system
+SYSUSERSDIR ?= /usr/lib/sysusers.d
+install: build-all
+	install -D -m 0755 $(BIN)/vmbuildd $(DESTDIR)$(PREFIX)/sbin/vmbuildd
+	install -D -m 0755 $(BIN)/vmctl $(DESTDIR)$(PREFIX)/bin/vmctl
+	install -D -m 0644 systemd/vmbuildd.service $(DESTDIR)$(UNITDIR)/vmbuildd.service
+	install -D -m 0644 systemd/vmbuildd.socket $(DESTDIR)$(UNITDIR)/vmbuildd.socket
+	install -D -m 0644 systemd/vmbuild.sysusers $(DESTDIR)$(SYSUSERSDIR)/vmbuild.conf
+	install -D -m 0644 build/guest/hello.elf $(DESTDIR)$(PREFIX)/lib/vmbuild/hello.elf
 
 clean:
 	rm -rf $(B)
