@@ -313,22 +313,37 @@ worker_main(void *arg)
 	return NULL;
 }
 
-/* Cut one node's extents into batches of at most batch_bytes. */
+/*
+ * Cut one node's extents into batches.  The number of batches is what
+ * batch_bytes asks for, but at least `inflight` (so that every worker of
+ * the node has one) when there are extents enough; their bytes are then
+ * spread evenly, so that no worker is left with a long tail while the
+ * others idle.  A batch never splits an extent (a 1 GiB extent larger
+ * than batch_bytes is a batch of its own) and holds at most
+ * VMB_BATCH_EXTENTS_MAX extents (one hypervisor request).
+ */
 static int
-make_batches(struct node_work *nw, uint64_t batch_bytes)
+make_batches(struct node_work *nw, uint64_t batch_bytes, uint32_t inflight)
 {
-	size_t nb = 0;
+	uint64_t total = extents_bytes(nw->ext, nw->nr_ext), want, target;
 	uint64_t bytes = 0;
+	size_t nb = 0;
 
 	nw->batch = malloc((nw->nr_ext + 1) * sizeof(*nw->batch));
 	if (!nw->batch)
 		return -ENOMEM;
+	want = (total + batch_bytes - 1) / batch_bytes;
+	if (want < inflight)
+		want = inflight;
+	if (want > nw->nr_ext)
+		want = nw->nr_ext;
+	target = want ? (total + want - 1) / want : total;
 	for (size_t i = 0; i < nw->nr_ext; i++) {
 		uint64_t eb = VMB_PAGE_SIZE << nw->ext[i].order;
 		size_t in_batch = nb ? i - nw->batch[nb - 1] : 0;
 
 		/* Start a new batch when this extent would overflow it. */
-		if (nb == 0 || (bytes + eb > batch_bytes && bytes > 0) ||
+		if (nb == 0 || (bytes + eb > target && bytes > 0) ||
 		    in_batch >= VMB_BATCH_EXTENTS_MAX) {
 			nw->batch[nb++] = i;
 			bytes = 0;
@@ -344,7 +359,7 @@ static int
 populate_engine(struct vmb__populate_job *job, struct progress *pr)
 {
 	struct node_work *nws = NULL;
-	struct worker *ws = NULL;
+	struct worker *ws = NULL, *self = NULL;
 	uint32_t inflight = job->inflight ? job->inflight :
 	    VMB_INFLIGHT_DEFAULT, nr_nw = 0;
 	uint64_t batch_bytes = job->batch_bytes ? job->batch_bytes :
@@ -387,7 +402,7 @@ populate_engine(struct vmb__populate_job *job, struct progress *pr)
 		nw->nr_ext += need;
 	}
 	for (uint32_t i = 0; i < nr_nw; i++) {
-		rc = make_batches(&nws[i], batch_bytes);
+		rc = make_batches(&nws[i], batch_bytes, inflight);
 		if (rc)
 			goto out;
 		plan_pinning(job->host, &nws[i]);
@@ -397,23 +412,40 @@ populate_engine(struct vmb__populate_job *job, struct progress *pr)
 		    inflight;
 
 		for (size_t j = 0; j < k; j++) {
-			struct worker *w = &ws[nr_workers];
-
-			w->nw = &nws[i];
-			w->pr = pr;
-			if (pthread_create(&w->tid, NULL, worker_main, w) != 0) {
-				rc = -EAGAIN;
-				atomic_store(&pr->failed, true);
-				break;
-			}
-			w->started = true;
+			ws[nr_workers].nw = &nws[i];
+			ws[nr_workers].pr = pr;
 			nr_workers++;
 		}
-		if (rc)
+	}
+	/*
+	 * The calling thread is one of the workers (one unpinned worker:
+	 * its affinity is the caller's to keep): a thread fewer to start,
+	 * and none at all for a guest that is one batch on one node.
+	 */
+	for (size_t i = 0; i < nr_workers; i++)
+		if (!ws[i].nw->pin)
+			self = &ws[i];
+	for (size_t i = 0; i < nr_workers; i++) {
+		struct worker *w = &ws[i];
+
+		if (w == self)
+			continue;
+		if (pthread_create(&w->tid, NULL, worker_main, w) != 0) {
+			rc = -EAGAIN;
+			atomic_store(&pr->failed, true);
 			break;
+		}
+		w->started = true;
+	}
+	if (self && !rc) {
+		worker_main(self);
+		self->started = true;
 	}
 	for (size_t i = 0; i < nr_workers; i++) {
-		pthread_join(ws[i].tid, NULL);
+		if (!ws[i].started)
+			continue;
+		if (&ws[i] != self)
+			pthread_join(ws[i].tid, NULL);
 		stats_add(&job->stats, &ws[i].stats);
 		if (ws[i].rc && !rc)
 			rc = ws[i].rc;
