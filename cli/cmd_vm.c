@@ -550,6 +550,29 @@ out:
 	return rc;
 }
 
+/*
+ * The daemon sends null for populate counts the hypervisor does not
+ * report (stock Xen: scrubbing, flushes); say so rather than "-".
+ */
+static void
+mark_unavailable(yajl_val vm)
+{
+	yajl_val pop = jget(jget(vm, "build"), "populate");
+	char *text;
+
+	if (!YAJL_IS_OBJECT(pop))
+		return;
+	for (size_t i = 0; i < pop->u.object.len; i++) {
+		yajl_val v = pop->u.object.values[i];
+
+		if (!YAJL_IS_NULL(v) || !(text = strdup("unavailable")))
+			continue;
+		/* yajl_tree_free() frees a string node's text. */
+		v->type = yajl_t_string;
+		v->u.string = text;
+	}
+}
+
 int
 cmd_info(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
     char **argv)
@@ -567,6 +590,7 @@ cmd_info(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 	vm = jget(res, "vm");
 	if (!YAJL_IS_OBJECT(vm))
 		vm = res;
+	mark_unavailable(vm);
 	/* Everything the daemon says, humanised by the units keys name. */
 	fmt_tree(vm, 0);
 out:

@@ -186,6 +186,16 @@ report_host(yajl_gen g, const struct vmb_host *h)
 	yajl_gen_map_close(g);
 }
 
+static void
+kv_known(yajl_gen g, const char *key, uint64_t v, bool known)
+{
+	jg_key(g, key);
+	if (known)
+		jg_u64(g, v);
+	else
+		yajl_gen_null(g);
+}
+
 void
 report_build(yajl_gen g, const struct vmb_build_result *r,
     enum vmb_populate_strategy strategy)
@@ -219,11 +229,17 @@ report_build(yajl_gen g, const struct vmb_build_result *r,
 	yajl_gen_map_open(g);
 	jg_kv_u64(g, "calls", s->calls);
 	by_name(g, "extents", order_class, s->extents, VMB_ORDER_CLASS_MAX);
-	jg_kv_u64(g, "pages_scrubbed_inline", s->pages_scrubbed_inline);
-	jg_kv_u64(g, "pages_fallback", s->pages_fallback);
-	jg_kv_u64(g, "flushes_issued", s->flushes_issued);
-	jg_kv_u64(g, "flushes_avoided", s->flushes_avoided);
-	jg_kv_u64(g, "filter_evaluations", s->filter_evaluations);
+	/* Counts the backend cannot know are null, not 0. */
+	kv_known(g, "pages_scrubbed_inline", s->pages_scrubbed_inline,
+	    s->have & VMB_POPSTAT_HAVE_SCRUBBED_INLINE);
+	kv_known(g, "pages_fallback", s->pages_fallback,
+	    s->have & VMB_POPSTAT_HAVE_FALLBACK);
+	kv_known(g, "flushes_issued", s->flushes_issued,
+	    s->have & VMB_POPSTAT_HAVE_FLUSHES);
+	kv_known(g, "flushes_avoided", s->flushes_avoided,
+	    s->have & VMB_POPSTAT_HAVE_FLUSHES);
+	kv_known(g, "filter_evaluations", s->filter_evaluations,
+	    s->have & VMB_POPSTAT_HAVE_FILTER);
 	jg_key(g, "node_bytes");
 	yajl_gen_map_open(g);
 	for (int i = 0; i < VMB_MAX_NODES; i++) {

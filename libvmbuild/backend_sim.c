@@ -494,6 +494,10 @@ sim_populate(void *priv, uint32_t domid, uint32_t flags,
 	st->flushes_issued += hs.flushes_issued;
 	st->flushes_avoided += hs.flushes_avoided;
 	st->filter_evaluations += hs.filter_evaluations;
+	/* hvsim counts all of these, whatever its flush mode. */
+	st->have |= VMB_POPSTAT_HAVE_SCRUBBED_INLINE |
+	    VMB_POPSTAT_HAVE_FALLBACK | VMB_POPSTAT_HAVE_FLUSHES |
+	    VMB_POPSTAT_HAVE_FILTER;
 	for (uint32_t i = 0; i < done; i++) {
 		st->extents[order_class(ext[i].order)]++;
 		if (ext[i].node < VMB_MAX_NODES)

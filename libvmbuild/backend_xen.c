@@ -656,7 +656,7 @@ xen_populate_split(struct xen_be *be, uint32_t domid, unsigned memflags,
  * itself.  An extent Xen cannot find as one buddy is split (see
  * xen_populate_split), so a fragmented heap costs calls, not the build.
  * Stock Xen reports nothing about flushes or scrubbing, so those
- * stats are left alone.
+ * stats are left alone and stats->have stays clear: they are unknown.
  */
 static int
 xen_populate(void *priv, uint32_t domid, uint32_t flags,

@@ -115,6 +115,7 @@ stats_add(struct vmb_populate_stats *a, const struct vmb_populate_stats *b)
 	a->flushes_avoided += b->flushes_avoided;
 	a->filter_evaluations += b->filter_evaluations;
 	a->extents_split += b->extents_split;
+	a->have |= b->have;
 	for (int i = 0; i < VMB_MAX_NODES; i++)
 		a->node_bytes[i] += b->node_bytes[i];
 }
@@ -316,7 +317,9 @@ worker_main(void *arg)
 /*
  * Cut one node's extents into batches.  The number of batches is what
  * batch_bytes asks for, but at least `inflight` (so that every worker of
- * the node has one) when there are extents enough; their bytes are then
+ * the node has one) when there are extents enough and each batch still
+ * holds VMB_BATCH_SPLIT_MIN (below that a thread and a call cost more
+ * than running the pieces side by side can save); their bytes are then
  * spread evenly, so that no worker is left with a long tail while the
  * others idle.  A batch never splits an extent (a 1 GiB extent larger
  * than batch_bytes is a batch of its own) and holds at most
@@ -333,8 +336,11 @@ make_batches(struct node_work *nw, uint64_t batch_bytes, uint32_t inflight)
 	if (!nw->batch)
 		return -ENOMEM;
 	want = (total + batch_bytes - 1) / batch_bytes;
+	/* More batches than the size asks for only when each stays big. */
 	if (want < inflight)
-		want = inflight;
+		want = total / VMB_BATCH_SPLIT_MIN > inflight ? inflight :
+		    (total / VMB_BATCH_SPLIT_MIN > want ?
+		    total / VMB_BATCH_SPLIT_MIN : want);
 	if (want > nw->nr_ext)
 		want = nw->nr_ext;
 	target = want ? (total + want - 1) / want : total;

@@ -65,6 +65,7 @@ int vmb__place(const struct vmb_host *host, const struct vmb_scrub *scrub,
  * request of its own: as many calls as the libxl pattern).
  */
 #define VMB_BATCH_BYTES_DEFAULT	(2u << 30)
+#define VMB_BATCH_SPLIT_MIN	(1ull << 30)
 #define VMB_INFLIGHT_DEFAULT	2
 #define VMB_INFLIGHT_MAX	16
 #define VMB_BATCH_EXTENTS_MAX	4096	/* HV_MAX_EXTENTS: one call per batch */

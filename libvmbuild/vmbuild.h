@@ -390,7 +390,20 @@ struct vmb_populate_stats {
 	uint64_t filter_evaluations;
 	uint64_t node_bytes[VMB_MAX_NODES];
 	uint64_t extents_split;		/* retried as smaller orders (no room) */
+	/*
+	 * Which of the hypervisor-side counts above the backend knows
+	 * (VMB_POPSTAT_HAVE_*); a count whose bit is clear is unknown, not
+	 * zero: stock Xen reports nothing about scrubbing or flushes.
+	 * calls, extents, node_bytes and extents_split are always known
+	 * (the library counts them).
+	 */
+	uint32_t have;
 };
+
+#define VMB_POPSTAT_HAVE_SCRUBBED_INLINE	0x1u	/* pages_scrubbed_inline */
+#define VMB_POPSTAT_HAVE_FALLBACK	0x2u	/* pages_fallback */
+#define VMB_POPSTAT_HAVE_FLUSHES	0x4u	/* flushes_issued, flushes_avoided */
+#define VMB_POPSTAT_HAVE_FILTER		0x8u	/* filter_evaluations */
 
 struct vmb_build_result {
 	uint32_t domid;

@@ -44,6 +44,23 @@ print_result(const struct vmb_guest *g, const struct vmb_build_result *r,
 	const struct vmb_populate_stats *p = &r->populate;
 	double gib = (double)g->memory_bytes / (double)(1ull << 30);
 	double pop_s = (double)r->phase_ns[VMB_PHASE_POPULATE] / 1e9;
+	/* The hypervisor's counts, each known or not (p->have). */
+	const struct {
+		const char *key;
+		const uint64_t *v;
+		uint32_t have;
+	} hv[] = {
+		{ "pages_scrubbed_inline", &p->pages_scrubbed_inline,
+		    VMB_POPSTAT_HAVE_SCRUBBED_INLINE },
+		{ "pages_fallback", &p->pages_fallback,
+		    VMB_POPSTAT_HAVE_FALLBACK },
+		{ "flushes_issued", &p->flushes_issued,
+		    VMB_POPSTAT_HAVE_FLUSHES },
+		{ "flushes_avoided", &p->flushes_avoided,
+		    VMB_POPSTAT_HAVE_FLUSHES },
+		{ "filter_evaluations", &p->filter_evaluations,
+		    VMB_POPSTAT_HAVE_FILTER },
+	};
 
 	if (json) {
 		printf("{\"domid\":%u,\"strategy\":\"%s\",\"memory_bytes\":%llu,"
@@ -57,19 +74,20 @@ print_result(const struct vmb_guest *g, const struct vmb_build_result *r,
 			    vmb_build_phase_name(i),
 			    (unsigned long long)r->phase_ns[i]);
 		printf("},\"populate\":{\"calls\":%llu,\"extents_4k\":%llu,"
-		    "\"extents_2m\":%llu,\"extents_1g\":%llu,"
-		    "\"pages_scrubbed_inline\":%llu,\"flushes_issued\":%llu,"
-		    "\"flushes_avoided\":%llu,\"filter_evaluations\":%llu,"
-		    "\"workers\":%u,\"workers_pinned\":%u},"
-		    "\"image_loaded\":%s}\n",
+		    "\"extents_2m\":%llu,\"extents_1g\":%llu",
 		    (unsigned long long)p->calls,
 		    (unsigned long long)p->extents[VMB_ORDER_4K],
 		    (unsigned long long)p->extents[VMB_ORDER_2M],
-		    (unsigned long long)p->extents[VMB_ORDER_1G],
-		    (unsigned long long)p->pages_scrubbed_inline,
-		    (unsigned long long)p->flushes_issued,
-		    (unsigned long long)p->flushes_avoided,
-		    (unsigned long long)p->filter_evaluations, r->workers,
+		    (unsigned long long)p->extents[VMB_ORDER_1G]);
+		for (size_t i = 0; i < sizeof(hv) / sizeof(hv[0]); i++) {
+			if (p->have & hv[i].have)
+				printf(",\"%s\":%llu", hv[i].key,
+				    (unsigned long long)*hv[i].v);
+			else
+				printf(",\"%s\":null", hv[i].key);
+		}
+		printf(",\"workers\":%u,\"workers_pinned\":%u},"
+		    "\"image_loaded\":%s}\n", r->workers,
 		    r->workers_pinned, r->image_loaded ? "true" : "false");
 		return;
 	}
@@ -90,12 +108,16 @@ print_result(const struct vmb_guest *g, const struct vmb_build_result *r,
 	    (unsigned long long)p->extents[VMB_ORDER_2M],
 	    (unsigned long long)p->extents[VMB_ORDER_4K], r->workers,
 	    r->workers_pinned, pop_s > 0 ? gib / pop_s : 0.0);
-	printf("hypervisor: %llu pages scrubbed inline, %llu flushes issued, "
-	    "%llu avoided, %llu filter evaluations\n",
-	    (unsigned long long)p->pages_scrubbed_inline,
-	    (unsigned long long)p->flushes_issued,
-	    (unsigned long long)p->flushes_avoided,
-	    (unsigned long long)p->filter_evaluations);
+	printf("hypervisor:");
+	for (size_t i = 0; i < sizeof(hv) / sizeof(hv[0]); i++) {
+		if (p->have & hv[i].have)
+			printf(" %s %llu%s", hv[i].key,
+			    (unsigned long long)*hv[i].v,
+			    i + 1 < sizeof(hv) / sizeof(hv[0]) ? "," : "\n");
+		else
+			printf(" %s unavailable%s", hv[i].key,
+			    i + 1 < sizeof(hv) / sizeof(hv[0]) ? "," : "\n");
+	}
 	printf("image: %s\n", r->image_loaded ? "loaded" :
 	    "not loaded (the hypervisor cannot map guest memory)");
 }
