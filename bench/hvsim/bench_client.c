@@ -13,6 +13,20 @@
  *	loop over the same pages (the host memory descriptor from
  *	HV_OP_MAP), with one thread per host CPU and with one thread.
  *
+ *   bench_client dirty SOCK GIB ROUNDS
+ *	Populate GIB GiB (2 MiB extents, HV_POPF_ALLOW_DIRTY) right after
+ *	a domain of the same size was destroyed, so that the populate
+ *	takes dirty pages and scrubs them inline; then the same populate
+ *	on clean memory; then one thread's plain non-temporal zeroing of
+ *	the same bytes.  Best of ROUNDS each, and the inline/background
+ *	page counts of the dirty populate.
+ *
+ *   bench_client boot SOCK GIB
+ *	Run against a freshly started hvsim: populate GIB GiB while the
+ *	boot scrub runs.  Then zero GIB GiB of a fresh memfd twice with
+ *	one thread: the first pass pays the first touch of every page
+ *	(which the boot scrub pays too), the second does not.
+ *
  * Output lines are "key=value ..." for run.sh to combine.
  */
 #include <errno.h>
@@ -351,6 +365,194 @@ bench_scrub(const char *path)
 	hvc_close(c);
 }
 
+/* 2 MiB extents covering `gib` GiB, alternating nodes. */
+static uint32_t
+extents_gib(struct hvc *c, double gib, struct hv_extent **ret)
+{
+	struct hv_host_info *hi;
+	struct hv_extent *e;
+	uint32_t n, i, nr;
+	uint64_t total = 0;
+	int rc;
+
+	rc = hvc_host_info(c, &hi);
+	if (rc < 0)
+		die("host info", rc);
+	n = hi->nr_nodes;
+	for (i = 0; i < n; i++)
+		total += hvc_host_nodes(hi)[i].total_pages;
+	free(hi);
+	nr = (uint32_t)(gib * 512);
+	if (nr == 0 || (uint64_t)nr * 512 > total / 8 * 7) {
+		fprintf(stderr, "bench_client: %.2f GiB does not fit in 7/8 "
+		    "of the host's %llu MiB\n", gib,
+		    (unsigned long long)(total >> 8));
+		exit(2);
+	}
+	e = calloc(nr, sizeof(*e));
+	if (!e)
+		die("calloc", -ENOMEM);
+	for (i = 0; i < nr; i++)
+		e[i] = (struct hv_extent){ .gfn = (uint64_t)i * 512,
+		    .order = 9, .node = (uint16_t)(i % n) };
+	*ret = e;
+	return nr;
+}
+
+/* Time one populate of a new domain; its id in *ret_id. */
+static double
+timed_populate(struct hvc *c, const struct hv_extent *e, uint32_t nr,
+    struct hv_populate_stats *st, hv_domid_t *ret_id)
+{
+	hv_domid_t id = create(c, "timed");
+	double t0;
+	int rc;
+
+	memset(st, 0, sizeof(*st));
+	t0 = now_s();
+	rc = hvc_populate(c, id, HV_POPF_EXACT_NODE | HV_POPF_ALLOW_DIRTY, e,
+	    nr, st, NULL);
+	t0 = now_s() - t0;
+	if (rc < 0)
+		die("populate", rc);
+	*ret_id = id;
+	return t0;
+}
+
+static void
+bench_dirty(const char *path, double gib, int rounds)
+{
+	struct hvc *c = open_wait(path);
+	struct hv_populate_stats st;
+	struct hv_counters c0, c1;
+	struct hv_extent *e;
+	uint64_t *starts, m[512], inl = 0, bg = 0;
+	uint8_t *base = MAP_FAILED;
+	double td = 1e30, tc = 1e30, tn = 1e30, t;
+	hv_domid_t a, b;
+	uint32_t nr, i;
+	int r, rc, fd = -1;
+	uint64_t d, tot;
+	int boot;
+
+	nr = extents_gib(c, gib, &e);
+	starts = calloc(nr, sizeof(*starts));
+	wait_clean(c);
+	host_dirty(c, &d, &tot, &boot, NULL);
+	for (r = 0; r < rounds; r++) {
+		/* Dirty: the pages of a domain destroyed just before. */
+		a = create(c, "fill");
+		rc = hvc_populate(c, a, HV_POPF_EXACT_NODE, e, nr, NULL, NULL);
+		if (rc < 0)
+			die("populate fill", rc);
+		hvc_counters(c, &c0);
+		hvc_domain_op(c, HV_OP_DOMAIN_DESTROY, a);
+		t = timed_populate(c, e, nr, &st, &b);
+		hvc_counters(c, &c1);
+		if (t < td) {
+			td = t;
+			inl = st.pages_scrubbed_inline;
+			bg = c1.scrub_pages_background -
+			    c0.scrub_pages_background;
+		}
+		for (i = 0; r == 0 && i < nr; i++) {
+			rc = hvc_map(c, b, e[i].gfn, 512, m, i ? NULL : &fd);
+			if (rc < 0)
+				die("map", rc);
+			starts[i] = m[0];
+		}
+		hvc_domain_op(c, HV_OP_DOMAIN_DESTROY, b);
+		wait_clean(c);
+		/* Clean: the same populate when nothing is dirty. */
+		t = timed_populate(c, e, nr, &st, &b);
+		if (t < tc)
+			tc = t;
+		hvc_domain_op(c, HV_OP_DOMAIN_DESTROY, b);
+		wait_clean(c);
+		/* The plain loop over the same (free, clean) frames. */
+		if (base == MAP_FAILED) {
+			base = mmap(NULL, tot << 12, PROT_READ | PROT_WRITE,
+			    MAP_SHARED | MAP_POPULATE, fd, 0);
+			if (base == MAP_FAILED)
+				die("mmap", -errno);
+			nt_zero(base, starts, nr, 1);	/* warm-up */
+		}
+		t = nt_zero(base, starts, nr, 1);
+		if (t < tn)
+			tn = t;
+	}
+	printf("dirty gib=%.3f rounds=%d dirty_s=%.4f clean_s=%.4f nt1_s=%.4f "
+	    "inline_pages=%llu background_pages=%llu dirty_over_clean=%.2f "
+	    "dirty_over_nt=%.2f inline_gbps=%.2f nt1_gbps=%.2f\n",
+	    nr / 512.0, rounds, td, tc, tn, (unsigned long long)inl,
+	    (unsigned long long)bg, td / tc, td / tn,
+	    td > tc ? inl * 4096.0 / 1e9 / (td - tc) : 0.0,
+	    nr * 2.0 * 1048576 / 1e9 / tn);
+	if (base != MAP_FAILED)
+		munmap(base, tot << 12);
+	if (fd >= 0)
+		close(fd);
+	free(starts);
+	free(e);
+	hvc_close(c);
+}
+
+/* One thread's NT zeroing of a fresh memfd: first touch, then again. */
+static void
+fresh_nt(uint64_t bytes, double *first, double *second)
+{
+	uint64_t *starts, i, nr = bytes >> 21;
+	uint8_t *p;
+	int fd = memfd_create("bench-fresh", MFD_CLOEXEC);
+
+	if (fd < 0 || ftruncate(fd, (off_t)bytes) < 0)
+		die("memfd", -errno);
+	p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		die("mmap", -errno);
+	starts = calloc(nr, sizeof(*starts));
+	for (i = 0; i < nr; i++)
+		starts[i] = i * 512;
+	*first = nt_zero(p, starts, (uint32_t)nr, 1);
+	*second = nt_zero(p, starts, (uint32_t)nr, 1);
+	munmap(p, bytes);
+	close(fd);
+	free(starts);
+}
+
+static void
+bench_boot(const char *path, double gib)
+{
+	struct hvc *c = open_wait(path);
+	struct hv_populate_stats st;
+	struct hv_counters c0, c1;
+	struct hv_extent *e;
+	uint64_t d, tot;
+	double tp, t1, t2;
+	hv_domid_t b;
+	uint32_t nr;
+	int boot;
+
+	nr = extents_gib(c, gib, &e);
+	hvc_counters(c, &c0);
+	host_dirty(c, &d, &tot, &boot, NULL);
+	tp = timed_populate(c, e, nr, &st, &b);
+	hvc_counters(c, &c1);
+	hvc_domain_op(c, HV_OP_DOMAIN_DESTROY, b);
+	wait_clean(c);
+	fresh_nt((uint64_t)nr << 21, &t1, &t2);
+	printf("boot gib=%.3f dirty_at_start_pages=%llu populate_s=%.4f "
+	    "inline_pages=%llu boot_pages_meanwhile=%llu nt_first_touch_s=%.4f "
+	    "nt_touched_s=%.4f populate_over_first_touch=%.2f "
+	    "populate_over_touched=%.2f\n", nr / 512.0,
+	    (unsigned long long)d, tp,
+	    (unsigned long long)st.pages_scrubbed_inline,
+	    (unsigned long long)(c1.scrub_pages_boot - c0.scrub_pages_boot),
+	    t1, t2, tp / t1, tp / t2);
+	free(e);
+	hvc_close(c);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -358,9 +560,14 @@ main(int argc, char **argv)
 		bench_populate(argv[2], atoi(argv[3]) > 0 ? atoi(argv[3]) : 1);
 	else if (argc == 3 && !strcmp(argv[1], "scrub"))
 		bench_scrub(argv[2]);
+	else if (argc == 5 && !strcmp(argv[1], "dirty") && atof(argv[3]) > 0)
+		bench_dirty(argv[2], atof(argv[3]),
+		    atoi(argv[4]) > 0 ? atoi(argv[4]) : 1);
+	else if (argc == 4 && !strcmp(argv[1], "boot") && atof(argv[3]) > 0)
+		bench_boot(argv[2], atof(argv[3]));
 	else {
 		fprintf(stderr, "usage: bench_client populate SOCK ROUNDS | "
-		    "scrub SOCK\n");
+		    "scrub SOCK | dirty SOCK GIB ROUNDS | boot SOCK GIB\n");
 		return 2;
 	}
 	return 0;

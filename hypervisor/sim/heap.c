@@ -23,7 +23,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "hvsim.h"
 
@@ -205,22 +204,47 @@ take_dirty_locked(struct hnode *n, uint32_t below, uint32_t max_order,
 	return -ENOENT;
 }
 
+/* `pages` of kind `kind` are no longer dirty. */
 static void
-account_scrubbed(struct heap *h, struct hnode *n, const struct hblock *b,
-    bool was_taken)
+account_scrubbed(struct hnode *n, uint8_t kind, uint64_t pages)
 {
-	uint64_t size = 1ull << b->order;
-
-	if (was_taken)
-		n->scrubbing_pages -= size;
-	n->dirty_pages -= size;
-	if (b->kind == PG_BOOT) {
-		n->boot_dirty_pages -= size;
+	n->dirty_pages -= pages;
+	if (kind == PG_BOOT) {
+		n->boot_dirty_pages -= pages;
 		if (n->boot_dirty_pages == 0)
 			n->boot_done = true;
 	}
-	ATOMIC_ADD(&n->scrubbed_total, size);
-	(void)h;
+	ATOMIC_ADD(&n->scrubbed_total, pages);
+}
+
+/* Free pages [idx, idx + nr) as the largest aligned blocks that fit. */
+static void
+free_range(struct hnode *n, uint32_t idx, uint64_t nr, uint8_t kind,
+    bool need_flush, uint64_t ts)
+{
+	while (nr > 0) {
+		uint32_t k = 0;
+
+		while (k < HV_MAX_ORDER && !(idx & (1u << k)) &&
+		    (2ull << k) <= nr)
+			k++;
+		free_block(n, idx, k, kind, need_flush, ts);
+		idx += 1u << k;
+		nr -= 1ull << k;
+	}
+}
+
+/*
+ * Call back every background scrub of the node (BUDDY_SCRUB_ABORT): the
+ * workers give their blocks back after at most one 2 MiB step.
+ */
+static void
+abort_scrubs(struct hnode *n)
+{
+	struct scrub_job *j;
+
+	for (j = n->jobs; j; j = j->next)
+		__atomic_store_n(&j->abort, true, __ATOMIC_RELAXED);
 }
 
 int
@@ -322,18 +346,16 @@ heap_fini(struct heap *h)
 	h->nodes = NULL;
 }
 
-static void
-timed_wait(pthread_cond_t *c, pthread_mutex_t *m, long ms)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_nsec += ms * 1000000L;
-	ts.tv_sec += ts.tv_nsec / 1000000000L;
-	ts.tv_nsec %= 1000000000L;
-	pthread_cond_timedwait(c, m, &ts);
-}
-
+/*
+ * As Xen's alloc_heap_pages: clean buddies first; failing that, a dirty
+ * buddy is taken and scrubbed inline, at once.  When only smaller dirty
+ * blocks are left, they are scrubbed inline so that they merge with their
+ * clean buddies.  When what is missing is in the background scrubbers'
+ * hands, they are called back and the allocation waits only for them to
+ * hand the blocks over (one 2 MiB step at most), never for a fixed time
+ * nor for their whole step; the scrubbed part comes back clean and the
+ * rest is scrubbed here.
+ */
 int
 heap_alloc(struct heap *h, uint32_t node, uint32_t order, bool allow_dirty,
     struct hblock *ret_blk, uint64_t *ret_inline)
@@ -348,6 +370,7 @@ heap_alloc(struct heap *h, uint32_t node, uint32_t order, bool allow_dirty,
 		return -EINVAL;
 	n = &h->nodes[node];
 	pthread_mutex_lock(&n->lock);
+	inline_ok = allow_dirty || n->workers == 0;
 	for (;;) {
 		if (n->free_pages < size) {
 			rc = -ENOMEM;
@@ -358,35 +381,41 @@ heap_alloc(struct heap *h, uint32_t node, uint32_t order, bool allow_dirty,
 			n->free_pages -= size;
 			break;
 		}
-		inline_ok = allow_dirty || n->workers == 0;
-		if (inline_ok && take_block(n, 1, order, &b) == 0) {
+		if (!inline_ok) {
+			rc = -ENOMEM;
+			break;
+		}
+		if (take_block(n, 1, order, &b) == 0) {
 			/* Handed out now, scrubbed below outside the lock. */
 			n->free_pages -= size;
-			account_scrubbed(h, n, &b, false);
+			account_scrubbed(n, b.kind, size);
 			inl += size;
 			rc = 1;
 			break;
 		}
-		if (inline_ok &&
-		    take_dirty_locked(n, order, SCRUB_ORDER, &sb) == 0) {
-			/*
-			 * Only smaller dirty blocks: clean them so that they
-			 * can merge with their clean buddies.
-			 */
-			n->scrubbing_pages += 1ull << sb.order;
+		if (take_dirty_locked(n, order, SCRUB_ORDER, &sb) == 0) {
+			uint64_t ss = 1ull << sb.order;
+
+			n->scrubbing_pages += ss;
 			pthread_mutex_unlock(&n->lock);
-			mem_zero(h->mem, sb.mfn, 1ull << sb.order);
+			mem_zero(h->mem, sb.mfn, ss);
 			pthread_mutex_lock(&n->lock);
-			account_scrubbed(h, n, &sb, true);
+			n->scrubbing_pages -= ss;
+			account_scrubbed(n, sb.kind, ss);
 			free_block(n, (uint32_t)(sb.mfn - n->first_mfn),
 			    sb.order, PG_CLEAN, sb.need_flush, sb.tlbflush_ts);
-			inl += 1ull << sb.order;
+			inl += ss;
+			pthread_cond_broadcast(&n->done);
 			continue;
 		}
-		if (n->scrubbing_pages > 0 ||
-		    (!inline_ok && n->dirty_pages > 0)) {
-			/* The background scrubber is on it. */
-			timed_wait(&n->done, &n->lock, 50);
+		if (n->scrubbing_pages > 0) {
+			abort_scrubs(n);
+			n->alloc_waiters++;
+			pthread_cond_wait(&n->done, &n->lock);
+			/* Workers stand aside while anyone waits. */
+			if (--n->alloc_waiters == 0 &&
+			    n->dirty_pages > n->scrubbing_pages)
+				pthread_cond_broadcast(&n->work);
 			continue;
 		}
 		rc = -ENOMEM;
@@ -430,28 +459,58 @@ heap_free(struct heap *h, const struct hblock *blk)
 
 int
 heap_take_dirty(struct heap *h, uint32_t node, uint32_t max_order,
-    struct hblock *ret_blk)
+    struct scrub_job *job)
 {
 	struct hnode *n = &h->nodes[node];
-	int rc;
+	int rc = -EAGAIN;
 
 	pthread_mutex_lock(&n->lock);
-	rc = take_dirty_locked(n, HV_MAX_ORDER + 1, max_order, ret_blk);
-	if (rc == 0)
-		n->scrubbing_pages += 1ull << ret_blk->order;
+	/* An allocator waiting for pages goes first (Xen scrubs when idle). */
+	if (n->alloc_waiters > 0)
+		goto out;
+	rc = take_dirty_locked(n, HV_MAX_ORDER + 1, max_order, &job->b);
+	if (rc < 0)
+		goto out;
+	n->scrubbing_pages += 1ull << job->b.order;
+	job->done = 0;
+	job->abort = false;
+	job->next = n->jobs;
+	n->jobs = job;
+out:
 	pthread_mutex_unlock(&n->lock);
 	return rc;
 }
 
-void
-heap_put_scrubbed(struct heap *h, const struct hblock *blk)
+bool
+heap_scrub_aborted(const struct scrub_job *job)
 {
-	struct hnode *n = &h->nodes[blk->node];
+	return __atomic_load_n(&job->abort, __ATOMIC_RELAXED);
+}
 
+void
+heap_put_scrubbed(struct heap *h, struct scrub_job *job)
+{
+	const struct hblock *b = &job->b;
+	struct hnode *n = &h->nodes[b->node];
+	uint64_t size = 1ull << b->order, done = job->done;
+	uint32_t idx = (uint32_t)(b->mfn - n->first_mfn);
+	struct scrub_job **pp;
+
+	if (done > size)
+		done = size;
 	pthread_mutex_lock(&n->lock);
-	account_scrubbed(h, n, blk, true);
-	free_block(n, (uint32_t)(blk->mfn - n->first_mfn), blk->order,
-	    PG_CLEAN, blk->need_flush, blk->tlbflush_ts);
+	for (pp = &n->jobs; *pp; pp = &(*pp)->next)
+		if (*pp == job) {
+			*pp = job->next;
+			break;
+		}
+	job->next = NULL;
+	n->scrubbing_pages -= size;
+	account_scrubbed(n, b->kind, done);
+	/* Steps are 2 MiB aligned, so both parts are whole blocks >= 2 MiB. */
+	free_range(n, idx, done, PG_CLEAN, b->need_flush, b->tlbflush_ts);
+	free_range(n, idx + (uint32_t)done, size - done, b->kind,
+	    b->need_flush, b->tlbflush_ts);
 	pthread_cond_broadcast(&n->done);
 	pthread_mutex_unlock(&n->lock);
 }

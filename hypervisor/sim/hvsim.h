@@ -82,13 +82,17 @@ struct hvmem {
 	int fd;			/* memfd of the whole host, -1 when phantom */
 	uint8_t *base;
 	uint64_t bytes;
+	uint64_t *mapped;	/* bit per 2 MiB: touched through base (atomic) */
 };
 
 int mem_init(struct hvmem *m, uint32_t backing, uint64_t bytes);
 void mem_fini(struct hvmem *m);
 /* NULL for phantom memory. */
 void *mem_page(const struct hvmem *m, uint64_t mfn);
-/* Zero pages with non-temporal stores; metadata only when phantom. */
+/*
+ * Zero pages: non-temporal stores where this process has the pages mapped
+ * in, else writes of zeros through the descriptor; nothing when phantom.
+ */
 void mem_zero(const struct hvmem *m, uint64_t mfn, uint64_t nr);
 void mem_ntzero(void *p, size_t len);
 /* Test helper: true when every byte of the pages is zero (phantom: true). */
@@ -119,10 +123,36 @@ struct chunk {
 	struct pinfo *sub;
 };
 
+/* One allocated or freed block. */
+struct hblock {
+	uint64_t mfn;
+	uint32_t node;
+	uint8_t order;
+	uint8_t kind;		/* enum pg_kind before it was handed out */
+	bool need_flush;
+	uint64_t tlbflush_ts;
+};
+
+/*
+ * A background scrub in flight: a dirty block a worker has taken off the
+ * free lists.  The worker scrubs it in 2 MiB steps and checks `abort`
+ * before each; an allocator that needs the pages sets it (Xen's
+ * BUDDY_SCRUB_ABORT), and the worker gives the block back at once, the
+ * scrubbed part clean and the rest still dirty.
+ */
+struct scrub_job {
+	struct hblock b;
+	uint64_t done;		/* pages scrubbed from b.mfn on */
+	bool abort;		/* atomic: an allocator wants the pages */
+	struct scrub_job *next;	/* the node's jobs, under the node lock */
+};
+
+#define SCRUB_STEP_PAGES	CHUNK_PAGES	/* abort granule: 2 MiB */
+
 struct hnode {
 	pthread_mutex_t lock;
 	pthread_cond_t work;	/* scrub workers: dirty pages appeared */
-	pthread_cond_t done;	/* allocators: a scrub step finished */
+	pthread_cond_t done;	/* allocators: scrubbing pages came back */
 	uint32_t node;
 	uint32_t workers;	/* background scrub workers on this node */
 	uint64_t first_mfn;
@@ -132,7 +162,9 @@ struct hnode {
 	uint64_t free_pages;	/* on lists + being scrubbed */
 	uint64_t dirty_pages;	/* dirty on lists + being scrubbed */
 	uint64_t boot_dirty_pages;
-	uint64_t scrubbing_pages;
+	uint64_t scrubbing_pages;	/* off the lists, being scrubbed */
+	struct scrub_job *jobs;		/* background scrubs in flight */
+	uint32_t alloc_waiters;		/* allocators waiting for those */
 	uint64_t scrubbed_total;	/* atomic */
 	bool boot_done;
 	/* rate sampling (scrub.c), under lock */
@@ -147,33 +179,31 @@ struct heap {
 	struct hnode *nodes;
 };
 
-/* One allocated or freed block. */
-struct hblock {
-	uint64_t mfn;
-	uint32_t node;
-	uint8_t order;
-	uint8_t kind;		/* enum pg_kind before it was handed out */
-	bool need_flush;
-	uint64_t tlbflush_ts;
-};
-
 int heap_init(struct heap *h, struct hv *hv, const struct hvmem *mem,
     uint32_t nr_nodes, uint64_t pages_per_node, bool dirty);
 void heap_fini(struct heap *h);
 /*
- * Allocate 1 << order pages on `node`.  Clean pages first; dirty pages
- * are scrubbed inline (and counted in *ret_inline) when allow_dirty is
- * set or no background worker serves the node, else the call waits for
- * the background scrubber.  -ENOMEM when the node cannot satisfy it.
+ * Allocate 1 << order pages on `node`.  Clean pages first.  When
+ * allow_dirty is set or no background worker serves the node, dirty pages
+ * are taken too and scrubbed inline right away (counted in *ret_inline),
+ * and blocks in the background scrubbers' hands are called back (never a
+ * timed sleep); otherwise only clean pages are taken.  -ENOMEM when the
+ * node cannot satisfy it.
  */
 int heap_alloc(struct heap *h, uint32_t node, uint32_t order,
     bool allow_dirty, struct hblock *ret_blk, uint64_t *ret_inline);
 /* Give a block back; it merges with free buddies of the same kind. */
 void heap_free(struct heap *h, const struct hblock *blk);
-/* Scrubber side: take a dirty block of order <= max_order, or -ENOENT. */
+/*
+ * Scrubber side: take a dirty block of order <= max_order into `job`;
+ * -ENOENT if there is none, -EAGAIN while allocators wait for pages.
+ */
 int heap_take_dirty(struct heap *h, uint32_t node, uint32_t max_order,
-    struct hblock *ret_blk);
-void heap_put_scrubbed(struct heap *h, const struct hblock *blk);
+    struct scrub_job *job);
+/* True when an allocator has called the job's pages back. */
+bool heap_scrub_aborted(const struct scrub_job *job);
+/* Give the job's block back: job->done pages clean, the rest dirty. */
+void heap_put_scrubbed(struct heap *h, struct scrub_job *job);
 uint32_t heap_node_of(const struct heap *h, uint64_t mfn);
 /* Check every invariant of a node; 0 or -EUCLEAN.  For tests. */
 int heap_check(struct heap *h, uint32_t node);

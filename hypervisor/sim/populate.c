@@ -13,6 +13,12 @@
  *   every CPU's flush clock - is evaluated for every page allocated, and
  *   a flush is issued for every extent whose mask is not empty.
  *
+ * Dirty memory: with HV_POPF_ALLOW_DIRTY each node is tried with dirty
+ * pages allowed (scrubbed inline), so an extent stays on its node; without
+ * it, clean memory on every candidate node is tried first, then dirty
+ * memory, as Xen's get_free_buddy.  Neither waits for the background
+ * scrubber's progress.
+ *
  * Both count evaluations, flushes issued and flushes avoided.  A call
  * stops after preempt_pages of work (at least one extent) and says where
  * to continue.  Extents are tried on their node; without
@@ -158,6 +164,15 @@ populate(struct hv *hv, const struct hv_populate *req,
 			rc = heap_alloc(&hv->heap, nodes[k], e->order,
 			    req->flags & HV_POPF_ALLOW_DIRTY, &b,
 			    &st.pages_scrubbed_inline);
+		/*
+		 * Without the flag, clean memory on every candidate node came
+		 * first; now dirty memory, scrubbed inline (Xen's second,
+		 * use_unscrubbed pass), rather than waiting for the scrubber.
+		 */
+		for (k = 0; !(req->flags & HV_POPF_ALLOW_DIRTY) && k < nn &&
+		    rc == -ENOMEM; k++)
+			rc = heap_alloc(&hv->heap, nodes[k], e->order, true,
+			    &b, &st.pages_scrubbed_inline);
 		if (rc < 0) {
 			dom_claim_undo(hv, d, size, from_claim);
 			break;

@@ -7,7 +7,9 @@
  * post 001).  Workers scrub only their own node's memory, 128 MiB
  * (order 15) at a time, with non-temporal stores when memory is real.
  * The boot scrub is the same machinery: at start every page is dirty
- * with kind PG_BOOT.  With phantom memory a scrub step only changes
+ * with kind PG_BOOT.  A worker scrubs its 128 MiB in 2 MiB steps and
+ * gives the block back early when an allocator calls it back (heap.c),
+ * and takes no new block while an allocator waits.  With phantom memory a scrub step only changes
  * metadata, so it costs no time.
  */
 #include <errno.h>
@@ -43,13 +45,30 @@ scrub_plan(const struct topo *t, int32_t want, struct scrub_worker **ret_w,
 	return 0;
 }
 
+/* Sleep until there is dirty memory nobody scrubs and no allocator waits. */
+static void
+scrub_idle(struct hv *hv, struct hnode *n)
+{
+	struct timespec ts;
+
+	pthread_mutex_lock(&n->lock);
+	if (!__atomic_load_n(&hv->scrub_stop, __ATOMIC_ACQUIRE) &&
+	    (n->dirty_pages == n->scrubbing_pages || n->alloc_waiters > 0)) {
+		/* Woken by a free or by the last waiting allocator. */
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_sec += 1;
+		pthread_cond_timedwait(&n->work, &n->lock, &ts);
+	}
+	pthread_mutex_unlock(&n->lock);
+}
+
 static void *
 scrub_main(void *arg)
 {
 	struct scrub_worker *w = arg;
 	struct hv *hv = w->hv;
 	struct hnode *n = &hv->heap.nodes[w->node];
-	struct hblock b;
+	struct scrub_job job;
 
 	/*
 	 * On this machine's own topology, run on the node's CPUs: the
@@ -58,30 +77,35 @@ scrub_main(void *arg)
 	 */
 	if (hv->cfg.pin_host)
 		(void)topo_pin_host_node(w->node);
+	memset(&job, 0, sizeof(job));
 	while (!__atomic_load_n(&hv->scrub_stop, __ATOMIC_ACQUIRE)) {
-		if (heap_take_dirty(&hv->heap, w->node, SCRUB_ORDER, &b) < 0) {
-			struct timespec ts;
+		uint64_t size, step, off;
 
-			pthread_mutex_lock(&n->lock);
-			if (!__atomic_load_n(&hv->scrub_stop, __ATOMIC_ACQUIRE) &&
-			    n->dirty_pages == n->scrubbing_pages) {
-				clock_gettime(CLOCK_REALTIME, &ts);
-				ts.tv_sec += 1;
-				pthread_cond_timedwait(&n->work, &n->lock, &ts);
-			}
-			pthread_mutex_unlock(&n->lock);
+		if (heap_take_dirty(&hv->heap, w->node, SCRUB_ORDER, &job) < 0) {
+			scrub_idle(hv, n);
 			continue;
 		}
-		mem_zero(&hv->mem, b.mfn, 1ull << b.order);
+		size = 1ull << job.b.order;
+		step = size < SCRUB_STEP_PAGES ? size : SCRUB_STEP_PAGES;
+		/*
+		 * In steps, so that an allocator that needs these pages gets
+		 * them back after one step, not after the whole 128 MiB.
+		 */
+		for (off = 0; off < size; off += step) {
+			if (heap_scrub_aborted(&job))
+				break;
+			mem_zero(&hv->mem, job.b.mfn + off, step);
+			job.done = off + step;
+		}
 		/*
 		 * Count before the pages show up clean, so that whoever sees
 		 * no dirty page left also sees them counted.
 		 */
-		if (b.kind == PG_BOOT)
-			CTR_ADD(hv, scrub_pages_boot, 1ull << b.order);
+		if (job.b.kind == PG_BOOT)
+			CTR_ADD(hv, scrub_pages_boot, job.done);
 		else
-			CTR_ADD(hv, scrub_pages_background, 1ull << b.order);
-		heap_put_scrubbed(&hv->heap, &b);
+			CTR_ADD(hv, scrub_pages_background, job.done);
+		heap_put_scrubbed(&hv->heap, &job);
 	}
 	return NULL;
 }

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
+#include <unistd.h>
 #include <cmocka.h>
 
 #include "../../hypervisor/sim/hvsim.h"
@@ -141,6 +143,7 @@ test_random(void **state)
 	uint64_t used[NODES] = { 0 }, p;
 	uint32_t nheld = 0, op, n;
 	struct hblock b;
+	struct scrub_job job;
 
 	(void)state;
 	assert_non_null(held);
@@ -189,8 +192,10 @@ test_random(void **state)
 	}
 	/* Scrub what is dirty; the nodes must merge back completely. */
 	for (n = 0; n < NODES; n++) {
-		while (heap_take_dirty(&h, n, SCRUB_ORDER, &b) == 0)
-			heap_put_scrubbed(&h, &b);
+		while (heap_take_dirty(&h, n, SCRUB_ORDER, &job) == 0) {
+			job.done = 1ull << job.b.order;
+			heap_put_scrubbed(&h, &job);
+		}
 		assert_int_equal(heap_check(&h, n), 0);
 		assert_int_equal(heap_free_pages(&h, n), PAGES);
 		assert_int_equal(heap_dirty_pages(&h, n), 0);
@@ -295,6 +300,129 @@ test_domains_random(void **state)
 	hv_fini(hv);
 }
 
+/*
+ * An allocation that needs pages a background scrub holds calls that
+ * scrub back and waits only for the hand-over: the scrubber gives the
+ * block back with its scrubbed part clean, and the allocation scrubs the
+ * rest inline.  The test plays the scrubber, so the split is exact.
+ */
+#define AB_PAGES	16384u		/* 64 MiB, one order-14 block */
+#define AB_DONE		512u		/* what the scrubber got done */
+
+struct ab_alloc {
+	struct heap *h;
+	struct hblock b;
+	uint64_t inl;
+	int rc;
+};
+
+static void *
+ab_alloc_main(void *arg)
+{
+	struct ab_alloc *a = arg;
+
+	a->rc = heap_alloc(a->h, 0, 14, true, &a->b, &a->inl);
+	return NULL;
+}
+
+static void
+test_scrub_abort(void **state)
+{
+	struct hvmem mem;
+	struct heap h;
+	struct hblock b;
+	struct scrub_job job, job2;
+	struct ab_alloc a = { .h = &h };
+	pthread_t t;
+	uint32_t i;
+	uint64_t pg;
+
+	(void)state;
+	assert_int_equal(mem_init(&mem, HV_BACKING_REAL, AB_PAGES * 4096ull),
+	    0);
+	assert_int_equal(heap_init(&h, NULL, &mem, 1, AB_PAGES, false), 0);
+	h.nodes[0].workers = 1;		/* as if a worker served the node */
+	/* A dead domain's memory: written all over, freed dirty. */
+	assert_int_equal(heap_alloc(&h, 0, 14, true, &b, NULL), 0);
+	for (pg = 0; pg < AB_PAGES; pg++)
+		memset(mem_page(&mem, pg), 0xa5, HV_PAGE_SIZE);
+	b.kind = PG_DIRTY;
+	b.need_flush = true;
+	b.tlbflush_ts = 7;
+	heap_free(&h, &b);
+	assert_int_equal(heap_dirty_pages(&h, 0), AB_PAGES);
+	/* Only dirty pages: without allow_dirty a served node says no. */
+	assert_int_equal(heap_alloc(&h, 0, 0, false, &b, NULL), -ENOMEM);
+
+	/* The scrubber takes the first 16 MiB. */
+	memset(&job, 0, sizeof(job));
+	assert_int_equal(heap_take_dirty(&h, 0, 12, &job), 0);
+	assert_int_equal(job.b.mfn, 0);
+	assert_int_equal(job.b.order, 12);
+	assert_false(heap_scrub_aborted(&job));
+
+	/* The whole node is wanted: that includes the scrubber's block. */
+	assert_int_equal(pthread_create(&t, NULL, ab_alloc_main, &a), 0);
+	for (i = 0; i < 200000 && !heap_scrub_aborted(&job); i++)
+		usleep(100);
+	assert_true(heap_scrub_aborted(&job));
+	/* While an allocation waits, the scrubber takes nothing new. */
+	assert_int_equal(heap_take_dirty(&h, 0, 12, &job2), -EAGAIN);
+	mem_zero(&mem, job.b.mfn, AB_DONE);
+	job.done = AB_DONE;
+	heap_put_scrubbed(&h, &job);
+	assert_int_equal(pthread_join(t, NULL), 0);
+
+	assert_int_equal(a.rc, 0);
+	assert_int_equal(a.b.mfn, 0);
+	assert_int_equal(a.b.order, 14);
+	assert_int_equal(a.b.kind, PG_CLEAN);
+	assert_true(a.b.need_flush);
+	assert_int_equal(a.b.tlbflush_ts, 7);
+	/* Each page scrubbed once: by the scrubber or inline, not both. */
+	assert_int_equal(a.inl, AB_PAGES - AB_DONE);
+	assert_int_equal(h.nodes[0].scrubbed_total, AB_PAGES);
+	assert_true(mem_is_zero(&mem, 0, AB_PAGES));
+	assert_int_equal(heap_free_pages(&h, 0), 0);
+	assert_int_equal(heap_dirty_pages(&h, 0), 0);
+	assert_int_equal(h.nodes[0].scrubbing_pages, 0);
+	assert_null(h.nodes[0].jobs);
+	a.b.kind = PG_CLEAN;
+	heap_free(&h, &a.b);
+	assert_int_equal(heap_check(&h, 0), 0);
+	assert_int_equal(h.nodes[0].list[0][14], 0);
+	heap_fini(&h);
+	mem_fini(&mem);
+}
+
+/*
+ * A scrub given back part done: the scrubbed part is clean, the rest
+ * still dirty with its kind, and both parts merge with their own kind.
+ */
+static void
+test_scrub_partial(void **state)
+{
+	struct heap h;
+	struct scrub_job job;
+
+	(void)state;
+	assert_int_equal(heap_init(&h, NULL, &phantom, 1, AB_PAGES, true), 0);
+	memset(&job, 0, sizeof(job));
+	assert_int_equal(heap_take_dirty(&h, 0, 12, &job), 0);
+	assert_int_equal(job.b.kind, PG_BOOT);
+	job.done = 3 * 512;	/* 6 MiB: an order-10 and an order-9 block */
+	heap_put_scrubbed(&h, &job);
+	assert_int_equal(heap_check(&h, 0), 0);
+	assert_int_equal(heap_dirty_pages(&h, 0), AB_PAGES - 3 * 512);
+	assert_int_equal(h.nodes[0].boot_dirty_pages, AB_PAGES - 3 * 512);
+	assert_false(h.nodes[0].boot_done);
+	assert_int_equal(h.nodes[0].list[0][10], 0);
+	assert_int_equal(h.nodes[0].list[0][9], 1024);
+	assert_int_equal(h.nodes[0].list[1][9], 1536);
+	assert_int_equal(heap_free_pages(&h, 0), AB_PAGES);
+	heap_fini(&h);
+}
+
 int
 main(void)
 {
@@ -305,6 +433,8 @@ main(void)
 		cmocka_unit_test(test_mixed_kinds),
 		cmocka_unit_test(test_random),
 		cmocka_unit_test(test_domains_random),
+		cmocka_unit_test(test_scrub_abort),
+		cmocka_unit_test(test_scrub_partial),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

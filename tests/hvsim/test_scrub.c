@@ -1,6 +1,7 @@
 /*
  * test_scrub.c - unit tests of the scrubber (hypervisor/sim/scrub.c):
- * worker placement and dirty real pages ending clean.
+ * worker placement, dirty real pages ending clean, and populates that
+ * must take dirty pages while the workers are at them.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -148,6 +149,103 @@ test_dirty_ends_clean(void **state)
 	hv_fini(hv);
 }
 
+#define PD_EXT	32		/* 2 MiB extents: the whole 64 MiB node */
+
+/* Populate the whole node into a new domain; its id. */
+static hv_domid_t
+pd_fill(struct hv *hv, uint32_t flags, struct hv_populate_reply *rep)
+{
+	struct hv_domain_create cr = { .max_vcpus = 1, .max_pages = 1 << 20 };
+	struct {
+		struct hv_populate p;
+		struct hv_extent e[PD_EXT];
+	} req;
+	hv_domid_t id;
+	int i;
+
+	assert_int_equal(dom_create(hv, &cr, &id), 0);
+	memset(&req, 0, sizeof(req));
+	req.p.domid = id;
+	req.p.flags = flags;
+	req.p.nr_extents = PD_EXT;
+	for (i = 0; i < PD_EXT; i++)
+		req.e[i] = (struct hv_extent){ .gfn = i * 512ull, .order = 9,
+		    .node = 0 };
+	assert_int_equal(populate(hv, &req.p, req.e, rep), 0);
+	assert_int_equal(rep->next, PD_EXT);
+	return id;
+}
+
+/*
+ * A populate right after a destroy, of all the node's memory, must take
+ * the dead domain's dirty pages while the background workers are at
+ * them.  It completes, with or without HV_POPF_ALLOW_DIRTY, the pages it
+ * gets are zero, and every dirty page is scrubbed exactly once, inline
+ * or in the background, as the counters say.  With no worker at all,
+ * every page is scrubbed inline.
+ */
+static void
+check_populate_dirty(int32_t workers)
+{
+	static const uint32_t flags[] = {
+		HV_POPF_EXACT_NODE | HV_POPF_ALLOW_DIRTY, 0,
+		HV_POPF_ALLOW_DIRTY,
+	};
+	struct hv_config cfg;
+	struct hv *hv = NULL;
+	struct hv_populate_reply rep;
+	hv_domid_t id;
+	uint64_t total, m, inl0, bg0, inl, bg;
+	uint32_t f;
+
+	hv_config_defaults(&cfg);
+	cfg.nodes = 1;
+	cfg.cpus_per_node = 2;
+	cfg.threads_per_core = 1;
+	cfg.mem_per_node = 64u << 20;
+	cfg.backing = HV_BACKING_REAL;
+	cfg.switch_hz = 0;
+	cfg.boot_scrub = false;
+	cfg.scrub_workers = workers;
+	assert_int_equal(hv_init(&hv, &cfg), 0);
+	assert_int_equal(hv->nr_workers, workers < 0 ? 2 : (uint32_t)workers);
+	total = hv->heap.total_pages;
+	id = pd_fill(hv, HV_POPF_EXACT_NODE, &rep);
+	for (f = 0; f < sizeof(flags) / sizeof(flags[0]); f++) {
+		/* The domain writes all over its memory, then dies. */
+		for (m = 0; m < total; m++)
+			memset(mem_page(&hv->mem, m), 0x5a, HV_PAGE_SIZE);
+		inl0 = ATOMIC_LOAD(&hv->ctr.scrub_pages_inline);
+		bg0 = ATOMIC_LOAD(&hv->ctr.scrub_pages_background);
+		assert_int_equal(dom_destroy(hv, id), 0);
+		id = pd_fill(hv, flags[f], &rep);
+		inl = ATOMIC_LOAD(&hv->ctr.scrub_pages_inline) - inl0;
+		bg = ATOMIC_LOAD(&hv->ctr.scrub_pages_background) - bg0;
+		print_message("# flags %u, %d workers: %llu pages inline, "
+		    "%llu in the background\n", flags[f], workers,
+		    (unsigned long long)inl, (unsigned long long)bg);
+		assert_int_equal(rep.stats.pages_scrubbed_inline, inl);
+		assert_int_equal(inl + bg, total);
+		if (workers == 0)
+			assert_int_equal(inl, total);
+		assert_true(mem_is_zero(&hv->mem, 0, total));
+		assert_int_equal(heap_free_pages(&hv->heap, 0), 0);
+		assert_int_equal(heap_dirty_pages(&hv->heap, 0), 0);
+		assert_int_equal(heap_check(&hv->heap, 0), 0);
+	}
+	assert_int_equal(ATOMIC_LOAD(&hv->ctr.scrub_pages_boot), 0);
+	assert_int_equal(dom_destroy(hv, id), 0);
+	hv_fini(hv);
+}
+
+static void
+test_populate_dirty(void **state)
+{
+	(void)state;
+	check_populate_dirty(-1);
+	check_populate_dirty(0);
+}
+
 int
 main(void)
 {
@@ -155,6 +253,7 @@ main(void)
 		cmocka_unit_test(test_placement),
 		cmocka_unit_test(test_placement_spread),
 		cmocka_unit_test(test_dirty_ends_clean),
+		cmocka_unit_test(test_populate_dirty),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
