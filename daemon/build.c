@@ -116,8 +116,10 @@ build_run(struct job *job)
 		return;
 	}
 	rc = vmb_build_run(bj->build, &bj->result);
-	if (rc < 0) {
-		bj->rc = rc;
+	if (rc == 0 && bj->result.domid == VMB_DOMID_INVALID)
+		rc = -EIO;	/* a library bug; never record a domid-less VM */
+	if (rc != 0) {
+		bj->rc = rc < 0 ? rc : -EIO;
 		(void)state_remove(bj->rec.uuid);
 		return;
 	}
@@ -138,6 +140,7 @@ build_run(struct job *job)
 		bj->failed_in = "state";
 		return;
 	}
+	/* Only for display: vm_built() takes the domid from the result. */
 	bj->have_dom = vmb_domain_get(vmbd.ctx, bj->result.domid,
 	    &bj->dom) == 0;
 	bj->rc = 0;
@@ -157,9 +160,17 @@ build_done(struct job *job)
 	if (bj->rc == 0) {
 		snprintf(msg, sizeof(msg), "domain %u built in %.3f s",
 		    bj->result.domid, bj->result.total_ns / 1e9);
-		if (vm != NULL)
+		/*
+		 * The build's own domid, not only what a progress tick or the
+		 * domain list happened to show: a build can end between two
+		 * ticks and the list can fail, which left the VM with domid
+		 * VMB_DOMID_INVALID, one vm.destroy could not destroy.
+		 */
+		if (vm != NULL) {
+			vm->domid = bj->result.domid;
 			vm_built(vm, bj->have_dom ? &bj->dom : NULL,
 			    bj->build_json);
+		}
 		task_finish(t, TASK_DONE, 0, 0, NULL);
 		metrics_build_done("done", bj->result.total_ns / 1e9,
 		    &bj->result);

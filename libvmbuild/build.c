@@ -275,6 +275,11 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 	ops = b->ctx->ops;
 	memset(&res, 0, sizeof(res));
 	res.domid = VMB_DOMID_INVALID;
+	/*
+	 * A caller that reads the result after a failure must not find
+	 * domid 0 (a zeroed result names the control domain): say "none".
+	 */
+	*ret_result = res;
 	pages = b->guest->memory_bytes >> VMB_PAGE_SHIFT;
 	t0 = tp = vmb__now_ns();
 #define PHASE(p) do { \

@@ -428,7 +428,8 @@ int vmb_build_new(struct vmb_ctx *ctx, const struct vmb_guest *guest,
 /*
  * Build the domain; blocks.  On any failure, or -ECANCELED after
  * vmb_build_cancel(), everything done is undone (the domain is destroyed,
- * no page stays allocated) before it returns.
+ * no page stays allocated) before it returns; *ret_result then holds
+ * domid VMB_DOMID_INVALID (never a stale or zero domid).
  */
 int vmb_build_run(struct vmb_build *build, struct vmb_build_result *ret_result);
 void vmb_build_cancel(struct vmb_build *build);

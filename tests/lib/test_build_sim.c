@@ -434,8 +434,11 @@ test_too_big(void **state)
 	NEED_HVSIM();
 	assert_int_equal(vmb_counters(real_sim.ctx, &c0), 0);
 	guest_init(&g, "toobig", 3 * GIB + 2 * MIB);
+	/* A failed build names no domain, not domain 0 (a zeroed result). */
+	memset(&res, 0, sizeof(res));
 	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
 	    &res), -ENOMEM);
+	assert_int_equal(res.domid, VMB_DOMID_INVALID);
 	/* More than one node holds, though the host does: exact nodes. */
 	guest_init(&g, "toobig-vnuma", 2 * GIB);
 	g.nr_vnodes = 1;
