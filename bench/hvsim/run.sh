@@ -4,14 +4,21 @@
 # The same populate workload on a modelled 16-CPU host (2 nodes x 8 CPUs,
 # 2 threads per core) with real memory, once with --flush-mode batch and
 # once with --flush-mode alloc; then hvsim's background scrub against a
-# plain non-temporal zeroing loop over the same pages.  Memory per node
-# defaults to 4G (HVSIM_BENCH_MEM to change).  Prints the figures and
-# their ratios, measured in this run.
+# plain non-temporal zeroing loop over the same pages; then a populate
+# that must take dirty pages right after a destroy, against the same
+# populate of clean memory and one thread's plain NT zeroing of the same
+# bytes; and a populate during the boot scrub.  Memory per node defaults
+# to 3G (HVSIM_BENCH_MEM; 6 GiB of real memory in all), the dirty
+# populate to 4 GiB (HVSIM_BENCH_DIRTY_GIB), the boot one to 2 GiB
+# (HVSIM_BENCH_BOOT_GIB).  Prints the figures and their ratios, measured
+# in this run.  HVSIM_BENCH_HVSIM runs another hvsim binary (to compare).
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
-hvsim=$top/build/bin/hvsim
+hvsim=${HVSIM_BENCH_HVSIM:-$top/build/bin/hvsim}
 client=$top/build/bench/hvsim/bench_client
-mem=${HVSIM_BENCH_MEM:-4G}
+mem=${HVSIM_BENCH_MEM:-3G}
+dgib=${HVSIM_BENCH_DIRTY_GIB:-4}
+bgib=${HVSIM_BENCH_BOOT_GIB:-2}
 rounds=${HVSIM_BENCH_ROUNDS:-5}
 dir=$(mktemp -d)
 pid=
@@ -38,6 +45,10 @@ a=$(run alloc populate "$dir/alloc.sock" "$rounds") || exit 1
 echo "$a"
 s=$(run batch scrub "$dir/batch.sock") || exit 1
 echo "$s"
+d=$(run batch dirty "$dir/batch.sock" "$dgib" "$rounds") || exit 1
+echo "$d"
+o=$(run batch boot "$dir/batch.sock" "$bgib") || exit 1
+echo "$o"
 
 get() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 awk -v bg="$(get "$b" gibps)" -v ag="$(get "$a" gibps)" \
@@ -46,7 +57,13 @@ awk -v bg="$(get "$b" gibps)" -v ag="$(get "$a" gibps)" \
     -v gib="$(get "$b" gib)" \
     -v hs="$(get "$s" hvsim_gbps)" -v nt="$(get "$s" nt_gbps)" \
     -v n1="$(get "$s" nt1_gbps)" -v th="$(get "$s" nt_threads)" \
-    -v nw="$(get "$s" ntw_gbps)" -v w="$(get "$s" hvsim_workers)" 'BEGIN {
+    -v nw="$(get "$s" ntw_gbps)" -v w="$(get "$s" hvsim_workers)" \
+    -v dg="$(get "$d" gib)" -v ds="$(get "$d" dirty_s)" \
+    -v cs="$(get "$d" clean_s)" -v ns="$(get "$d" nt1_s)" \
+    -v di="$(get "$d" inline_pages)" -v db="$(get "$d" background_pages)" \
+    -v og="$(get "$o" gib)" -v os="$(get "$o" populate_s)" \
+    -v oi="$(get "$o" inline_pages)" -v ob="$(get "$o" boot_pages_meanwhile)" \
+    -v of="$(get "$o" nt_first_touch_s)" -v ot="$(get "$o" nt_touched_s)" 'BEGIN {
 	printf "populate (%s GiB, 2 MiB extents, best of rounds): batch %.2f GiB/s, " \
 	    "alloc %.2f GiB/s, batch/alloc %.1fx\n", gib, bg, ag, bg / ag
 	printf "filter evaluations: batch %d, alloc %d (%.0fx fewer); " \
@@ -57,4 +74,14 @@ awk -v bg="$(get "$b" gibps)" -v ag="$(get "$a" gibps)" \
 	printf "scrub: hvsim %.2f GB/s (%d workers); plain NT loop %.2f GB/s " \
 	    "(%d threads), %.2f (1 thread), %.2f (%d threads); " \
 	    "hvsim/best plain = %.2f\n", hs, w, nt, th, n1, nw, w, hs / best
+	printf "populate of %s GiB right after a destroy (dirty): %.3f s " \
+	    "(%d pages inline, %d scrubbed in the background meanwhile); " \
+	    "same populate on clean memory %.4f s; 1-thread NT zeroing of " \
+	    "the same bytes %.3f s; dirty/clean %.0fx, dirty/NT %.2f\n", \
+	    dg, ds, di, db, cs, ns, ds / cs, ds / ns
+	printf "populate of %s GiB during the boot scrub: %.3f s (%d pages " \
+	    "inline, %d by the boot scrub meanwhile); 1-thread NT zeroing " \
+	    "of as many fresh memfd bytes %.3f s (first touch), %.3f s " \
+	    "(again); populate/first-touch %.2f, populate/NT %.2f\n", \
+	    og, os, oi, ob, of, ot, os / of, os / ot
 }'

@@ -91,9 +91,11 @@ void mem_fini(struct hvmem *m);
 void *mem_page(const struct hvmem *m, uint64_t mfn);
 /*
  * Zero pages: non-temporal stores where this process has the pages mapped
- * in, else writes of zeros through the descriptor; nothing when phantom.
+ * in; elsewhere map them in first if `map_in` (background work), else
+ * write zeros through the descriptor (no first-touch faults on an
+ * allocation's path).  Nothing when phantom.
  */
-void mem_zero(const struct hvmem *m, uint64_t mfn, uint64_t nr);
+void mem_zero(const struct hvmem *m, uint64_t mfn, uint64_t nr, bool map_in);
 void mem_ntzero(void *p, size_t len);
 /* Test helper: true when every byte of the pages is zero (phantom: true). */
 bool mem_is_zero(const struct hvmem *m, uint64_t mfn, uint64_t nr);
@@ -177,6 +179,7 @@ struct heap {
 	const struct hvmem *mem;
 	struct hv *hv;		/* counters; may be NULL in unit tests */
 	struct hnode *nodes;
+	uint32_t populating;	/* atomic: populate calls in progress */
 };
 
 int heap_init(struct heap *h, struct hv *hv, const struct hvmem *mem,

@@ -127,6 +127,8 @@ populate(struct hv *hv, const struct hv_populate *req,
 	d = dom_get(hv, req->domid);
 	if (!d)
 		return -ESRCH;
+	/* Background scrubbers leave the costly first touches for later. */
+	ATOMIC_ADD(&hv->heap.populating, 1);
 	pthread_mutex_lock(&d->lock);
 	if (d->state == HV_DOMSTATE_DYING) {
 		rc = -ESRCH;
@@ -230,6 +232,7 @@ populate(struct hv *hv, const struct hv_populate *req,
 	}
 unlock:
 	pthread_mutex_unlock(&d->lock);
+	__atomic_fetch_sub(&hv->heap.populating, 1, __ATOMIC_RELAXED);
 	dom_put(hv, d);
 
 	rep->next = i;

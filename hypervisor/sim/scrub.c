@@ -94,7 +94,12 @@ scrub_main(void *arg)
 		for (off = 0; off < size; off += step) {
 			if (heap_scrub_aborted(&job))
 				break;
-			mem_zero(&hv->mem, job.b.mfn + off, step);
+			/*
+			 * Mapping memory in (memory.c) pays off over later
+			 * scrubs but costs CPU now: not while a populate runs.
+			 */
+			mem_zero(&hv->mem, job.b.mfn + off, step,
+			    ATOMIC_LOAD(&hv->heap.populating) == 0);
 			job.done = off + step;
 		}
 		/*

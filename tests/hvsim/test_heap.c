@@ -368,7 +368,7 @@ test_scrub_abort(void **state)
 	assert_true(heap_scrub_aborted(&job));
 	/* While an allocation waits, the scrubber takes nothing new. */
 	assert_int_equal(heap_take_dirty(&h, 0, 12, &job2), -EAGAIN);
-	mem_zero(&mem, job.b.mfn, AB_DONE);
+	mem_zero(&mem, job.b.mfn, AB_DONE, true);
 	job.done = AB_DONE;
 	heap_put_scrubbed(&h, &job);
 	assert_int_equal(pthread_join(t, NULL), 0);
