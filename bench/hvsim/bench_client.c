@@ -481,7 +481,7 @@ bench_dirty(const char *path, double gib, int rounds)
 		if (t < tn)
 			tn = t;
 	}
-	printf("dirty gib=%.3f rounds=%d dirty_s=%.4f clean_s=%.4f nt1_s=%.4f "
+	printf("dirty gib=%.3f rounds=%d dirty_s=%.6f clean_s=%.6f nt1_s=%.6f "
 	    "inline_pages=%llu background_pages=%llu dirty_over_clean=%.2f "
 	    "dirty_over_nt=%.2f inline_gbps=%.2f nt1_gbps=%.2f\n",
 	    nr / 512.0, rounds, td, tc, tn, (unsigned long long)inl,

@@ -76,7 +76,7 @@ awk -v bg="$(get "$b" gibps)" -v ag="$(get "$a" gibps)" \
 	    "hvsim/best plain = %.2f\n", hs, w, nt, th, n1, nw, w, hs / best
 	printf "populate of %s GiB right after a destroy (dirty): %.3f s " \
 	    "(%d pages inline, %d scrubbed in the background meanwhile); " \
-	    "same populate on clean memory %.4f s; 1-thread NT zeroing of " \
+	    "same populate on clean memory %.6f s; 1-thread NT zeroing of " \
 	    "the same bytes %.3f s; dirty/clean %.0fx, dirty/NT %.2f\n", \
 	    dg, ds, di, db, cs, ns, ds / cs, ds / ns
 	printf "populate of %s GiB during the boot scrub: %.3f s (%d pages " \

@@ -5,12 +5,13 @@
  * siblings share the core's load/store bandwidth, so a second thread per
  * core adds contention, not throughput (66 s against 127 s on 1.5 TB in
  * post 001).  Workers scrub only their own node's memory, 128 MiB
- * (order 15) at a time, with non-temporal stores when memory is real.
- * The boot scrub is the same machinery: at start every page is dirty
- * with kind PG_BOOT.  A worker scrubs its 128 MiB in 2 MiB steps and
- * gives the block back early when an allocator calls it back (heap.c),
- * and takes no new block while an allocator waits.  With phantom memory a scrub step only changes
- * metadata, so it costs no time.
+ * (order 15) at a time, with non-temporal stores when memory is real
+ * (see memory.c for memory not mapped in yet).  The boot scrub is the
+ * same machinery: at start every page is dirty with kind PG_BOOT.  A
+ * worker scrubs its 128 MiB in 2 MiB steps and gives the block back
+ * early when an allocator calls it back (heap.c), and takes no new block
+ * while an allocator waits.  With phantom memory a scrub step only
+ * changes metadata, so it costs no time.
  */
 #include <errno.h>
 #include <stdlib.h>
