@@ -94,6 +94,9 @@ vmb_ctx_open(const char *hypervisor, struct vmb_ctx **ret_ctx)
 		return rc;
 	}
 	ctx->caps = ops->caps ? ops->caps(ctx->priv) : 0;
+	/* Without a pool, builds start their own populate threads. */
+	if (vmb__tpool_new(&ctx->pool) != 0)
+		ctx->pool = NULL;
 	*ret_ctx = ctx;
 	return 0;
 }
@@ -103,6 +106,7 @@ vmb_ctx_free(struct vmb_ctx *ctx)
 {
 	if (!ctx)
 		return;
+	vmb__tpool_free(ctx->pool);
 	if (ctx->ops && ctx->ops->close)
 		ctx->ops->close(ctx->priv);
 	pthread_mutex_destroy(&ctx->log_lock);

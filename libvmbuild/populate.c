@@ -314,6 +314,38 @@ worker_main(void *arg)
 	return NULL;
 }
 
+static void
+worker_task(void *arg)
+{
+	(void)worker_main(arg);
+}
+
+/*
+ * Run the workers on the context's pool, `self` on this thread; nonzero
+ * (nothing run) when the pool cannot, and the caller starts threads.
+ */
+static int
+run_pooled(struct vmb__tpool *pool, struct worker *ws, size_t n,
+    struct worker *self)
+{
+	struct vmb__task *tasks = calloc(n ? n : 1, sizeof(*tasks));
+	size_t k = 0;
+	int rc;
+
+	if (!tasks)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
+		if (&ws[i] != self)
+			tasks[k++] = (struct vmb__task){ .fn = worker_task,
+			    .arg = &ws[i] };
+	rc = vmb__tpool_run(pool, tasks, k, self ? worker_task : NULL, self);
+	if (rc == 0)
+		for (size_t i = 0; i < n; i++)
+			ws[i].started = true;
+	free(tasks);
+	return rc;
+}
+
 /*
  * Cut one node's extents into batches.  The number of batches is what
  * batch_bytes asks for, but at least `inflight` (so that every worker of
@@ -366,6 +398,7 @@ populate_engine(struct vmb__populate_job *job, struct progress *pr)
 {
 	struct node_work *nws = NULL;
 	struct worker *ws = NULL, *self = NULL;
+	bool pooled = false;
 	uint32_t inflight = job->inflight ? job->inflight :
 	    VMB_INFLIGHT_DEFAULT, nr_nw = 0;
 	uint64_t batch_bytes = job->batch_bytes ? job->batch_bytes :
@@ -431,7 +464,9 @@ populate_engine(struct vmb__populate_job *job, struct progress *pr)
 	for (size_t i = 0; i < nr_workers; i++)
 		if (!ws[i].nw->pin)
 			self = &ws[i];
-	for (size_t i = 0; i < nr_workers; i++) {
+	if (job->ctx && job->ctx->pool)
+		pooled = run_pooled(job->ctx->pool, ws, nr_workers, self) == 0;
+	for (size_t i = 0; i < nr_workers && !pooled; i++) {
 		struct worker *w = &ws[i];
 
 		if (w == self)
@@ -443,14 +478,14 @@ populate_engine(struct vmb__populate_job *job, struct progress *pr)
 		}
 		w->started = true;
 	}
-	if (self && !rc) {
+	if (self && !rc && !pooled) {
 		worker_main(self);
 		self->started = true;
 	}
 	for (size_t i = 0; i < nr_workers; i++) {
 		if (!ws[i].started)
 			continue;
-		if (&ws[i] != self)
+		if (&ws[i] != self && !pooled)
 			pthread_join(ws[i].tid, NULL);
 		stats_add(&job->stats, &ws[i].stats);
 		if (ws[i].rc && !rc)

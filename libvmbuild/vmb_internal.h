@@ -23,6 +23,8 @@
 #define VMB_GIB			(1ull << 30)
 
 /* ctx.c */
+struct vmb__tpool;
+
 struct vmb_ctx {
 	const struct vmb_backend_ops *ops;
 	void	*priv;
@@ -30,7 +32,26 @@ struct vmb_ctx {
 	pthread_mutex_t log_lock;
 	vmb_log_fn *log_fn;
 	void	*log_user;
+	struct vmb__tpool *pool;	/* populate threads; NULL: per build */
 };
+
+/* tpool.c: threads that outlive a build (see there). */
+struct vmb__task {
+	void	(*fn)(void *arg);
+	void	*arg;
+	size_t	*remaining;		/* the pool's */
+	struct vmb__task *next;		/* the pool's */
+};
+
+int vmb__tpool_new(struct vmb__tpool **ret_pool);
+/*
+ * Run n tasks on the pool's threads and self_fn(self_arg), if not NULL,
+ * on the calling thread; return when all are done.  -EAGAIN (nothing
+ * run) when the pool has no thread and cannot start one.
+ */
+int vmb__tpool_run(struct vmb__tpool *pool, struct vmb__task *tasks,
+    size_t n, void (*self_fn)(void *), void *self_arg);
+void vmb__tpool_free(struct vmb__tpool *pool);
 
 void vmb__log(struct vmb_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
