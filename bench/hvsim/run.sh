@@ -7,7 +7,8 @@
 # plain non-temporal zeroing loop over the same pages; then a populate
 # that must take dirty pages right after a destroy, against the same
 # populate of clean memory and one thread's plain NT zeroing of the same
-# bytes; and a populate during the boot scrub.  Memory per node defaults
+# bytes (after the boot scrub, and without one: memory never touched
+# before); and a populate during the boot scrub.  Memory per node defaults
 # to 3G (HVSIM_BENCH_MEM; 6 GiB of real memory in all), the dirty
 # populate to 4 GiB (HVSIM_BENCH_DIRTY_GIB), the boot one to 2 GiB
 # (HVSIM_BENCH_BOOT_GIB).  Prints the figures and their ratios, measured
@@ -28,11 +29,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-run() {	# run MODE CLIENT-ARGS...
+extra=
+run() {	# run MODE CLIENT-ARGS...  ($extra: more hvsim options)
 	local mode=$1; shift
 	"$hvsim" --socket "$dir/$mode.sock" --nodes 2 --cpus-per-node 8 \
 		--threads-per-core 2 --mem-per-node "$mem" --backing real \
-		--flush-mode "$mode" 2>"$dir/$mode.log" &
+		--flush-mode "$mode" $extra 2>"$dir/$mode.log" &
 	pid=$!
 	"$client" "$@" || { cat "$dir/$mode.log"; exit 1; }
 	kill "$pid"; wait "$pid" 2>/dev/null; pid=
@@ -47,6 +49,11 @@ s=$(run batch scrub "$dir/batch.sock") || exit 1
 echo "$s"
 d=$(run batch dirty "$dir/batch.sock" "$dgib" "$rounds") || exit 1
 echo "$d"
+# Without boot scrub nothing has touched the memory before: one round.
+extra=--no-boot-scrub
+u=$(run batch dirty "$dir/batch.sock" "$dgib" 1) || exit 1
+extra=
+echo "$u"
 o=$(run batch boot "$dir/batch.sock" "$bgib") || exit 1
 echo "$o"
 
@@ -61,6 +68,9 @@ awk -v bg="$(get "$b" gibps)" -v ag="$(get "$a" gibps)" \
     -v dg="$(get "$d" gib)" -v ds="$(get "$d" dirty_s)" \
     -v cs="$(get "$d" clean_s)" -v ns="$(get "$d" nt1_s)" \
     -v di="$(get "$d" inline_pages)" -v db="$(get "$d" background_pages)" \
+    -v us="$(get "$u" dirty_s)" -v uc="$(get "$u" clean_s)" \
+    -v un="$(get "$u" nt1_s)" -v ui="$(get "$u" inline_pages)" \
+    -v ub="$(get "$u" background_pages)" \
     -v og="$(get "$o" gib)" -v os="$(get "$o" populate_s)" \
     -v oi="$(get "$o" inline_pages)" -v ob="$(get "$o" boot_pages_meanwhile)" \
     -v of="$(get "$o" nt_first_touch_s)" -v ot="$(get "$o" nt_touched_s)" 'BEGIN {
@@ -79,6 +89,10 @@ awk -v bg="$(get "$b" gibps)" -v ag="$(get "$a" gibps)" \
 	    "same populate on clean memory %.6f s; 1-thread NT zeroing of " \
 	    "the same bytes %.3f s; dirty/clean %.0fx, dirty/NT %.2f\n", \
 	    dg, ds, di, db, cs, ns, ds / cs, ds / ns
+	printf "the same on memory never touched before (--no-boot-scrub, " \
+	    "1 round): %.3f s (%d inline, %d background); clean %.6f s; " \
+	    "NT %.3f s; dirty/clean %.0fx, dirty/NT %.2f\n", \
+	    us, ui, ub, uc, un, us / uc, us / un
 	printf "populate of %s GiB during the boot scrub: %.3f s (%d pages " \
 	    "inline, %d by the boot scrub meanwhile); 1-thread NT zeroing " \
 	    "of as many fresh memfd bytes %.3f s (first touch), %.3f s " \
