@@ -297,6 +297,10 @@ test_engine_all_orders(void **state)
 	    res.workers_pinned, res.phase_ns[VMB_PHASE_POPULATE] / 1e6,
 	    (unsigned long long)res.populate.flushes_issued,
 	    (unsigned long long)res.populate.flushes_avoided);
+	/* hvsim counts scrubbing and flushes: every count is known. */
+	assert_int_equal(res.populate.have, VMB_POPSTAT_HAVE_SCRUBBED_INLINE |
+	    VMB_POPSTAT_HAVE_FALLBACK | VMB_POPSTAT_HAVE_FLUSHES |
+	    VMB_POPSTAT_HAVE_FILTER);
 	/* Pause, unpause, destroy. */
 	assert_int_equal(vmb_domain_pause(real_sim.ctx, res.domid), 0);
 	assert_int_equal(vmb_domain_get(real_sim.ctx, res.domid, &d), 0);
