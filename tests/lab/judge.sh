@@ -88,6 +88,27 @@ if ! grep -E '^\[[ 0-9.]*\] \(d[0-9]+\).*vmbuild-guest: hello from domain [0-9]+
 	ok=0
 	echo "FAIL: no '(dN) vmbuild-guest: hello from domain N' line on Xen's console"
 fi
+# vmbuild itself must have built guests that ran: for each of its guests,
+# the create step succeeded and Xen's console shows that guest's hello from
+# its own domain id (an xl guest's greeting does not count).  Only
+# LAB_VMBUILD=off, or LAB_STEPS without vmbuild (both passed on by run.sh),
+# lifts this.
+if [ "${LAB_VMBUILD:-require}" != off ] && [[ " ${LAB_STEPS:-vmbuild} " == *" vmbuild "* ]]; then
+	for g in vmb-small:vmb-create-small vmb-big:vmb-create-big; do
+		tag=${g%%:*} step=${g#*:}
+		if ! grep -qE "MARK step=$step rc=0 " "$clean"; then
+			ok=0
+			echo "FAIL: vmbuild step $step did not succeed"
+			continue
+		fi
+		id=$(grep -m1 -E "^\[[ 0-9.]*\] \(d[0-9]+\).*vmbuild-guest: cmdline: lab=$tag( |\$)" "$clean" |
+		    sed -n 's/^\[[ 0-9.]*\] (d\([0-9]*\)).*/\1/p')
+		if [ -z "$id" ] || ! grep -qE "^\[[ 0-9.]*\] \(d$id\).*vmbuild-guest: hello from domain $id\b" "$clean"; then
+			ok=0
+			echo "FAIL: no hello on Xen's console from the guest vmbuild built ($tag)"
+		fi
+	done
+fi
 if [ $ok = 1 ]; then
 	echo "lab: PASS"
 	exit 0

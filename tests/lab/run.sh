@@ -15,7 +15,9 @@
 #   LAB_DEBS=$LAB_DIR/debs   the .deb cache (share it between LAB_DIRs)
 #   LAB_STEPS="xl vmbuild guest"  what dom0 runs: xl, vmbuild (side by side),
 #                            guest (the hello guest's memory-map fallbacks, by xl)
-#   LAB_VMBUILD=auto         auto: the vmbuild steps run when vmbuildd and vmctl
+#   LAB_VMBUILD=require      require (default): the vmbuild steps must run and
+#                            pass, and judge.sh wants their guests' hello.  auto:
+#                            the vmbuild steps run when vmbuildd and vmctl
 #                            are built; if vmbuildd cannot open the xen backend
 #                            they are reported SKIPPED, not failed.  require: a
 #                            skip is a failure.  off: never run them.
@@ -38,7 +40,9 @@ here=tests/lab
 
 LAB_DIR=${LAB_DIR:-build/lab}
 LAB_STEPS=${LAB_STEPS:-xl vmbuild guest}
-LAB_VMBUILD=${LAB_VMBUILD:-auto}
+export LAB_STEPS
+LAB_VMBUILD=${LAB_VMBUILD:-require}
+export LAB_VMBUILD
 LAB_SMALL_MB=${LAB_SMALL_MB:-128}
 LAB_BIG_MB=${LAB_BIG_MB:-512}
 LAB_TIMEOUT=${LAB_TIMEOUT:-420}
