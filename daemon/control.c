@@ -261,6 +261,20 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 		rpc_handle_line(c, line, len);
 		evbuffer_drain(in, len + eol_len);
 	}
+	/*
+	 * An idle connection may stay (event subscribers wait for hours),
+	 * but one that sent part of a request and then nothing holds a
+	 * connection slot for no purpose: give it --request-timeout
+	 * seconds of silence.
+	 */
+	if (!c->closed && !c->closing) {
+		if (evbuffer_get_length(in) > 0) {
+			struct timeval tv = { C.opts.request_timeout, 0 };
+
+			bufferevent_set_timeouts(bev, &tv, NULL);
+		} else
+			bufferevent_set_timeouts(bev, NULL, NULL);
+	}
 	conn_unref(c);
 }
 
@@ -289,6 +303,15 @@ conn_event_cb(struct bufferevent *bev, short what, void *arg)
 		 * The client may have only shut down its sending side and
 		 * still wait for replies: flush what is queued first.
 		 */
+		conn_close_after_flush(c);
+		return;
+	}
+	if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_READING)) {
+		log_info("conn %u: %zu bytes of a request and no more for "
+		    "%u s, closing", c->serial, partial,
+		    C.opts.request_timeout);
+		rpc_send_error(c, NULL, RPC_INVALID_REQUEST, "incomplete "
+		    "request: no end of line within the timeout");
 		conn_close_after_flush(c);
 		return;
 	}

@@ -38,6 +38,7 @@ struct control_opts {
 	const char	*path;
 	size_t		max_request;
 	unsigned	max_connections;
+	unsigned	request_timeout;	/* s a partial request may wait */
 };
 
 /* Listen on opts->path, or on the socket systemd passed. */

@@ -98,6 +98,8 @@ usage(FILE *f)
 "  --max-request BYTES    largest request line (default %d)\n"
 "  --max-connections N    clients at once (default %d)\n"
 "  --max-tasks N          builds running at once (default %d)\n"
+"  --request-timeout S    close a connection whose partial request\n"
+"                         gets no more bytes for S s (default %d)\n"
 "  -v, --verbose          debug messages\n"
 "  -h, --help             this text\n"
 "  -V, --version          print the version\n"
@@ -106,7 +108,7 @@ usage(FILE *f)
 "group vmbuild and refreshes the domain list.\n",
 	    VMBUILD_DEFAULT_SOCKET, VMBUILD_DEFAULT_STATE,
 	    VMBUILD_DEFAULT_METRICS, VMBUILD_MAX_REQUEST,
-	    VMBUILD_MAX_CONNECTIONS, VMBUILD_MAX_TASKS);
+	    VMBUILD_MAX_CONNECTIONS, VMBUILD_MAX_TASKS, VMBUILD_REQUEST_TIMEOUT);
 }
 
 static int
@@ -131,7 +133,8 @@ parse_count(const char *opt, const char *arg, unsigned long long min,
 static int
 parse_options(int argc, char **argv)
 {
-	enum { O_MAXREQ = 256, O_MAXCONN, O_MAXTASKS, O_POPULATE, O_METRICS };
+	enum { O_MAXREQ = 256, O_MAXCONN, O_MAXTASKS, O_POPULATE, O_METRICS,
+	    O_REQTIMEOUT };
 	static const struct option longopts[] = {
 		{ "hypervisor",	     required_argument,	NULL, 'H' },
 		{ "socket",	     required_argument,	NULL, 's' },
@@ -141,6 +144,7 @@ parse_options(int argc, char **argv)
 		{ "populate",	     required_argument,	NULL, O_POPULATE },
 		{ "max-request",     required_argument,	NULL, O_MAXREQ },
 		{ "max-connections", required_argument,	NULL, O_MAXCONN },
+		{ "request-timeout", required_argument,	NULL, O_REQTIMEOUT },
 		{ "max-tasks",	     required_argument,	NULL, O_MAXTASKS },
 		{ "verbose",	     no_argument,	NULL, 'v' },
 		{ "help",	     no_argument,	NULL, 'h' },
@@ -156,6 +160,7 @@ parse_options(int argc, char **argv)
 	vmbd.max_request = VMBUILD_MAX_REQUEST;
 	vmbd.max_connections = VMBUILD_MAX_CONNECTIONS;
 	vmbd.max_tasks = VMBUILD_MAX_TASKS;
+	vmbd.request_timeout = VMBUILD_REQUEST_TIMEOUT;
 	M.socket = VMBUILD_DEFAULT_SOCKET;
 	while ((c = getopt_long(argc, argv, "H:s:d:fvhV", longopts, NULL))
 	    != -1) {
@@ -200,6 +205,12 @@ parse_options(int argc, char **argv)
 			    &v) < 0)
 				return 2;
 			vmbd.max_connections = v;
+			break;
+		case O_REQTIMEOUT:
+			if (parse_count("--request-timeout", optarg, 1, 3600,
+			    &v) < 0)
+				return 2;
+			vmbd.request_timeout = v;
 			break;
 		case O_MAXTASKS:
 			if (parse_count("--max-tasks", optarg, 1, 4096, &v) < 0)
@@ -368,6 +379,7 @@ main(int argc, char **argv)
 	copts.path = M.socket;
 	copts.max_request = vmbd.max_request;
 	copts.max_connections = vmbd.max_connections;
+	copts.request_timeout = vmbd.request_timeout;
 	if (control_listen(&copts) < 0)
 		fatalx("cannot listen on %s", M.socket);
 

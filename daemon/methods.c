@@ -309,9 +309,11 @@ value_from_json(yajl_val v, struct vmb_value *out, const char **why)
 			int rc = value_from_json(v->u.array.values[i],
 			    &items[i], why);
 
+			/* Count the failed item too: it may hold a partly
+			 * built list that value_done() must free. */
+			out->u.list.n++;
 			if (rc < 0)
 				return rc;
-			out->u.list.n++;
 		}
 		return 0;
 	}
@@ -345,7 +347,9 @@ guest_from_json(struct call *call, yajl_val obj, const char *basedir,
 		    "cannot allocate a guest: %s", strerror(-rc));
 	for (size_t i = 0; i < obj->u.object.len; i++) {
 		const char *key = obj->u.object.keys[i], *why = NULL;
-		struct vmb_value val;
+		/* A scalar type, so that value_done() is a no-op when
+		 * value_from_json() fails before setting it. */
+		struct vmb_value val = { .type = VMB_VALUE_STRING };
 
 		rc = value_from_json(obj->u.object.values[i], &val, &why);
 		if (rc == 0)

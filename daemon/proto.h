@@ -26,6 +26,7 @@
 #define VMBUILD_MAX_REQUEST	(1024 * 1024)	/* bytes in one request line */
 #define VMBUILD_MAX_CONNECTIONS	256
 #define VMBUILD_MAX_TASKS	64		/* tasks running at once */
+#define VMBUILD_REQUEST_TIMEOUT	30		/* s for the rest of a partial request */
 
 /* Methods. */
 #define M_SERVER_HELLO		"server.hello"

@@ -126,8 +126,15 @@ task_progress_cb(void *user, const struct vmb_progress *p)
 	struct task *t = user;
 
 	pthread_mutex_lock(&t->lock);
-	t->progress = *p;
-	t->dirty = true;
+	/*
+	 * Populate workers report from several threads without a common
+	 * lock, so a smaller count of the same phase can arrive after a
+	 * larger one: keep progress monotonic within a phase.
+	 */
+	if (!(p->phase == t->progress.phase && p->done < t->progress.done)) {
+		t->progress = *p;
+		t->dirty = true;
+	}
 	pthread_mutex_unlock(&t->lock);
 }
 

@@ -22,6 +22,7 @@ struct vmbuildd {
 	unsigned	max_tasks;
 	unsigned	max_connections;
 	size_t		max_request;
+	unsigned	request_timeout;	/* seconds */
 	bool		stopping;	/* SIGTERM/SIGINT received */
 	double		started_at;	/* Unix time */
 };

@@ -26,7 +26,7 @@ MAX_CONN = 12
 h = Host(["--nodes", "2", "--cpus-per-node", "2", "--mem-per-node", "512M",
           "--backing", "real"],
          ["--max-request", str(MAX_REQ), "--max-connections", str(MAX_CONN),
-          "--max-tasks", "4"])
+          "--max-tasks", "4", "--request-timeout", "2"])
 h.start_daemon()
 ok(any("READY=1" in n for n in h.notes), "vmbuildd sends READY=1")
 ok(any("STATUS=" in n for n in h.notes), "vmbuildd sends STATUS=",
@@ -371,6 +371,27 @@ for _ in range(3):
     z.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"vm.li')
     z.close()
 alive("clients that sent half a request and disconnected")
+
+# Half a request, then silence: after --request-timeout (2 s here) the
+# daemon answers -32600 and closes, so the slot is not held for ever.
+z = h.client()
+z.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"vm.li')
+t0 = time.monotonic()
+r = z.read_msg()
+expect_error(r, -32600, "a stalled partial request times out")
+ok(z.read_line() == b"", "the stalled connection is closed after it")
+z.close()
+q = h.client()
+q.send_raw(b'{"jsonrpc":"2.0","id":1,"method":"vm.list"}\n')
+r = q.read_msg()
+ok(r is not None and "result" in r, "a complete request is answered")
+time.sleep(3)
+q.send_raw(b'{"jsonrpc":"2.0","id":2,"method":"server.hello"}\n')
+r = q.read_msg()
+ok(r is not None and r.get("id") == 2 and "result" in r,
+   "an idle connection still works after the timeout period")
+q.close()
+alive("a stalled partial request")
 time.sleep(0.2)
 ok("unfinished request" in open(os.path.join(h.dir, "vmbuildd.log")).read(),
    "the daemon logs and drops the unfinished request")
