@@ -23,6 +23,7 @@ dom_init(struct hv *hv)
 	hv->next_domid = HV_DOMID_FIRST;
 	pthread_mutex_init(&hv->dom_lock, NULL);
 	pthread_mutex_init(&hv->claim_lock, NULL);
+	hv->avail = hv->heap.total_pages;
 	return 0;
 }
 
@@ -39,7 +40,7 @@ dom_free(struct hv *hv, struct domain *d)
 static void
 dom_release_memory(struct hv *hv, struct domain *d)
 {
-	uint64_t ts = flush_now(&hv->flush);
+	uint64_t ts = flush_now(&hv->flush), pages = 0;
 	size_t i;
 
 	for (i = 0; i < d->nr_ext; i++) {
@@ -53,7 +54,9 @@ dom_release_memory(struct hv *hv, struct domain *d)
 		};
 
 		heap_free(&hv->heap, &b);
+		pages += 1ull << b.order;
 	}
+	dom_avail_give(hv, pages);
 	d->nr_ext = 0;
 	__atomic_store_n(&d->tot_pages, 0, __ATOMIC_RELAXED);
 	memset(d->node_pages, 0, sizeof(d->node_pages));
@@ -220,15 +223,24 @@ dom_pause(struct hv *hv, hv_domid_t domid, bool pause)
 	return rc;
 }
 
-static uint64_t
-host_free_pages(struct hv *hv)
-{
-	uint64_t f = 0;
-	uint32_t i;
+/*
+ * Claims and the pages they guard.  hv->avail counts the free pages that
+ * no allocation in flight has reserved; it changes only under claim_lock.
+ * The invariant avail >= outstanding (the sum of claims) is what makes a
+ * claim a guarantee: an allocation reserves its pages from avail here,
+ * under the same lock as the check, before it goes to the heap, so two
+ * allocations cannot both pass the check against the same free pages (as
+ * Xen, which checks and allocates under its heap_lock).  The heap itself
+ * is not held meanwhile, so that allocations on different nodes, and
+ * their inline scrubbing, still run in parallel.
+ */
 
-	for (i = 0; i < hv->heap.nr_nodes; i++)
-		f += heap_free_pages(&hv->heap, i);
-	return f;
+void
+dom_avail_give(struct hv *hv, uint64_t pages)
+{
+	pthread_mutex_lock(&hv->claim_lock);
+	hv->avail += pages;
+	pthread_mutex_unlock(&hv->claim_lock);
 }
 
 /* Under d->lock. */
@@ -242,8 +254,7 @@ dom_claim_set(struct hv *hv, struct domain *d, uint64_t pages)
 	if (pages == 0) {
 		hv->outstanding -= d->outstanding;
 		d->outstanding = 0;
-	} else if (host_free_pages(hv) <
-	    hv->outstanding - d->outstanding + want) {
+	} else if (hv->avail < hv->outstanding - d->outstanding + want) {
 		rc = -ENOMEM;
 	} else {
 		hv->outstanding = hv->outstanding - d->outstanding + want;
@@ -263,13 +274,17 @@ dom_claim_take(struct hv *hv, struct domain *d, uint64_t pages,
 	pthread_mutex_lock(&hv->claim_lock);
 	from = d->outstanding < pages ? d->outstanding : pages;
 	others = hv->outstanding - d->outstanding;
-	/* Memory claimed by others is not ours to take. */
-	if (pages > from && others > 0 &&
-	    host_free_pages(hv) < others + (pages - from)) {
+	/*
+	 * Pages beyond our claim come out of what nobody has reserved or
+	 * claimed.  The claimed part needs no check: avail >= outstanding
+	 * already holds for it.
+	 */
+	if (pages > from && hv->avail < others + (pages - from)) {
 		rc = -ENOMEM;
 	} else {
 		d->outstanding -= from;
 		hv->outstanding -= from;
+		hv->avail -= pages;
 		*ret_from_claim = from;
 	}
 	pthread_mutex_unlock(&hv->claim_lock);
@@ -280,10 +295,10 @@ void
 dom_claim_undo(struct hv *hv, struct domain *d, uint64_t pages,
     uint64_t from_claim)
 {
-	(void)pages;
 	pthread_mutex_lock(&hv->claim_lock);
 	d->outstanding += from_claim;
 	hv->outstanding += from_claim;
+	hv->avail += pages;
 	pthread_mutex_unlock(&hv->claim_lock);
 }
 

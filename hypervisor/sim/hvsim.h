@@ -342,11 +342,18 @@ int dom_p2m_add(struct domain *d, const struct p2m_ext *e);
 bool dom_p2m_overlaps(const struct domain *d, uint64_t gfn, uint32_t order);
 int dom_map(struct hv *hv, hv_domid_t domid, uint64_t gfn, uint32_t nr,
     uint64_t *mfns);
-/* Claims: pages a domain may still take from the host's free memory. */
+/*
+ * Claims: pages a domain may still take from the host's free memory.
+ * dom_claim_take reserves `pages` for an allocation about to be made
+ * (-ENOMEM when they would eat into others' claims); after a failed
+ * allocation dom_claim_undo gives the reservation and the claim back.
+ * Whoever frees heap pages outside that pair calls dom_avail_give.
+ */
 int dom_claim_take(struct hv *hv, struct domain *d, uint64_t pages,
     uint64_t *ret_from_claim);
 void dom_claim_undo(struct hv *hv, struct domain *d, uint64_t pages,
     uint64_t from_claim);
+void dom_avail_give(struct hv *hv, uint64_t pages);
 uint64_t dom_outstanding_total(struct hv *hv);
 
 /* ------------------------------------------------------------------ */
@@ -397,6 +404,7 @@ struct hv {
 	uint32_t nr_doms;
 	pthread_mutex_t claim_lock;
 	uint64_t outstanding;	/* sum of claims */
+	uint64_t avail;		/* free pages not reserved by allocations */
 
 	pthread_t shadow_thread;
 	bool shadow_started;
