@@ -138,6 +138,8 @@ hv_init(struct hv **ret_hv, const struct hv_config *cfg)
 	rc = scrub_start(hv);
 	if (rc < 0)
 		goto fail_dom;
+	if (hv->nr_workers == 0)
+		scrub_boot_inline(hv);
 	rc = shadow_bg_start(hv);
 	if (rc < 0)
 		goto fail_scrub;

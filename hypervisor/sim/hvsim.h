@@ -270,6 +270,8 @@ int scrub_plan(const struct topo *t, int32_t want,
     struct scrub_worker **ret_w, uint32_t *ret_nr);
 int scrub_start(struct hv *hv);
 void scrub_stop(struct hv *hv);
+/* Without workers: do the boot scrub now, before serving. */
+void scrub_boot_inline(struct hv *hv);
 void scrub_node_progress(struct hv *hv, uint32_t node,
     struct hv_scrub_node *out);
 

@@ -46,8 +46,13 @@ usage(FILE *f)
 "  --flush-mode batch|alloc batch: one filter and <= 1 flush per populate\n"
 "                           call (default); alloc: filter per page, flush\n"
 "                           per extent, as Xen before 4.8\n"
-"  --scrub-workers auto|N   background scrub workers, one per core\n"
-"                           (default auto; 0 scrubs inline only)\n"
+"  --scrub-workers auto|N   background scrub workers, at most one per core\n"
+"                           (default auto: one per core).  0 = inline\n"
+"                           only: the boot scrub runs before the socket\n"
+"                           is served, and freed memory stays dirty until\n"
+"                           an allocation scrubs it; scrub progress then\n"
+"                           reports 0 workers per node, and waiting for\n"
+"                           dirty memory to shrink is pointless\n"
 "  --shadow-threshold N     unshadow after N consecutive emulated writes\n"
 "                           to one page (default 3)\n"
 "  --boot-scrub, --no-boot-scrub\n"
@@ -310,12 +315,13 @@ main(int argc, char **argv)
 		return 1;
 	}
 	hv_log(hv, "serving %s: %u nodes x %u CPUs (%u per core), %llu MiB "
-	    "per node, %s memory, flush mode %s, %u scrub workers",
+	    "per node, %s memory, flush mode %s, %u scrub workers%s",
 	    cfg.socket_path, cfg.nodes, cfg.cpus_per_node, cfg.threads_per_core,
 	    (unsigned long long)(cfg.mem_per_node >> 20),
 	    cfg.backing == HV_BACKING_REAL ? "real" : "phantom",
 	    cfg.flush_mode == HV_FLUSH_BATCH ? "batch" : "alloc",
-	    hv->nr_workers);
+	    hv->nr_workers, hv->nr_workers ? "" :
+	    " (inline only: freed memory is scrubbed when allocated)");
 	rc = server_run(hv, lfd, &stop);
 	close(lfd);
 	unlink(cfg.socket_path);

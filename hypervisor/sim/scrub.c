@@ -166,6 +166,31 @@ scrub_stop(struct hv *hv)
 	hv->nr_workers = 0;
 }
 
+/*
+ * Inline-only mode (--scrub-workers 0): no background worker will ever
+ * scrub, so the boot scrub is done here, by the thread that sets the host
+ * up, before anything is served; otherwise memory would stay dirty from
+ * boot and a client waiting for the scrub (vmctl scrub --wait) would wait
+ * for nothing.  Memory freed later stays dirty until an allocation takes
+ * it and scrubs it inline; scrub progress says workers = 0 on every node.
+ * Through the descriptor (no map-in): faster than first touches here.
+ */
+void
+scrub_boot_inline(struct hv *hv)
+{
+	struct scrub_job job;
+	uint32_t i;
+
+	memset(&job, 0, sizeof(job));
+	for (i = 0; i < hv->heap.nr_nodes; i++)
+		while (heap_take_dirty(&hv->heap, i, SCRUB_ORDER, &job) == 0) {
+			job.done = 1ull << job.b.order;
+			mem_zero(&hv->mem, job.b.mfn, job.done, false);
+			CTR_ADD(hv, scrub_pages_boot, job.done);
+			heap_put_scrubbed(&hv->heap, &job);
+		}
+}
+
 /* Rates are computed over windows of at least 250 ms between samples. */
 #define RATE_WINDOW_NS	250000000ull
 

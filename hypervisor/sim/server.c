@@ -46,6 +46,7 @@ op_hello(struct hv *hv, const void *req, size_t len, void *rep,
 	r->backing = hv->mem.backing;
 	r->flush_mode = hv->cfg.flush_mode;
 	r->shadow_threshold = hv->cfg.shadow_threshold;
+	r->flags = hv->cfg.pin_host ? HV_HELLO_TOPOLOGY_HOST : 0;
 	r->boot_time_ns = hv->boot_time_ns;
 	strncpy(r->name, HVSIM_NAME, HV_NAME_LEN - 1);
 	*ret_len = sizeof(*r);

@@ -1,9 +1,10 @@
 #!/bin/bash
 # socket.sh - integration tests of hvsim over its socket.
 #
-# Starts four hvsim instances in a fresh directory (real memory with boot
+# Starts five hvsim instances in a fresh directory (real memory with boot
 # scrub; two small ones without background scrubbing, in batch and alloc
-# flush mode; a phantom 8-node 2 TiB host) and runs the client program
+# flush mode; a phantom 8-node 2 TiB host; this machine's topology with
+# inline scrubbing only and the boot scrub on) and runs the client program
 # against them.  Everything started here is killed on exit.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -37,11 +38,13 @@ start alloc --nodes 2 --cpus-per-node 8 --threads-per-core 2 \
 	--flush-mode alloc --preempt-pages 16384
 start phantom --nodes 8 --cpus-per-node 16 --threads-per-core 2 \
 	--mem-per-node 256G --backing phantom
+start inline --topology host --mem-per-node 32M --backing real \
+	--scrub-workers 0
 
 # Wait for the sockets (bounded).
 for i in $(seq 1 100); do
 	ok=1
-	for s in real batch alloc phantom; do
+	for s in real batch alloc phantom inline; do
 		[ -S "$dir/$s.sock" ] || ok=0
 	done
 	[ $ok -eq 1 ] && break
@@ -51,7 +54,7 @@ done
 "$client" "$dir" "$(cat "$dir/phantom.pid")"
 rc=$?
 # Every instance must still be alive after all the bad requests.
-for s in real batch alloc phantom; do
+for s in real batch alloc phantom inline; do
 	if kill -0 "$(cat "$dir/$s.pid")" 2>/dev/null; then
 		echo "ok - hvsim ($s) still running at the end"
 	else

@@ -773,6 +773,61 @@ test_domain_ops(void)
 	hvc_close(c);
 }
 
+/* ------------------------------------------------------------------ */
+/* --topology host and --scrub-workers 0 (inline only).                */
+
+static void
+test_inline_host(void)
+{
+	struct hv_extent e[4];
+	struct hv_scrub_reply *r;
+	struct hv_scrub_node *n;
+	struct hv_counters c0;
+	struct hvc *c = conn("inline"), *s = conn("real");
+	uint64_t f = 0, d = 0, t = 0;
+	hv_domid_t id;
+	uint32_t i, workers = 0;
+	int boot = 0, rc;
+
+	if (s) {
+		ok(hvc_hello(s)->flags == 0,
+		    "hello: a synthetic topology has no flag");
+		hvc_close(s);
+	}
+	if (!c)
+		return;
+	ok(hvc_hello(c)->flags == HV_HELLO_TOPOLOGY_HOST,
+	    "hello: --topology host says so (flags %#x)", hvc_hello(c)->flags);
+	/* No waiting: the boot scrub was done before the socket served. */
+	ok(hvc_scrub_progress(c, &r) == 0, "inline only: scrub progress");
+	n = hvc_scrub_nodes(r);
+	for (i = 0; i < r->nr_nodes; i++)
+		workers += n[i].workers;
+	ok(workers == 0, "inline only: 0 workers on every node");
+	free(r);
+	rc = host_pages(c, &f, &d, &t, &boot);
+	ok(rc == 0 && d == 0 && boot && t > 0 &&
+	    f == t, "inline only: boot scrub done at start (%llu of %llu "
+	    "dirty)", (unsigned long long)d, (unsigned long long)t);
+	hvc_counters(c, &c0);
+	ok(c0.scrub_pages_boot == t && c0.scrub_pages_background == 0,
+	    "inline only: every page counted as boot scrub (%llu)",
+	    (unsigned long long)c0.scrub_pages_boot);
+	id = create(c, "inline", HV_DOMF_HVM | HV_DOMF_HAP, 1 << 20);
+	for (i = 0; i < 4; i++)
+		e[i] = (struct hv_extent){ .gfn = i * 512ull, .order = 9,
+		    .node = HV_NODE_ANY };
+	ok(hvc_populate(c, id, 0, e, 4, NULL, NULL) == 0 &&
+	    hvc_domain_op(c, HV_OP_DOMAIN_DESTROY, id) == 0,
+	    "inline only: populate and destroy");
+	sleep_ms(200);
+	rc = host_pages(c, &f, &d, &t, NULL);
+	ok(rc == 0 && d == 4 * 512,
+	    "inline only: freed memory stays dirty (%llu)",
+	    (unsigned long long)d);
+	hvc_close(c);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -786,5 +841,6 @@ main(int argc, char **argv)
 	test_domain_ops();
 	test_flush_modes();
 	test_phantom(argv[2]);
+	test_inline_host();
 	return failures ? 1 : 0;
 }

@@ -232,7 +232,8 @@ test_domains_random(void **state)
 	cfg.nodes = 3;
 	cfg.mem_per_node = 64u << 20;
 	cfg.backing = HV_BACKING_PHANTOM;
-	cfg.scrub_workers = 0;		/* dirty pages stay dirty */
+	/* No workers: boot scrubbed at init, freed pages stay dirty. */
+	cfg.scrub_workers = 0;
 	cfg.boot_scrub = true;
 	cfg.switch_hz = 0;
 	cfg.preempt_pages = 700;	/* force preemption */

@@ -93,13 +93,25 @@ enum hv_flush_mode {
 	HV_FLUSH_ALLOC = 2,	/* filter per page, flush per extent (Xen < 4.8) */
 };
 
+/*
+ * The model's node i is this machine's node i (hvsim --topology host), so
+ * pinning a thread to the CPUs of host node i puts it next to the memory
+ * of node i.  Without it the topology is synthetic: do not pin.
+ */
+#define HV_HELLO_TOPOLOGY_HOST	(1u << 0)
+
 struct hv_hello_reply {
 	uint32_t abi_version;
 	uint32_t caps;		/* HV_CAP_* */
 	uint32_t backing;	/* enum hv_backing */
 	uint32_t flush_mode;	/* enum hv_flush_mode */
 	uint32_t shadow_threshold;
-	uint32_t pad;
+	/*
+	 * HV_HELLO_*.  This was `pad`, which had to be zero: the layout and
+	 * size are unchanged and an old hypervisor reports no flag, so
+	 * HV_ABI_VERSION stays the same.
+	 */
+	uint32_t flags;
 	uint64_t boot_time_ns;	/* CLOCK_REALTIME when the hypervisor started */
 	char	 name[HV_NAME_LEN];	/* implementation, e.g. "hvsim 0.1" */
 };
