@@ -152,11 +152,16 @@ build_done(struct job *job)
 	struct build_job *bj = (struct build_job *)job;
 	struct task *t = bj->task;
 	struct vm *vm = vm_find_uuid(bj->rec.uuid);
-	struct vmb_progress p;
+	const char *phase, *why;
 	char msg[400];
 	int code;
 
-	task_get_progress(t, &p);
+	/*
+	 * Where and why from the library's result, written on failure too:
+	 * the task's last progress tick is the undo's by then.
+	 */
+	phase = vmb_build_phase_name(bj->result.failed_phase);
+	why = bj->result.error[0] ? bj->result.error : strerror(-bj->rc);
 	if (bj->rc == 0) {
 		snprintf(msg, sizeof(msg), "domain %u built in %.3f s",
 		    bj->result.domid, bj->result.total_ns / 1e9);
@@ -198,11 +203,13 @@ build_done(struct job *job)
 		else if (bj->rc == -ECANCELED)
 			snprintf(msg, sizeof(msg), "build of %s cancelled "
 			    "(in phase %s); everything was undone", t->vm,
-			    vmb_build_phase_name(p.phase));
+			    phase);
+		else if (bj->result.failed_phase == VMB_PHASE_DONE)
+			snprintf(msg, sizeof(msg), "build of %s failed after "
+			    "it was done: %s", t->vm, why);
 		else
 			snprintf(msg, sizeof(msg), "build of %s failed in "
-			    "phase %s: %s", t->vm,
-			    vmb_build_phase_name(p.phase), strerror(-bj->rc));
+			    "phase %s: %s", t->vm, phase, why);
 		if (vm != NULL)
 			vm_remove(vm, true);
 		task_finish(t, bj->rc == -ECANCELED ? TASK_CANCELLED :

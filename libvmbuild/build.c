@@ -165,6 +165,27 @@ undo(struct vmb_build *b, uint32_t domid)
 	return rc;
 }
 
+/* Why the claim of `pages` was refused, with what the host has free. */
+static void
+claim_why(struct vmb_build *b, uint64_t pages, int rc, char *why, size_t len)
+{
+	struct vmb_host *h = NULL;
+	uint64_t want = pages << VMB_PAGE_SHIFT, avail;
+
+	if (vmb_host_info(b->ctx, &h) != 0) {
+		snprintf(why, len, "claim of %llu MiB refused: %s",
+		    (unsigned long long)(want >> 20), strerror(-rc));
+		return;
+	}
+	avail = h->free_bytes > h->claimed_bytes ?
+	    h->free_bytes - h->claimed_bytes : 0;
+	snprintf(why, len, "claim of %llu MiB refused: only %llu MiB free "
+	    "(%llu MiB claimed by other domains): %s",
+	    (unsigned long long)(want >> 20), (unsigned long long)(avail >> 20),
+	    (unsigned long long)(h->claimed_bytes >> 20), strerror(-rc));
+	vmb_host_free(h);
+}
+
 /* Would the populate have to scrub pages inline on some placed node? */
 static bool
 short_of_clean(const struct vmb_placement *pl, const struct vmb_host *host,
@@ -262,6 +283,8 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 	struct vmb_scrub scrub;
 	struct vmb_boot boot;
 	enum vmb_build_phase phase = VMB_PHASE_PLACE;
+	int fail_phase = -1;	/* when the failing step is not `phase`'s */
+	char why[sizeof(res.error)] = "";
 	uint32_t domid = VMB_DOMID_INVALID;
 	uint64_t t0, tp, pages;
 	size_t nr_doms = 0;
@@ -291,18 +314,26 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 	} while (0)
 
 	report(b, phase, domid, 0);
-	rc = vmb__image_open(b->guest, &img);
-	if (rc)
+	/*
+	 * Reading the image is part of loading it, done first so that a
+	 * bad kernel fails before anything exists: it fails as "load".
+	 */
+	rc = vmb__image_open_why(b->guest, &img, why, sizeof(why));
+	if (rc) {
+		fail_phase = VMB_PHASE_LOAD;
 		goto fail;
+	}
 	rc = vmb_host_info(b->ctx, &host);
-	if (rc)
+	if (!rc)
+		rc = vmb_domain_list(b->ctx, &doms, &nr_doms);
+	if (rc) {
+		snprintf(why, sizeof(why), "cannot read the host's state: %s",
+		    strerror(-rc));
 		goto fail;
-	rc = vmb_domain_list(b->ctx, &doms, &nr_doms);
-	if (rc)
-		goto fail;
+	}
 	have_scrub = vmb_scrub_progress(b->ctx, &scrub) == 0;
-	rc = vmb__place(host, have_scrub ? &scrub : NULL, doms, nr_doms,
-	    b->guest, &res.placement);
+	rc = vmb__place_why(host, have_scrub ? &scrub : NULL, doms, nr_doms,
+	    b->guest, &res.placement, why, sizeof(why));
 	if (rc)
 		goto fail;
 	if (b->opts.scrub_wait_ms && have_scrub &&
@@ -329,8 +360,11 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 	dc.nr_nodes = res.placement.nr_nodes;
 	memcpy(dc.nodes, res.placement.nodes, sizeof(dc.nodes));
 	rc = ops->domain_create(b->ctx->priv, &dc, &domid);
-	if (rc)
+	if (rc) {
+		snprintf(why, sizeof(why), "the hypervisor refused to create "
+		    "the domain: %s", strerror(-rc));
 		goto fail;
+	}
 	res.domid = domid;
 
 	PHASE(VMB_PHASE_CLAIM);
@@ -338,17 +372,21 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 		rc = ops->claim(b->ctx->priv, domid, pages);
 		if (rc == -EOPNOTSUPP)
 			rc = 0;	/* placement checked free memory instead */
-		else if (rc)
+		else if (rc) {
+			claim_why(b, pages, rc, why, sizeof(why));
 			goto fail;
-		else
+		} else
 			claimed = true;
 	}
 
 	PHASE(VMB_PHASE_POPULATE);
 	memset(&job, 0, sizeof(job));
 	rc = vmb__layout(b->guest, &res.placement, ranges);
-	if (rc < 0)
+	if (rc < 0) {
+		snprintf(why, sizeof(why), "the vnuma sizes do not add up to "
+		    "the memory placed");
 		goto fail;
+	}
 	job.ranges = ranges;
 	job.nr_ranges = (uint32_t)rc;
 	job.ops = ops;
@@ -366,6 +404,15 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 	res.populate = job.stats;
 	res.workers = job.workers;
 	res.workers_pinned = job.workers_pinned;
+	if (rc && rc != -ECANCELED) {
+		uint64_t done = 0;
+
+		for (uint32_t n = 0; n < VMB_MAX_NODES; n++)
+			done += job.stats.node_bytes[n];
+		snprintf(why, sizeof(why), "populating %llu MiB stopped after "
+		    "%llu MiB: %s", (unsigned long long)(b->guest->memory_bytes
+		    >> 20), (unsigned long long)(done >> 20), strerror(-rc));
+	}
 	if (rc)
 		goto fail;
 	if (claimed) {
@@ -375,16 +422,23 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 	}
 	/* Trust, but check: the hypervisor must hold exactly what we asked. */
 	rc = vmb_domain_get(b->ctx, domid, &dom);
-	if (rc)
+	if (rc) {
+		snprintf(why, sizeof(why), "cannot read the domain back: %s",
+		    strerror(-rc));
 		goto fail;
+	}
 	if (dom.memory_bytes != b->guest->memory_bytes) {
+		snprintf(why, sizeof(why), "the domain holds %llu bytes, not "
+		    "the %llu populated", (unsigned long long)
+		    dom.memory_bytes, (unsigned long long)
+		    b->guest->memory_bytes);
 		rc = -EIO;
 		goto fail;
 	}
 
 	PHASE(VMB_PHASE_LOAD);
-	rc = vmb__image_load(ops, b->ctx->priv, domid, img,
-	    b->guest->memory_bytes, &boot);
+	rc = vmb__image_load_why(ops, b->ctx->priv, domid, img,
+	    b->guest->memory_bytes, &boot, why, sizeof(why));
 	if (rc == -EOPNOTSUPP) {
 		res.image_loaded = false;	/* phantom memory: nothing to map */
 		rc = 0;
@@ -401,18 +455,25 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 		boot.vcpus = b->guest->vcpus;
 		boot.guest = b->guest;
 		rc = ops->boot(b->ctx->priv, domid, &boot);
-		if (rc)
+		if (rc) {
+			snprintf(why, sizeof(why), "cannot set up the vCPUs: "
+			    "%s", strerror(-rc));
 			goto fail;
+		}
 	}
 	if (!b->opts.start_paused) {
 		rc = ops->domain_unpause(b->ctx->priv, domid);
-		if (rc)
+		if (rc) {
+			snprintf(why, sizeof(why), "cannot unpause the "
+			    "domain: %s", strerror(-rc));
 			goto fail;
+		}
 	}
 
 	PHASE(VMB_PHASE_DONE);
 #undef PHASE
 	res.total_ns = vmb__now_ns() - t0;
+	res.failed_phase = VMB_PHASE_DONE;
 	vmb__log(b->ctx, "build %s: domain %u, %llu bytes in %llu ns",
 	    b->guest->name, domid, (unsigned long long)b->guest->memory_bytes,
 	    (unsigned long long)res.total_ns);
@@ -420,8 +481,23 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 	rc = 0;
 	goto out;
 fail:
+	/*
+	 * Where and why, from the step that failed: the caller must not
+	 * guess it from progress reports (the undo below reports its own).
+	 */
+	if (fail_phase >= 0)
+		phase = (enum vmb_build_phase)fail_phase;
+	if (rc == -ECANCELED)
+		snprintf(why, sizeof(why), "cancelled");
+	else if (!why[0])
+		snprintf(why, sizeof(why), "%s", strerror(-rc));
+	memset(&res, 0, sizeof(res));
+	res.domid = VMB_DOMID_INVALID;
+	res.failed_phase = phase;
+	snprintf(res.error, sizeof(res.error), "%s", why);
+	*ret_result = res;
 	vmb__log(b->ctx, "build %s: failed in phase %s: %s", b->guest->name,
-	    vmb_build_phase_name(phase), strerror(-rc));
+	    vmb_build_phase_name(phase), why);
 	if (domid != VMB_DOMID_INVALID) {
 		report(b, VMB_PHASE_UNDO, domid, 0);
 		if (claimed)

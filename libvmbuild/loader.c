@@ -351,8 +351,31 @@ vmb__image_free(struct vmb__image *img)
 	free(img);
 }
 
+/* Why a file could not be read, in words. */
+static void
+why_file(char *why, size_t len, const char *what, const char *path,
+    uint64_t max, int rc)
+{
+	if (!why || !len)
+		return;
+	if (rc == -EINVAL)
+		snprintf(why, len, "%s %s: not a regular file", what, path);
+	else if (rc == -EFBIG)
+		snprintf(why, len, "%s %s: larger than %llu MiB", what, path,
+		    (unsigned long long)(max >> 20));
+	else
+		snprintf(why, len, "%s %s: %s", what, path, strerror(-rc));
+}
+
 int
 vmb__image_open(const struct vmb_guest *g, struct vmb__image **ret)
+{
+	return vmb__image_open_why(g, ret, NULL, 0);
+}
+
+int
+vmb__image_open_why(const struct vmb_guest *g, struct vmb__image **ret,
+    char *why, size_t why_len)
 {
 	struct vmb__image *img;
 	int rc;
@@ -364,16 +387,31 @@ vmb__image_open(const struct vmb_guest *g, struct vmb__image **ret)
 		return -ENOMEM;
 	rc = read_file(g->kernel, KERNEL_MAX_BYTES, &img->kernel,
 	    &img->kernel_len);
-	if (rc)
+	if (rc) {
+		why_file(why, why_len, "kernel", g->kernel, KERNEL_MAX_BYTES,
+		    rc);
 		goto fail;
+	}
 	rc = vmb__elf_parse(img->kernel, img->kernel_len, &img->elf);
+	if (rc && why && why_len) {
+		bool elf = img->kernel_len >= SELFMAG &&
+		    memcmp(img->kernel, ELFMAG, SELFMAG) == 0;
+
+		snprintf(why, why_len, "kernel %s: %s", g->kernel, !elf ?
+		    "not an ELF file" : rc == -ENOEXEC ? "not a PVH kernel "
+		    "(no loadable segment or no Xen PHYS32_ENTRY note)" :
+		    "malformed ELF image");
+	}
 	if (rc)
 		goto fail;
 	if (g->ramdisk) {
 		rc = read_file(g->ramdisk, RAMDISK_MAX_BYTES, &img->ramdisk,
 		    &img->ramdisk_len);
-		if (rc)
+		if (rc) {
+			why_file(why, why_len, "ramdisk", g->ramdisk,
+			    RAMDISK_MAX_BYTES, rc);
 			goto fail;
+		}
 	}
 	if (g->cmdline && !(img->cmdline = strdup(g->cmdline))) {
 		rc = -ENOMEM;
@@ -461,6 +499,15 @@ vmb__image_load(const struct vmb_backend_ops *ops, void *priv,
     uint32_t domid, const struct vmb__image *img, uint64_t mem_bytes,
     struct vmb_boot *ret_boot)
 {
+	return vmb__image_load_why(ops, priv, domid, img, mem_bytes, ret_boot,
+	    NULL, 0);
+}
+
+int
+vmb__image_load_why(const struct vmb_backend_ops *ops, void *priv,
+    uint32_t domid, const struct vmb__image *img, uint64_t mem_bytes,
+    struct vmb_boot *ret_boot, char *why, size_t why_len)
+{
 	uint8_t info_page[VMB_PAGE_SIZE];
 	struct pvh_start_info si;
 	struct pvh_module mod;
@@ -485,8 +532,16 @@ vmb__image_load(const struct vmb_backend_ops *ops, void *priv,
 		ramdisk = end;
 		end = page_up(ramdisk + img->ramdisk_len);
 	}
-	if (img->elf.high > limit || end > limit)
+	if (img->elf.high > limit || end > limit) {
+		if (why && why_len)
+			snprintf(why, why_len, "the image needs %llu KiB of "
+			    "guest memory (kernel, start info%s%s), the "
+			    "guest has %llu KiB", (unsigned long long)
+			    (end >> 10), cmdlen ? ", command line" : "",
+			    img->ramdisk ? ", ramdisk" : "",
+			    (unsigned long long)(limit >> 10));
 		return -ENOSPC;
+	}
 	w.lo = end;
 	for (uint32_t i = 0; i < img->elf.nr_segs; i++)
 		if (img->elf.segs[i].paddr < w.lo)
@@ -498,8 +553,12 @@ vmb__image_load(const struct vmb_backend_ops *ops, void *priv,
 
 		rc = ops->map(priv, domid, w.lo >> VMB_PAGE_SHIFT,
 		    (size_t)((w.hi - w.lo) >> VMB_PAGE_SHIFT), &map);
-		if (rc)
+		if (rc) {
+			if (why && why_len)
+				snprintf(why, why_len, "cannot map guest "
+				    "memory: %s", strerror(-rc));
 			return rc;
+		}
 		w.map = map;
 	}
 

@@ -72,6 +72,23 @@ reason_add(struct vmb_placement *p, const char *fmt, ...)
 	va_end(ap);
 }
 
+static void
+why_set(char *why, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* Why placement failed, for the build's error; why may be NULL. */
+static void
+why_set(char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!why || !len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+}
+
 /* Is candidate a better than b? */
 static bool
 cand_better(const struct cand *a, const struct cand *b)
@@ -211,7 +228,8 @@ reason_nodes(struct vmb_placement *p, const struct node_view *nv)
 
 static int
 place_vnuma(const struct vmb_host *host, const struct node_view *nv,
-    const struct vmb_guest *g, struct vmb_placement *p)
+    const struct vmb_guest *g, struct vmb_placement *p, char *why,
+    size_t why_len)
 {
 	uint64_t bytes[VMB_MAX_NODES] = { 0 };
 	char a[32], b[32];
@@ -219,8 +237,12 @@ place_vnuma(const struct vmb_host *host, const struct node_view *nv,
 	for (uint32_t i = 0; i < g->nr_vnodes; i++) {
 		uint32_t pn = g->vnodes[i].pnode;
 
-		if (pn >= host->nr_nodes)
+		if (pn >= host->nr_nodes) {
+			why_set(why, why_len, "vnuma: vnode %u is on node %u, "
+			    "but the host has %u node%s", i, pn, host->nr_nodes,
+			    host->nr_nodes > 1 ? "s" : "");
 			return -EINVAL;
+		}
 		if (bytes[pn] == 0) {
 			p->nodes[p->nr_nodes++] = pn;
 		}
@@ -229,8 +251,13 @@ place_vnuma(const struct vmb_host *host, const struct node_view *nv,
 	for (uint32_t i = 0; i < p->nr_nodes; i++) {
 		uint32_t pn = p->nodes[i];
 
-		if (bytes[pn] > nv[pn].free)
+		if (bytes[pn] > nv[pn].free) {
+			fmt_bytes(a, sizeof(a), bytes[pn]);
+			fmt_bytes(b, sizeof(b), nv[pn].free);
+			why_set(why, why_len, "vnuma: node %u must take %s but "
+			    "has %s free", pn, a, b);
 			return -ENOMEM;
+		}
 		p->node_bytes[i] = bytes[pn];
 	}
 	reason_add(p, "vnuma requested: ");
@@ -257,7 +284,7 @@ place_vnuma(const struct vmb_host *host, const struct node_view *nv,
 /* The nodes the guest may use: cpus="nodes:..." or a CPU list's nodes. */
 static int
 allowed_nodes(const struct vmb_host *host, const struct vmb_guest *g,
-    uint64_t *ret_mask, bool *ret_explicit)
+    uint64_t *ret_mask, bool *ret_explicit, char *why, size_t why_len)
 {
 	uint64_t all = host->nr_nodes >= 64 ? ~0ull :
 	    (1ull << host->nr_nodes) - 1;
@@ -265,8 +292,13 @@ allowed_nodes(const struct vmb_host *host, const struct vmb_guest *g,
 
 	*ret_explicit = false;
 	if (g->node_mask) {
-		if (g->node_mask & ~all)
+		if (g->node_mask & ~all) {
+			why_set(why, why_len, "cpus=\"%s\": node %d does not "
+			    "exist (the host has %u node%s)", g->cpus ?
+			    g->cpus : "", __builtin_ctzll(g->node_mask & ~all),
+			    host->nr_nodes, host->nr_nodes > 1 ? "s" : "");
 			return -EINVAL;
+		}
 		*ret_mask = g->node_mask;
 		*ret_explicit = true;
 		return 0;
@@ -276,8 +308,10 @@ allowed_nodes(const struct vmb_host *host, const struct vmb_guest *g,
 		*ret_mask = all;
 		return 0;
 	}
-	if (vmb__parse_ranges(g->cpus, cpubits, 4096))
+	if (vmb__parse_ranges(g->cpus, cpubits, 4096)) {
+		why_set(why, why_len, "cpus=\"%s\": not a CPU list", g->cpus);
 		return -EINVAL;
+	}
 	for (uint32_t c = 0; c < 4096; c++) {
 		bool found = false;
 
@@ -288,17 +322,36 @@ allowed_nodes(const struct vmb_host *host, const struct vmb_guest *g,
 				mask |= 1ull << host->cpus[i].node;
 				found = true;
 			}
-		if (!found)
+		if (!found) {
+			why_set(why, why_len, "cpus=\"%s\": CPU %u does not "
+			    "exist (the host has %u CPUs)", g->cpus, c,
+			    host->nr_cpus);
 			return -EINVAL;
+		}
 	}
 	*ret_mask = mask & all;
-	return *ret_mask ? 0 : -EINVAL;
+	if (!*ret_mask) {
+		why_set(why, why_len, "cpus=\"%s\": no CPU on any node",
+		    g->cpus);
+		return -EINVAL;
+	}
+	return 0;
 }
 
 int
 vmb__place(const struct vmb_host *host, const struct vmb_scrub *scrub,
     const struct vmb_domain *domains, size_t nr_domains,
     const struct vmb_guest *g, struct vmb_placement *ret_placement)
+{
+	return vmb__place_why(host, scrub, domains, nr_domains, g,
+	    ret_placement, NULL, 0);
+}
+
+int
+vmb__place_why(const struct vmb_host *host, const struct vmb_scrub *scrub,
+    const struct vmb_domain *domains, size_t nr_domains,
+    const struct vmb_guest *g, struct vmb_placement *ret_placement,
+    char *why, size_t why_len)
 {
 	struct node_view nv[VMB_MAX_NODES];
 	struct vmb_placement p;
@@ -311,11 +364,17 @@ vmb__place(const struct vmb_host *host, const struct vmb_scrub *scrub,
 	int rc;
 
 	if (!host || !g || !ret_placement || host->nr_nodes == 0 ||
-	    host->nr_nodes > VMB_MAX_NODES)
+	    host->nr_nodes > VMB_MAX_NODES) {
+		why_set(why, why_len, "the host reports %u NUMA nodes",
+		    host ? host->nr_nodes : 0);
 		return -EINVAL;
+	}
 	want = g->memory_bytes;
-	if (want == 0 || want % VMB_PAGE_SIZE)
+	if (want == 0 || want % VMB_PAGE_SIZE) {
+		why_set(why, why_len, "memory of %llu bytes is not a whole "
+		    "number of pages", (unsigned long long)want);
 		return -EINVAL;
+	}
 	nn = host->nr_nodes;
 	memset(&p, 0, sizeof(p));
 	memset(nv, 0, sizeof(nv));
@@ -340,22 +399,41 @@ vmb__place(const struct vmb_host *host, const struct vmb_scrub *scrub,
 				nv[n].vcpus += domains[d].vcpus;
 	/* Claims are host-wide in Xen: they do not say which node. */
 	if (total_free < host->claimed_bytes ||
-	    total_free - host->claimed_bytes < want)
+	    total_free - host->claimed_bytes < want) {
+		fmt_bytes(a, sizeof(a), want);
+		fmt_bytes(b, sizeof(b), total_free);
+		why_set(why, why_len, "%s do not fit: the host has %s free",
+		    a, b);
+		if (host->claimed_bytes) {
+			size_t l = why ? strlen(why) : 0;
+
+			fmt_bytes(b, sizeof(b), host->claimed_bytes);
+			if (why && l < why_len)
+				why_set(why + l, why_len - l, ", %s of it "
+				    "claimed by other builds", b);
+		}
 		return -ENOMEM;
+	}
 
 	if (g->nr_vnodes) {
-		rc = place_vnuma(host, nv, g, &p);
+		rc = place_vnuma(host, nv, g, &p, why, why_len);
 		if (rc)
 			return rc;
 		goto done;
 	}
-	rc = allowed_nodes(host, g, &mask, &explicit_nodes);
+	rc = allowed_nodes(host, g, &mask, &explicit_nodes, why, why_len);
 	if (rc)
 		return rc;
 	if (explicit_nodes) {
 		cand_eval(nv, nn, mask, want, &best);
-		if (best.tier == 2)
+		if (best.tier == 2) {
+			fmt_bytes(a, sizeof(a), want);
+			fmt_bytes(b, sizeof(b), best.free);
+			why_set(why, why_len, "cpus=\"%s\": the nodes given "
+			    "have %s free, the guest needs %s", g->cpus ?
+			    g->cpus : "", b, a);
 			return -ENOMEM;
+		}
 		rc = spread(nv, nn, mask, want, best.tier == 0, &p);
 		if (rc)
 			return rc;
@@ -405,8 +483,14 @@ vmb__place(const struct vmb_host *host, const struct vmb_scrub *scrub,
 			}
 		}
 	}
-	if (!have_best)
+	if (!have_best) {
+		cand_eval(nv, nn, mask, want, &c);
+		fmt_bytes(a, sizeof(a), want);
+		fmt_bytes(b, sizeof(b), c.free);
+		why_set(why, why_len, "%s do not fit: the allowed nodes have "
+		    "%s free", a, b);
 		return -ENOMEM;
+	}
 	rc = spread(nv, nn, best.mask, want, best.tier == 0, &p);
 	if (rc)
 		return rc;

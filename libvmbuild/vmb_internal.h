@@ -74,6 +74,11 @@ int vmb__parse_ranges(const char *s, uint64_t *bits, unsigned nbits);
 int vmb__place(const struct vmb_host *host, const struct vmb_scrub *scrub,
     const struct vmb_domain *domains, size_t nr_domains,
     const struct vmb_guest *guest, struct vmb_placement *ret_placement);
+/* The same; on failure, says why in `why` (may be NULL) for the user. */
+int vmb__place_why(const struct vmb_host *host, const struct vmb_scrub *scrub,
+    const struct vmb_domain *domains, size_t nr_domains,
+    const struct vmb_guest *guest, struct vmb_placement *ret_placement,
+    char *why, size_t why_len);
 
 /* populate.c */
 #define VMB_EXT_ORDER_1G	18
@@ -168,6 +173,9 @@ struct vmb__image;
 
 /* Read and check kernel (and ramdisk) before anything is created. */
 int vmb__image_open(const struct vmb_guest *guest, struct vmb__image **ret);
+/* The same; on failure, says why in `why` (may be NULL) for the user. */
+int vmb__image_open_why(const struct vmb_guest *guest, struct vmb__image **ret,
+    char *why, size_t why_len);
 void vmb__image_free(struct vmb__image *img);
 uint64_t vmb__image_entry(const struct vmb__image *img);
 /*
@@ -178,6 +186,9 @@ uint64_t vmb__image_entry(const struct vmb__image *img);
 int vmb__image_load(const struct vmb_backend_ops *ops, void *priv,
     uint32_t domid, const struct vmb__image *img, uint64_t mem_bytes,
     struct vmb_boot *ret_boot);
+int vmb__image_load_why(const struct vmb_backend_ops *ops, void *priv,
+    uint32_t domid, const struct vmb__image *img, uint64_t mem_bytes,
+    struct vmb_boot *ret_boot, char *why, size_t why_len);
 
 /* Time */
 uint64_t vmb__now_ns(void);

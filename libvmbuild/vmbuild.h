@@ -7,7 +7,8 @@
  *
  * Error convention, for every function here: return 0 (or a count where
  * documented) on success and a negative errno on failure.  Outputs named
- * ret_* are written only on success.  The library never exits and never
+ * ret_* are written only on success, with one exception: vmb_build_run()
+ * writes its result on failure too (domid, failed_phase and error).  The library never exits and never
  * logs above debug level: debug messages go to the function given to
  * vmb_ctx_set_log(), if any.  Configuration errors are not logged at all:
  * they are returned in a struct vmb_diags, each naming file, line and key.
@@ -418,6 +419,15 @@ struct vmb_build_result {
 	uint64_t scrub_wait_ns;	/* of phase place: waiting for the scrubber */
 	uint64_t phase_ns[VMB_PHASE_DONE];	/* time spent per phase */
 	uint64_t total_ns;
+	/*
+	 * Where and why the build failed, written on failure as well (see
+	 * vmb_build_run()): the step that failed, not the last progress
+	 * report, which is VMB_PHASE_UNDO once rollback starts.  A bad
+	 * kernel fails in VMB_PHASE_LOAD although it is read before the
+	 * domain exists.  On success: VMB_PHASE_DONE and "".
+	 */
+	enum vmb_build_phase failed_phase;
+	char	error[256];	/* e.g. "kernel /x: not an ELF file" */
 };
 
 struct vmb_build;
@@ -428,8 +438,10 @@ int vmb_build_new(struct vmb_ctx *ctx, const struct vmb_guest *guest,
 /*
  * Build the domain; blocks.  On any failure, or -ECANCELED after
  * vmb_build_cancel(), everything done is undone (the domain is destroyed,
- * no page stays allocated) before it returns; *ret_result then holds
- * domid VMB_DOMID_INVALID (never a stale or zero domid).
+ * no page stays allocated) before it returns.  Unlike other ret_*
+ * outputs, *ret_result is then written too: domid VMB_DOMID_INVALID
+ * (never a stale or zero domid), failed_phase and error say where and
+ * why; its other fields are zero.
  */
 int vmb_build_run(struct vmb_build *build, struct vmb_build_result *ret_result);
 void vmb_build_cancel(struct vmb_build *build);

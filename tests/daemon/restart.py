@@ -219,4 +219,32 @@ c.call("vm.destroy", {"vm": "second"})
 c.close()
 ev.close()
 ok(h.stop_daemon() == 0, "SIGTERM: clean exit")
+
+# A failed build names the step that failed, and why: not the phase of
+# the last progress report, which is the undo's once the domain existed
+# (a 1 MiB guest fails to load after create, claim and populate).  Real
+# memory, so that the image is really loaded.
+hr = Host(["--nodes", "2", "--cpus-per-node", "2", "--mem-per-node", "256M",
+           "--backing", "real"])
+hr.start_daemon()
+c = hr.client()
+devzero = guest_cfg("devzero", 16).replace('kernel = "%s"' % KERNEL,
+                                           'kernel = "/dev/zero"')
+for name, cfg, phase, why in (
+        ("tiny", guest_cfg("tiny", 1), "load", "the image needs "),
+        ("devzero", devzero, "load", "kernel /dev/zero: not a regular file"),
+        ("node5", guest_cfg("node5", 16, extra=['cpus = "nodes:5"']),
+         "place", "node 5 does not exist (the host has 2 nodes)"),
+        ("huge", guest_cfg("huge", 1024), "place", "do not fit")):
+    r = c.call("vm.create", {"config": cfg, "wait": True})
+    msg = r.get("error", {}).get("message", "")
+    ok(("build of %s failed in phase %s: " % (name, phase)) in msg and
+       why in msg, "%s: the error names phase %s and says why" %
+       (name, phase), r)
+    t = [x for x in c.result("task.list")["tasks"] if x["vm"] == name]
+    ok(len(t) == 1 and t[0]["error"]["message"] == msg,
+       "%s: the task's error is the same" % name, t)
+ok(c.result("vm.list") == {"vms": []}, "no VM left by the failed builds")
+c.close()
+ok(hr.stop_daemon() == 0, "SIGTERM: clean exit")
 done()

@@ -196,6 +196,13 @@ struct prog {
 	uint64_t cancel_at;	/* 0: never */
 	_Atomic uint64_t max_done;
 	_Atomic int phases_seen;	/* bitmap */
+	/*
+	 * When the build reports phase claim, create a domain that claims
+	 * hog_pages first: the build's own claim then fails (placement
+	 * saw the memory free).
+	 */
+	uint64_t hog_pages;
+	uint32_t hog_domid;
 };
 
 static void
@@ -205,6 +212,21 @@ on_progress(void *user, const struct vmb_progress *p)
 	uint64_t prev = atomic_load(&pr->max_done);
 
 	assert_true(p->done <= p->total);
+	if (pr->hog_pages && p->phase == VMB_PHASE_CLAIM &&
+	    pr->hog_domid == VMB_DOMID_INVALID) {
+		const struct vmb_backend_ops *ops = real_sim.ctx->ops;
+		struct vmb_dom_config dc;
+
+		memset(&dc, 0, sizeof(dc));
+		strcpy(dc.name, "hog");
+		dc.hvm = dc.hap = true;
+		dc.max_vcpus = 1;
+		dc.max_pages = pr->hog_pages;
+		assert_int_equal(ops->domain_create(real_sim.ctx->priv, &dc,
+		    &pr->hog_domid), 0);
+		assert_int_equal(ops->claim(real_sim.ctx->priv, pr->hog_domid,
+		    pr->hog_pages), 0);
+	}
 	atomic_fetch_or(&pr->phases_seen, 1 << p->phase);
 	while (p->done > prev &&
 	    !atomic_compare_exchange_weak(&pr->max_done, &prev, p->done))
@@ -443,6 +465,9 @@ test_too_big(void **state)
 	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
 	    &res), -ENOMEM);
 	assert_int_equal(res.domid, VMB_DOMID_INVALID);
+	/* Where and why, not the phase of the last progress report. */
+	assert_int_equal(res.failed_phase, VMB_PHASE_PLACE);
+	assert_non_null(strstr(res.error, "do not fit"));
 	/* More than one node holds, though the host does: exact nodes. */
 	guest_init(&g, "toobig-vnuma", 2 * GIB);
 	g.nr_vnodes = 1;
@@ -450,6 +475,8 @@ test_too_big(void **state)
 	    .vcpus = { 1 } };
 	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
 	    &res), -ENOMEM);
+	assert_int_equal(res.failed_phase, VMB_PHASE_PLACE);
+	assert_non_null(strstr(res.error, "node 1 must take 2 GiB"));
 	assert_int_equal(vmb_counters(real_sim.ctx, &c1), 0);
 	assert_int_equal(c1.domains_created, c0.domains_created);
 	assert_int_equal(host_free(real_sim.ctx), start_free);
@@ -494,6 +521,96 @@ test_claim_fails_before_populate(void **state)
 	    c0.populate_pages[VMB_ORDER_4K]);
 	assert_int_equal(ops->domain_destroy(real_sim.ctx->priv, hog), 0);
 	assert_int_equal(host_free(real_sim.ctx), start_free);
+}
+
+/*
+ * The claim itself refused: memory taken between placement and claim.
+ * The undo reports progress after the failure; the result must still
+ * name claim, and say how much was free.
+ */
+static void
+test_claim_refused_names_claim(void **state)
+{
+	struct vmb_build_result res;
+	struct prog pr = { 0 };
+	struct vmb_guest g;
+
+	(void)state;
+	NEED_HVSIM();
+	if (!(vmb_ctx_caps(real_sim.ctx) & VMB_CAP_CLAIMS))
+		skip();
+	pr.hog_pages = (2 * GIB) >> 12;
+	pr.hog_domid = VMB_DOMID_INVALID;
+	guest_init(&g, "claim-refused", GIB);
+	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
+	    &res), -ENOMEM);
+	print_message("# error: %s\n", res.error);
+	assert_true(atomic_load(&pr.phases_seen) & (1 << VMB_PHASE_UNDO));
+	assert_int_equal(res.domid, VMB_DOMID_INVALID);
+	assert_int_equal(res.failed_phase, VMB_PHASE_CLAIM);
+	assert_non_null(strstr(res.error, "claim of 1024 MiB refused: only "));
+	assert_int_not_equal(pr.hog_domid, VMB_DOMID_INVALID);
+	assert_int_equal(vmb_domain_destroy(real_sim.ctx, pr.hog_domid), 0);
+	assert_int_equal(host_free(real_sim.ctx), start_free);
+}
+
+/* Failures before and after the domain exists name their own step. */
+static void
+test_failed_phase_and_error(void **state)
+{
+	char path[] = "/tmp/vmb-notelf-XXXXXX";
+	struct vmb_build_result res;
+	struct prog pr = { 0 };
+	struct vmb_guest g;
+	int fd;
+
+	(void)state;
+	NEED_HVSIM();
+	/* Not an ELF file: read before anything is created, fails as load. */
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, "#!/bin/sh\nexit 0\n", 18), 18);
+	close(fd);
+	guest_init(&g, "notelf", 64 * MIB);
+	g.kernel = path;
+	assert_true(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
+	    &res) < 0);
+	unlink(path);
+	print_message("# error: %s\n", res.error);
+	assert_int_equal(res.failed_phase, VMB_PHASE_LOAD);
+	assert_non_null(strstr(res.error, "not an ELF file"));
+	assert_non_null(strstr(res.error, path));
+	assert_int_equal(res.domid, VMB_DOMID_INVALID);
+
+	/* Not a regular file. */
+	guest_init(&g, "devzero", 64 * MIB);
+	g.kernel = (char *)"/dev/zero";
+	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
+	    &res), -EINVAL);
+	assert_int_equal(res.failed_phase, VMB_PHASE_LOAD);
+	assert_non_null(strstr(res.error, "kernel /dev/zero: not a regular"));
+
+	/* A node the host does not have. */
+	guest_init(&g, "node5", 64 * MIB);
+	g.cpus = (char *)"nodes:5";
+	g.node_mask = 1u << 5;
+	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
+	    &res), -EINVAL);
+	print_message("# error: %s\n", res.error);
+	assert_int_equal(res.failed_phase, VMB_PHASE_PLACE);
+	assert_non_null(strstr(res.error, "node 5 does not exist"));
+	assert_non_null(strstr(res.error, "2 nodes"));
+
+	/* 1 MiB cannot hold the image: fails in load, after undo ran. */
+	memset(&pr, 0, sizeof(pr));
+	guest_init(&g, "tiny", MIB);
+	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
+	    &res), -ENOSPC);
+	print_message("# error: %s\n", res.error);
+	assert_true(atomic_load(&pr.phases_seen) & (1 << VMB_PHASE_UNDO));
+	assert_int_equal(res.failed_phase, VMB_PHASE_LOAD);
+	assert_non_null(strstr(res.error, "the image needs"));
+	assert_non_null(strstr(res.error, "the guest has 1024 KiB"));
 }
 
 struct par {
@@ -672,6 +789,8 @@ main(void)
 		cmocka_unit_test(test_cancel_undoes),
 		cmocka_unit_test(test_too_big),
 		cmocka_unit_test(test_claim_fails_before_populate),
+		cmocka_unit_test(test_claim_refused_names_claim),
+		cmocka_unit_test(test_failed_phase_and_error),
 		cmocka_unit_test(test_concurrent_builds),
 		cmocka_unit_test(test_numa2_config),
 		cmocka_unit_test(test_all_memory_back),
