@@ -316,6 +316,28 @@ dirty_sum(yajl_val nodes, uint64_t *ret)
 	return true;
 }
 
+/*
+ * Node of dirty memory that no background scrubber serves (workers 0, as
+ * with hvsim --scrub-workers 0): that memory is scrubbed only when an
+ * allocation takes it, so waiting for it would never end.  -1 if none.
+ */
+static long
+dirty_unserved(yajl_val nodes)
+{
+	uint64_t d, w, node;
+	size_t i;
+
+	for (i = 0; i < nodes->u.array.len; i++) {
+		yajl_val n = nodes->u.array.values[i];
+
+		if (ju64(n, "dirty_bytes", &d) && d > 0 &&
+		    ju64(n, "workers", &w) && w == 0 &&
+		    ju64(n, "node", &node))
+			return (long)node;
+	}
+	return -1;
+}
+
 static int
 scrub_fetch(struct vmctl *ctl, struct vmc_client *c, yajl_val *ret_res,
     yajl_val *ret_nodes)
@@ -387,6 +409,16 @@ cmd_scrub(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 		start = last_drop = now_s();
 		least = dirty;
 		while (dirty > 0) {
+			long idle = dirty_unserved(nodes);
+
+			if (idle >= 0) {
+				progress_end(bar);
+				vmctl_warnx("scrub --wait: node %ld has dirty "
+				    "memory and no scrub workers; it is "
+				    "scrubbed only when allocated", idle);
+				rc = VMCTL_EXIT_ERROR;
+				goto out;
+			}
 			if (dirty > most)
 				most = dirty;
 			if (dirty < least) {

@@ -90,4 +90,23 @@ check "failed creates left no VM ($n)" test "$n" = 0
 stop_pid "$D_PID"
 D_PID=
 expect 3 "daemon stopped" "$VMCTL" list
+
+# Dirty memory that no scrub worker serves (hvsim --scrub-workers 0, inline
+# scrubbing only): scrub --wait says so at once with 1, instead of waiting
+# for a stall.
+stop_pid "$HV_PID"
+HV_PID=
+HV_SOCK=$RUN/hvsim-inline.sock SOCK=$RUN/control-inline.sock
+VMBUILD_SOCKET=$SOCK
+STATE=$RUN/state-inline
+start_hvsim --nodes 2 --cpus-per-node 1 --threads-per-core 1 \
+	--mem-per-node 128M --scrub-workers 0 || bail "hvsim (inline only) starts"
+start_daemon || bail "vmbuildd on inline-only hvsim starts and answers"
+write_cfg "$RUN/inline.cfg" inline 64
+expect 0 "create on an inline-only hvsim" "$VMCTL" create "$RUN/inline.cfg"
+expect 0 "destroy it" "$VMCTL" destroy inline
+expect 1 "scrub --wait with dirty memory and no scrub workers" \
+	"$VMCTL" scrub --wait
+check "it says no node scrubs that memory" grep -q "no scrub workers" "$RUN/err"
+diag "$(cat "$RUN/err")"
 e2e_done
