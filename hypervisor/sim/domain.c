@@ -3,9 +3,13 @@
  * claims, and the physical-to-machine map used by populate and map.
  *
  * Locking: the table lock (hv->dom_lock) protects the table and the
- * reference counts; a domain's own lock protects its p2m and page counts
- * and is held across a populate call.  Order: domain lock, then claim
- * lock; the table lock is never held while taking a domain lock.
+ * reference counts; a domain's own lock protects its p2m, its gfn
+ * reservations and page counts.  A populate holds it only to reserve an
+ * extent's gfns and, once the pages are allocated and scrubbed, to record
+ * them (as Xen's assign_pages takes page_alloc_lock briefly), so that
+ * populates of one domain on several nodes scrub in parallel.  Order:
+ * domain lock, then claim lock or a heap node lock; the table lock is
+ * never held while taking a domain lock.
  * Fields read by list without the domain lock are read atomically.
  */
 #include <errno.h>
@@ -32,6 +36,7 @@ dom_free(struct hv *hv, struct domain *d)
 {
 	shadow_free(hv, d->sh);
 	free(d->ext);
+	pthread_cond_destroy(&d->resv_done);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
 }
@@ -95,6 +100,7 @@ dom_create(struct hv *hv, const struct hv_domain_create *req,
 	if (!d)
 		return -ENOMEM;
 	pthread_mutex_init(&d->lock, NULL);
+	pthread_cond_init(&d->resv_done, NULL);
 	d->state = HV_DOMSTATE_PAUSED;
 	d->flags = req->flags;
 	d->max_vcpus = req->max_vcpus;
@@ -173,11 +179,16 @@ dom_destroy(struct hv *hv, hv_domid_t domid)
 	pthread_mutex_unlock(&hv->dom_lock);
 	if (!d)
 		return -ESRCH;
-	/* We now hold the table's reference. */
+	/*
+	 * We now hold the table's reference.  Populates in flight see DYING
+	 * when they come back to record their pages, and give them back to
+	 * the heap themselves; waiters on a reservation see it too.
+	 */
 	pthread_mutex_lock(&d->lock);
 	if (d->state == HV_DOMSTATE_RUNNING)
 		flush_running(&hv->flush, -1);
 	d->state = HV_DOMSTATE_DYING;
+	pthread_cond_broadcast(&d->resv_done);
 	dom_release_memory(hv, d);
 	pthread_mutex_lock(&hv->claim_lock);
 	hv->outstanding -= d->outstanding;
@@ -247,7 +258,8 @@ dom_avail_give(struct hv *hv, uint64_t pages)
 static int
 dom_claim_set(struct hv *hv, struct domain *d, uint64_t pages)
 {
-	uint64_t want = pages > d->tot_pages ? pages - d->tot_pages : 0;
+	uint64_t have = d->tot_pages + d->resv_pages;
+	uint64_t want = pages > have ? pages - have : 0;
 	int rc = 0;
 
 	pthread_mutex_lock(&hv->claim_lock);
@@ -460,6 +472,60 @@ dom_p2m_add(struct domain *d, const struct p2m_ext *e)
 	d->ext[i] = *e;
 	d->nr_ext++;
 	return 0;
+}
+
+static bool
+resv_overlaps(const struct domain *d, uint64_t gfn, uint32_t order)
+{
+	uint64_t end = gfn + (1ull << order);
+	const struct gfn_resv *r;
+
+	for (r = d->resv; r; r = r->next)
+		if (r->gfn < end && gfn < r->gfn + (1ull << r->order))
+			return true;
+	return false;
+}
+
+int
+dom_gfn_reserve(struct domain *d, struct gfn_resv *r, uint64_t gfn,
+    uint32_t order)
+{
+	uint64_t size = 1ull << order;
+
+	/*
+	 * An overlapping call in flight may still fail and leave the range
+	 * free, so wait for its outcome rather than guess -EEXIST.  It holds
+	 * no lock while it allocates, and waits for nothing of ours.
+	 */
+	while (d->state != HV_DOMSTATE_DYING && resv_overlaps(d, gfn, order))
+		pthread_cond_wait(&d->resv_done, &d->lock);
+	if (d->state == HV_DOMSTATE_DYING)
+		return -ESRCH;
+	if (dom_p2m_overlaps(d, gfn, order))
+		return -EEXIST;
+	if (d->tot_pages + d->resv_pages + size > d->max_pages)
+		return -ENOMEM;
+	r->gfn = gfn;
+	r->order = order;
+	r->next = d->resv;
+	d->resv = r;
+	d->resv_pages += size;
+	return 0;
+}
+
+void
+dom_gfn_release(struct domain *d, struct gfn_resv *r)
+{
+	struct gfn_resv **pp;
+
+	for (pp = &d->resv; *pp; pp = &(*pp)->next)
+		if (*pp == r) {
+			*pp = r->next;
+			d->resv_pages -= 1ull << r->order;
+			break;
+		}
+	r->next = NULL;
+	pthread_cond_broadcast(&d->resv_done);
 }
 
 int

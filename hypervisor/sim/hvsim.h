@@ -307,6 +307,17 @@ struct p2m_ext {
 	uint32_t node;
 };
 
+/*
+ * A gfn range a populate call has reserved while it allocates and scrubs
+ * its pages outside the domain lock; other calls that overlap it wait
+ * for it to become populated (then -EEXIST) or free again.
+ */
+struct gfn_resv {
+	uint64_t gfn;
+	uint32_t order;
+	struct gfn_resv *next;
+};
+
 struct domain {
 	hv_domid_t domid;
 	uint32_t state;
@@ -323,6 +334,9 @@ struct domain {
 	uint32_t refs;		/* under the table lock */
 	struct p2m_ext *ext;	/* sorted by gfn */
 	size_t nr_ext, cap_ext;
+	struct gfn_resv *resv;	/* populates in flight, under lock */
+	uint64_t resv_pages;	/* their pages, not yet in tot_pages */
+	pthread_cond_t resv_done;	/* a reservation went away */
 	struct shadow *sh;	/* NULL with HAP */
 };
 
@@ -341,6 +355,16 @@ uint32_t dom_snapshot_shadow(struct hv *hv, struct domain **out, uint32_t max);
 void dom_put(struct hv *hv, struct domain *d);
 /* Under d->lock: add a populated extent, -EEXIST on overlap. */
 int dom_p2m_add(struct domain *d, const struct p2m_ext *e);
+/*
+ * Under d->lock: reserve [gfn, gfn + 2^order) for a populate that will
+ * allocate outside the lock.  Waits (on the lock) while another call has
+ * an overlapping range in flight; then -EEXIST if populated, -ESRCH if
+ * the domain is dying, -ENOMEM beyond max_pages (counting reservations).
+ * dom_gfn_release drops it (after dom_p2m_add, or on failure).
+ */
+int dom_gfn_reserve(struct domain *d, struct gfn_resv *r, uint64_t gfn,
+    uint32_t order);
+void dom_gfn_release(struct domain *d, struct gfn_resv *r);
 bool dom_p2m_overlaps(const struct domain *d, uint64_t gfn, uint32_t order);
 int dom_map(struct hv *hv, hv_domid_t domid, uint64_t gfn, uint32_t nr,
     uint64_t *mfns);

@@ -19,6 +19,13 @@
  * memory, as Xen's get_free_buddy.  Neither waits for the background
  * scrubber's progress.
  *
+ * The domain lock is held only to reserve an extent's gfns and to record
+ * pages already allocated and scrubbed (as Xen, where alloc_heap_pages
+ * scrubs outside heap_lock and assign_pages holds page_alloc_lock
+ * briefly), so populates of one domain on several nodes scrub in
+ * parallel.  A destroy meanwhile is seen at recording time: the pages go
+ * back to the heap clean and the call fails with -ESRCH.
+ *
  * Both count evaluations, flushes issued and flushes avoided.  A call
  * stops after preempt_pages of work (at least one extent) and says where
  * to continue.  Extents are tried on their node; without
@@ -129,16 +136,12 @@ populate(struct hv *hv, const struct hv_populate *req,
 		return -ESRCH;
 	/* Background scrubbers leave the costly first touches for later. */
 	ATOMIC_ADD(&hv->heap.populating, 1);
-	pthread_mutex_lock(&d->lock);
-	if (d->state == HV_DOMSTATE_DYING) {
-		rc = -ESRCH;
-		i = req->start;
-		goto unlock;
-	}
 	for (i = req->start; i < req->nr_extents; i++) {
 		const struct hv_extent *e = &ext[i];
 		uint64_t size = 1ull << e->order, from_claim = 0;
 		uint32_t nodes[HV_MAX_NODES], nn, k;
+		bool claimed = false, allocated = false, dying;
+		struct gfn_resv r;
 		struct p2m_ext pe;
 		struct hblock b;
 
@@ -149,19 +152,17 @@ populate(struct hv *hv, const struct hv_populate *req,
 		rc = check_extent(hv, e);
 		if (rc < 0)
 			break;
-		if (dom_p2m_overlaps(d, e->gfn, e->order)) {
-			rc = -EEXIST;
-			break;
-		}
-		if (d->tot_pages + size > d->max_pages) {
-			rc = -ENOMEM;
-			break;
-		}
-		rc = dom_claim_take(hv, d, size, &from_claim);
+		/* The gfns are ours until recorded: no lock held meanwhile. */
+		pthread_mutex_lock(&d->lock);
+		rc = dom_gfn_reserve(d, &r, e->gfn, e->order);
+		pthread_mutex_unlock(&d->lock);
 		if (rc < 0)
 			break;
-		nn = node_order(hv, e, req->flags, nodes);
-		rc = -ENOMEM;
+		rc = dom_claim_take(hv, d, size, &from_claim);
+		claimed = rc == 0;
+		nn = claimed ? node_order(hv, e, req->flags, nodes) : 0;
+		if (claimed)
+			rc = -ENOMEM;
 		for (k = 0; k < nn && rc == -ENOMEM; k++)
 			rc = heap_alloc(&hv->heap, nodes[k], e->order,
 			    req->flags & HV_POPF_ALLOW_DIRTY, &b,
@@ -175,19 +176,37 @@ populate(struct hv *hv, const struct hv_populate *req,
 		    rc == -ENOMEM; k++)
 			rc = heap_alloc(&hv->heap, nodes[k], e->order, true,
 			    &b, &st.pages_scrubbed_inline);
-		if (rc < 0) {
-			dom_claim_undo(hv, d, size, from_claim);
-			break;
+		allocated = claimed && rc == 0;
+		/* Allocated and scrubbed: only recording needs the lock. */
+		pthread_mutex_lock(&d->lock);
+		dying = d->state == HV_DOMSTATE_DYING;
+		if (allocated) {
+			pe = (struct p2m_ext){
+				.gfn = e->gfn, .mfn = b.mfn, .order = e->order,
+				.node = b.node,
+			};
+			rc = dying ? -ESRCH : dom_p2m_add(d, &pe);
 		}
-		pe = (struct p2m_ext){
-			.gfn = e->gfn, .mfn = b.mfn, .order = e->order,
-			.node = b.node,
-		};
-		rc = dom_p2m_add(d, &pe);
-		if (rc < 0) {
-			b.kind = PG_CLEAN;
-			heap_free(&hv->heap, &b);
+		if (rc == 0) {
+			__atomic_store_n(&d->tot_pages, d->tot_pages + size,
+			    __ATOMIC_RELAXED);
+			__atomic_store_n(&d->node_pages[b.node],
+			    d->node_pages[b.node] + size, __ATOMIC_RELAXED);
+		} else if (claimed && !dying) {
 			dom_claim_undo(hv, d, size, from_claim);
+		}
+		/* Recorded, or given up: overlapping calls may go on. */
+		dom_gfn_release(d, &r);
+		pthread_mutex_unlock(&d->lock);
+		if (rc < 0) {
+			/* Scrubbed and never the domain's: back clean. */
+			if (allocated) {
+				b.kind = PG_CLEAN;
+				heap_free(&hv->heap, &b);
+			}
+			/* Destroy dropped the claim; the pages are free. */
+			if (claimed && dying)
+				dom_avail_give(hv, size);
 			break;
 		}
 		if (b.need_flush) {
@@ -208,10 +227,6 @@ populate(struct hv *hv, const struct hv_populate *req,
 				do_flush(hv, &m, &st);
 			}
 		}
-		__atomic_store_n(&d->tot_pages, d->tot_pages + size,
-		    __ATOMIC_RELAXED);
-		__atomic_store_n(&d->node_pages[b.node],
-		    d->node_pages[b.node] + size, __ATOMIC_RELAXED);
 		st.extents_done++;
 		st.pages_done += size;
 		if (e->node != HV_NODE_ANY && b.node != e->node)
@@ -230,8 +245,6 @@ populate(struct hv *hv, const struct hv_populate *req,
 		st.filter_evaluations++;
 		do_flush(hv, &m, &st);
 	}
-unlock:
-	pthread_mutex_unlock(&d->lock);
 	__atomic_fetch_sub(&hv->heap.populating, 1, __ATOMIC_RELAXED);
 	dom_put(hv, d);
 
