@@ -145,6 +145,9 @@ sim_caps(void *priv)
 		caps |= VMB_CAP_SHADOW;
 	if (hc & HV_CAP_CLAIMS)
 		caps |= VMB_CAP_CLAIMS;
+	/* An older hvsim sent zero here (it was padding): modelled. */
+	if (s->hello.flags & HV_HELLO_TOPOLOGY_HOST)
+		caps |= VMB_CAP_HOST_TOPOLOGY;
 	return caps;
 }
 

@@ -393,6 +393,7 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 	job.priv = b->ctx->priv;
 	job.domid = domid;
 	job.host = host;
+	job.host_topology = b->ctx->caps & VMB_CAP_HOST_TOPOLOGY;
 	job.strategy = b->opts.strategy;
 	job.batch_bytes = b->opts.batch_bytes_max;
 	job.inflight = b->opts.batches_in_flight;

@@ -94,6 +94,9 @@ vmb_ctx_open(const char *hypervisor, struct vmb_ctx **ret_ctx)
 		return rc;
 	}
 	ctx->caps = ops->caps ? ops->caps(ctx->priv) : 0;
+	/* Xen's nodes and CPUs are the machine's by definition. */
+	if (!strcmp(ops->name, "xen"))
+		ctx->caps |= VMB_CAP_HOST_TOPOLOGY;
 	/* Without a pool, builds start their own populate threads. */
 	if (vmb__tpool_new(&ctx->pool) != 0)
 		ctx->pool = NULL;

@@ -17,12 +17,13 @@
  * already chose where memory is, and a silent fallback would undo it.
  *
  * Pinning: a node's workers are pinned to that node's CPUs when the
- * hypervisor's CPU numbering is this machine's, i.e. when the CPUs the
- * hypervisor lists for node N are exactly /sys/devices/system/node/nodeN's
- * (hvsim --topology host; Xen seen from a dom0 whose CPUs are the host's).
- * With a modelled topology (hvsim's 2 or 8 nodes on a 1-node machine) the
- * CPU numbers name simulated CPUs, pinning to them would be meaningless,
- * and the workers are left to the scheduler; workers_pinned says which.
+ * hypervisor says its topology is this machine's (VMB_CAP_HOST_TOPOLOGY:
+ * Xen, hvsim --topology host) and the CPUs it lists for node N are
+ * exactly /sys/devices/system/node/nodeN's.  With a modelled topology
+ * (hvsim's 2 or 8 nodes on a 1-node machine) the CPU numbers name
+ * simulated CPUs - even when node 0's happen to equal this machine's
+ * node 0 - so the workers are left to the scheduler; workers_pinned says
+ * which.
  *
  * The libxl strategy (VMB_POPULATE_LIBXL) reproduces what libxl's
  * meminit_hvm does in Xen 4.17: node after node, one thread, one 1 GiB
@@ -264,12 +265,18 @@ sys_node_cpus(uint32_t node, cpu_set_t *set)
 
 /* Decide whether node `nw->node`'s workers can be pinned (see above). */
 static void
-plan_pinning(const struct vmb_host *host, struct node_work *nw)
+plan_pinning(const struct vmb_host *host, bool host_topology,
+    struct node_work *nw)
 {
 	cpu_set_t hv, sys, mine;
 
 	nw->pin = false;
-	if (!host || !host->cpus)
+	/*
+	 * A modelled topology's CPU numbers can equal this machine's by
+	 * coincidence (hvsim's node 0 is CPUs 0-1, and so may be ours):
+	 * only pin when the hypervisor says its nodes are the machine's.
+	 */
+	if (!host_topology || !host || !host->cpus)
 		return;
 	CPU_ZERO(&hv);
 	for (uint32_t i = 0; i < host->nr_cpus; i++)
@@ -444,7 +451,7 @@ populate_engine(struct vmb__populate_job *job, struct progress *pr)
 		rc = make_batches(&nws[i], batch_bytes, inflight);
 		if (rc)
 			goto out;
-		plan_pinning(job->host, &nws[i]);
+		plan_pinning(job->host, job->host_topology, &nws[i]);
 	}
 	for (uint32_t i = 0; i < nr_nw; i++) {
 		size_t k = nws[i].nr_batches < inflight ? nws[i].nr_batches :

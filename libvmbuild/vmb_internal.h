@@ -129,6 +129,7 @@ struct vmb__populate_job {
 	const struct vmb__range *ranges;	/* from vmb__layout() */
 	uint32_t nr_ranges;
 	const struct vmb_host *host;	/* for pinning; may be NULL */
+	bool	host_topology;		/* host is this machine: may pin */
 	enum vmb_populate_strategy strategy;
 	uint32_t batch_bytes;		/* engine: bytes per batch (upper bound) */
 	uint32_t inflight;		/* engine: batches in flight per node */

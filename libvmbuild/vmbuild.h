@@ -167,6 +167,13 @@ struct vmb_ctx;
 #define VMB_CAP_IMAGE_LOAD	(1u << 4)	/* guest memory can be mapped */
 #define VMB_CAP_CLAIMS		(1u << 5)
 #define VMB_CAP_SHADOW		(1u << 6)
+/*
+ * The host's nodes and CPUs are this machine's (always on Xen; hvsim
+ * with --topology host): populate workers may be pinned to a node's
+ * CPUs.  Without it the topology is modelled, and CPU numbers that
+ * happen to match this machine's mean nothing.
+ */
+#define VMB_CAP_HOST_TOPOLOGY	(1u << 7)
 
 /*
  * Open a backend: "sim:PATH" (hvsim's socket), "xen", or "auto" (xen if

@@ -10,6 +10,7 @@
  * While hvsim is not built every test reports SKIP.
  */
 #include <errno.h>
+#include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -37,7 +38,7 @@ struct sim {
 	struct vmb_ctx *ctx;
 };
 
-static struct sim real_sim, phantom_sim;
+static struct sim real_sim, phantom_sim, host_sim;
 static const char *hvsim_path;
 static const char *kernel_path;
 static uint64_t start_free;
@@ -59,8 +60,10 @@ vmb_ctx_open_sim(struct sim *s)
 	return vmb_ctx_open(spec, &s->ctx);
 }
 
+/* host_topo: --topology host (this machine's nodes and CPUs). */
 static int
-sim_start(struct sim *s, const char *backing, const char *mem)
+sim_start_topo(struct sim *s, const char *backing, const char *mem,
+    bool host_topo)
 {
 	char log[160];
 
@@ -77,11 +80,18 @@ sim_start(struct sim *s, const char *backing, const char *mem)
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (!freopen(log, "w", stdout) || !freopen(log, "a", stderr))
 			_exit(127);
-		execl(hvsim_path, "hvsim", "--socket", s->sock, "--nodes", "2",
-		    "--cpus-per-node", "2", "--threads-per-core", "1",
-		    "--mem-per-node", mem, "--backing", backing,
-		    /* Fresh mappings are zero: nothing to scrub at boot. */
-		    "--no-boot-scrub", (char *)NULL);
+		if (host_topo)
+			execl(hvsim_path, "hvsim", "--socket", s->sock,
+			    "--topology", "host", "--mem-per-node", mem,
+			    "--backing", backing, "--no-boot-scrub",
+			    (char *)NULL);
+		else
+			execl(hvsim_path, "hvsim", "--socket", s->sock,
+			    "--nodes", "2", "--cpus-per-node", "2",
+			    "--threads-per-core", "1", "--mem-per-node", mem,
+			    "--backing", backing,
+			    /* Fresh mappings are zero: nothing to scrub. */
+			    "--no-boot-scrub", (char *)NULL);
 		_exit(127);
 	}
 	/* Wait until it serves (a readiness loop, not a timed check). */
@@ -97,6 +107,12 @@ sim_start(struct sim *s, const char *backing, const char *mem)
 		sleep_ms(50);
 	}
 	return -ETIMEDOUT;
+}
+
+static int
+sim_start(struct sim *s, const char *backing, const char *mem)
+{
+	return sim_start_topo(s, backing, mem, false);
 }
 
 static void
@@ -174,6 +190,7 @@ group_teardown(void **state)
 	(void)state;
 	sim_stop(&real_sim);
 	sim_stop(&phantom_sim);
+	sim_stop(&host_sim);
 	return 0;
 }
 
@@ -323,6 +340,13 @@ test_engine_all_orders(void **state)
 	assert_int_equal(res.populate.have, VMB_POPSTAT_HAVE_SCRUBBED_INLINE |
 	    VMB_POPSTAT_HAVE_FALLBACK | VMB_POPSTAT_HAVE_FLUSHES |
 	    VMB_POPSTAT_HAVE_FILTER);
+	/*
+	 * A modelled topology: its node 0 (CPUs 0-1) may equal this
+	 * machine's node 0 by coincidence, which must not pin anything.
+	 */
+	assert_false(vmb_ctx_caps(real_sim.ctx) & VMB_CAP_HOST_TOPOLOGY);
+	assert_true(res.workers >= 1);
+	assert_int_equal(res.workers_pinned, 0);
 	/* Pause, unpause, destroy. */
 	assert_int_equal(vmb_domain_pause(real_sim.ctx, res.domid), 0);
 	assert_int_equal(vmb_domain_get(real_sim.ctx, res.domid, &d), 0);
@@ -766,6 +790,53 @@ test_scrub_wait(void **state)
 	assert_int_equal(vmb_domain_destroy(real_sim.ctx, res.domid), 0);
 }
 
+/*
+ * hvsim --topology host: its nodes are this machine's, it says so, and
+ * workers are pinned to their node's CPUs where this machine has NUMA
+ * nodes in sysfs and our affinity allows them.
+ */
+static void
+test_host_topology_pins(void **state)
+{
+	struct vmb_build_result res;
+	struct prog pr = { 0 };
+	struct vmb_guest g;
+	uint64_t node0[4096 / 64] = { 0 };
+	bool sys_numa = false;
+	char buf[512] = "";
+	cpu_set_t mine;
+	FILE *f;
+
+	(void)state;
+	NEED_HVSIM();
+	/* Can node 0's workers be pinned: sysfs node 0 and our affinity? */
+	f = fopen("/sys/devices/system/node/node0/cpulist", "r");
+	if (f && fgets(buf, sizeof(buf), f) &&
+	    (buf[strcspn(buf, "\n")] = '\0', 1) &&
+	    vmb__parse_ranges(buf, node0, 4096) == 0 &&
+	    sched_getaffinity(0, sizeof(mine), &mine) == 0)
+		for (unsigned c = 0; c < CPU_SETSIZE; c++)
+			if (node0[c / 64] >> (c % 64) & 1 &&
+			    CPU_ISSET(c, &mine))
+				sys_numa = true;
+	if (f)
+		fclose(f);
+	assert_int_equal(sim_start_topo(&host_sim, "real", "256M", true), 0);
+	assert_true(vmb_ctx_caps(host_sim.ctx) & VMB_CAP_HOST_TOPOLOGY);
+	guest_init(&g, "pinned", 64 * MIB);
+	g.cpus = (char *)"nodes:0";
+	g.node_mask = 1;
+	assert_int_equal(build(host_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
+	    &res), 0);
+	print_message("# host topology: %u workers, %u pinned\n",
+	    res.workers, res.workers_pinned);
+	assert_true(res.workers >= 1);
+	if (sys_numa)
+		assert_int_equal(res.workers_pinned, res.workers);
+	assert_int_equal(vmb_domain_destroy(host_sim.ctx, res.domid), 0);
+	sim_stop(&host_sim);
+}
+
 static void
 test_ctx_errors(void **state)
 {
@@ -796,6 +867,7 @@ main(void)
 		cmocka_unit_test(test_all_memory_back),
 		cmocka_unit_test(test_scrub_wait),
 		cmocka_unit_test(test_phantom_no_image),
+		cmocka_unit_test(test_host_topology_pins),
 	};
 
 	return cmocka_run_group_tests_name("build-sim", tests, group_setup,
