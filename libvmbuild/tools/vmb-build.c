@@ -214,10 +214,16 @@ main(int argc, char **argv)
 	if (verbose)
 		vmb_ctx_set_log(ctx, on_log, NULL);
 	rc = vmb_build_new(ctx, g, &opts, NULL, NULL, &b);
-	if (!rc)
-		rc = vmb_build_run(b, &res);
 	if (rc) {
 		fprintf(stderr, "vmb-build: build failed: %s\n", strerror(-rc));
+		goto out;
+	}
+	rc = vmb_build_run(b, &res);
+	if (rc) {
+		/* The result says where and why, even on failure. */
+		fprintf(stderr, "vmb-build: build failed in phase %s: %s\n",
+		    vmb_build_phase_name(res.failed_phase), res.error[0] ?
+		    res.error : strerror(-rc));
 		goto out;
 	}
 	print_result(g, &res, opts.strategy, json);
