@@ -27,6 +27,16 @@
  *	one thread: the first pass pays the first touch of every page
  *	(which the boot scrub pays too), the second does not.
  *
+ *   bench_client par SOCK GIB ROUNDS
+ *	One domain of GIB GiB per node populated on dirty memory (2 MiB
+ *	extents, HV_POPF_ALLOW_DIRTY, right after a domain of the same size
+ *	was destroyed): by two threads at once, one per node, each with its
+ *	own connection (vmbuild's engine), against one thread doing node 0
+ *	then node 1 (libxl's pattern).  The two alternate; median and best
+ *	of ROUNDS each, with the pages scrubbed inline.  Meant for an hvsim
+ *	with --scrub-workers 0, so that all dirty pages are scrubbed by the
+ *	populates themselves.
+ *
  * Output lines are "key=value ..." for run.sh to combine.
  */
 #include <errno.h>
@@ -553,6 +563,120 @@ bench_boot(const char *path, double gib)
 	hvc_close(c);
 }
 
+struct parjob {
+	struct hvc *c;
+	hv_domid_t domid;
+	const struct hv_extent *e;
+	uint32_t nr;
+	struct hv_populate_stats st;
+	int rc;
+};
+
+static void *
+par_run(void *arg)
+{
+	struct parjob *j = arg;
+
+	memset(&j->st, 0, sizeof(j->st));
+	j->rc = hvc_populate(j->c, j->domid,
+	    HV_POPF_EXACT_NODE | HV_POPF_ALLOW_DIRTY, j->e, j->nr, &j->st,
+	    NULL);
+	return NULL;
+}
+
+static int
+cmp_d(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Fill both nodes and destroy: the next populate finds dirty memory. */
+static void
+par_dirty(struct hvc *c, const struct hv_extent *e, uint32_t nr)
+{
+	hv_domid_t a = create(c, "fill");
+	int rc;
+
+	rc = hvc_populate(c, a, HV_POPF_EXACT_NODE, e, 2 * nr, NULL, NULL);
+	if (rc < 0)
+		die("populate fill", rc);
+	hvc_domain_op(c, HV_OP_DOMAIN_DESTROY, a);
+}
+
+static void
+bench_par(const char *path, double gib, int rounds)
+{
+	struct hvc *c[2] = { open_wait(path), open_wait(path) };
+	uint32_t nr = (uint32_t)(gib * 512), i, n;
+	struct hv_extent *e = calloc(2 * nr, sizeof(*e));
+	double *tp = calloc((size_t)rounds, sizeof(double));
+	double *ts = calloc((size_t)rounds, sizeof(double));
+	uint64_t inl_p = 0, inl_s = 0;
+	int r, k;
+
+	/* Boot scrub first: with workers it maps the memory in. */
+	wait_clean(c[0]);
+	/* Node n's extents at e[n * nr], gfns 1 TiB apart per node. */
+	for (n = 0; n < 2; n++)
+		for (i = 0; i < nr; i++)
+			e[n * nr + i] = (struct hv_extent){
+			    .gfn = ((uint64_t)n << 28) + (uint64_t)i * 512,
+			    .order = 9, .node = (uint16_t)n };
+	for (r = 0; r < rounds; r++)
+		for (k = 0; k < 2; k++) {
+			/* Alternate which goes first: drift hits both. */
+			bool par = (k + r) % 2 == 0;
+			struct parjob j[2];
+			pthread_t th[2];
+			hv_domid_t d;
+			double t0;
+
+			par_dirty(c[0], e, nr);
+			d = create(c[0], par ? "par" : "seq");
+			for (n = 0; n < 2; n++)
+				j[n] = (struct parjob){ .c = c[n], .domid = d,
+				    .e = e + n * nr, .nr = nr };
+			t0 = now_s();
+			if (par) {
+				for (n = 0; n < 2; n++)
+					pthread_create(&th[n], NULL, par_run,
+					    &j[n]);
+				for (n = 0; n < 2; n++)
+					pthread_join(th[n], NULL);
+			} else {
+				for (n = 0; n < 2; n++)
+					par_run(&j[n]);
+			}
+			t0 = now_s() - t0;
+			for (n = 0; n < 2; n++) {
+				if (j[n].rc < 0)
+					die("populate timed", j[n].rc);
+				if (par)
+					inl_p += j[n].st.pages_scrubbed_inline;
+				else
+					inl_s += j[n].st.pages_scrubbed_inline;
+			}
+			(par ? tp : ts)[r] = t0;
+			hvc_domain_op(c[0], HV_OP_DOMAIN_DESTROY, d);
+		}
+	qsort(tp, (size_t)rounds, sizeof(double), cmp_d);
+	qsort(ts, (size_t)rounds, sizeof(double), cmp_d);
+	printf("par gib=%.3f rounds=%d par_median_s=%.6f par_best_s=%.6f "
+	    "seq_median_s=%.6f seq_best_s=%.6f seq_over_par_median=%.2f "
+	    "inline_pages_par=%llu inline_pages_seq=%llu\n", 2 * gib, rounds,
+	    tp[rounds / 2], tp[0], ts[rounds / 2], ts[0],
+	    ts[rounds / 2] / tp[rounds / 2],
+	    (unsigned long long)inl_p / (unsigned)rounds,
+	    (unsigned long long)inl_s / (unsigned)rounds);
+	free(tp);
+	free(ts);
+	free(e);
+	hvc_close(c[0]);
+	hvc_close(c[1]);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -563,11 +687,15 @@ main(int argc, char **argv)
 	else if (argc == 5 && !strcmp(argv[1], "dirty") && atof(argv[3]) > 0)
 		bench_dirty(argv[2], atof(argv[3]),
 		    atoi(argv[4]) > 0 ? atoi(argv[4]) : 1);
+	else if (argc == 5 && !strcmp(argv[1], "par") && atof(argv[3]) > 0)
+		bench_par(argv[2], atof(argv[3]),
+		    atoi(argv[4]) > 0 ? atoi(argv[4]) : 1);
 	else if (argc == 4 && !strcmp(argv[1], "boot") && atof(argv[3]) > 0)
 		bench_boot(argv[2], atof(argv[3]));
 	else {
 		fprintf(stderr, "usage: bench_client populate SOCK ROUNDS | "
-		    "scrub SOCK | dirty SOCK GIB ROUNDS | boot SOCK GIB\n");
+		    "scrub SOCK | dirty SOCK GIB ROUNDS | par SOCK GIB ROUNDS | "
+		    "boot SOCK GIB\n");
 		return 2;
 	}
 	return 0;
