@@ -11,7 +11,8 @@
 # before); and a populate during the boot scrub.  Memory per node defaults
 # to 3G (HVSIM_BENCH_MEM; 6 GiB of real memory in all), the dirty
 # populate to 4 GiB (HVSIM_BENCH_DIRTY_GIB), the boot one to 2 GiB
-# (HVSIM_BENCH_BOOT_GIB).  Prints the figures and their ratios, measured
+# (HVSIM_BENCH_BOOT_GIB); the two-node populate of one domain to
+# HVSIM_BENCH_DIRTY_GIB in all (bench_client par).  Prints the figures and their ratios, measured
 # in this run.  HVSIM_BENCH_HVSIM runs another hvsim binary (to compare).
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -56,6 +57,14 @@ extra=
 echo "$u"
 o=$(run batch boot "$dir/batch.sock" "$bgib") || exit 1
 echo "$o"
+# One domain on two nodes at once (engine) against node after node
+# (libxl), on dirty memory: inline only, then with background workers.
+extra="--scrub-workers 0"
+p0=$(run batch par "$dir/batch.sock" "$((dgib / 2))" "$rounds") || exit 1
+extra=
+echo "$p0 (--scrub-workers 0)"
+pw=$(run batch par "$dir/batch.sock" "$((dgib / 2))" "$rounds") || exit 1
+echo "$pw (scrub workers)"
 
 get() { echo "$1" | tr ' ' '\n' | sed -n "s/^$2=//p"; }
 awk -v bg="$(get "$b" gibps)" -v ag="$(get "$a" gibps)" \
