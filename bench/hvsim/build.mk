@@ -4,5 +4,9 @@ $(B)/bench/hvsim/bench_client: $(OBJ)/bench/hvsim/bench_client.o $(HVCLIENT_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS_COMMON)
 
+$(B)/bench/hvsim/bench_zero: $(OBJ)/bench/hvsim/bench_zero.o
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS_COMMON)
+
 BENCH += bench/hvsim/run.sh
-BENCH_DEPS += $(B)/bench/hvsim/bench_client $(HVSIM)
+BENCH_DEPS += $(B)/bench/hvsim/bench_client $(B)/bench/hvsim/bench_zero $(HVSIM)

@@ -27,7 +27,8 @@
  * though writes to the one memfd serialise on its inode lock (two
  * threads zeroing 1 GiB each by pwritev took 0.29-0.36 s, no faster than
  * one after the other); only mapped chunks are zeroed in parallel
- * (2 GiB by two threads with NT stores: 0.055 s).
+ * (2 GiB by two threads with NT stores: 0.055 s).  bench/hvsim/bench_zero
+ * measures all of these.
  * Phantom backing: no memory at all, only the heap's metadata.
  */
 #include <errno.h>
