@@ -94,9 +94,13 @@ vmb_ctx_open(const char *hypervisor, struct vmb_ctx **ret_ctx)
 		return rc;
 	}
 	ctx->caps = ops->caps ? ops->caps(ctx->priv) : 0;
-	/* Xen's nodes and CPUs are the machine's by definition. */
-	if (!strcmp(ops->name, "xen"))
-		ctx->caps |= VMB_CAP_HOST_TOPOLOGY;
+	/*
+	 * Not VMB_CAP_HOST_TOPOLOGY for Xen: its CPUs are physical CPUs,
+	 * but this process runs on dom0's vCPUs, whose numbers (and sysfs
+	 * nodes) say nothing about where they run.  Node-local populate
+	 * threads on Xen would need dom0 vCPUs pinned to each node's pCPUs
+	 * first, which is the host's policy, not ours.
+	 */
 	/* Without a pool, builds start their own populate threads. */
 	if (vmb__tpool_new(&ctx->pool) != 0)
 		ctx->pool = NULL;

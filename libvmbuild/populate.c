@@ -18,7 +18,8 @@
  *
  * Pinning: a node's workers are pinned to that node's CPUs when the
  * hypervisor says its topology is this machine's (VMB_CAP_HOST_TOPOLOGY:
- * Xen, hvsim --topology host) and the CPUs it lists for node N are
+ * hvsim --topology host; never Xen, where we run on dom0's vCPUs) and
+ * the CPUs it lists for node N are
  * exactly /sys/devices/system/node/nodeN's.  With a modelled topology
  * (hvsim's 2 or 8 nodes on a 1-node machine) the CPU numbers name
  * simulated CPUs - even when node 0's happen to equal this machine's

@@ -168,10 +168,11 @@ struct vmb_ctx;
 #define VMB_CAP_CLAIMS		(1u << 5)
 #define VMB_CAP_SHADOW		(1u << 6)
 /*
- * The host's nodes and CPUs are this machine's (always on Xen; hvsim
+ * The host's nodes and CPUs are the ones this process runs on (hvsim
  * with --topology host): populate workers may be pinned to a node's
  * CPUs.  Without it the topology is modelled, and CPU numbers that
- * happen to match this machine's mean nothing.
+ * happen to match this machine's mean nothing.  Never set on Xen: the
+ * toolstack runs on dom0's vCPUs, not on the host's CPUs.
  */
 #define VMB_CAP_HOST_TOPOLOGY	(1u << 7)
 
