@@ -73,34 +73,22 @@ build_result_json(const struct vmb_build_result *r,
     enum vmb_populate_strategy strategy)
 {
 	yajl_gen g = jg_new();
-	const char *text;
-	char *out;
-	size_t len;
 
 	if (g == NULL)
 		return NULL;
 	report_build(g, r, strategy);
-	text = jg_text(g, &len);
-	out = strndup(text, len);
-	yajl_gen_free(g);
-	return out;
+	return jg_finish(g);
 }
 
 static char *
 guest_json(const struct vmb_guest *guest)
 {
 	yajl_gen g = jg_new();
-	const char *text;
-	char *out;
-	size_t len;
 
 	if (g == NULL)
 		return NULL;
 	report_guest(g, guest);
-	text = jg_text(g, &len);
-	out = strndup(text, len);
-	yajl_gen_free(g);
-	return out;
+	return jg_finish(g);
 }
 
 static void

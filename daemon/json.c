@@ -145,6 +145,19 @@ jg_text(yajl_gen g, size_t *ret_len)
 	return (const char *)buf;
 }
 
+char *
+jg_finish(yajl_gen g)
+{
+	const char *text;
+	char *out;
+	size_t len;
+
+	text = jg_text(g, &len);
+	out = strndup(text, len);
+	yajl_gen_free(g);
+	return out;
+}
+
 yajl_val
 jv_get(yajl_val v, const char *key)
 {

@@ -25,6 +25,8 @@ void jg_u64(yajl_gen g, uint64_t v);
 void jg_tree(yajl_gen g, yajl_val v);
 /* The generated text (not NUL-terminated) and its length. */
 const char *jg_text(yajl_gen g, size_t *ret_len);
+/* The generated text as a malloc'd string (NULL if out of memory); frees g. */
+char *jg_finish(yajl_gen g);
 
 /* Object member of v by key, or NULL. */
 yajl_val jv_get(yajl_val v, const char *key);

@@ -208,17 +208,11 @@ static char *
 rpc_id_text(yajl_val id)
 {
 	yajl_gen g = jg_new();
-	const char *text;
-	char *out;
-	size_t len;
 
 	if (g == NULL)
 		return NULL;
 	jg_tree(g, id);
-	text = jg_text(g, &len);
-	out = strndup(text, len);
-	yajl_gen_free(g);
-	return out;
+	return jg_finish(g);
 }
 
 static const char *

@@ -221,17 +221,11 @@ static char *
 tree_text(yajl_val v)
 {
 	yajl_gen g;
-	const char *t;
-	char *out;
-	size_t len;
 
 	if (!YAJL_IS_OBJECT(v) || (g = jg_new()) == NULL)
 		return NULL;
 	jg_tree(g, v);
-	t = jg_text(g, &len);
-	out = strndup(t, len);
-	yajl_gen_free(g);
-	return out;
+	return jg_finish(g);
 }
 
 static int

@@ -140,25 +140,16 @@ vm_list_text(size_t *ret_len)
 {
 	if (!V.list_valid) {
 		yajl_gen g = jg_new();
-		const char *text;
-		size_t len;
 		char *copy;
 
 		if (g == NULL)
 			return NULL;
 		vm_gen_list(g);
-		text = jg_text(g, &len);
-		copy = malloc(len + 1);
-		if (copy == NULL) {
-			yajl_gen_free(g);
+		if ((copy = jg_finish(g)) == NULL)
 			return NULL;
-		}
-		memcpy(copy, text, len);
-		copy[len] = '\0';
-		yajl_gen_free(g);
 		free(V.list_text);
 		V.list_text = copy;
-		V.list_len = len;
+		V.list_len = strlen(copy);
 		V.list_valid = true;
 	}
 	*ret_len = V.list_len;
