@@ -2,16 +2,17 @@
 # deps.sh GROUP... - install the Debian packages a group of targets needs.
 #
 # Groups: build (compile everything), check (run the tests), lab (boot
-# Xen under QEMU), bench.  Only missing packages are installed, with one
+# Xen under QEMU).  Only missing packages are installed, with one
 # `apt-get update` per run; as non-root it lists them and fails instead.
 set -eu
 declare -A pk
 pk[build]="build-essential pkg-config libxen-dev libyajl-dev libevent-dev
-	   libsystemd-dev libnuma-dev"
-pk[check]="libcmocka-dev prometheus clang-14 libclang-rt-14-dev
-	   iproute2 procps psmisc util-linux python3"
+	   libsystemd-dev"
+# check: cmocka for the unit tests, promtool (prometheus) for the metrics
+# test, systemd-analyze (systemd) for the unit files, python3 for the
+# protocol tests.
+pk[check]="libcmocka-dev prometheus systemd procps util-linux python3"
 pk[lab]="qemu-system-x86 busybox-static cpio xz-utils zstd gzip"
-pk[bench]="hyperfine"
 
 want=()
 for g in "$@"; do
