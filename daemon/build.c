@@ -206,6 +206,8 @@ build_done(struct job *job)
 		    "failed", 0, NULL);
 		if (bj->call != NULL) {
 			call_error(bj->call, code, bj->rc, "%s", msg);
+			if (bj->failed_in == NULL)
+				call_error_phase(bj->call, phase);
 			call_fail(bj->call);
 		}
 	}

@@ -48,7 +48,7 @@ rpc_send_parts(struct conn *c, const char *id, const char *key,
 
 static void
 rpc_send_error_full(struct conn *c, const char *id, int code, int errnum,
-    const char *msg, char **list, size_t n)
+    const char *msg, char **list, size_t n, const char *phase)
 {
 	yajl_gen g = jg_new();
 	const char *text;
@@ -59,9 +59,11 @@ rpc_send_error_full(struct conn *c, const char *id, int code, int errnum,
 	yajl_gen_map_open(g);
 	jg_kv_i64(g, "code", code);
 	jg_kv_str(g, "message", msg);
-	if (errnum != 0 || n > 0) {
+	if (errnum != 0 || n > 0 || phase != NULL) {
 		jg_key(g, "data");
 		yajl_gen_map_open(g);
+		if (phase != NULL)
+			jg_kv_str(g, "phase", phase);
 		if (errnum != 0) {
 			jg_kv_i64(g, "errno", errnum);
 			jg_kv_str(g, "errno_name", strerrorname_np(errnum));
@@ -84,7 +86,7 @@ rpc_send_error_full(struct conn *c, const char *id, int code, int errnum,
 void
 rpc_send_error(struct conn *c, const char *id, int code, const char *msg)
 {
-	rpc_send_error_full(c, id, code, 0, msg, NULL, 0);
+	rpc_send_error_full(c, id, code, 0, msg, NULL, 0, NULL);
 }
 
 void
@@ -112,6 +114,12 @@ call_error(struct call *call, int code, int errnum, const char *fmt, ...)
 	vsnprintf(call->err_msg, sizeof(call->err_msg), fmt, ap);
 	va_end(ap);
 	return -1;
+}
+
+void
+call_error_phase(struct call *call, const char *phase)
+{
+	call->err_phase = phase;
 }
 
 void
@@ -155,7 +163,7 @@ call_fail(struct call *call)
 	if (call->id != NULL)
 		rpc_send_error_full(call->conn, call->id, call->err_code,
 		    call->err_errno, call->err_msg, call->err_list,
-		    call->err_n);
+		    call->err_n, call->err_phase);
 	call_free(call);
 }
 

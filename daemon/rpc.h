@@ -43,6 +43,7 @@ struct call {
 	char		err_msg[512];
 	char		**err_list;	/* data.errors (E_CONFIG) */
 	size_t		err_n;
+	const char	*err_phase;	/* data.phase of a failed build; static */
 };
 
 void rpc_handle_line(struct conn *c, const char *line, size_t len);
@@ -56,6 +57,8 @@ void rpc_send_event(struct conn *c, const char *name, const char *params,
 /* Record an error on the call; returns -1 for `return call_error(...)`. */
 int call_error(struct call *call, int code, int errnum, const char *fmt,
     ...) LOG_FMT(4, 5);
+/* data.phase: the build phase an error happened in (a static string). */
+void call_error_phase(struct call *call, const char *phase);
 /* Take the list for data.errors (strings are strdup'd). */
 void call_error_list(struct call *call, char **list, size_t n);
 /* Answer a deferred call and free it. */

@@ -365,6 +365,8 @@ for name, cfg, phase, why in (
     ok(("build of %s failed in phase %s: " % (name, phase)) in msg and
        why in msg, "%s: the error names phase %s and says why" %
        (name, phase), r)
+    ok(r.get("error", {}).get("data", {}).get("phase") == phase,
+       "%s: error.data.phase is %s" % (name, phase), r)
     t = [x for x in c.result("task.list")["tasks"] if x["vm"] == name]
     ok(len(t) == 1 and t[0]["error"]["message"] == msg,
        "%s: the task's error is the same" % name, t)
