@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <sched.h>
 #include <cmocka.h>
 
@@ -36,7 +37,7 @@ struct worker {
 	uint64_t gfn0, nr_4k, nr_2m;	/* its gfns: 4 KiB then 2 MiB extents */
 	uint64_t pages, inline_pages, eexist, esrch;
 	int bad;			/* unexpected status (no cmocka here) */
-	volatile bool *go;
+	atomic_bool *go;
 };
 
 static struct hv *
@@ -93,7 +94,7 @@ worker_main(void *arg)
 	uint64_t k, gfn = w->gfn0;
 	int rc;
 
-	while (!*w->go)
+	while (!atomic_load(w->go))
 		sched_yield();
 	for (k = 0; k < w->nr_4k + w->nr_2m && !w->bad; k++) {
 		uint32_t order = k < w->nr_4k ? 0 : HV_ORDER_2M;
@@ -187,7 +188,7 @@ test_two_nodes_one_domain(void **state)
 	struct hv_domain_info info;
 	uint64_t total = hv->heap.total_pages, pages = 0, inl = 0, k;
 	uint64_t scrubbed0 = hv->ctr.scrub_pages_inline, eexist = 0;
-	volatile bool go = false;
+	atomic_bool go = false;
 	hv_domid_t id;
 	uint32_t i;
 
@@ -204,7 +205,7 @@ test_two_nodes_one_domain(void **state)
 		assert_int_equal(pthread_create(&w[i].thread, NULL,
 		    worker_main, &w[i]), 0);
 	}
-	go = true;
+	atomic_store(&go, true);
 	for (i = 0; i < 4; i++) {
 		pthread_join(w[i].thread, NULL);
 		assert_int_equal(w[i].bad, 0);
@@ -259,7 +260,7 @@ test_destroy_races_populate(void **state)
 
 	(void)state;
 	for (round = 0; round < RACE_ROUNDS; round++) {
-		volatile bool go = false;
+		atomic_bool go = false;
 		struct worker w[2];
 		uint64_t dirty0, scrubbed0, inl = 0, owned = 0;
 		hv_domid_t id;
@@ -277,7 +278,7 @@ test_destroy_races_populate(void **state)
 			assert_int_equal(pthread_create(&w[i].thread, NULL,
 			    worker_main, &w[i]), 0);
 		}
-		go = true;
+		atomic_store(&go, true);
 		for (spin = rand_r(&seed) % 400; spin > 0; spin--)
 			sched_yield();
 		assert_int_equal(dom_destroy(hv, id), 0);
