@@ -163,10 +163,10 @@ vmc_request(struct vmc_client *c, const char *method)
 	if (!g)
 		return NULL;
 	yajl_gen_map_open(g);
-	jgen_kv_str(g, "jsonrpc", "2.0");
-	jgen_kv_int(g, "id", c->next_id);
-	jgen_kv_str(g, "method", method);
-	jgen_str(g, "params");
+	jg_kv_str(g, "jsonrpc", "2.0");
+	jg_kv_i64(g, "id", c->next_id);
+	jg_kv_str(g, "method", method);
+	jg_str(g, "params");
 	yajl_gen_map_open(g);
 	return g;
 }

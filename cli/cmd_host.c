@@ -242,12 +242,12 @@ scrub_json(yajl_val nodes)
 	size_t i, k;
 
 	yajl_gen_map_open(g);
-	jgen_str(g, "nodes");
+	jg_str(g, "nodes");
 	yajl_gen_array_open(g);
 	for (i = 0; i < nodes->u.array.len; i++) {
 		yajl_gen_map_open(g);
 		for (k = 0; k < sizeof(scrub_keys) / sizeof(*scrub_keys); k++)
-			jgen_kv_val(g, scrub_keys[k],
+			jg_kv_tree(g, scrub_keys[k],
 			    jget(nodes->u.array.values[i], scrub_keys[k]));
 		yajl_gen_map_close(g);
 	}
@@ -492,7 +492,7 @@ gen_rates(yajl_gen g, yajl_val a, yajl_val b, double dt)
 	if (YAJL_IS_OBJECT(b)) {
 		yajl_gen_map_open(g);
 		for (i = 0; i < b->u.object.len; i++) {
-			jgen_str(g, b->u.object.keys[i]);
+			jg_str(g, b->u.object.keys[i]);
 			gen_rates(g, jget(a, b->u.object.keys[i]),
 			    b->u.object.values[i], dt);
 		}
@@ -609,15 +609,15 @@ cmd_stats(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 		g = jgen_new(false);
 		yajl_gen_map_open(g);
 		for (i = 0; i < NR_GROUPS; i++)
-			jgen_kv_val(g, stat_groups[i],
+			jg_kv_tree(g, stat_groups[i],
 			    jget(second, stat_groups[i]));
 		if (dt > 0) {
-			jgen_str(g, "interval_seconds");
+			jg_str(g, "interval_seconds");
 			yajl_gen_double(g, dt);
-			jgen_str(g, "rates");
+			jg_str(g, "rates");
 			yajl_gen_map_open(g);
 			for (i = 0; i < NR_GROUPS; i++) {
-				jgen_str(g, stat_groups[i]);
+				jg_str(g, stat_groups[i]);
 				gen_rates(g, jget(first, stat_groups[i]),
 				    jget(second, stat_groups[i]), dt);
 			}

@@ -27,12 +27,12 @@ gen_vm_ref(yajl_gen g, const char *vm)
 
 	while (*p >= '0' && *p <= '9')
 		p++;
-	jgen_str(g, P_VM);
+	jg_str(g, P_VM);
 	if (*vm && !*p && p - vm < 10) {
 		id = strtoll(vm, &end, 10);
 		yajl_gen_integer(g, id);
 	} else {
-		jgen_str(g, vm);
+		jg_str(g, vm);
 	}
 }
 
@@ -144,11 +144,11 @@ print_created(struct vmctl *ctl, yajl_val task, double secs)
 		yajl_gen g = jgen_new(false);
 
 		yajl_gen_map_open(g);
-		jgen_kv_val(g, "id", jget(task, "domid"));
-		jgen_kv_val(g, "name", jget(task, "vm"));
-		jgen_str(g, "seconds");
+		jg_kv_tree(g, "id", jget(task, "domid"));
+		jg_kv_tree(g, "name", jget(task, "vm"));
+		jg_str(g, "seconds");
 		yajl_gen_double(g, secs);
-		jgen_kv_val(g, "task", task);
+		jg_kv_tree(g, "task", task);
 		yajl_gen_map_close(g);
 		jgen_print(g);
 		return;
@@ -221,7 +221,7 @@ follow_task(struct vmctl *ctl, struct vmc_client *c, long long tid)
 		if (poll_now) {
 			g = vmc_request(c, M_TASK_GET);
 			if (g)
-				jgen_kv_int(g, P_TASK, tid);
+				jg_kv_i64(g, P_TASK, tid);
 			yajl_tree_free(task);
 			task = NULL;
 			rc = vmc_call(c, g, &task, &err);
@@ -334,10 +334,10 @@ cmd_create(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 		/* Subscribe first, so that no progress event is missed. */
 		g = vmc_request(c, M_EVENTS_SUBSCRIBE);
 		if (g) {
-			jgen_str(g, P_EVENTS);
+			jg_str(g, P_EVENTS);
 			yajl_gen_array_open(g);
-			jgen_str(g, E_TASK_PROGRESS);
-			jgen_str(g, E_TASK_DONE);
+			jg_str(g, E_TASK_PROGRESS);
+			jg_str(g, E_TASK_DONE);
 			yajl_gen_array_close(g);
 		}
 		rc = vmc_call(c, g, &res, &err);
@@ -352,11 +352,11 @@ cmd_create(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 	}
 	g = vmc_request(c, M_VM_CREATE);
 	if (g) {
-		jgen_kv_str(g, P_CONFIG, text);
-		jgen_kv_str(g, P_CONFIG_PATH, abspath);
-		jgen_kv_bool(g, P_WAIT, false);
+		jg_kv_str(g, P_CONFIG, text);
+		jg_kv_str(g, P_CONFIG_PATH, abspath);
+		jg_kv_bool(g, P_WAIT, false);
 		if (paused)
-			jgen_kv_bool(g, P_PAUSED, true);
+			jg_kv_bool(g, P_PAUSED, true);
 	}
 	rc = vmc_call(c, g, &res, &err);
 	if (rc != 0) {
@@ -465,17 +465,17 @@ cmd_list(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 		/* Exactly the documented shape, whatever else the daemon adds. */
 		g = jgen_new(false);
 		yajl_gen_map_open(g);
-		jgen_str(g, "vms");
+		jg_str(g, "vms");
 		yajl_gen_array_open(g);
 		for (i = 0; i < vms->u.array.len; i++) {
 			vm = vms->u.array.values[i];
 			yajl_gen_map_open(g);
-			jgen_kv_val(g, "id", vm_id(vm));
-			jgen_kv_val(g, "name", jget(vm, "name"));
-			jgen_kv_val(g, "state", jget(vm, "state"));
-			jgen_kv_val(g, "memory_bytes", jget(vm, "memory_bytes"));
-			jgen_kv_val(g, "vcpus", jget(vm, "vcpus"));
-			jgen_kv_val(g, "nodes", jget(vm, "nodes"));
+			jg_kv_tree(g, "id", vm_id(vm));
+			jg_kv_tree(g, "name", jget(vm, "name"));
+			jg_kv_tree(g, "state", jget(vm, "state"));
+			jg_kv_tree(g, "memory_bytes", jget(vm, "memory_bytes"));
+			jg_kv_tree(g, "vcpus", jget(vm, "vcpus"));
+			jg_kv_tree(g, "nodes", jget(vm, "nodes"));
 			yajl_gen_map_close(g);
 		}
 		yajl_gen_array_close(g);

@@ -156,22 +156,22 @@ top_json(yajl_val vms, yajl_val nodes, const struct top_sample *a,
 	yajl_gen g = jgen_new(false);
 
 	yajl_gen_map_open(g);
-	jgen_kv_int(g, "time", (long long)time(NULL));
-	jgen_kv_val(g, "vms", vms);
-	jgen_kv_val(g, "nodes", nodes);
-	jgen_str(g, "rates");
+	jg_kv_i64(g, "time", (long long)time(NULL));
+	jg_kv_tree(g, "vms", vms);
+	jg_kv_tree(g, "nodes", nodes);
+	jg_str(g, "rates");
 	yajl_gen_map_open(g);
-	jgen_str(g, "tlb_flushes_issued_per_second");
+	jg_str(g, "tlb_flushes_issued_per_second");
 	if (a->have_flush && b->have_flush && dt > 0)
 		yajl_gen_double(g, (b->flushes - a->flushes) / dt);
 	else
 		yajl_gen_null(g);
-	jgen_str(g, "tlb_flushes_filtered_per_second");
+	jg_str(g, "tlb_flushes_filtered_per_second");
 	if (a->have_filtered && b->have_filtered && dt > 0)
 		yajl_gen_double(g, (b->filtered - a->filtered) / dt);
 	else
 		yajl_gen_null(g);
-	jgen_str(g, "unshadow_per_second");
+	jg_str(g, "unshadow_per_second");
 	if (a->have_unshadow && b->have_unshadow && dt > 0)
 		yajl_gen_double(g, (b->unshadow - a->unshadow) / dt);
 	else

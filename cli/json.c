@@ -11,14 +11,7 @@
 yajl_val
 jget(yajl_val v, const char *key)
 {
-	size_t i;
-
-	if (!YAJL_IS_OBJECT(v))
-		return NULL;
-	for (i = 0; i < v->u.object.len; i++)
-		if (!strcmp(v->u.object.keys[i], key))
-			return v->u.object.values[i];
-	return NULL;
+	return jv_get(v, key);
 }
 
 yajl_val
@@ -107,86 +100,6 @@ jtext(yajl_val v, const char *key, char *buf, size_t len)
 	return buf;
 }
 
-void
-jgen_str(yajl_gen g, const char *s)
-{
-	yajl_gen_string(g, (const unsigned char *)s, strlen(s));
-}
-
-void
-jgen_kv_str(yajl_gen g, const char *key, const char *s)
-{
-	jgen_str(g, key);
-	if (s)
-		jgen_str(g, s);
-	else
-		yajl_gen_null(g);
-}
-
-void
-jgen_kv_bool(yajl_gen g, const char *key, bool b)
-{
-	jgen_str(g, key);
-	yajl_gen_bool(g, b);
-}
-
-void
-jgen_kv_int(yajl_gen g, const char *key, long long i)
-{
-	jgen_str(g, key);
-	yajl_gen_integer(g, i);
-}
-
-void
-jgen_val(yajl_gen g, yajl_val v)
-{
-	size_t i;
-
-	if (!v) {
-		yajl_gen_null(g);
-		return;
-	}
-	switch (v->type) {
-	case yajl_t_string:
-		jgen_str(g, v->u.string);
-		break;
-	case yajl_t_number:
-		/* The text as received: no precision is lost on the way. */
-		yajl_gen_number(g, v->u.number.r, strlen(v->u.number.r));
-		break;
-	case yajl_t_object:
-		yajl_gen_map_open(g);
-		for (i = 0; i < v->u.object.len; i++) {
-			jgen_str(g, v->u.object.keys[i]);
-			jgen_val(g, v->u.object.values[i]);
-		}
-		yajl_gen_map_close(g);
-		break;
-	case yajl_t_array:
-		yajl_gen_array_open(g);
-		for (i = 0; i < v->u.array.len; i++)
-			jgen_val(g, v->u.array.values[i]);
-		yajl_gen_array_close(g);
-		break;
-	case yajl_t_true:
-		yajl_gen_bool(g, 1);
-		break;
-	case yajl_t_false:
-		yajl_gen_bool(g, 0);
-		break;
-	default:
-		yajl_gen_null(g);
-		break;
-	}
-}
-
-void
-jgen_kv_val(yajl_gen g, const char *key, yajl_val v)
-{
-	jgen_str(g, key);
-	jgen_val(g, v);
-}
-
 yajl_gen
 jgen_new(bool pretty)
 {
@@ -223,6 +136,6 @@ jprint(yajl_val v, bool pretty)
 
 	if (!g)
 		return;
-	jgen_val(g, v);
+	jg_tree(g, v);
 	jgen_print(g);
 }

@@ -18,6 +18,7 @@
 #include <yajl/yajl_gen.h>
 #include <yajl/yajl_tree.h>
 
+#include "json.h"	/* daemon/json.h: yajl helpers shared with vmbuildd */
 #include "proto.h"
 
 /* Options that come before the command, shared by every handler. */
@@ -121,12 +122,7 @@ bool ju64(yajl_val v, const char *key, uint64_t *ret);
 bool jbool(yajl_val v, const char *key, bool *ret);
 /* Scalar as text ("-" when missing or null), into buf. */
 const char *jtext(yajl_val v, const char *key, char *buf, size_t len);
-void jgen_str(yajl_gen g, const char *s);
-void jgen_kv_str(yajl_gen g, const char *key, const char *s);
-void jgen_kv_bool(yajl_gen g, const char *key, bool b);
-void jgen_kv_int(yajl_gen g, const char *key, long long i);
-void jgen_val(yajl_gen g, yajl_val v);		/* NULL writes null */
-void jgen_kv_val(yajl_gen g, const char *key, yajl_val v);
+/* Generators: jg_str, jg_kv_*, jg_tree and jg_kv_tree of ../daemon/json.h. */
 yajl_gen jgen_new(bool pretty);
 /* Print what g holds on stdout with a newline, and free g. */
 void jgen_print(yajl_gen g);

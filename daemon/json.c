@@ -131,6 +131,13 @@ jg_tree(yajl_gen g, yajl_val v)
 	}
 }
 
+void
+jg_kv_tree(yajl_gen g, const char *key, yajl_val v)
+{
+	jg_key(g, key);
+	jg_tree(g, v);
+}
+
 const char *
 jg_text(yajl_gen g, size_t *ret_len)
 {

@@ -1,5 +1,6 @@
 /*
- * json.h - small helpers around yajl_gen for the daemon's replies.
+ * json.h - small helpers around yajl_gen and yajl_tree, shared by the
+ * daemon's replies and vmctl (which compiles this file too).
  */
 #ifndef VMBUILDD_JSON_H
 #define VMBUILDD_JSON_H
@@ -23,6 +24,7 @@ void jg_kv_null(yajl_gen g, const char *key);
 void jg_u64(yajl_gen g, uint64_t v);
 /* Copy a parsed tree (or null for NULL). */
 void jg_tree(yajl_gen g, yajl_val v);
+void jg_kv_tree(yajl_gen g, const char *key, yajl_val v);
 /* The generated text (not NUL-terminated) and its length. */
 const char *jg_text(yajl_gen g, size_t *ret_len);
 /* The generated text as a malloc'd string (NULL if out of memory); frees g. */
