@@ -2,8 +2,8 @@
  * backend.h - the hypervisor backend ops table (private to libvmbuild).
  *
  * The core (config, placement, populate engine, loader) calls only these
- * ops; everything specific to hvsim lives in backend_sim.c and everything
- * specific to Xen in backend_xen.c.  Same error convention as vmbuild.h:
+ * ops; everything specific to hvsim lives in sim/ and everything
+ * specific to Xen in xen/.  Same error convention as vmbuild.h:
  * 0 or a negative errno.  Every op may be called from several threads at
  * once, populate in particular (one worker per node).
  */

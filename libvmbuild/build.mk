@@ -1,23 +1,21 @@
 # libvmbuild/build.mk - see the top-level Makefile for the conventions.
 #
-# libvmbuild.a: every libvmbuild/*.c.  The xen backend (backend_xen.c and
-# its xen_*.c companions) is written separately; while backend_xen.c does
-# not exist the library builds without it and "xen" opens answer -ENODEV.
-# Programs that link libvmbuild.a add $(LIBVMB_LDLIBS).
+# libvmbuild.a: the core (libvmbuild/*.c) and one folder per backend:
+# sim/ (hvsim's socket, through libhvclient) and xen/ (libxenctrl,
+# libxenstore, libxencall, libxenforeignmemory).  Programs that link
+# libvmbuild.a add $(LIBVMB_LDLIBS).
 LIBVMB_LIB  := $(LIB)/libvmbuild.a
-LIBVMB_SRCS := $(sort $(wildcard libvmbuild/*.c))
+LIBVMB_SRCS := $(sort $(wildcard libvmbuild/*.c)) \
+	       $(sort $(wildcard libvmbuild/sim/*.c)) \
+	       $(sort $(wildcard libvmbuild/xen/*.c))
 LIBVMB_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(LIBVMB_SRCS))
-LIBVMB_HAVE_XEN := $(if $(wildcard libvmbuild/backend_xen.c),1,)
 
+LIBVMB_XEN_PKGS := xencontrol xenstore xencall xenforeignmemory xenguest
 EXTRA_CFLAGS_libvmbuild/ += $(shell $(PKG) --cflags xlutil)
-ifneq ($(LIBVMB_HAVE_XEN),)
-EXTRA_CFLAGS_libvmbuild/ += -DVMB_HAVE_XEN=1 \
-	$(shell $(PKG) --cflags xencontrol xenstore xencall xenforeignmemory xenguest)
-LIBVMB_XEN_LDLIBS := $(shell $(PKG) --libs xencontrol xenstore xencall \
-	xenforeignmemory xenguest xentoollog)
-# ctx.c's backend table changes when the xen backend appears.
-$(OBJ)/libvmbuild/ctx.o: libvmbuild/backend_xen.c
-endif
+EXTRA_CFLAGS_libvmbuild/sim/ += -Ilibvmbuild
+EXTRA_CFLAGS_libvmbuild/xen/ += -Ilibvmbuild \
+	$(shell $(PKG) --cflags $(LIBVMB_XEN_PKGS))
+LIBVMB_XEN_LDLIBS := $(shell $(PKG) --libs $(LIBVMB_XEN_PKGS) xentoollog)
 
 LIBVMB_LDLIBS := $(LIB)/libvmbuild.a $(LIB)/libhvclient.a \
 	$(shell $(PKG) --libs xlutil) $(LIBVMB_XEN_LDLIBS) -pthread

@@ -1,11 +1,11 @@
 # tests/xenbe/build.mk - unit tests of the xen backend that need no Xen:
 # libxenctrl's calls are replaced at link time (-Wl,--wrap) by fakes that
 # record what the backend asked and answer as Xen would.
-ifneq ($(LIBVMB_HAVE_XEN),)
 XENBE_TEST_BIN := $(B)/tests/xenbe
-XENBE_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(wildcard libvmbuild/backend_xen.c \
-	libvmbuild/xen_*.c))
+XENBE_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(sort $(wildcard libvmbuild/xen/*.c)))
 XENBE_WRAP := -Wl,--wrap=xc_domain_populate_physmap -Wl,--wrap=xc_interface_open
+EXTRA_CFLAGS_tests/xenbe/ += -Ilibvmbuild -Ilibvmbuild/xen \
+	$(shell $(PKG) --cflags $(LIBVMB_XEN_PKGS))
 
 $(XENBE_TEST_BIN)/test_xen_backend: $(OBJ)/tests/xenbe/test_xen_backend.o \
 		$(XENBE_OBJS)
@@ -15,4 +15,3 @@ $(XENBE_TEST_BIN)/test_xen_backend: $(OBJ)/tests/xenbe/test_xen_backend.o \
 
 TESTS += $(XENBE_TEST_BIN)/test_xen_backend
 TESTS_DEPS += $(XENBE_TEST_BIN)/test_xen_backend
-endif
