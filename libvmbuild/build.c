@@ -1,5 +1,5 @@
 /*
- * build.c - building a domain, phase by phase, and undoing it on failure.
+ * build.c - building a domain as a table of phases, and one undo path.
  *
  *   place     read the kernel (a bad image fails before anything exists),
  *             then choose nodes from host, scrub and domain state
@@ -11,9 +11,15 @@
  *   load      kernel, ramdisk, command line, start info (loader.c)
  *   boot      the backend's last step, then unpause unless start_paused
  *
- * Any failure, or a cancel seen between or inside phases, destroys the
- * domain; the hypervisor then owns freeing (and scrubbing) its pages.
- * The undo checks that the domain is really gone.
+ * Each phase is a function over the state of one run (struct run) and,
+ * where it leaves something behind, an undo.  vmb_build_run() enters the
+ * phases in the order of phases[] (timing each, reporting progress and
+ * seeing a cancel between them); on a failure or a cancel it runs the
+ * undo of every phase entered, the failed one included, last first.  A
+ * new phase is a value of enum vmb_build_phase and one entry here.
+ *
+ * The create phase's undo destroys the domain and checks that it is
+ * really gone; the hypervisor then owns freeing (and scrubbing) its pages.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -58,23 +64,415 @@ vmb_populate_strategy_parse(const char *name,
 	return 0;
 }
 
+/* ------------------------------------------------------------------ */
+/* One run: what the phases share.                                    */
+
+struct run {
+	struct vmb_build *b;
+	const struct vmb_backend_ops *ops;
+	void	*priv;			/* the backend's */
+	struct vmb_build_result res;
+	struct vmb__image *img;		/* read by place, written by load */
+	struct vmb_host *host;
+	struct vmb_domain *doms;
+	size_t	nr_doms;
+	struct vmb_boot boot;		/* filled by load, used by boot */
+	uint32_t domid;			/* VMB_DOMID_INVALID until created */
+	bool	claimed;
+	/*
+	 * The phase a failure is reported in when the failing step belongs
+	 * to another one (reading the image, done in place, is loading's):
+	 * -1 for the phase that ran.
+	 */
+	int	fail_as;
+	char	why[sizeof(((struct vmb_build_result *)0)->error)];
+};
+
+/* Say why `rc` happened, for the result's error; returns rc. */
+static int __attribute__((format(printf, 3, 4)))
+fail(struct run *r, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(r->why, sizeof(r->why), fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+static void
+report(struct vmb_build *b, enum vmb_build_phase phase, uint32_t domid,
+    uint64_t done)
+{
+	struct vmb_progress p = { .phase = phase, .domid = domid, .done = done,
+	    .total = b->guest->memory_bytes };
+
+	if (b->progress)
+		b->progress(b->user, &p);
+}
+
+/* ------------------------------------------------------------------ */
+/* place                                                               */
+
+/* Would the populate have to scrub pages inline on some placed node? */
+static bool
+short_of_clean(const struct vmb_placement *pl, const struct vmb_host *host,
+    const struct vmb_scrub *scrub)
+{
+	for (uint32_t i = 0; i < pl->nr_nodes; i++) {
+		uint32_t n = pl->nodes[i];
+		uint64_t free = n < host->nr_nodes ? host->nodes[n].free_bytes : 0;
+		uint64_t dirty = 0;
+
+		for (uint32_t k = 0; k < scrub->nr_nodes; k++)
+			if (scrub->nodes[k].node == n)
+				dirty = scrub->nodes[k].dirty_bytes;
+		if (dirty && pl->node_bytes[i] + dirty > free)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Wait, up to opts.scrub_wait_ms, for the background scrubber to make
+ * enough memory clean, placing again each time it has made progress.
+ * Stops early when the scrubber makes no progress for a while (nothing
+ * more will turn clean), and on cancel.  On return res.placement is the
+ * latest placement; waiting itself never fails the build.
+ */
+static int
+wait_for_scrubber(struct run *r, struct vmb_scrub *scrub)
+{
+	/*
+	 * Scrubbers report per chunk (128 MiB), so a loaded host may show
+	 * no change for seconds: only 10 s without any sign of work is a
+	 * stall.
+	 */
+	const uint64_t step_ns = 50 * 1000000ull, stall_ns = 10000000000ull;
+	struct vmb_build *b = r->b;
+	struct vmb_build_result *res = &r->res;
+	uint64_t t0 = vmb__now_ns(), deadline, last_progress = t0;
+	uint64_t last_dirty = UINT64_MAX, last_scrubbed = 0;
+
+	deadline = t0 + (uint64_t)b->opts.scrub_wait_ms * 1000000ull;
+	while (short_of_clean(&res->placement, r->host, scrub)) {
+		struct timespec ts = { 0, (long)step_ns };
+		struct vmb_placement pl;
+		struct vmb_host *h = NULL;
+		uint64_t now = vmb__now_ns(), dirty = 0, scrubbed = 0, rate = 0;
+
+		if (atomic_load(&b->cancel))
+			return -ECANCELED;
+		for (uint32_t k = 0; k < scrub->nr_nodes; k++) {
+			dirty += scrub->nodes[k].dirty_bytes;
+			scrubbed += scrub->nodes[k].scrubbed_bytes_total;
+			rate += scrub->nodes[k].rate_bytes_per_sec;
+		}
+		if (dirty < last_dirty || scrubbed > last_scrubbed ||
+		    ((scrub->have & VMB_SCRUB_HAVE_RATE) && rate > 0))
+			last_progress = now;
+		last_dirty = dirty;
+		last_scrubbed = scrubbed;
+		if (now >= deadline || now - last_progress > stall_ns)
+			break;
+		nanosleep(&ts, NULL);
+		if (vmb_scrub_progress(b->ctx, scrub) != 0 ||
+		    vmb_host_info(b->ctx, &h) != 0)
+			break;
+		vmb_host_free(r->host);
+		r->host = h;
+		/* Memory may have gone to others meanwhile: keep the old one. */
+		if (vmb__place(r->host, scrub, r->doms, r->nr_doms, b->guest,
+		    &pl) == 0)
+			res->placement = pl;
+	}
+	res->scrub_wait_ns = vmb__now_ns() - t0;
+	if (res->scrub_wait_ns >= step_ns) {
+		size_t len = strlen(res->placement.reason);
+
+		snprintf(res->placement.reason + len,
+		    sizeof(res->placement.reason) - len, "; waited %llu ms for "
+		    "background scrubbing", (unsigned long long)
+		    (res->scrub_wait_ns / 1000000));
+	}
+	return 0;
+}
+
+static int
+phase_place(struct run *r)
+{
+	struct vmb_build *b = r->b;
+	struct vmb_scrub scrub;
+	bool have_scrub;
+	int rc;
+
+	/*
+	 * Reading the image is part of loading it, done first so that a
+	 * bad kernel fails before anything exists: it fails as "load".
+	 */
+	rc = vmb__image_open_why(b->guest, &r->img, r->why, sizeof(r->why));
+	if (rc) {
+		r->fail_as = VMB_PHASE_LOAD;
+		return rc;
+	}
+	rc = vmb_host_info(b->ctx, &r->host);
+	if (!rc)
+		rc = vmb_domain_list(b->ctx, &r->doms, &r->nr_doms);
+	if (rc)
+		return fail(r, rc, "cannot read the host's state: %s",
+		    strerror(-rc));
+	have_scrub = vmb_scrub_progress(b->ctx, &scrub) == 0;
+	rc = vmb__place_why(r->host, have_scrub ? &scrub : NULL, r->doms,
+	    r->nr_doms, b->guest, &r->res.placement, r->why, sizeof(r->why));
+	if (rc)
+		return rc;
+	if (b->opts.scrub_wait_ms && have_scrub &&
+	    (scrub.have & VMB_SCRUB_HAVE_DIRTY))
+		return wait_for_scrubber(r, &scrub);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* create                                                              */
+
+static int
+phase_create(struct run *r)
+{
+	const struct vmb_guest *g = r->b->guest;
+	struct vmb_dom_config dc;
+	int rc;
+
+	memcpy(r->res.uuid, g->uuid, sizeof(r->res.uuid));
+	if (vmb__uuid_is_zero(r->res.uuid))
+		vmb__uuid_generate(r->res.uuid);
+	memset(&dc, 0, sizeof(dc));
+	snprintf(dc.name, sizeof(dc.name), "%s", g->name);
+	memcpy(dc.uuid, r->res.uuid, sizeof(dc.uuid));
+	dc.hvm = true;		/* a PVH guest is an HVM container */
+	dc.hap = g->hap;
+	dc.max_vcpus = g->maxvcpus ? g->maxvcpus : g->vcpus;
+	dc.max_pages = (g->maxmem_bytes > g->memory_bytes ?
+	    g->maxmem_bytes : g->memory_bytes) >> VMB_PAGE_SHIFT;
+	dc.target_pages = g->memory_bytes >> VMB_PAGE_SHIFT;
+	dc.nr_nodes = r->res.placement.nr_nodes;
+	memcpy(dc.nodes, r->res.placement.nodes, sizeof(dc.nodes));
+	rc = r->ops->domain_create(r->priv, &dc, &r->domid);
+	if (rc)
+		return fail(r, rc, "the hypervisor refused to create the "
+		    "domain: %s", strerror(-rc));
+	r->res.domid = r->domid;
+	return 0;
+}
+
+/* Destroy the half-built domain and check it is gone. */
+static void
+undo_create(struct run *r)
+{
+	struct vmb_domain d;
+	int rc;
+
+	if (r->domid == VMB_DOMID_INVALID)
+		return;
+	rc = r->ops->domain_destroy(r->priv, r->domid);
+	if (rc && rc != -ESRCH) {
+		/* A transient transport error: one more try on a new connection. */
+		rc = r->ops->domain_destroy(r->priv, r->domid);
+	}
+	if (rc == -ESRCH)
+		rc = 0;
+	if (!rc) {
+		int q = vmb_domain_get(r->b->ctx, r->domid, &d);
+
+		/* Gone, or dying (its pages are on their way back). */
+		if (q == 0 && d.state != VMB_DOM_DYING)
+			rc = -EBUSY;
+	}
+	vmb__log(r->b->ctx, "build %s: undo domain %u: rc %d",
+	    r->b->guest->name, r->domid, rc);
+}
+
+/* ------------------------------------------------------------------ */
+/* claim                                                               */
+
+/* Why the claim of `pages` was refused, with what the host has free. */
+static int
+claim_why(struct run *r, uint64_t pages, int rc)
+{
+	struct vmb_host *h = NULL;
+	uint64_t want = pages << VMB_PAGE_SHIFT, avail;
+
+	if (vmb_host_info(r->b->ctx, &h) != 0)
+		return fail(r, rc, "claim of %llu MiB refused: %s",
+		    (unsigned long long)(want >> 20), strerror(-rc));
+	avail = h->free_bytes > h->claimed_bytes ?
+	    h->free_bytes - h->claimed_bytes : 0;
+	fail(r, rc, "claim of %llu MiB refused: only %llu MiB free "
+	    "(%llu MiB claimed by other domains): %s",
+	    (unsigned long long)(want >> 20), (unsigned long long)(avail >> 20),
+	    (unsigned long long)(h->claimed_bytes >> 20), strerror(-rc));
+	vmb_host_free(h);
+	return rc;
+}
+
+static int
+phase_claim(struct run *r)
+{
+	uint64_t pages = r->b->guest->memory_bytes >> VMB_PAGE_SHIFT;
+	int rc;
+
+	if (!r->ops->claim)
+		return 0;
+	rc = r->ops->claim(r->priv, r->domid, pages);
+	if (rc == -EOPNOTSUPP)
+		return 0;	/* placement checked free memory instead */
+	if (rc)
+		return claim_why(r, pages, rc);
+	r->claimed = true;
+	return 0;
+}
+
+/* Give back what is left of the claim (all of it, before a populate). */
+static void
+undo_claim(struct run *r)
+{
+	if (r->claimed)
+		(void)r->ops->claim(r->priv, r->domid, 0);
+	r->claimed = false;
+}
+
+/* ------------------------------------------------------------------ */
+/* populate                                                            */
+
+static int
+phase_populate(struct run *r)
+{
+	struct vmb_build *b = r->b;
+	struct vmb__range ranges[VMB_MAX_RANGES];
+	struct vmb__populate_job job;
+	struct vmb_domain dom;
+	uint64_t done = 0;
+	int rc;
+
+	memset(&job, 0, sizeof(job));
+	rc = vmb__layout(b->guest, &r->res.placement, ranges);
+	if (rc < 0)
+		return fail(r, rc, "the vnuma sizes do not add up to the "
+		    "memory placed");
+	job.ranges = ranges;
+	job.nr_ranges = (uint32_t)rc;
+	job.ops = r->ops;
+	job.priv = r->priv;
+	job.domid = r->domid;
+	job.host = r->host;
+	job.host_topology = b->ctx->caps & VMB_CAP_HOST_TOPOLOGY;
+	job.strategy = b->opts.strategy;
+	job.batch_bytes = b->opts.batch_bytes_max;
+	job.inflight = b->opts.batches_in_flight;
+	job.cancel = &b->cancel;
+	job.progress = b->progress;
+	job.user = b->user;
+	job.ctx = b->ctx;
+	rc = vmb__populate(&job);
+	r->res.populate = job.stats;
+	r->res.workers = job.workers;
+	r->res.workers_pinned = job.workers_pinned;
+	for (uint32_t n = 0; n < VMB_MAX_NODES; n++)
+		done += job.stats.node_bytes[n];
+	if (rc == -ECANCELED)
+		return rc;
+	if (rc)
+		return fail(r, rc, "populating %llu MiB stopped after %llu "
+		    "MiB: %s", (unsigned long long)(b->guest->memory_bytes >>
+		    20), (unsigned long long)(done >> 20), strerror(-rc));
+	/* Whatever the populate did not consume goes back. */
+	undo_claim(r);
+	/* Trust, but check: the hypervisor must hold exactly what we asked. */
+	rc = vmb_domain_get(b->ctx, r->domid, &dom);
+	if (rc)
+		return fail(r, rc, "cannot read the domain back: %s",
+		    strerror(-rc));
+	if (dom.memory_bytes != b->guest->memory_bytes)
+		return fail(r, -EIO, "the domain holds %llu bytes, not the "
+		    "%llu populated", (unsigned long long)dom.memory_bytes,
+		    (unsigned long long)b->guest->memory_bytes);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* load and boot                                                       */
+
+static int
+phase_load(struct run *r)
+{
+	int rc;
+
+	rc = vmb__image_load_why(r->ops, r->priv, r->domid, r->img,
+	    r->b->guest->memory_bytes, &r->boot, r->why, sizeof(r->why));
+	if (rc == -EOPNOTSUPP) {
+		r->res.image_loaded = false;	/* phantom memory: no map */
+		return 0;
+	}
+	if (rc)
+		return rc;
+	r->res.image_loaded = true;
+	r->res.entry = r->boot.entry;
+	r->res.start_info = r->boot.start_info;
+	return 0;
+}
+
+static int
+phase_boot(struct run *r)
+{
+	int rc;
+
+	if (r->res.image_loaded && r->ops->boot) {
+		r->boot.vcpus = r->b->guest->vcpus;
+		r->boot.guest = r->b->guest;
+		rc = r->ops->boot(r->priv, r->domid, &r->boot);
+		if (rc)
+			return fail(r, rc, "cannot set up the vCPUs: %s",
+			    strerror(-rc));
+	}
+	if (!r->b->opts.start_paused) {
+		rc = r->ops->domain_unpause(r->priv, r->domid);
+		if (rc)
+			return fail(r, rc, "cannot unpause the domain: %s",
+			    strerror(-rc));
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The pipeline.                                                       */
+
+/* Indexed by enum vmb_build_phase, in the order they run. */
+static const struct phase {
+	const char *name;
+	int	(*run)(struct run *r);
+	void	(*undo)(struct run *r);		/* NULL: nothing to undo */
+} phases[] = {
+	[VMB_PHASE_PLACE]	= { "place",	phase_place,	NULL },
+	[VMB_PHASE_CREATE]	= { "create",	phase_create,	undo_create },
+	[VMB_PHASE_CLAIM]	= { "claim",	phase_claim,	undo_claim },
+	[VMB_PHASE_POPULATE]	= { "populate",	phase_populate,	NULL },
+	[VMB_PHASE_LOAD]	= { "load",	phase_load,	NULL },
+	[VMB_PHASE_BOOT]	= { "boot",	phase_boot,	NULL },
+};
+#define NR_PHASES	(sizeof(phases) / sizeof(phases[0]))
+
+_Static_assert(NR_PHASES == VMB_PHASE_DONE,
+    "every phase before VMB_PHASE_DONE has an entry in phases[]");
+
 const char *
 vmb_build_phase_name(enum vmb_build_phase phase)
 {
-	static const char *const names[] = {
-		[VMB_PHASE_PLACE] = "place",
-		[VMB_PHASE_CREATE] = "create",
-		[VMB_PHASE_CLAIM] = "claim",
-		[VMB_PHASE_POPULATE] = "populate",
-		[VMB_PHASE_LOAD] = "load",
-		[VMB_PHASE_BOOT] = "boot",
-		[VMB_PHASE_DONE] = "done",
-		[VMB_PHASE_UNDO] = "undo",
-	};
-
-	if ((unsigned)phase >= sizeof(names) / sizeof(names[0]))
-		return "unknown";
-	return names[phase];
+	if ((unsigned)phase < NR_PHASES && phases[phase].name)
+		return phases[phase].name;
+	if (phase == VMB_PHASE_DONE)
+		return "done";
+	if (phase == VMB_PHASE_UNDO)
+		return "undo";
+	return "unknown";
 }
 
 int
@@ -127,387 +525,100 @@ vmb_build_free(struct vmb_build *b)
 	free(b);
 }
 
-static void
-report(struct vmb_build *b, enum vmb_build_phase phase, uint32_t domid,
-    uint64_t done)
-{
-	struct vmb_progress p = { .phase = phase, .domid = domid, .done = done,
-	    .total = b->guest->memory_bytes };
-
-	if (b->progress)
-		b->progress(b->user, &p);
-}
-
-/* Destroy the half-built domain and check it is gone. */
-static int
-undo(struct vmb_build *b, uint32_t domid)
-{
-	const struct vmb_backend_ops *ops = b->ctx->ops;
-	struct vmb_domain d;
-	int rc;
-
-	rc = ops->domain_destroy(b->ctx->priv, domid);
-	if (rc && rc != -ESRCH) {
-		/* A transient transport error: one more try on a new connection. */
-		rc = ops->domain_destroy(b->ctx->priv, domid);
-	}
-	if (rc == -ESRCH)
-		rc = 0;
-	if (!rc) {
-		int r = vmb_domain_get(b->ctx, domid, &d);
-
-		/* Gone, or dying (its pages are on their way back). */
-		if (r == 0 && d.state != VMB_DOM_DYING)
-			rc = -EBUSY;
-	}
-	vmb__log(b->ctx, "build %s: undo domain %u: rc %d", b->guest->name,
-	    domid, rc);
-	return rc;
-}
-
-/* Why the claim of `pages` was refused, with what the host has free. */
-static void
-claim_why(struct vmb_build *b, uint64_t pages, int rc, char *why, size_t len)
-{
-	struct vmb_host *h = NULL;
-	uint64_t want = pages << VMB_PAGE_SHIFT, avail;
-
-	if (vmb_host_info(b->ctx, &h) != 0) {
-		snprintf(why, len, "claim of %llu MiB refused: %s",
-		    (unsigned long long)(want >> 20), strerror(-rc));
-		return;
-	}
-	avail = h->free_bytes > h->claimed_bytes ?
-	    h->free_bytes - h->claimed_bytes : 0;
-	snprintf(why, len, "claim of %llu MiB refused: only %llu MiB free "
-	    "(%llu MiB claimed by other domains): %s",
-	    (unsigned long long)(want >> 20), (unsigned long long)(avail >> 20),
-	    (unsigned long long)(h->claimed_bytes >> 20), strerror(-rc));
-	vmb_host_free(h);
-}
-
-/* Would the populate have to scrub pages inline on some placed node? */
-static bool
-short_of_clean(const struct vmb_placement *pl, const struct vmb_host *host,
-    const struct vmb_scrub *scrub)
-{
-	for (uint32_t i = 0; i < pl->nr_nodes; i++) {
-		uint32_t n = pl->nodes[i];
-		uint64_t free = n < host->nr_nodes ? host->nodes[n].free_bytes : 0;
-		uint64_t dirty = 0;
-
-		for (uint32_t k = 0; k < scrub->nr_nodes; k++)
-			if (scrub->nodes[k].node == n)
-				dirty = scrub->nodes[k].dirty_bytes;
-		if (dirty && pl->node_bytes[i] + dirty > free)
-			return true;
-	}
-	return false;
-}
-
 /*
- * Wait, up to opts.scrub_wait_ms, for the background scrubber to make
- * enough memory clean, placing again each time it has made progress.
- * Stops early when the scrubber makes no progress for a while (nothing
- * more will turn clean), and on cancel.  On return res->placement is the
- * latest placement; waiting itself never fails the build.
+ * Enter phases[] in order, then VMB_PHASE_DONE: each entry is timed,
+ * reported, and preceded by a look at the cancel flag.  *ret_phase is
+ * the last phase entered: on failure, the one that failed.
  */
 static int
-wait_for_scrubber(struct vmb_build *b, struct vmb_host **host,
-    struct vmb_scrub *scrub, const struct vmb_domain *doms, size_t nr_doms,
-    struct vmb_build_result *res)
+run_phases(struct run *r, enum vmb_build_phase *ret_phase)
 {
-	/*
-	 * Scrubbers report per chunk (128 MiB), so a loaded host may show
-	 * no change for seconds: only 10 s without any sign of work is a
-	 * stall.
-	 */
-	const uint64_t step_ns = 50 * 1000000ull, stall_ns = 10000000000ull;
-	uint64_t t0 = vmb__now_ns(), deadline, last_progress = t0;
-	uint64_t last_dirty = UINT64_MAX, last_scrubbed = 0;
+	struct vmb_build *b = r->b;
+	uint64_t t0 = vmb__now_ns(), tp = t0;
+	int rc = 0;
 
-	deadline = t0 + (uint64_t)b->opts.scrub_wait_ms * 1000000ull;
-	while (short_of_clean(&res->placement, *host, scrub)) {
-		struct timespec ts = { 0, (long)step_ns };
-		struct vmb_placement pl;
-		struct vmb_host *h = NULL;
-		uint64_t now = vmb__now_ns(), dirty = 0, scrubbed = 0, rate = 0;
+	for (unsigned i = 0; ; i++) {
+		enum vmb_build_phase id = i < NR_PHASES ?
+		    (enum vmb_build_phase)i : VMB_PHASE_DONE;
+		uint64_t now = vmb__now_ns();
 
+		if (i > 0)
+			r->res.phase_ns[i - 1] += now - tp;
+		tp = now;
+		*ret_phase = id;
+		report(b, id, r->domid, id > VMB_PHASE_POPULATE ?
+		    b->guest->memory_bytes : 0);
 		if (atomic_load(&b->cancel))
-			return -ECANCELED;
-		for (uint32_t k = 0; k < scrub->nr_nodes; k++) {
-			dirty += scrub->nodes[k].dirty_bytes;
-			scrubbed += scrub->nodes[k].scrubbed_bytes_total;
-			rate += scrub->nodes[k].rate_bytes_per_sec;
-		}
-		if (dirty < last_dirty || scrubbed > last_scrubbed ||
-		    ((scrub->have & VMB_SCRUB_HAVE_RATE) && rate > 0))
-			last_progress = now;
-		last_dirty = dirty;
-		last_scrubbed = scrubbed;
-		if (now >= deadline || now - last_progress > stall_ns)
+			return fail(r, -ECANCELED, "cancelled");
+		if (id == VMB_PHASE_DONE)
 			break;
-		nanosleep(&ts, NULL);
-		if (vmb_scrub_progress(b->ctx, scrub) != 0 ||
-		    vmb_host_info(b->ctx, &h) != 0)
-			break;
-		vmb_host_free(*host);
-		*host = h;
-		/* Memory may have gone to others meanwhile: keep the old one. */
-		if (vmb__place(*host, scrub, doms, nr_doms, b->guest, &pl) == 0)
-			res->placement = pl;
+		rc = phases[i].run(r);
+		if (rc == -ECANCELED)
+			return fail(r, rc, "cancelled");
+		if (rc)
+			return rc;
 	}
-	res->scrub_wait_ns = vmb__now_ns() - t0;
-	if (res->scrub_wait_ns >= step_ns) {
-		size_t len = strlen(res->placement.reason);
-
-		snprintf(res->placement.reason + len,
-		    sizeof(res->placement.reason) - len, "; waited %llu ms for "
-		    "background scrubbing", (unsigned long long)
-		    (res->scrub_wait_ns / 1000000));
-	}
+	r->res.total_ns = vmb__now_ns() - t0;
 	return 0;
 }
 
 int
 vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 {
-	const struct vmb_backend_ops *ops;
-	struct vmb_build_result res;
-	struct vmb__populate_job job;
-	struct vmb__range ranges[VMB_MAX_RANGES];
-	struct vmb__image *img = NULL;
-	struct vmb_host *host = NULL;
-	struct vmb_domain *doms = NULL, dom;
-	struct vmb_dom_config dc;
-	struct vmb_scrub scrub;
-	struct vmb_boot boot;
-	enum vmb_build_phase phase = VMB_PHASE_PLACE;
-	int fail_phase = -1;	/* when the failing step is not `phase`'s */
-	char why[sizeof(res.error)] = "";
-	uint32_t domid = VMB_DOMID_INVALID;
-	uint64_t t0, tp, pages;
-	size_t nr_doms = 0;
-	bool claimed = false, have_scrub;
+	enum vmb_build_phase entered = VMB_PHASE_PLACE, phase;
+	struct run r;
 	int rc;
 
 	if (!b || !ret_result)
 		return -EINVAL;
 	if (atomic_exchange(&b->running, true))
 		return -EBUSY;	/* a build runs once */
-	ops = b->ctx->ops;
-	memset(&res, 0, sizeof(res));
-	res.domid = VMB_DOMID_INVALID;
+	memset(&r, 0, sizeof(r));
+	r.b = b;
+	r.ops = b->ctx->ops;
+	r.priv = b->ctx->priv;
+	r.domid = VMB_DOMID_INVALID;
+	r.fail_as = -1;
+	r.res.domid = VMB_DOMID_INVALID;
 	/*
 	 * A caller that reads the result after a failure must not find
 	 * domid 0 (a zeroed result names the control domain): say "none".
 	 */
-	*ret_result = res;
-	pages = b->guest->memory_bytes >> VMB_PAGE_SHIFT;
-	t0 = tp = vmb__now_ns();
-#define PHASE(p) do { \
-	uint64_t now_ = vmb__now_ns(); \
-	res.phase_ns[phase] += now_ - tp; tp = now_; phase = (p); \
-	report(b, phase, domid, phase > VMB_PHASE_POPULATE ? \
-	    b->guest->memory_bytes : 0); \
-	if (atomic_load(&b->cancel)) { rc = -ECANCELED; goto fail; } \
-	} while (0)
-
-	report(b, phase, domid, 0);
-	/*
-	 * Reading the image is part of loading it, done first so that a
-	 * bad kernel fails before anything exists: it fails as "load".
-	 */
-	rc = vmb__image_open_why(b->guest, &img, why, sizeof(why));
-	if (rc) {
-		fail_phase = VMB_PHASE_LOAD;
-		goto fail;
+	*ret_result = r.res;
+	rc = run_phases(&r, &entered);
+	if (rc == 0) {
+		r.res.failed_phase = VMB_PHASE_DONE;
+		vmb__log(b->ctx, "build %s: domain %u, %llu bytes in %llu ns",
+		    b->guest->name, r.domid,
+		    (unsigned long long)b->guest->memory_bytes,
+		    (unsigned long long)r.res.total_ns);
+		*ret_result = r.res;
+		goto out;
 	}
-	rc = vmb_host_info(b->ctx, &host);
-	if (!rc)
-		rc = vmb_domain_list(b->ctx, &doms, &nr_doms);
-	if (rc) {
-		snprintf(why, sizeof(why), "cannot read the host's state: %s",
-		    strerror(-rc));
-		goto fail;
-	}
-	have_scrub = vmb_scrub_progress(b->ctx, &scrub) == 0;
-	rc = vmb__place_why(host, have_scrub ? &scrub : NULL, doms, nr_doms,
-	    b->guest, &res.placement, why, sizeof(why));
-	if (rc)
-		goto fail;
-	if (b->opts.scrub_wait_ms && have_scrub &&
-	    (scrub.have & VMB_SCRUB_HAVE_DIRTY)) {
-		rc = wait_for_scrubber(b, &host, &scrub, doms, nr_doms, &res);
-		if (rc)
-			goto fail;
-	}
-
-	PHASE(VMB_PHASE_CREATE);
-	memcpy(res.uuid, b->guest->uuid, sizeof(res.uuid));
-	if (vmb__uuid_is_zero(res.uuid))
-		vmb__uuid_generate(res.uuid);
-	memset(&dc, 0, sizeof(dc));
-	snprintf(dc.name, sizeof(dc.name), "%s", b->guest->name);
-	memcpy(dc.uuid, res.uuid, sizeof(dc.uuid));
-	dc.hvm = true;		/* a PVH guest is an HVM container */
-	dc.hap = b->guest->hap;
-	dc.max_vcpus = b->guest->maxvcpus ? b->guest->maxvcpus :
-	    b->guest->vcpus;
-	dc.max_pages = (b->guest->maxmem_bytes > b->guest->memory_bytes ?
-	    b->guest->maxmem_bytes : b->guest->memory_bytes) >> VMB_PAGE_SHIFT;
-	dc.target_pages = pages;
-	dc.nr_nodes = res.placement.nr_nodes;
-	memcpy(dc.nodes, res.placement.nodes, sizeof(dc.nodes));
-	rc = ops->domain_create(b->ctx->priv, &dc, &domid);
-	if (rc) {
-		snprintf(why, sizeof(why), "the hypervisor refused to create "
-		    "the domain: %s", strerror(-rc));
-		goto fail;
-	}
-	res.domid = domid;
-
-	PHASE(VMB_PHASE_CLAIM);
-	if (ops->claim) {
-		rc = ops->claim(b->ctx->priv, domid, pages);
-		if (rc == -EOPNOTSUPP)
-			rc = 0;	/* placement checked free memory instead */
-		else if (rc) {
-			claim_why(b, pages, rc, why, sizeof(why));
-			goto fail;
-		} else
-			claimed = true;
-	}
-
-	PHASE(VMB_PHASE_POPULATE);
-	memset(&job, 0, sizeof(job));
-	rc = vmb__layout(b->guest, &res.placement, ranges);
-	if (rc < 0) {
-		snprintf(why, sizeof(why), "the vnuma sizes do not add up to "
-		    "the memory placed");
-		goto fail;
-	}
-	job.ranges = ranges;
-	job.nr_ranges = (uint32_t)rc;
-	job.ops = ops;
-	job.priv = b->ctx->priv;
-	job.domid = domid;
-	job.host = host;
-	job.host_topology = b->ctx->caps & VMB_CAP_HOST_TOPOLOGY;
-	job.strategy = b->opts.strategy;
-	job.batch_bytes = b->opts.batch_bytes_max;
-	job.inflight = b->opts.batches_in_flight;
-	job.cancel = &b->cancel;
-	job.progress = b->progress;
-	job.user = b->user;
-	job.ctx = b->ctx;
-	rc = vmb__populate(&job);
-	res.populate = job.stats;
-	res.workers = job.workers;
-	res.workers_pinned = job.workers_pinned;
-	if (rc && rc != -ECANCELED) {
-		uint64_t done = 0;
-
-		for (uint32_t n = 0; n < VMB_MAX_NODES; n++)
-			done += job.stats.node_bytes[n];
-		snprintf(why, sizeof(why), "populating %llu MiB stopped after "
-		    "%llu MiB: %s", (unsigned long long)(b->guest->memory_bytes
-		    >> 20), (unsigned long long)(done >> 20), strerror(-rc));
-	}
-	if (rc)
-		goto fail;
-	if (claimed) {
-		/* Whatever the populate did not consume goes back. */
-		(void)ops->claim(b->ctx->priv, domid, 0);
-		claimed = false;
-	}
-	/* Trust, but check: the hypervisor must hold exactly what we asked. */
-	rc = vmb_domain_get(b->ctx, domid, &dom);
-	if (rc) {
-		snprintf(why, sizeof(why), "cannot read the domain back: %s",
-		    strerror(-rc));
-		goto fail;
-	}
-	if (dom.memory_bytes != b->guest->memory_bytes) {
-		snprintf(why, sizeof(why), "the domain holds %llu bytes, not "
-		    "the %llu populated", (unsigned long long)
-		    dom.memory_bytes, (unsigned long long)
-		    b->guest->memory_bytes);
-		rc = -EIO;
-		goto fail;
-	}
-
-	PHASE(VMB_PHASE_LOAD);
-	rc = vmb__image_load_why(ops, b->ctx->priv, domid, img,
-	    b->guest->memory_bytes, &boot, why, sizeof(why));
-	if (rc == -EOPNOTSUPP) {
-		res.image_loaded = false;	/* phantom memory: nothing to map */
-		rc = 0;
-	} else if (rc) {
-		goto fail;
-	} else {
-		res.image_loaded = true;
-		res.entry = boot.entry;
-		res.start_info = boot.start_info;
-	}
-
-	PHASE(VMB_PHASE_BOOT);
-	if (res.image_loaded && ops->boot) {
-		boot.vcpus = b->guest->vcpus;
-		boot.guest = b->guest;
-		rc = ops->boot(b->ctx->priv, domid, &boot);
-		if (rc) {
-			snprintf(why, sizeof(why), "cannot set up the vCPUs: "
-			    "%s", strerror(-rc));
-			goto fail;
-		}
-	}
-	if (!b->opts.start_paused) {
-		rc = ops->domain_unpause(b->ctx->priv, domid);
-		if (rc) {
-			snprintf(why, sizeof(why), "cannot unpause the "
-			    "domain: %s", strerror(-rc));
-			goto fail;
-		}
-	}
-
-	PHASE(VMB_PHASE_DONE);
-#undef PHASE
-	res.total_ns = vmb__now_ns() - t0;
-	res.failed_phase = VMB_PHASE_DONE;
-	vmb__log(b->ctx, "build %s: domain %u, %llu bytes in %llu ns",
-	    b->guest->name, domid, (unsigned long long)b->guest->memory_bytes,
-	    (unsigned long long)res.total_ns);
-	*ret_result = res;
-	rc = 0;
-	goto out;
-fail:
 	/*
 	 * Where and why, from the step that failed: the caller must not
 	 * guess it from progress reports (the undo below reports its own).
 	 */
-	if (fail_phase >= 0)
-		phase = (enum vmb_build_phase)fail_phase;
-	if (rc == -ECANCELED)
-		snprintf(why, sizeof(why), "cancelled");
-	else if (!why[0])
-		snprintf(why, sizeof(why), "%s", strerror(-rc));
-	memset(&res, 0, sizeof(res));
-	res.domid = VMB_DOMID_INVALID;
-	res.failed_phase = phase;
-	snprintf(res.error, sizeof(res.error), "%s", why);
-	*ret_result = res;
+	phase = r.fail_as >= 0 ? (enum vmb_build_phase)r.fail_as : entered;
+	if (!r.why[0])
+		snprintf(r.why, sizeof(r.why), "%s", strerror(-rc));
+	memset(&r.res, 0, sizeof(r.res));
+	r.res.domid = VMB_DOMID_INVALID;
+	r.res.failed_phase = phase;
+	snprintf(r.res.error, sizeof(r.res.error), "%s", r.why);
+	*ret_result = r.res;
 	vmb__log(b->ctx, "build %s: failed in phase %s: %s", b->guest->name,
-	    vmb_build_phase_name(phase), why);
-	if (domid != VMB_DOMID_INVALID) {
-		report(b, VMB_PHASE_UNDO, domid, 0);
-		if (claimed)
-			(void)ops->claim(b->ctx->priv, domid, 0);
-		(void)undo(b, domid);
-	}
+	    vmb_build_phase_name(phase), r.why);
+	/* The one undo path: every phase entered, last first. */
+	if (r.domid != VMB_DOMID_INVALID)
+		report(b, VMB_PHASE_UNDO, r.domid, 0);
+	for (unsigned i = entered < NR_PHASES ? entered + 1 : NR_PHASES;
+	    i-- > 0; )
+		if (phases[i].undo)
+			phases[i].undo(&r);
 out:
-	free(doms);
-	vmb_host_free(host);
-	vmb__image_free(img);
+	free(r.doms);
+	vmb_host_free(r.host);
+	vmb__image_free(r.img);
 	return rc;
 }

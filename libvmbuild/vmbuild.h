@@ -363,6 +363,11 @@ struct vmb_build_opts {
 	uint32_t scrub_wait_ms;
 };
 
+/*
+ * The phases of a build, in the order they run: build.c's phases[] has
+ * one entry (a function and its undo) for every value before
+ * VMB_PHASE_DONE, so a new phase is a value here and an entry there.
+ */
 enum vmb_build_phase {
 	VMB_PHASE_PLACE = 0,
 	VMB_PHASE_CREATE,
