@@ -7,6 +7,7 @@
  * whether the last snapshot could be taken.
  */
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -85,132 +86,97 @@ family(struct evbuffer *b, const char *name, const char *type,
 	    name, type);
 }
 
-static void
-render(struct evbuffer *b)
+/*
+ * The counters of counters.def: a family at its first entry, with every
+ * entry of that family as one series.  A group the hypervisor does not
+ * report is left out.
+ */
+/* Has an entry before `i` the same metric family? */
+static bool
+family_seen(int i, const char *metric)
 {
-	static const char *const causes[] = { "populate", "free", "other" };
-	static const char *const reasons[] = { "write_flood", "early", "other" };
-	static const char *const orders[] = { "4k", "2m", "1g", "other" };
+	for (int j = 0; j < i; j++) {
+		const char *m = vmb_counter_info(j)->metric;
+
+		if (m != NULL && strcmp(m, metric) == 0)
+			return true;
+	}
+	return false;
+}
+
+static void
+render_counters(struct evbuffer *b, const struct vmb_counters *c)
+{
+	for (int i = 0; i < VMB_COUNTER_MAX; i++) {
+		const struct vmb_counter_info *ci = vmb_counter_info(i);
+
+		if (ci->metric == NULL || !(c->have & ci->have) ||
+		    family_seen(i, ci->metric))
+			continue;
+		evbuffer_add_printf(b, "# HELP %s %s Unit: %s.\n"
+		    "# TYPE %s counter\n", ci->metric, ci->help, ci->unit,
+		    ci->metric);
+		for (int j = i; j < VMB_COUNTER_MAX; j++) {
+			const struct vmb_counter_info *cj = vmb_counter_info(j);
+
+			if (cj->metric == NULL || strcmp(cj->metric, ci->metric))
+				continue;
+			evbuffer_add_printf(b, "%s%s%s%s %llu\n", cj->metric,
+			    cj->labels[0] ? "{" : "", cj->labels,
+			    cj->labels[0] ? "}" : "",
+			    (unsigned long long)c->v[j]);
+		}
+	}
+}
+
+/* One gauge or counter per node of the scrub snapshot. */
+static void
+per_node(struct evbuffer *b, const struct vmb_scrub *s, const char *name,
+    const char *type, const char *help, size_t offset)
+{
+	family(b, name, type, help);
+	for (uint32_t i = 0; i < s->nr_nodes; i++) {
+		uint64_t v;
+
+		memcpy(&v, (const char *)&s->nodes[i] + offset, sizeof(v));
+		evbuffer_add_printf(b, "%s{node=\"%u\"} %llu\n", name,
+		    s->nodes[i].node, (unsigned long long)v);
+	}
+}
+
+static void
+render_scrub(struct evbuffer *b, const struct vmb_scrub *s)
+{
+	per_node(b, s, "vmbuild_node_total_bytes", "gauge",
+	    "Memory of each NUMA node.",
+	    offsetof(struct vmb_scrub_node, total_bytes));
+	per_node(b, s, "vmbuild_node_free_bytes", "gauge",
+	    "Free memory of each NUMA node, clean and dirty.",
+	    offsetof(struct vmb_scrub_node, free_bytes));
+	if (s->have & VMB_SCRUB_HAVE_DIRTY)
+		per_node(b, s, "vmbuild_scrub_dirty_bytes", "gauge",
+		    "Free memory waiting to be scrubbed.",
+		    offsetof(struct vmb_scrub_node, dirty_bytes));
+	if (s->have & VMB_SCRUB_HAVE_SCRUBBED)
+		per_node(b, s, "vmbuild_scrub_scrubbed_bytes_total", "counter",
+		    "Memory scrubbed since boot.",
+		    offsetof(struct vmb_scrub_node, scrubbed_bytes_total));
+	if (s->have & VMB_SCRUB_HAVE_RATE)
+		per_node(b, s, "vmbuild_scrub_rate_bytes_per_second", "gauge",
+		    "Current scrub rate.",
+		    offsetof(struct vmb_scrub_node, rate_bytes_per_sec));
+}
+
+/* What this daemon's builds did: bytes per node, durations, results. */
+static void
+render_builds(struct evbuffer *b)
+{
 	static const char *const results[] = { "done", "failed", "cancelled" };
-	const struct vmb_counters *c = &MX.counters;
-	const struct vmb_scrub *s = &MX.scrub;
-	unsigned states[8] = { 0 }, building = 0;
-
-	family(b, "vmbuild_build_info", "gauge",
-	    "Version of vmbuildd and the backend it runs on.");
-	evbuffer_add_printf(b, "vmbuild_build_info{version=\"%s\","
-	    "backend=\"%s\"} 1\n", VMB_VERSION, vmb_ctx_backend(vmbd.ctx));
-	family(b, "vmbuild_hypervisor_scrape_ok", "gauge",
-	    "1 if the last snapshot of hypervisor data succeeded.");
-	evbuffer_add_printf(b, "vmbuild_hypervisor_scrape_ok %d\n",
-	    MX.scrape_ok ? 1 : 0);
-	family(b, "vmbuild_snapshot_age_seconds", "gauge",
-	    "Age of the hypervisor data in this scrape.");
-	evbuffer_add_printf(b, "vmbuild_snapshot_age_seconds %.3f\n",
-	    MX.snap_mono > 0 ? now_mono() - MX.snap_mono : 0);
-
-	if (MX.have_counters && (c->have & VMB_CNT_HAVE_FLUSH)) {
-		family(b, "vmbuild_tlb_flushes_total", "counter",
-		    "TLB flushes, issued or filtered out, by cause.");
-		for (int i = 0; i < VMB_FLUSH_CAUSE_MAX; i++) {
-			evbuffer_add_printf(b, "vmbuild_tlb_flushes_total"
-			    "{cause=\"%s\",result=\"issued\"} %llu\n",
-			    causes[i],
-			    (unsigned long long)c->tlb_flushes_issued[i]);
-			evbuffer_add_printf(b, "vmbuild_tlb_flushes_total"
-			    "{cause=\"%s\",result=\"filtered\"} %llu\n",
-			    causes[i],
-			    (unsigned long long)c->tlb_flushes_filtered[i]);
-		}
-		family(b, "vmbuild_tlb_filter_evaluations_total", "counter",
-		    "Evaluations of the TLB-flush filter.");
-		evbuffer_add_printf(b, "vmbuild_tlb_filter_evaluations_total "
-		    "%llu\n", (unsigned long long)c->tlb_filter_evaluations);
-	}
-	if (MX.have_counters && (c->have & VMB_CNT_HAVE_SHADOW)) {
-		family(b, "vmbuild_unshadow_total", "counter",
-		    "Shadow page-table pages unshadowed, by reason.");
-		for (int i = 0; i < VMB_UNSHADOW_REASON_MAX; i++)
-			evbuffer_add_printf(b, "vmbuild_unshadow_total"
-			    "{reason=\"%s\"} %llu\n", reasons[i],
-			    (unsigned long long)c->unshadow[i]);
-		family(b, "vmbuild_emulated_pt_writes_total", "counter",
-		    "Emulated guest page-table writes.");
-		evbuffer_add_printf(b, "vmbuild_emulated_pt_writes_total "
-		    "%llu\n", (unsigned long long)c->emulated_pt_writes);
-	}
-	if (MX.have_counters && (c->have & VMB_CNT_HAVE_POPULATE)) {
-		family(b, "vmbuild_populate_pages_total", "counter",
-		    "Pages populated by the hypervisor, by extent order.");
-		for (int i = 0; i < VMB_ORDER_CLASS_MAX; i++)
-			evbuffer_add_printf(b, "vmbuild_populate_pages_total"
-			    "{order=\"%s\"} %llu\n", orders[i],
-			    (unsigned long long)c->populate_pages[i]);
-		family(b, "vmbuild_populate_calls_total", "counter",
-		    "Populate hypercalls.");
-		evbuffer_add_printf(b, "vmbuild_populate_calls_total %llu\n",
-		    (unsigned long long)c->populate_calls);
-	}
-	if (MX.have_counters && (c->have & VMB_CNT_HAVE_SCRUB)) {
-		family(b, "vmbuild_scrub_pages_total", "counter",
-		    "Pages scrubbed by the hypervisor, by when.");
-		evbuffer_add_printf(b, "vmbuild_scrub_pages_total{kind=\"boot\"}"
-		    " %llu\n", (unsigned long long)c->scrub_pages_boot);
-		evbuffer_add_printf(b, "vmbuild_scrub_pages_total"
-		    "{kind=\"background\"} %llu\n",
-		    (unsigned long long)c->scrub_pages_background);
-		evbuffer_add_printf(b, "vmbuild_scrub_pages_total"
-		    "{kind=\"inline\"} %llu\n",
-		    (unsigned long long)c->scrub_pages_inline);
-	}
-	if (MX.have_scrub) {
-		family(b, "vmbuild_node_total_bytes", "gauge",
-		    "Memory of each NUMA node.");
-		for (uint32_t i = 0; i < s->nr_nodes; i++)
-			evbuffer_add_printf(b, "vmbuild_node_total_bytes"
-			    "{node=\"%u\"} %llu\n", s->nodes[i].node,
-			    (unsigned long long)s->nodes[i].total_bytes);
-		family(b, "vmbuild_node_free_bytes", "gauge",
-		    "Free memory of each NUMA node, clean and dirty.");
-		for (uint32_t i = 0; i < s->nr_nodes; i++)
-			evbuffer_add_printf(b, "vmbuild_node_free_bytes"
-			    "{node=\"%u\"} %llu\n", s->nodes[i].node,
-			    (unsigned long long)s->nodes[i].free_bytes);
-		if (s->have & VMB_SCRUB_HAVE_DIRTY) {
-			family(b, "vmbuild_scrub_dirty_bytes", "gauge",
-			    "Free memory waiting to be scrubbed.");
-			for (uint32_t i = 0; i < s->nr_nodes; i++)
-				evbuffer_add_printf(b,
-				    "vmbuild_scrub_dirty_bytes{node=\"%u\"} "
-				    "%llu\n", s->nodes[i].node,
-				    (unsigned long long)s->nodes[i].dirty_bytes);
-		}
-		if (s->have & VMB_SCRUB_HAVE_SCRUBBED) {
-			family(b, "vmbuild_scrub_scrubbed_bytes_total",
-			    "counter", "Memory scrubbed since boot.");
-			for (uint32_t i = 0; i < s->nr_nodes; i++)
-				evbuffer_add_printf(b,
-				    "vmbuild_scrub_scrubbed_bytes_total"
-				    "{node=\"%u\"} %llu\n", s->nodes[i].node,
-				    (unsigned long long)
-				    s->nodes[i].scrubbed_bytes_total);
-		}
-		if (s->have & VMB_SCRUB_HAVE_RATE) {
-			family(b, "vmbuild_scrub_rate_bytes_per_second",
-			    "gauge", "Current scrub rate.");
-			for (uint32_t i = 0; i < s->nr_nodes; i++)
-				evbuffer_add_printf(b,
-				    "vmbuild_scrub_rate_bytes_per_second"
-				    "{node=\"%u\"} %llu\n", s->nodes[i].node,
-				    (unsigned long long)
-				    s->nodes[i].rate_bytes_per_sec);
-		}
-	}
 
 	family(b, "vmbuild_populate_bytes_total", "counter",
 	    "Guest memory populated by this daemon's builds, by node.");
 	for (int n = 0; n < VMB_MAX_NODES; n++) {
-		bool node_known = n < (int)s->nr_nodes;
+		bool node_known = n < (int)MX.scrub.nr_nodes;
 
 		if (MX.populated[n] == 0 && !node_known)
 			continue;
@@ -235,6 +201,13 @@ render(struct evbuffer *b)
 	for (int i = 0; i < 3; i++)
 		evbuffer_add_printf(b, "vmbuild_vm_creates_total{result=\"%s\"} "
 		    "%llu\n", results[i], (unsigned long long)MX.builds[i]);
+}
+
+/* The daemon itself: VMs, tasks, clients, scrapes. */
+static void
+render_daemon(struct evbuffer *b)
+{
+	unsigned states[8] = { 0 }, building = 0;
 
 	vm_count_states(states, &building);
 	family(b, "vmbuild_vms", "gauge", "VMs by state.");
@@ -253,6 +226,29 @@ render(struct evbuffer *b)
 	    "Scrapes of this endpoint.");
 	evbuffer_add_printf(b, "vmbuild_metrics_scrapes_total %llu\n",
 	    (unsigned long long)MX.scrapes);
+}
+
+static void
+render(struct evbuffer *b)
+{
+	family(b, "vmbuild_build_info", "gauge",
+	    "Version of vmbuildd and the backend it runs on.");
+	evbuffer_add_printf(b, "vmbuild_build_info{version=\"%s\","
+	    "backend=\"%s\"} 1\n", VMB_VERSION, vmb_ctx_backend(vmbd.ctx));
+	family(b, "vmbuild_hypervisor_scrape_ok", "gauge",
+	    "1 if the last snapshot of hypervisor data succeeded.");
+	evbuffer_add_printf(b, "vmbuild_hypervisor_scrape_ok %d\n",
+	    MX.scrape_ok ? 1 : 0);
+	family(b, "vmbuild_snapshot_age_seconds", "gauge",
+	    "Age of the hypervisor data in this scrape.");
+	evbuffer_add_printf(b, "vmbuild_snapshot_age_seconds %.3f\n",
+	    MX.snap_mono > 0 ? now_mono() - MX.snap_mono : 0);
+	if (MX.have_counters)
+		render_counters(b, &MX.counters);
+	if (MX.have_scrub)
+		render_scrub(b, &MX.scrub);
+	render_builds(b);
+	render_daemon(b);
 }
 
 static void

@@ -2,6 +2,7 @@
  * report.c - JSON shapes of host data (see report.h).
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "json.h"
 #include "report.h"
@@ -47,19 +48,6 @@ report_scrub(yajl_gen g, const struct vmb_scrub *s)
 	yajl_gen_map_close(g);
 }
 
-static uint64_t
-sum(const uint64_t *v, int n)
-{
-	uint64_t s = 0;
-
-	for (int i = 0; i < n; i++)
-		s += v[i];
-	return s;
-}
-
-static const char *const flush_cause[VMB_FLUSH_CAUSE_MAX] = {
-	"populate", "free", "other",
-};
 static const char *const order_class[VMB_ORDER_CLASS_MAX] = {
 	"4k", "2m", "1g", "other",
 };
@@ -75,65 +63,61 @@ by_name(yajl_gen g, const char *key, const char *const *names,
 	yajl_gen_map_close(g);
 }
 
+/* Within a group: make "a" of key "a.b" the open object (NULL: none). */
+static void
+object_open(yajl_gen g, const char **open, size_t *open_len,
+    const char *key, size_t len)
+{
+	if (*open != NULL && key != NULL && *open_len == len &&
+	    strncmp(*open, key, len) == 0)
+		return;
+	if (*open != NULL)
+		yajl_gen_map_close(g);
+	*open = key;
+	*open_len = len;
+	if (key != NULL) {
+		yajl_gen_string(g, (const unsigned char *)key, len);
+		yajl_gen_map_open(g);
+	}
+}
+
+/*
+ * counters.def in its order: a member per group (null when the
+ * hypervisor does not report it), "a.b" keys as member b of object a.
+ */
 void
 report_counters(yajl_gen g, const struct vmb_counters *c)
 {
+	const char *group = NULL, *obj = NULL;
+	size_t obj_len = 0;
+	bool have = false;
+
 	yajl_gen_map_open(g);
-	jg_key(g, "tlb_flushes");
-	if (c->have & VMB_CNT_HAVE_FLUSH) {
-		yajl_gen_map_open(g);
-		jg_kv_u64(g, "issued",
-		    sum(c->tlb_flushes_issued, VMB_FLUSH_CAUSE_MAX));
-		jg_kv_u64(g, "filtered",
-		    sum(c->tlb_flushes_filtered, VMB_FLUSH_CAUSE_MAX));
-		jg_kv_u64(g, "filter_evaluations", c->tlb_filter_evaluations);
-		jg_kv_u64(g, "cpu_ipis", c->tlb_flush_cpu_ipis);
-		by_name(g, "issued_by_cause", flush_cause,
-		    c->tlb_flushes_issued, VMB_FLUSH_CAUSE_MAX);
-		by_name(g, "filtered_by_cause", flush_cause,
-		    c->tlb_flushes_filtered, VMB_FLUSH_CAUSE_MAX);
-		yajl_gen_map_close(g);
-	} else {
-		yajl_gen_null(g);
+	for (int i = 0; i < VMB_COUNTER_MAX; i++) {
+		const struct vmb_counter_info *ci = vmb_counter_info(i);
+		const char *dot = strchr(ci->key, '.');
+
+		if (group == NULL || strcmp(group, ci->group) != 0) {
+			object_open(g, &obj, &obj_len, NULL, 0);
+			if (have)
+				yajl_gen_map_close(g);
+			group = ci->group;
+			have = (c->have & ci->have) != 0;
+			jg_key(g, group);
+			if (have)
+				yajl_gen_map_open(g);
+			else
+				yajl_gen_null(g);
+		}
+		if (!have)
+			continue;
+		object_open(g, &obj, &obj_len, dot ? ci->key : NULL,
+		    dot ? (size_t)(dot - ci->key) : 0);
+		jg_kv_u64(g, dot ? dot + 1 : ci->key, c->v[i]);
 	}
-	jg_key(g, "unshadow");
-	if (c->have & VMB_CNT_HAVE_SHADOW) {
-		yajl_gen_map_open(g);
-		jg_kv_u64(g, "write_flood", c->unshadow[VMB_UNSHADOW_WRITE_FLOOD]);
-		jg_kv_u64(g, "early", c->unshadow[VMB_UNSHADOW_EARLY]);
-		jg_kv_u64(g, "other", c->unshadow[VMB_UNSHADOW_OTHER]);
-		jg_kv_u64(g, "emulated_pt_writes", c->emulated_pt_writes);
-		jg_kv_u64(g, "shadow_faults", c->shadow_faults);
+	object_open(g, &obj, &obj_len, NULL, 0);
+	if (have)
 		yajl_gen_map_close(g);
-	} else {
-		yajl_gen_null(g);
-	}
-	jg_key(g, "populate");
-	if (c->have & VMB_CNT_HAVE_POPULATE) {
-		yajl_gen_map_open(g);
-		jg_kv_u64(g, "calls", c->populate_calls);
-		jg_kv_u64(g, "preemptions", c->populate_preemptions);
-		by_name(g, "extents", order_class, c->populate_extents,
-		    VMB_ORDER_CLASS_MAX);
-		by_name(g, "pages", order_class, c->populate_pages,
-		    VMB_ORDER_CLASS_MAX);
-		jg_kv_u64(g, "pages_fallback", c->populate_pages_fallback);
-		jg_kv_u64(g, "domains_created", c->domains_created);
-		jg_kv_u64(g, "domains_destroyed", c->domains_destroyed);
-		yajl_gen_map_close(g);
-	} else {
-		yajl_gen_null(g);
-	}
-	jg_key(g, "scrub");
-	if (c->have & VMB_CNT_HAVE_SCRUB) {
-		yajl_gen_map_open(g);
-		jg_kv_u64(g, "pages_boot", c->scrub_pages_boot);
-		jg_kv_u64(g, "pages_background", c->scrub_pages_background);
-		jg_kv_u64(g, "pages_inline", c->scrub_pages_inline);
-		yajl_gen_map_close(g);
-	} else {
-		yajl_gen_null(g);
-	}
 	yajl_gen_map_close(g);
 }
 

@@ -121,7 +121,8 @@ short_of_clean(const struct vmb_placement *pl, const struct vmb_host *host,
 {
 	for (uint32_t i = 0; i < pl->nr_nodes; i++) {
 		uint32_t n = pl->nodes[i];
-		uint64_t free = n < host->nr_nodes ? host->nodes[n].free_bytes : 0;
+		uint64_t free = n < host->nr_nodes ?
+		    host->nodes[n].free_bytes : 0;
 		uint64_t dirty = 0;
 
 		for (uint32_t k = 0; k < scrub->nr_nodes; k++)
@@ -181,7 +182,7 @@ wait_for_scrubber(struct run *r, struct vmb_scrub *scrub)
 			break;
 		vmb_host_free(r->host);
 		r->host = h;
-		/* Memory may have gone to others meanwhile: keep the old one. */
+		/* Memory may have gone to others meanwhile: keep the old. */
 		if (vmb__place(r->host, scrub, r->doms, r->nr_doms, b->guest,
 		    &pl) == 0)
 			res->placement = pl;
@@ -275,7 +276,7 @@ undo_create(struct run *r)
 		return;
 	rc = r->ops->domain_destroy(r->priv, r->domid);
 	if (rc && rc != -ESRCH) {
-		/* A transient transport error: one more try on a new connection. */
+		/* A transient transport error: try again, on a new connection. */
 		rc = r->ops->domain_destroy(r->priv, r->domid);
 	}
 	if (rc == -ESRCH)

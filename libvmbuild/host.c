@@ -40,11 +40,16 @@ vmb_scrub_progress(struct vmb_ctx *ctx, struct vmb_scrub *ret_scrub)
 int
 vmb_counters(struct vmb_ctx *ctx, struct vmb_counters *ret_counters)
 {
+	int rc;
+
 	if (!ctx || !ret_counters)
 		return -EINVAL;
 	if (!ctx->ops->counters)
 		return -EOPNOTSUPP;
-	return ctx->ops->counters(ctx->priv, ret_counters);
+	rc = ctx->ops->counters(ctx->priv, ret_counters);
+	if (rc == 0)
+		vmb__counters_sum(ret_counters);
+	return rc;
 }
 
 int

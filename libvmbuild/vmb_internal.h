@@ -56,6 +56,17 @@ void vmb__tpool_free(struct vmb__tpool *pool);
 void vmb__log(struct vmb_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/* counters.c */
+struct hv_counters;
+/*
+ * A reply of `len` bytes to the hypervisor's counters call into *ret,
+ * the groups in `have` being real; -EPROTO for a foreign layout.
+ */
+int vmb__counters_from_hv(const struct hv_counters *h, size_t len,
+    uint32_t have, struct vmb_counters *ret);
+/* Fill the sums of counters.def from the counters they add up. */
+void vmb__counters_sum(struct vmb_counters *c);
+
 /* diag.c */
 /* Adds one diagnostic; returns -EINVAL for errors, 0 for warnings. */
 int vmb__diag_add(struct vmb_diags *diags, enum vmb_severity sev,

@@ -245,38 +245,46 @@ struct vmb_scrub {
 /* -EOPNOTSUPP when the hypervisor reports nothing per node. */
 int vmb_scrub_progress(struct vmb_ctx *ctx, struct vmb_scrub *ret_scrub);
 
-/* Counters; `have` says which groups are real (never report 0 for unknown). */
+/*
+ * The companion counters: host-wide and monotonic, defined once in
+ * counters.def (one entry each: group, JSON key, metric, unit, help,
+ * and the field of the hypervisor's struct hv_counters it comes from).
+ * `have` says which groups the hypervisor reports: a counter of a group
+ * whose bit is clear is unknown, never 0.
+ */
 #define VMB_CNT_HAVE_FLUSH	(1u << 0)
 #define VMB_CNT_HAVE_POPULATE	(1u << 1)
 #define VMB_CNT_HAVE_SCRUB	(1u << 2)
 #define VMB_CNT_HAVE_SHADOW	(1u << 3)
 
-enum vmb_flush_cause { VMB_FLUSH_POPULATE = 0, VMB_FLUSH_FREE, VMB_FLUSH_OTHER,
-	VMB_FLUSH_CAUSE_MAX };
-enum vmb_unshadow_reason { VMB_UNSHADOW_WRITE_FLOOD = 0, VMB_UNSHADOW_EARLY,
-	VMB_UNSHADOW_OTHER, VMB_UNSHADOW_REASON_MAX };
-enum vmb_order_class { VMB_ORDER_4K = 0, VMB_ORDER_2M, VMB_ORDER_1G,
-	VMB_ORDER_OTHER, VMB_ORDER_CLASS_MAX };
+enum vmb_counter {
+#define VMB_COUNTER(id, group, key, metric, labels, unit, hv, help) \
+	VMB_CNT_##id,
+#define VMB_COUNTER_SUM(id, group, key, first, last, help) VMB_CNT_##id,
+#include "counters.def"
+#undef VMB_COUNTER
+#undef VMB_COUNTER_SUM
+	VMB_COUNTER_MAX
+};
+
+struct vmb_counter_info {
+	const char *group;	/* member of host.counters, e.g. "unshadow" */
+	uint32_t have;		/* the group's VMB_CNT_HAVE_* bit */
+	const char *key;	/* member of the group; "a.b": b of object a */
+	const char *metric;	/* Prometheus family; NULL for a sum */
+	const char *labels;	/* within the family, e.g. "reason=\"early\"" */
+	const char *unit;	/* what one count is; NULL for a sum */
+	const char *help;
+	/* A sum of the counters sum_first..sum_last, or both 0. */
+	enum vmb_counter sum_first, sum_last;
+};
+
+/* The entry of counters.def for `c`; NULL when out of range. */
+const struct vmb_counter_info *vmb_counter_info(enum vmb_counter c);
 
 struct vmb_counters {
-	uint32_t have;		/* VMB_CNT_HAVE_* */
-	uint64_t tlb_flushes_issued[VMB_FLUSH_CAUSE_MAX];
-	uint64_t tlb_flushes_filtered[VMB_FLUSH_CAUSE_MAX];
-	uint64_t tlb_filter_evaluations;
-	uint64_t tlb_flush_cpu_ipis;
-	uint64_t populate_calls;
-	uint64_t populate_preemptions;
-	uint64_t populate_extents[VMB_ORDER_CLASS_MAX];
-	uint64_t populate_pages[VMB_ORDER_CLASS_MAX];
-	uint64_t populate_pages_fallback;
-	uint64_t scrub_pages_boot;
-	uint64_t scrub_pages_background;
-	uint64_t scrub_pages_inline;
-	uint64_t unshadow[VMB_UNSHADOW_REASON_MAX];
-	uint64_t emulated_pt_writes;
-	uint64_t shadow_faults;
-	uint64_t domains_created;
-	uint64_t domains_destroyed;
+	uint32_t have;			/* VMB_CNT_HAVE_* */
+	uint64_t v[VMB_COUNTER_MAX];	/* by enum vmb_counter */
 };
 
 int vmb_counters(struct vmb_ctx *ctx, struct vmb_counters *ret_counters);
@@ -393,6 +401,10 @@ struct vmb_progress {
  * thread-safe and quick.  Called at least at every phase change.
  */
 typedef void vmb_progress_fn(void *user, const struct vmb_progress *progress);
+
+/* Extent orders, as populate statistics count them. */
+enum vmb_order_class { VMB_ORDER_4K = 0, VMB_ORDER_2M, VMB_ORDER_1G,
+	VMB_ORDER_OTHER, VMB_ORDER_CLASS_MAX };
 
 struct vmb_populate_stats {
 	uint64_t calls;			/* populate requests made */

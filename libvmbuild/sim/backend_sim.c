@@ -262,6 +262,7 @@ sim_counters(void *priv, struct vmb_counters *ret)
 	struct sim *s = priv;
 	struct hv_counters hc;
 	struct hvc *c = NULL;
+	uint32_t have;
 	int rc;
 
 	rc = conn_get(s, &c);
@@ -271,34 +272,10 @@ sim_counters(void *priv, struct vmb_counters *ret)
 	conn_put(s, c, rc);
 	if (rc)
 		return rc;
-	memset(ret, 0, sizeof(*ret));
-	ret->have = VMB_CNT_HAVE_FLUSH | VMB_CNT_HAVE_POPULATE |
-	    VMB_CNT_HAVE_SCRUB;
+	have = VMB_CNT_HAVE_FLUSH | VMB_CNT_HAVE_POPULATE | VMB_CNT_HAVE_SCRUB;
 	if (s->hello.caps & HV_CAP_SHADOW)
-		ret->have |= VMB_CNT_HAVE_SHADOW;
-	for (int i = 0; i < VMB_FLUSH_CAUSE_MAX; i++) {
-		ret->tlb_flushes_issued[i] = hc.tlb_flushes_issued[i];
-		ret->tlb_flushes_filtered[i] = hc.tlb_flushes_filtered[i];
-	}
-	ret->tlb_filter_evaluations = hc.tlb_filter_evaluations;
-	ret->tlb_flush_cpu_ipis = hc.tlb_flush_cpu_ipis;
-	ret->populate_calls = hc.populate_calls;
-	ret->populate_preemptions = hc.populate_preemptions;
-	for (int i = 0; i < VMB_ORDER_CLASS_MAX; i++) {
-		ret->populate_extents[i] = hc.populate_extents[i];
-		ret->populate_pages[i] = hc.populate_pages[i];
-	}
-	ret->populate_pages_fallback = hc.populate_pages_fallback;
-	ret->scrub_pages_boot = hc.scrub_pages_boot;
-	ret->scrub_pages_background = hc.scrub_pages_background;
-	ret->scrub_pages_inline = hc.scrub_pages_inline;
-	for (int i = 0; i < VMB_UNSHADOW_REASON_MAX; i++)
-		ret->unshadow[i] = hc.unshadow[i];
-	ret->emulated_pt_writes = hc.emulated_pt_writes;
-	ret->shadow_faults = hc.shadow_faults;
-	ret->domains_created = hc.domains_created;
-	ret->domains_destroyed = hc.domains_destroyed;
-	return 0;
+		have |= VMB_CNT_HAVE_SHADOW;
+	return vmb__counters_from_hv(&hc, sizeof(hc), have, ret);
 }
 
 static int

@@ -15,6 +15,7 @@
 
 #include <vmbuild/hvabi.h>
 
+#include "vmb_internal.h"
 #include "xen_priv.h"
 
 #define XEN_SCRUB_BUF	(sizeof(struct hv_scrub_reply) + \
@@ -142,42 +143,14 @@ int
 xen_companion_counters(struct xen_be *be, struct vmb_counters *ret_cnt)
 {
 	struct hv_counters h;
-	struct vmb_counters c;
-	int got, i;
+	int got;
 
 	got = xen_companion_call(be, HV_XEN_SYSCTL_COUNTERS, &h, sizeof(h));
 	if (got < 0)
 		return got;
-	if ((size_t)got != sizeof(h) || h.version != HV_ABI_VERSION)
-		return -EPROTO;
-	memset(&c, 0, sizeof(c));
-	c.have = VMB_CNT_HAVE_FLUSH | VMB_CNT_HAVE_POPULATE |
-	    VMB_CNT_HAVE_SCRUB | VMB_CNT_HAVE_SHADOW;
-	for (i = 0; i < VMB_FLUSH_CAUSE_MAX && i < HV_FLUSH_CAUSE_MAX; i++) {
-		c.tlb_flushes_issued[i] = h.tlb_flushes_issued[i];
-		c.tlb_flushes_filtered[i] = h.tlb_flushes_filtered[i];
-	}
-	c.tlb_filter_evaluations = h.tlb_filter_evaluations;
-	c.tlb_flush_cpu_ipis = h.tlb_flush_cpu_ipis;
-	c.populate_calls = h.populate_calls;
-	c.populate_preemptions = h.populate_preemptions;
-	for (i = 0; i < VMB_ORDER_CLASS_MAX && i < HV_ORDER_CLASS_MAX; i++) {
-		c.populate_extents[i] = h.populate_extents[i];
-		c.populate_pages[i] = h.populate_pages[i];
-	}
-	c.populate_pages_fallback = h.populate_pages_fallback;
-	c.scrub_pages_boot = h.scrub_pages_boot;
-	c.scrub_pages_background = h.scrub_pages_background;
-	c.scrub_pages_inline = h.scrub_pages_inline;
-	for (i = 0; i < VMB_UNSHADOW_REASON_MAX &&
-	    i < HV_UNSHADOW_REASON_MAX; i++)
-		c.unshadow[i] = h.unshadow[i];
-	c.emulated_pt_writes = h.emulated_pt_writes;
-	c.shadow_faults = h.shadow_faults;
-	c.domains_created = h.domains_created;
-	c.domains_destroyed = h.domains_destroyed;
-	*ret_cnt = c;
-	return 0;
+	return vmb__counters_from_hv(&h, (size_t)got, VMB_CNT_HAVE_FLUSH |
+	    VMB_CNT_HAVE_POPULATE | VMB_CNT_HAVE_SCRUB | VMB_CNT_HAVE_SHADOW,
+	    ret_cnt);
 }
 
 /*
@@ -236,13 +209,13 @@ xen_perfc_counters(struct xen_be *be, struct vmb_counters *ret_cnt)
 	if (have_flush) {
 		/* Xen does not say why it flushed: all of it is "other". */
 		c.have |= VMB_CNT_HAVE_FLUSH;
-		c.tlb_flushes_issued[VMB_FLUSH_OTHER] = flush;
+		c.v[VMB_CNT_TLB_ISSUED_OTHER] = flush;
 	}
 	if (have_early && have_unshadow) {
 		/* every sh_remove_shadows() counts in "unshadows a page" */
 		c.have |= VMB_CNT_HAVE_SHADOW;
-		c.unshadow[VMB_UNSHADOW_EARLY] = early;
-		c.unshadow[VMB_UNSHADOW_OTHER] = unshadow > early ?
+		c.v[VMB_CNT_UNSHADOW_EARLY] = early;
+		c.v[VMB_CNT_UNSHADOW_OTHER] = unshadow > early ?
 		    unshadow - early : 0;
 	}
 	if (c.have == 0) {
