@@ -15,7 +15,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 
 #include "build.h"
 #include "events.h"
@@ -223,22 +222,6 @@ build_done(struct job *job)
 	vmbd_status_changed();
 }
 
-static void
-build_uuid(uint8_t u[16])
-{
-	if (getrandom(u, 16, GRND_NONBLOCK) != 16) {
-		/* Early boot without entropy: time and a counter suffice. */
-		static uint64_t counter;
-		double t = now_real();
-
-		memcpy(u, &t, 8);
-		counter++;
-		memcpy(u + 8, &counter, 8);
-	}
-	u[6] = (u[6] & 0x0f) | 0x40;	/* version 4 */
-	u[8] = (u[8] & 0x3f) | 0x80;	/* variant 1 */
-}
-
 int
 build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
     const char *config_path, bool wait, bool paused)
@@ -247,8 +230,7 @@ build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
 	struct build_job *bj = NULL;
 	struct task *t = NULL;
 	struct vm *vm = NULL;
-	char u[37];
-	bool zero = true;
+	char u[VMB_UUID_STRLEN];
 	int rc;
 
 	if (vmbd.stopping) {
@@ -266,14 +248,11 @@ build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
 		    guest->name);
 		goto fail;
 	}
-	for (int i = 0; i < 16; i++)
-		if (guest->uuid[i] != 0)
-			zero = false;
 	/* The uuid is chosen here so that the record can carry it. */
-	if (zero)
-		build_uuid(guest->uuid);
+	if (vmb_uuid_is_null(guest->uuid))
+		vmb_uuid_new(guest->uuid);
 	else if (vm_find_uuid(guest->uuid) != NULL) {
-		uuid_format(guest->uuid, u);
+		vmb_uuid_to_str(guest->uuid, u);
 		rc = call_error(call, E_EXISTS, 0, "a VM with uuid %s exists",
 		    u);
 		goto fail;
@@ -328,7 +307,7 @@ build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
 		    "cannot start a build thread: %s", strerror(-rc));
 		goto fail;
 	}
-	uuid_format(guest->uuid, u);
+	vmb_uuid_to_str(guest->uuid, u);
 	log_info("task %llu: building %s (%s, %llu MiB, %u vCPUs, populate "
 	    "%s)", (unsigned long long)t->id, guest->name, u,
 	    (unsigned long long)(guest->memory_bytes >> 20), guest->vcpus,

@@ -1,8 +1,6 @@
 /*
  * json.c - helpers around yajl (see json.h).
  */
-#include <ctype.h>
-#include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
@@ -174,35 +172,4 @@ jv_get(yajl_val v, const char *key)
 		if (strcmp(v->u.object.keys[i], key) == 0)
 			return v->u.object.values[i];
 	return NULL;
-}
-
-void
-uuid_format(const uint8_t u[16], char buf[37])
-{
-	snprintf(buf, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
-	    "%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2], u[3], u[4], u[5],
-	    u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
-}
-
-int
-uuid_parse(const char *s, uint8_t u[16])
-{
-	int n = 0;
-
-	for (const char *p = s; *p != '\0'; p++) {
-		unsigned v;
-
-		if (*p == '-')
-			continue;
-		if (n >= 32 || !isxdigit((unsigned char)*p))
-			return -EINVAL;
-		v = isdigit((unsigned char)*p) ? *p - '0' :
-		    (tolower((unsigned char)*p) - 'a' + 10);
-		if (n % 2 == 0)
-			u[n / 2] = v << 4;
-		else
-			u[n / 2] |= v;
-		n++;
-	}
-	return n == 32 ? 0 : -EINVAL;
 }

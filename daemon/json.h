@@ -33,8 +33,4 @@ char *jg_finish(yajl_gen g);
 /* Object member of v by key, or NULL. */
 yajl_val jv_get(yajl_val v, const char *key);
 
-/* "xxxxxxxx-xxxx-..." into buf[37]; parse: 0 or -EINVAL. */
-void uuid_format(const uint8_t uuid[16], char buf[37]);
-int uuid_parse(const char *s, uint8_t uuid[16]);
-
 #endif /* VMBUILDD_JSON_H */

@@ -117,13 +117,13 @@ render_counters(struct evbuffer *b, const struct vmb_counters *c)
 		    "# TYPE %s counter\n", ci->metric, ci->help, ci->unit,
 		    ci->metric);
 		for (int j = i; j < VMB_COUNTER_MAX; j++) {
-			const struct vmb_counter_info *cj = vmb_counter_info(j);
+			const struct vmb_counter_info *s = vmb_counter_info(j);
 
-			if (cj->metric == NULL || strcmp(cj->metric, ci->metric))
+			if (s->metric == NULL || strcmp(s->metric, ci->metric))
 				continue;
-			evbuffer_add_printf(b, "%s%s%s%s %llu\n", cj->metric,
-			    cj->labels[0] ? "{" : "", cj->labels,
-			    cj->labels[0] ? "}" : "",
+			evbuffer_add_printf(b, "%s%s%s%s %llu\n", s->metric,
+			    s->labels[0] ? "{" : "", s->labels,
+			    s->labels[0] ? "}" : "",
 			    (unsigned long long)c->v[j]);
 		}
 	}

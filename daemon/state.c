@@ -67,9 +67,9 @@ state_init(const char *dir)
 static void
 state_path(char *buf, size_t len, const uint8_t uuid[16], const char *suffix)
 {
-	char u[37];
+	char u[VMB_UUID_STRLEN];
 
-	uuid_format(uuid, u);
+	vmb_uuid_to_str(uuid, u);
 	snprintf(buf, len, "%s/%s.json%s", state_dir, u, suffix);
 }
 
@@ -107,7 +107,7 @@ fsync_dir(void)
 int
 state_write(const struct state_record *rec)
 {
-	char path[4200], tmp[4200], u[37];
+	char path[4200], tmp[4200], u[VMB_UUID_STRLEN];
 	yajl_val build = NULL, config = NULL;
 	const char *text;
 	yajl_gen g;
@@ -117,7 +117,7 @@ state_write(const struct state_record *rec)
 	g = jg_new();
 	if (g == NULL)
 		return -ENOMEM;
-	uuid_format(rec->uuid, u);
+	vmb_uuid_to_str(rec->uuid, u);
 	yajl_gen_map_open(g);
 	jg_kv_i64(g, "version", 1);
 	jg_kv_str(g, "uuid", u);
@@ -243,7 +243,7 @@ state_parse(const char *path, const char *text, struct state_record *rec)
 		return -EINVAL;
 	}
 	v = jv_get(root, "uuid");
-	if (!YAJL_IS_STRING(v) || uuid_parse(v->u.string, rec->uuid) < 0)
+	if (!YAJL_IS_STRING(v) || vmb_uuid_from_str(v->u.string, rec->uuid) < 0)
 		goto bad;
 	v = jv_get(root, "name");
 	if (!YAJL_IS_STRING(v) || strlen(v->u.string) >= VMB_NAME_LEN)

@@ -274,13 +274,13 @@ void
 task_gen(yajl_gen g, struct task *t)
 {
 	struct vmb_progress p;
-	char u[37];
+	char u[VMB_UUID_STRLEN];
 	double end;
 
 	pthread_mutex_lock(&t->lock);
 	p = t->progress;
 	pthread_mutex_unlock(&t->lock);
-	uuid_format(t->uuid, u);
+	vmb_uuid_to_str(t->uuid, u);
 	end = t->state == TASK_RUNNING ? now_mono() : t->finished_mono;
 	yajl_gen_map_open(g);
 	jg_kv_u64(g, "id", t->id);

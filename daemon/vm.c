@@ -44,15 +44,6 @@ static struct {
 	bool		list_valid;
 } V;
 
-static bool
-uuid_is_zero(const uint8_t u[16])
-{
-	for (int i = 0; i < 16; i++)
-		if (u[i] != 0)
-			return false;
-	return true;
-}
-
 struct vm *
 vm_find_name(const char *name)
 {
@@ -80,7 +71,7 @@ vm_find_uuid(const uint8_t uuid[16])
 {
 	struct vm *vm;
 
-	if (uuid_is_zero(uuid))
+	if (vmb_uuid_is_null(uuid))
 		return NULL;
 	TAILQ_FOREACH(vm, &V.vms, entry)
 		if (memcmp(vm->uuid, uuid, 16) == 0)
@@ -327,9 +318,9 @@ vm_gen_summary(yajl_gen g, const struct vm *vm)
 void
 vm_gen_info(yajl_gen g, const struct vm *vm)
 {
-	char u[37];
+	char u[VMB_UUID_STRLEN];
 
-	uuid_format(vm->uuid, u);
+	vmb_uuid_to_str(vm->uuid, u);
 	yajl_gen_map_open(g);
 	if (vm->domid == VMB_DOMID_INVALID)
 		jg_kv_null(g, "id");
@@ -460,8 +451,8 @@ vm_apply(const struct vmb_domain *doms, size_t n)
 		vm = vm_find_uuid(d->uuid);
 		if (vm == NULL) {
 			vm = vm_find_domid(d->domid);
-			if (vm != NULL && !uuid_is_zero(vm->uuid) &&
-			    !uuid_is_zero(d->uuid))
+			if (vm != NULL && !vmb_uuid_is_null(vm->uuid) &&
+			    !vmb_uuid_is_null(d->uuid))
 				vm = NULL;
 		}
 		if (vm == NULL) {
@@ -621,10 +612,10 @@ vm_reconcile(void)
 	for (size_t r = 0; r < nrecs; r++) {
 		struct state_record *rec = &recs[r];
 		struct vmb_domain *dom = NULL;
-		char u[37];
+		char u[VMB_UUID_STRLEN];
 		struct vm *vm;
 
-		uuid_format(rec->uuid, u);
+		vmb_uuid_to_str(rec->uuid, u);
 		for (size_t d = 0; d < ndoms; d++) {
 			if (!matched[d] &&
 			    memcmp(doms[d].uuid, rec->uuid, 16) == 0) {

@@ -244,8 +244,8 @@ phase_create(struct run *r)
 	int rc;
 
 	memcpy(r->res.uuid, g->uuid, sizeof(r->res.uuid));
-	if (vmb__uuid_is_zero(r->res.uuid))
-		vmb__uuid_generate(r->res.uuid);
+	if (vmb_uuid_is_null(r->res.uuid))
+		vmb_uuid_new(r->res.uuid);
 	memset(&dc, 0, sizeof(dc));
 	snprintf(dc.name, sizeof(dc.name), "%s", g->name);
 	memcpy(dc.uuid, r->res.uuid, sizeof(dc.uuid));

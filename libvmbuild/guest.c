@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <unistd.h>
 
 #include "vmb_internal.h"
@@ -31,66 +30,6 @@ struct key_desc {
 
 /* ------------------------------------------------------------------ */
 /* Small helpers shared with other files.                              */
-
-bool
-vmb__uuid_is_zero(const uint8_t uuid[16])
-{
-	for (int i = 0; i < 16; i++)
-		if (uuid[i])
-			return false;
-	return true;
-}
-
-void
-vmb__uuid_format(const uint8_t u[16], char buf[37])
-{
-	snprintf(buf, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
-	    "%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2], u[3], u[4], u[5],
-	    u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
-}
-
-int
-vmb__uuid_parse(const char *s, uint8_t uuid[16])
-{
-	uint8_t u[16];
-	int n = 0;
-
-	for (const char *p = s; *p; p++) {
-		int hi, lo;
-
-		if (*p == '-' && (p - s == 8 || p - s == 13 || p - s == 18 ||
-		    p - s == 23))
-			continue;
-		if (n == 16 || !isxdigit((unsigned char)p[0]) ||
-		    !isxdigit((unsigned char)p[1]))
-			return -EINVAL;
-		hi = isdigit((unsigned char)p[0]) ? p[0] - '0' :
-		    tolower((unsigned char)p[0]) - 'a' + 10;
-		lo = isdigit((unsigned char)p[1]) ? p[1] - '0' :
-		    tolower((unsigned char)p[1]) - 'a' + 10;
-		u[n++] = (uint8_t)(hi << 4 | lo);
-		p++;
-	}
-	if (n != 16 || strlen(s) != 36)
-		return -EINVAL;
-	memcpy(uuid, u, 16);
-	return 0;
-}
-
-void
-vmb__uuid_generate(uint8_t uuid[16])
-{
-	/* A random (version 4) UUID; getrandom() only fails before boot. */
-	if (getrandom(uuid, 16, 0) != 16) {
-		uint64_t t = vmb__now_ns() ^ ((uint64_t)getpid() << 32);
-
-		memcpy(uuid, &t, 8);
-		t = t * 6364136223846793005ull + 1442695040888963407ull;
-		memcpy(uuid + 8, &t, 8);
-	}
-	uuid[6] = (uuid[6] & 0x0f) | 0x40;
-	uuid[8] = (uuid[8] & 0x3f) | 0x80;
-}
 
 int
 vmb__parse_ranges(const char *s, uint64_t *bits, unsigned nbits)
@@ -393,7 +332,7 @@ set_uuid(struct vmb_guest *g, const struct key_desc *k,
 
 	if (rc)
 		return rc;
-	if (vmb__uuid_parse(s, g->uuid))
+	if (vmb_uuid_from_str(s, g->uuid))
 		return vmb__diag_add(diags, VMB_ERROR, where, v->line, k->name,
 		    "bad UUID \"%.40s\" (expected "
 		    "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)", s);
@@ -892,7 +831,7 @@ ranges_str(FILE *f, const uint64_t *bits, unsigned nbits)
 int
 vmb_guest_format_json(const struct vmb_guest *g, char **ret_json)
 {
-	char *buf = NULL, uuid[37];
+	char *buf = NULL, uuid[VMB_UUID_STRLEN];
 	size_t len = 0;
 	FILE *f;
 
@@ -935,10 +874,10 @@ vmb_guest_format_json(const struct vmb_guest *g, char **ret_json)
 	}
 	fputs(g->nr_vnodes ? "\n  ]" : "]", f);
 	fputs(",\n  \"uuid\": ", f);
-	if (vmb__uuid_is_zero(g->uuid)) {
+	if (vmb_uuid_is_null(g->uuid)) {
 		fputs("null", f);
 	} else {
-		vmb__uuid_format(g->uuid, uuid);
+		vmb_uuid_to_str(g->uuid, uuid);
 		json_str(f, uuid);
 	}
 	fputs("\n}\n", f);

@@ -74,10 +74,6 @@ int vmb__diag_add(struct vmb_diags *diags, enum vmb_severity sev,
     __attribute__((format(printf, 6, 7)));
 
 /* guest.c */
-int vmb__uuid_parse(const char *s, uint8_t uuid[16]);
-void vmb__uuid_format(const uint8_t uuid[16], char buf[37]);
-void vmb__uuid_generate(uint8_t uuid[16]);
-bool vmb__uuid_is_zero(const uint8_t uuid[16]);
 /* "0-3,5" into a bitmap of `nbits`; -EINVAL on syntax, -ERANGE past nbits. */
 int vmb__parse_ranges(const char *s, uint64_t *bits, unsigned nbits);
 

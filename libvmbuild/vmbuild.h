@@ -59,6 +59,20 @@ void vmb_diag_format(const struct vmb_diag *d, char *buf, size_t len);
 void vmb_diags_done(struct vmb_diags *diags);
 
 /* ------------------------------------------------------------------ */
+/* UUIDs (libuuid): "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx".            */
+
+#define VMB_UUID_STRLEN		37	/* including the NUL */
+
+/* A random (version 4) UUID. */
+void vmb_uuid_new(uint8_t uuid[16]);
+/* The 36-character form, either case; -EINVAL for anything else. */
+int vmb_uuid_from_str(const char *s, uint8_t ret_uuid[16]);
+/* Lower case. */
+void vmb_uuid_to_str(const uint8_t uuid[16], char buf[VMB_UUID_STRLEN]);
+/* All zero: no UUID. */
+bool vmb_uuid_is_null(const uint8_t uuid[16]);
+
+/* ------------------------------------------------------------------ */
 /* Guest description.                                                  */
 
 enum vmb_guest_type { VMB_GUEST_PVH = 0, VMB_GUEST_HVM, VMB_GUEST_PV };

@@ -108,14 +108,6 @@ tx_init(struct xs_tx *tx, struct xen_be *be, uint32_t domid)
 	tx->rw[0].perms = XS_PERM_NONE;
 }
 
-static void
-uuid_str(const uint8_t u[16], char out[37])
-{
-	snprintf(out, 37, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-"
-	    "%02x%02x%02x%02x%02x%02x", u[0], u[1], u[2], u[3], u[4], u[5],
-	    u[6], u[7], u[8], u[9], u[10], u[11], u[12], u[13], u[14], u[15]);
-}
-
 typedef void xs_fill_fn(struct xs_tx *tx, const void *arg);
 
 /* Run `fill` in a transaction, retrying when another writer won. */
@@ -170,10 +162,10 @@ fill_make(struct xs_tx *tx, const void *varg)
 	static const char *const ro_dirs[] = {
 		"cpu", "memory", "device", "control",
 	};
-	char dom[XS_PATH_MAX], vm[XS_PATH_MAX], uuid[37];
+	char dom[XS_PATH_MAX], vm[XS_PATH_MAX], uuid[VMB_UUID_STRLEN];
 	size_t i;
 
-	uuid_str(a->cfg->uuid, uuid);
+	vmb_uuid_to_str(a->cfg->uuid, uuid);
 	tx_path(tx, dom, "/local/domain/%u", a->domid);
 	tx_path(tx, vm, "/vm/%s", uuid);
 	if (tx->err != 0)

@@ -3,6 +3,7 @@
 LIBTEST_BIN := $(B)/tests/lib
 LIBTEST_PROGS := $(LIBTEST_BIN)/test_placement $(LIBTEST_BIN)/test_populate_plan \
 	$(LIBTEST_BIN)/test_config_fuzz $(LIBTEST_BIN)/test_counters \
+	$(LIBTEST_BIN)/test_uuid \
 	$(LIBTEST_BIN)/test_loader $(LIBTEST_BIN)/test_build_sim
 
 $(LIBTEST_BIN)/%: $(OBJ)/tests/lib/%.o $(LIBVMB_LIB) $(LIB)/libhvclient.a

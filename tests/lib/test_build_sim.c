@@ -319,7 +319,7 @@ test_engine_all_orders(void **state)
 	assert_int_equal(d.node_bytes[res.placement.nodes[0]], MIXED_BYTES);
 	assert_int_equal(d.state, VMB_DOM_RUNNING);
 	assert_memory_equal(d.uuid, res.uuid, 16);
-	assert_false(vmb__uuid_is_zero(res.uuid));
+	assert_false(vmb_uuid_is_null(res.uuid));
 	/* The image is in guest memory: read the start info's magic. */
 	assert_true(res.image_loaded);
 	assert_true(res.start_info > 0);

@@ -8,9 +8,9 @@ EXTRA_CFLAGS_tests/xenbe/ += -Ilibvmbuild -Ilibvmbuild/xen \
 	$(shell $(PKG) --cflags $(LIBVMB_XEN_PKGS))
 
 $(XENBE_TEST_BIN)/test_xen_backend: $(OBJ)/tests/xenbe/test_xen_backend.o \
-		$(XENBE_OBJS) $(OBJ)/libvmbuild/counters.o
+		$(XENBE_OBJS) $(OBJ)/libvmbuild/counters.o $(OBJ)/libvmbuild/uuid.o
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) $(XENBE_WRAP) -o $@ $^ $(LIBVMB_XEN_LDLIBS) \
+	$(CC) $(ALL_CFLAGS) $(XENBE_WRAP) -o $@ $^ $(LIBVMB_XEN_LDLIBS) -luuid \
 		$(shell $(PKG) --libs cmocka) $(LDLIBS_COMMON)
 
 TESTS += $(XENBE_TEST_BIN)/test_xen_backend
