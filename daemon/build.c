@@ -79,17 +79,6 @@ build_result_json(const struct vmb_build_result *r,
 	return jg_finish(g);
 }
 
-static char *
-guest_json(const struct vmb_guest *guest)
-{
-	yajl_gen g = jg_new();
-
-	if (g == NULL)
-		return NULL;
-	report_guest(g, guest);
-	return jg_finish(g);
-}
-
 static void
 build_run(struct job *job)
 {
@@ -288,7 +277,9 @@ build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
 	bj->rec.domid = VMB_DOMID_INVALID;
 	bj->rec.created_at = now_real();
 	bj->rec.config_path = config_path ? strdup(config_path) : NULL;
-	bj->rec.config_json = guest_json(guest);
+	/* libvmbuild's own JSON of the description: one mapping. */
+	if (vmb_guest_format_json(guest, &bj->rec.config_json) < 0)
+		bj->rec.config_json = NULL;
 	bj->job.run = build_run;
 	bj->job.done = build_done;
 	vm = vm_add_building(guest->name, guest->uuid, t->id, config_path,

@@ -243,32 +243,3 @@ report_build(yajl_gen g, const struct vmb_build_result *r,
 	jg_kv_u64(g, "start_info", r->start_info);
 	yajl_gen_map_close(g);
 }
-
-void
-report_guest(yajl_gen g, const struct vmb_guest *guest)
-{
-	static const char *const types[] = { "pvh", "hvm", "pv" };
-
-	yajl_gen_map_open(g);
-	jg_kv_str(g, "type", guest->type <= VMB_GUEST_PV ?
-	    types[guest->type] : "unknown");
-	jg_kv_u64(g, "memory_bytes", guest->memory_bytes);
-	jg_kv_u64(g, "maxmem_bytes", guest->maxmem_bytes);
-	jg_kv_u64(g, "vcpus", guest->vcpus);
-	jg_kv_u64(g, "maxvcpus", guest->maxvcpus);
-	jg_kv_bool(g, "hap", guest->hap);
-	jg_kv_str(g, "kernel", guest->kernel);
-	jg_kv_str(g, "ramdisk", guest->ramdisk);
-	jg_kv_str(g, "cmdline", guest->cmdline);
-	jg_kv_str(g, "cpus", guest->cpus);
-	jg_key(g, "vnuma");
-	yajl_gen_array_open(g);
-	for (uint32_t i = 0; i < guest->nr_vnodes && i < VMB_MAX_VNODES; i++) {
-		yajl_gen_map_open(g);
-		jg_kv_u64(g, "pnode", guest->vnodes[i].pnode);
-		jg_kv_u64(g, "size_bytes", guest->vnodes[i].size_bytes);
-		yajl_gen_map_close(g);
-	}
-	yajl_gen_array_close(g);
-	yajl_gen_map_close(g);
-}

@@ -20,7 +20,4 @@ void report_host(yajl_gen g, const struct vmb_host *h);
 void report_build(yajl_gen g, const struct vmb_build_result *r,
     enum vmb_populate_strategy strategy);
 
-/* The guest as configured (for records and vm.info "config"). */
-void report_guest(yajl_gen g, const struct vmb_guest *guest);
-
 #endif /* VMBUILDD_REPORT_H */

@@ -1,10 +1,13 @@
 /*
- * guest.c - the guest description: one key/value setter and one validator.
+ * guest.c - the guest description: one key/value setter, one validator
+ * and one JSON form.
  *
  * Both front ends go through here: config.c feeds it the keys of an
  * xl.cfg file, the daemon the members of a JSON guest description.  So a
  * value is checked the same way whichever way it came, and every error
- * names where it came from (file or "request", line, key).
+ * names where it came from (file or "request", line, key).  The way out
+ * is vmb_guest_format_json(), for vmb-config-check's golden tests and
+ * the daemon's records and vm.info alike.
  */
 #include <ctype.h>
 #include <errno.h>

@@ -152,7 +152,9 @@ int vmb_guest_validate(struct vmb_guest *guest, const char *basedir,
 
 /*
  * The description as pretty-printed JSON (stable key order, sizes in
- * bytes); *ret_json is malloc'd, the caller frees it.
+ * bytes): the one JSON form of a guest (vmb-config-check prints it, the
+ * daemon records it and answers it in vm.info).  *ret_json is malloc'd,
+ * the caller frees it.
  */
 int vmb_guest_format_json(const struct vmb_guest *guest, char **ret_json);
 const char *vmb_guest_type_name(enum vmb_guest_type type);

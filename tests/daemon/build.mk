@@ -2,6 +2,7 @@
 # against a real hvsim (python3 scripts; see tests/daemon/vmbdtest.py).
 TESTS += tests/daemon/protocol.py tests/daemon/restart.py \
 	tests/daemon/systemd.py tests/daemon/metrics.py tests/daemon/counters.py
-# counters.py lists the counter table with tests/lib's test_counters.
-TESTS_DEPS += $(BIN)/vmbuildd $(BIN)/hvsim $(BIN)/vmctl $(B)/guest/hello.elf \
-	$(B)/tests/lib/test_counters
+# counters.py lists the counter table with tests/lib's test_counters;
+# protocol.py compares vm.info's config with vmb-config-check's.
+TESTS_DEPS += $(BIN)/vmbuildd $(BIN)/hvsim $(BIN)/vmctl \
+	$(BIN)/vmb-config-check $(B)/guest/hello.elf $(B)/tests/lib/test_counters
