@@ -4,6 +4,11 @@
 # binaries to ALL, its test programs to TESTS and its benchmarks to BENCH.
 # Objects go to build/obj/, binaries to build/bin/, libraries to build/lib/.
 #
+# Include paths are per directory, never global: a fragment sets
+# EXTRA_CFLAGS_DIR/ for its sources to the headers of the components
+# below it (hypervisor/include <- libvmbuild <- daemon), so that, say,
+# libvmbuild cannot include a daemon header by accident.
+#
 #   make            build everything
 #   make check      install missing packages, build, run every test
 #   make demo       install, build, start hvsim + vmbuildd, create the examples
@@ -16,7 +21,7 @@ CC	?= cc
 CFLAGS	?= -O2 -g
 WARN	 = -Wall -Wextra -Werror -Wstrict-prototypes -Wmissing-prototypes \
 	   -Wshadow -Wpointer-arith -Wformat=2 -Wno-format-nonliteral
-CPPFLAGS += -D_GNU_SOURCE -MMD -MP -Ihypervisor/include -Ilibvmbuild -Idaemon
+CPPFLAGS += -D_GNU_SOURCE -MMD -MP
 ALL_CFLAGS = $(CPPFLAGS) $(WARN) $(CFLAGS) -pthread
 LDLIBS_COMMON = -pthread
 

@@ -1,9 +1,14 @@
 # cli/build.mk - vmctl, the command-line client of vmbuildd.
 # See the top-level Makefile for the conventions.
-
+#
+# vmctl speaks the daemon's protocol and shares exactly this with it, by
+# name: daemon/proto.h (methods, parameters, error codes) and the yajl
+# helpers of daemon/json.c and json.h, included as "../daemon/..." from
+# vmctl.h.  No include path leads into daemon/ or libvmbuild/.
+VMCTL_FROM_DAEMON := daemon/json.c
 VMCTL_SRCS := cli/main.c cli/commands.c cli/client.c cli/json.c cli/fmt.c \
-	      daemon/json.c \
-	      cli/progress.c cli/cmd_vm.c cli/cmd_host.c cli/cmd_watch.c
+	      cli/progress.c cli/cmd_vm.c cli/cmd_host.c cli/cmd_watch.c \
+	      $(VMCTL_FROM_DAEMON)
 VMCTL_OBJS := $(VMCTL_SRCS:%.c=$(OBJ)/%.o)
 
 EXTRA_CFLAGS_cli/ := $(shell $(PKG) --cflags yajl)

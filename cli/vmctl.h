@@ -18,8 +18,8 @@
 #include <yajl/yajl_gen.h>
 #include <yajl/yajl_tree.h>
 
-#include "json.h"	/* daemon/json.h: yajl helpers shared with vmbuildd */
-#include "proto.h"
+#include "../daemon/json.h"	/* yajl helpers shared with vmbuildd */
+#include "../daemon/proto.h"	/* the control protocol */
 
 /* Options that come before the command, shared by every handler. */
 struct vmctl {

@@ -7,7 +7,8 @@ VMBUILDD_SRCS := $(sort $(wildcard daemon/*.c))
 VMBUILDD_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(VMBUILDD_SRCS))
 VMBUILDD_PKGS := libevent yajl libsystemd
 
-EXTRA_CFLAGS_daemon/ += $(shell $(PKG) --cflags $(VMBUILDD_PKGS))
+# The daemon sees libvmbuild (vmbuild.h), never the hypercall ABI.
+EXTRA_CFLAGS_daemon/ += -Ilibvmbuild $(shell $(PKG) --cflags $(VMBUILDD_PKGS))
 
 $(VMBUILDD): $(VMBUILDD_OBJS) $(LIBVMB_LIB) $(HVCLIENT_LIB)
 	@mkdir -p $(dir $@)

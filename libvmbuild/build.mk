@@ -11,10 +11,14 @@ LIBVMB_SRCS := $(sort $(wildcard libvmbuild/*.c)) \
 LIBVMB_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(LIBVMB_SRCS))
 
 LIBVMB_XEN_PKGS := xencontrol xenstore xencall xenforeignmemory xenguest
-EXTRA_CFLAGS_libvmbuild/ += $(shell $(PKG) --cflags xlutil)
-EXTRA_CFLAGS_libvmbuild/sim/ += -Ilibvmbuild
-EXTRA_CFLAGS_libvmbuild/xen/ += -Ilibvmbuild \
+# The library sees the hypercall ABI (hypervisor/include) and itself;
+# its tools see only the public vmbuild.h.
+EXTRA_CFLAGS_libvmbuild/ += -Ihypervisor/include \
+	$(shell $(PKG) --cflags xlutil)
+EXTRA_CFLAGS_libvmbuild/sim/ += -Ilibvmbuild -Ihypervisor/include
+EXTRA_CFLAGS_libvmbuild/xen/ += -Ilibvmbuild -Ihypervisor/include \
 	$(shell $(PKG) --cflags $(LIBVMB_XEN_PKGS))
+EXTRA_CFLAGS_libvmbuild/tools/ += -Ilibvmbuild
 LIBVMB_XEN_LDLIBS := $(shell $(PKG) --libs $(LIBVMB_XEN_PKGS) xentoollog)
 
 LIBVMB_LDLIBS := $(LIB)/libvmbuild.a $(LIB)/libhvclient.a \

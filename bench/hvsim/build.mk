@@ -1,5 +1,6 @@
 # bench/hvsim/build.mk - hvsim benchmarks: populate in both flush modes,
 # scrub against a plain non-temporal zeroing loop.
+EXTRA_CFLAGS_bench/hvsim/ := -Ihypervisor/include
 $(B)/bench/hvsim/bench_client: $(OBJ)/bench/hvsim/bench_client.o $(HVCLIENT_LIB)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS_COMMON)

@@ -4,6 +4,7 @@
 # by libvmbuild's sim backend, the tests and the benchmarks.
 HVCLIENT_LIB := $(LIB)/libhvclient.a
 HVCLIENT_OBJS := $(OBJ)/hypervisor/lib/hvclient.o
+EXTRA_CFLAGS_hypervisor/lib/ := -Ihypervisor/include
 
 $(HVCLIENT_LIB): $(HVCLIENT_OBJS)
 	@mkdir -p $(dir $@)

@@ -7,6 +7,7 @@ HVSIM_SRCS := hv.c topology.c memory.c heap.c flush.c scrub.c shadow.c \
 HVSIM_OBJS := $(addprefix $(OBJ)/hypervisor/sim/,$(HVSIM_SRCS:.c=.o))
 HVSIM_LIB := $(LIB)/libhvsim.a
 HVSIM := $(BIN)/hvsim
+EXTRA_CFLAGS_hypervisor/sim/ := -Ihypervisor/include
 
 $(HVSIM_LIB): $(HVSIM_OBJS)
 	@mkdir -p $(dir $@)

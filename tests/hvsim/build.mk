@@ -1,6 +1,7 @@
 # tests/hvsim/build.mk - hvsim's unit tests (cmocka, linked with the sim
 # objects except main.c) and its socket integration test.
 HVSIM_TEST_BIN := $(B)/tests/hvsim
+EXTRA_CFLAGS_tests/hvsim/ := -Ihypervisor/include
 HVSIM_UNITS := heap flush scrub shadow claim popconc
 
 $(HVSIM_TEST_BIN)/test_%: $(OBJ)/tests/hvsim/test_%.o $(HVSIM_LIB)

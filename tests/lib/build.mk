@@ -1,6 +1,7 @@
 # tests/lib/build.mk - tests of libvmbuild: config goldens, placement,
 # extent splitting, the ELF loader, and builds against a real hvsim.
 LIBTEST_BIN := $(B)/tests/lib
+EXTRA_CFLAGS_tests/lib/ := -Ilibvmbuild -Ihypervisor/include
 LIBTEST_PROGS := $(LIBTEST_BIN)/test_placement $(LIBTEST_BIN)/test_populate_plan \
 	$(LIBTEST_BIN)/test_config_fuzz $(LIBTEST_BIN)/test_counters \
 	$(LIBTEST_BIN)/test_uuid \
