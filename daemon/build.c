@@ -26,7 +26,6 @@
 #include "state.h"
 #include "task.h"
 #include "vm.h"
-#include "vmbuildd.h"
 #include "worker.h"
 
 struct build_job {
@@ -45,6 +44,31 @@ struct build_job {
 	bool		have_dom;
 	char		*build_json;
 };
+
+static struct {
+	struct build_config cfg;
+	bool		stopping;
+} B;
+
+void
+build_init(const struct build_config *cfg)
+{
+	B.cfg = *cfg;
+	B.stopping = false;
+}
+
+void
+build_stop(void)
+{
+	B.stopping = true;
+}
+
+static void
+status_changed(void)
+{
+	if (B.cfg.status_changed != NULL)
+		B.cfg.status_changed();
+}
 
 int
 build_errno_code(int rc)
@@ -110,14 +134,14 @@ build_run(struct job *job)
 		 * Unrecorded, the domain would be taken for a half-built one
 		 * at the next start: undo it now rather than later.
 		 */
-		(void)vmb_domain_destroy(vmbd.ctx, bj->result.domid);
+		(void)vmb_domain_destroy(B.cfg.ctx, bj->result.domid);
 		(void)state_remove(bj->rec.uuid);
 		bj->rc = rc;
 		bj->failed_in = "state";
 		return;
 	}
 	/* Only for display: vm_built() takes the domid from the result. */
-	bj->have_dom = vmb_domain_get(vmbd.ctx, bj->result.domid,
+	bj->have_dom = vmb_domain_get(B.cfg.ctx, bj->result.domid,
 	    &bj->dom) == 0;
 	bj->rc = 0;
 }
@@ -208,7 +232,7 @@ build_done(struct job *job)
 	free(bj->rec.config_json);
 	free(bj->build_json);
 	free(bj);
-	vmbd_status_changed();
+	status_changed();
 }
 
 int
@@ -222,14 +246,14 @@ build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
 	char u[VMB_UUID_STRLEN];
 	int rc;
 
-	if (vmbd.stopping) {
+	if (B.stopping) {
 		rc = call_error(call, E_BUSY, 0, "the daemon is shutting down");
 		goto fail;
 	}
-	if (task_running() >= vmbd.max_tasks) {
+	if (task_running() >= B.cfg.max_tasks) {
 		rc = call_error(call, E_BUSY, 0, "%u tasks are running "
 		    "(limit %u); try again later", task_running(),
-		    vmbd.max_tasks);
+		    B.cfg.max_tasks);
 		goto fail;
 	}
 	if (vm_find_name(guest->name) != NULL) {
@@ -258,9 +282,9 @@ build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
 		    "out of memory");
 		goto fail;
 	}
-	opts.strategy = vmbd.strategy;
+	opts.strategy = B.cfg.strategy;
 	opts.start_paused = paused;
-	rc = vmb_build_new(vmbd.ctx, guest, &opts, task_progress_cb, t,
+	rc = vmb_build_new(B.cfg.ctx, guest, &opts, task_progress_cb, t,
 	    &bj->build);
 	if (rc < 0) {
 		rc = call_error(call, build_errno_code(rc), rc,
@@ -271,11 +295,11 @@ build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
 	t->build = bj->build;
 	bj->task = t;
 	bj->guest = guest;
-	bj->strategy = vmbd.strategy;
+	bj->strategy = B.cfg.strategy;
 	memcpy(bj->rec.uuid, guest->uuid, 16);
 	snprintf(bj->rec.name, sizeof(bj->rec.name), "%s", guest->name);
 	bj->rec.domid = VMB_DOMID_INVALID;
-	bj->rec.created_at = now_real();
+	bj->rec.created_at = t->created_at;
 	bj->rec.config_path = config_path ? strdup(config_path) : NULL;
 	/* libvmbuild's own JSON of the description: one mapping. */
 	if (vmb_guest_format_json(guest, &bj->rec.config_json) < 0)
@@ -302,8 +326,8 @@ build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
 	log_info("task %llu: building %s (%s, %llu MiB, %u vCPUs, populate "
 	    "%s)", (unsigned long long)t->id, guest->name, u,
 	    (unsigned long long)(guest->memory_bytes >> 20), guest->vcpus,
-	    vmb_populate_strategy_name(vmbd.strategy));
-	vmbd_status_changed();
+	    vmb_populate_strategy_name(B.cfg.strategy));
+	status_changed();
 	if (wait)
 		return CALL_DEFERRED;
 	yajl_gen_map_open(g);

@@ -11,6 +11,21 @@
 #include "vmbuild.h"
 
 /*
+ * What builds run with, given once by main.c before the loop runs: this
+ * file reads no global of the daemon's.
+ */
+struct build_config {
+	struct vmb_ctx	*ctx;
+	enum vmb_populate_strategy strategy;
+	unsigned	max_tasks;	/* builds running at once */
+	void		(*status_changed)(void);	/* a build began or ended */
+};
+
+void build_init(const struct build_config *cfg);
+/* Refuse new builds from now on (the daemon is stopping). */
+void build_stop(void);
+
+/*
  * Start building `guest` (taken over, freed by the build).  With `wait`
  * the call is answered when the build ends (CALL_DEFERRED is returned);
  * without, the result {"task":N,...} is written into g and 0 returned.

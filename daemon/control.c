@@ -26,7 +26,6 @@
 #include <systemd/sd-daemon.h>
 
 #include "control.h"
-#include "events.h"
 #include "log.h"
 #include "proto.h"
 #include "rpc.h"
@@ -56,6 +55,7 @@ static struct {
 	gid_t		group_gid;
 	uid_t		*group_uids;
 	size_t		group_nuids;
+	conn_closed_fn	*on_close;
 } C = { .fd = -1 };
 
 static void conn_close(struct conn *c);
@@ -462,13 +462,20 @@ conn_close(struct conn *c)
 	if (c->closed)
 		return;
 	c->closed = true;
-	events_forget(c);
+	if (C.on_close != NULL)
+		C.on_close(c);
 	bufferevent_free(c->bev);
 	c->bev = NULL;
 	TAILQ_REMOVE(&C.conns, c, entry);
 	C.nconns--;
 	log_debug("conn %u: closed", c->serial);
 	conn_unref(c);
+}
+
+void
+control_on_close(conn_closed_fn *fn)
+{
+	C.on_close = fn;
 }
 
 void

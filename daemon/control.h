@@ -28,10 +28,8 @@ struct conn {
 	uid_t		uid;
 	gid_t		gid;
 	bool		can_write;	/* root or group vmbuild */
-	uint32_t	events;		/* subscribed event mask; 0: none */
 	unsigned	inflight;	/* deferred calls not yet answered */
 	TAILQ_ENTRY(conn) entry;
-	TAILQ_ENTRY(conn) sub_entry;	/* events.c */
 };
 
 struct control_opts {
@@ -51,6 +49,13 @@ void control_stop(void);
 void control_reload_group(void);
 unsigned control_connections(void);
 bool control_socket_activated(void);
+/*
+ * Call `fn` for each connection whose socket closes, before its last
+ * reference can go: layers above keep their own per-connection state
+ * (events.c its subscriptions) and drop it there.
+ */
+typedef void conn_closed_fn(struct conn *c);
+void control_on_close(conn_closed_fn *fn);
 
 struct conn *conn_ref(struct conn *c);
 void conn_unref(struct conn *c);

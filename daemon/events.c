@@ -1,6 +1,11 @@
 /*
  * events.c - subscriptions and notifications (see events.h).
+ *
+ * The subscriptions are this file's own records, one per subscribed
+ * connection; control.c knows nothing of them and only says when a
+ * connection closes (control_on_close), which drops its record.
  */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -16,7 +21,13 @@
 #include "vmbuildd.h"
 #include "worker.h"
 
-TAILQ_HEAD(subq, conn);
+struct sub {
+	struct conn	*conn;		/* no reference: dropped at its close */
+	uint32_t	mask;		/* EVT_*, never 0 */
+	TAILQ_ENTRY(sub) entry;
+};
+
+TAILQ_HEAD(subq, sub);
 
 static const struct {
 	uint32_t	bit;
@@ -90,51 +101,72 @@ events_scrub_arm(double seconds)
 		evtimer_add(E.ev_scrub, &tv);
 }
 
-void
+static struct sub *
+sub_find(const struct conn *c)
+{
+	struct sub *s;
+
+	TAILQ_FOREACH(s, &E.subs, entry)
+		if (s->conn == c)
+			return s;
+	return NULL;
+}
+
+int
 events_subscribe(struct conn *c, uint32_t mask)
 {
+	struct sub *s = sub_find(c);
+
 	/* An empty list unsubscribes. */
 	if (mask == 0) {
 		events_forget(c);
-		return;
+		return 0;
 	}
-	if (c->events == 0)
-		TAILQ_INSERT_TAIL(&E.subs, c, sub_entry);
-	events_count(c->events, -1);
-	c->events = mask;
-	events_count(c->events, +1);
+	if (s == NULL) {
+		s = calloc(1, sizeof(*s));
+		if (s == NULL)
+			return -ENOMEM;
+		s->conn = c;
+		TAILQ_INSERT_TAIL(&E.subs, s, entry);
+	}
+	events_count(s->mask, -1);
+	s->mask = mask;
+	events_count(s->mask, +1);
 	if (mask & EVT_SCRUB_PROGRESS) {
 		/* A new listener gets a first sample whatever the state. */
 		E.kicked = true;
 		events_scrub_arm(0);
 	}
+	return 0;
 }
 
 void
 events_forget(struct conn *c)
 {
-	if (c->events == 0)
+	struct sub *s = sub_find(c);
+
+	if (s == NULL)
 		return;
-	events_count(c->events, -1);
-	c->events = 0;
-	TAILQ_REMOVE(&E.subs, c, sub_entry);
+	events_count(s->mask, -1);
+	TAILQ_REMOVE(&E.subs, s, entry);
+	free(s);
 }
 
 void
 events_emit(uint32_t bit, yajl_gen params)
 {
 	const char *name = events_name(bit), *text;
-	struct conn *c, *next;
+	struct sub *s, *next;
 	size_t len;
 
 	if (!events_wanted(bit))
 		return;
 	text = jg_text(params, &len);
-	/* conn_send may drop a slow subscriber: take next first. */
-	for (c = TAILQ_FIRST(&E.subs); c != NULL; c = next) {
-		next = TAILQ_NEXT(c, sub_entry);
-		if (c->events & bit)
-			rpc_send_event(c, name, text, len);
+	/* conn_send may drop a slow subscriber (and its record): next first. */
+	for (s = TAILQ_FIRST(&E.subs); s != NULL; s = next) {
+		next = TAILQ_NEXT(s, entry);
+		if (s->mask & bit)
+			rpc_send_event(s->conn, name, text, len);
 	}
 }
 
@@ -209,6 +241,7 @@ int
 events_init(struct event_base *base)
 {
 	TAILQ_INIT(&E.subs);
+	control_on_close(events_forget);
 	E.ev_scrub = evtimer_new(base, scrub_timer_cb, NULL);
 	return E.ev_scrub == NULL ? -1 : 0;
 }
@@ -216,6 +249,10 @@ events_init(struct event_base *base)
 void
 events_stop(void)
 {
+	struct sub *s;
+
+	while ((s = TAILQ_FIRST(&E.subs)) != NULL)
+		events_forget(s->conn);
 	if (E.ev_scrub != NULL)
 		event_free(E.ev_scrub);
 	E.ev_scrub = NULL;

@@ -28,7 +28,8 @@ void events_stop(void);
 /* Bit of an event name, or 0. */
 uint32_t events_bit(const char *name);
 const char *events_name(uint32_t bit);
-void events_subscribe(struct conn *c, uint32_t mask);
+/* Replace c's subscription by `mask` (0: none); -ENOMEM. */
+int events_subscribe(struct conn *c, uint32_t mask);
 void events_forget(struct conn *c);
 bool events_wanted(uint32_t bit);
 /* Send `params` (a complete JSON value) to every subscriber of `bit`. */

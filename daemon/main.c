@@ -24,6 +24,7 @@
 #include <event2/event.h>
 #include <systemd/sd-daemon.h>
 
+#include "build.h"
 #include "control.h"
 #include "events.h"
 #include "log.h"
@@ -320,6 +321,7 @@ signal_cb(evutil_socket_t sig, short what, void *arg)
 		log_notice("%s: stopping (cancelling %u running builds)",
 		    strsignal(sig), task_running());
 		vmbd.stopping = true;
+		build_stop();
 		notify(false, "STOPPING=1");
 		control_stop();
 		task_cancel_all();
@@ -371,6 +373,9 @@ main(int argc, char **argv)
 	log_info("vmbuildd %s: hypervisor %s (%s), populate %s", VMB_VERSION,
 	    vmb_ctx_hypervisor(vmbd.ctx), vmb_ctx_backend(vmbd.ctx),
 	    vmb_populate_strategy_name(vmbd.strategy));
+	build_init(&(struct build_config){ .ctx = vmbd.ctx,
+	    .strategy = vmbd.strategy, .max_tasks = vmbd.max_tasks,
+	    .status_changed = vmbd_status_changed });
 	if (state_init(vmbd.state_dir) < 0)
 		return 1;
 	if (vm_reconcile() < 0)

@@ -715,7 +715,13 @@ m_events_subscribe(struct call *call, yajl_gen g)
 			mask |= bit;
 		}
 	}
-	/* The reply goes out before any event it enables. */
+	/*
+	 * The reply goes out when this returns, before any event the
+	 * subscription enables: those are sent from the loop, later.
+	 */
+	if (events_subscribe(call->conn, mask) < 0)
+		return call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
+		    "out of memory");
 	yajl_gen_map_open(g);
 	jg_key(g, "events");
 	yajl_gen_array_open(g);
@@ -724,7 +730,6 @@ m_events_subscribe(struct call *call, yajl_gen g)
 			jg_str(g, events_name(b));
 	yajl_gen_array_close(g);
 	yajl_gen_map_close(g);
-	events_subscribe(call->conn, mask);
 	return 0;
 }
 

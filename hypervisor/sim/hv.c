@@ -9,7 +9,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "hvsim.h"
@@ -31,24 +30,6 @@ hv_config_defaults(struct hv_config *cfg)
 	cfg->preempt_pages = 1ull << HV_MAX_ORDER;	/* 1 GiB per call */
 	cfg->switch_hz = 10;
 	cfg->shadow_bg_writes = 64;
-}
-
-uint64_t
-hv_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-uint64_t
-hv_realtime_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 /* "4G", "512M", "2T", "65536K" or bytes; binary units. */

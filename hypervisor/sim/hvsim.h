@@ -54,6 +54,12 @@ struct hv_config {
 void hv_config_defaults(struct hv_config *cfg);
 
 /* ------------------------------------------------------------------ */
+/* clock.c - the clocks every part reads */
+
+uint64_t hv_now_ns(void);		/* CLOCK_MONOTONIC */
+uint64_t hv_realtime_ns(void);		/* CLOCK_REALTIME */
+
+/* ------------------------------------------------------------------ */
 /* topology.c */
 
 struct topo {
@@ -441,8 +447,6 @@ struct hv {
 
 int hv_init(struct hv **ret_hv, const struct hv_config *cfg);
 void hv_fini(struct hv *hv);
-uint64_t hv_now_ns(void);		/* CLOCK_MONOTONIC */
-uint64_t hv_realtime_ns(void);
 int hv_parse_size(const char *s, uint64_t *ret);
 void hv_log(struct hv *hv, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));

@@ -32,12 +32,6 @@
 #define XEN_MAXMEM_SLACK_KB	1024	/* as libxl's LIBXL_MAXMEM_CONSTANT */
 #define XEN_MAX_EVTCHN_PORT	1023	/* libxl's default */
 
-int
-xen_errno(void)
-{
-	return errno > 0 ? errno : EIO;
-}
-
 static void
 xen_log_vmessage(xentoollog_logger *logger, xentoollog_level level,
     int errnoval, const char *context, const char *format, va_list al)

@@ -8,6 +8,7 @@
 #ifndef VMBUILD_XEN_PRIV_H
 #define VMBUILD_XEN_PRIV_H
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdint.h>
 
@@ -57,8 +58,16 @@ struct xen_be {
 	char		describe[128];
 };
 
-/* An errno for a failed libxenctrl call (which returns -1 and sets errno). */
-int xen_errno(void);
+/*
+ * An errno for a failed libxenctrl call (which returns -1 and sets
+ * errno); here, not in one of the files, so that none depends on another
+ * for it.
+ */
+static inline int
+xen_errno(void)
+{
+	return errno > 0 ? errno : EIO;
+}
 
 /* xen_companion.c */
 void xen_companion_probe(struct xen_be *be);
