@@ -367,6 +367,7 @@ phase_populate(struct run *r)
 	job.host = r->host;
 	job.host_topology = b->ctx->caps & VMB_CAP_HOST_TOPOLOGY;
 	job.strategy = b->opts.strategy;
+	job.pool = b->ctx->pool;
 	job.batch_bytes = b->opts.batch_bytes_max;
 	job.inflight = b->opts.batches_in_flight;
 	job.cancel = &b->cancel;

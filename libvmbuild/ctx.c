@@ -82,8 +82,11 @@ vmb_ctx_open(const char *hypervisor, struct vmb_ctx **ret_ctx)
 		return -ENOMEM;
 	pthread_mutex_init(&ctx->log_lock, NULL);
 	ctx->ops = ops;
-	rc = ops->open(arg, &ctx->priv);
+	rc = vmb__tpool_new(&ctx->pool);
+	if (rc == 0)
+		rc = ops->open(arg, &ctx->priv);
 	if (rc) {
+		vmb__tpool_free(ctx->pool);
 		pthread_mutex_destroy(&ctx->log_lock);
 		free(ctx);
 		return rc;
@@ -96,9 +99,6 @@ vmb_ctx_open(const char *hypervisor, struct vmb_ctx **ret_ctx)
 	 * threads on Xen would need dom0 vCPUs pinned to each node's pCPUs
 	 * first, which is the host's policy, not ours.
 	 */
-	/* Without a pool, builds start their own populate threads. */
-	if (vmb__tpool_new(&ctx->pool) != 0)
-		ctx->pool = NULL;
 	*ret_ctx = ctx;
 	return 0;
 }

@@ -4,7 +4,9 @@
  * vmb__place() is a pure function of the host (free memory and CPUs per
  * node), the scrubber's view (dirty memory per node) and the existing
  * domains (their vCPUs and where their memory is), so the tests drive it
- * with made-up tables.  vmb_place() only gathers those from the backend.
+ * with made-up tables; the build's place phase gathers those from the
+ * backend.  One function per way of placing: place_vnuma (the vnodes'
+ * pnodes), place_explicit (cpus=), place_best (searching node sets).
  *
  * Order of preference, as libxl's candidate search but scrub-aware:
  *   1. explicit requests: vnuma pnodes, then cpus="nodes:..." (or a CPU
@@ -338,46 +340,20 @@ allowed_nodes(const struct vmb_host *host, const struct vmb_guest *g,
 	return 0;
 }
 
-int
-vmb__place(const struct vmb_host *host, const struct vmb_scrub *scrub,
+/*
+ * What placement sees of each node: free and clean memory, CPUs, and the
+ * vCPUs of the domains that have memory there.  Returns the host's free
+ * memory.
+ */
+static uint64_t
+node_views(const struct vmb_host *host, const struct vmb_scrub *scrub,
     const struct vmb_domain *domains, size_t nr_domains,
-    const struct vmb_guest *g, struct vmb_placement *ret_placement)
+    struct node_view *nv)
 {
-	return vmb__place_why(host, scrub, domains, nr_domains, g,
-	    ret_placement, NULL, 0);
-}
+	uint32_t nn = host->nr_nodes;
+	uint64_t total_free = 0;
 
-int
-vmb__place_why(const struct vmb_host *host, const struct vmb_scrub *scrub,
-    const struct vmb_domain *domains, size_t nr_domains,
-    const struct vmb_guest *g, struct vmb_placement *ret_placement,
-    char *why, size_t why_len)
-{
-	struct node_view nv[VMB_MAX_NODES];
-	struct vmb_placement p;
-	struct cand best, c;
-	uint64_t want, mask, total_free = 0;
-	uint32_t nn;
-	bool explicit_nodes, have_best = false;
-	unsigned nr_cands = 0, nr_fit = 0;
-	char a[32], b[32];
-	int rc;
-
-	if (!host || !g || !ret_placement || host->nr_nodes == 0 ||
-	    host->nr_nodes > VMB_MAX_NODES) {
-		why_set(why, why_len, "the host reports %u NUMA nodes",
-		    host ? host->nr_nodes : 0);
-		return -EINVAL;
-	}
-	want = g->memory_bytes;
-	if (want == 0 || want % VMB_PAGE_SIZE) {
-		why_set(why, why_len, "memory of %llu bytes is not a whole "
-		    "number of pages", (unsigned long long)want);
-		return -EINVAL;
-	}
-	nn = host->nr_nodes;
-	memset(&p, 0, sizeof(p));
-	memset(nv, 0, sizeof(nv));
+	memset(nv, 0, VMB_MAX_NODES * sizeof(*nv));
 	for (uint32_t n = 0; n < nn; n++) {
 		nv[n].free = host->nodes[n].free_bytes;
 		nv[n].clean = nv[n].free;
@@ -397,144 +373,209 @@ vmb__place_why(const struct vmb_host *host, const struct vmb_scrub *scrub,
 		for (uint32_t n = 0; n < nn && n < domains[d].nr_nodes; n++)
 			if (domains[d].node_bytes[n])
 				nv[n].vcpus += domains[d].vcpus;
-	/* Claims are host-wide in Xen: they do not say which node. */
-	if (total_free < host->claimed_bytes ||
-	    total_free - host->claimed_bytes < want) {
-		fmt_bytes(a, sizeof(a), want);
-		fmt_bytes(b, sizeof(b), total_free);
-		why_set(why, why_len, "%s do not fit: the host has %s free",
-		    a, b);
-		if (host->claimed_bytes) {
-			size_t l = why ? strlen(why) : 0;
+	return total_free;
+}
 
-			fmt_bytes(b, sizeof(b), host->claimed_bytes);
-			if (why && l < why_len)
-				why_set(why + l, why_len - l, ", %s of it "
-				    "claimed by other builds", b);
-		}
+/* Does the guest fit the host's free memory, less what others claimed? */
+static int
+check_host_free(const struct vmb_host *host, uint64_t total_free,
+    uint64_t want, char *why, size_t why_len)
+{
+	char a[32], b[32];
+	size_t l;
+
+	/* Claims are host-wide in Xen: they do not say which node. */
+	if (total_free >= host->claimed_bytes &&
+	    total_free - host->claimed_bytes >= want)
+		return 0;
+	fmt_bytes(a, sizeof(a), want);
+	fmt_bytes(b, sizeof(b), total_free);
+	why_set(why, why_len, "%s do not fit: the host has %s free", a, b);
+	if (host->claimed_bytes) {
+		l = why ? strlen(why) : 0;
+		fmt_bytes(b, sizeof(b), host->claimed_bytes);
+		if (why && l < why_len)
+			why_set(why + l, why_len - l, ", %s of it claimed by "
+			    "other builds", b);
+	}
+	return -ENOMEM;
+}
+
+/* cpus="nodes:..." or a CPU list: spread over all the nodes named. */
+static int
+place_explicit(const struct node_view *nv, uint32_t nn,
+    const struct vmb_guest *g, uint64_t mask, struct vmb_placement *p,
+    char *why, size_t why_len)
+{
+	struct cand best;
+	char a[32], b[32];
+	int rc;
+
+	cand_eval(nv, nn, mask, g->memory_bytes, &best);
+	if (best.tier == 2) {
+		fmt_bytes(a, sizeof(a), g->memory_bytes);
+		fmt_bytes(b, sizeof(b), best.free);
+		why_set(why, why_len, "cpus=\"%s\": the nodes given have %s "
+		    "free, the guest needs %s", g->cpus ? g->cpus : "", b, a);
 		return -ENOMEM;
 	}
-
-	if (g->nr_vnodes) {
-		rc = place_vnuma(host, nv, g, &p, why, why_len);
-		if (rc)
-			return rc;
-		goto done;
-	}
-	rc = allowed_nodes(host, g, &mask, &explicit_nodes, why, why_len);
+	rc = spread(nv, nn, mask, g->memory_bytes, best.tier == 0, p);
 	if (rc)
 		return rc;
-	if (explicit_nodes) {
-		cand_eval(nv, nn, mask, want, &best);
-		if (best.tier == 2) {
-			fmt_bytes(a, sizeof(a), want);
-			fmt_bytes(b, sizeof(b), best.free);
-			why_set(why, why_len, "cpus=\"%s\": the nodes given "
-			    "have %s free, the guest needs %s", g->cpus ?
-			    g->cpus : "", b, a);
-			return -ENOMEM;
-		}
-		rc = spread(nv, nn, mask, want, best.tier == 0, &p);
-		if (rc)
-			return rc;
-		reason_add(&p, "cpus=\"%s\" requested: spread over the %d "
-		    "node%s given; ", g->cpus, best.nr, best.nr > 1 ? "s" : "");
-		reason_nodes(&p, nv);
-		goto done;
-	}
-	if (__builtin_popcountll(mask) <= PLACE_EXHAUSTIVE_MAX) {
-		/* Every subset of the allowed nodes. */
-		for (uint64_t s = mask; s; s = (s - 1) & mask) {
-			nr_cands++;
-			cand_eval(nv, nn, s, want, &c);
-			if (c.tier == 2)
-				continue;
-			nr_fit++;
-			if (!have_best || cand_better(&c, &best)) {
-				best = c;
-				have_best = true;
-			}
-		}
-	} else {
-		/*
-		 * Too many subsets: take nodes by most clean memory until
-		 * the guest fits (fewest nodes), first counting only clean
-		 * memory, then all free memory.
-		 */
-		for (int tier = 0; tier < 2 && !have_best; tier++) {
-			uint64_t taken = 0, sum = 0;
+	reason_add(p, "cpus=\"%s\" requested: spread over the %d node%s "
+	    "given; ", g->cpus, best.nr, best.nr > 1 ? "s" : "");
+	reason_nodes(p, nv);
+	return 0;
+}
 
-			while (taken != mask) {
-				int bn = -1;
+/* Counts of the node sets a search looked at, for the reason. */
+struct search {
+	struct cand best;
+	bool	found;
+	unsigned nr_cands, nr_fit;
+};
 
-				for (uint32_t n = 0; n < nn; n++)
-					if ((mask & ~taken) >> n & 1 &&
-					    (bn < 0 || nv[n].clean > nv[bn].clean))
-						bn = (int)n;
-				taken |= 1ull << bn;
-				sum += tier ? nv[bn].free : nv[bn].clean;
-				nr_cands++;
-				if (sum >= want) {
-					cand_eval(nv, nn, taken, want, &best);
-					have_best = true;
-					nr_fit++;
-					break;
-				}
-			}
+/* Every subset of the allowed nodes (up to PLACE_EXHAUSTIVE_MAX). */
+static void
+search_subsets(const struct node_view *nv, uint32_t nn, uint64_t mask,
+    uint64_t want, struct search *sr)
+{
+	struct cand c;
+
+	for (uint64_t s = mask; s; s = (s - 1) & mask) {
+		sr->nr_cands++;
+		cand_eval(nv, nn, s, want, &c);
+		if (c.tier == 2)
+			continue;
+		sr->nr_fit++;
+		if (!sr->found || cand_better(&c, &sr->best)) {
+			sr->best = c;
+			sr->found = true;
 		}
 	}
-	if (!have_best) {
+}
+
+/*
+ * Too many subsets: take nodes by most clean memory until the guest
+ * fits (fewest nodes), first counting only clean memory, then all free
+ * memory.
+ */
+static void
+search_greedy(const struct node_view *nv, uint32_t nn, uint64_t mask,
+    uint64_t want, struct search *sr)
+{
+	for (int tier = 0; tier < 2 && !sr->found; tier++) {
+		uint64_t taken = 0, sum = 0;
+
+		while (taken != mask) {
+			int bn = -1;
+
+			for (uint32_t n = 0; n < nn; n++)
+				if ((mask & ~taken) >> n & 1 &&
+				    (bn < 0 || nv[n].clean > nv[bn].clean))
+					bn = (int)n;
+			taken |= 1ull << bn;
+			sum += tier ? nv[bn].free : nv[bn].clean;
+			sr->nr_cands++;
+			if (sum >= want) {
+				cand_eval(nv, nn, taken, want, &sr->best);
+				sr->found = true;
+				sr->nr_fit++;
+				break;
+			}
+		}
+	}
+}
+
+/* No request: the best node set among those allowed, by the order above. */
+static int
+place_best(const struct node_view *nv, uint32_t nn, uint64_t mask,
+    uint64_t want, struct vmb_placement *p, char *why, size_t why_len)
+{
+	struct search sr = { .found = false };
+	struct cand c;
+	char a[32], b[32];
+	int rc;
+
+	if (__builtin_popcountll(mask) <= PLACE_EXHAUSTIVE_MAX)
+		search_subsets(nv, nn, mask, want, &sr);
+	else
+		search_greedy(nv, nn, mask, want, &sr);
+	fmt_bytes(a, sizeof(a), want);
+	if (!sr.found) {
 		cand_eval(nv, nn, mask, want, &c);
-		fmt_bytes(a, sizeof(a), want);
 		fmt_bytes(b, sizeof(b), c.free);
 		why_set(why, why_len, "%s do not fit: the allowed nodes have "
 		    "%s free", a, b);
 		return -ENOMEM;
 	}
-	rc = spread(nv, nn, best.mask, want, best.tier == 0, &p);
+	rc = spread(nv, nn, sr.best.mask, want, sr.best.tier == 0, p);
 	if (rc)
 		return rc;
-	fmt_bytes(a, sizeof(a), want);
-	fmt_bytes(b, sizeof(b), best.tier == 0 ? best.clean : best.free);
-	reason_add(&p, "%s %s cover%s %s", best.tier == 0 ? "clean free "
+	fmt_bytes(b, sizeof(b), sr.best.tier == 0 ? sr.best.clean :
+	    sr.best.free);
+	reason_add(p, "%s %s cover%s %s", sr.best.tier == 0 ? "clean free "
 	    "memory" : "no node set has enough clean memory; free memory",
-	    b, best.nr > 1 ? "" : "s", a);
-	reason_add(&p, " on %d node%s (fewest possible), CPU load %.2f "
-	    "vCPU/CPU; %u of %u node sets fit: ", best.nr,
-	    best.nr > 1 ? "s" : "", best.load, nr_fit, nr_cands);
-	reason_nodes(&p, nv);
-done:
-	*ret_placement = p;
+	    b, sr.best.nr > 1 ? "" : "s", a);
+	reason_add(p, " on %d node%s (fewest possible), CPU load %.2f "
+	    "vCPU/CPU; %u of %u node sets fit: ", sr.best.nr,
+	    sr.best.nr > 1 ? "s" : "", sr.best.load, sr.nr_fit, sr.nr_cands);
+	reason_nodes(p, nv);
 	return 0;
 }
 
 int
-vmb_place(struct vmb_ctx *ctx, const struct vmb_guest *guest,
-    struct vmb_placement *ret_placement)
+vmb__place(const struct vmb_host *host, const struct vmb_scrub *scrub,
+    const struct vmb_domain *domains, size_t nr_domains,
+    const struct vmb_guest *g, struct vmb_placement *ret_placement)
 {
-	struct vmb_host *host = NULL;
-	struct vmb_domain *doms = NULL;
-	struct vmb_scrub scrub;
-	bool have_scrub;
-	size_t nr = 0;
+	return vmb__place_why(host, scrub, domains, nr_domains, g,
+	    ret_placement, NULL, 0);
+}
+
+int
+vmb__place_why(const struct vmb_host *host, const struct vmb_scrub *scrub,
+    const struct vmb_domain *domains, size_t nr_domains,
+    const struct vmb_guest *g, struct vmb_placement *ret_placement,
+    char *why, size_t why_len)
+{
+	struct node_view nv[VMB_MAX_NODES];
+	struct vmb_placement p;
+	uint64_t want, mask, total_free;
+	bool explicit_nodes;
 	int rc;
 
-	if (!ctx || !guest || !ret_placement)
+	if (!host || !g || !ret_placement || host->nr_nodes == 0 ||
+	    host->nr_nodes > VMB_MAX_NODES) {
+		why_set(why, why_len, "the host reports %u NUMA nodes",
+		    host ? host->nr_nodes : 0);
 		return -EINVAL;
-	rc = vmb_host_info(ctx, &host);
+	}
+	want = g->memory_bytes;
+	if (want == 0 || want % VMB_PAGE_SIZE) {
+		why_set(why, why_len, "memory of %llu bytes is not a whole "
+		    "number of pages", (unsigned long long)want);
+		return -EINVAL;
+	}
+	memset(&p, 0, sizeof(p));
+	total_free = node_views(host, scrub, domains, nr_domains, nv);
+	rc = check_host_free(host, total_free, want, why, why_len);
 	if (rc)
-		goto out;
-	/* Without scrub progress every free page counts as clean. */
-	have_scrub = vmb_scrub_progress(ctx, &scrub) == 0;
-	rc = vmb_domain_list(ctx, &doms, &nr);
+		return rc;
+	if (g->nr_vnodes) {
+		rc = place_vnuma(host, nv, g, &p, why, why_len);
+	} else {
+		rc = allowed_nodes(host, g, &mask, &explicit_nodes, why,
+		    why_len);
+		if (rc == 0 && explicit_nodes)
+			rc = place_explicit(nv, host->nr_nodes, g, mask, &p,
+			    why, why_len);
+		else if (rc == 0)
+			rc = place_best(nv, host->nr_nodes, mask, want, &p,
+			    why, why_len);
+	}
 	if (rc)
-		goto out;
-	rc = vmb__place(host, have_scrub ? &scrub : NULL, doms, nr, guest,
-	    ret_placement);
-	vmb__log(ctx, "place %s: rc %d: %s", guest->name, rc,
-	    rc ? "" : ret_placement->reason);
-out:
-	free(doms);
-	vmb_host_free(host);
-	return rc;
+		return rc;
+	*ret_placement = p;
+	return 0;
 }

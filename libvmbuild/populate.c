@@ -227,7 +227,6 @@ struct node_work {
 };
 
 struct worker {
-	pthread_t tid;
 	bool	started;
 	struct node_work *nw;
 	struct progress *pr;
@@ -293,8 +292,9 @@ plan_pinning(const struct vmb_host *host, bool host_topology,
 	nw->pin = CPU_COUNT(&nw->cpus) > 0;
 }
 
-static void *
-worker_main(void *arg)
+/* A worker: take the node's next batch until none is left. */
+static void
+worker_run(void *arg)
 {
 	struct worker *w = arg;
 	struct node_work *nw = w->nw;
@@ -319,39 +319,6 @@ worker_main(void *arg)
 			break;
 		}
 	}
-	return NULL;
-}
-
-static void
-worker_task(void *arg)
-{
-	(void)worker_main(arg);
-}
-
-/*
- * Run the workers on the context's pool, `self` on this thread; nonzero
- * (nothing run) when the pool cannot, and the caller starts threads.
- */
-static int
-run_pooled(struct vmb__tpool *pool, struct worker *ws, size_t n,
-    struct worker *self)
-{
-	struct vmb__task *tasks = calloc(n ? n : 1, sizeof(*tasks));
-	size_t k = 0;
-	int rc;
-
-	if (!tasks)
-		return -ENOMEM;
-	for (size_t i = 0; i < n; i++)
-		if (&ws[i] != self)
-			tasks[k++] = (struct vmb__task){ .fn = worker_task,
-			    .arg = &ws[i] };
-	rc = vmb__tpool_run(pool, tasks, k, self ? worker_task : NULL, self);
-	if (rc == 0)
-		for (size_t i = 0; i < n; i++)
-			ws[i].started = true;
-	free(tasks);
-	return rc;
 }
 
 /*
@@ -401,28 +368,13 @@ make_batches(struct node_work *nw, uint64_t batch_bytes, uint32_t inflight)
 	return 0;
 }
 
+/* One node_work per host node, with the extents of all its ranges. */
 static int
-populate_engine(struct vmb__populate_job *job, struct progress *pr)
+node_works(const struct vmb__populate_job *job, struct node_work *nws,
+    uint32_t *ret_nr)
 {
-	struct node_work *nws = NULL;
-	struct worker *ws = NULL, *self = NULL;
-	bool pooled = false;
-	uint32_t inflight = job->inflight ? job->inflight :
-	    VMB_INFLIGHT_DEFAULT, nr_nw = 0;
-	uint64_t batch_bytes = job->batch_bytes ? job->batch_bytes :
-	    VMB_BATCH_BYTES_DEFAULT;
-	size_t nr_workers = 0;
-	int rc = 0;
+	uint32_t nr_nw = 0;
 
-	if (inflight > VMB_INFLIGHT_MAX)
-		inflight = VMB_INFLIGHT_MAX;
-	nws = calloc(job->nr_ranges, sizeof(*nws));
-	ws = calloc((size_t)job->nr_ranges * inflight, sizeof(*ws));
-	if (!nws || !ws) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	/* One node_work per host node, with the extents of all its ranges. */
 	for (uint32_t r = 0; r < job->nr_ranges; r++) {
 		const struct vmb__range *rg = &job->ranges[r];
 		struct node_work *nw = NULL;
@@ -436,65 +388,85 @@ populate_engine(struct vmb__populate_job *job, struct progress *pr)
 			nw = &nws[nr_nw++];
 			nw->node = rg->node;
 		}
+		*ret_nr = nr_nw;
 		need = vmb__split_extents(rg->gfn, rg->pages, rg->node, NULL, 0);
 		grown = realloc(nw->ext, (nw->nr_ext + need + 1) *
 		    sizeof(*nw->ext));
-		if (!grown) {
-			rc = -ENOMEM;
-			goto out;
-		}
+		if (!grown)
+			return -ENOMEM;
 		nw->ext = grown;
 		vmb__split_extents(rg->gfn, rg->pages, rg->node,
 		    nw->ext + nw->nr_ext, need);
 		nw->nr_ext += need;
 	}
-	for (uint32_t i = 0; i < nr_nw; i++) {
-		rc = make_batches(&nws[i], batch_bytes, inflight);
-		if (rc)
-			goto out;
-		plan_pinning(job->host, job->host_topology, &nws[i]);
-	}
-	for (uint32_t i = 0; i < nr_nw; i++) {
-		size_t k = nws[i].nr_batches < inflight ? nws[i].nr_batches :
-		    inflight;
+	return 0;
+}
 
-		for (size_t j = 0; j < k; j++) {
-			ws[nr_workers].nw = &nws[i];
-			ws[nr_workers].pr = pr;
-			nr_workers++;
-		}
-	}
-	/*
-	 * The calling thread is one of the workers (one unpinned worker:
-	 * its affinity is the caller's to keep): a thread fewer to start,
-	 * and none at all for a guest that is one batch on one node.
-	 */
-	for (size_t i = 0; i < nr_workers; i++)
+/*
+ * Run the workers: all but one as tasks of the context's thread pool,
+ * the last unpinned one (its affinity is the caller's to keep) on this
+ * thread, a thread fewer to start and none at all for a guest that is
+ * one batch on one node.
+ */
+static int
+run_workers(struct vmb__tpool *pool, struct worker *ws, size_t n)
+{
+	struct vmb__task *tasks = calloc(n ? n : 1, sizeof(*tasks));
+	struct worker *self = NULL;
+	size_t k = 0;
+	int rc;
+
+	if (!tasks)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++)
 		if (!ws[i].nw->pin)
 			self = &ws[i];
-	if (job->ctx && job->ctx->pool)
-		pooled = run_pooled(job->ctx->pool, ws, nr_workers, self) == 0;
-	for (size_t i = 0; i < nr_workers && !pooled; i++) {
-		struct worker *w = &ws[i];
+	for (size_t i = 0; i < n; i++)
+		if (&ws[i] != self)
+			tasks[k++] = (struct vmb__task){ .fn = worker_run,
+			    .arg = &ws[i] };
+	rc = vmb__tpool_run(pool, tasks, k, self ? worker_run : NULL, self);
+	if (rc == 0)
+		for (size_t i = 0; i < n; i++)
+			ws[i].started = true;
+	free(tasks);
+	return rc;
+}
 
-		if (w == self)
-			continue;
-		if (pthread_create(&w->tid, NULL, worker_main, w) != 0) {
-			rc = -EAGAIN;
-			atomic_store(&pr->failed, true);
-			break;
-		}
-		w->started = true;
+static int
+populate_engine(struct vmb__populate_job *job, struct progress *pr)
+{
+	struct node_work *nws = NULL;
+	struct worker *ws = NULL;
+	uint32_t inflight = job->inflight ? job->inflight :
+	    VMB_INFLIGHT_DEFAULT, nr_nw = 0;
+	uint64_t batch_bytes = job->batch_bytes ? job->batch_bytes :
+	    VMB_BATCH_BYTES_DEFAULT;
+	size_t nr_workers = 0;
+	int rc;
+
+	if (!job->pool)
+		return -EINVAL;
+	if (inflight > VMB_INFLIGHT_MAX)
+		inflight = VMB_INFLIGHT_MAX;
+	nws = calloc(job->nr_ranges, sizeof(*nws));
+	ws = calloc((size_t)job->nr_ranges * inflight, sizeof(*ws));
+	rc = !nws || !ws ? -ENOMEM : node_works(job, nws, &nr_nw);
+	for (uint32_t i = 0; i < nr_nw && !rc; i++) {
+		rc = make_batches(&nws[i], batch_bytes, inflight);
+		plan_pinning(job->host, job->host_topology, &nws[i]);
 	}
-	if (self && !rc && !pooled) {
-		worker_main(self);
-		self->started = true;
-	}
+	if (rc)
+		goto out;
+	/* Up to `inflight` workers per node, as many as it has batches. */
+	for (uint32_t i = 0; i < nr_nw; i++)
+		for (size_t j = 0; j < nws[i].nr_batches && j < inflight; j++)
+			ws[nr_workers++] = (struct worker){ .nw = &nws[i],
+			    .pr = pr };
+	rc = run_workers(job->pool, ws, nr_workers);
 	for (size_t i = 0; i < nr_workers; i++) {
 		if (!ws[i].started)
 			continue;
-		if (&ws[i] != self && !pooled)
-			pthread_join(ws[i].tid, NULL);
 		stats_add(&job->stats, &ws[i].stats);
 		if (ws[i].rc && !rc)
 			rc = ws[i].rc;
@@ -507,11 +479,10 @@ populate_engine(struct vmb__populate_job *job, struct progress *pr)
 	vmb__log(job->ctx, "populate engine: %zu workers on %u nodes, %u "
 	    "pinned, rc %d", nr_workers, nr_nw, job->workers_pinned, rc);
 out:
-	if (nws)
-		for (uint32_t i = 0; i < nr_nw; i++) {
-			free(nws[i].ext);
-			free(nws[i].batch);
-		}
+	for (uint32_t i = 0; nws && i < nr_nw; i++) {
+		free(nws[i].ext);
+		free(nws[i].batch);
+	}
 	free(nws);
 	free(ws);
 	return rc;

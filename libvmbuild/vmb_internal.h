@@ -32,7 +32,7 @@ struct vmb_ctx {
 	pthread_mutex_t log_lock;
 	vmb_log_fn *log_fn;
 	void	*log_user;
-	struct vmb__tpool *pool;	/* populate threads; NULL: per build */
+	struct vmb__tpool *pool;	/* populate threads */
 };
 
 /* tpool.c: threads that outlive a build (see there). */
@@ -77,7 +77,11 @@ int vmb__diag_add(struct vmb_diags *diags, enum vmb_severity sev,
 /* "0-3,5" into a bitmap of `nbits`; -EINVAL on syntax, -ERANGE past nbits. */
 int vmb__parse_ranges(const char *s, uint64_t *bits, unsigned nbits);
 
-/* placement.c: the pure part of vmb_place(); scrub may be NULL. */
+/*
+ * placement.c: choose nodes for the guest from the host, the scrubber's
+ * view (NULL: all free memory is clean) and the existing domains; a pure
+ * function.  -ENOMEM when nothing fits.
+ */
 int vmb__place(const struct vmb_host *host, const struct vmb_scrub *scrub,
     const struct vmb_domain *domains, size_t nr_domains,
     const struct vmb_guest *guest, struct vmb_placement *ret_placement);
@@ -138,6 +142,7 @@ struct vmb__populate_job {
 	const struct vmb_host *host;	/* for pinning; may be NULL */
 	bool	host_topology;		/* host is this machine: may pin */
 	enum vmb_populate_strategy strategy;
+	struct vmb__tpool *pool;	/* engine: runs its workers */
 	uint32_t batch_bytes;		/* engine: bytes per batch (upper bound) */
 	uint32_t inflight;		/* engine: batches in flight per node */
 	atomic_bool *cancel;

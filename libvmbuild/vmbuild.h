@@ -346,20 +346,17 @@ int vmb_domain_unpause(struct vmb_ctx *ctx, uint32_t domid);
 /* ------------------------------------------------------------------ */
 /* Placement.                                                          */
 
+/*
+ * Where a build put the guest (vmb_build_result): vnuma and
+ * cpus="nodes:..." requests first; otherwise nodes whose free clean
+ * memory covers the guest, then fewer nodes, then less loaded CPUs.
+ */
 struct vmb_placement {
 	uint32_t nr_nodes;
 	uint32_t nodes[VMB_MAX_NODES];		/* chosen host nodes */
 	uint64_t node_bytes[VMB_MAX_NODES];	/* guest memory on nodes[i] */
 	char	reason[512];			/* why, for `vmctl info` */
 };
-
-/*
- * Choose nodes for `guest`: honour vnuma and cpus="nodes:..." first;
- * otherwise prefer nodes whose free clean memory covers the guest, then
- * fewer nodes, then less loaded CPUs.  -ENOMEM when nothing fits.
- */
-int vmb_place(struct vmb_ctx *ctx, const struct vmb_guest *guest,
-    struct vmb_placement *ret_placement);
 
 /* ------------------------------------------------------------------ */
 /* Building.                                                           */

@@ -144,6 +144,8 @@ static const struct vmb_backend_ops rec_ops = {
 };
 
 static _Atomic uint64_t last_done;
+/* The engine's workers run on a pool, as on a context's. */
+static struct vmb__tpool *pool;
 
 static void
 on_progress(void *user, const struct vmb_progress *p)
@@ -179,6 +181,7 @@ job_init(struct vmb__populate_job *job, struct vmb_placement *pl,
 	job->nr_ranges = (uint32_t)n;
 	rec.nr_ranges = (uint32_t)n;
 	job->strategy = s;
+	job->pool = pool;
 	job->cancel = cancel;
 	job->progress = on_progress;
 	atomic_store(&last_done, 0);
@@ -371,6 +374,11 @@ main(void)
 		cmocka_unit_test(test_fragmented),
 		cmocka_unit_test(test_vnuma_layout),
 	};
+	int failed;
 
-	return cmocka_run_group_tests_name("populate", tests, NULL, NULL);
+	if (vmb__tpool_new(&pool) != 0)
+		return 1;
+	failed = cmocka_run_group_tests_name("populate", tests, NULL, NULL);
+	vmb__tpool_free(pool);
+	return failed;
 }
