@@ -116,133 +116,190 @@ parse_u32(const char *opt, const char *s, uint32_t min, uint32_t max,
 	return 0;
 }
 
-int
-main(int argc, char **argv)
-{
-	struct hv_config cfg;
-	struct hv *hv = NULL;
-	struct sigaction sa;
-	bool host_topo = false, set_nodes = false, set_cpus = false,
-	    set_tpc = false;
-	uint32_t v, hn, hc, ht;
-	uint64_t sz;
-	int c, rc, lfd = -1;
+/* Options that depend on --topology host, which may come after them. */
+struct topo_opts {
+	bool	host, set_nodes, set_cpus, set_tpc;
+};
 
-	hv_config_defaults(&cfg);
+/* One option into cfg; 0, or -EINVAL after saying why on stderr. */
+static int
+parse_option(int c, const char *arg, struct hv_config *cfg,
+    struct topo_opts *t)
+{
+	uint64_t sz;
+	uint32_t v;
+	int rc = 0;
+
+	switch (c) {
+	case O_SOCKET:
+		cfg->socket_path = arg;
+		break;
+	case O_NODES:
+		t->set_nodes = true;
+		return parse_u32("nodes", arg, 1, HV_MAX_NODES, &cfg->nodes);
+	case O_CPUS:
+		t->set_cpus = true;
+		return parse_u32("cpus-per-node", arg, 1, HV_MAX_CPUS,
+		    &cfg->cpus_per_node);
+	case O_TPC:
+		t->set_tpc = true;
+		return parse_u32("threads-per-core", arg, 1, 8,
+		    &cfg->threads_per_core);
+	case O_MEM:
+		if (hv_parse_size(arg, &sz) < 0 || sz == 0 || sz % (2u << 20)) {
+			fprintf(stderr, "hvsim: --mem-per-node: '%s' is not a "
+			    "size that is a multiple of 2M\n", arg);
+			return -EINVAL;
+		}
+		cfg->mem_per_node = sz;
+		break;
+	case O_BACKING:
+		if (!strcmp(arg, "real"))
+			cfg->backing = HV_BACKING_REAL;
+		else if (!strcmp(arg, "phantom"))
+			cfg->backing = HV_BACKING_PHANTOM;
+		else {
+			fprintf(stderr, "hvsim: --backing: real or phantom, "
+			    "not '%s'\n", arg);
+			return -EINVAL;
+		}
+		break;
+	case O_TOPO:
+		if (strcmp(arg, "host") != 0) {
+			fprintf(stderr, "hvsim: --topology: only 'host' is "
+			    "known\n");
+			return -EINVAL;
+		}
+		t->host = true;
+		break;
+	case O_FLUSH:
+		if (!strcmp(arg, "batch"))
+			cfg->flush_mode = HV_FLUSH_BATCH;
+		else if (!strcmp(arg, "alloc"))
+			cfg->flush_mode = HV_FLUSH_ALLOC;
+		else {
+			fprintf(stderr, "hvsim: --flush-mode: batch or alloc, "
+			    "not '%s'\n", arg);
+			return -EINVAL;
+		}
+		break;
+	case O_SCRUB:
+		if (!strcmp(arg, "auto")) {
+			cfg->scrub_workers = -1;
+			break;
+		}
+		rc = parse_u32("scrub-workers", arg, 0, HV_MAX_CPUS, &v);
+		cfg->scrub_workers = (int32_t)v;
+		break;
+	case O_SHADOW:
+		return parse_u32("shadow-threshold", arg, 1, 1000000,
+		    &cfg->shadow_threshold);
+	case O_BOOT:
+	case O_NOBOOT:
+		cfg->boot_scrub = c == O_BOOT;
+		break;
+	case O_CONNS:
+		return parse_u32("max-conns", arg, 1, 4096, &cfg->max_conns);
+	case O_PREEMPT:
+		rc = parse_u32("preempt-pages", arg, 1, UINT32_MAX, &v);
+		cfg->preempt_pages = v;
+		break;
+	case O_HZ:
+		return parse_u32("switch-hz", arg, 0, 10000, &cfg->switch_hz);
+	case O_SHBG:
+		return parse_u32("shadow-bg-writes", arg, 0, 1000000,
+		    &cfg->shadow_bg_writes);
+	case O_FG:
+		break;
+	case O_VERBOSE:
+		cfg->verbose = true;
+		break;
+	}
+	return rc;
+}
+
+/* --topology host: this machine's shape where no option gave one. */
+static int
+apply_host_topology(struct hv_config *cfg, const struct topo_opts *t)
+{
+	uint32_t hn, hc, ht;
+	int rc;
+
+	rc = topo_host(&hn, &hc, &ht);
+	if (rc < 0) {
+		fprintf(stderr, "hvsim: cannot read this machine's topology: "
+		    "%s\n", strerror(-rc));
+		return rc;
+	}
+	if (!t->set_nodes)
+		cfg->nodes = hn;
+	if (!t->set_cpus)
+		cfg->cpus_per_node = hc;
+	if (!t->set_tpc)
+		cfg->threads_per_core = ht;
+	/* Pin scrub workers only when the model's nodes are real. */
+	cfg->pin_host = cfg->nodes == hn;
+	return 0;
+}
+
+/* The options together: a host that can be built on this machine. */
+static int
+check_config(const struct hv_config *cfg)
+{
+	uint64_t phys;
+
+	if (cfg->cpus_per_node % cfg->threads_per_core ||
+	    (uint64_t)cfg->nodes * cfg->cpus_per_node > HV_MAX_CPUS) {
+		fprintf(stderr, "hvsim: %u CPUs per node cannot be split into "
+		    "cores of %u threads, or more than %u CPUs in all\n",
+		    cfg->cpus_per_node, cfg->threads_per_core, HV_MAX_CPUS);
+		return -EINVAL;
+	}
+	if ((cfg->mem_per_node >> HV_PAGE_SHIFT) > (1ull << 32) - CHUNK_PAGES) {
+		fprintf(stderr, "hvsim: --mem-per-node: at most 16T per "
+		    "node\n");
+		return -EINVAL;
+	}
+	if (cfg->backing != HV_BACKING_REAL)
+		return 0;
+	phys = (uint64_t)sysconf(_SC_PHYS_PAGES) *
+	    (uint64_t)sysconf(_SC_PAGESIZE);
+	/* Real memory beyond this machine's would end in the OOM killer. */
+	if (cfg->nodes * cfg->mem_per_node > phys / 10 * 9) {
+		fprintf(stderr, "hvsim: %u x %llu MiB of real memory does not "
+		    "fit this machine (%llu MiB); use --backing phantom\n",
+		    cfg->nodes, (unsigned long long)(cfg->mem_per_node >> 20),
+		    (unsigned long long)(phys >> 20));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/*
+ * The command line into cfg: 0, or the exit status (0 after --help, 2
+ * for a usage error, 1 when this machine's topology cannot be read).
+ */
+static int
+parse_options(int argc, char **argv, struct hv_config *cfg, bool *ret_exit)
+{
+	struct topo_opts t = { .host = false };
+	int c;
+
+	*ret_exit = true;
+	hv_config_defaults(cfg);
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
-		rc = 0;
-		switch (c) {
-		case O_SOCKET:
-			cfg.socket_path = optarg;
-			break;
-		case O_NODES:
-			rc = parse_u32("nodes", optarg, 1, HV_MAX_NODES,
-			    &cfg.nodes);
-			set_nodes = true;
-			break;
-		case O_CPUS:
-			rc = parse_u32("cpus-per-node", optarg, 1, HV_MAX_CPUS,
-			    &cfg.cpus_per_node);
-			set_cpus = true;
-			break;
-		case O_TPC:
-			rc = parse_u32("threads-per-core", optarg, 1, 8,
-			    &cfg.threads_per_core);
-			set_tpc = true;
-			break;
-		case O_MEM:
-			if (hv_parse_size(optarg, &sz) < 0 || sz == 0 ||
-			    sz % (2u << 20)) {
-				fprintf(stderr, "hvsim: --mem-per-node: '%s' "
-				    "is not a size that is a multiple of 2M\n",
-				    optarg);
-				rc = -EINVAL;
-			}
-			cfg.mem_per_node = sz;
-			break;
-		case O_BACKING:
-			if (!strcmp(optarg, "real"))
-				cfg.backing = HV_BACKING_REAL;
-			else if (!strcmp(optarg, "phantom"))
-				cfg.backing = HV_BACKING_PHANTOM;
-			else {
-				fprintf(stderr, "hvsim: --backing: real or "
-				    "phantom, not '%s'\n", optarg);
-				rc = -EINVAL;
-			}
-			break;
-		case O_TOPO:
-			if (strcmp(optarg, "host") != 0) {
-				fprintf(stderr, "hvsim: --topology: only "
-				    "'host' is known\n");
-				rc = -EINVAL;
-			}
-			host_topo = true;
-			break;
-		case O_FLUSH:
-			if (!strcmp(optarg, "batch"))
-				cfg.flush_mode = HV_FLUSH_BATCH;
-			else if (!strcmp(optarg, "alloc"))
-				cfg.flush_mode = HV_FLUSH_ALLOC;
-			else {
-				fprintf(stderr, "hvsim: --flush-mode: batch or "
-				    "alloc, not '%s'\n", optarg);
-				rc = -EINVAL;
-			}
-			break;
-		case O_SCRUB:
-			if (!strcmp(optarg, "auto")) {
-				cfg.scrub_workers = -1;
-			} else {
-				rc = parse_u32("scrub-workers", optarg, 0,
-				    HV_MAX_CPUS, &v);
-				cfg.scrub_workers = (int32_t)v;
-			}
-			break;
-		case O_SHADOW:
-			rc = parse_u32("shadow-threshold", optarg, 1, 1000000,
-			    &cfg.shadow_threshold);
-			break;
-		case O_BOOT:
-			cfg.boot_scrub = true;
-			break;
-		case O_NOBOOT:
-			cfg.boot_scrub = false;
-			break;
-		case O_CONNS:
-			rc = parse_u32("max-conns", optarg, 1, 4096,
-			    &cfg.max_conns);
-			break;
-		case O_PREEMPT:
-			rc = parse_u32("preempt-pages", optarg, 1, UINT32_MAX,
-			    &v);
-			cfg.preempt_pages = v;
-			break;
-		case O_HZ:
-			rc = parse_u32("switch-hz", optarg, 0, 10000,
-			    &cfg.switch_hz);
-			break;
-		case O_SHBG:
-			rc = parse_u32("shadow-bg-writes", optarg, 0, 1000000,
-			    &cfg.shadow_bg_writes);
-			break;
-		case O_FG:
-			break;
-		case O_VERBOSE:
-			cfg.verbose = true;
-			break;
-		case 'h':
-		case O_HELP:
+		if (c == 'h' || c == O_HELP) {
 			usage(stdout);
 			return 0;
-		default:
+		}
+		if (c == '?' || c == ':') {
 			usage(stderr);
 			return 2;
 		}
-		if (rc < 0)
+		if (parse_option(c, optarg, cfg, &t) < 0)
 			return 2;
 	}
-	if (optind < argc || !cfg.socket_path) {
+	if (optind < argc || !cfg->socket_path) {
 		if (optind < argc)
 			fprintf(stderr, "hvsim: unexpected argument '%s'\n",
 			    argv[optind]);
@@ -251,47 +308,26 @@ main(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	if (host_topo) {
-		rc = topo_host(&hn, &hc, &ht);
-		if (rc < 0) {
-			fprintf(stderr, "hvsim: cannot read this machine's "
-			    "topology: %s\n", strerror(-rc));
-			return 1;
-		}
-		if (!set_nodes)
-			cfg.nodes = hn;
-		if (!set_cpus)
-			cfg.cpus_per_node = hc;
-		if (!set_tpc)
-			cfg.threads_per_core = ht;
-		/* Pin scrub workers only when the model's nodes are real. */
-		cfg.pin_host = cfg.nodes == hn;
-	}
-	if (cfg.cpus_per_node % cfg.threads_per_core ||
-	    (uint64_t)cfg.nodes * cfg.cpus_per_node > HV_MAX_CPUS) {
-		fprintf(stderr, "hvsim: %u CPUs per node cannot be split into "
-		    "cores of %u threads, or more than %u CPUs in all\n",
-		    cfg.cpus_per_node, cfg.threads_per_core, HV_MAX_CPUS);
+	if (t.host && apply_host_topology(cfg, &t) < 0)
+		return 1;
+	if (check_config(cfg) < 0)
 		return 2;
-	}
-	if ((cfg.mem_per_node >> HV_PAGE_SHIFT) > (1ull << 32) - CHUNK_PAGES) {
-		fprintf(stderr, "hvsim: --mem-per-node: at most 16T per node\n");
-		return 2;
-	}
-	if (cfg.backing == HV_BACKING_REAL) {
-		uint64_t phys = (uint64_t)sysconf(_SC_PHYS_PAGES) *
-		    (uint64_t)sysconf(_SC_PAGESIZE);
+	*ret_exit = false;
+	return 0;
+}
 
-		/* Real memory beyond this machine's would end in the OOM killer. */
-		if (cfg.nodes * cfg.mem_per_node > phys / 10 * 9) {
-			fprintf(stderr, "hvsim: %u x %llu MiB of real memory "
-			    "does not fit this machine (%llu MiB); use "
-			    "--backing phantom\n", cfg.nodes,
-			    (unsigned long long)(cfg.mem_per_node >> 20),
-			    (unsigned long long)(phys >> 20));
-			return 2;
-		}
-	}
+int
+main(int argc, char **argv)
+{
+	struct hv_config cfg;
+	struct hv *hv = NULL;
+	struct sigaction sa;
+	bool exit_now;
+	int rc, lfd = -1;
+
+	rc = parse_options(argc, argv, &cfg, &exit_now);
+	if (exit_now)
+		return rc;
 
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;
