@@ -157,7 +157,7 @@ print_created(struct vmctl *ctl, yajl_val task, double secs)
 	if (YAJL_IS_OBJECT(jget(r, "vm")))
 		r = jget(r, "vm");
 	if (YAJL_IS_OBJECT(r)) {
-		jtext(r, jget(r, "id") ? "id" : "domid", id, sizeof(id));
+		jtext(r, "id", id, sizeof(id));
 		jtext(r, "name", name, sizeof(name));
 	} else {
 		jtext(task, "domid", id, sizeof(id));
@@ -414,15 +414,6 @@ nodes_text(yajl_val nodes, char *buf, size_t len)
 	return buf;
 }
 
-/* The id of a VM object: "id", or "domid" from older daemons. */
-static yajl_val
-vm_id(yajl_val vm)
-{
-	yajl_val id = jget(vm, "id");
-
-	return id ? id : jget(vm, "domid");
-}
-
 int
 cmd_list(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
     char **argv)
@@ -470,7 +461,7 @@ cmd_list(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 		for (i = 0; i < vms->u.array.len; i++) {
 			vm = vms->u.array.values[i];
 			yajl_gen_map_open(g);
-			jg_kv_tree(g, "id", vm_id(vm));
+			jg_kv_tree(g, "id", jget(vm, "id"));
 			jg_kv_tree(g, "name", jget(vm, "name"));
 			jg_kv_tree(g, "state", jget(vm, "state"));
 			jg_kv_tree(g, "memory_bytes", jget(vm, "memory_bytes"));
@@ -490,7 +481,7 @@ cmd_list(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 	table_right(t, 4);
 	for (i = 0; i < vms->u.array.len; i++) {
 		vm = vms->u.array.values[i];
-		table_add(t, jtext(vm_id(vm), NULL, id, sizeof(id)),
+		table_add(t, jtext(vm, "id", id, sizeof(id)),
 		    jstr(vm, "name"), jstr(vm, "state"),
 		    ju64(vm, "memory_bytes", &bytes) ?
 		    fmt_size(bytes, mem, sizeof(mem)) : "-",

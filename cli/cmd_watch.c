@@ -138,8 +138,7 @@ top_render(FILE *out, yajl_val vms, yajl_val nodes,
 			    "%s%s", j ? "," : "", jtext(YAJL_IS_OBJECT(n) ?
 			    jget(n, "node") : n, NULL, r1, sizeof(r1)));
 		}
-		table_add(t, jtext(jget(x, "id") ? jget(x, "id") :
-		    jget(x, "domid"), NULL, c1, sizeof(c1)),
+		table_add(t, jtext(x, "id", c1, sizeof(c1)),
 		    jstr(x, "name"), jstr(x, "state"),
 		    ju64(x, "memory_bytes", &u) ? fmt_size(u, c2, sizeof(c2)) :
 		    "-", jtext(x, "vcpus", c3, sizeof(c3)), c5[0] ? c5 : "-");

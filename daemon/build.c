@@ -168,8 +168,8 @@ build_done(struct job *job)
 		/*
 		 * The build's own domid, not only what a progress tick or the
 		 * domain list happened to show: a build can end between two
-		 * ticks and the list can fail, which left the VM with domid
-		 * VMB_DOMID_INVALID, one vm.destroy could not destroy.
+		 * ticks and the list can fail, and a VM without its domid is
+		 * one vm.destroy cannot destroy.
 		 */
 		if (vm != NULL) {
 			vm->domid = bj->result.domid;

@@ -22,12 +22,6 @@ log_init(int verbose)
 	log_verbose = verbose;
 }
 
-bool
-log_debug_enabled(void)
-{
-	return log_verbose > 0;
-}
-
 static void
 log_vline(int prio, const char *fmt, va_list ap, int errnum)
 {

@@ -8,12 +8,9 @@
 #ifndef VMBUILDD_LOG_H
 #define VMBUILDD_LOG_H
 
-#include <stdbool.h>
-
 #define LOG_FMT(a, b)	__attribute__((format(printf, a, b)))
 
 void log_init(int verbose);
-bool log_debug_enabled(void);
 
 void log_warn(const char *fmt, ...) LOG_FMT(1, 2);	/* adds errno */
 void log_warnx(const char *fmt, ...) LOG_FMT(1, 2);

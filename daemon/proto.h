@@ -6,8 +6,8 @@
  * Responses: {"jsonrpc":"2.0","id":ID,"result":...}
  *            {"jsonrpc":"2.0","id":ID,"error":{"code":C,"message":S,"data":{...}}}
  * Notifications (events) have no id: {"jsonrpc":"2.0","method":E,"params":{...}}.
- * Unknown keys in params are ignored.  Shapes are in ../shared/DESIGN.md
- * and README.md.
+ * Unknown keys in params are ignored.  The shapes of results and events
+ * are in daemon/README.md, the commands of vmctl in cli/vmctl.md.
  *
  * Application error codes start at 1000 and are never reused: a retired
  * code stays here, commented out, so that nobody gives it a new meaning.

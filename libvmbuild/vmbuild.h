@@ -420,7 +420,11 @@ enum vmb_order_class { VMB_ORDER_4K = 0, VMB_ORDER_2M, VMB_ORDER_1G,
 	VMB_ORDER_OTHER, VMB_ORDER_CLASS_MAX };
 
 struct vmb_populate_stats {
-	uint64_t calls;			/* populate requests made */
+	/*
+	 * Populate hypercalls made, counted as they are made: on hvsim
+	 * each continuation after a preemption is a request of its own.
+	 */
+	uint64_t calls;
 	uint64_t extents[VMB_ORDER_CLASS_MAX];
 	uint64_t pages_scrubbed_inline;
 	uint64_t pages_fallback;

@@ -22,6 +22,7 @@ struct hvc {
 	int fd;
 	bool broken;
 	uint64_t seq;
+	uint64_t populate_calls;	/* HV_OP_POPULATE requests sent */
 	struct hv_hello_reply hello;
 };
 
@@ -250,6 +251,12 @@ hvc_hello(const struct hvc *conn)
 	return &conn->hello;
 }
 
+uint64_t
+hvc_populate_calls(const struct hvc *conn)
+{
+	return conn->populate_calls;
+}
+
 int
 hvc_host_info(struct hvc *conn, struct hv_host_info **ret_info)
 {
@@ -436,6 +443,7 @@ hvc_populate(struct hvc *conn, hv_domid_t domid, uint32_t flags,
 		memcpy(req + 1, ext + base, n * sizeof(*ext));
 		while (req->start < n) {
 			len = 0;
+			conn->populate_calls++;
 			rc = hvc_call(conn, HV_OP_POPULATE, req,
 			    sizeof(*req) + n * sizeof(*ext), &rep, sizeof(rep),
 			    &len, NULL);

@@ -145,7 +145,7 @@ sim_caps(void *priv)
 		caps |= VMB_CAP_SHADOW;
 	if (hc & HV_CAP_CLAIMS)
 		caps |= VMB_CAP_CLAIMS;
-	/* An older hvsim sent zero here (it was padding): modelled. */
+	/* Without the flag the topology is modelled. */
 	if (s->hello.flags & HV_HELLO_TOPOLOGY_HOST)
 		caps |= VMB_CAP_HOST_TOPOLOGY;
 	return caps;
@@ -437,6 +437,7 @@ sim_populate(void *priv, uint32_t domid, uint32_t flags,
 	struct hv_extent *he = NULL;
 	struct hvc *c = NULL;
 	uint32_t hflags = 0, done = 0;
+	uint64_t calls0;
 	int rc;
 
 	*ret_done = 0;
@@ -461,14 +462,15 @@ sim_populate(void *priv, uint32_t domid, uint32_t flags,
 	rc = conn_get(s, &c);
 	if (rc)
 		goto out;
+	calls0 = hvc_populate_calls(c);
 	rc = hvc_populate(c, domid, hflags, he, (uint32_t)nr, &hs, &done);
+	/* Every request, continuations included, as hvclient made them. */
+	st->calls += hvc_populate_calls(c) - calls0;
 	conn_put(s, c, rc);
 	if (rc == 0)
 		done = (uint32_t)nr;
 	if (done > nr)
 		done = (uint32_t)nr;
-	/* hvclient slices a list into requests of HV_MAX_EXTENTS. */
-	st->calls += (nr + HV_MAX_EXTENTS - 1) / HV_MAX_EXTENTS;
 	st->pages_scrubbed_inline += hs.pages_scrubbed_inline;
 	st->pages_fallback += hs.pages_fallback;
 	st->flushes_issued += hs.flushes_issued;

@@ -86,10 +86,8 @@ xen_companion_probe(struct xen_be *be)
 	    sizeof(cnt)) == (int)sizeof(cnt) && cnt.version == HV_ABI_VERSION)
 		be->companion |= XEN_COMP_COUNTERS;
 
-	if (xc_perfc_query_number(be->xch, &nd, &nv) == 0 && nd > 0) {
+	if (xc_perfc_query_number(be->xch, &nd, &nv) == 0 && nd > 0)
 		be->nr_perfc_desc = (unsigned)nd;
-		be->nr_perfc_val = (unsigned)nv;
-	}
 }
 
 int

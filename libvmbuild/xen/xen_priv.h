@@ -52,7 +52,6 @@ struct xen_be {
 	uint32_t	caps;		/* VMB_CAP_* */
 	uint32_t	companion;	/* XEN_COMP_* */
 	unsigned	nr_perfc_desc;	/* perf counters, when compiled in */
-	unsigned	nr_perfc_val;
 	bool		have_hap;	/* hardware-assisted paging available */
 	bool		debug;		/* VMBUILD_XEN_DEBUG set: libraries log to stderr */
 	char		describe[128];

@@ -513,6 +513,7 @@ struct mode_result {
 	uint64_t mfns[2 * FILL * 512];
 	struct hv_counters ctr;
 	struct hv_populate_stats st;
+	uint64_t calls;		/* populate requests, as the client counted */
 	int rc;
 };
 
@@ -558,6 +559,7 @@ run_mode(const char *name, struct mode_result *r)
 		r->rc = hvc_map(c, cdom, 0, 2 * FILL * 512, r->mfns, NULL);
 	if (r->rc == 0)
 		r->rc = hvc_counters(c, &r->ctr);
+	r->calls = hvc_populate_calls(c);
 	hvc_domain_op(c, HV_OP_DOMAIN_DESTROY, b);
 	hvc_domain_op(c, HV_OP_DOMAIN_DESTROY, cdom);
 	hvc_close(c);
@@ -602,6 +604,14 @@ test_flush_modes(void)
 	ok(rb->ctr.tlb_filter_evaluations == rb->st.filter_evaluations &&
 	    ra->ctr.tlb_filter_evaluations == ra->st.filter_evaluations,
 	    "host counters agree with the per-call statistics");
+	/* This client is the only one of these two hvsims. */
+	ok(rb->ctr.populate_preemptions > 0 &&
+	    rb->calls == rb->ctr.populate_calls &&
+	    ra->calls == ra->ctr.populate_calls,
+	    "the client counts every populate request, continuations "
+	    "included, as the hypervisor does (%llu, %llu preempted)",
+	    (unsigned long long)rb->calls,
+	    (unsigned long long)rb->ctr.populate_preemptions);
 	ok(rb->ctr.tlb_flushes_issued[HV_FLUSH_CAUSE_POPULATE] ==
 	    rb->st.flushes_issued && rb->ctr.tlb_flush_cpu_ipis ==
 	    16 * rb->st.flushes_issued,

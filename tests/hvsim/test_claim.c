@@ -6,9 +6,9 @@
  * N pages whatever other domains do at the same time.  Here unclaimed
  * domains populate until the heap is empty, free, and start again, in
  * several threads, while a claimed domain populates its claim one extent
- * at a time.  The check and the allocation used to be separate steps, so
- * two unclaimed allocations could both pass the check against the same
- * last free pages, and the claimed domain then got -ENOMEM.
+ * at a time.  Were the check and the allocation separate steps, two
+ * unclaimed allocations could both pass the check against the same last
+ * free pages, and the claimed domain would get -ENOMEM.
  */
 #include <errno.h>
 #include <setjmp.h>

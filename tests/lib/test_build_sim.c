@@ -296,6 +296,7 @@ static void
 test_engine_all_orders(void **state)
 {
 	struct vmb_build_result res;
+	struct vmb_counters c0, c1;
 	struct prog pr = { 0 };
 	struct vmb_guest g;
 	struct vmb_domain d;
@@ -305,8 +306,13 @@ test_engine_all_orders(void **state)
 	(void)state;
 	NEED_HVSIM();
 	guest_init(&g, "mixed", MIXED_BYTES);
+	assert_int_equal(vmb_counters(real_sim.ctx, &c0), 0);
 	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
 	    &res), 0);
+	/* Calls as made, continuations included: what hvsim counted. */
+	assert_int_equal(vmb_counters(real_sim.ctx, &c1), 0);
+	assert_int_equal(res.populate.calls, c1.v[VMB_CNT_POPULATE_CALLS] -
+	    c0.v[VMB_CNT_POPULATE_CALLS]);
 	assert_int_equal(res.placement.nr_nodes, 1);
 	assert_int_equal(res.populate.extents[VMB_ORDER_1G], 1);
 	assert_int_equal(res.populate.extents[VMB_ORDER_2M], 51);

@@ -63,6 +63,12 @@ int hvc_domain_list(struct hvc *conn, struct hv_domain_info **ret_info,
 int hvc_populate(struct hvc *conn, hv_domid_t domid, uint32_t flags,
     const struct hv_extent *ext, uint32_t nr,
     struct hv_populate_stats *stats, uint32_t *ret_done);
+/*
+ * Populate requests this connection has sent so far: one per slice of
+ * HV_MAX_EXTENTS and one per continuation after a preemption, counted
+ * as they are made (failed ones too).
+ */
+uint64_t hvc_populate_calls(const struct hvc *conn);
 
 /* Machine frames of gfn..gfn+nr; *ret_fd is the memory descriptor or -1. */
 int hvc_map(struct hvc *conn, hv_domid_t domid, uint64_t gfn, uint32_t nr,
