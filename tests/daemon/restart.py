@@ -210,7 +210,10 @@ ok(killed is not None, "vmbuildd killed -9 mid-populate (%s of %s bytes)" %
    killed if killed else "vmbuildd killed -9 mid-populate")
 if killed is None:
     done()
-ok(True, "the record of the interrupted build says building")
+# Read again now that the process is gone: what a restart will find.
+rec = records().get("big") or {}
+ok(rec.get("state") == "building",
+   "the record of the interrupted build says building", rec)
 ok(rec.get("uuid") and rec.get("config", {}).get("memory_bytes") ==
    big_mib * MIB and rec.get("domid") is None,
    "it holds the uuid and the config summary, written before the domain",
@@ -221,8 +224,11 @@ proxy = HoldProxy(os.path.join(h.dir, "hold.sock"), h.hv_sock)
 h.hv_sock = proxy.path
 
 t = h.start_daemon()
-ok(True, "vmbuildd restarts on the same state directory (%.2f s)" % t)
 c = h.client()
+hello = c.result("server.hello")
+ok(hello["pid"] == h.d.pid and hello["backend"] == "sim",
+   "vmbuildd restarts on the same state directory (ready in %.2f s)" % t,
+   hello)
 vms = {v["name"]: v for v in c.result("vm.list")["vms"]}
 ok(big not in vms and len(vms) == 1, "no half-built domain is listed", vms)
 ok("keep" in vms, "the VM built before the crash is listed by name", vms)

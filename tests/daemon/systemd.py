@@ -24,7 +24,7 @@ h = Host(["--nodes", "2", "--cpus-per-node", "2", "--mem-per-node", "256M"])
 # ------------------------------------------------------------ unit files
 sa = shutil.which("systemd-analyze")
 if sa is None:
-    print("ok - systemd-analyze verify # SKIP systemd-analyze not installed")
+    skip("systemd-analyze verify", "systemd-analyze not installed")
 else:
     units = tempfile.mkdtemp(dir=h.dir)
     for u in ("vmbuildd.service", "vmbuildd.socket"):
@@ -42,7 +42,7 @@ else:
 # ----------------------------------------------------- socket activation
 ssa = shutil.which("systemd-socket-activate")
 if ssa is None:
-    print("ok - socket activation # SKIP systemd-socket-activate missing")
+    skip("socket activation", "systemd-socket-activate missing")
 else:
     act = os.path.join(h.dir, "activated.sock")
     log = open(os.path.join(h.dir, "activated.log"), "ab")
@@ -140,8 +140,8 @@ if qlen <= 50:
        "with the notify queue full, the daemon still answers (%.3f s)" %
        (time.monotonic() - t0))
 else:
-    print("ok - a full notify queue does not block # SKIP max_dgram_qlen "
-          "%d takes too long to fill" % qlen)
+    skip("a full notify queue does not block",
+         "max_dgram_qlen %d takes too long to fill" % qlen)
 c.close()
 d.terminate()
 try:

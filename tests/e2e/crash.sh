@@ -22,20 +22,20 @@ stop_proxy() {
 }
 trap 'stop_proxy; e2e_cleanup' EXIT
 
-start_hvsim --nodes 2 --cpus-per-node 1 --threads-per-core 1 \
-	--mem-per-node "${MEM_PER_NODE_MIB}M" --backing real ||
-	bail "hvsim starts"
+require "hvsim starts" start_hvsim --nodes 2 --cpus-per-node 1 \
+	--threads-per-core 1 --mem-per-node "${MEM_PER_NODE_MIB}M" --backing real
 "$PYTHON" -S "$(dirname "$0")/hvproxy.py" "$PROXY_SOCK" "$HV_SOCK" "$FROZEN" \
 	>"$RUN/proxy.log" 2>&1 &
 P_PID=$!
 for i in $(seq 100); do [ -S "$PROXY_SOCK" ] && break; sleep 0.1; done
+require "hvproxy listens" test -S "$PROXY_SOCK"
 
 # The first daemon goes through the proxy; the restarted one does not.
 real_hv_sock=$HV_SOCK
 HV_SOCK=$PROXY_SOCK
-start_daemon --populate libxl || bail "vmbuildd starts through the proxy"
+require "vmbuildd (--populate libxl) starts through the proxy" \
+	start_daemon --populate libxl
 HV_SOCK=$real_hv_sock
-ok "hvsim, hvproxy and vmbuildd (--populate libxl) start"
 "$VMCTL" scrub --wait --timeout 60 >/dev/null 2>&1 || bail "boot scrub ends"
 free0=$(free_bytes)
 check "free memory known at start ($free0 bytes)" test "$free0" -gt 0
@@ -57,9 +57,11 @@ read -r state phase done total <<<"$st"
 check "the task is running, in populate ($st)" \
 	test "$state $phase" = "running populate"
 
-{ kill -KILL "$D_PID"; wait "$D_PID"; } 2>/dev/null
+kill -KILL "$D_PID"
+wait "$D_PID" 2>/dev/null
+rc=$?
 D_PID=
-ok "vmbuildd killed with SIGKILL mid-build"
+check "vmbuildd killed with SIGKILL mid-build (status $rc)" test "$rc" -eq 137
 wait "$c_pid"
 rc=$?
 check "the following vmctl create exits 3 (daemon lost), not hangs ($rc)" \
@@ -67,8 +69,8 @@ check "the following vmctl create exits 3 (daemon lost), not hangs ($rc)" \
 diag "$(cat "$RUN/create.err" | tr '\r' '\n' | tail -n 2)"
 stop_proxy
 
-start_daemon --populate libxl || bail "vmbuildd restarts"
-ok "vmbuildd restarts on the same state directory"
+require "vmbuildd restarts on the same state directory" \
+	start_daemon --populate libxl
 list=$("$VMCTL" --json list)
 diag "after restart: $list"
 n=$(py 'len([v for v in j["vms"] if v["name"] == "e2e-big"])' <<<"$list")
@@ -91,4 +93,4 @@ check "and destroys it" test $? -eq 0
 diag "$(cat "$RUN/out" "$RUN/err")"
 n=$("$VMCTL" --json list | py 'len(j["vms"])')
 check "no domain is left ($n)" test "$n" = 0
-e2e_done
+tap_done

@@ -60,7 +60,8 @@ start_hvsim --nodes 2 --cpus-per-node 1 --threads-per-core 1 \
 start_daemon || bail "vmbuildd starts and answers"
 expect 0 "vmctl list with a daemon" "$VMCTL" list
 expect 1 "unknown VM by name is a daemon error" "$VMCTL" info no-such-vm
-check "the daemon's code is on stderr" grep -q "code $((1001))" "$RUN/err"
+check "the daemon's code is on stderr" \
+	grep -q "code $(proto_code E_NO_SUCH_VM)" "$RUN/err"
 expect 1 "unknown VM by id is a daemon error" "$VMCTL" destroy 4000
 expect 1 "unknown VM in pause" "$VMCTL" pause no-such-vm
 
@@ -109,4 +110,4 @@ expect 1 "scrub --wait with dirty memory and no scrub workers" \
 	"$VMCTL" scrub --wait
 check "it says no node scrubs that memory" grep -q "no scrub workers" "$RUN/err"
 diag "$(cat "$RUN/err")"
-e2e_done
+tap_done

@@ -1,10 +1,12 @@
 # lib.sh - shared by the end-to-end tests (sourced, not run).
 #
 # Starts hvsim and vmbuildd in a fresh mktemp -d directory, runs vmctl
-# against them, and prints TAP.  Everything started here is killed on
-# exit (trap), by the process ids recorded when it was started.
+# against them, and prints TAP (tests/tap.sh).  Everything started here
+# is killed on exit (trap), by the process ids recorded when it was
+# started.
 
 set -u
+. "$(dirname "${BASH_SOURCE[0]}")/../tap.sh"
 
 E2E_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BIN=$E2E_TOP/build/bin
@@ -24,31 +26,6 @@ STATE=$RUN/state
 HV_PID=
 D_PID=
 export VMBUILD_SOCKET=$SOCK
-
-tap_n=0
-tap_failed=0
-
-ok() {
-	tap_n=$((tap_n + 1))
-	echo "ok $tap_n - $*"
-}
-
-not_ok() {
-	tap_n=$((tap_n + 1))
-	tap_failed=$((tap_failed + 1))
-	echo "not ok $tap_n - $*"
-}
-
-# check NAME COMMAND...: ok when the command succeeds.
-check() {
-	local name=$1
-	shift
-	if "$@"; then ok "$name"; else not_ok "$name"; fi
-}
-
-diag() {
-	sed 's/^/# /' <<<"$*"
-}
 
 # Kill one process we started, gently first.
 stop_pid() {
@@ -80,13 +57,6 @@ e2e_cleanup() {
 }
 trap e2e_cleanup EXIT
 trap 'exit 130' INT TERM
-
-# bail REASON: stop the test program here, as a failure.
-bail() {
-	not_ok "$*"
-	echo "1..$tap_n"
-	exit 1
-}
 
 # A free TCP port on loopback for the metrics endpoint, so that tests
 # running side by side do not fight over the default 9741.
@@ -126,6 +96,12 @@ start_daemon() {
 	return 1
 }
 
+# proto_code NAME: an error code of daemon/proto.h, e.g. E_NO_SUCH_VM.
+proto_code() {
+	awk -v n="$1" '$1 == "#define" && $2 == n { print $3; f = 1 }
+	    END { exit !f }' "$E2E_TOP/daemon/proto.h"
+}
+
 # py EXPR < JSON: evaluate a Python expression over the parsed input `j`.
 py() {
 	"$PYTHON" -S -c "import json, sys; j = json.load(sys.stdin); print($1)"
@@ -161,7 +137,3 @@ need_binaries() {
 	done
 }
 
-e2e_done() {
-	echo "1..$tap_n"
-	[ "$tap_failed" -eq 0 ]
-}

@@ -8,10 +8,10 @@
 . "$(dirname "$0")/lib.sh"
 
 need_binaries
-start_hvsim --nodes 2 --cpus-per-node 2 --threads-per-core 1 \
-	--mem-per-node 256M --backing real || bail "hvsim starts"
-start_daemon || bail "vmbuildd starts and answers"
-ok "hvsim and vmbuildd start"
+require "hvsim starts (2 nodes, real memory)" \
+	start_hvsim --nodes 2 --cpus-per-node 2 --threads-per-core 1 \
+	--mem-per-node 256M --backing real
+require "vmbuildd starts and answers vmctl" start_daemon
 
 # The boot scrub must be over before "free at start" means anything.
 "$VMCTL" scrub --wait --timeout 60 >/dev/null 2>&1 || bail "boot scrub ends"
@@ -138,4 +138,4 @@ shape=$("$VMCTL" --json stats | py '
 and {"write_flood", "early", "other"} <= set(j["unshadow"])
 and "populate" in j and "scrub" in j')
 check "stats --json has the documented groups and keys" test "$shape" = True
-e2e_done
+tap_done

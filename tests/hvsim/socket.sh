@@ -8,6 +8,7 @@
 # against them.  Everything started here is killed on exit.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/tests/tap.sh"
 hvsim=${HVSIM:-$top/build/bin/hvsim}	# HVSIM=... to test another build
 client=$top/build/tests/hvsim/socket_client
 dir=$(mktemp -d)
@@ -55,11 +56,9 @@ done
 rc=$?
 # Every instance must still be alive after all the bad requests.
 for s in real batch alloc phantom inline; do
-	if kill -0 "$(cat "$dir/$s.pid")" 2>/dev/null; then
-		echo "ok - hvsim ($s) still running at the end"
-	else
-		echo "not ok - hvsim ($s) died"; sed 's/^/# /' "$dir/$s.log"
-		rc=1
-	fi
+	check "hvsim ($s) still running at the end" \
+		kill -0 "$(cat "$dir/$s.pid")" 2>/dev/null ||
+		diag "$(cat "$dir/$s.log")"
 done
+[ "$tap_failed" -eq 0 ] || rc=1
 exit $rc

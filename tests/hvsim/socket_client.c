@@ -19,23 +19,9 @@
 
 #include "vmbuild/hvclient.h"
 
-static int failures;
+#include "../tap.h"
+
 static char dir[512];
-
-static void
-ok(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%s - ", cond ? "ok" : "not ok");
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-	fflush(stdout);
-	if (!cond)
-		failures++;
-}
 
 static char *
 sock(const char *name)
@@ -59,7 +45,7 @@ conn(const char *name)
 			return c;
 		usleep(100000);
 	}
-	printf("# hvc_open %s: %s\n", sock(name), strerror(-rc));
+	diag("hvc_open %s: %s", sock(name), strerror(-rc));
 	return NULL;
 }
 
@@ -128,7 +114,7 @@ create(struct hvc *c, const char *name, uint32_t flags, uint64_t max_pages)
 	snprintf(req.name, sizeof(req.name), "%s", name);
 	rc = hvc_domain_create(c, &req, &id);
 	if (rc < 0)
-		printf("# create %s: %s\n", name, strerror(-rc));
+		diag("create %s: %s", name, strerror(-rc));
 	return id;
 }
 
@@ -581,8 +567,8 @@ test_flush_modes(void)
 	ok(rb->st.pages_scrubbed_inline == pages &&
 	    ra->st.pages_scrubbed_inline == pages,
 	    "the reused pages were dirty and scrubbed inline");
-	printf("# batch: %llu evaluations, %llu flushes, %llu avoided; "
-	    "alloc: %llu evaluations, %llu flushes, %llu avoided\n",
+	diag("batch: %llu evaluations, %llu flushes, %llu avoided; "
+	    "alloc: %llu evaluations, %llu flushes, %llu avoided",
 	    (unsigned long long)rb->st.filter_evaluations,
 	    (unsigned long long)rb->st.flushes_issued,
 	    (unsigned long long)rb->st.flushes_avoided,
@@ -770,7 +756,7 @@ test_domain_ops(void)
 	/* The background workload may hold the domain a moment longer. */
 	sleep_ms(300);
 	hvc_counters(c, &c1);
-	printf("# unshadow flood %llu early %llu other %llu, emulated %llu\n",
+	diag("unshadow flood %llu early %llu other %llu, emulated %llu",
 	    (unsigned long long)(c1.unshadow[0] - c0.unshadow[0]),
 	    (unsigned long long)(c1.unshadow[1] - c0.unshadow[1]),
 	    (unsigned long long)(c1.unshadow[2] - c0.unshadow[2]),
@@ -852,5 +838,5 @@ main(int argc, char **argv)
 	test_flush_modes();
 	test_phantom(argv[2]);
 	test_inline_host();
-	return failures ? 1 : 0;
+	return tap_status();
 }

@@ -8,6 +8,7 @@
 # there is no NAME.err).  One TAP line per config.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
+. "$top/tests/tap.sh"
 check=$top/build/bin/vmb-config-check
 dir=$top/configs/tests
 tmp=$(mktemp -d)
@@ -20,33 +21,36 @@ for cfg in *.cfg; do
 	"$check" "$cfg" >"$tmp/out" 2>"$tmp/err"
 	rc=$?
 	sed -i "s|$dir|@DIR@|g" "$tmp/out" "$tmp/err"
-	ok=1
+	good=1
 	if [ -f "$name.json" ]; then
-		[ $rc -eq 0 ] || { echo "# $cfg: exit $rc, expected 0"; ok=0; }
-		diff -u "$name.json" "$tmp/out" | sed 's/^/# /' | grep . && ok=0
+		[ $rc -eq 0 ] || { diag "$cfg: exit $rc, expected 0"; good=0; }
+		diff -u "$name.json" "$tmp/out" | sed 's/^/# /' | grep . && good=0
 	else
-		[ $rc -eq 1 ] || { echo "# $cfg: exit $rc, expected 1"; ok=0; }
-		[ -s "$tmp/out" ] && { echo "# $cfg: unexpected output"; ok=0; }
+		[ $rc -eq 1 ] || { diag "$cfg: exit $rc, expected 1"; good=0; }
+		[ -s "$tmp/out" ] && { diag "$cfg: unexpected output"; good=0; }
 	fi
 	if [ -f "$name.err" ]; then
-		diff -u "$name.err" "$tmp/err" | sed 's/^/# /' | grep . && ok=0
+		diff -u "$name.err" "$tmp/err" | sed 's/^/# /' | grep . && good=0
 	elif [ -s "$tmp/err" ]; then
-		echo "# $cfg: unexpected diagnostics:"; sed 's/^/#   /' "$tmp/err"
-		ok=0
+		diag "$cfg: unexpected diagnostics:"
+		diag "$(cat "$tmp/err")"
+		good=0
 	fi
-	if [ $ok -eq 1 ]; then echo "ok - config $cfg"; else echo "not ok - config $cfg"; fi
+	if [ $good -eq 1 ]; then ok "config $cfg"; else not_ok "config $cfg"; fi
 done
 # The example configs must parse too (their kernel is built by make).
 cd "$top/configs" || exit 1
 for cfg in *.cfg; do
 	if [ ! -e "$top/build/guest/hello.elf" ]; then
-		echo "ok - example $cfg # SKIP build/guest/hello.elf not built"
+		skip "example $cfg" "build/guest/hello.elf not built"
 		continue
 	fi
 	if "$check" "$cfg" >/dev/null 2>"$tmp/err" && [ ! -s "$tmp/err" ]; then
-		echo "ok - example $cfg"
+		ok "example $cfg"
 	else
-		echo "not ok - example $cfg"; sed 's/^/#   /' "$tmp/err"
+		not_ok "example $cfg"
+		diag "$(cat "$tmp/err")"
 	fi
 done
-[ $n -gt 0 ] || echo "not ok - no configs in $dir"
+[ $n -gt 0 ] || not_ok "no configs in $dir"
+tap_done

@@ -10,6 +10,8 @@
 
 #include "vmbuild.h"
 
+#include "../tap.h"
+
 #define ITERATIONS	20000
 
 int
@@ -22,16 +24,17 @@ main(void)
 	const char *path = "configs/tests/all-keys.cfg";
 	unsigned seed = 20261130;
 	size_t n, accepted = 0;
+	int bad = -1;
 	FILE *f;
 
 	f = fopen(path, "r");
 	if (!f) {
-		printf("not ok - fuzz: cannot open %s\n", path);
-		return 1;
+		ok(0, "fuzz: cannot open %s", path);
+		return tap_status();
 	}
 	n = fread(base, 1, sizeof(base) - 1, f);
 	fclose(f);
-	for (int it = 0; it < ITERATIONS; it++) {
+	for (int it = 0; it < ITERATIONS && bad < 0; it++) {
 		struct vmb_diags d = { 0 };
 		struct vmb_guest *g = NULL;
 		size_t len = n;
@@ -60,17 +63,20 @@ main(void)
 		}
 		rc = vmb_config_parse_text(buf, len, "fuzz.cfg", "configs/tests",
 		    &g, &d);
+		/* A guest exactly when 0; a refusal always says why. */
 		if ((rc == 0) != (g != NULL) || (rc != 0 && d.nr_errors == 0)) {
-			printf("not ok - fuzz: iteration %d: rc %d, %zu errors\n",
-			    it, rc, d.nr_errors);
-			fwrite(buf, 1, len, stdout);
-			return 1;
+			diag("iteration %d: rc %d, %zu errors, on:", it, rc,
+			    d.nr_errors);
+			diag("%.*s", (int)len, buf);
+			bad = it;
 		}
 		accepted += rc == 0;
 		vmb_guest_free(g);
 		vmb_diags_done(&d);
 	}
-	printf("ok - fuzz: %d mutated configs, %zu accepted, no crash, every "
-	    "refusal explained\n", ITERATIONS, accepted);
-	return 0;
+	/* Both ways taken: the mutations neither all break nor all pass. */
+	ok(bad < 0 && accepted > 0 && accepted < ITERATIONS, "fuzz: %d mutated "
+	    "configs, %zu accepted, no crash, every refusal explained",
+	    ITERATIONS, accepted);
+	return tap_status();
 }

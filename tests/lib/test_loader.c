@@ -210,19 +210,50 @@ test_parse_bad(void **state)
 }
 
 /* Random corruption must never crash or read out of bounds. */
+/*
+ * What the loader relies on after a successful parse: every segment's
+ * bytes lie within the image, below 4 GiB, without overlap, and the
+ * entry point is in one of them.
+ */
+static void
+assert_elf_sane(const struct vmb__elf *elf, size_t len)
+{
+	bool entry_in = false;
+
+	assert_true(elf->nr_segs >= 1 && elf->nr_segs <= VMB_ELF_MAX_SEGS);
+	assert_true(elf->low < elf->high && elf->high <= (1ull << 32));
+	for (uint32_t i = 0; i < elf->nr_segs; i++) {
+		const struct vmb__elf_seg *s = &elf->segs[i];
+
+		assert_true(s->filesz <= s->memsz && s->memsz > 0);
+		assert_true(s->offset <= len && s->filesz <= len - s->offset);
+		assert_true(s->paddr >= elf->low &&
+		    s->paddr + s->memsz <= elf->high);
+		for (uint32_t j = 0; j < i; j++)
+			assert_true(s->paddr >= elf->segs[j].paddr +
+			    elf->segs[j].memsz || elf->segs[j].paddr >=
+			    s->paddr + s->memsz);
+		if (elf->entry >= s->paddr && elf->entry < s->paddr + s->memsz)
+			entry_in = true;
+	}
+	assert_true(entry_in);
+}
+
 static void
 test_parse_fuzz(void **state)
 {
 	struct img_opts o = { 0 };
-	struct vmb__elf elf;
+	struct vmb__elf elf, poison;
 	static uint8_t copy[8192];
-	unsigned seed = 4242;
+	unsigned seed = 4242, accepted = 0, refused = 0;
 	size_t len;
 
 	(void)state;
 	len = make_elf(image, sizeof(image), &o);
+	memset(&poison, 0xa5, sizeof(poison));
 	for (int iter = 0; iter < 20000; iter++) {
-		int flips = 1 + rand_r(&seed) % 8;
+		int flips = 1 + rand_r(&seed) % 8, rc;
+		uint8_t *heap;
 
 		memcpy(copy, image, len);
 		for (int f = 0; f < flips; f++) {
@@ -233,12 +264,25 @@ test_parse_fuzz(void **state)
 			copy[at] = (uint8_t)rand_r(&seed);
 		}
 		/* A heap copy of exact length lets sanitizers see overreads. */
-		uint8_t *heap = malloc(len);
-
+		heap = malloc(len);
+		assert_non_null(heap);
 		memcpy(heap, copy, len);
-		(void)vmb__elf_parse(heap, len, &elf);
+		elf = poison;
+		rc = vmb__elf_parse(heap, len, &elf);
 		free(heap);
+		if (rc == 0) {
+			assert_elf_sane(&elf, len);
+			accepted++;
+			continue;
+		}
+		/* Refused as not a PVH ELF or as malformed; nothing written. */
+		assert_true(rc == -ENOEXEC || rc == -EINVAL);
+		assert_memory_equal(&elf, &poison, sizeof(elf));
+		refused++;
 	}
+	/* The mutations took both ways (else the loop tested little). */
+	assert_true(accepted > 0 && refused > 0);
+	print_message("# fuzz: %u accepted, %u refused\n", accepted, refused);
 }
 
 /* A backend whose guest memory is a buffer. */
