@@ -129,42 +129,50 @@ render_counters(struct evbuffer *b, const struct vmb_counters *c)
 	}
 }
 
-/* One gauge or counter per node of the scrub snapshot. */
-static void
-per_node(struct evbuffer *b, const struct vmb_scrub *s, const char *name,
-    const char *type, const char *help, size_t offset)
-{
-	family(b, name, type, help);
-	for (uint32_t i = 0; i < s->nr_nodes; i++) {
-		uint64_t v;
-
-		memcpy(&v, (const char *)&s->nodes[i] + offset, sizeof(v));
-		evbuffer_add_printf(b, "%s{node=\"%u\"} %llu\n", name,
-		    s->nodes[i].node, (unsigned long long)v);
-	}
-}
+/* The per-node families of the scrub snapshot. */
+static const struct {
+	const char	*name;
+	const char	*type;
+	const char	*help;
+	uint32_t	have;		/* VMB_SCRUB_HAVE_* needed; 0: always */
+	size_t		offset;		/* in struct vmb_scrub_node */
+} scrub_families[] = {
+	{ "vmbuild_node_total_bytes", "gauge", "Memory of each NUMA node.",
+	  0, offsetof(struct vmb_scrub_node, total_bytes) },
+	{ "vmbuild_node_free_bytes", "gauge",
+	  "Free memory of each NUMA node, clean and dirty.",
+	  0, offsetof(struct vmb_scrub_node, free_bytes) },
+	{ "vmbuild_scrub_dirty_bytes", "gauge",
+	  "Free memory waiting to be scrubbed.",
+	  VMB_SCRUB_HAVE_DIRTY, offsetof(struct vmb_scrub_node, dirty_bytes) },
+	{ "vmbuild_scrub_scrubbed_bytes_total", "counter",
+	  "Memory scrubbed since boot.", VMB_SCRUB_HAVE_SCRUBBED,
+	  offsetof(struct vmb_scrub_node, scrubbed_bytes_total) },
+	{ "vmbuild_scrub_rate_bytes_per_second", "gauge",
+	  "Current scrub rate.", VMB_SCRUB_HAVE_RATE,
+	  offsetof(struct vmb_scrub_node, rate_bytes_per_sec) },
+};
 
 static void
 render_scrub(struct evbuffer *b, const struct vmb_scrub *s)
 {
-	per_node(b, s, "vmbuild_node_total_bytes", "gauge",
-	    "Memory of each NUMA node.",
-	    offsetof(struct vmb_scrub_node, total_bytes));
-	per_node(b, s, "vmbuild_node_free_bytes", "gauge",
-	    "Free memory of each NUMA node, clean and dirty.",
-	    offsetof(struct vmb_scrub_node, free_bytes));
-	if (s->have & VMB_SCRUB_HAVE_DIRTY)
-		per_node(b, s, "vmbuild_scrub_dirty_bytes", "gauge",
-		    "Free memory waiting to be scrubbed.",
-		    offsetof(struct vmb_scrub_node, dirty_bytes));
-	if (s->have & VMB_SCRUB_HAVE_SCRUBBED)
-		per_node(b, s, "vmbuild_scrub_scrubbed_bytes_total", "counter",
-		    "Memory scrubbed since boot.",
-		    offsetof(struct vmb_scrub_node, scrubbed_bytes_total));
-	if (s->have & VMB_SCRUB_HAVE_RATE)
-		per_node(b, s, "vmbuild_scrub_rate_bytes_per_second", "gauge",
-		    "Current scrub rate.",
-		    offsetof(struct vmb_scrub_node, rate_bytes_per_sec));
+	for (size_t f = 0; f < sizeof(scrub_families) /
+	    sizeof(scrub_families[0]); f++) {
+		if ((s->have & scrub_families[f].have) !=
+		    scrub_families[f].have)
+			continue;
+		family(b, scrub_families[f].name, scrub_families[f].type,
+		    scrub_families[f].help);
+		for (uint32_t i = 0; i < s->nr_nodes; i++) {
+			uint64_t v;
+
+			memcpy(&v, (const char *)&s->nodes[i] +
+			    scrub_families[f].offset, sizeof(v));
+			evbuffer_add_printf(b, "%s{node=\"%u\"} %llu\n",
+			    scrub_families[f].name, s->nodes[i].node,
+			    (unsigned long long)v);
+		}
+	}
 }
 
 /* What this daemon's builds did: bytes per node, durations, results. */

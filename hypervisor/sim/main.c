@@ -116,6 +116,19 @@ parse_u32(const char *opt, const char *s, uint32_t min, uint32_t max,
 	return 0;
 }
 
+/* ARG is word `a` (value va) or `b` (vb); -EINVAL after saying so. */
+static int
+parse_choice(const char *opt, const char *arg, const char *a, uint32_t va,
+    const char *b, uint32_t vb, uint32_t *ret)
+{
+	if (strcmp(arg, a) == 0 || strcmp(arg, b) == 0) {
+		*ret = strcmp(arg, a) == 0 ? va : vb;
+		return 0;
+	}
+	fprintf(stderr, "hvsim: --%s: %s or %s, not '%s'\n", opt, a, b, arg);
+	return -EINVAL;
+}
+
 /* Options that depend on --topology host, which may come after them. */
 struct topo_opts {
 	bool	host, set_nodes, set_cpus, set_tpc;
@@ -154,16 +167,8 @@ parse_option(int c, const char *arg, struct hv_config *cfg,
 		cfg->mem_per_node = sz;
 		break;
 	case O_BACKING:
-		if (!strcmp(arg, "real"))
-			cfg->backing = HV_BACKING_REAL;
-		else if (!strcmp(arg, "phantom"))
-			cfg->backing = HV_BACKING_PHANTOM;
-		else {
-			fprintf(stderr, "hvsim: --backing: real or phantom, "
-			    "not '%s'\n", arg);
-			return -EINVAL;
-		}
-		break;
+		return parse_choice("backing", arg, "real", HV_BACKING_REAL,
+		    "phantom", HV_BACKING_PHANTOM, &cfg->backing);
 	case O_TOPO:
 		if (strcmp(arg, "host") != 0) {
 			fprintf(stderr, "hvsim: --topology: only 'host' is "
@@ -173,16 +178,8 @@ parse_option(int c, const char *arg, struct hv_config *cfg,
 		t->host = true;
 		break;
 	case O_FLUSH:
-		if (!strcmp(arg, "batch"))
-			cfg->flush_mode = HV_FLUSH_BATCH;
-		else if (!strcmp(arg, "alloc"))
-			cfg->flush_mode = HV_FLUSH_ALLOC;
-		else {
-			fprintf(stderr, "hvsim: --flush-mode: batch or alloc, "
-			    "not '%s'\n", arg);
-			return -EINVAL;
-		}
-		break;
+		return parse_choice("flush-mode", arg, "batch", HV_FLUSH_BATCH,
+		    "alloc", HV_FLUSH_ALLOC, &cfg->flush_mode);
 	case O_SCRUB:
 		if (!strcmp(arg, "auto")) {
 			cfg->scrub_workers = -1;
