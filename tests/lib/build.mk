@@ -1,5 +1,6 @@
 # tests/lib/build.mk - tests of libvmbuild: config goldens, placement,
-# extent splitting, the ELF loader, and builds against a real hvsim.
+# extent splitting, the counter table, UUIDs, the ELF loader, and builds
+# against a real hvsim.
 LIBTEST_BIN := $(B)/tests/lib
 EXTRA_CFLAGS_tests/lib/ := -Ilibvmbuild -Ihypervisor/include
 LIBTEST_PROGS := $(LIBTEST_BIN)/test_placement $(LIBTEST_BIN)/test_populate_plan \
