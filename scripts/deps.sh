@@ -6,8 +6,9 @@
 # `apt-get update` per run; as non-root it lists them and fails instead.
 set -eu
 declare -A pk
+# build: scdoc for the man pages.
 pk[build]="build-essential pkg-config libxen-dev libyajl-dev libevent-dev
-	   libsystemd-dev"
+	   libsystemd-dev scdoc"
 # check: cmocka for the unit tests, promtool (prometheus) for the metrics
 # test, systemd-analyze (systemd) for the unit files, python3 for the
 # protocol tests.
