@@ -43,7 +43,7 @@ PKG	 = pkg-config
 # check-xen) run a second make for the build.  The first one must not call
 # pkg-config: on a fresh machine neither it nor the .pc files are there
 # yet, and every $(shell $(PKG) ...) would print an error.
-PKG_FREE_GOALS = deps check demo bench check-xen
+PKG_FREE_GOALS = deps check demo bench check-xen clean uninstall
 ifneq ($(MAKECMDGOALS),)
 ifeq ($(filter-out $(PKG_FREE_GOALS),$(MAKECMDGOALS)),)
 PKG	 = :
