@@ -181,7 +181,7 @@ class Client:
         error = task.get("error") or {"code": 1007 if task["state"] ==
                                       "cancelled" else -32603,
                                       "message": "task %s" % task["state"]}
-        data = {"phase": (task.get("progress") or {}).get("phase")}
+        data = {"phase": error.get("phase")}
         if error.get("errno"):
             data["errno"] = error["errno"]
         raise error_from_reply(dict(error, data=data), "vm.create", task)
