@@ -147,8 +147,9 @@ cfgfile = os.path.join(h.dir, "py3.cfg")
 with open(cfgfile, "w") as f:
     f.write(guest_cfg("py3", 64))
 r = c.vm_create_file(cfgfile, wait=True)
-ok(r["vm"]["name"] == "py3" and r["vm"]["config_path"] == cfgfile,
-   "vm_create_file(wait=True)", r)
+ok(r["vm"]["name"] == "py3" and r["vm"]["config_path"] == cfgfile and
+   r["task"]["state"] == "done",
+   "vm_create_file(wait=True): the task and vm.info", r)
 names = sorted(v["name"] for v in c.vm_list()["vms"])
 ok(names == ["py1", "py2", "py3"], "vm_list() sees the three VMs", names)
 ok(c.vm_info("py1")["name"] == "py1" and

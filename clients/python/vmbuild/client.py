@@ -93,7 +93,12 @@ class Client:
                          guest=guest, paused=paused)
         if progress is None:
             params["wait"] = bool(wait)
-            return self.call("vm.create", params)
+            r = self.call("vm.create", params)
+            if wait and isinstance(r, dict) and isinstance(r.get("task"), int):
+                # The daemon's reply names the task; give the task itself,
+                # as the progress path does.
+                r = dict(r, task=self.task_get(r["task"]))
+            return r
         params["wait"] = False
         # Subscribe before creating, so that no progress is missed.
         with Subscription(self.socket_path, ("task.progress", "task.done"),
