@@ -13,12 +13,13 @@ pk[build]="build-essential pkg-config libxen-dev libyajl-dev libevent-dev
 # for the metrics and rules tests, systemd-analyze (systemd) for the unit
 # files, python3 for the protocol tests; tests/ops: the package build
 # (dpkg-dev, debhelper, dh-python) and lintian, man and lexgrog (man-db),
-# bash-completion, ansible-core, and pip in a venv (python3-venv,
-# python3-pip, python3-setuptools, python3-wheel).
+# bash-completion, ansible-core, pip in a venv (python3-venv,
+# python3-pip, python3-setuptools, python3-wheel), strace (the units'
+# system call filter).
 pk[check]="libcmocka-dev prometheus systemd procps util-linux python3
 	   dpkg-dev debhelper dh-python lintian man-db bash-completion
 	   ansible-core python3-venv python3-pip python3-setuptools
-	   python3-wheel"
+	   python3-wheel strace"
 pk[lab]="qemu-system-x86 busybox-static cpio xz-utils zstd gzip"
 
 want=()
