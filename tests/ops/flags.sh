@@ -13,10 +13,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top" || exit 1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
-check() { local name=$1; shift; if "$@"; then ok "$name"; else not_ok "$name"; fi; }
+. "$top/tests/ops/tap.sh"
 
 # The commands make would run for these targets, from scratch.
 dry() { make -s -n -B "$@" 2>&1; }
@@ -98,5 +95,4 @@ rm -f "$tmp/calls"
 PATH=$tmp/stub:$PATH make -s -n -B build/obj/daemon/main.o >/dev/null 2>&1
 check "make of a program does run pkg-config (the stub works)" test -s "$tmp/calls"
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+done_tap

@@ -11,10 +11,7 @@ top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top" || exit 1
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
-check() { local name=$1; shift; if "$@"; then ok "$name"; else not_ok "$name"; fi; }
+. "$top/tests/ops/tap.sh"
 
 expected() {
 	local p=$1	# PREFIX
@@ -133,5 +130,4 @@ for prefix in /usr /usr/local; do
 	fi
 done
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+done_tap

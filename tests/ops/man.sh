@@ -10,9 +10,7 @@ set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top" || exit 1
 bin=build/bin
-n=0 failed=0
-ok() { n=$((n + 1)); echo "ok $n - $*"; }
-not_ok() { n=$((n + 1)); failed=$((failed + 1)); echo "not ok $n - $*"; }
+. "$top/tests/ops/tap.sh"
 
 pages=(man1/vmctl.1 man8/vmbuildd.8 man8/hvsim.8 man5/vmbuild.cfg.5)
 for p in "${pages[@]}"; do
@@ -80,5 +78,4 @@ else
 	not_ok "cli/vmctl.md points to man/vmctl.1.scd (one source)"
 fi
 
-echo "1..$n"
-[ "$failed" -eq 0 ]
+done_tap
