@@ -15,7 +15,9 @@
   daemon no longer overrides file permissions;
 - every system call vmbuildd makes (strace) through a build, a pause, a
   destroy, a scrape, SIGHUP and SIGTERM is one the unit's
-  SystemCallFilter= allows.
+  SystemCallFilter= allows, its sockets are of the families
+  RestrictAddressFamilies= allows, and it writes only where the unit
+  lets it (ReadWritePaths=, StateDirectory=).
 """
 import glob
 import grp
@@ -262,17 +264,44 @@ c.close()
 rc = h.stop_daemon()
 ok(r1 and "result" in r1 and r2 and "result" in r2 and scraped and rc == 0,
    "traced: build, list, pause, scrape, SIGHUP, destroy, SIGTERM", (r1, r2))
-used = set()
+used, families, writes = set(), set(), set()
 with open(trace, errors="replace") as f:
     for line in f:
-        m = re.match(r"^\d+\s+([a-z_0-9]+)\(", line)
-        if m:
-            used.add(m.group(1))
+        m = re.match(r"^\d+\s+([a-z_0-9]+)\((.*)$", line)
+        if not m:
+            continue
+        name, rest = m.groups()
+        used.add(name)
+        if re.search(r"= -1 E", rest):
+            continue
+        if name == "socket":
+            families.add(rest.split(",")[0] + ("/" + rest.split(",")[2]
+                                               .split(")")[0].strip()
+                                               if "NETLINK" in rest else ""))
+        elif name == "openat" and re.search(r"O_WRONLY|O_RDWR|O_CREAT", rest) \
+                or name in ("mkdir", "rename", "unlink", "chmod", "rmdir"):
+            writes.update(re.findall(r'"(/[^"]*)"', rest))
 outside = sorted(used - allowed)
 # The daemon's own socket (not under the unit: systemd passes it) is
 # given to group vmbuild where that group exists.
 if grp_exists("vmbuild"):
     outside = [s for s in outside if "chown" not in s]
+# RestrictAddressFamilies=: the daemon's sockets.  glibc's getaddrinfo
+# (AI_ADDRCONFIG, for the metrics address) also asks the kernel for the
+# interfaces' addresses over NETLINK_ROUTE; refused under the unit, glibc
+# then assumes IPv4 and IPv6 and goes on, so that one is expected.
+fams = set(unit_keys(svc)["Service"]["RestrictAddressFamilies"][0].split())
+odd = sorted(f for f in families
+             if f not in fams and f != "AF_NETLINK/NETLINK_ROUTE")
+ok(families and not odd, "sockets within RestrictAddressFamilies= (%s)" %
+   ", ".join(sorted(families)), odd)
+# ProtectSystem=strict: the daemon writes only its state directory and
+# the socket's folder (the unit's /var/lib/vmbuild and /run/vmbuild).
+allowed_dirs = (h.state + "/", os.path.dirname(h.sock) + "/")
+stray = sorted(w for w in writes if not w.startswith(allowed_dirs) and
+               not w.startswith("/dev/"))
+ok(writes and not stray, "writes only in the state directory and the "
+   "socket's folder (%d paths)" % len(writes), stray)
 diag("system calls: " + " ".join(sorted(used)))
 ok(len(used) > 20 and not outside,
    "vmbuildd used %d system calls, all within SystemCallFilter" %
