@@ -56,7 +56,9 @@ install-data: build-all
 	done
 	$(INSTALL) -D -m 0644 systemd/vmbuild.sysusers $(DESTDIR)$(SYSUSERSDIR)/vmbuild.conf
 	$(INSTALL) -D -m 0644 systemd/vmbuild.tmpfiles $(DESTDIR)$(TMPFILESDIR)/vmbuild.conf
-	$(INSTALL) -D -m 0644 systemd/hvsim.default $(DESTDIR)$(SYSCONFDIR)/default/hvsim
+	# Configuration: an administrator's copy is kept.
+	[ -e $(DESTDIR)$(SYSCONFDIR)/default/hvsim ] || \
+		$(INSTALL) -D -m 0644 systemd/hvsim.default $(DESTDIR)$(SYSCONFDIR)/default/hvsim
 	$(INSTALL) -D -m 0644 cli/vmctl.bash-completion $(DESTDIR)$(BASHCOMPDIR)/vmctl
 	$(INSTALL) -d $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DATADIR)/vmbuild/prometheus
 	for f in $(EXAMPLES); do \

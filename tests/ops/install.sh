@@ -71,6 +71,13 @@ for prefix in /usr /usr/local; do
 		grep -qx "prefix=$prefix" "$d/${prefix#/}/lib/pkgconfig/vmbuild.pc"
 done
 
+# A second make install keeps the administrator's configuration.
+d=$tmp/root_usr
+echo 'HVSIM_OPTS="--nodes 4"' >"$d/etc/default/hvsim"
+make install DESTDIR="$d" PREFIX=/usr >"$tmp/install.log" 2>&1
+check "make install again keeps an edited /etc/default/hvsim" \
+	grep -qx 'HVSIM_OPTS="--nodes 4"' "$d/etc/default/hvsim"
+
 # Build a program with the installed library through pkg-config.
 d=$tmp/root_usr
 cat >"$tmp/parse.c" <<'EOF'
