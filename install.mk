@@ -33,6 +33,13 @@ PY_FILES := $(wildcard clients/python/vmbuild/*.py)
 EXAMPLES := $(wildcard configs/*.cfg)
 PROM_RULES := $(wildcard contrib/prometheus/*.rules.yml)
 
+# The archives are static: a program links what libvmbuild links, the
+# libraries of $(LIBVMB_LDLIBS) less the build tree's own archives.
+VMB_PC_LIBS = $(strip $(filter-out $(LIB)/%,$(LIBVMB_LDLIBS)))
+# The public header and the files it includes with "..." (they sit
+# beside it in libvmbuild/).
+VMB_HEADERS = libvmbuild/vmbuild.h $(addprefix libvmbuild/,$(shell \
+	sed -n 's/^\#include "\([^"]*\)".*/\1/p' libvmbuild/vmbuild.h))
 VMB_PC_VERSION = $(shell sed -n 's/^\#define VMB_VERSION[^"]*"\(.*\)"/\1/p' libvmbuild/vmbuild.h)
 
 .PHONY: install uninstall install-bin install-data install-dev install-python
@@ -76,10 +83,10 @@ install-dev: build-all
 	    'Name: vmbuild' \
 	    'Description: libvmbuild, the domain-building library of vmbuild (static)' \
 	    'Version: $(VMB_PC_VERSION)' \
-	    'Requires: xlutil xencontrol xenstore xencall xenforeignmemory xenguest xentoollog' \
 	    'Cflags: -I$${includedir}' \
-	    'Libs: -L$${libdir} -lvmbuild -lhvclient -pthread' >$(B)/vmbuild.pc
-	$(INSTALL) -D -m 0644 libvmbuild/vmbuild.h $(DESTDIR)$(INCLUDEDIR)/vmbuild/vmbuild.h
+	    'Libs: -L$${libdir} -lvmbuild -lhvclient $(VMB_PC_LIBS)' >$(B)/vmbuild.pc
+	$(INSTALL) -d $(DESTDIR)$(INCLUDEDIR)/vmbuild
+	$(INSTALL) -m 0644 $(VMB_HEADERS) $(DESTDIR)$(INCLUDEDIR)/vmbuild/
 	$(INSTALL) -D -m 0644 $(LIBVMB_LIB) $(DESTDIR)$(LIBDIR)/libvmbuild.a
 	$(INSTALL) -D -m 0644 $(HVCLIENT_LIB) $(DESTDIR)$(LIBDIR)/libhvclient.a
 	$(INSTALL) -D -m 0644 $(B)/vmbuild.pc $(DESTDIR)$(LIBDIR)/pkgconfig/vmbuild.pc
