@@ -14,15 +14,28 @@
 #   make demo       install, build, start hvsim + vmbuildd, create the examples
 #   make bench      benchmarks (ratios against a baseline of the same run)
 #   make check-xen  the lab: a real Xen 4.17 under QEMU
-#   make install    vmbuildd, vmctl and the systemd units (DESTDIR, PREFIX)
+#   make install    programs, man pages, units, completion, clients (DESTDIR,
+#                   PREFIX; see "Install" below); make uninstall
 #   make clean
+#
+# Flags: CFLAGS, CPPFLAGS and LDFLAGS are the builder's (a distribution
+# passes dpkg-buildflags' through the environment or the command line);
+# the project's own flags are added to them, never replace them.
 
 CC	?= cc
 CFLAGS	?= -O2 -g
-WARN	 = -Wall -Wextra -Werror -Wstrict-prototypes -Wmissing-prototypes \
+# -Werror is for developers: on in a git checkout, off in a tarball and
+# in a distribution's build (`make WERROR=0`), where a newer compiler's
+# new warning must not fail the build.
+WERROR	?= $(if $(wildcard .git),1,0)
+WARN	 = -Wall -Wextra $(if $(filter 1,$(WERROR)),-Werror) \
+	   -Wstrict-prototypes -Wmissing-prototypes \
 	   -Wshadow -Wpointer-arith -Wformat=2 -Wno-format-nonliteral
-CPPFLAGS += -D_GNU_SOURCE -MMD -MP
+override CPPFLAGS += -D_GNU_SOURCE -MMD -MP
 ALL_CFLAGS = $(CPPFLAGS) $(WARN) $(CFLAGS) -pthread
+# Programs are linked with $(LINK): the builder's LDFLAGS (e.g. dpkg's
+# -Wl,-z,relro -Wl,-z,now) come after the compile flags.
+LINK	 = $(CC) $(ALL_CFLAGS) $(LDFLAGS)
 LDLIBS_COMMON = -pthread
 
 B	 = build
@@ -31,12 +44,22 @@ LIB	 = $(B)/lib
 OBJ	 = $(B)/obj
 
 PKG	 = pkg-config
+# The goals that install packages first (deps, check, demo, bench,
+# check-xen) run a second make for the build.  The first one must not call
+# pkg-config: on a fresh machine neither it nor the .pc files are there
+# yet, and every $(shell $(PKG) ...) would print an error.
+PKG_FREE_GOALS = deps check demo bench check-xen clean uninstall
+ifneq ($(MAKECMDGOALS),)
+ifeq ($(filter-out $(PKG_FREE_GOALS),$(MAKECMDGOALS)),)
+PKG	 = :
+endif
+endif
 
 ALL	:=
 TESTS	:=
 BENCH	:=
 
-.PHONY: all check demo bench check-xen clean deps install
+.PHONY: all check demo bench check-xen clean deps
 all: build-all
 
 include hypervisor/lib/build.mk
@@ -45,6 +68,7 @@ include libvmbuild/build.mk
 include daemon/build.mk
 include cli/build.mk
 include guest/build.mk
+include man/build.mk
 include tests/build.mk
 include bench/build.mk
 
@@ -74,19 +98,7 @@ check-xen:
 	$(MAKE) build-all
 	tests/lab/run.sh
 
-# Install on a Xen host: the daemon, the client and the systemd units.
-# hvsim is a development and test tool and is not installed.
-DESTDIR	?=
-PREFIX	?= /usr
-UNITDIR	?= /lib/systemd/system
-SYSUSERSDIR ?= /usr/lib/sysusers.d
-install: build-all
-	install -D -m 0755 $(BIN)/vmbuildd $(DESTDIR)$(PREFIX)/sbin/vmbuildd
-	install -D -m 0755 $(BIN)/vmctl $(DESTDIR)$(PREFIX)/bin/vmctl
-	install -D -m 0644 systemd/vmbuildd.service $(DESTDIR)$(UNITDIR)/vmbuildd.service
-	install -D -m 0644 systemd/vmbuildd.socket $(DESTDIR)$(UNITDIR)/vmbuildd.socket
-	install -D -m 0644 systemd/vmbuild.sysusers $(DESTDIR)$(SYSUSERSDIR)/vmbuild.conf
-	install -D -m 0644 build/guest/hello.elf $(DESTDIR)$(PREFIX)/lib/vmbuild/hello.elf
+include install.mk
 
 clean:
 	rm -rf $(B)

@@ -15,6 +15,6 @@ EXTRA_CFLAGS_cli/ := $(shell $(PKG) --cflags yajl)
 
 $(BIN)/vmctl: $(VMCTL_OBJS)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(shell $(PKG) --libs yajl) $(LDLIBS_COMMON)
+	$(LINK) -o $@ $^ $(shell $(PKG) --libs yajl) $(LDLIBS_COMMON)
 
 ALL += $(BIN)/vmctl

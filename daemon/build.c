@@ -212,6 +212,8 @@ build_done(struct job *job)
 			    "phase %s: %s", t->vm, phase, why);
 		if (vm != NULL)
 			vm_remove(vm, true);
+		if (bj->failed_in == NULL)
+			t->err_phase = phase;
 		task_finish(t, bj->rc == -ECANCELED ? TASK_CANCELLED :
 		    TASK_FAILED, code, -bj->rc, msg);
 		metrics_build_done(bj->rc == -ECANCELED ? "cancelled" :

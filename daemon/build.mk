@@ -12,7 +12,7 @@ EXTRA_CFLAGS_daemon/ += -Ilibvmbuild $(shell $(PKG) --cflags $(VMBUILDD_PKGS))
 
 $(VMBUILDD): $(VMBUILDD_OBJS) $(LIBVMB_LIB) $(HVCLIENT_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $(VMBUILDD_OBJS) $(LIBVMB_LDLIBS) \
+	$(LINK) -o $@ $(VMBUILDD_OBJS) $(LIBVMB_LDLIBS) \
 		$(shell $(PKG) --libs $(VMBUILDD_PKGS)) $(LDLIBS_COMMON)
 
 ALL += $(VMBUILDD)

@@ -309,6 +309,9 @@ task_gen(yajl_gen g, struct task *t)
 		jg_kv_str(g, "message", t->err_msg);
 		if (t->err_errno != 0)
 			jg_kv_i64(g, "errno", t->err_errno);
+		/* As data.phase of a waiting vm.create's error. */
+		if (t->err_phase != NULL)
+			jg_kv_str(g, "phase", t->err_phase);
 		yajl_gen_map_close(g);
 	} else {
 		yajl_gen_null(g);

@@ -36,6 +36,7 @@ struct task {
 	int		err_code;	/* when failed or cancelled */
 	int		err_errno;
 	char		err_msg[256];
+	const char	*err_phase;	/* build phase that failed, or NULL */
 	/* Shared with the build thread. */
 	pthread_mutex_t	lock;
 	struct vmb_progress progress;

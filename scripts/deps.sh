@@ -6,12 +6,20 @@
 # `apt-get update` per run; as non-root it lists them and fails instead.
 set -eu
 declare -A pk
+# build: scdoc for the man pages.
 pk[build]="build-essential pkg-config libxen-dev libyajl-dev libevent-dev
-	   libsystemd-dev uuid-dev"
-# check: cmocka for the unit tests, promtool (prometheus) for the metrics
-# test, systemd-analyze (systemd) for the unit files, python3 for the
-# protocol tests.
-pk[check]="libcmocka-dev prometheus systemd procps util-linux python3"
+	   libsystemd-dev uuid-dev scdoc"
+# check: cmocka for the unit tests, promtool and the server (prometheus)
+# for the metrics and rules tests, systemd-analyze (systemd) for the unit
+# files, python3 for the protocol tests; tests/ops: the package build
+# (dpkg-dev, debhelper, dh-python) and lintian, man and lexgrog (man-db),
+# bash-completion, ansible-core, pip in a venv (python3-venv,
+# python3-pip, python3-setuptools, python3-wheel), strace (the units'
+# system call filter).
+pk[check]="libcmocka-dev prometheus systemd procps util-linux python3
+	   dpkg-dev debhelper dh-python lintian man-db bash-completion
+	   ansible-core python3-venv python3-pip python3-setuptools
+	   python3-wheel strace"
 pk[lab]="qemu-system-x86 busybox-static cpio xz-utils zstd gzip"
 
 want=()

@@ -15,6 +15,6 @@ $(HVSIM_LIB): $(HVSIM_OBJS)
 
 $(HVSIM): $(OBJ)/hypervisor/sim/main.o $(HVSIM_LIB)
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LDLIBS_COMMON)
+	$(LINK) -o $@ $^ $(LDLIBS_COMMON)
 
 ALL += $(HVSIM)

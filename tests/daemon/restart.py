@@ -12,115 +12,17 @@ checked on a build held in the middle of populating by a relay between
 vmbuildd and hvsim (HoldProxy): they cannot be skipped because the
 build was quicker.
 """
-import array
 import glob
 import json
 import os
 import signal
-import socket
-import struct
 import subprocess
 import sys
-import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from vmbdtest import *  # noqa: E402,F401,F403
 
-
-
-class HoldProxy:
-    """Relays vmbuildd <-> hvsim (hvabi.h framing: a 24-byte header
-    {magic u32, version u16, op u16, len u32, status i32, seq u64}, then
-    len bytes; descriptors passed with replies are relayed).  While
-    armed, every populate request after the first is held until free():
-    the domain exists, part of it is populated, and the build waits.
-    Other requests go through (libvmbuild uses one connection per call
-    in flight, so the daemon keeps answering)."""
-
-    HDR = struct.Struct("<IHHIiQ")
-    OP_POPULATE = 11
-
-    def __init__(self, path, target):
-        self.path, self.target = path, target
-        self.lock = threading.Lock()
-        self.armed = False
-        self.seen = 0
-        self.held = threading.Event()
-        self.release = threading.Event()
-        self.lsock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        self.lsock.bind(path)
-        self.lsock.listen(64)
-        threading.Thread(target=self.accept, daemon=True).start()
-
-    def arm(self):
-        with self.lock:
-            self.release.clear()
-            self.held.clear()
-            self.seen = 0
-            self.armed = True
-
-    def free(self):
-        with self.lock:
-            self.armed = False
-            self.release.set()
-
-    def accept(self):
-        while True:
-            client, _ = self.lsock.accept()
-            threading.Thread(target=self.relay, args=(client,),
-                             daemon=True).start()
-
-    @staticmethod
-    def recv_exact(sock, n, fds=None):
-        buf = bytearray()
-        while len(buf) < n:
-            if fds is None:
-                chunk = sock.recv(n - len(buf))
-            else:
-                chunk, anc, _, _ = sock.recvmsg(n - len(buf),
-                                                socket.CMSG_SPACE(64))
-                for level, kind, data in anc:
-                    if level == socket.SOL_SOCKET and \
-                            kind == socket.SCM_RIGHTS:
-                        a = array.array("i")
-                        a.frombytes(data[:len(data) - len(data) % 4])
-                        fds.extend(a)
-            if not chunk:
-                raise EOFError
-            buf += chunk
-        return bytes(buf)
-
-    def relay(self, client):
-        server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-        try:
-            server.connect(self.target)
-            while True:
-                hdr = self.recv_exact(client, self.HDR.size)
-                op, length = self.HDR.unpack(hdr)[2:4]
-                req = self.recv_exact(client, length) if length else b""
-                if op == self.OP_POPULATE:
-                    with self.lock:
-                        hold = self.armed and self.seen > 0
-                        self.seen += 1
-                    if hold:
-                        self.held.set()
-                        self.release.wait()
-                server.sendall(hdr + req)
-                fds = []
-                rhdr = self.recv_exact(server, self.HDR.size, fds)
-                rlen = self.HDR.unpack(rhdr)[3]
-                rep = self.recv_exact(server, rlen, fds) if rlen else b""
-                anc = [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
-                        array.array("i", fds).tobytes())] if fds else []
-                client.sendmsg([rhdr + rep], anc)
-                for fd in fds:
-                    os.close(fd)
-        except (EOFError, OSError):
-            pass
-        finally:
-            client.close()
-            server.close()
 
 
 def log_wait(text, timeout=60):

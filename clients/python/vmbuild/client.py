@@ -1,0 +1,200 @@
+"""vmbuild.Client: one method per JSON-RPC method of vmbuildd, the dots
+of the method name as underscores (vm.list -> vm_list).  Results are the
+daemon's, as dicts (shapes in daemon/README.md); errors are raised as
+DaemonError subclasses (vmbuild.errors).
+"""
+import os
+import time
+
+from .connection import Connection
+from .errors import Timeout, error_from_reply
+from .events import Subscription
+
+# Interval of task.get while following a task whose events are quiet
+# (as vmctl's FOLLOW_POLL_MS).
+FOLLOW_POLL = 1.0
+FINISHED = ("done", "failed", "cancelled")
+
+
+def _params(**kw):
+    """The parameters that were given (None means not given)."""
+    return {k: v for k, v in kw.items() if v is not None}
+
+
+def _vm_ref(vm):
+    if isinstance(vm, bool) or not isinstance(vm, (str, int)):
+        raise TypeError("vm must be a name (str) or a domain id (int), "
+                        "not %r" % (vm,))
+    return vm
+
+
+class Client:
+    """A client of vmbuildd's control socket.
+
+    socket_path defaults to $VMBUILD_SOCKET, else /run/vmbuild/control.sock;
+    timeout bounds the wait for any one reply (seconds).  The connection
+    opens at the first call and reopens after it was lost.  A Client is
+    not thread-safe: use one per thread.
+    """
+
+    def __init__(self, socket_path=None, timeout=30.0):
+        self._conn = Connection(socket_path, timeout)
+        self.socket_path = self._conn.path
+        self.timeout = timeout
+
+    def close(self):
+        self._conn.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def call(self, method, params=None):
+        """Any method by its JSON-RPC name; returns its result."""
+        return self._conn.call(method, params)
+
+    # --- server and host ----------------------------------------------
+
+    def server_hello(self):
+        """Version, backend, capabilities, methods, limits, the peer."""
+        return self.call("server.hello")
+
+    def host_info(self):
+        """Topology and memory per node."""
+        return self.call("host.info")
+
+    def host_scrub(self):
+        """Scrub progress per node: {"nodes": [...]}."""
+        return self.call("host.scrub")
+
+    def host_counters(self):
+        """TLB-flush, unshadow, populate and scrub counters."""
+        return self.call("host.counters")
+
+    # --- VMs -------------------------------------------------------------
+
+    def vm_create(self, config=None, config_path=None, guest=None,
+                  wait=False, paused=None, progress=None, timeout=None):
+        """Create a VM from xl.cfg text (config, with config_path naming
+        the file it came from: relative kernel paths and messages) or a
+        guest description (guest: a dict with xl.cfg key names).
+
+        wait=False returns {"task", "vm", "uuid"} at once.  wait=True,
+        or a progress callback, returns {"task": <task>, "vm": <vm.info>}
+        once the build is done; progress(params) is called with each
+        task.progress notification's params ({"task", "kind", "vm",
+        "progress": {"done", "total", "unit", "phase"}}).  timeout bounds
+        that wait (seconds; None: no bound).  A failed build raises the
+        task's error (e.g. NoMemory, with .phase and .task).
+        """
+        params = _params(config=config, config_path=config_path,
+                         guest=guest, paused=paused)
+        if progress is None:
+            params["wait"] = bool(wait)
+            r = self.call("vm.create", params)
+            if wait and isinstance(r, dict) and isinstance(r.get("task"), int):
+                # The daemon's reply names the task; give the task itself,
+                # as the progress path does.
+                r = dict(r, task=self.task_get(r["task"]))
+            return r
+        params["wait"] = False
+        # Subscribe before creating, so that no progress is missed.
+        with Subscription(self.socket_path, ("task.progress", "task.done"),
+                          self.timeout) as sub:
+            created = self.call("vm.create", params)
+            task = self._follow(sub, created["task"], progress, timeout)
+        vm = task.get("domid")
+        return {"task": task, "vm": self.vm_info(task["vm"] if vm is None
+                                                 else vm)}
+
+    def vm_create_file(self, path, **kw):
+        """vm_create() with the text of the xl.cfg file at `path` (read
+        here, by the caller's rights) and its absolute path."""
+        with open(path, encoding="utf-8") as f:
+            text = f.read()
+        return self.vm_create(config=text, config_path=os.path.abspath(path),
+                              **kw)
+
+    def vm_list(self):
+        """{"vms": [{"id", "name", "state", "memory_bytes", "vcpus",
+        "nodes"}]}."""
+        return self.call("vm.list")
+
+    def vm_info(self, vm):
+        """One VM by name or domain id."""
+        return self.call("vm.info", {"vm": _vm_ref(vm)})
+
+    def vm_destroy(self, vm):
+        return self.call("vm.destroy", {"vm": _vm_ref(vm)})
+
+    def vm_pause(self, vm):
+        return self.call("vm.pause", {"vm": _vm_ref(vm)})
+
+    def vm_unpause(self, vm):
+        return self.call("vm.unpause", {"vm": _vm_ref(vm)})
+
+    # --- tasks -----------------------------------------------------------
+
+    def task_list(self):
+        """{"tasks": [...]}: running and recently finished tasks."""
+        return self.call("task.list")
+
+    def task_get(self, task):
+        return self.call("task.get", {"task": int(task)})
+
+    def task_cancel(self, task):
+        return self.call("task.cancel", {"task": int(task)})
+
+    def wait_task(self, task, progress=None, timeout=None):
+        """Wait until task `task` (an id) ends and return it.
+
+        progress(params) is called for each of its task.progress
+        notifications.  A task that failed or was cancelled raises its
+        error (DaemonError subclass, .task set, .phase the phase it was
+        in).  timeout: seconds, None for no bound (raises Timeout).
+        """
+        with Subscription(self.socket_path, ("task.progress", "task.done"),
+                          self.timeout) as sub:
+            return self._follow(sub, int(task), progress, timeout)
+
+    def _follow(self, sub, task_id, progress, timeout):
+        end = None if timeout is None else time.monotonic() + timeout
+        task = sub.call("task.get", {"task": task_id})
+        while task.get("state") not in FINISHED:
+            wait = FOLLOW_POLL
+            if end is not None:
+                wait = min(wait, end - time.monotonic())
+                if wait <= 0:
+                    raise Timeout("task %d did not end within %g s" %
+                                  (task_id, timeout))
+            ev = sub.next_event(timeout=wait)
+            if ev is None:
+                task = sub.call("task.get", {"task": task_id})
+                continue
+            if ev.params.get("task") != task_id and \
+                    ev.params.get("id") != task_id:
+                continue
+            if ev.name == "task.progress":
+                if progress is not None:
+                    progress(ev.params)
+            elif ev.name == "task.done":
+                task = ev.params
+        if task["state"] == "done":
+            return task
+        error = task.get("error") or {"code": 1007 if task["state"] ==
+                                      "cancelled" else -32603,
+                                      "message": "task %s" % task["state"]}
+        data = {"phase": error.get("phase")}
+        if error.get("errno"):
+            data["errno"] = error["errno"]
+        raise error_from_reply(dict(error, data=data), "vm.create", task)
+
+    # --- events ----------------------------------------------------------
+
+    def events_subscribe(self, events=None):
+        """A Subscription (iterator of Event(name, params)) on a
+        connection of its own; events: names to receive, default all."""
+        return Subscription(self.socket_path, events, self.timeout)
+

@@ -1,0 +1,13 @@
+# tests/ops/build.mk - what an operator meets: the Makefile's flags and
+# install, man pages, bash completion, the systemd units and their
+# sandbox, the Python client, the Ansible module, the Prometheus rules and
+# a real Prometheus scraping vmbuildd, and the Debian packages (built in a
+# throwaway copy, checked by lintian).  deb.sh goes last: it is the
+# longest.
+OPS_TESTS := tests/ops/flags.sh tests/ops/man.sh tests/ops/install.sh \
+	tests/ops/units.py tests/ops/completion.py tests/ops/python-client.py \
+	tests/ops/ansible.sh tests/ops/prometheus-rules.sh \
+	tests/ops/prometheus.py tests/ops/deb.sh
+TESTS += $(OPS_TESTS)
+TESTS_DEPS += $(BIN)/vmbuildd $(BIN)/hvsim $(BIN)/vmctl $(B)/guest/hello.elf \
+	$(MAN_PAGES)

@@ -1,0 +1,81 @@
+#!/bin/bash
+# man.sh - the manual pages that make builds from man/*.scd.
+#
+# Each page renders without groff warnings and has a NAME line whatis
+# understands (lexgrog); the pages document what the programs really
+# have: every option of vmctl, its commands and their options, vmbuildd
+# and hvsim (from their --help), and every xl.cfg key libvmbuild reads or
+# accepts with a warning (from libvmbuild/guest.c).
+set -u
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cd "$top" || exit 1
+bin=build/bin
+. "$top/tests/tap.sh"
+
+pages=(man1/vmctl.1 man8/vmbuildd.8 man8/hvsim.8 man5/vmbuild.cfg.5)
+for p in "${pages[@]}"; do
+	f=build/man/$p
+	if [ ! -s "$f" ]; then
+		not_ok "$p built"
+		continue
+	fi
+	w=$(LC_ALL=C.UTF-8 MANWIDTH=80 man --warnings=w -l "$f" 2>&1 >/dev/null)
+	if [ -z "$w" ]; then ok "$p renders without warnings"; else
+		not_ok "$p renders without warnings"; sed 's/^/# /' <<<"$w" | head -5; fi
+	name=${p#*/}
+	name=${name%.*}
+	if lexgrog "$f" 2>/dev/null | grep -q "\"$name - "; then
+		ok "$p: whatis entry \"$name - ...\""
+	else
+		not_ok "$p: whatis entry"; lexgrog "$f" 2>&1 | sed 's/^/# /'
+	fi
+done
+
+# want_words PAGE WHAT WORD...: each WORD appears in PAGE's source as
+# scdoc bold (*WORD*) or in a literal block.
+want_words() {
+	local page=$1 what=$2 w missing=()
+	shift 2
+	for w in "$@"; do
+		grep -qF -- "*$w*" "man/$page.scd" || grep -qF -- "$w" \
+			<(sed -n '/^```/,/^```/p' "man/$page.scd") || missing+=("$w")
+	done
+	if [ ${#missing[@]} -eq 0 ]; then
+		ok "$page documents $what ($#)"
+	else
+		not_ok "$page documents $what: missing ${missing[*]}"
+	fi
+}
+
+# Long options in a --help text.
+opts_of() { grep -oE -- '(^|[ ,])--[a-z][a-z-]*' | tr -d ' ,' | sort -u; }
+
+want_words vmctl.1 "vmctl's options" $("$bin/vmctl" --help | opts_of)
+cmds=$("$bin/vmctl" --help | sed -n '/^Commands:/,/^$/s/^  \([a-z-]*\) .*/\1/p')
+[ -n "$cmds" ] || not_ok "vmctl --help lists commands"
+want_words vmctl.1 "vmctl's commands" $cmds
+for c in $cmds; do
+	o=$("$bin/vmctl" help "$c" | opts_of | grep -v '^--help$')
+	[ -n "$o" ] && want_words vmctl.1 "vmctl $c's options" $o
+done
+want_words vmbuildd.8 "vmbuildd's options" $("$bin/vmbuildd" --help | opts_of)
+want_words hvsim.8 "hvsim's options" $("$bin/hvsim" --help | opts_of)
+
+# xl.cfg keys: the table of keys and the list of xl keys accepted with
+# a warning, as libvmbuild/guest.c has them.
+keys=$(sed -n '/^static const struct key_desc keys\[\]/,/^};/s/^\t{ "\([a-z_]*\)".*/\1/p' libvmbuild/guest.c)
+ignored=$(sed -n '/^static const char \*const xl_ignored\[\]/,/^};/p' libvmbuild/guest.c |
+	grep -o '"[a-z_0-9]*"' | tr -d '"')
+[ "$(wc -w <<<"$keys")" -ge 10 ] || not_ok "found the keys in guest.c ($keys)"
+[ "$(wc -w <<<"$ignored")" -ge 10 ] || not_ok "found the ignored keys in guest.c"
+want_words vmbuild.cfg.5 "the keys vmbuild reads" $keys
+want_words vmbuild.cfg.5 "the xl keys it ignores with a warning" $ignored
+
+# The man page is vmctl's only manual: cli/vmctl.md points to it.
+if grep -q 'man/vmctl.1.scd' cli/vmctl.md && ! grep -q '^| `create' cli/vmctl.md; then
+	ok "cli/vmctl.md points to man/vmctl.1.scd (one source)"
+else
+	not_ok "cli/vmctl.md points to man/vmctl.1.scd (one source)"
+fi
+
+tap_done; exit
