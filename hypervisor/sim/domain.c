@@ -1,6 +1,7 @@
 /*
  * domain.c - domains: create, destroy, pause, unpause, list, limits,
- * claims, and the physical-to-machine map used by populate and map.
+ * claims, and the physical-to-machine map used by populate, translation
+ * and guest memory copies.
  *
  * Locking: the table lock (hv->dom_lock) protects the table and the
  * reference counts; a domain's own lock protects its p2m, its gfn
@@ -542,10 +543,6 @@ dom_map(struct hv *hv, hv_domid_t domid, uint64_t gfn, uint32_t nr,
 	d = dom_get(hv, domid);
 	if (!d)
 		return -ESRCH;
-	if (hv->mem.backing != HV_BACKING_REAL) {
-		rc = -EOPNOTSUPP;
-		goto out;
-	}
 	pthread_mutex_lock(&d->lock);
 	i = p2m_upper(d, gfn);
 	i = i > 0 ? i - 1 : 0;
@@ -565,7 +562,64 @@ dom_map(struct hv *hv, hv_domid_t domid, uint64_t gfn, uint32_t nr,
 			mfns[k] = e->mfn + (gfn + k - e->gfn);
 	}
 	pthread_mutex_unlock(&d->lock);
-out:
+	dom_put(hv, d);
+	return rc;
+}
+
+/*
+ * Under the domain's lock, so that a destroy cannot free the pages while
+ * they are copied (it releases memory under the same lock).
+ */
+int
+dom_copy(struct hv *hv, hv_domid_t domid, uint64_t gpa, void *buf,
+    uint32_t len, bool write)
+{
+	struct domain *d;
+	uint32_t done = 0;
+	size_t i;
+	int rc = 0;
+
+	if (len == 0 || len > HV_MAX_COPY || gpa + len < gpa)
+		return -EINVAL;
+	d = dom_get(hv, domid);
+	if (!d)
+		return -ESRCH;
+	if (hv->mem.backing != HV_BACKING_REAL) {
+		dom_put(hv, d);
+		return -EOPNOTSUPP;
+	}
+	pthread_mutex_lock(&d->lock);
+	i = p2m_upper(d, gpa >> HV_PAGE_SHIFT);
+	i = i > 0 ? i - 1 : 0;
+	while (done < len && rc == 0) {
+		uint64_t a = gpa + done, g = a >> HV_PAGE_SHIFT, end;
+		const struct p2m_ext *e;
+		uint8_t *p;
+		uint32_t n;
+
+		while (i < d->nr_ext && d->ext[i].gfn +
+		    (1ull << d->ext[i].order) <= g)
+			i++;
+		if (d->state == HV_DOMSTATE_DYING) {
+			rc = -ESRCH;
+			break;
+		}
+		if (i == d->nr_ext || d->ext[i].gfn > g) {
+			rc = -ENOENT;	/* a hole in the guest's memory */
+			break;
+		}
+		e = &d->ext[i];
+		end = (e->gfn + (1ull << e->order)) << HV_PAGE_SHIFT;
+		n = end - a < len - done ? (uint32_t)(end - a) : len - done;
+		p = (uint8_t *)mem_page(&hv->mem, e->mfn) +
+		    (a - (e->gfn << HV_PAGE_SHIFT));
+		if (write)
+			memcpy(p, (uint8_t *)buf + done, n);
+		else
+			memcpy((uint8_t *)buf + done, p, n);
+		done += n;
+	}
+	pthread_mutex_unlock(&d->lock);
 	dom_put(hv, d);
 	return rc;
 }

@@ -398,7 +398,7 @@ heap_alloc(struct heap *h, uint32_t node, uint32_t order, bool allow_dirty,
 
 			n->scrubbing_pages += ss;
 			pthread_mutex_unlock(&n->lock);
-			mem_zero(h->mem, sb.mfn, ss, false);
+			mem_zero(h->mem, sb.mfn, ss);
 			pthread_mutex_lock(&n->lock);
 			n->scrubbing_pages -= ss;
 			account_scrubbed(n, sb.kind, ss);
@@ -425,7 +425,7 @@ heap_alloc(struct heap *h, uint32_t node, uint32_t order, bool allow_dirty,
 	if (rc < 0)
 		goto out;
 	if (rc == 1) {
-		mem_zero(h->mem, b.mfn, size, false);
+		mem_zero(h->mem, b.mfn, size);
 		b.kind = PG_CLEAN;
 		rc = 0;
 	}

@@ -134,8 +134,6 @@ populate(struct hv *hv, const struct hv_populate *req,
 	d = dom_get(hv, req->domid);
 	if (!d)
 		return -ESRCH;
-	/* Background scrubbers leave the costly first touches for later. */
-	ATOMIC_ADD(&hv->heap.populating, 1);
 	for (i = req->start; i < req->nr_extents; i++) {
 		const struct hv_extent *e = &ext[i];
 		uint64_t size = 1ull << e->order, from_claim = 0;
@@ -245,7 +243,6 @@ populate(struct hv *hv, const struct hv_populate *req,
 		st.filter_evaluations++;
 		do_flush(hv, &m, &st);
 	}
-	__atomic_fetch_sub(&hv->heap.populating, 1, __ATOMIC_RELAXED);
 	dom_put(hv, d);
 
 	rep->next = i;
