@@ -397,6 +397,8 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 	job.strategy = b->opts.strategy;
 	job.batch_bytes = b->opts.batch_bytes_max;
 	job.inflight = b->opts.batches_in_flight;
+	job.clean = have_scrub && (scrub.have & VMB_SCRUB_HAVE_DIRTY) &&
+	    !short_of_clean(&res.placement, host, &scrub);
 	job.cancel = &b->cancel;
 	job.progress = b->progress;
 	job.user = b->user;
