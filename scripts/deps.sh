@@ -1,8 +1,8 @@
 #!/bin/bash
 # deps.sh GROUP... - install the Debian packages a group of targets needs.
 #
-# Groups: build (compile everything), check (run the tests), lab (boot
-# Xen under QEMU).  Only missing packages are installed, with one
+# Groups: build (compile everything), check (run the tests), bench (make
+# bench: its plots), lab (boot Xen under QEMU).  Only missing packages are installed, with one
 # `apt-get update` per run; as non-root it lists them and fails instead.
 set -eu
 declare -A pk
@@ -12,6 +12,8 @@ pk[build]="build-essential pkg-config libxen-dev libyajl-dev libevent-dev
 # test, systemd-analyze (systemd) for the unit files, python3 for the
 # protocol tests.
 pk[check]="libcmocka-dev prometheus systemd procps util-linux python3"
+# bench: gnuplot draws bench/results/*.svg (gnuplot-nox: no X11 needed).
+pk[bench]="gnuplot-nox python3"
 pk[lab]="qemu-system-x86 busybox-static cpio xz-utils zstd gzip"
 
 want=()

@@ -4,9 +4,10 @@
  * JSON lines (bench/report.py turns them into ratios, tables and plots).
  *
  *   bench_populate --hypervisor sim:PATH --kernel ELF --sizes-mib LIST
- *       [--strategies engine,libxl] [--rounds N] [--label NAME]
- *       [--clean | --dirty] [--recreate] [--nt] [--vcpus N]
- *       [--nodes SPEC] [--warmup N]
+ *       [--strategies engine,libxl | --variant NAME:STRATEGY[:NODES[:MS]]...]
+ *       [--rounds N] [--label NAME] [--clean | --dirty] [--recreate]
+ *       [--before MIB:NODES] [--nt] [--vcpus N] [--nodes SPEC]
+ *       [--warmup N]
  *
  *   --clean     before each build, wait until no memory is dirty (an
  *               hvsim with background scrubbing)
@@ -19,12 +20,18 @@
  *               pages all had an owner and need a TLB flush
  *   --nt        after each size, zero as many bytes with non-temporal
  *               stores on 1 and on 2 threads (this machine's limit)
+ *   --before    before each timed build, build and destroy a guest of
+ *               MIB on NODES, and do not wait: its memory is still dirty
+ *               (being scrubbed) when the timed build starts
  *   --nodes     cpus = "nodes:SPEC" in the guest's config (spread over
  *               those nodes); default: placement chooses
+ *   --variant   a build variant: its name, populate strategy, nodes (as
+ *               --nodes, empty: the default) and scrub_wait_ms; repeated.
+ *               --strategies S,T is --variant S:S --variant T:T.
  *
- * Every round builds every size with every strategy; the order of the
- * strategies alternates from round to round and sizes rotate, so that a
- * burst of noise on a shared machine does not always hit the same one.
+ * Every round builds every size in every variant; the order of the
+ * variants rotates from round to round and so do sizes, so that a burst
+ * of noise on a shared machine does not always hit the same one.
  * Lines: {"kind":"build",...} per build, {"kind":"nt",...} per zeroing.
  */
 #include <errno.h>
@@ -39,16 +46,26 @@
 #include "benchlib.h"
 
 #define MAX_SIZES	16
+#define MAX_VARIANTS	8
 #define NT_BUF_MAX	(1ull << 30)
+
+struct variant {
+	char name[32];
+	enum vmb_populate_strategy strategy;
+	char nodes[32];		/* "": the default nodes */
+	uint32_t scrub_wait_ms;
+};
 
 struct opts {
 	const char *hv, *kernel, *label, *nodes;
 	uint64_t sizes[MAX_SIZES];	/* MiB */
 	int nr_sizes;
-	enum vmb_populate_strategy strat[2];
-	int nr_strat;
+	struct variant var[MAX_VARIANTS];
+	int nr_var;
 	int rounds, vcpus, warmup;
 	bool clean, dirty, recreate, nt;
+	uint64_t before_mib;
+	const char *before_nodes;
 };
 
 static void
@@ -78,18 +95,21 @@ sleep_ms(long ms)
 }
 
 static struct vmb_guest *
-guest(const struct opts *o, const char *name, uint64_t mib)
+guest(const struct opts *o, const char *name, uint64_t mib,
+    const char *nodes)
 {
 	struct vmb_diags diags = { 0 };
 	struct vmb_guest *g = NULL;
 	char text[1024], line[700];
 	int rc;
 
+	if (!nodes || !*nodes)
+		nodes = o->nodes;
 	snprintf(text, sizeof(text), "name = \"%s\"\ntype = \"pvh\"\n"
 	    "memory = %llu\nvcpus = %d\nkernel = \"%s\"\n%s%s%s", name,
 	    (unsigned long long)mib, o->vcpus, o->kernel,
-	    o->nodes ? "cpus = \"nodes:" : "", o->nodes ? o->nodes : "",
-	    o->nodes ? "\"\n" : "");
+	    nodes ? "cpus = \"nodes:" : "", nodes ? nodes : "",
+	    nodes ? "\"\n" : "");
 	rc = vmb_config_parse_text(text, strlen(text), "bench", NULL, &g,
 	    &diags);
 	for (size_t i = 0; i < diags.n; i++) {
@@ -105,9 +125,10 @@ guest(const struct opts *o, const char *name, uint64_t mib)
 /* Build; the domain is left for the caller to destroy. */
 static int
 build(struct vmb_ctx *ctx, const struct vmb_guest *g,
-    enum vmb_populate_strategy s, struct vmb_build_result *res)
+    const struct variant *v, struct vmb_build_result *res)
 {
-	struct vmb_build_opts bo = { .strategy = s };
+	struct vmb_build_opts bo = { .strategy = v->strategy,
+	    .scrub_wait_ms = v->scrub_wait_ms };
 	struct vmb_build *b = NULL;
 	int rc;
 
@@ -143,11 +164,11 @@ wait_clean(struct vmb_ctx *ctx)
 
 static void
 build_destroy(struct vmb_ctx *ctx, const struct opts *o, uint64_t mib,
-    enum vmb_populate_strategy s)
+    const struct variant *v, const char *nodes)
 {
 	struct vmb_build_result res;
-	struct vmb_guest *g = guest(o, "untimed", mib);
-	int rc = build(ctx, g, s, &res);
+	struct vmb_guest *g = guest(o, "untimed", mib, nodes);
+	int rc = build(ctx, g, v, &res);
 
 	if (rc)
 		die("untimed build", rc);
@@ -171,7 +192,7 @@ fill_dirty(struct vmb_ctx *ctx, const struct opts *o)
 	mib = h->free_bytes >> 20;
 	mib -= mib % (2 * h->nr_nodes);
 	vmb_host_free(h);
-	build_destroy(ctx, o, mib, VMB_POPULATE_ENGINE);
+	build_destroy(ctx, o, mib, &o->var[0], NULL);
 	fprintf(stderr, "bench_populate: filled and freed %llu MiB, %llu MiB "
 	    "dirty\n", (unsigned long long)mib,
 	    (unsigned long long)(dirty_bytes(ctx) >> 20));
@@ -179,7 +200,7 @@ fill_dirty(struct vmb_ctx *ctx, const struct opts *o)
 
 static void
 timed(struct vmb_ctx *ctx, const struct opts *o, int round, uint64_t mib,
-    enum vmb_populate_strategy s)
+    const struct variant *v)
 {
 	const struct vmb_populate_stats *p;
 	struct vmb_build_result res;
@@ -189,24 +210,29 @@ timed(struct vmb_ctx *ctx, const struct opts *o, int round, uint64_t mib,
 	int rc;
 
 	if (o->recreate)
-		build_destroy(ctx, o, mib, s);
+		build_destroy(ctx, o, mib, v, v->nodes);
 	if (o->clean)
 		wait_clean(ctx);
-	snprintf(name, sizeof(name), "bench-%s-%llu",
-	    vmb_populate_strategy_name(s), (unsigned long long)mib);
-	g = guest(o, name, mib);
-	rc = build(ctx, g, s, &res);
+	if (o->before_mib)
+		build_destroy(ctx, o, o->before_mib, v, o->before_nodes);
+	snprintf(name, sizeof(name), "bench-%s-%llu", v->name,
+	    (unsigned long long)mib);
+	g = guest(o, name, mib, v->nodes);
+	rc = build(ctx, g, v, &res);
 	if (rc)
 		die("timed build", rc);
 	p = &res.populate;
 	printf("{\"kind\":\"build\",\"label\":\"%s\",\"round\":%d,"
-	    "\"size_mib\":%llu,\"strategy\":\"%s\",\"populate_s\":%.9f,"
+	    "\"size_mib\":%llu,\"variant\":\"%s\",\"strategy\":\"%s\","
+	    "\"populate_s\":%.9f,\"scrub_wait_s\":%.9f,\"first_node\":%u,"
 	    "\"total_s\":%.9f,\"place_s\":%.9f,\"load_s\":%.9f,"
 	    "\"calls\":%llu,\"inline_pages\":%llu,\"filter_evaluations\":%llu,"
 	    "\"flushes_issued\":%llu,\"flushes_avoided\":%llu,"
 	    "\"workers\":%u,\"nodes\":%u,\"loadavg\":%.2f}\n", o->label, round,
-	    (unsigned long long)mib, vmb_populate_strategy_name(s),
-	    res.phase_ns[VMB_PHASE_POPULATE] / 1e9, res.total_ns / 1e9,
+	    (unsigned long long)mib, v->name,
+	    vmb_populate_strategy_name(v->strategy),
+	    res.phase_ns[VMB_PHASE_POPULATE] / 1e9, res.scrub_wait_ns / 1e9,
+	    res.placement.nodes[0], res.total_ns / 1e9,
 	    res.phase_ns[VMB_PHASE_PLACE] / 1e9,
 	    res.phase_ns[VMB_PHASE_LOAD] / 1e9,
 	    (unsigned long long)p->calls,
@@ -237,6 +263,36 @@ nt(void *buf, size_t bytes, int round, uint64_t mib)
 	fflush(stdout);
 }
 
+/* NAME:STRATEGY[:NODES[:SCRUB_WAIT_MS]] */
+static int
+add_variant(struct opts *o, const char *spec)
+{
+	struct variant *v;
+	char buf[128], *f[4] = { NULL }, *p;
+	int n = 0;
+
+	if (o->nr_var >= MAX_VARIANTS || strlen(spec) >= sizeof(buf))
+		return -EINVAL;
+	snprintf(buf, sizeof(buf), "%s", spec);
+	/* strsep keeps empty fields ("aware:engine::") */
+	for (p = buf; n < 4 && (f[n] = strsep(&p, ":")) != NULL; n++)
+		;
+	if (n < 2 || !*f[0] || strlen(f[0]) >= sizeof(v->name) ||
+	    (f[2] && strlen(f[2]) >= sizeof(v->nodes)))
+		return -EINVAL;
+	v = &o->var[o->nr_var];
+	*v = (struct variant){ 0 };
+	snprintf(v->name, sizeof(v->name), "%s", f[0]);
+	if (vmb_populate_strategy_parse(f[1], &v->strategy))
+		return -EINVAL;
+	if (f[2])
+		snprintf(v->nodes, sizeof(v->nodes), "%s", f[2]);
+	if (f[3] && *f[3])
+		v->scrub_wait_ms = (uint32_t)strtoul(f[3], NULL, 10);
+	o->nr_var++;
+	return 0;
+}
+
 static void
 parse(int argc, char **argv, struct opts *o)
 {
@@ -245,23 +301,24 @@ parse(int argc, char **argv, struct opts *o)
 		{ "kernel", required_argument, NULL, 'k' },
 		{ "sizes-mib", required_argument, NULL, 's' },
 		{ "strategies", required_argument, NULL, 'S' },
+		{ "variant", required_argument, NULL, 'V' },
 		{ "rounds", required_argument, NULL, 'r' },
 		{ "label", required_argument, NULL, 'l' },
 		{ "clean", no_argument, NULL, 'c' },
 		{ "dirty", no_argument, NULL, 'd' },
 		{ "recreate", no_argument, NULL, 'R' },
+		{ "before", required_argument, NULL, 'B' },
 		{ "nt", no_argument, NULL, 'n' },
 		{ "vcpus", required_argument, NULL, 'v' },
 		{ "nodes", required_argument, NULL, 'N' },
 		{ "warmup", required_argument, NULL, 'w' },
 		{ NULL, 0, NULL, 0 },
 	};
-	char *tok, *save = NULL;
+	char *tok, *save = NULL, spec[80], *colon;
 	int c;
 
 	*o = (struct opts){ .label = "populate", .rounds = 5, .vcpus = 2,
-	    .warmup = 1, .strat = { VMB_POPULATE_ENGINE, VMB_POPULATE_LIBXL },
-	    .nr_strat = 2 };
+	    .warmup = 1 };
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
 		case 'H': o->hv = optarg; break;
@@ -275,6 +332,11 @@ parse(int argc, char **argv, struct opts *o)
 		case 'r': o->rounds = atoi(optarg); break;
 		case 'v': o->vcpus = atoi(optarg); break;
 		case 'w': o->warmup = atoi(optarg); break;
+		case 'B':
+			colon = strchr(optarg, ':');
+			o->before_mib = strtoull(optarg, NULL, 10);
+			o->before_nodes = colon ? colon + 1 : NULL;
+			break;
 		case 's':
 			for (tok = strtok_r(optarg, ",", &save); tok &&
 			    o->nr_sizes < MAX_SIZES;
@@ -283,20 +345,26 @@ parse(int argc, char **argv, struct opts *o)
 				    10);
 			break;
 		case 'S':
-			o->nr_strat = 0;
-			for (tok = strtok_r(optarg, ",", &save); tok &&
-			    o->nr_strat < 2; tok = strtok_r(NULL, ",", &save))
-				if (vmb_populate_strategy_parse(tok,
-				    &o->strat[o->nr_strat++]))
+			for (tok = strtok_r(optarg, ",", &save); tok;
+			    tok = strtok_r(NULL, ",", &save)) {
+				snprintf(spec, sizeof(spec), "%s:%s", tok, tok);
+				if (add_variant(o, spec))
 					usage();
+			}
+			break;
+		case 'V':
+			if (add_variant(o, optarg))
+				usage();
 			break;
 		default:
 			usage();
 		}
 	}
+	if (o->nr_var == 0 && (add_variant(o, "engine:engine") ||
+	    add_variant(o, "libxl:libxl")))
+		usage();
 	if (!o->hv || !o->kernel || o->nr_sizes == 0 || o->rounds < 1 ||
-	    o->vcpus < 1 || o->nr_strat < 1 || (o->clean && o->dirty) ||
-	    optind != argc)
+	    o->vcpus < 1 || (o->clean && o->dirty) || optind != argc)
 		usage();
 }
 
@@ -333,15 +401,16 @@ main(int argc, char **argv)
 		fill_dirty(ctx, &o);
 	/* Connections and pool threads, once, as a running daemon has. */
 	for (int w = 0; w < o.warmup; w++)
-		for (int k = 0; k < o.nr_strat; k++)
-			build_destroy(ctx, &o, o.sizes[0], o.strat[k]);
+		for (int k = 0; k < o.nr_var; k++)
+			build_destroy(ctx, &o, o.sizes[0], &o.var[k],
+			    o.var[k].nodes);
 	for (int r = 0; r < o.rounds; r++)
 		for (int i = 0; i < o.nr_sizes; i++) {
 			uint64_t mib = o.sizes[(i + r) % o.nr_sizes];
 
-			for (int k = 0; k < o.nr_strat; k++)
+			for (int k = 0; k < o.nr_var; k++)
 				timed(ctx, &o, r, mib,
-				    o.strat[(k + r) % o.nr_strat]);
+				    &o.var[(k + r) % o.nr_var]);
 			if (o.nt)
 				nt(buf, bytes, r, mib);
 		}

@@ -28,7 +28,8 @@
 /*
  * 2: HV_OP_MAP only translates (no descriptor is passed: hvsim's memory is
  * its own anonymous mapping); guest memory is read and written with
- * HV_OP_GUEST_READ / HV_OP_GUEST_WRITE (HV_CAP_GUEST_COPY, was HV_CAP_MAP).
+ * HV_OP_GUEST_READ / HV_OP_GUEST_WRITE (HV_CAP_GUEST_COPY, was HV_CAP_MAP);
+ * hv_shadow_workload_reply gained guest_writes.
  */
 #define HV_ABI_VERSION		2
 #define HV_MSG_MAGIC		0x4d535648u	/* "HVSM" little-endian */
@@ -389,6 +390,7 @@ struct hv_shadow_workload_reply {
 	uint64_t unshadow[HV_UNSHADOW_REASON_MAX];
 	uint64_t shadow_faults;	/* writes trapped because the page was shadowed */
 	uint64_t elapsed_ns;
+	uint64_t guest_writes;	/* all the guest wrote, trapped or not (ABI 2) */
 };
 
 /* ------------------------------------------------------------------ */
