@@ -339,6 +339,12 @@ def control(rows):
                                         ['median'])
         out['vm_list_over_floor'] = r3(out['vm_list_rps_1000vms'] /
                                        out['echo_floor_rps'])
+        out['blob_floor_rps_1000vms'] = r3(summ['blob']['1000']['10']['rps']
+                                           ['median'])
+        out['vm_list_reply_bytes_1000vms'] = \
+            summ['vm.list']['1000']['10']['reply_bytes']
+        out['vm_list_over_blob_floor'] = r3(out['vm_list_rps_1000vms'] /
+                                            out['blob_floor_rps_1000vms'])
     except (KeyError, TypeError, ZeroDivisionError):
         pass
     return out
@@ -353,8 +359,12 @@ def control_text(p):
                     c, e['rps']['median'], e['p99_us'])
                 for c, e in sorted(cs.items(), key=lambda x: int(x[0])))))
     lines.append('vm.list, 1000 domains, 10 clients: %s of the echo floor '
-                 '(%s/s)' % (p.get('vm_list_over_floor'),
-                             p.get('echo_floor_rps')))
+                 '(%s/s), %s of the floor for replies of its size (%s bytes, '
+                 '%s/s)' % (p.get('vm_list_over_floor'),
+                            p.get('echo_floor_rps'),
+                            p.get('vm_list_over_blob_floor'),
+                            p.get('vm_list_reply_bytes_1000vms'),
+                            p.get('blob_floor_rps_1000vms')))
     return '\n'.join(lines)
 
 
@@ -606,7 +616,8 @@ def plot_control(c, out):
           'set title "Control plane (phantom memory)"']
     blocks, plots = [], []
     styles = {'vm.list': '#1b9e77', 'host.scrub': '#d95f02',
-              'GET /metrics': '#7570b3', 'echo': '#000000'}
+              'GET /metrics': '#7570b3', 'echo': '#000000',
+              'blob': '#666666'}
     for m, labs in c['summary'].items():
         for lab, cs in sorted(labs.items(), key=lambda x: int(x[0])):
             if m == 'echo' and lab != '1000':
@@ -615,8 +626,9 @@ def plot_control(c, out):
                    for k, v in sorted(cs.items(), key=lambda x: int(x[0]))]
             name = '$%s_%s' % (''.join(ch for ch in m if ch.isalnum()), lab)
             blocks.append('%s << EOD\n%s\nEOD' % (name, '\n'.join(pts)))
-            title = 'echo floor' if m == 'echo' else '%s, %s domains' % (
-                m, lab)
+            title = {'echo': 'echo floor',
+                     'blob': 'floor, replies of vm.list\'s size'}.get(
+                m, '%s, %s domains' % (m, lab))
             dt = '1' if lab == '1000' or m == 'echo' else '2'
             plots.append('%s with linespoints title "%s" lc rgb "%s" dt %s '
                          'lw 2' % (name, title, styles.get(m, '#999999'), dt))

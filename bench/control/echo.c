@@ -1,10 +1,12 @@
 /*
- * echo.c - the floor of benchmark 6: a minimal libevent server on a Unix
+ * echo.c - the floors of benchmark 6: a minimal libevent server on a Unix
  * socket that sends every line back as it came.  One event loop, as
  * vmbuildd's, line framing, no parsing: what a request costs when the
- * server does nothing with it.
+ * server does nothing with it.  With a reply size, it answers every line
+ * with that many bytes instead (a line of spaces), from one buffer it
+ * never copies: what a reply as large as vm.list's costs the socket.
  *
- *   bench-echo PATH       serve until SIGTERM or SIGINT
+ *   bench-echo PATH [REPLY_BYTES]     serve until SIGTERM or SIGINT
  */
 #include <errno.h>
 #include <signal.h>
@@ -20,6 +22,9 @@
 #include <event2/event.h>
 #include <event2/listener.h>
 
+static char *blob;
+static size_t blob_len;
+
 static void
 on_read(struct bufferevent *bev, void *arg)
 {
@@ -30,8 +35,14 @@ on_read(struct bufferevent *bev, void *arg)
 	(void)arg;
 	/* Whole lines, newline included, moved without a copy to us. */
 	while ((eol = evbuffer_search_eol(in, NULL, NULL,
-	    EVBUFFER_EOL_LF)).pos >= 0)
-		evbuffer_remove_buffer(in, out, (size_t)eol.pos + 1);
+	    EVBUFFER_EOL_LF)).pos >= 0) {
+		if (!blob) {
+			evbuffer_remove_buffer(in, out, (size_t)eol.pos + 1);
+			continue;
+		}
+		evbuffer_drain(in, (size_t)eol.pos + 1);
+		evbuffer_add_reference(out, blob, blob_len, NULL, NULL);
+	}
 }
 
 static void
@@ -72,9 +83,17 @@ main(int argc, char **argv)
 	struct event_base *base;
 	struct event *sigterm, *sigint;
 
-	if (argc != 2 || strlen(argv[1]) >= sizeof(sun.sun_path)) {
-		fprintf(stderr, "usage: bench-echo PATH\n");
+	if (argc < 2 || argc > 3 || strlen(argv[1]) >= sizeof(sun.sun_path) ||
+	    (argc == 3 && (blob_len = strtoul(argv[2], NULL, 10)) < 1)) {
+		fprintf(stderr, "usage: bench-echo PATH [REPLY_BYTES]\n");
 		return 2;
+	}
+	if (blob_len) {
+		blob = malloc(blob_len);
+		if (!blob)
+			return 1;
+		memset(blob, ' ', blob_len - 1);
+		blob[blob_len - 1] = '\n';
 	}
 	signal(SIGPIPE, SIG_IGN);
 	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", argv[1]);
@@ -100,5 +119,6 @@ main(int argc, char **argv)
 	evconnlistener_free(l);
 	event_base_free(base);
 	unlink(argv[1]);
+	free(blob);
 	return 0;
 }

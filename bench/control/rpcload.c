@@ -11,7 +11,8 @@
  *
  * Each client sends one request, waits for its reply, and sends the
  * next, for S seconds.  Replies are checked: a result with the id sent
- * (--echo: the request itself; --http: status 200).  --create-destroy:
+ * (--echo: the request itself; --any-reply: any line; --http: status
+ * 200).  --create-destroy:
  * each client creates a VM from the xl.cfg CONFIG (without a name line:
  * each VM gets its own name) with vm.create and "wait": true, then
  * destroys it with vm.destroy, and again; a request is one such pair,
@@ -50,7 +51,7 @@ struct client {
 static const char *sock_path, *method = "vm.list", *params = "{}";
 static const char *http_addr, *label = "";
 static char *config_json;		/* --create-destroy, JSON-escaped */
-static bool echo_mode;
+static bool echo_mode, any_reply;
 static double seconds = 3;
 static volatile bool stop;
 
@@ -217,7 +218,9 @@ call(struct client *c, uint64_t id, const char *m, const char *p)
 	len = read_line(c);
 	if (len < 0)
 		goto out;
-	if (echo_mode)
+	if (any_reply)
+		rc = 0;
+	else if (echo_mode)
 		rc = (size_t)len + 1 == (size_t)len_req &&
 		    memcmp(c->buf, req, (size_t)len) == 0 ? 0 : 1;
 	else {
@@ -354,7 +357,7 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: rpcload --socket PATH [--method M] "
-	    "[--params JSON] [--echo] [--create-destroy CONFIG]\n"
+	    "[--params JSON] [--echo|--any-reply] [--create-destroy CONFIG]\n"
 	    "       rpcload --http HOST:PORT\n"
 	    "       [--clients N] [--seconds S] [--label L]\n");
 	exit(2);
@@ -371,6 +374,7 @@ main(int argc, char **argv)
 		{ "seconds", required_argument, NULL, 't' },
 		{ "http",    required_argument, NULL, 'H' },
 		{ "echo",    no_argument, NULL, 'e' },
+		{ "any-reply", no_argument, NULL, 'a' },
 		{ "create-destroy", required_argument, NULL, 'C' },
 		{ "label",   required_argument, NULL, 'l' },
 		{ NULL, 0, NULL, 0 }
@@ -391,6 +395,7 @@ main(int argc, char **argv)
 		case 't': seconds = atof(optarg); break;
 		case 'H': http_addr = optarg; break;
 		case 'e': echo_mode = true; break;
+		case 'a': any_reply = true; break;
 		case 'l': label = optarg; break;
 		case 'C':
 			config_json = json_escape_file(optarg);
@@ -460,7 +465,8 @@ main(int argc, char **argv)
 	    "\"clients\":%d,\"requests\":%llu,\"errors\":%llu,\"seconds\":%.3f,"
 	    "\"rps\":%.1f,\"p50_us\":%.1f,\"p99_us\":%.1f,"
 	    "\"reply_bytes\":%zu", label, http_addr ? "GET /metrics" :
-	    config_json ? "create+destroy" : echo_mode ? "echo" : method,
+	    config_json ? "create+destroy" : echo_mode ? "echo" :
+	    any_reply ? "blob" : method,
 	    nclients, (unsigned long long)total, (unsigned long long)errors,
 	    el, total / el, nlat ? all[nlat / 2] * 1e6 : 0,
 	    nlat ? all[nlat * 99 / 100] * 1e6 : 0, cl[0].reply_bytes);

@@ -6,7 +6,10 @@
 # 1, 10 and 100 clients, closed loop (bench/control/rpcload, one
 # connection per client), against the floor: bench-echo, a minimal
 # libevent server echoing lines on a Unix socket, like the control
-# socket's framing.  BENCH_CONTROL_SECONDS (1) per figure,
+# socket's framing.  With 1000 domains, a second floor: bench-echo
+# answering every request with as many bytes as vm.list's reply (90 KB),
+# from a buffer it never copies: what the socket costs for replies that
+# big, whoever sends them.  BENCH_CONTROL_SECONDS (1) per figure,
 # BENCH_CONTROL_ROUNDS (3) rounds interleaved; medians.
 . "$(dirname "$0")/../lib/common.sh"
 
@@ -32,6 +35,18 @@ for n in 10 1000; do
 	echo "# control: $n domains"
 	create_vms vm "$have" "$((n - have))" 8
 	have=$n
+	if [ "$n" = 1000 ]; then
+		bytes=$("$BBIN/rpcload" --socket "$CONTROL" --seconds 0.2 |
+		    sed -n 's/.*"reply_bytes":\([0-9]*\).*/\1/p')
+		[ -n "$bytes" ] || bench_fail "no vm.list reply size"
+		"$BBIN/bench-echo" "$RUN/blob.sock" "$bytes" \
+		    >"$RUN/blob.log" 2>&1 &
+		PIDS+=($!)
+		for i in $(seq 100); do
+			[ -S "$RUN/blob.sock" ] && break
+			sleep 0.05
+		done
+	fi
 	for r in $(seq "$rounds"); do
 		for c in 1 10 100; do
 			load "$n" "$c" --socket "$CONTROL" --method vm.list
@@ -39,6 +54,8 @@ for n in 10 1000; do
 			load "$n" "$c" --http "$METRICS"
 			load "$n" "$c" --socket "$RUN/echo.sock" --echo \
 			    --method server.hello
+			[ "$n" = 1000 ] && load "$n" "$c" \
+			    --socket "$RUN/blob.sock" --any-reply
 		done
 	done
 done

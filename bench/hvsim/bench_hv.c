@@ -32,7 +32,7 @@
 #include "vmbuild/hvclient.h"
 #include "benchlib.h"
 
-#define NT_BUF_MAX	(1ull << 30)
+#define NT_BUF_MAX	(4ull << 30)	/* the scrubbed bytes, up to this */
 #define MPOL_BIND_	2
 
 static void
@@ -225,7 +225,9 @@ bench_scrub(const char *path, double gib, int rounds)
 		hv_domid_t d = create(c, "scrub", HV_DOMF_HVM | HV_DOMF_HAP);
 		struct hv_counters c0, c1;
 		double t0, t;
-		int threads[3] = { (int)workers, 1, 2 };
+		/* As many threads as workers, 1 and 2 (each count once). */
+		int threads[3] = { (int)workers, workers == 1 ? 2 : 1,
+		    workers == 1 || workers == 2 ? 0 : 2 };
 
 		rc = hvc_populate(c, d, HV_POPF_EXACT_NODE, e, nr, NULL, NULL);
 		if (rc < 0)
@@ -245,7 +247,7 @@ bench_scrub(const char *path, double gib, int rounds)
 		    (c1.scrub_pages_background - c0.scrub_pages_background),
 		    (unsigned long long)(c1.scrub_pages_inline -
 		    c0.scrub_pages_inline));
-		for (int k = 0; k < 3; k++) {
+		for (int k = 0; k < 3 && threads[k] > 0; k++) {
 			t = bl_ntzero(buf, bufsz, bytes, threads[k]);
 			printf("{\"kind\":\"nt\",\"round\":%d,\"bytes\":%llu,"
 			    "\"threads\":%d,\"seconds\":%.9f}\n", r,

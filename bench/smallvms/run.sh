@@ -28,7 +28,7 @@ for backing in phantom real; do
 	    --mem-per-node 2G --backing "$backing"
 	d_start
 	# Measure the steady state, not the boot scrub mapping memory in.
-	"$BIN/vmctl" --socket "$CONTROL" scrub --wait --timeout 600 >/dev/null ||
+	"$BIN/vmctl" --socket "$CONTROL" scrub --wait --timeout 600 >/dev/null 2>&1 ||
 		bench_fail "boot scrub did not finish"
 	for r in $(seq "$rounds"); do
 		for c in 1 4; do

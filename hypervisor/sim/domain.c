@@ -47,10 +47,11 @@ static void
 dom_release_memory(struct hv *hv, struct domain *d)
 {
 	uint64_t ts = flush_now(&hv->flush), pages = 0;
+	struct hblock *b = calloc(d->nr_ext ? d->nr_ext : 1, sizeof(*b));
 	size_t i;
 
 	for (i = 0; i < d->nr_ext; i++) {
-		struct hblock b = {
+		struct hblock one = {
 			.mfn = d->ext[i].mfn,
 			.node = d->ext[i].node,
 			.order = (uint8_t)d->ext[i].order,
@@ -59,9 +60,16 @@ dom_release_memory(struct hv *hv, struct domain *d)
 			.tlbflush_ts = ts,
 		};
 
-		heap_free(&hv->heap, &b);
-		pages += 1ull << b.order;
+		/* Without memory for the batch, one at a time. */
+		if (b)
+			b[i] = one;
+		else
+			heap_free(&hv->heap, &one);
+		pages += 1ull << one.order;
 	}
+	if (b)
+		heap_free_many(&hv->heap, b, d->nr_ext);
+	free(b);
 	dom_avail_give(hv, pages);
 	d->nr_ext = 0;
 	__atomic_store_n(&d->tot_pages, 0, __ATOMIC_RELAXED);

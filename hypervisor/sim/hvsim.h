@@ -198,6 +198,8 @@ int heap_alloc(struct heap *h, uint32_t node, uint32_t order,
     bool allow_dirty, struct hblock *ret_blk, uint64_t *ret_inline);
 /* Give a block back; it merges with free buddies of the same kind. */
 void heap_free(struct heap *h, const struct hblock *blk);
+/* The same for many blocks: one lock and one scrubber wake-up a node. */
+void heap_free_many(struct heap *h, const struct hblock *blks, size_t nr);
 /*
  * Scrubber side: take a dirty block of order <= max_order into `job`;
  * -ENOENT if there is none, -EAGAIN while allocators wait for pages.
