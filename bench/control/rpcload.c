@@ -105,18 +105,24 @@ connect_tcp(const char *hostport)
 	return fd;
 }
 
+/* Read more into c->buf (grown when full); -1 at the end or an error. */
 static int
-grow(struct client *c)
+fill(struct client *c)
 {
-	char *nb;
+	ssize_t n;
 
-	if (c->have < c->bufcap)
-		return 0;
-	nb = realloc(c->buf, c->bufcap * 2);
-	if (!nb)
+	if (c->have == c->bufcap) {
+		char *nb = realloc(c->buf, c->bufcap * 2);
+
+		if (!nb)
+			return -1;
+		c->buf = nb;
+		c->bufcap *= 2;
+	}
+	n = read(c->fd, c->buf + c->have, c->bufcap - c->have);
+	if (n <= 0)
 		return -1;
-	c->buf = nb;
-	c->bufcap *= 2;
+	c->have += n;
 	return 0;
 }
 
@@ -124,19 +130,12 @@ grow(struct client *c)
 static ssize_t
 read_line(struct client *c)
 {
-	for (;;) {
-		char *nl = memchr(c->buf, '\n', c->have);
-		ssize_t n;
+	char *nl;
 
-		if (nl != NULL)
-			return nl - c->buf;
-		if (grow(c) < 0)
+	while ((nl = memchr(c->buf, '\n', c->have)) == NULL)
+		if (fill(c) < 0)
 			return -1;
-		n = read(c->fd, c->buf + c->have, c->bufcap - c->have);
-		if (n <= 0)
-			return -1;
-		c->have += n;
-	}
+	return nl - c->buf;
 }
 
 /* Drop the first `len` bytes of the buffer. */
@@ -154,30 +153,16 @@ read_http(struct client *c, size_t *ret_total, int *ret_status)
 	char *end, *cl;
 	size_t head, body;
 
-	while ((end = memmem(c->buf, c->have, "\r\n\r\n", 4)) == NULL) {
-		ssize_t n;
-
-		if (grow(c) < 0)
+	while ((end = memmem(c->buf, c->have, "\r\n\r\n", 4)) == NULL)
+		if (fill(c) < 0)
 			return -1;
-		n = read(c->fd, c->buf + c->have, c->bufcap - c->have);
-		if (n <= 0)
-			return -1;
-		c->have += n;
-	}
 	head = end + 4 - c->buf;
 	*ret_status = atoi(c->buf + 9);
 	cl = memmem(c->buf, head, "Content-Length:", 15);
 	body = cl != NULL ? strtoul(cl + 15, NULL, 10) : 0;
-	while (c->have < head + body) {
-		ssize_t n;
-
-		if (grow(c) < 0)
+	while (c->have < head + body)
+		if (fill(c) < 0)
 			return -1;
-		n = read(c->fd, c->buf + c->have, c->bufcap - c->have);
-		if (n <= 0)
-			return -1;
-		c->have += n;
-	}
 	*ret_total = head + body;
 	return body;
 }

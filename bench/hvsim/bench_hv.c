@@ -42,14 +42,6 @@ die(const char *what, int rc)
 	exit(1);
 }
 
-static void
-sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
 static struct hvc *
 open_wait(const char *path)
 {
@@ -60,7 +52,7 @@ open_wait(const char *path)
 		rc = hvc_open(path, &c);
 		if (rc == 0)
 			return c;
-		sleep_ms(100);
+		bl_sleep_ms(100);
 	}
 	die("connect", rc);
 	return NULL;
@@ -216,7 +208,7 @@ bench_scrub(const char *path, double gib, int rounds)
 		e[i] = (struct hv_extent){ .gfn = (uint64_t)i * 512, .order = 9,
 		    .node = (uint16_t)(i % n) };
 	while (host_dirty(c, &workers))
-		sleep_ms(10);
+		bl_sleep_ms(10);
 	bl_ntzero(buf, bufsz, bufsz, 2);	/* warm-up */
 	printf("{\"kind\":\"host\",\"bytes\":%llu,\"workers\":%u,"
 	    "\"nt_huge\":%s}\n", (unsigned long long)bytes, workers,
@@ -237,7 +229,7 @@ bench_scrub(const char *path, double gib, int rounds)
 		hvc_domain_op(c, HV_OP_DOMAIN_DESTROY, d);
 		/* 5 ms between samples: the poller must not slow the scrub. */
 		while (host_dirty(c, NULL))
-			sleep_ms(5);
+			bl_sleep_ms(5);
 		t = bl_now() - t0;
 		hvc_counters(c, &c1);
 		printf("{\"kind\":\"scrub\",\"round\":%d,\"bytes\":%llu,"

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 double bl_now(void);			/* CLOCK_MONOTONIC, seconds */
+void bl_sleep_ms(long ms);
 
 /*
  * An anonymous buffer of `bytes` in transparent huge pages, every page

@@ -86,14 +86,6 @@ die(const char *what, int rc)
 	exit(1);
 }
 
-static void
-sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
 static struct vmb_guest *
 guest(const struct opts *o, const char *name, uint64_t mib,
     const char *nodes)
@@ -159,7 +151,7 @@ static void
 wait_clean(struct vmb_ctx *ctx)
 {
 	for (int i = 0; i < 300000 && dirty_bytes(ctx) > 0; i++)
-		sleep_ms(2);
+		bl_sleep_ms(2);
 }
 
 static void

@@ -537,6 +537,21 @@ dom_gfn_release(struct domain *d, struct gfn_resv *r)
 	pthread_cond_broadcast(&d->resv_done);
 }
 
+/*
+ * Under d->lock: the extent that holds gfn g, searching on from *i (an
+ * index at or before it, kept between calls of one walk); NULL at a hole.
+ */
+static const struct p2m_ext *
+p2m_walk(const struct domain *d, uint64_t g, size_t *i)
+{
+	while (*i < d->nr_ext &&
+	    d->ext[*i].gfn + (1ull << d->ext[*i].order) <= g)
+		(*i)++;
+	if (*i == d->nr_ext || d->ext[*i].gfn > g)
+		return NULL;
+	return &d->ext[*i];
+}
+
 int
 dom_map(struct hv *hv, hv_domid_t domid, uint64_t gfn, uint32_t nr,
     uint64_t *mfns)
@@ -555,17 +570,12 @@ dom_map(struct hv *hv, hv_domid_t domid, uint64_t gfn, uint32_t nr,
 	i = p2m_upper(d, gfn);
 	i = i > 0 ? i - 1 : 0;
 	while (k < nr) {
-		uint64_t g = gfn + k;
-		const struct p2m_ext *e;
+		const struct p2m_ext *e = p2m_walk(d, gfn + k, &i);
 
-		while (i < d->nr_ext && d->ext[i].gfn +
-		    (1ull << d->ext[i].order) <= g)
-			i++;
-		if (i == d->nr_ext || d->ext[i].gfn > g) {
+		if (!e) {
 			rc = -ENOENT;	/* a hole in the guest's memory */
 			break;
 		}
-		e = &d->ext[i];
 		for (; k < nr && gfn + k < e->gfn + (1ull << e->order); k++)
 			mfns[k] = e->mfn + (gfn + k - e->gfn);
 	}
@@ -600,23 +610,19 @@ dom_copy(struct hv *hv, hv_domid_t domid, uint64_t gpa, void *buf,
 	i = p2m_upper(d, gpa >> HV_PAGE_SHIFT);
 	i = i > 0 ? i - 1 : 0;
 	while (done < len && rc == 0) {
-		uint64_t a = gpa + done, g = a >> HV_PAGE_SHIFT, end;
-		const struct p2m_ext *e;
+		uint64_t a = gpa + done, end;
+		const struct p2m_ext *e = p2m_walk(d, a >> HV_PAGE_SHIFT, &i);
 		uint8_t *p;
 		uint32_t n;
 
-		while (i < d->nr_ext && d->ext[i].gfn +
-		    (1ull << d->ext[i].order) <= g)
-			i++;
 		if (d->state == HV_DOMSTATE_DYING) {
 			rc = -ESRCH;
 			break;
 		}
-		if (i == d->nr_ext || d->ext[i].gfn > g) {
+		if (!e) {
 			rc = -ENOENT;	/* a hole in the guest's memory */
 			break;
 		}
-		e = &d->ext[i];
 		end = (e->gfn + (1ull << e->order)) << HV_PAGE_SHIFT;
 		n = end - a < len - done ? (uint32_t)(end - a) : len - done;
 		p = (uint8_t *)mem_page(&hv->mem, e->mfn) +

@@ -34,8 +34,9 @@
  * recording it (metadata is per 2 MiB chunk, so a clean extent costs
  * about the same whatever its order).  A call over clean memory is
  * therefore not preempted after 1 GiB of extents it barely touched, as
- * Xen checks for preemption between extents by time, not by size.  Extents are tried on their node; without
- * HV_POPF_EXACT_NODE, other nodes follow in order.
+ * Xen checks for preemption between extents by time, not by size.
+ * Extents are tried on their node; without HV_POPF_EXACT_NODE, other
+ * nodes follow in order.
  */
 #include <errno.h>
 #include <string.h>

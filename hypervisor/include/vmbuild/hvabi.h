@@ -271,7 +271,7 @@ struct hv_populate_reply {
 };
 
 /* ------------------------------------------------------------------ */
-/* Guest memory: translation and copies (image loading).              */
+/* Guest memory: translation and copies (image loading).               */
 
 /*
  * Translate gfn..gfn+nr of a domain to machine frames (-ENOENT if any is
