@@ -531,24 +531,36 @@ def markdown(j):
     return '\n'.join(L) + '\n'
 
 
+# Every plot twice: SVG for the README, PNG for anything that shows images.
+TERMINALS = (('svg', 'set terminal svg size 900,480 dynamic enhanced '
+              'font "sans,11"'),
+             ('png', 'set terminal pngcairo size 900,480 enhanced '
+              'font "sans,10"'))
+SVG = '@TERMINAL@\nset grid\nset key top left\n'
+
+
 def gnuplot(script, path):
-    try:
-        subprocess.run(['gnuplot'], input=script.encode(), check=True,
-                       stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        return os.path.basename(path)
-    except (OSError, subprocess.CalledProcessError) as e:
-        print('report.py: gnuplot for %s: %s' % (path, getattr(
-            e, 'stderr', b'').decode(errors='replace') or e), file=sys.stderr)
-        return None
-
-
-SVG = ('set terminal svg size 900,480 dynamic enhanced font "sans,11"\n'
-       'set output "%s"\nset grid\nset key top left\n')
+    """Render `script` (which starts with SVG) to path's .svg and .png."""
+    base = os.path.splitext(path)[0]
+    made = []
+    for ext, term in TERMINALS:
+        out = '%s.%s' % (base, ext)
+        text = script.replace('@TERMINAL@', '%s\nset output "%s"' % (
+            term, out), 1)
+        try:
+            subprocess.run(['gnuplot'], input=text.encode(), check=True,
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+            made.append(os.path.basename(out))
+        except (OSError, subprocess.CalledProcessError) as e:
+            print('report.py: gnuplot for %s: %s' % (out, getattr(
+                e, 'stderr', b'').decode(errors='replace') or e),
+                file=sys.stderr)
+    return ', '.join(made) if made else None
 
 
 def plot_populate(p, out):
     path = os.path.join(out, 'populate.svg')
-    sc = [SVG % path, 'set multiplot layout 1,2',
+    sc = [SVG, 'set multiplot layout 1,2',
           'set logscale xy 2', 'set xlabel "guest size (GiB)"',
           'set ylabel "populate (ms, median)"', 'set format y "%g"']
     for mem in ('clean', 'dirty'):
@@ -597,7 +609,7 @@ def plot_scrub(s, out):
                      v))
     data = '\n'.join('"%s" %g %g' % (t, v['median'], v['best'])
                      for t, v in bars)
-    sc = [SVG % path, 'set style data histogram',
+    sc = [SVG, 'set style data histogram',
           'set style histogram clustered gap 1', 'set style fill solid 0.7',
           'set boxwidth 0.8', 'set ylabel "GB/s"', 'set yrange [0:*]',
           'set title "Scrub: hvsim against this machine\'s zeroing limit '
@@ -610,7 +622,7 @@ def plot_scrub(s, out):
 
 def plot_control(c, out):
     path = os.path.join(out, 'control.svg')
-    sc = [SVG % path, 'set logscale xy', 'set xlabel "clients"',
+    sc = [SVG, 'set logscale xy', 'set xlabel "clients"',
           'set ylabel "requests/s (median)"', 'set xtics (1, 10, 100)',
           'set key outside right',
           'set title "Control plane (phantom memory)"']
