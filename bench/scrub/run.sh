@@ -14,7 +14,7 @@
 . "$(dirname "$0")/../lib/common.sh"
 
 gib=${BENCH_SCRUB_GIB:-3}
-rounds=${BENCH_SCRUB_ROUNDS:-7}
+rounds=${BENCH_SCRUB_ROUNDS:-11}
 node_mib=$((gib * 512 + 256))
 : >"$BENCH_RESULTS/scrub.jsonl"
 echo "# scrub: $gib GiB freed on hvsim 2 nodes x $node_mib MiB real memory, 1 worker per node"
