@@ -9,9 +9,9 @@
  *	with non-temporal stores in this process, on as many threads as
  *	hvsim has scrub workers, on 1 and on 2 threads (this machine's
  *	limit, before the scrub in odd rounds and after it in even ones).
- *	Then, where this machine has
- *	two NUMA nodes or more, one thread on node 0 zeroing memory of node
- *	0 against memory of node 1 (node-local against remote).
+ *	Then, where this machine has two NUMA nodes or more, one thread on
+ *	node 0 zeroing memory of node 0 against memory of node 1
+ *	(node-local against remote).
  *
  *   bench_hv unshadow SOCK WRITES ROUNDS
  *	Benchmark 7.  A shadow-paged domain (no HAP) runs the synthetic
