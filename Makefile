@@ -89,7 +89,8 @@ demo: deps
 	$(MAKE) build-all
 	scripts/demo.sh
 
-bench: deps
+bench:
+	scripts/deps.sh build check bench
 	$(MAKE) build-all $(BENCH_DEPS)
 	scripts/run-bench $(BENCH)
 

@@ -90,20 +90,6 @@ write_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
-static int
-fsync_dir(void)
-{
-	int fd = open(state_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	int rc = 0;
-
-	if (fd < 0)
-		return -errno;
-	if (fsync(fd) < 0)
-		rc = -errno;
-	close(fd);
-	return rc;
-}
-
 int
 state_write(const struct state_record *rec)
 {
@@ -150,15 +136,11 @@ state_write(const struct state_record *rec)
 	rc = write_all(fd, text, len);
 	if (rc == 0)
 		rc = write_all(fd, "\n", 1);
-	if (rc == 0 && fsync(fd) < 0)
-		rc = -errno;
 	if (close(fd) < 0 && rc == 0)
 		rc = -errno;
 	fd = -1;
 	if (rc == 0 && rename(tmp, path) < 0)
 		rc = -errno;
-	if (rc == 0)
-		rc = fsync_dir();
 	if (rc < 0)
 		(void)unlink(tmp);
 out:
@@ -182,7 +164,7 @@ state_remove(const uint8_t uuid[16])
 		log_warn("state: cannot remove %s", path);
 		return rc;
 	}
-	return fsync_dir();
+	return 0;
 }
 
 void

@@ -417,7 +417,7 @@ unrecord_done(struct job *job)
 	free(job);
 }
 
-/* Remove a record off the loop (it fsyncs the directory). */
+/* Remove a record off the loop (a file system call). */
 static void
 vm_unrecord(const uint8_t uuid[16])
 {

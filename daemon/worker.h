@@ -4,7 +4,8 @@
  * A job runs job->run() on a worker thread, then job->done() on the loop
  * thread.  Short jobs (one hypervisor call) share a small fixed pool;
  * long jobs (a domain build) get a thread of their own, so that a build
- * never delays a host.scrub.  Completions reach the loop through a pipe
+ * never delays a host.scrub (an idle one kept from an earlier build, or
+ * a new one).  Completions reach the loop through a pipe
  * watched by the loop, so the loop never waits for a worker.
  *
  * The job struct is owned by the submitter and usually embedded in a

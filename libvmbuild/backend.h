@@ -82,6 +82,13 @@ struct vmb_backend_ops {
 	int	(*map)(void *priv, uint32_t domid, uint64_t gfn, size_t nr,
 		    void **ret_addr);
 	void	(*unmap)(void *priv, void *addr, size_t nr);
+	/*
+	 * Or, where guest memory cannot be mapped into this process (hvsim):
+	 * copy `len` bytes of `src` (NULL: zeroes) to guest-physical `paddr`.
+	 * The loader uses it when present.
+	 */
+	int	(*write)(void *priv, uint32_t domid, uint64_t paddr,
+		    const void *src, uint64_t len);
 
 	/*
 	 * After the image is loaded: whatever else the hypervisor needs

@@ -79,6 +79,8 @@ struct run {
 	struct vmb_boot boot;		/* filled by load, used by boot */
 	uint32_t domid;			/* VMB_DOMID_INVALID until created */
 	bool	claimed;
+	/* The placed nodes' clean memory covers the guest (populate.c). */
+	bool	clean;
 	/*
 	 * The phase a failure is reported in when the failing step belongs
 	 * to another one (reading the image, done in place, is loading's):
@@ -228,8 +230,13 @@ phase_place(struct run *r)
 	if (rc)
 		return rc;
 	if (b->opts.scrub_wait_ms && have_scrub &&
-	    (scrub.have & VMB_SCRUB_HAVE_DIRTY))
-		return wait_for_scrubber(r, &scrub);
+	    (scrub.have & VMB_SCRUB_HAVE_DIRTY)) {
+		rc = wait_for_scrubber(r, &scrub);
+		if (rc)
+			return rc;
+	}
+	r->clean = have_scrub && (scrub.have & VMB_SCRUB_HAVE_DIRTY) &&
+	    !short_of_clean(&r->res.placement, r->host, &scrub);
 	return 0;
 }
 
@@ -370,6 +377,7 @@ phase_populate(struct run *r)
 	job.pool = b->ctx->pool;
 	job.batch_bytes = b->opts.batch_bytes_max;
 	job.inflight = b->opts.batches_in_flight;
+	job.clean = r->clean;
 	job.cancel = &b->cancel;
 	job.progress = b->progress;
 	job.user = b->user;

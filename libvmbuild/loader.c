@@ -11,7 +11,8 @@
  *
  * Files are untrusted: every offset and size is checked against the file
  * before it is used, and segments may not overlap.  The same code serves
- * every backend; it only needs the backend's map op.
+ * every backend; it only needs the backend's map op, or its write op
+ * where guest memory cannot be mapped into this process (hvsim).
  */
 #include <elf.h>
 #include <errno.h>
@@ -446,14 +447,16 @@ struct window {
 };
 
 /*
- * Copy `len` bytes of `src` (NULL: zeroes) to guest-physical `paddr`,
- * through the window when it covers the range, else mapping at most
- * MAP_CHUNK_PAGES at a time.
+ * Copy `len` bytes of `src` (NULL: zeroes) to guest-physical `paddr`: by
+ * the backend's write op when it has one, else through the window when
+ * it covers the range, else mapping at most MAP_CHUNK_PAGES at a time.
  */
 static int
 guest_write(const struct vmb_backend_ops *ops, void *priv, uint32_t domid,
     const struct window *w, uint64_t paddr, const void *src, uint64_t len)
 {
+	if (ops->write)
+		return len ? ops->write(priv, domid, paddr, src, len) : 0;
 	if (w->map && paddr >= w->lo && len <= w->hi - paddr) {
 		if (src)
 			memcpy(w->map + (paddr - w->lo), src, len);
@@ -519,7 +522,7 @@ vmb__image_load_why(const struct vmb_backend_ops *ops, void *priv,
 
 	if (!ops || !img || !ret_boot)
 		return -EINVAL;
-	if (!ops->map)
+	if (!ops->map && !ops->write)
 		return -EOPNOTSUPP;
 	limit = mem_bytes < LOAD_LIMIT ? mem_bytes : LOAD_LIMIT;
 	info = page_up(img->elf.high);
@@ -548,7 +551,7 @@ vmb__image_load_why(const struct vmb_backend_ops *ops, void *priv,
 			w.lo = img->elf.segs[i].paddr;
 	w.lo &= ~(uint64_t)(VMB_PAGE_SIZE - 1);
 	w.hi = end;
-	if ((w.hi - w.lo) >> VMB_PAGE_SHIFT <= MAP_CHUNK_PAGES) {
+	if (!ops->write && (w.hi - w.lo) >> VMB_PAGE_SHIFT <= MAP_CHUNK_PAGES) {
 		void *map = NULL;
 
 		rc = ops->map(priv, domid, w.lo >> VMB_PAGE_SHIFT,

@@ -16,6 +16,14 @@
  * proceed in parallel.  Extents ask for their node exactly: placement
  * already chose where memory is, and a silent fallback would undo it.
  *
+ * Parallel requests pay where the hypervisor has work per page: scrubbing
+ * dirty pages inline (and, on Xen, the per-page work of assigning them).
+ * When the placed nodes' clean memory covers the guest (job->clean, from
+ * scrub progress) or the plan is a single batch, the engine runs on the
+ * calling thread instead, all extents in one request: handing out clean
+ * pages is metadata work, a few tens of microseconds per GiB on hvsim,
+ * less than waking pool threads and waiting for them costs.
+ *
  * Pinning: a node's workers are pinned to that node's CPUs when the
  * hypervisor says its topology is this machine's (VMB_CAP_HOST_TOPOLOGY:
  * hvsim --topology host; never Xen, where we run on dom0's vCPUs) and
@@ -403,6 +411,53 @@ node_works(const struct vmb__populate_job *job, struct node_work *nws,
 }
 
 /*
+ * On this thread, every node's extents in one request (as many as the
+ * backend needs for the count): the hypervisor takes each extent from
+ * its node, and a clean populate then enters it once, not once per node
+ * or per GiB.
+ */
+static int
+run_inline(struct vmb__populate_job *job, struct progress *pr,
+    struct node_work *nws, uint32_t nr_nw)
+{
+	struct vmb_extent *all;
+	cpu_set_t mine;
+	size_t n = 0;
+	int rc = 0;
+
+	for (uint32_t i = 0; i < nr_nw; i++)
+		n += nws[i].nr_ext;
+	all = malloc((n ? n : 1) * sizeof(*all));
+	if (!all)
+		return -ENOMEM;
+	n = 0;
+	for (uint32_t i = 0; i < nr_nw; i++) {
+		memcpy(all + n, nws[i].ext, nws[i].nr_ext * sizeof(*all));
+		n += nws[i].nr_ext;
+	}
+	/* One node: pinned to it for the request, as its workers would be. */
+	if (nr_nw == 1)
+		plan_pinning(job->host, job->host_topology, &nws[0]);
+	if (nr_nw == 1 && nws[0].pin &&
+	    pthread_getaffinity_np(pthread_self(), sizeof(mine), &mine) == 0 &&
+	    pthread_setaffinity_np(pthread_self(), sizeof(nws[0].cpus),
+	    &nws[0].cpus) == 0)
+		job->workers_pinned = 1;
+	rc = populate_extents(job, pr, all, n, &job->stats);
+	if (job->workers_pinned)
+		(void)pthread_setaffinity_np(pthread_self(), sizeof(mine),
+		    &mine);
+	free(all);
+	job->workers = 1;
+	if (!rc && atomic_load(job->cancel))
+		rc = -ECANCELED;
+	vmb__log(job->ctx, "populate engine: %zu extents on %u nodes inline "
+	    "(%s), rc %d", n, nr_nw, job->clean ? "clean memory" :
+	    "one batch", rc);
+	return rc;
+}
+
+/*
  * Run the workers: all but one as tasks of the context's thread pool,
  * the last unpinned one (its affinity is the caller's to keep) on this
  * thread, a thread fewer to start and none at all for a guest that is
@@ -442,7 +497,7 @@ populate_engine(struct vmb__populate_job *job, struct progress *pr)
 	    VMB_INFLIGHT_DEFAULT, nr_nw = 0;
 	uint64_t batch_bytes = job->batch_bytes ? job->batch_bytes :
 	    VMB_BATCH_BYTES_DEFAULT;
-	size_t nr_workers = 0;
+	size_t nr_workers = 0, total_batches = 0;
 	int rc;
 
 	if (!job->pool)
@@ -452,12 +507,21 @@ populate_engine(struct vmb__populate_job *job, struct progress *pr)
 	nws = calloc(job->nr_ranges, sizeof(*nws));
 	ws = calloc((size_t)job->nr_ranges * inflight, sizeof(*ws));
 	rc = !nws || !ws ? -ENOMEM : node_works(job, nws, &nr_nw);
+	if (!rc && job->clean) {
+		rc = run_inline(job, pr, nws, nr_nw);
+		goto out;
+	}
 	for (uint32_t i = 0; i < nr_nw && !rc; i++) {
 		rc = make_batches(&nws[i], batch_bytes, inflight);
 		plan_pinning(job->host, job->host_topology, &nws[i]);
+		total_batches += nws[i].nr_batches;
 	}
 	if (rc)
 		goto out;
+	if (total_batches == 1) {
+		rc = run_inline(job, pr, nws, nr_nw);
+		goto out;
+	}
 	/* Up to `inflight` workers per node, as many as it has batches. */
 	for (uint32_t i = 0; i < nr_nw; i++)
 		for (size_t j = 0; j < nws[i].nr_batches && j < inflight; j++)

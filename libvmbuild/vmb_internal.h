@@ -145,6 +145,11 @@ struct vmb__populate_job {
 	struct vmb__tpool *pool;	/* engine: runs its workers */
 	uint32_t batch_bytes;		/* engine: bytes per batch (upper bound) */
 	uint32_t inflight;		/* engine: batches in flight per node */
+	/*
+	 * The placed nodes' clean memory covers the guest (scrub progress
+	 * at placement): the populate is expected to scrub nothing inline.
+	 */
+	bool	clean;
 	atomic_bool *cancel;
 	vmb_progress_fn *progress;
 	void	*user;

@@ -1,8 +1,8 @@
 #!/bin/bash
 # deps.sh GROUP... - install the Debian packages a group of targets needs.
 #
-# Groups: build (compile everything), check (run the tests), lab (boot
-# Xen under QEMU).  Only missing packages are installed, with one
+# Groups: build (compile everything), check (run the tests), bench (make
+# bench: its plots), lab (boot Xen under QEMU).  Only missing packages are installed, with one
 # `apt-get update` per run; as non-root it lists them and fails instead.
 set -eu
 declare -A pk
@@ -20,6 +20,8 @@ pk[check]="libcmocka-dev prometheus systemd procps util-linux python3
 	   dpkg-dev debhelper dh-python lintian man-db bash-completion
 	   ansible-core python3-venv python3-pip python3-setuptools
 	   python3-wheel strace"
+# bench: gnuplot draws bench/results/*.svg (gnuplot-nox: no X11 needed).
+pk[bench]="gnuplot-nox python3"
 pk[lab]="qemu-system-x86 busybox-static cpio xz-utils zstd gzip"
 
 want=()

@@ -1,18 +1,22 @@
 /*
- * bench_zero.c - the cost per GiB of the ways hvsim can zero memory of
- * its memfd, on this machine (memory.c chooses among them).
+ * bench_zero.c - the cost per GiB of the ways hvsim could zero its
+ * memory on this machine (the measurements behind hypervisor/sim/memory.c).
  *
  *   bench_zero [THREADS]
  *
- * For each way of zeroing memory never touched - pwritev of the zero
- * page through the descriptor, or MADV_POPULATE_WRITE then non-temporal
- * stores through a shared mapping - it then zeroes the same memory again
- * through a fresh mapping (the memfd has the pages, the mapping does not:
- * what inline zeroing finds after a boot scrub through the descriptor)
- * both ways, and finally with NT stores through a mapping that has the
- * pages mapped in.  THREADS threads (1 or 2) each zero 1 GiB of their
- * own at the same time, as populates on two nodes do.  Prints wall
- * seconds per line; compare lines of one run only.
+ * A memfd (what hvsim used, to pass guest memory to loaders): for each way
+ * of zeroing memory never touched - pwritev of the zero page through the
+ * descriptor, or MADV_POPULATE_WRITE then non-temporal stores through a
+ * shared mapping - it then zeroes the same memory again through a fresh
+ * mapping (the memfd has the pages, the mapping does not) both ways, and
+ * finally with NT stores through a mapping that has the pages mapped in.
+ * With 2 threads, pwritev again with one memfd per thread (the inode lock
+ * is per memfd).  Then what hvsim does now: anonymous memory in
+ * transparent huge pages, NT stores on first touch and again.  THREADS
+ * threads (1 or 2) each zero 1 GiB of their own at the same time, as
+ * populates on two nodes do.  Prints wall seconds per line; compare lines
+ * of one run only (the first touch of memory a VM's host backs lazily
+ * costs the host too).
  */
 #include <emmintrin.h>
 #include <errno.h>
@@ -40,7 +44,7 @@ static const char *const way_name[] = { "pwritev", "populate+nt", "nt" };
 static const char zero_page[4096] __attribute__((aligned(4096)));
 
 struct job {
-	int fd;
+	int fd;		/* < 0: the job's own descriptor, fds[thread] */
 	uint8_t *base;
 	uint64_t off;
 	enum way way;
@@ -113,9 +117,12 @@ job_run(void *arg)
 	return NULL;
 }
 
-/* Zero THREADS GiB one way, a GiB per thread at once; wall seconds. */
+/*
+ * Zero THREADS GiB one way, a GiB per thread at once; wall seconds.  With
+ * `fds`, thread i writes to its own descriptor fds[i] at offset 0.
+ */
 static double
-run(int fd, uint8_t *base, enum way way, int threads)
+run(int fd, const int *fds, uint8_t *base, enum way way, int threads)
 {
 	struct job j[MAX_THREADS];
 	pthread_t th[MAX_THREADS];
@@ -123,8 +130,8 @@ run(int fd, uint8_t *base, enum way way, int threads)
 	int i;
 
 	for (i = 0; i < threads; i++) {
-		j[i] = (struct job){ fd, base, (uint64_t)i * PER_THREAD, way,
-		    0 };
+		j[i] = (struct job){ fds ? fds[i] : fd, base,
+		    fds ? 0 : (uint64_t)i * PER_THREAD, way, 0 };
 		if (pthread_create(&th[i], NULL, job_run, &j[i]) != 0) {
 			fprintf(stderr, "bench_zero: pthread_create failed\n");
 			exit(1);
@@ -175,19 +182,59 @@ main(int argc, char **argv)
 		}
 		base = map(fd, len);
 		printf("threads=%d gib=%d never_touched %s: %.3f s\n", threads,
-		    threads, way_name[first], run(fd, base, first, threads));
+		    threads, way_name[first], run(fd, NULL, base, first,
+		    threads));
 		for (again = WAY_PWRITEV; again <= WAY_POPULATE_NT; again++) {
 			/* A fresh mapping: the pages are in the memfd only. */
 			munmap(base, len);
 			base = map(fd, len);
 			printf("threads=%d gib=%d touched_not_mapped %s: "
 			    "%.3f s\n", threads, threads, way_name[again],
-			    run(fd, base, again, threads));
+			    run(fd, NULL, base, again, threads));
 		}
 		printf("threads=%d gib=%d mapped nt: %.3f s\n", threads,
-		    threads, run(fd, base, WAY_NT, threads));
+		    threads, run(fd, NULL, base, WAY_NT, threads));
 		munmap(base, len);
 		close(fd);
+	}
+	if (threads > 1) {
+		int fds[MAX_THREADS];
+
+		for (int i = 0; i < threads; i++) {
+			fds[i] = memfd_create("bench-zero", MFD_CLOEXEC);
+			if (fds[i] < 0 || ftruncate(fds[i], PER_THREAD) < 0) {
+				perror("bench_zero: memfd");
+				return 1;
+			}
+		}
+		printf("threads=%d gib=%d never_touched pwritev, a memfd per "
+		    "thread: %.3f s\n", threads, threads,
+		    run(-1, fds, NULL, WAY_PWRITEV, threads));
+		printf("threads=%d gib=%d touched pwritev, a memfd per thread: "
+		    "%.3f s\n", threads, threads,
+		    run(-1, fds, NULL, WAY_PWRITEV, threads));
+		for (int i = 0; i < threads; i++)
+			close(fds[i]);
+	}
+	/* hvsim now: its own anonymous memory, huge pages. */
+	{
+		uint8_t *p = mmap(NULL, len + STEP, PROT_READ | PROT_WRITE,
+		    MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		uint8_t *base;
+
+		if (p == MAP_FAILED) {
+			perror("bench_zero: mmap");
+			return 1;
+		}
+		base = (uint8_t *)(((uintptr_t)p + STEP - 1) & ~(STEP - 1));
+		printf("threads=%d gib=%d anonymous memory, huge pages %s\n",
+		    threads, threads, madvise(base, len, MADV_HUGEPAGE) == 0 ?
+		    "asked for" : "refused");
+		printf("threads=%d gib=%d never_touched anonymous nt: %.3f s\n",
+		    threads, threads, run(-1, NULL, base, WAY_NT, threads));
+		printf("threads=%d gib=%d mapped anonymous nt: %.3f s\n",
+		    threads, threads, run(-1, NULL, base, WAY_NT, threads));
+		munmap(p, len + STEP);
 	}
 	return 0;
 }

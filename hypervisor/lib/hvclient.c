@@ -3,7 +3,8 @@
  *
  * One request at a time per connection: a header plus payload goes out,
  * one header plus payload comes back with the same seq.  A descriptor may
- * ride along with the reply header (SCM_RIGHTS, HV_OP_MAP).  Any framing
+ * ride along with the reply header (SCM_RIGHTS; no op of ABI 2 passes one,
+ * guest memory is copied with HV_OP_GUEST_READ/WRITE).  Any framing
  * error leaves the stream in an unknown state, so the connection is then
  * marked broken and every later call fails with -ECONNRESET.
  */
@@ -477,12 +478,11 @@ out:
 
 int
 hvc_map(struct hvc *conn, hv_domid_t domid, uint64_t gfn, uint32_t nr,
-    uint64_t *mfns, int *ret_fd)
+    uint64_t *mfns)
 {
 	struct hv_map req = { .domid = domid, .nr = nr, .gfn = gfn };
 	struct hv_map_reply *rep = NULL;
 	size_t cap, len = 0;
-	int fd = -1;
 	int rc;
 
 	if (nr == 0 || nr > HV_MAX_MAP_PAGES || !mfns)
@@ -491,22 +491,64 @@ hvc_map(struct hvc *conn, hv_domid_t domid, uint64_t gfn, uint32_t nr,
 	rep = malloc(cap);
 	if (!rep)
 		return -ENOMEM;
-	rc = hvc_call(conn, HV_OP_MAP, &req, sizeof(req), rep, cap, &len, &fd);
-	if (rc < 0)
-		goto out;
-	if (len != cap || rep->nr != nr || (rep->has_fd != 0) != (fd >= 0)) {
+	rc = hvc_call(conn, HV_OP_MAP, &req, sizeof(req), rep, cap, &len, NULL);
+	if (rc == 0 && (len != cap || rep->nr != nr))
 		rc = -EPROTO;
-		goto out;
-	}
-	memcpy(mfns, rep + 1, (size_t)nr * sizeof(uint64_t));
-	if (ret_fd) {
-		*ret_fd = fd;
-		fd = -1;
-	}
-out:
-	if (fd >= 0)
-		close(fd);
+	if (rc == 0)
+		memcpy(mfns, rep + 1, (size_t)nr * sizeof(uint64_t));
 	free(rep);
+	return rc;
+}
+
+int
+hvc_guest_read(struct hvc *conn, hv_domid_t domid, uint64_t gpa, void *buf,
+    size_t len)
+{
+	uint8_t *p = buf;
+	int rc = 0;
+
+	if (!buf || gpa + len < gpa)
+		return -EINVAL;
+	while (len > 0 && rc == 0) {
+		struct hv_guest_copy req = { .domid = domid, .gpa = gpa,
+		    .len = len < HV_MAX_COPY ? (uint32_t)len : HV_MAX_COPY };
+		size_t got = 0;
+
+		rc = hvc_call(conn, HV_OP_GUEST_READ, &req, sizeof(req), p,
+		    req.len, &got, NULL);
+		if (rc == 0 && got != req.len)
+			rc = -EPROTO;
+		p += req.len;
+		gpa += req.len;
+		len -= req.len;
+	}
+	return rc;
+}
+
+int
+hvc_guest_write(struct hvc *conn, hv_domid_t domid, uint64_t gpa,
+    const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+	struct hv_guest_copy *req;
+	int rc = 0;
+
+	if (!buf || gpa + len < gpa)
+		return -EINVAL;
+	req = malloc(sizeof(*req) + (len < HV_MAX_COPY ? len : HV_MAX_COPY));
+	if (!req)
+		return -ENOMEM;
+	while (len > 0 && rc == 0) {
+		*req = (struct hv_guest_copy){ .domid = domid, .gpa = gpa,
+		    .len = len < HV_MAX_COPY ? (uint32_t)len : HV_MAX_COPY };
+		memcpy(req + 1, p, req->len);
+		rc = hvc_call(conn, HV_OP_GUEST_WRITE, req,
+		    sizeof(*req) + req->len, NULL, 0, NULL, NULL);
+		p += req->len;
+		gpa += req->len;
+		len -= req->len;
+	}
+	free(req);
 	return rc;
 }
 

@@ -1,6 +1,7 @@
 /*
  * domain.c - domains: create, destroy, pause, unpause, list, limits,
- * claims, and the physical-to-machine map used by populate and map.
+ * claims, and the physical-to-machine map used by populate, translation
+ * and guest memory copies.
  *
  * Locking: the table lock (hv->dom_lock) protects the table and the
  * reference counts; a domain's own lock protects its p2m, its gfn
@@ -46,10 +47,11 @@ static void
 dom_release_memory(struct hv *hv, struct domain *d)
 {
 	uint64_t ts = flush_now(&hv->flush), pages = 0;
+	struct hblock *b = calloc(d->nr_ext ? d->nr_ext : 1, sizeof(*b));
 	size_t i;
 
 	for (i = 0; i < d->nr_ext; i++) {
-		struct hblock b = {
+		struct hblock one = {
 			.mfn = d->ext[i].mfn,
 			.node = d->ext[i].node,
 			.order = (uint8_t)d->ext[i].order,
@@ -58,9 +60,16 @@ dom_release_memory(struct hv *hv, struct domain *d)
 			.tlbflush_ts = ts,
 		};
 
-		heap_free(&hv->heap, &b);
-		pages += 1ull << b.order;
+		/* Without memory for the batch, one at a time. */
+		if (b)
+			b[i] = one;
+		else
+			heap_free(&hv->heap, &one);
+		pages += 1ull << one.order;
 	}
+	if (b)
+		heap_free_many(&hv->heap, b, d->nr_ext);
+	free(b);
 	dom_avail_give(hv, pages);
 	d->nr_ext = 0;
 	__atomic_store_n(&d->tot_pages, 0, __ATOMIC_RELAXED);
@@ -528,6 +537,21 @@ dom_gfn_release(struct domain *d, struct gfn_resv *r)
 	pthread_cond_broadcast(&d->resv_done);
 }
 
+/*
+ * Under d->lock: the extent that holds gfn g, searching on from *i (an
+ * index at or before it, kept between calls of one walk); NULL at a hole.
+ */
+static const struct p2m_ext *
+p2m_walk(const struct domain *d, uint64_t g, size_t *i)
+{
+	while (*i < d->nr_ext &&
+	    d->ext[*i].gfn + (1ull << d->ext[*i].order) <= g)
+		(*i)++;
+	if (*i == d->nr_ext || d->ext[*i].gfn > g)
+		return NULL;
+	return &d->ext[*i];
+}
+
 int
 dom_map(struct hv *hv, hv_domid_t domid, uint64_t gfn, uint32_t nr,
     uint64_t *mfns)
@@ -542,30 +566,74 @@ dom_map(struct hv *hv, hv_domid_t domid, uint64_t gfn, uint32_t nr,
 	d = dom_get(hv, domid);
 	if (!d)
 		return -ESRCH;
-	if (hv->mem.backing != HV_BACKING_REAL) {
-		rc = -EOPNOTSUPP;
-		goto out;
-	}
 	pthread_mutex_lock(&d->lock);
 	i = p2m_upper(d, gfn);
 	i = i > 0 ? i - 1 : 0;
 	while (k < nr) {
-		uint64_t g = gfn + k;
-		const struct p2m_ext *e;
+		const struct p2m_ext *e = p2m_walk(d, gfn + k, &i);
 
-		while (i < d->nr_ext && d->ext[i].gfn +
-		    (1ull << d->ext[i].order) <= g)
-			i++;
-		if (i == d->nr_ext || d->ext[i].gfn > g) {
+		if (!e) {
 			rc = -ENOENT;	/* a hole in the guest's memory */
 			break;
 		}
-		e = &d->ext[i];
 		for (; k < nr && gfn + k < e->gfn + (1ull << e->order); k++)
 			mfns[k] = e->mfn + (gfn + k - e->gfn);
 	}
 	pthread_mutex_unlock(&d->lock);
-out:
+	dom_put(hv, d);
+	return rc;
+}
+
+/*
+ * Under the domain's lock, so that a destroy cannot free the pages while
+ * they are copied (it releases memory under the same lock).
+ */
+int
+dom_copy(struct hv *hv, hv_domid_t domid, uint64_t gpa, void *buf,
+    uint32_t len, bool write)
+{
+	struct domain *d;
+	uint32_t done = 0;
+	size_t i;
+	int rc = 0;
+
+	if (len == 0 || len > HV_MAX_COPY || gpa + len < gpa)
+		return -EINVAL;
+	d = dom_get(hv, domid);
+	if (!d)
+		return -ESRCH;
+	if (hv->mem.backing != HV_BACKING_REAL) {
+		dom_put(hv, d);
+		return -EOPNOTSUPP;
+	}
+	pthread_mutex_lock(&d->lock);
+	i = p2m_upper(d, gpa >> HV_PAGE_SHIFT);
+	i = i > 0 ? i - 1 : 0;
+	while (done < len && rc == 0) {
+		uint64_t a = gpa + done, end;
+		const struct p2m_ext *e = p2m_walk(d, a >> HV_PAGE_SHIFT, &i);
+		uint8_t *p;
+		uint32_t n;
+
+		if (d->state == HV_DOMSTATE_DYING) {
+			rc = -ESRCH;
+			break;
+		}
+		if (!e) {
+			rc = -ENOENT;	/* a hole in the guest's memory */
+			break;
+		}
+		end = (e->gfn + (1ull << e->order)) << HV_PAGE_SHIFT;
+		n = end - a < len - done ? (uint32_t)(end - a) : len - done;
+		p = (uint8_t *)mem_page(&hv->mem, e->mfn) +
+		    (a - (e->gfn << HV_PAGE_SHIFT));
+		if (write)
+			memcpy(p, (uint8_t *)buf + done, n);
+		else
+			memcpy((uint8_t *)buf + done, p, n);
+		done += n;
+	}
+	pthread_mutex_unlock(&d->lock);
 	dom_put(hv, d);
 	return rc;
 }

@@ -398,7 +398,7 @@ heap_alloc(struct heap *h, uint32_t node, uint32_t order, bool allow_dirty,
 
 			n->scrubbing_pages += ss;
 			pthread_mutex_unlock(&n->lock);
-			mem_zero(h->mem, sb.mfn, ss, false);
+			mem_zero(h->mem, sb.mfn, ss);
 			pthread_mutex_lock(&n->lock);
 			n->scrubbing_pages -= ss;
 			account_scrubbed(n, sb.kind, ss);
@@ -425,7 +425,7 @@ heap_alloc(struct heap *h, uint32_t node, uint32_t order, bool allow_dirty,
 	if (rc < 0)
 		goto out;
 	if (rc == 1) {
-		mem_zero(h->mem, b.mfn, size, false);
+		mem_zero(h->mem, b.mfn, size);
 		b.kind = PG_CLEAN;
 		rc = 0;
 	}
@@ -438,23 +438,60 @@ out:
 	return rc;
 }
 
-void
-heap_free(struct heap *h, const struct hblock *blk)
+/* Under the node lock: put one block back and count it. */
+static bool
+free_locked(struct hnode *n, const struct hblock *blk)
 {
-	struct hnode *n = &h->nodes[blk->node];
 	uint64_t size = 1ull << blk->order;
 
-	pthread_mutex_lock(&n->lock);
 	free_block(n, (uint32_t)(blk->mfn - n->first_mfn), blk->order,
 	    blk->kind, blk->need_flush, blk->tlbflush_ts);
 	n->free_pages += size;
-	if (blk->kind != PG_CLEAN) {
-		n->dirty_pages += size;
-		if (blk->kind == PG_BOOT)
-			n->boot_dirty_pages += size;
-		pthread_cond_broadcast(&n->work);
+	if (blk->kind == PG_CLEAN)
+		return false;
+	n->dirty_pages += size;
+	if (blk->kind == PG_BOOT)
+		n->boot_dirty_pages += size;
+	return true;
+}
+
+void
+heap_free(struct heap *h, const struct hblock *blk)
+{
+	heap_free_many(h, blk, 1);
+}
+
+/*
+ * Node by node, one lock and at most one wake-up of the node's scrubbers
+ * for all of its blocks: a destroy frees a domain's extents together,
+ * and waking the scrubbers once per extent cost more context switches
+ * than the frees themselves (4 ms for a 128 MiB domain here).
+ */
+void
+heap_free_many(struct heap *h, const struct hblock *blks, size_t nr)
+{
+	size_t i, done = 0;
+	uint32_t node;
+
+	for (node = 0; node < h->nr_nodes && done < nr; node++) {
+		struct hnode *n = &h->nodes[node];
+		bool dirty = false, any = false;
+
+		for (i = 0; i < nr; i++) {
+			if (blks[i].node != node)
+				continue;
+			if (!any)
+				pthread_mutex_lock(&n->lock);
+			any = true;
+			dirty |= free_locked(n, &blks[i]);
+			done++;
+		}
+		if (!any)
+			continue;
+		if (dirty)
+			pthread_cond_broadcast(&n->work);
+		pthread_mutex_unlock(&n->lock);
 	}
-	pthread_mutex_unlock(&n->lock);
 }
 
 int

@@ -106,6 +106,10 @@ hv_init(struct hv **ret_hv, const struct hv_config *cfg)
 	rc = mem_init(&hv->mem, cfg->backing, cfg->nodes * cfg->mem_per_node);
 	if (rc < 0)
 		goto fail_topo;
+	/* Before the first store: that is when memory gets its node. */
+	if (cfg->pin_host && (rc = mem_bind_host_nodes(&hv->mem, cfg->nodes,
+	    cfg->mem_per_node)) < 0)
+		goto fail_mem;
 	rc = heap_init(&hv->heap, hv, &hv->mem, cfg->nodes, ppn,
 	    cfg->boot_scrub);
 	if (rc < 0)

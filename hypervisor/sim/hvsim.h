@@ -85,23 +85,25 @@ uint32_t topo_cpu(const struct topo *t, uint32_t node, uint32_t core,
 
 struct hvmem {
 	uint32_t backing;
-	int fd;			/* memfd of the whole host, -1 when phantom */
-	uint8_t *base;
+	uint8_t *base;		/* frame m at base + (m << 12); NULL: phantom */
 	uint64_t bytes;
-	uint64_t *mapped;	/* bit per 2 MiB: touched through base (atomic) */
+	uint8_t *map;		/* the reservation base lies in */
+	size_t map_len;
+	bool huge;		/* transparent huge pages were granted */
 };
 
 int mem_init(struct hvmem *m, uint32_t backing, uint64_t bytes);
 void mem_fini(struct hvmem *m);
+/* Node i's `per_node` bytes prefer this machine's node i (--topology host). */
+int mem_bind_host_nodes(const struct hvmem *m, uint32_t nodes,
+    uint64_t per_node);
 /* NULL for phantom memory. */
 void *mem_page(const struct hvmem *m, uint64_t mfn);
 /*
- * Zero pages: non-temporal stores where this process has the pages mapped
- * in; elsewhere map them in first if `map_in` (background work), else
- * write zeros through the descriptor (no first-touch faults on an
- * allocation's path).  Nothing when phantom.
+ * Zero pages with non-temporal stores (a page never touched is mapped in
+ * by the first of them).  Nothing when phantom.
  */
-void mem_zero(const struct hvmem *m, uint64_t mfn, uint64_t nr, bool map_in);
+void mem_zero(const struct hvmem *m, uint64_t mfn, uint64_t nr);
 void mem_ntzero(void *p, size_t len);
 /* Test helper: true when every byte of the pages is zero (phantom: true). */
 bool mem_is_zero(const struct hvmem *m, uint64_t mfn, uint64_t nr);
@@ -185,7 +187,6 @@ struct heap {
 	const struct hvmem *mem;
 	struct hv *hv;		/* counters; may be NULL in unit tests */
 	struct hnode *nodes;
-	uint32_t populating;	/* atomic: populate calls in progress */
 };
 
 int heap_init(struct heap *h, struct hv *hv, const struct hvmem *mem,
@@ -203,6 +204,8 @@ int heap_alloc(struct heap *h, uint32_t node, uint32_t order,
     bool allow_dirty, struct hblock *ret_blk, uint64_t *ret_inline);
 /* Give a block back; it merges with free buddies of the same kind. */
 void heap_free(struct heap *h, const struct hblock *blk);
+/* The same for many blocks: one lock and one scrubber wake-up a node. */
+void heap_free_many(struct heap *h, const struct hblock *blks, size_t nr);
 /*
  * Scrubber side: take a dirty block of order <= max_order into `job`;
  * -ENOENT if there is none, -EAGAIN while allocators wait for pages.
@@ -372,8 +375,15 @@ int dom_gfn_reserve(struct domain *d, struct gfn_resv *r, uint64_t gfn,
     uint32_t order);
 void dom_gfn_release(struct domain *d, struct gfn_resv *r);
 bool dom_p2m_overlaps(const struct domain *d, uint64_t gfn, uint32_t order);
+/* Machine frames of gfn..gfn+nr; -ENOENT at a hole. */
 int dom_map(struct hv *hv, hv_domid_t domid, uint64_t gfn, uint32_t nr,
     uint64_t *mfns);
+/*
+ * Copy len bytes between buf and guest-physical gpa (write: into the
+ * guest).  -ENOENT at a hole, -EOPNOTSUPP with phantom memory.
+ */
+int dom_copy(struct hv *hv, hv_domid_t domid, uint64_t gpa, void *buf,
+    uint32_t len, bool write);
 /*
  * Claims: pages a domain may still take from the host's free memory.
  * dom_claim_take reserves `pages` for an allocation about to be made

@@ -28,8 +28,15 @@
  *
  * Both count evaluations, flushes issued and flushes avoided.  A call
  * stops after preempt_pages of work (at least one extent) and says where
- * to continue.  Extents are tried on their node; without
- * HV_POPF_EXACT_NODE, other nodes follow in order.
+ * to continue.  Work is what the call did page by page: pages it
+ * scrubbed inline, pages it evaluated the filter for one at a time
+ * (alloc mode), plus one per extent for handing out a block and
+ * recording it (metadata is per 2 MiB chunk, so a clean extent costs
+ * about the same whatever its order).  A call over clean memory is
+ * therefore not preempted after 1 GiB of extents it barely touched, as
+ * Xen checks for preemption between extents by time, not by size.
+ * Extents are tried on their node; without HV_POPF_EXACT_NODE, other
+ * nodes follow in order.
  */
 #include <errno.h>
 #include <string.h>
@@ -134,11 +141,10 @@ populate(struct hv *hv, const struct hv_populate *req,
 	d = dom_get(hv, req->domid);
 	if (!d)
 		return -ESRCH;
-	/* Background scrubbers leave the costly first touches for later. */
-	ATOMIC_ADD(&hv->heap.populating, 1);
 	for (i = req->start; i < req->nr_extents; i++) {
 		const struct hv_extent *e = &ext[i];
 		uint64_t size = 1ull << e->order, from_claim = 0;
+		uint64_t inl0 = st.pages_scrubbed_inline;
 		uint32_t nodes[HV_MAX_NODES], nn, k;
 		bool claimed = false, allocated = false, dying;
 		struct gfn_resv r;
@@ -224,6 +230,7 @@ populate(struct hv *hv, const struct hv_populate *req,
 					flush_filter(&hv->flush, b.tlbflush_ts,
 					    &m);
 				st.filter_evaluations += size;
+				work += 1 + (st.pages_scrubbed_inline - inl0);
 				do_flush(hv, &m, &st);
 			}
 		}
@@ -234,7 +241,7 @@ populate(struct hv *hv, const struct hv_populate *req,
 		c = order_class(e->order);
 		ext_by_class[c]++;
 		pages_by_class[c] += size;
-		work += size;
+		work += 1 + (st.pages_scrubbed_inline - inl0);
 	}
 	if (batch && acc_need) {
 		/* One evaluation and at most one flush for the whole batch. */
@@ -245,7 +252,6 @@ populate(struct hv *hv, const struct hv_populate *req,
 		st.filter_evaluations++;
 		do_flush(hv, &m, &st);
 	}
-	__atomic_fetch_sub(&hv->heap.populating, 1, __ATOMIC_RELAXED);
 	dom_put(hv, d);
 
 	rep->next = i;

@@ -6,7 +6,7 @@
  * core adds contention, not throughput (66 s against 127 s on 1.5 TB in
  * post 001).  Workers scrub only their own node's memory, 128 MiB
  * (order 15) at a time, with non-temporal stores when memory is real
- * (see memory.c for memory not mapped in yet).  The boot scrub is the
+ * (the boot scrub is what maps it in, memory.c).  The boot scrub is the
  * same machinery: at start every page is dirty with kind PG_BOOT.  A
  * worker scrubs its 128 MiB in 2 MiB steps and gives the block back
  * early when an allocator calls it back (heap.c), and takes no new block
@@ -95,12 +95,7 @@ scrub_main(void *arg)
 		for (off = 0; off < size; off += step) {
 			if (heap_scrub_aborted(&job))
 				break;
-			/*
-			 * Mapping memory in (memory.c) pays off over later
-			 * scrubs but costs CPU now: not while a populate runs.
-			 */
-			mem_zero(&hv->mem, job.b.mfn + off, step,
-			    ATOMIC_LOAD(&hv->heap.populating) == 0);
+			mem_zero(&hv->mem, job.b.mfn + off, step);
 			job.done = off + step;
 		}
 		/*
@@ -168,27 +163,65 @@ scrub_stop(struct hv *hv)
 
 /*
  * Inline-only mode (--scrub-workers 0): no background worker will ever
- * scrub, so the boot scrub is done here, by the thread that sets the host
- * up, before anything is served; otherwise memory would stay dirty from
- * boot and a client waiting for the scrub (vmctl scrub --wait) would wait
- * for nothing.  Memory freed later stays dirty until an allocation takes
- * it and scrubs it inline; scrub progress says workers = 0 on every node.
- * Through the descriptor (no map-in): faster than first touches here.
+ * scrub, so the boot scrub is done here, before anything is served;
+ * otherwise memory would stay dirty from boot and a client waiting for
+ * the scrub (vmctl scrub --wait) would wait for nothing.  It also maps
+ * all of the memory in (memory.c), so that later inline scrubs run at
+ * memory speed.  One thread per node, on the node's CPUs with
+ * --topology host.  Memory freed later stays dirty until an allocation
+ * takes it and scrubs it inline; scrub progress says workers = 0.
  */
+struct boot_arg {
+	struct hv *hv;
+	uint32_t node;
+};
+
+static void *
+boot_node_main(void *arg)
+{
+	struct boot_arg *a = arg;
+	struct hv *hv = a->hv;
+	struct scrub_job job;
+
+	if (hv->cfg.pin_host)
+		(void)topo_pin_host_node(a->node);
+	memset(&job, 0, sizeof(job));
+	while (heap_take_dirty(&hv->heap, a->node, SCRUB_ORDER, &job) == 0) {
+		job.done = 1ull << job.b.order;
+		mem_zero(&hv->mem, job.b.mfn, job.done);
+		CTR_ADD(hv, scrub_pages_boot, job.done);
+		heap_put_scrubbed(&hv->heap, &job);
+	}
+	return NULL;
+}
+
 void
 scrub_boot_inline(struct hv *hv)
 {
-	struct scrub_job job;
-	uint32_t i;
+	uint32_t i, n = hv->heap.nr_nodes;
+	struct boot_arg *a = calloc(n, sizeof(*a));
+	pthread_t *t = calloc(n, sizeof(*t));
+	bool *started = calloc(n, sizeof(*started));
 
-	memset(&job, 0, sizeof(job));
-	for (i = 0; i < hv->heap.nr_nodes; i++)
-		while (heap_take_dirty(&hv->heap, i, SCRUB_ORDER, &job) == 0) {
-			job.done = 1ull << job.b.order;
-			mem_zero(&hv->mem, job.b.mfn, job.done, false);
-			CTR_ADD(hv, scrub_pages_boot, job.done);
-			heap_put_scrubbed(&hv->heap, &job);
+	for (i = 0; i < n; i++) {
+		struct boot_arg one = { hv, i };
+
+		/* Without memory or a thread, this thread does the node. */
+		if (a && t && started) {
+			a[i] = one;
+			started[i] = pthread_create(&t[i], NULL,
+			    boot_node_main, &a[i]) == 0;
+			if (started[i])
+				continue;
 		}
+		boot_node_main(&one);
+	}
+	for (i = 0; a && t && started && i < n; i++)
+		if (started[i])
+			pthread_join(t[i], NULL);
+	free(a);
+	free(t);
+	free(started);
 }
 
 /* Rates are computed over windows of at least 250 ms between samples. */

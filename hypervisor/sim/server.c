@@ -42,7 +42,7 @@ op_hello(struct hv *hv, const void *req, size_t len, void *rep,
 	r->abi_version = HV_ABI_VERSION;
 	r->caps = HV_CAP_POPULATE_BATCH | HV_CAP_SCRUB_PROGRESS |
 	    HV_CAP_COUNTERS | HV_CAP_SHADOW | HV_CAP_CLAIMS |
-	    (hv->mem.backing == HV_BACKING_REAL ? HV_CAP_MAP : 0);
+	    (hv->mem.backing == HV_BACKING_REAL ? HV_CAP_GUEST_COPY : 0);
 	r->backing = hv->mem.backing;
 	r->flush_mode = hv->cfg.flush_mode;
 	r->shadow_threshold = hv->cfg.shadow_threshold;
@@ -226,15 +226,40 @@ op_map(struct hv *hv, const void *req, size_t len, void *rep,
 	struct hv_map_reply *r = rep;
 	int rc;
 
-	(void)len;
+	(void)len, (void)ret_fd;
 	rc = dom_map(hv, q->domid, q->gfn, q->nr, (uint64_t *)(r + 1));
 	if (rc < 0)
 		return rc;
 	r->nr = q->nr;
-	r->has_fd = 1;
-	*ret_fd = hv->mem.fd;
+	r->pad = 0;
 	*ret_len = sizeof(*r) + (size_t)q->nr * sizeof(uint64_t);
 	return 0;
+}
+
+static int
+op_guest_read(struct hv *hv, const void *req, size_t len, void *rep,
+    size_t *ret_len, int *ret_fd)
+{
+	const struct hv_guest_copy *q = req;
+	int rc;
+
+	(void)len, (void)ret_fd;
+	rc = dom_copy(hv, q->domid, q->gpa, rep, q->len, false);
+	if (rc == 0)
+		*ret_len = q->len;
+	return rc;
+}
+
+static int
+op_guest_write(struct hv *hv, const void *req, size_t len, void *rep,
+    size_t *ret_len, int *ret_fd)
+{
+	const struct hv_guest_copy *q = req;
+
+	(void)rep, (void)ret_len, (void)ret_fd;
+	if (q->len > HV_MAX_COPY || len != sizeof(*q) + q->len)
+		return -EINVAL;
+	return dom_copy(hv, q->domid, q->gpa, (void *)(q + 1), q->len, true);
 }
 
 static int
@@ -310,6 +335,10 @@ static const struct op_desc ops[HV_OP_MAX] = {
 	[HV_OP_COUNTERS] = { 0, false, op_counters },
 	[HV_OP_SHADOW_WORKLOAD] = { sizeof(struct hv_shadow_workload), false,
 	    op_shadow },
+	[HV_OP_GUEST_READ] = { sizeof(struct hv_guest_copy), false,
+	    op_guest_read },
+	[HV_OP_GUEST_WRITE] = { sizeof(struct hv_guest_copy), true,
+	    op_guest_write },
 };
 
 int

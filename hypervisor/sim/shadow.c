@@ -97,6 +97,7 @@ guest_write(struct hv *hv, struct shadow *sh, uint32_t page, uint32_t slot,
 	int reason;
 
 	sh->guest[page][slot] = val;
+	r->guest_writes++;
 	if (!sh->shadowed[page])
 		return;		/* data page: no trap */
 	r->shadow_faults++;

@@ -139,7 +139,7 @@ sim_caps(void *priv)
 	if (hc & HV_CAP_COUNTERS)
 		caps |= VMB_CAP_COUNTERS;
 	/* Phantom memory has no bytes to load an image into. */
-	if ((hc & HV_CAP_MAP) && s->hello.backing == HV_BACKING_REAL)
+	if ((hc & HV_CAP_GUEST_COPY) && s->hello.backing == HV_BACKING_REAL)
 		caps |= VMB_CAP_IMAGE_LOAD;
 	if (hc & HV_CAP_SHADOW)
 		caps |= VMB_CAP_SHADOW;
@@ -492,88 +492,33 @@ out:
 	return rc;
 }
 
+/*
+ * hvsim's memory is its own anonymous mapping, which no other process can
+ * map: the image goes in by copies (HV_OP_GUEST_WRITE), zeroes included.
+ */
 static int
-sim_map(void *priv, uint32_t domid, uint64_t gfn, size_t nr, void **ret_addr)
+sim_write(void *priv, uint32_t domid, uint64_t paddr, const void *src,
+    uint64_t len)
 {
+	static const uint8_t zeroes[64 << 10];
 	struct sim *s = priv;
-	uint64_t *mfns = NULL;
 	struct hvc *c = NULL;
-	uint8_t *base;
-	size_t at = 0;
-	int rc, fd = -1;
+	int rc;
 
-	if (nr == 0)
-		return -EINVAL;
-	/* Reserve the whole range, then map runs of frames into it. */
-	base = mmap(NULL, nr << VMB_PAGE_SHIFT, PROT_NONE,
-	    MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-	if (base == MAP_FAILED)
-		return -errno;
-	mfns = malloc((nr < HV_MAX_MAP_PAGES ? nr : HV_MAX_MAP_PAGES) *
-	    sizeof(*mfns));
-	if (!mfns) {
-		rc = -ENOMEM;
-		goto out;
-	}
 	rc = conn_get(s, &c);
 	if (rc)
-		goto out;
-	while (at < nr) {
-		uint32_t n = nr - at < HV_MAX_MAP_PAGES ? (uint32_t)(nr - at) :
-		    HV_MAX_MAP_PAGES;
+		return rc;
+	if (src)
+		rc = hvc_guest_write(c, domid, paddr, src, len);
+	while (!src && len > 0 && rc == 0) {
+		uint64_t n = len < sizeof(zeroes) ? len : sizeof(zeroes);
 
-		rc = hvc_map(c, domid, gfn + at, n, mfns, &fd);
-		if (rc)
-			break;
-		if (fd < 0) {
-			rc = -EOPNOTSUPP;
-			break;
-		}
-		for (uint32_t i = 0; i < n; ) {
-			uint32_t run = 1;
-			void *p;
-
-			while (i + run < n && mfns[i + run] == mfns[i] + run)
-				run++;
-			/*
-			 * Populated at once: a mapped page is about to be
-			 * written, and one call costs less than a fault per
-			 * page (load of a small kernel 1.5 -> 0.8 ms).
-			 */
-			p = mmap(base + ((at + i) << VMB_PAGE_SHIFT),
-			    (size_t)run << VMB_PAGE_SHIFT,
-			    PROT_READ | PROT_WRITE,
-			    MAP_SHARED | MAP_FIXED | MAP_POPULATE, fd,
-			    (off_t)(mfns[i] << VMB_PAGE_SHIFT));
-			if (p == MAP_FAILED) {
-				rc = -errno;
-				break;
-			}
-			i += run;
-		}
-		close(fd);
-		fd = -1;
-		if (rc)
-			break;
-		at += n;
+		rc = hvc_guest_write(c, domid, paddr, zeroes, n);
+		paddr += n;
+		len -= n;
 	}
 	conn_put(s, c, rc);
-out:
-	free(mfns);
-	if (rc) {
-		munmap(base, nr << VMB_PAGE_SHIFT);
-		return rc;
-	}
-	*ret_addr = base;
-	return 0;
-}
-
-static void
-sim_unmap(void *priv, void *addr, size_t nr)
-{
-	(void)priv;
-	if (addr)
-		munmap(addr, nr << VMB_PAGE_SHIFT);
+	return rc;
 }
 
 /*
@@ -605,7 +550,6 @@ const struct vmb_backend_ops vmb_backend_sim = {
 	.domain_list = sim_domain_list,
 	.claim = sim_claim,
 	.populate = sim_populate,
-	.map = sim_map,
-	.unmap = sim_unmap,
+	.write = sim_write,
 	.boot = sim_boot,
 };

@@ -147,18 +147,13 @@ cmp_u64(const void *a, const void *b)
 }
 
 static bool
-pages_zero(const uint8_t *base, const uint64_t *mfns, uint32_t nr)
+all_bytes(const uint8_t *p, size_t len, uint8_t v)
 {
-	uint32_t i, w;
+	size_t i;
 
-	for (i = 0; i < nr; i++) {
-		const uint64_t *p = (const uint64_t *)(base +
-		    (mfns[i] << HV_PAGE_SHIFT));
-
-		for (w = 0; w < HV_PAGE_SIZE / 8; w++)
-			if (p[w])
-				return false;
-	}
+	for (i = 0; i < len; i++)
+		if (p[i] != v)
+			return false;
 	return true;
 }
 
@@ -182,29 +177,43 @@ layout(struct hv_extent *e)
 	return n;
 }
 
+/* How many of a[0..n) (sorted) appear in b[0..n). */
+static uint64_t
+common_frames(const uint64_t *sorted_a, const uint64_t *b, uint64_t n)
+{
+	uint64_t i, k = 0;
+
+	for (i = 0; i < n; i++)
+		k += bsearch(&b[i], sorted_a, n, sizeof(*b), cmp_u64) != NULL;
+	return k;
+}
+
 static void
 test_real(void)
 {
 	const uint64_t P = 2 * N2M * 512 + N4K;
+	const size_t bytes = P << HV_PAGE_SHIFT;
 	struct hv_extent ext[2 * N2M + N4K];
 	struct hv_populate_stats st;
 	struct hv_domain_info info;
 	struct hv_host_info *hi = NULL;
 	struct hv_counters c0, c1;
-	uint64_t *mfns = NULL, *sorted = NULL, f, d, t, i;
-	uint8_t *base = MAP_FAILED;
+	struct hv_guest_copy gc;
+	uint64_t *mfns = NULL, *sorted = NULL, *m2 = NULL, f, d, t, i;
+	uint8_t *buf = NULL, small[16];
 	uint32_t nr = layout(ext), done = 0;
 	struct hvc *c;
 	hv_domid_t a, b;
-	int fd = -1, rc, dups = 0, wrong_node = 0;
-	size_t bytes = 0;
+	int rc, dups = 0, wrong_node = 0;
+	size_t len;
 
 	c = conn("real");
 	ok(c != NULL, "connect to hvsim (real memory)");
 	if (!c)
 		return;
 	ok(hvc_hello(c)->backing == HV_BACKING_REAL &&
-	    (hvc_hello(c)->caps & HV_CAP_MAP), "hello: real backing, map");
+	    (hvc_hello(c)->caps & HV_CAP_GUEST_COPY),
+	    "hello: real backing, guest copies");
 	rc = hvc_host_info(c, &hi);
 	ok(rc == 0 && hi->nr_nodes == 2 && hi->nr_cpus == 8 &&
 	    hi->total_pages == 2 * 32768, "host info: 2 nodes, 8 CPUs, 256 MiB");
@@ -214,7 +223,6 @@ test_real(void)
 		ok(cpu[1].core == cpu[0].core && cpu[1].thread == 1 &&
 		    cpu[2].core != cpu[0].core && hvc_host_nodes(hi)[1].first_mfn
 		    == 32768, "host info: SMT siblings share a core");
-		bytes = hi->total_pages << HV_PAGE_SHIFT;
 	}
 	free(hi);
 	ok(wait_clean(c) == 0, "boot scrub finishes");
@@ -238,28 +246,57 @@ test_real(void)
 
 	mfns = calloc(P, sizeof(*mfns));
 	sorted = calloc(P, sizeof(*sorted));
-	rc = hvc_map(c, a, 0, (uint32_t)P, mfns, &fd);
-	ok(rc == 0 && fd >= 0, "map the domain's memory (fd passed)");
-	if (rc == 0 && fd >= 0 && bytes) {
-		base = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
-		    fd, 0);
-		ok(base != MAP_FAILED, "mmap the host memory descriptor");
+	m2 = calloc(P, sizeof(*m2));
+	buf = malloc(bytes);
+	if (!mfns || !sorted || !m2 || !buf) {
+		ok(0, "test memory");
+		goto out;
 	}
-	if (base != MAP_FAILED) {
-		memcpy(sorted, mfns, P * sizeof(*mfns));
-		qsort(sorted, P, sizeof(*sorted), cmp_u64);
-		for (i = 1; i < P; i++)
-			dups += sorted[i] == sorted[i - 1];
-		for (i = 0; i < P; i++)
-			wrong_node += (i < N2M * 512) != (mfns[i] < 32768);
-		ok(dups == 0, "no machine frame handed out twice");
-		ok(wrong_node == 0, "every page on the node asked for");
-		ok(pages_zero(base, mfns, (uint32_t)P),
-		    "populated pages are zero (seen through map)");
-		for (i = 0; i < P; i++)
-			memset(base + (mfns[i] << HV_PAGE_SHIFT), 0xa5,
-			    HV_PAGE_SIZE);
-	}
+	rc = hvc_map(c, a, 0, (uint32_t)P, mfns);
+	ok(rc == 0, "translate the domain's memory to machine frames");
+	memcpy(sorted, mfns, P * sizeof(*mfns));
+	qsort(sorted, P, sizeof(*sorted), cmp_u64);
+	for (i = 1; i < P; i++)
+		dups += sorted[i] == sorted[i - 1];
+	for (i = 0; i < P; i++)
+		wrong_node += (i < N2M * 512) != (mfns[i] < 32768);
+	ok(dups == 0, "no machine frame handed out twice");
+	ok(wrong_node == 0, "every page on the node asked for");
+	ok(hvc_guest_read(c, a, 0, buf, bytes) == 0 &&
+	    all_bytes(buf, bytes, 0), "populated memory reads as zero "
+	    "(%zu bytes, HV_OP_GUEST_READ)", bytes);
+	memset(buf, 0xa5, bytes);
+	ok(hvc_guest_write(c, a, 0, buf, bytes) == 0,
+	    "write all of the domain's memory (HV_OP_GUEST_WRITE)");
+	memset(buf, 0, bytes);
+	ok(hvc_guest_read(c, a, 0, buf, bytes) == 0 &&
+	    all_bytes(buf, bytes, 0xa5), "and read it back");
+	/* 16 bytes across the boundary of the first two 2 MiB extents. */
+	for (i = 0; i < sizeof(small); i++)
+		small[i] = (uint8_t)i;
+	rc = hvc_guest_write(c, a, (2u << 20) - 8, small, sizeof(small));
+	memset(small, 0, sizeof(small));
+	if (rc == 0)
+		rc = hvc_guest_read(c, a, (2u << 20) - 9, small, 10);
+	ok(rc == 0 && small[0] == 0xa5 && small[1] == 0 && small[9] == 8,
+	    "an unaligned copy across two extents");
+	ok(hvc_guest_read(c, a, bytes, small, 1) == -ENOENT,
+	    "read of a hole: -ENOENT");
+	ok(hvc_guest_write(c, a, bytes - 8, small, 16) == -ENOENT,
+	    "write running into a hole: -ENOENT");
+	gc = (struct hv_guest_copy){ .domid = a, .len = HV_MAX_COPY + 1 };
+	ok(hvc_call(c, HV_OP_GUEST_READ, &gc, sizeof(gc), buf, bytes, &len,
+	    NULL) == -EINVAL, "read beyond HV_MAX_COPY: -EINVAL");
+	gc.len = 0;
+	ok(hvc_call(c, HV_OP_GUEST_READ, &gc, sizeof(gc), buf, bytes, &len,
+	    NULL) == -EINVAL, "read of 0 bytes: -EINVAL");
+	memcpy(buf, &(struct hv_guest_copy){ .domid = a, .len = 64 },
+	    sizeof(gc));
+	ok(hvc_call(c, HV_OP_GUEST_WRITE, buf, sizeof(gc) + 32, NULL, 0, NULL,
+	    NULL) == -EINVAL, "write with fewer bytes than it says: -EINVAL");
+	ok(hvc_guest_read(c, 0x7000, 0, small, 1) == -ESRCH,
+	    "read of a domain that does not exist: -ESRCH");
+
 	ok(hvc_domain_op(c, HV_OP_DOMAIN_DESTROY, a) == 0, "destroy");
 	host_pages(c, &f, &d, &t, NULL);
 	ok(f == t, "after destroy every page is free again (%llu of %llu)",
@@ -268,26 +305,22 @@ test_real(void)
 	ok(wait_clean(c) == 0, "background scrub cleans the dead domain's pages");
 	host_pages(c, &f, &d, &t, NULL);
 	ok(f == t && d == 0, "every byte accounted: all free, none dirty");
-	if (base != MAP_FAILED)
-		ok(pages_zero(base, mfns, (uint32_t)P),
-		    "the dead domain's pages are zero after scrub");
 	hvc_counters(c, &c1);
 	ok(c1.scrub_pages_background - c0.scrub_pages_background +
 	    c1.scrub_pages_inline - c0.scrub_pages_inline >= P,
 	    "scrub counters cover the freed pages");
 
-	/* A fresh populate gets zeroed pages. */
+	/* The next domain gets the dead one's frames, zeroed. */
 	b = create(c, "int-b", HV_DOMF_HVM | HV_DOMF_HAP, 1 << 20);
 	rc = hvc_populate(c, b, 0, ext, nr, NULL, NULL);
 	ok(rc == 0, "populate a second domain");
-	if (rc == 0 && base != MAP_FAILED) {
-		uint64_t *m2 = calloc(P, sizeof(*m2));
-
-		rc = hvc_map(c, b, 0, (uint32_t)P, m2, NULL);
-		ok(rc == 0 && pages_zero(base, m2, (uint32_t)P),
-		    "a fresh populate hands out zero pages");
-		free(m2);
-	}
+	rc = hvc_map(c, b, 0, (uint32_t)P, m2);
+	ok(rc == 0 && common_frames(sorted, m2, P) > P / 2,
+	    "it reuses the dead domain's frames (%llu of %llu)",
+	    (unsigned long long)common_frames(sorted, m2, P),
+	    (unsigned long long)P);
+	ok(hvc_guest_read(c, b, 0, buf, bytes) == 0 &&
+	    all_bytes(buf, bytes, 0), "and they read as zero: scrubbed");
 	ok(hvc_domain_op(c, HV_OP_DOMAIN_DESTROY, b) == 0, "destroy second");
 	hvc_counters(c, &c1);
 	ok(c1.domains_created - c0.domains_created == 2 &&
@@ -297,10 +330,9 @@ test_real(void)
 	    c1.populate_pages[HV_ORDER_CLASS_4K] -
 	    c0.populate_pages[HV_ORDER_CLASS_4K] == 2 * N4K,
 	    "counters: domains and populated pages by order");
-	if (base != MAP_FAILED)
-		munmap(base, bytes);
-	if (fd >= 0)
-		close(fd);
+out:
+	free(buf);
+	free(m2);
 	free(mfns);
 	free(sorted);
 	hvc_close(c);
@@ -475,7 +507,7 @@ test_malformed(void)
 	e = (struct hv_extent){ .gfn = 4096, .order = 9, .node = 0 };
 	ok(hvc_populate(c, id, 0, &e, 1, NULL, NULL) == -ENOMEM,
 	    "beyond max memory: -ENOMEM");
-	ok(hvc_map(c, id, 4096, 1, &mfn, NULL) == -ENOENT,
+	ok(hvc_map(c, id, 4096, 1, &mfn) == -ENOENT,
 	    "map of a hole: -ENOENT");
 	ok(hvc_domain_set(c, HV_OP_DOMAIN_MAX_VCPUS, id, 0) == -EINVAL,
 	    "0 max vCPUs: -EINVAL");
@@ -542,7 +574,7 @@ run_mode(const char *name, struct mode_result *r)
 		r->rc = hvc_populate(c, cdom, HV_POPF_EXACT_NODE |
 		    HV_POPF_ALLOW_DIRTY, e, 2 * FILL, &r->st, NULL);
 	if (r->rc == 0)
-		r->rc = hvc_map(c, cdom, 0, 2 * FILL * 512, r->mfns, NULL);
+		r->rc = hvc_map(c, cdom, 0, 2 * FILL * 512, r->mfns);
 	if (r->rc == 0)
 		r->rc = hvc_counters(c, &r->ctr);
 	r->calls = hvc_populate_calls(c);
@@ -669,8 +701,12 @@ test_phantom(const char *pid)
 	    info.tot_pages == (135ull << 18) + 4096 &&
 	    info.node_pages[3] == (17ull << 18) + 4096,
 	    "phantom domain pages by node");
-	ok(hvc_map(c, id, 0, 1, &mfn, NULL) == -EOPNOTSUPP,
-	    "map on phantom memory: -EOPNOTSUPP");
+	ok(hvc_map(c, id, 0, 1, &mfn) == 0 && hvc_map(c, id, 135ull << 18, 1,
+	    &mfn) == -ENOENT, "phantom memory translates, holes do not");
+	ok(hvc_guest_read(c, id, 0, &mfn, 8) == -EOPNOTSUPP,
+	    "guest read on phantom memory: -EOPNOTSUPP");
+	ok(!(hvc_hello(c)->caps & HV_CAP_GUEST_COPY),
+	    "phantom: no guest copies announced");
 	rss = rss_kib(pid);
 	ok(rss > 0 && rss < 1024 * 1024, "2 TiB phantom host in %llu MiB "
 	    "of resident memory", (unsigned long long)rss / 1024);

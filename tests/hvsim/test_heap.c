@@ -17,7 +17,7 @@
 #define NODES	2
 #define PAGES	8192u		/* 32 MiB per node: one order-13 block */
 
-static struct hvmem phantom = { .backing = HV_BACKING_PHANTOM, .fd = -1 };
+static struct hvmem phantom = { .backing = HV_BACKING_PHANTOM };
 
 static void
 init(struct heap *h, uint64_t pages, bool dirty)
@@ -369,7 +369,7 @@ test_scrub_abort(void **state)
 	assert_true(heap_scrub_aborted(&job));
 	/* While an allocation waits, the scrubber takes nothing new. */
 	assert_int_equal(heap_take_dirty(&h, 0, 12, &job2), -EAGAIN);
-	mem_zero(&mem, job.b.mfn, AB_DONE, true);
+	mem_zero(&mem, job.b.mfn, AB_DONE);
 	job.done = AB_DONE;
 	heap_put_scrubbed(&h, &job);
 	assert_int_equal(pthread_join(t, NULL), 0);

@@ -25,7 +25,11 @@ CLIENT_DIR = os.path.join(TOP, "clients", "python")
 sys.path.insert(0, CLIENT_DIR)
 import vmbuild  # noqa: E402
 
-h = Host(["--nodes", "2", "--cpus-per-node", "2", "--mem-per-node", "512M"])
+# libxl's pattern populates in many calls (four 2 MiB extents each), so
+# that progress moves during a build and the relay can hold one midway;
+# the engine populates clean memory in one request.
+h = Host(["--nodes", "2", "--cpus-per-node", "2", "--mem-per-node", "512M"],
+         daemon_args=["--populate", "libxl"])
 proxy = HoldProxy(os.path.join(h.dir, "hold.sock"), h.hv_sock)
 h.hv_sock = proxy.path          # the daemon talks to hvsim through it
 

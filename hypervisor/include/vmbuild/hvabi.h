@@ -7,7 +7,8 @@
  *   - the three companion hypercalls: batched populate, scrub progress and
  *     counters;
  *   - the domain operations a toolstack needs from hvsim (create, destroy,
- *     pause, unpause, list, max vCPUs, max memory, claims, foreign mapping);
+ *     pause, unpause, list, max vCPUs, max memory, claims, access to guest
+ *     memory for image loading);
  *   - the framing hvsim uses to carry them on its Unix socket.
  *
  * Rules that keep it usable as a Xen hypercall buffer as well as a socket
@@ -24,7 +25,13 @@
 
 #include <stdint.h>
 
-#define HV_ABI_VERSION		1
+/*
+ * 2: HV_OP_MAP only translates (no descriptor is passed: hvsim's memory is
+ * its own anonymous mapping); guest memory is read and written with
+ * HV_OP_GUEST_READ / HV_OP_GUEST_WRITE (HV_CAP_GUEST_COPY, was HV_CAP_MAP);
+ * hv_shadow_workload_reply gained guest_writes.
+ */
+#define HV_ABI_VERSION		2
 #define HV_MSG_MAGIC		0x4d535648u	/* "HVSM" little-endian */
 
 #define HV_PAGE_SHIFT		12
@@ -42,6 +49,7 @@
 #define HV_MAX_PAYLOAD		(1u << 20)	/* bytes after the header */
 #define HV_MAX_EXTENTS		4096		/* extents per populate call */
 #define HV_MAX_MAP_PAGES	65536		/* pages per map call (256 MiB) */
+#define HV_MAX_COPY		(1u << 19)	/* bytes per guest read/write */
 #define HV_MAX_LIST		1024		/* domains per list reply */
 
 /* ------------------------------------------------------------------ */
@@ -68,10 +76,12 @@ enum hv_op {
 	HV_OP_DOMAIN_MAX_MEM,	/* hv_domain_set (value in pages) */
 	HV_OP_CLAIM,		/* hv_domain_set (pages; 0 cancels) */
 	HV_OP_POPULATE,		/* hv_populate + extents[] -> hv_populate_reply */
-	HV_OP_MAP,		/* hv_map -> hv_map_reply + mfns[]; fd by SCM_RIGHTS */
+	HV_OP_MAP,		/* hv_map -> hv_map_reply + mfns[] (translation) */
 	HV_OP_SCRUB_PROGRESS,	/* -> hv_scrub_reply + nodes[] */
 	HV_OP_COUNTERS,		/* -> hv_counters */
 	HV_OP_SHADOW_WORKLOAD,	/* hv_shadow_workload -> hv_shadow_workload_reply */
+	HV_OP_GUEST_READ,	/* hv_guest_copy -> len bytes */
+	HV_OP_GUEST_WRITE,	/* hv_guest_copy + len bytes -> nothing */
 	HV_OP_MAX
 };
 
@@ -79,7 +89,7 @@ enum hv_op {
 #define HV_CAP_POPULATE_BATCH	(1u << 0)
 #define HV_CAP_SCRUB_PROGRESS	(1u << 1)
 #define HV_CAP_COUNTERS		(1u << 2)
-#define HV_CAP_MAP		(1u << 3)	/* foreign mapping of guest memory */
+#define HV_CAP_GUEST_COPY	(1u << 3)	/* HV_OP_GUEST_READ/WRITE work */
 #define HV_CAP_SHADOW		(1u << 4)	/* shadow paging model */
 #define HV_CAP_CLAIMS		(1u << 5)
 
@@ -261,13 +271,12 @@ struct hv_populate_reply {
 };
 
 /* ------------------------------------------------------------------ */
-/* Foreign mapping (image loading).                                    */
+/* Guest memory: translation and copies (image loading).               */
 
 /*
- * Translate gfn..gfn+nr of a domain to machine frames.  With real backing
- * the reply carries, by SCM_RIGHTS, a descriptor of the host's memory in
- * which machine frame m lives at offset m << HV_PAGE_SHIFT; the client
- * mmaps runs of frames from it.  Phantom backing answers -EOPNOTSUPP.
+ * Translate gfn..gfn+nr of a domain to machine frames (-ENOENT if any is
+ * not populated).  Nothing is mapped: a toolstack reads and writes guest
+ * memory with HV_OP_GUEST_READ / HV_OP_GUEST_WRITE.
  */
 struct hv_map {
 	hv_domid_t domid;
@@ -277,7 +286,20 @@ struct hv_map {
 
 struct hv_map_reply {
 	uint32_t nr;		/* uint64_t mfn[nr] follows */
-	uint32_t has_fd;	/* 1 when a descriptor came with the reply */
+	uint32_t pad;
+};
+
+/*
+ * Copy len bytes from or to guest-physical address gpa of a domain, as a
+ * foreign mapping lets a toolstack do on Xen.  Every byte must be
+ * populated (-ENOENT for a hole); -EOPNOTSUPP with phantom memory.  A
+ * read's reply is the len bytes; a write's request carries them after
+ * the struct.
+ */
+struct hv_guest_copy {
+	hv_domid_t domid;
+	uint32_t len;		/* 1..HV_MAX_COPY */
+	uint64_t gpa;
 };
 
 /* ------------------------------------------------------------------ */
@@ -368,6 +390,7 @@ struct hv_shadow_workload_reply {
 	uint64_t unshadow[HV_UNSHADOW_REASON_MAX];
 	uint64_t shadow_faults;	/* writes trapped because the page was shadowed */
 	uint64_t elapsed_ns;
+	uint64_t guest_writes;	/* all the guest wrote, trapped or not (ABI 2) */
 };
 
 /* ------------------------------------------------------------------ */

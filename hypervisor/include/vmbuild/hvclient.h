@@ -70,9 +70,18 @@ int hvc_populate(struct hvc *conn, hv_domid_t domid, uint32_t flags,
  */
 uint64_t hvc_populate_calls(const struct hvc *conn);
 
-/* Machine frames of gfn..gfn+nr; *ret_fd is the memory descriptor or -1. */
+/* Machine frames of gfn..gfn+nr (-ENOENT at a hole). */
 int hvc_map(struct hvc *conn, hv_domid_t domid, uint64_t gfn, uint32_t nr,
-    uint64_t *mfns, int *ret_fd);
+    uint64_t *mfns);
+/*
+ * Read or write `len` bytes of a domain's memory at guest-physical `gpa`,
+ * in as many calls of at most HV_MAX_COPY as needed.  On failure part of
+ * a write may have been done.
+ */
+int hvc_guest_read(struct hvc *conn, hv_domid_t domid, uint64_t gpa,
+    void *buf, size_t len);
+int hvc_guest_write(struct hvc *conn, hv_domid_t domid, uint64_t gpa,
+    const void *buf, size_t len);
 
 int hvc_scrub_progress(struct hvc *conn, struct hv_scrub_reply **ret_reply);
 struct hv_scrub_node *hvc_scrub_nodes(struct hv_scrub_reply *reply);
