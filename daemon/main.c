@@ -225,8 +225,8 @@ parse_options(int argc, char **argv)
 			usage(stdout);
 			exit(0);
 		case 'V':
-			printf("vmbuildd %s (protocol %d)\n", VMB_VERSION,
-			    VMBUILD_PROTO_VERSION);
+			printf("vmbuildd (vmbuild) %s, protocol %d\n",
+			    VMB_VERSION, VMBUILD_PROTO_VERSION);
 			exit(0);
 		default:
 			usage(stderr);
