@@ -390,6 +390,18 @@ vm_gen_list(yajl_gen g)
 	yajl_gen_map_close(g);
 }
 
+const struct vm *
+vm_first(void)
+{
+	return TAILQ_FIRST(&V.vms);
+}
+
+const struct vm *
+vm_next(const struct vm *vm)
+{
+	return TAILQ_NEXT(vm, entry);
+}
+
 void
 vm_count_states(unsigned states[8], unsigned *building)
 {

@@ -297,6 +297,13 @@ struct vmb_counter_info {
 
 /* The entry of counters.def for `c`; NULL when out of range. */
 const struct vmb_counter_info *vmb_counter_info(enum vmb_counter c);
+/*
+ * What one count of `c` is in the base unit of its metric: a counter of
+ * memory (unit "pages") is exported in bytes, 4096 per count,
+ * *ret_unit "bytes"; any other counts events, 1 per count, *ret_unit its
+ * unit.  0 for a sum or out of range.  ret_unit may be NULL.
+ */
+uint64_t vmb_counter_metric_scale(enum vmb_counter c, const char **ret_unit);
 
 struct vmb_counters {
 	uint32_t have;			/* VMB_CNT_HAVE_* */
