@@ -47,6 +47,7 @@ static struct {
 	const char	*metrics;
 	bool		foreground;
 	int		verbose;
+	enum log_target	log_target;
 	int		ready_fd;	/* daemonizing: tell the parent */
 	struct event	*ev_sig[4];
 	struct event	*ev_watchdog;
@@ -96,6 +97,10 @@ usage(FILE *f)
 "  --metrics ADDR:PORT|none  Prometheus endpoint, GET /metrics\n"
 "                         (default %s; none: no endpoint)\n"
 "  --foreground           stay in the foreground (systemd, tests)\n"
+"  --log-target auto|journal|syslog|stderr\n"
+"                         where messages go (default auto: the journal\n"
+"                         when stderr is connected to it, syslog once\n"
+"                         daemonised without --foreground, else stderr)\n"
 "  --max-request BYTES    largest request line (default %d)\n"
 "  --max-connections N    clients at once (default %d)\n"
 "  --max-tasks N          builds running at once (default %d)\n"
@@ -135,13 +140,14 @@ static int
 parse_options(int argc, char **argv)
 {
 	enum { O_MAXREQ = 256, O_MAXCONN, O_MAXTASKS, O_POPULATE, O_METRICS,
-	    O_REQTIMEOUT };
+	    O_REQTIMEOUT, O_LOGTARGET };
 	static const struct option longopts[] = {
 		{ "hypervisor",	     required_argument,	NULL, 'H' },
 		{ "socket",	     required_argument,	NULL, 's' },
 		{ "state-dir",	     required_argument,	NULL, 'd' },
 		{ "metrics",	     required_argument,	NULL, O_METRICS },
 		{ "foreground",	     no_argument,	NULL, 'f' },
+		{ "log-target",	     required_argument,	NULL, O_LOGTARGET },
 		{ "populate",	     required_argument,	NULL, O_POPULATE },
 		{ "max-request",     required_argument,	NULL, O_MAXREQ },
 		{ "max-connections", required_argument,	NULL, O_MAXCONN },
@@ -186,6 +192,14 @@ parse_options(int argc, char **argv)
 			break;
 		case 'f':
 			M.foreground = true;
+			break;
+		case O_LOGTARGET:
+			if (log_target_parse(optarg, &M.log_target) < 0) {
+				fprintf(stderr, "vmbuildd: --log-target: "
+				    "expected auto, journal, syslog or stderr, "
+				    "got \"%s\"\n", optarg);
+				return 2;
+			}
 			break;
 		case O_POPULATE:
 			if (vmb_populate_strategy_parse(optarg,
@@ -243,9 +257,15 @@ parse_options(int argc, char **argv)
 }
 
 /*
- * Without --foreground: fork, and let the parent exit only when the
- * child is ready (exit 0) or has failed (exit 1), so that whoever
- * started us knows which.
+ * Without --foreground, as daemon(7) describes: fork, and let the parent
+ * exit only when the daemon is ready (exit 0) or has failed (exit 1), so
+ * that whoever started us knows which; in the child, a new session and a
+ * second fork, so that the daemon is no session leader and can never get
+ * a controlling terminal back; the working directory /, stdin and stdout
+ * /dev/null.  Messages stay on stderr until the daemon is ready (the
+ * parent, and the terminal it holds, wait for that, and start-up errors
+ * belong there); then log_detach() points stderr at /dev/null too and
+ * sends messages to syslog.
  */
 static void
 daemonize(void)
@@ -263,16 +283,21 @@ daemonize(void)
 		close(fds[1]);
 		if (read(fds[0], &c, 1) == 1)
 			_exit(0);
+		/* The first child exits at once; the daemon failed. */
 		waitpid(pid, &status, 0);
 		_exit(1);
 	}
 	close(fds[0]);
-	M.ready_fd = fds[1];
 	if (setsid() < 0)
 		fatal("setsid");
+	pid = fork();
+	if (pid < 0)
+		fatal("fork");
+	if (pid > 0)
+		_exit(0);
+	M.ready_fd = fds[1];
 	if (chdir("/") < 0)
 		fatal("chdir /");
-	/* Logs stay on stderr: redirect it where they should go. */
 	if (freopen("/dev/null", "r", stdin) == NULL ||
 	    freopen("/dev/null", "w", stdout) == NULL)
 		fatal("/dev/null");
@@ -356,7 +381,7 @@ main(int argc, char **argv)
 	rc = parse_options(argc, argv);
 	if (rc != 0)
 		return rc;
-	log_init(M.verbose);
+	log_init(M.verbose, M.log_target);
 	notify_init();
 	/* A client gone mid-reply must not kill us. */
 	signal(SIGPIPE, SIG_IGN);
@@ -432,6 +457,7 @@ main(int argc, char **argv)
 		(void)!write(M.ready_fd, "1", 1);
 		close(M.ready_fd);
 		M.ready_fd = -1;
+		log_detach();
 	}
 
 	event_base_dispatch(vmbd.base);

@@ -234,9 +234,11 @@ task_finish(struct task *t, enum task_state state, int code, int errnum,
 		events_emit(EVT_TASK_DONE, g);
 		yajl_gen_free(g);
 	}
-	log_info("task %llu (%s %s) %s%s%s", (unsigned long long)t->id,
-	    t->kind, t->vm, state_names[state], msg ? ": " : "",
-	    msg ? msg : "");
+	/* A failed build is the operator's to look at; a cancel, a note. */
+	log_vm(state == TASK_FAILED ? LOG_WARNING : state == TASK_CANCELLED ?
+	    LOG_NOTICE : LOG_INFO, t->vm, p.domid, t->id,
+	    "task %llu (%s %s) %s%s%s", (unsigned long long)t->id, t->kind,
+	    t->vm, state_names[state], msg ? ": " : "", msg ? msg : "");
 	task_trim();
 }
 

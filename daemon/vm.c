@@ -471,7 +471,8 @@ vm_apply(const struct vmb_domain *doms, size_t n)
 			vm = vm_add_foreign(d);
 			if (vm != NULL) {
 				vm->seen = generation;
-				log_info("domain %u (%s) appeared", d->domid,
+				log_vm(LOG_INFO, vm->name, d->domid, 0,
+				    "domain %u (%s) appeared", d->domid,
 				    vm->name);
 				vm_announce(vm, NULL);
 			}
@@ -495,7 +496,8 @@ vm_apply(const struct vmb_domain *doms, size_t n)
 		next = TAILQ_NEXT(vm, entry);
 		if (vm->seen == generation || vm->building || vm->busy)
 			continue;
-		log_info("domain %u (%s) is gone", vm->domid, vm->name);
+		log_vm(LOG_INFO, vm->name, vm->domid, vm->task,
+		    "domain %u (%s) is gone", vm->domid, vm->name);
 		if (vm->ours)
 			vm_unrecord(vm->uuid);
 		vm_remove(vm, true);
@@ -638,25 +640,29 @@ vm_reconcile(void)
 		if (!rec->built) {
 			/* A build a crash interrupted: undo it. */
 			if (dom != NULL) {
-				log_notice("destroying %s (domain %u, %s): its "
-				    "build was interrupted", rec->name,
-				    dom->domid, u);
+				log_vm(LOG_NOTICE, rec->name, dom->domid, 0,
+				    "destroying %s (domain %u, %s): its build "
+				    "was interrupted", rec->name, dom->domid,
+				    u);
 				rc = vmb_domain_destroy(vmbd.ctx, dom->domid);
 				if (rc < 0) {
-					log_errx("cannot destroy domain %u: "
-					    "%s", dom->domid, strerror(-rc));
+					log_vm(LOG_ERR, rec->name, dom->domid,
+					    0, "cannot destroy domain %u: %s",
+					    dom->domid, strerror(-rc));
 					goto out;
 				}
 			} else {
-				log_notice("%s (%s): its build was "
-				    "interrupted before the domain existed",
+				log_vm(LOG_NOTICE, rec->name,
+				    VMB_DOMID_INVALID, 0, "%s (%s): its build "
+				    "was interrupted before the domain existed",
 				    rec->name, u);
 			}
 			(void)state_remove(rec->uuid);
 			continue;
 		}
 		if (dom == NULL) {
-			log_notice("%s (%s) no longer exists, forgetting it",
+			log_vm(LOG_NOTICE, rec->name, VMB_DOMID_INVALID, 0,
+			    "%s (%s) no longer exists, forgetting it",
 			    rec->name, u);
 			(void)state_remove(rec->uuid);
 			continue;
