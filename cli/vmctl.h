@@ -150,7 +150,20 @@ void fmt_kv(const char *key, yajl_val v, int width);
 
 /* progress.c: a progress display for create and scrub --wait. */
 struct progress;
+struct progress_info {
+	const char *phase;
+	uint64_t done, total;
+	const char *unit;	/* "bytes" (or NULL) are humanised */
+	bool	bar;		/* done/total mean something: draw them */
+	bool	have_rate;	/* rate was measured by the caller ... */
+	double	rate;		/* ... units per second; else measured here */
+	const char *note;	/* what holds it up, short, or NULL */
+	/* A sentence said once, on a line of its own, when it changes. */
+	const char *explain;
+};
 struct progress *progress_new(bool tty);
+void progress_show(struct progress *p, const struct progress_info *in);
+/* progress_show with a bar, measuring the rate here. */
 void progress_update(struct progress *p, const char *phase, uint64_t done,
     uint64_t total, const char *unit);
 /* Leave the line: newline after a bar, nothing for plain lines. */

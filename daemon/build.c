@@ -287,6 +287,7 @@ build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
 	}
 	opts.strategy = B.cfg.strategy;
 	opts.start_paused = paused;
+	opts.scrub_wait_ms = B.cfg.scrub_wait_ms;
 	rc = vmb_build_new(B.cfg.ctx, guest, &opts, task_progress_cb, t,
 	    &bj->build);
 	if (rc < 0) {

@@ -48,6 +48,7 @@ static struct {
 	bool		foreground;
 	int		verbose;
 	enum log_target	log_target;
+	uint32_t	scrub_wait_ms;
 	int		ready_fd;	/* daemonizing: tell the parent */
 	struct event	*ev_sig[4];
 	struct event	*ev_watchdog;
@@ -94,6 +95,10 @@ usage(FILE *f)
 "  --socket PATH          control socket (default %s)\n"
 "  --state-dir DIR        state directory (default %s)\n"
 "  --populate engine|libxl  populate strategy (default engine)\n"
+"  --scrub-wait SECONDS   when the nodes a VM is placed on are short of\n"
+"                         scrubbed memory, wait up to SECONDS for the\n"
+"                         background scrubber rather than have the\n"
+"                         populate scrub inline (default 0: no wait)\n"
 "  --metrics ADDR:PORT|none  Prometheus endpoint, GET /metrics\n"
 "                         (default %s; none: no endpoint)\n"
 "  --foreground           stay in the foreground (systemd, tests)\n"
@@ -140,7 +145,7 @@ static int
 parse_options(int argc, char **argv)
 {
 	enum { O_MAXREQ = 256, O_MAXCONN, O_MAXTASKS, O_POPULATE, O_METRICS,
-	    O_REQTIMEOUT, O_LOGTARGET };
+	    O_REQTIMEOUT, O_LOGTARGET, O_SCRUBWAIT };
 	static const struct option longopts[] = {
 		{ "hypervisor",	     required_argument,	NULL, 'H' },
 		{ "socket",	     required_argument,	NULL, 's' },
@@ -149,6 +154,7 @@ parse_options(int argc, char **argv)
 		{ "foreground",	     no_argument,	NULL, 'f' },
 		{ "log-target",	     required_argument,	NULL, O_LOGTARGET },
 		{ "populate",	     required_argument,	NULL, O_POPULATE },
+		{ "scrub-wait",	     required_argument,	NULL, O_SCRUBWAIT },
 		{ "max-request",     required_argument,	NULL, O_MAXREQ },
 		{ "max-connections", required_argument,	NULL, O_MAXCONN },
 		{ "request-timeout", required_argument,	NULL, O_REQTIMEOUT },
@@ -208,6 +214,12 @@ parse_options(int argc, char **argv)
 				    "engine or libxl, got \"%s\"\n", optarg);
 				return 2;
 			}
+			break;
+		case O_SCRUBWAIT:
+			if (parse_count("--scrub-wait", optarg, 0, 3600,
+			    &v) < 0)
+				return 2;
+			M.scrub_wait_ms = (uint32_t)v * 1000;
 			break;
 		case O_MAXREQ:
 			if (parse_count("--max-request", optarg, 64,
@@ -400,6 +412,7 @@ main(int argc, char **argv)
 	    vmb_populate_strategy_name(vmbd.strategy));
 	build_init(&(struct build_config){ .ctx = vmbd.ctx,
 	    .strategy = vmbd.strategy, .max_tasks = vmbd.max_tasks,
+	    .scrub_wait_ms = M.scrub_wait_ms,
 	    .status_changed = vmbd_status_changed });
 	if (state_init(vmbd.state_dir) < 0)
 		return 1;

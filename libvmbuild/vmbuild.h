@@ -409,11 +409,33 @@ enum vmb_build_phase {
 
 const char *vmb_build_phase_name(enum vmb_build_phase phase);
 
+/* Dirty memory in a build's way (struct vmb_progress). */
+enum vmb_progress_scrub {
+	VMB_PROGRESS_SCRUB_NONE = 0,
+	/* place: waiting for the background scrubber (opts.scrub_wait_ms) */
+	VMB_PROGRESS_SCRUB_WAIT,
+	/* populate: the hypervisor scrubs dirty pages as it hands them out */
+	VMB_PROGRESS_SCRUB_INLINE,
+};
+
 struct vmb_progress {
 	enum vmb_build_phase phase;
 	uint32_t domid;		/* VMB_DOMID_INVALID until created */
 	uint64_t done;		/* bytes populated so far */
 	uint64_t total;		/* bytes to populate */
+	/*
+	 * When dirty memory holds the build up (scrub != NONE): the nodes
+	 * it is placed on (bit N for node N), how much free memory they
+	 * have still to be scrubbed, and their scrub rate (0: not
+	 * reported), as last sampled (at most a second ago while the build
+	 * reports progress).  While the populate scrubs inline, 0 dirty
+	 * bytes means the background scrubber has done the rest: the pages
+	 * the populate took dirty are still being zeroed.
+	 */
+	enum vmb_progress_scrub scrub;
+	uint64_t scrub_nodes;
+	uint64_t scrub_dirty_bytes;
+	uint64_t scrub_rate_bytes_per_sec;
 };
 
 /*

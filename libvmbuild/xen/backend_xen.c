@@ -655,7 +655,8 @@ xen_populate_split(struct xen_be *be, uint32_t domid, unsigned memflags,
 static int
 xen_populate(void *priv, uint32_t domid, uint32_t flags,
     const struct vmb_extent *ext, size_t nr,
-    struct vmb_populate_stats *stats, size_t *ret_done)
+    struct vmb_populate_stats *stats, size_t *ret_done,
+    const struct vmb__popstep *step)
 {
 	struct xen_be *be = priv;
 	xen_pfn_t *gfns;
@@ -712,6 +713,8 @@ xen_populate(void *priv, uint32_t domid, uint32_t flags,
 			done++;
 			i++;
 		}
+		if (step != NULL)
+			step->fn(step->arg, done);
 	}
 	free(gfns);
 	*ret_done = done;

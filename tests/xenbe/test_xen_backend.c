@@ -100,6 +100,21 @@ test_open_without_xen(void **state)
 	assert_int_equal(vmb_backend_xen.open("junk", &priv), -EINVAL);
 }
 
+/* What a populate op said of its progress, call by call. */
+struct steps {
+	size_t	n;
+	size_t	done[16];
+};
+
+static void
+record_step(void *arg, size_t done)
+{
+	struct steps *s = arg;
+
+	if (s->n < 16)
+		s->done[s->n++] = done;
+}
+
 static void
 test_groups_by_order_and_node(void **state)
 {
@@ -109,13 +124,20 @@ test_groups_by_order_and_node(void **state)
 		{ 0x600, 0, 1 }, { 0x601, 0, 1 }, { 0x602, 0, 1 },
 	};
 	struct vmb_populate_stats st;
+	struct steps steps = { 0 };
+	struct vmb__popstep step = { record_step, &steps };
 	size_t done = 99;
 
 	(void)state;
 	memset(&st, 0, sizeof(st));
 	assert_int_equal(vmb_backend_xen.populate(&be, 5, VMB_POPF_EXACT_NODE,
-	    ext, 6, &st, &done), 0);
+	    ext, 6, &st, &done, &step), 0);
 	assert_int_equal(done, 6);
+	/* Progress after each hypercall: 2, 3, then all 6 extents done. */
+	assert_int_equal(steps.n, 3);
+	assert_int_equal(steps.done[0], 2);
+	assert_int_equal(steps.done[1], 3);
+	assert_int_equal(steps.done[2], 6);
 	assert_int_equal(fake.nr, 3);
 	assert_int_equal(fake.nr_extents[0], 2);
 	assert_int_equal(fake.order[0], 9);
@@ -144,10 +166,10 @@ test_node_flags(void **state)
 
 	(void)state;
 	assert_int_equal(vmb_backend_xen.populate(&be, 5, VMB_POPF_EXACT_NODE,
-	    any, 1, NULL, &done), 0);
+	    any, 1, NULL, &done, NULL), 0);
 	assert_int_equal(fake.flags[0], 0);
 	assert_int_equal(vmb_backend_xen.populate(&be, 5, 0, one, 1, NULL,
-	    &done), 0);
+	    &done, NULL), 0);
 	assert_int_equal(fake.flags[1], XENMEMF_node(3));
 }
 
@@ -165,7 +187,7 @@ test_split_on_fragmentation(void **state)
 	fake.fail_errno = true;
 	fake.limit[9] = 510;
 	assert_int_equal(vmb_backend_xen.populate(&be, 5, VMB_POPF_EXACT_NODE,
-	    ext, 2, &st, &done), 0);
+	    ext, 2, &st, &done, NULL), 0);
 	assert_int_equal(done, 2);
 	/* 1G (refused), 512x2M (510 granted), 2 x 512x4K, then the 2M */
 	assert_int_equal(fake.nr, 5);
@@ -194,7 +216,7 @@ test_partial_failure(void **state)
 	(void)state;
 	fake.limit[0] = 3;
 	assert_int_equal(vmb_backend_xen.populate(&be, 5, VMB_POPF_EXACT_NODE,
-	    ext, 5, NULL, &done), -ENOMEM);
+	    ext, 5, NULL, &done, NULL), -ENOMEM);
 	assert_int_equal(done, 3);
 }
 
@@ -206,7 +228,7 @@ test_bad_extent(void **state)
 
 	(void)state;
 	assert_int_equal(vmb_backend_xen.populate(&be, 5, 0, ext, 1, NULL,
-	    &done), -EINVAL);
+	    &done, NULL), -EINVAL);
 	assert_int_equal(done, 0);
 	assert_int_equal(fake.nr, 0);
 }
