@@ -133,6 +133,8 @@ void jprint(yajl_val v, bool pretty);
 const char *fmt_size(uint64_t bytes, char *buf, size_t len);
 const char *fmt_rate(double bytes_per_sec, char *buf, size_t len);
 const char *fmt_count_rate(double per_sec, char *buf, size_t len);
+/* Durations in the unit their size calls for (ns ... s, min, h, d). */
+const char *fmt_seconds(double seconds, char *buf, size_t len);
 const char *fmt_ns(uint64_t ns, char *buf, size_t len);
 const char *fmt_pct(double done, double total, char *buf, size_t len);
 /* Aligned text tables: add rows of cells, then print. */
