@@ -472,7 +472,7 @@ cmd_list(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 	struct vmc_error err = { 0 };
 	char id[32], mem[32], vcpus[16], nodes[256];
 	struct table *t = NULL;
-	yajl_val res = NULL, vms, vm;
+	yajl_val res = NULL, vms, vm, dom0;
 	uint64_t bytes;
 	yajl_gen g;
 	size_t i;
@@ -496,6 +496,10 @@ cmd_list(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 		rc = VMCTL_EXIT_UNREACHABLE;
 		goto out;
 	}
+	/* The control domain: a row as `xl list` has it, never a VM. */
+	dom0 = jget(res, "control_domain");
+	if (!YAJL_IS_OBJECT(dom0))
+		dom0 = NULL;
 	if (ctl->json) {
 		/* Exactly the documented shape, whatever else the daemon adds. */
 		g = jgen_new(false);
@@ -514,6 +518,19 @@ cmd_list(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 			yajl_gen_map_close(g);
 		}
 		yajl_gen_array_close(g);
+		jg_str(g, "control_domain");
+		if (dom0) {
+			yajl_gen_map_open(g);
+			jg_kv_tree(g, "id", jget(dom0, "id"));
+			jg_kv_tree(g, "name", jget(dom0, "name"));
+			jg_kv_tree(g, "state", jget(dom0, "state"));
+			jg_kv_tree(g, "memory_bytes",
+			    jget(dom0, "memory_bytes"));
+			jg_kv_tree(g, "vcpus", jget(dom0, "vcpus"));
+			yajl_gen_map_close(g);
+		} else {
+			yajl_gen_null(g);
+		}
 		yajl_gen_map_close(g);
 		jgen_print(g);
 		rc = VMCTL_EXIT_OK;
@@ -523,6 +540,12 @@ cmd_list(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 	table_right(t, 0);
 	table_right(t, 3);
 	table_right(t, 4);
+	if (dom0)
+		table_add(t, jtext(dom0, "id", id, sizeof(id)),
+		    jstr(dom0, "name"), jstr(dom0, "state"),
+		    ju64(dom0, "memory_bytes", &bytes) ?
+		    fmt_size(bytes, mem, sizeof(mem)) : "-",
+		    jtext(dom0, "vcpus", vcpus, sizeof(vcpus)), "-");
 	for (i = 0; i < vms->u.array.len; i++) {
 		vm = vms->u.array.values[i];
 		table_add(t, jtext(vm, "id", id, sizeof(id)),

@@ -76,6 +76,8 @@ struct vmb_backend_ops {
 	int	(*domain_unpause)(void *priv, uint32_t domid);
 	int	(*domain_list)(void *priv, struct vmb_domain **ret_domains,
 		    size_t *ret_nr);
+	/* The control domain (dom0); NULL when the hypervisor has none. */
+	int	(*control_domain)(void *priv, struct vmb_domain *ret_domain);
 
 	/* Claim `pages` for the domain (0 releases the claim). */
 	int	(*claim)(void *priv, uint32_t domid, uint64_t pages);

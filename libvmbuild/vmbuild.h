@@ -344,6 +344,12 @@ struct vmb_domain {
 /* Every domain but the control domain; *ret_domains may be NULL when 0. */
 int vmb_domain_list(struct vmb_ctx *ctx, struct vmb_domain **ret_domains,
     size_t *ret_nr);
+/*
+ * The control domain (Xen's Domain-0), for display beside the others as
+ * `xl list` shows it; it is not a domain to build, destroy or pause.
+ * -EOPNOTSUPP where the hypervisor has none (hvsim models none).
+ */
+int vmb_control_domain(struct vmb_ctx *ctx, struct vmb_domain *ret_domain);
 int vmb_domain_get(struct vmb_ctx *ctx, uint32_t domid,
     struct vmb_domain *ret_domain);
 int vmb_domain_destroy(struct vmb_ctx *ctx, uint32_t domid);

@@ -2,10 +2,12 @@
  * test_xen_backend.c - the xen backend without a Xen: how populate groups
  * extents into XENMEM_populate_physmap calls, which node flags it passes,
  * how it splits an extent Xen cannot give whole, how it reports partial
- * failure, and that open without Xen is a clean -errno.
+ * failure, that open without Xen is a clean -errno, and how it reports
+ * the control domain (Domain-0, as `xl list` names it).
  *
- * xc_domain_populate_physmap and xc_interface_open are wrapped at link
- * time (see build.mk); the fake records every call and answers from a
+ * xc_domain_populate_physmap, xc_interface_open, xc_domain_getinfolist
+ * and xs_read are wrapped at link time (see build.mk); the populate fake
+ * records every call and answers from a
  * small script: a per-order limit on how many extents of one call it
  * grants, and whether a refusal is "0 done" or "-1, ENOMEM" (Xen gives
  * both, depending on where the allocation failed).
@@ -14,6 +16,8 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -25,6 +29,10 @@ int __wrap_xc_domain_populate_physmap(xc_interface *xch, uint32_t domid,
     unsigned int mem_flags, xen_pfn_t *extent_start);
 xc_interface *__wrap_xc_interface_open(xentoollog_logger *logger,
     xentoollog_logger *dombuild_logger, unsigned open_flags);
+int __wrap_xc_domain_getinfolist(xc_interface *xch, uint32_t first_domain,
+    unsigned int max_domains, xc_domaininfo_t *info);
+void *__wrap_xs_read(struct xs_handle *h, xs_transaction_t t,
+    const char *path, unsigned int *len);
 
 #define MAX_CALLS	64
 
@@ -76,6 +84,42 @@ __wrap_xc_interface_open(xentoollog_logger *logger,
 	return NULL;
 }
 
+/* The domains Xen lists (first domid up), and what xenstore names. */
+static struct {
+	unsigned	nr;
+	xc_domaininfo_t	info[4];
+	const char	*name;		/* /local/domain/N/name; NULL: none */
+	char		path[64];	/* the last path read */
+} doms;
+
+int
+__wrap_xc_domain_getinfolist(xc_interface *xch, uint32_t first_domain,
+    unsigned int max_domains, xc_domaininfo_t *info)
+{
+	unsigned n = 0;
+
+	(void)xch;
+	for (unsigned i = 0; i < doms.nr && n < max_domains; i++)
+		if (doms.info[i].domain >= first_domain)
+			info[n++] = doms.info[i];
+	return (int)n;
+}
+
+void *
+__wrap_xs_read(struct xs_handle *h, xs_transaction_t t, const char *path,
+    unsigned int *len)
+{
+	(void)h;
+	(void)t;
+	snprintf(doms.path, sizeof(doms.path), "%s", path);
+	if (doms.name == NULL) {
+		errno = ENOENT;
+		return NULL;
+	}
+	*len = (unsigned)strlen(doms.name);
+	return strdup(doms.name);
+}
+
 static struct xen_be be;
 
 static int
@@ -84,6 +128,7 @@ setup(void **state)
 	(void)state;
 	memset(&fake, 0, sizeof(fake));
 	memset(fake.limit, 0xff, sizeof(fake.limit));	/* all -1 */
+	memset(&doms, 0, sizeof(doms));
 	memset(&be, 0, sizeof(be));
 	be.xch = (xc_interface *)&fake;	/* never dereferenced by the fake */
 	return 0;
@@ -269,6 +314,44 @@ test_create_refusals(void **state)
 	assert_int_equal(domid, 77);
 }
 
+/*
+ * Domain 0 as `xl list` shows it: its name from xenstore, its memory,
+ * vCPUs and CPU time; "Domain-0" when xenstore has no name; -ESRCH when
+ * Xen lists no domain 0.  The domain list itself leaves it out.
+ */
+static void
+test_control_domain(void **state)
+{
+	struct vmb_domain d, *list = NULL;
+	size_t nr = 99;
+
+	(void)state;
+	doms.nr = 2;
+	doms.info[0] = (xc_domaininfo_t){ .domain = 0, .tot_pages = 262144,
+	    .max_pages = 262144, .max_vcpu_id = 1, .cpu_time = 2500000000ull,
+	    .flags = XEN_DOMINF_running };
+	doms.info[1] = (xc_domaininfo_t){ .domain = 3, .tot_pages = 32768,
+	    .max_pages = 32768, .flags = XEN_DOMINF_blocked };
+	doms.name = "Domain-0";
+	assert_int_equal(vmb_backend_xen.control_domain(&be, &d), 0);
+	assert_string_equal(doms.path, "/local/domain/0/name");
+	assert_int_equal(d.domid, 0);
+	assert_string_equal(d.name, "Domain-0");
+	assert_int_equal(d.memory_bytes, 1ull << 30);
+	assert_int_equal(d.vcpus, 2);
+	assert_int_equal(d.cpu_time_ns, 2500000000ull);
+	assert_int_equal(d.state, VMB_DOM_RUNNING);
+	doms.name = NULL;
+	assert_int_equal(vmb_backend_xen.control_domain(&be, &d), 0);
+	assert_string_equal(d.name, "Domain-0");
+	assert_int_equal(vmb_backend_xen.domain_list(&be, &list, &nr), 0);
+	assert_int_equal(nr, 1);
+	assert_int_equal(list[0].domid, 3);
+	free(list);
+	doms.info[0].domain = 1;
+	assert_int_equal(vmb_backend_xen.control_domain(&be, &d), -ESRCH);
+}
+
 int
 main(void)
 {
@@ -280,6 +363,7 @@ main(void)
 		cmocka_unit_test_setup(test_partial_failure, setup),
 		cmocka_unit_test_setup(test_bad_extent, setup),
 		cmocka_unit_test_setup(test_create_refusals, setup),
+		cmocka_unit_test_setup(test_control_domain, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
