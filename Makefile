@@ -100,9 +100,15 @@ check: deps
 	$(MAKE) build-all $(TESTS_DEPS)
 	scripts/run-tests $(TESTS)
 
-demo: deps
-	$(MAKE) build-all
-	scripts/demo.sh
+# The demo shows vmbuild, not its build: the compiler's lines go to a log,
+# shown only when the build fails.
+demo:
+	@scripts/deps.sh build demo
+	@mkdir -p $(B)
+	@echo "==> Building vmbuild (log: $(B)/demo-build.log)"
+	@$(MAKE) --no-print-directory build-all >$(B)/demo-build.log 2>&1 || \
+		{ tail -n 30 $(B)/demo-build.log; exit 1; }
+	@scripts/demo.sh
 
 bench: deps
 	$(MAKE) build-all $(BENCH_DEPS)

@@ -182,6 +182,9 @@ progress_show(struct progress *p, const struct progress_info *in)
 		if (!changed && (in->done == p->printed_done ||
 		    (in->done != in->total && t - p->last_draw < 1.0)))
 			return;
+		/* A phase with nothing to say yet gets no line of its own. */
+		if (in->total == 0 && !note[0])
+			return;
 		p->printed_done = in->done;
 		if (in->total == 0 || !in->bar)
 			fprintf(stderr, "%s%s%s\n", phase, note[0] ? ": " : "",
