@@ -518,8 +518,8 @@ cmd_list(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 			yajl_gen_map_close(g);
 		}
 		yajl_gen_array_close(g);
-		jg_str(g, "control_domain");
 		if (dom0) {
+			jg_str(g, "control_domain");
 			yajl_gen_map_open(g);
 			jg_kv_tree(g, "id", jget(dom0, "id"));
 			jg_kv_tree(g, "name", jget(dom0, "name"));
@@ -528,8 +528,6 @@ cmd_list(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 			    jget(dom0, "memory_bytes"));
 			jg_kv_tree(g, "vcpus", jget(dom0, "vcpus"));
 			yajl_gen_map_close(g);
-		} else {
-			yajl_gen_null(g);
 		}
 		yajl_gen_map_close(g);
 		jgen_print(g);

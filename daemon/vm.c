@@ -396,8 +396,9 @@ vm_gen_list(yajl_gen g)
 	TAILQ_FOREACH(vm, &V.vms, entry)
 		vm_gen_summary(g, vm);
 	yajl_gen_array_close(g);
-	jg_key(g, "control_domain");
+	/* Only where the hypervisor has one (Xen, not hvsim). */
 	if (V.have_dom0) {
+		jg_key(g, "control_domain");
 		yajl_gen_map_open(g);
 		jg_kv_u64(g, "id", V.dom0.domid);
 		jg_kv_str(g, "name", V.dom0.name);
@@ -406,8 +407,6 @@ vm_gen_list(yajl_gen g)
 		jg_kv_u64(g, "vcpus", V.dom0.vcpus);
 		jg_kv_dbl(g, "cpu_time_seconds", V.dom0.cpu_time_ns / 1e9);
 		yajl_gen_map_close(g);
-	} else {
-		yajl_gen_null(g);
 	}
 	yajl_gen_map_close(g);
 }
