@@ -334,6 +334,17 @@ render_vms(struct evbuffer *b)
 	}
 }
 
+/* A family of one series without labels; `fmt` prints the value. */
+static void
+single(struct evbuffer *b, const char *name, const char *type,
+    const char *help, const char *fmt, double v)
+{
+	family(b, name, type, help);
+	evbuffer_add_printf(b, "%s ", name);
+	evbuffer_add_printf(b, fmt, v);
+	evbuffer_add(b, "\n", 1);
+}
+
 /* The process collector's families, as Prometheus client libraries have. */
 static void
 render_process(struct evbuffer *b)
@@ -341,36 +352,28 @@ render_process(struct evbuffer *b)
 	struct procstat ps;
 
 	procstat_read(&ps);
-	family(b, "process_cpu_seconds_total", "counter",
-	    "Total user and system CPU time spent in seconds.");
-	evbuffer_add_printf(b, "process_cpu_seconds_total %.6f\n",
+	single(b, "process_cpu_seconds_total", "counter",
+	    "Total user and system CPU time spent in seconds.", "%.6f",
 	    ps.cpu_seconds);
 	if (ps.have_memory) {
-		family(b, "process_resident_memory_bytes", "gauge",
-		    "Resident memory size in bytes.");
-		evbuffer_add_printf(b, "process_resident_memory_bytes %llu\n",
-		    (unsigned long long)ps.resident_bytes);
-		family(b, "process_virtual_memory_bytes", "gauge",
-		    "Virtual memory size in bytes.");
-		evbuffer_add_printf(b, "process_virtual_memory_bytes %llu\n",
-		    (unsigned long long)ps.virtual_bytes);
+		single(b, "process_resident_memory_bytes", "gauge",
+		    "Resident memory size in bytes.", "%.0f",
+		    (double)ps.resident_bytes);
+		single(b, "process_virtual_memory_bytes", "gauge",
+		    "Virtual memory size in bytes.", "%.0f",
+		    (double)ps.virtual_bytes);
 	}
-	if (ps.have_fds) {
-		family(b, "process_open_fds", "gauge",
-		    "Number of open file descriptors.");
-		evbuffer_add_printf(b, "process_open_fds %llu\n",
-		    (unsigned long long)ps.open_fds);
-	}
-	family(b, "process_max_fds", "gauge",
-	    "Maximum number of open file descriptors.");
-	evbuffer_add_printf(b, "process_max_fds %llu\n",
-	    (unsigned long long)ps.max_fds);
-	if (ps.start_time > 0) {
-		family(b, "process_start_time_seconds", "gauge",
-		    "Start time of the process since unix epoch in seconds.");
-		evbuffer_add_printf(b, "process_start_time_seconds %.2f\n",
-		    ps.start_time);
-	}
+	if (ps.have_fds)
+		single(b, "process_open_fds", "gauge",
+		    "Number of open file descriptors.", "%.0f",
+		    (double)ps.open_fds);
+	single(b, "process_max_fds", "gauge",
+	    "Maximum number of open file descriptors.", "%.0f",
+	    (double)ps.max_fds);
+	if (ps.start_time > 0)
+		single(b, "process_start_time_seconds", "gauge",
+		    "Start time of the process since unix epoch in seconds.",
+		    "%.2f", ps.start_time);
 }
 
 static void
