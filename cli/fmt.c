@@ -369,6 +369,32 @@ unit_key(const char *key, const char *parent)
 static void
 fmt_tree_in(yajl_val v, int indent, const char *parent);
 
+/* Is `key` of an object under `parent` a node of a byte map holding 0? */
+static bool
+hidden(const char *parent, const char *key, yajl_val x)
+{
+	uint64_t u;
+
+	return parent && ends_with(parent, "bytes") && key[0] >= '0' &&
+	    key[0] <= '9' && ju64(x, NULL, &u) && u == 0;
+}
+
+/* An object or array with nothing to show (all its entries hidden). */
+static bool
+shows_nothing(yajl_val x, const char *key)
+{
+	size_t i;
+
+	if (YAJL_IS_ARRAY(x))
+		return x->u.array.len == 0;
+	if (!YAJL_IS_OBJECT(x))
+		return false;
+	for (i = 0; i < x->u.object.len; i++)
+		if (!hidden(key, x->u.object.keys[i], x->u.object.values[i]))
+			return false;
+	return true;
+}
+
 void
 fmt_tree(yajl_val v, int indent)
 {
@@ -381,7 +407,6 @@ fmt_tree_in(yajl_val v, int indent, const char *parent)
 	char buf[256];
 	size_t i, j, w = 0;
 	const char *key;
-	uint64_t u;
 	yajl_val x;
 
 	if (YAJL_IS_ARRAY(v)) {
@@ -417,11 +442,12 @@ fmt_tree_in(yajl_val v, int indent, const char *parent)
 		key = v->u.object.keys[i];
 		x = v->u.object.values[i];
 		/* Per-node byte maps: only the nodes that hold something. */
-		if (parent && ends_with(parent, "bytes") && key[0] >= '0' &&
-		    key[0] <= '9' && ju64(x, NULL, &u) && u == 0)
+		if (hidden(parent, key, x))
 			continue;
 		printf("%*s%s:", indent, "", key);
-		if (is_scalar(x)) {
+		if (shows_nothing(x, key)) {
+			printf("%*s-\n", (int)(w - strlen(key) + 1), "");
+		} else if (is_scalar(x)) {
 			printf("%*s", (int)(w - strlen(key) + 1), "");
 			fmt_scalar(unit_key(key, parent), x);
 		} else if (is_flat_array(x)) {
@@ -430,7 +456,7 @@ fmt_tree_in(yajl_val v, int indent, const char *parent)
 				printf("%s%s", j ? ", " : "",
 				    scalar_text(key, x->u.array.values[j], buf,
 				    sizeof(buf)));
-			printf("%s\n", x->u.array.len ? "" : "-");
+			printf("\n");
 		} else {
 			printf("\n");
 			fmt_tree_in(x, indent + 2, key);
