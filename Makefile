@@ -62,6 +62,21 @@ BENCH	:=
 .PHONY: all check demo bench check-xen clean deps
 all: build-all
 
+# The version is defined once, as VMB_VERSION in libvmbuild/vmbuild.h
+# (the library's public header; vmbuildd prints it from there).  vmctl
+# and hvsim, which do not include vmbuild.h, get it from a header made of
+# it, rewritten only when the version changes; tests/ops/version.sh
+# checks that every program, server.hello, the packages and the Python
+# client say the same.
+VERSION	:= $(shell sed -n 's/^\#define VMB_VERSION[^"]*"\(.*\)"/\1/p' \
+	   libvmbuild/vmbuild.h)
+GEN	 = $(B)/gen
+
+$(GEN)/version.h: libvmbuild/vmbuild.h
+	@mkdir -p $(dir $@)
+	@printf '#define VMBUILD_VERSION\t"%s"\n' '$(VERSION)' >$@.tmp
+	@if cmp -s $@.tmp $@; then rm -f $@.tmp; else mv $@.tmp $@; fi
+
 include hypervisor/lib/build.mk
 include hypervisor/sim/build.mk
 include libvmbuild/build.mk
@@ -85,9 +100,15 @@ check: deps
 	$(MAKE) build-all $(TESTS_DEPS)
 	scripts/run-tests $(TESTS)
 
-demo: deps
-	$(MAKE) build-all
-	scripts/demo.sh
+# The demo shows vmbuild, not its build: the compiler's lines go to a log,
+# shown only when the build fails.
+demo:
+	@scripts/deps.sh build demo
+	@mkdir -p $(B)
+	@echo "==> Building vmbuild (log: $(B)/demo-build.log)"
+	@$(MAKE) --no-print-directory build-all >$(B)/demo-build.log 2>&1 || \
+		{ tail -n 30 $(B)/demo-build.log; exit 1; }
+	@scripts/demo.sh
 
 bench:
 	scripts/deps.sh build check bench

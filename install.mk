@@ -40,7 +40,7 @@ VMB_PC_LIBS = $(strip $(filter-out $(LIB)/%,$(LIBVMB_LDLIBS)))
 # beside it in libvmbuild/).
 VMB_HEADERS = libvmbuild/vmbuild.h $(addprefix libvmbuild/,$(shell \
 	sed -n 's/^\#include "\([^"]*\)".*/\1/p' libvmbuild/vmbuild.h))
-VMB_PC_VERSION = $(shell sed -n 's/^\#define VMB_VERSION[^"]*"\(.*\)"/\1/p' libvmbuild/vmbuild.h)
+VMB_PC_VERSION = $(VERSION)
 
 .PHONY: install uninstall install-bin install-data install-dev install-python
 install: install-bin install-data install-dev install-python

@@ -4,14 +4,16 @@
 # vmctl speaks the daemon's protocol and shares exactly this with it, by
 # name: daemon/proto.h (methods, parameters, error codes) and the yajl
 # helpers of daemon/json.c and json.h, included as "../daemon/..." from
-# vmctl.h.  No include path leads into daemon/ or libvmbuild/.
+# vmctl.h.  No include path leads into daemon/ or libvmbuild/; the
+# version comes from $(GEN)/version.h (see the top-level Makefile).
 VMCTL_FROM_DAEMON := daemon/json.c
 VMCTL_SRCS := cli/main.c cli/commands.c cli/client.c cli/json.c cli/fmt.c \
 	      cli/progress.c cli/cmd_vm.c cli/cmd_host.c cli/cmd_watch.c \
 	      $(VMCTL_FROM_DAEMON)
 VMCTL_OBJS := $(VMCTL_SRCS:%.c=$(OBJ)/%.o)
 
-EXTRA_CFLAGS_cli/ := $(shell $(PKG) --cflags yajl)
+EXTRA_CFLAGS_cli/ := $(shell $(PKG) --cflags yajl) -I$(GEN)
+$(OBJ)/cli/main.o: $(GEN)/version.h
 
 $(BIN)/vmctl: $(VMCTL_OBJS)
 	@mkdir -p $(dir $@)

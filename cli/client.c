@@ -445,19 +445,34 @@ vmc_report(struct vmctl *ctl, const char *what, int rc,
     const struct vmc_error *err)
 {
 	yajl_val list;
-	size_t i;
+	const char *first;
+	size_t i, n, ml, fl;
+	int keep;
 
 	if (rc == VMC_RPC_ERROR) {
-		vmctl_warnx("%s: %s (code %lld)", what, err->message,
-		    err->code);
-		/* Config errors carry one "file:line: key: msg" per line. */
+		/*
+		 * Config errors carry one "file:line: key: msg" each in
+		 * data.errors, and the message quotes the first: say each
+		 * once, the message without the one the list says, then the
+		 * list, one per line.
+		 */
 		list = jget(err->data, "errors");
-		for (i = 0; YAJL_IS_ARRAY(list) && i < list->u.array.len; i++) {
+		n = YAJL_IS_ARRAY(list) ? list->u.array.len : 0;
+		first = n ? jstr(list->u.array.values[0], NULL) : NULL;
+		ml = strlen(err->message);
+		fl = first ? strlen(first) : 0;
+		keep = (int)ml;
+		if (n > 1 && fl > 0 && ml > fl + 2 &&
+		    !strcmp(err->message + ml - fl, first) &&
+		    !strncmp(err->message + ml - fl - 2, ": ", 2))
+			keep = (int)(ml - fl - 2);
+		vmctl_warnx("%s: %.*s (code %lld)", what, keep, err->message,
+		    err->code);
+		for (i = 0; i < n; i++) {
 			const char *s = jstr(list->u.array.values[i], NULL);
 
-			/* The message may already quote the only error. */
-			if (s && !(list->u.array.len == 1 &&
-			    strstr(err->message, s)))
+			/* A message may already quote the only error. */
+			if (s && !(n == 1 && strstr(err->message, s)))
 				fprintf(stderr, "%s\n", s);
 		}
 		return VMCTL_EXIT_ERROR;

@@ -176,20 +176,18 @@ cmd_host(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 		jprint(res, false);
 		goto out;
 	}
-	/* The server's identity is a nicety: do without it on error. */
-	if (call0(ctl, "host", M_SERVER_HELLO, &hello) == VMCTL_EXIT_OK) {
-		const char *v = jstr(hello, "version");
-		const char *be = jstr(hello, "backend");
-		const char *hv = jstr(hello, "hypervisor");
-
-		printf("daemon:      vmbuildd %s, backend %s%s%s\n",
-		    v ? v : "?", be ? be : "?", hv ? ", " : "", hv ? hv : "");
-	}
 	/* The scalars first (CPUs, threads per core, totals...). */
 	w = 11;
 	for (i = 0; YAJL_IS_OBJECT(res) && i < res->u.object.len; i++)
 		if (strlen(res->u.object.keys[i]) > w)
 			w = strlen(res->u.object.keys[i]);
+	/* The server's identity is a nicety: do without it on error. */
+	if (call0(ctl, "host", M_SERVER_HELLO, &hello) == VMCTL_EXIT_OK) {
+		const char *v = jstr(hello, "version");
+
+		printf("%-*s vmbuildd %s\n", (int)w + 1, "daemon:",
+		    v ? v : "?");
+	}
 	for (i = 0; YAJL_IS_OBJECT(res) && i < res->u.object.len; i++) {
 		x = res->u.object.values[i];
 		if (YAJL_IS_OBJECT(x) || YAJL_IS_ARRAY(x))

@@ -114,22 +114,66 @@ task_obj(yajl_val v)
 	return YAJL_IS_OBJECT(t) ? t : v;
 }
 
+static const char *nodes_text(yajl_val nodes, char *buf, size_t len);
+
+/*
+ * A task's progress as the daemon measured it: bytes, the populate's
+ * rate, and the dirty memory that holds the build up (progress.scrub):
+ * waiting for the background scrubber, or scrubbed inline.
+ */
 static void
 show_progress(struct progress *bar, yajl_val task)
 {
-	yajl_val p = jget(task, "progress");
-	uint64_t done = 0, total = 0;
-	const char *phase;
+	struct progress_info in = { 0 };
+	yajl_val p = jget(task, "progress"), s;
+	const char *mode;
+	char note[256], explain[256], dirty[32], rate[48], rb[32], nb[96];
+	char nodes[112];
+	uint64_t d = 0, r = 0;
 
 	if (!p)
 		p = task;
-	phase = jstr(p, "phase");
-	if (!phase)
-		phase = jstr(task, "phase");
-	ju64(p, "done", &done);
-	ju64(p, "total", &total);
-	progress_update(bar, phase ? phase : "build", done, total,
-	    jstr(p, "unit"));
+	in.phase = jstr(p, "phase");
+	if (!in.phase)
+		in.phase = jstr(task, "phase");
+	if (!in.phase)
+		in.phase = "build";
+	ju64(p, "done", &in.done);
+	ju64(p, "total", &in.total);
+	in.bar = in.total > 0;
+	in.unit = jstr(p, "unit");
+	in.have_rate = jnum(p, "rate_bytes_per_second", &in.rate);
+	s = jget(p, "scrub");
+	mode = jstr(s, "mode");
+	if (mode && ju64(s, "dirty_bytes", &d)) {
+		snprintf(nodes, sizeof(nodes), "node%s %s",
+		    YAJL_IS_ARRAY(jget(s, "nodes")) &&
+		    jget(s, "nodes")->u.array.len == 1 ? "" : "s",
+		    nodes_text(jget(s, "nodes"), nb, sizeof(nb)));
+		rate[0] = '\0';
+		if (ju64(s, "rate_bytes_per_second", &r) && r > 0)
+			snprintf(rate, sizeof(rate), ", scrubbing %s",
+			    fmt_rate((double)r, rb, sizeof(rb)));
+		fmt_size(d, dirty, sizeof(dirty));
+		if (!strcmp(mode, "wait")) {
+			/* Nothing is populated yet: no bar, say why. */
+			in.bar = false;
+			snprintf(note, sizeof(note), "waiting for the scrubber: "
+			    "%s dirty on %s%s", dirty, nodes, rate);
+		} else {
+			snprintf(explain, sizeof(explain), "%s: scrubbing "
+			    "inline (%s had free memory not yet scrubbed)",
+			    in.phase, nodes);
+			in.explain = explain;
+			/* Which nodes: in the line above. */
+			if (d > 0)
+				snprintf(note, sizeof(note), "%s dirty", dirty);
+			else
+				snprintf(note, sizeof(note), "scrubbing inline");
+		}
+		in.note = note;
+	}
+	progress_show(bar, &in);
 }
 
 /* Print the id and name of the VM a finished create task made. */
@@ -428,7 +472,7 @@ cmd_list(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 	struct vmc_error err = { 0 };
 	char id[32], mem[32], vcpus[16], nodes[256];
 	struct table *t = NULL;
-	yajl_val res = NULL, vms, vm;
+	yajl_val res = NULL, vms, vm, dom0;
 	uint64_t bytes;
 	yajl_gen g;
 	size_t i;
@@ -452,6 +496,10 @@ cmd_list(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 		rc = VMCTL_EXIT_UNREACHABLE;
 		goto out;
 	}
+	/* The control domain: a row as `xl list` has it, never a VM. */
+	dom0 = jget(res, "control_domain");
+	if (!YAJL_IS_OBJECT(dom0))
+		dom0 = NULL;
 	if (ctl->json) {
 		/* Exactly the documented shape, whatever else the daemon adds. */
 		g = jgen_new(false);
@@ -470,6 +518,17 @@ cmd_list(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 			yajl_gen_map_close(g);
 		}
 		yajl_gen_array_close(g);
+		if (dom0) {
+			jg_str(g, "control_domain");
+			yajl_gen_map_open(g);
+			jg_kv_tree(g, "id", jget(dom0, "id"));
+			jg_kv_tree(g, "name", jget(dom0, "name"));
+			jg_kv_tree(g, "state", jget(dom0, "state"));
+			jg_kv_tree(g, "memory_bytes",
+			    jget(dom0, "memory_bytes"));
+			jg_kv_tree(g, "vcpus", jget(dom0, "vcpus"));
+			yajl_gen_map_close(g);
+		}
 		yajl_gen_map_close(g);
 		jgen_print(g);
 		rc = VMCTL_EXIT_OK;
@@ -479,6 +538,12 @@ cmd_list(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 	table_right(t, 0);
 	table_right(t, 3);
 	table_right(t, 4);
+	if (dom0)
+		table_add(t, jtext(dom0, "id", id, sizeof(id)),
+		    jstr(dom0, "name"), jstr(dom0, "state"),
+		    ju64(dom0, "memory_bytes", &bytes) ?
+		    fmt_size(bytes, mem, sizeof(mem)) : "-",
+		    jtext(dom0, "vcpus", vcpus, sizeof(vcpus)), "-");
 	for (i = 0; i < vms->u.array.len; i++) {
 		vm = vms->u.array.values[i];
 		table_add(t, jtext(vm, "id", id, sizeof(id)),

@@ -108,6 +108,7 @@ vmctl_usage_all(FILE *out, const char *prog)
 	    "  --timeout SECONDS  longest wait for any one reply "
 	    "(default 30)\n"
 	    "  --help             this help; COMMAND --help for a command\n"
+	    "  --version          vmctl's version and protocol\n"
 	    "\n"
 	    "Commands:\n", prog, VMBUILD_SOCKET_ENV, VMBUILD_DEFAULT_SOCKET);
 	for (c = vmctl_cmds; c->name; c++)

@@ -15,19 +15,39 @@
 #define GIB	(1024.0 * 1024 * 1024)
 #define TIB	(1024.0 * 1024 * 1024 * 1024)
 
+/*
+ * `v` with three significant digits ("1.23", "12.3", "123"), or without
+ * decimals when it is a whole number: 4 GiB, 1.50 GiB, 12.3 ms.
+ */
 static const char *
-fmt_bytes(double b, const char *suffix, char *buf, size_t len)
+sig3(double v, const char *unit, char *buf, size_t len)
 {
-	if (b >= TIB)
-		snprintf(buf, len, "%.1f TiB%s", b / TIB, suffix);
-	else if (b >= GIB)
-		snprintf(buf, len, "%.1f GiB%s", b / GIB, suffix);
-	else if (b >= MIB)
-		snprintf(buf, len, "%.0f MiB%s", b / MIB, suffix);
-	else if (b >= KIB)
-		snprintf(buf, len, "%.0f KiB%s", b / KIB, suffix);
-	else
-		snprintf(buf, len, "%.0f B%s", b, suffix);
+	const char *f = v == (double)(long long)v || v >= 99.95 ? "%.0f %s" :
+	    v >= 9.995 ? "%.1f %s" : "%.2f %s";
+
+	snprintf(buf, len, f, v, unit);
+	return buf;
+}
+
+/* Bytes in the largest binary unit they reach. */
+static const char *
+fmt_bytes(double b, const char *unit_suffix, char *buf, size_t len)
+{
+	static const struct {
+		double	scale;
+		const char *name;
+	} units[] = {
+		{ TIB, "TiB" }, { GIB, "GiB" }, { MIB, "MiB" }, { KIB, "KiB" },
+	};
+	char name[16];
+
+	for (size_t i = 0; i < sizeof(units) / sizeof(units[0]); i++)
+		if (b >= units[i].scale) {
+			snprintf(name, sizeof(name), "%s%s", units[i].name,
+			    unit_suffix);
+			return sig3(b / units[i].scale, name, buf, len);
+		}
+	snprintf(buf, len, "%.0f B%s", b, unit_suffix);
 	return buf;
 }
 
@@ -56,16 +76,40 @@ fmt_count_rate(double per_sec, char *buf, size_t len)
 	return buf;
 }
 
+/*
+ * A duration in the unit its size calls for: ns, µs, ms and s with three
+ * significant digits, then minutes, hours and days as whole units.
+ */
+const char *
+fmt_seconds(double s, char *buf, size_t len)
+{
+	unsigned long long t;
+
+	if (s < 0)
+		s = 0;
+	if (s == 0)
+		snprintf(buf, len, "0 s");
+	else if (s < 1e-6)
+		snprintf(buf, len, "%.0f ns", s * 1e9);
+	else if (s < 1e-3)
+		sig3(s * 1e6, "\u00b5s", buf, len);
+	else if (s < 1)
+		sig3(s * 1e3, "ms", buf, len);
+	else if (s < 60)
+		sig3(s, "s", buf, len);
+	else if ((t = (unsigned long long)(s + 0.5)) < 3600)
+		snprintf(buf, len, "%llu min %llu s", t / 60, t % 60);
+	else if (t < 86400)
+		snprintf(buf, len, "%llu h %llu min", t / 3600, t % 3600 / 60);
+	else
+		snprintf(buf, len, "%llu d %llu h", t / 86400, t % 86400 / 3600);
+	return buf;
+}
+
 const char *
 fmt_ns(uint64_t ns, char *buf, size_t len)
 {
-	if (ns >= 10000000000ull)
-		snprintf(buf, len, "%.1f s", ns / 1e9);
-	else if (ns >= 1000000ull)
-		snprintf(buf, len, "%.1f ms", ns / 1e6);
-	else
-		snprintf(buf, len, "%.1f us", ns / 1e3);
-	return buf;
+	return fmt_seconds(ns / 1e9, buf, len);
 }
 
 const char *
@@ -203,10 +247,23 @@ ends_with(const char *s, const char *suffix)
 	return a >= b && !strcmp(s + a - b, suffix);
 }
 
+/* Keys whose values are guest-physical addresses. */
+static bool
+is_address(const char *key)
+{
+	static const char *const keys[] = { "entry", "start_info", "rsdp" };
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (!strcmp(key, keys[i]))
+			return true;
+	return false;
+}
+
 /* A scalar as text, humanised by the unit its key names. */
 static const char *
 scalar_text(const char *key, yajl_val v, char *buf, size_t len)
 {
+	char size[32];
 	uint64_t u;
 	double d;
 
@@ -218,14 +275,19 @@ scalar_text(const char *key, yajl_val v, char *buf, size_t len)
 			return fmt_size(u, buf, len);
 		if (ends_with(key, "_ns"))
 			return fmt_ns(u, buf, len);
+		if (is_address(key)) {
+			snprintf(buf, len, "0x%llx", (unsigned long long)u);
+			return buf;
+		}
+		/* Counts of 4 KiB pages: the memory they are, too. */
+		if (!strncmp(key, "pages", 5) && u > 0) {
+			snprintf(buf, len, "%llu (%s)", (unsigned long long)u,
+			    fmt_size(u << 12, size, sizeof(size)));
+			return buf;
+		}
 	}
-	if (key && ends_with(key, "_seconds") && jnum(v, NULL, &d)) {
-		if (d < 1)
-			snprintf(buf, len, "%.1f ms", d * 1e3);
-		else
-			snprintf(buf, len, "%.3f s", d);
-		return buf;
-	}
+	if (key && ends_with(key, "_seconds") && jnum(v, NULL, &d))
+		return fmt_seconds(d, buf, len);
 	if (key && ends_with(key, "_at") && jnum(v, NULL, &d) && d > 0) {
 		time_t t = (time_t)d;
 		struct tm tm;
@@ -307,6 +369,32 @@ unit_key(const char *key, const char *parent)
 static void
 fmt_tree_in(yajl_val v, int indent, const char *parent);
 
+/* Is `key` of an object under `parent` a node of a byte map holding 0? */
+static bool
+hidden(const char *parent, const char *key, yajl_val x)
+{
+	uint64_t u;
+
+	return parent && ends_with(parent, "bytes") && key[0] >= '0' &&
+	    key[0] <= '9' && ju64(x, NULL, &u) && u == 0;
+}
+
+/* An object or array with nothing to show (all its entries hidden). */
+static bool
+shows_nothing(yajl_val x, const char *key)
+{
+	size_t i;
+
+	if (YAJL_IS_ARRAY(x))
+		return x->u.array.len == 0;
+	if (!YAJL_IS_OBJECT(x))
+		return false;
+	for (i = 0; i < x->u.object.len; i++)
+		if (!hidden(key, x->u.object.keys[i], x->u.object.values[i]))
+			return false;
+	return true;
+}
+
 void
 fmt_tree(yajl_val v, int indent)
 {
@@ -319,7 +407,6 @@ fmt_tree_in(yajl_val v, int indent, const char *parent)
 	char buf[256];
 	size_t i, j, w = 0;
 	const char *key;
-	uint64_t u;
 	yajl_val x;
 
 	if (YAJL_IS_ARRAY(v)) {
@@ -355,11 +442,12 @@ fmt_tree_in(yajl_val v, int indent, const char *parent)
 		key = v->u.object.keys[i];
 		x = v->u.object.values[i];
 		/* Per-node byte maps: only the nodes that hold something. */
-		if (parent && ends_with(parent, "bytes") && key[0] >= '0' &&
-		    key[0] <= '9' && ju64(x, NULL, &u) && u == 0)
+		if (hidden(parent, key, x))
 			continue;
 		printf("%*s%s:", indent, "", key);
-		if (is_scalar(x)) {
+		if (shows_nothing(x, key)) {
+			printf("%*s-\n", (int)(w - strlen(key) + 1), "");
+		} else if (is_scalar(x)) {
 			printf("%*s", (int)(w - strlen(key) + 1), "");
 			fmt_scalar(unit_key(key, parent), x);
 		} else if (is_flat_array(x)) {

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "version.h"
 #include "vmctl.h"
 
 #define DEFAULT_TIMEOUT_S	30
@@ -183,7 +184,7 @@ main(int argc, char **argv)
 	ctl.socket = env && env[0] ? env : VMBUILD_DEFAULT_SOCKET;
 
 	/* '+': stop at the command; its options are its own. */
-	while ((c = getopt_long(argc, argv, "+s:jt:h", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "+s:jt:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			ctl.socket = optarg;
@@ -207,8 +208,8 @@ main(int argc, char **argv)
 			vmctl_usage_all(stdout, progname);
 			return VMCTL_EXIT_OK;
 		case 'V':
-			printf("vmctl (vmbuild) protocol %d\n",
-			    VMBUILD_PROTO_VERSION);
+			printf("vmctl (vmbuild) %s, protocol %d\n",
+			    VMBUILD_VERSION, VMBUILD_PROTO_VERSION);
 			return VMCTL_EXIT_OK;
 		default:
 			fprintf(stderr, "see %s --help\n", progname);

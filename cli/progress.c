@@ -2,27 +2,38 @@
  * progress.c - progress display on stderr, for `vmctl create` and
  * `vmctl scrub --wait`.
  *
- * On a terminal: one bar redrawn in place (bytes done / total, phase,
- * rate).  Otherwise plain lines: one at each phase change and at most
- * one a second in between, so that logs stay readable.
+ * On a terminal: one line redrawn in place (phase, bar, bytes done /
+ * total, rate, and what holds it up), cut to the terminal's width so
+ * that it never wraps.  Otherwise plain lines: one at each phase change
+ * and at most one a second in between, so that logs stay readable.
+ *
+ * The rate is the one the caller measured where the work happens (the
+ * daemon times the populate as its progress arrives); when the caller
+ * has none (scrub --wait), it is measured here from the samples.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "vmctl.h"
 
-#define BAR_WIDTH	30
+#define BAR_MAX		30
+#define BAR_NOTE	12	/* with a note after the figures */
+#define LINE_MAX_	512
 
 struct progress {
 	bool	tty;
 	bool	drawn;		/* a bar is on the current line */
 	char	phase[32];
+	char	note[256];
+	char	explained[256];	/* the last explanation said */
 	double	last_draw;	/* seconds */
-	double	last_t;		/* time and bytes of the last sample */
+	double	last_t;		/* time and count of the last sample */
 	uint64_t last_done;
-	double	rate;		/* smoothed units per second */
+	double	rate;		/* measured here: smoothed units per second */
 	uint64_t printed_done;	/* plain mode: what the last line said */
 };
 
@@ -57,21 +68,12 @@ amount(uint64_t v, const char *unit, char *buf, size_t len)
 	return buf;
 }
 
-void
-progress_update(struct progress *p, const char *phase, uint64_t done,
-    uint64_t total, const char *unit)
+/* A rate from our own samples, for callers that measure none. */
+static void
+local_rate(struct progress *p, uint64_t done, bool changed, double t)
 {
-	char a[32], b[32], r[32], bar[BAR_WIDTH + 1];
-	bool changed, bytes = !unit || !strcmp(unit, "bytes");
-	double t = now_s(), dt, inst;
-	int i, fill;
+	double dt = t - p->last_t, inst;
 
-	if (!p)
-		return;
-	if (!phase)
-		phase = "";
-	changed = strcmp(phase, p->phase) != 0;
-	dt = t - p->last_t;
 	if (done < p->last_done || changed) {
 		p->last_done = done;
 		p->last_t = t;
@@ -83,45 +85,127 @@ progress_update(struct progress *p, const char *phase, uint64_t done,
 		p->last_done = done;
 		p->last_t = t;
 	}
+}
+
+/* Columns of the terminal on stderr; 80 when it does not say. */
+static int
+term_cols(void)
+{
+	struct winsize ws;
+
+	if (ioctl(STDERR_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 20)
+		return ws.ws_col;
+	return 80;
+}
+
+/* Say `explain` on a line of its own, above the bar, once. */
+static void
+explain_once(struct progress *p, const char *explain)
+{
+	if (!explain || !strcmp(explain, p->explained))
+		return;
+	snprintf(p->explained, sizeof(p->explained), "%s", explain);
+	if (p->tty && p->drawn)
+		fputs("\r\033[K", stderr);
+	fprintf(stderr, "%s\n", explain);
+	p->drawn = false;
+}
+
+/*
+ * The terminal line.  The bar is shorter when a note follows, so that an
+ * 80-column terminal still shows the figures; the bar's width stays the
+ * same while the note does.
+ */
+static void
+draw_line(const struct progress_info *in, const char *phase,
+    const char *pct, const char *done, const char *total, const char *rate,
+    const char *note)
+{
+	char line[LINE_MAX_], bar[BAR_MAX + 1];
+	int cols = term_cols(), width = note[0] ? BAR_NOTE : BAR_MAX, fill, n;
+
+	if (!in->bar) {
+		n = snprintf(line, sizeof(line), "%-9s %s", phase, note);
+	} else {
+		fill = in->total ? (int)((double)in->done / (double)in->total *
+		    width) : 0;
+		if (fill > width)
+			fill = width;
+		for (int i = 0; i < width; i++)
+			bar[i] = i < fill ? '#' : '.';
+		bar[width] = '\0';
+		n = snprintf(line, sizeof(line), "%-9s [%s] %4s  %s / %s%s%s%s%s",
+		    phase, bar, pct, done, total, rate[0] ? "  " : "", rate,
+		    note[0] ? "  " : "", note);
+	}
+	/* Never wrap: a wrapped line cannot be redrawn in place. */
+	if (n >= cols)
+		line[cols - 1] = '\0';
+	fprintf(stderr, "\r\033[K%s", line);
+}
+
+void
+progress_show(struct progress *p, const struct progress_info *in)
+{
+	char a[32], b[32], r[32], pct[8];
+	const char *phase = in->phase ? in->phase : "";
+	const char *note = in->note ? in->note : "";
+	bool changed, bytes = !in->unit || !strcmp(in->unit, "bytes");
+	double t = now_s(), rate;
+
+	if (!p)
+		return;
+	changed = strcmp(phase, p->phase) != 0 || strcmp(note, p->note) != 0;
+	local_rate(p, in->done, strcmp(phase, p->phase) != 0, t);
 	snprintf(p->phase, sizeof(p->phase), "%s", phase);
-	if (bytes)
-		fmt_rate(p->rate, r, sizeof(r));
-	else
-		fmt_count_rate(p->rate, r, sizeof(r));
+	snprintf(p->note, sizeof(p->note), "%s", note);
+	rate = in->have_rate ? in->rate : p->rate;
+	r[0] = '\0';
+	if (in->have_rate || p->rate > 0) {
+		if (bytes)
+			fmt_rate(rate, r, sizeof(r));
+		else
+			fmt_count_rate(rate, r, sizeof(r));
+	}
+	fmt_pct((double)in->done, (double)in->total, pct, sizeof(pct));
+	amount(in->done, in->unit, a, sizeof(a));
+	amount(in->total, in->unit, b, sizeof(b));
+	explain_once(p, in->explain);
 
 	if (p->tty) {
-		if (!changed && done != total && t - p->last_draw < 0.1)
+		if (!changed && p->drawn && in->done != in->total &&
+		    t - p->last_draw < 0.1)
 			return;
-		fill = total ? (int)((double)done / (double)total * BAR_WIDTH) :
-		    0;
-		if (fill > BAR_WIDTH)
-			fill = BAR_WIDTH;
-		for (i = 0; i < BAR_WIDTH; i++)
-			bar[i] = i < fill ? '#' : '.';
-		bar[BAR_WIDTH] = '\0';
-		fprintf(stderr, "\r\033[K%-9s [%s] %4s  %s / %s  %s", phase,
-		    bar, fmt_pct((double)done, (double)total, (char[8]){ 0 },
-		    8), amount(done, unit, a, sizeof(a)),
-		    amount(total, unit, b, sizeof(b)), r);
+		draw_line(in, phase, pct, a, b, r, note);
 		p->drawn = true;
 	} else {
-		if (!changed && (done == p->printed_done ||
-		    (done != total && t - p->last_draw < 1.0)))
+		if (!changed && (in->done == p->printed_done ||
+		    (in->done != in->total && t - p->last_draw < 1.0)))
 			return;
-		p->printed_done = done;
-		if (total == 0) {
-			fprintf(stderr, "%s\n", phase);
-			goto drawn;
-		}
-		fprintf(stderr, "%s: %s of %s (%s)%s%s\n", phase,
-		    amount(done, unit, a, sizeof(a)),
-		    amount(total, unit, b, sizeof(b)),
-		    fmt_pct((double)done, (double)total, (char[8]){ 0 }, 8),
-		    p->rate > 0 ? ", " : "", p->rate > 0 ? r : "");
+		/* A phase with nothing to say yet gets no line of its own. */
+		if (in->total == 0 && !note[0])
+			return;
+		p->printed_done = in->done;
+		if (in->total == 0 || !in->bar)
+			fprintf(stderr, "%s%s%s\n", phase, note[0] ? ": " : "",
+			    note);
+		else
+			fprintf(stderr, "%s: %s of %s (%s)%s%s%s%s\n", phase,
+			    a, b, pct, r[0] ? ", " : "", r, note[0] ? "; " : "",
+			    note);
 	}
-drawn:
 	fflush(stderr);
 	p->last_draw = t;
+}
+
+void
+progress_update(struct progress *p, const char *phase, uint64_t done,
+    uint64_t total, const char *unit)
+{
+	struct progress_info in = { .phase = phase, .done = done,
+	    .total = total, .unit = unit, .bar = true };
+
+	progress_show(p, &in);
 }
 
 void

@@ -133,6 +133,8 @@ void jprint(yajl_val v, bool pretty);
 const char *fmt_size(uint64_t bytes, char *buf, size_t len);
 const char *fmt_rate(double bytes_per_sec, char *buf, size_t len);
 const char *fmt_count_rate(double per_sec, char *buf, size_t len);
+/* Durations in the unit their size calls for (ns ... s, min, h, d). */
+const char *fmt_seconds(double seconds, char *buf, size_t len);
 const char *fmt_ns(uint64_t ns, char *buf, size_t len);
 const char *fmt_pct(double done, double total, char *buf, size_t len);
 /* Aligned text tables: add rows of cells, then print. */
@@ -150,7 +152,20 @@ void fmt_kv(const char *key, yajl_val v, int width);
 
 /* progress.c: a progress display for create and scrub --wait. */
 struct progress;
+struct progress_info {
+	const char *phase;
+	uint64_t done, total;
+	const char *unit;	/* "bytes" (or NULL) are humanised */
+	bool	bar;		/* done/total mean something: draw them */
+	bool	have_rate;	/* rate was measured by the caller ... */
+	double	rate;		/* ... units per second; else measured here */
+	const char *note;	/* what holds it up, short, or NULL */
+	/* A sentence said once, on a line of its own, when it changes. */
+	const char *explain;
+};
 struct progress *progress_new(bool tty);
+void progress_show(struct progress *p, const struct progress_info *in);
+/* progress_show with a bar, measuring the rate here. */
 void progress_update(struct progress *p, const char *phase, uint64_t done,
     uint64_t total, const char *unit);
 /* Leave the line: newline after a bar, nothing for plain lines. */

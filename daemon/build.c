@@ -179,7 +179,8 @@ build_done(struct job *job)
 		task_finish(t, TASK_DONE, 0, 0, NULL);
 		metrics_build_done("done", bj->result.total_ns / 1e9,
 		    &bj->result);
-		log_info("%s: %s", t->vm, msg);
+		log_vm(LOG_INFO, t->vm, bj->result.domid, t->id, "%s: %s",
+		    t->vm, msg);
 		if (bj->call != NULL) {
 			yajl_gen g = jg_new();
 
@@ -286,6 +287,7 @@ build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
 	}
 	opts.strategy = B.cfg.strategy;
 	opts.start_paused = paused;
+	opts.scrub_wait_ms = B.cfg.scrub_wait_ms;
 	rc = vmb_build_new(B.cfg.ctx, guest, &opts, task_progress_cb, t,
 	    &bj->build);
 	if (rc < 0) {
@@ -325,8 +327,9 @@ build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
 		goto fail;
 	}
 	vmb_uuid_to_str(guest->uuid, u);
-	log_info("task %llu: building %s (%s, %llu MiB, %u vCPUs, populate "
-	    "%s)", (unsigned long long)t->id, guest->name, u,
+	log_vm(LOG_INFO, guest->name, VMB_DOMID_INVALID, t->id, "task %llu: "
+	    "building %s (%s, %llu MiB, %u vCPUs, populate %s)",
+	    (unsigned long long)t->id, guest->name, u,
 	    (unsigned long long)(guest->memory_bytes >> 20), guest->vcpus,
 	    vmb_populate_strategy_name(B.cfg.strategy));
 	status_changed();

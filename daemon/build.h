@@ -18,6 +18,8 @@ struct build_config {
 	struct vmb_ctx	*ctx;
 	enum vmb_populate_strategy strategy;
 	unsigned	max_tasks;	/* builds running at once */
+	/* Wait this long for the scrubber rather than scrub inline. */
+	uint32_t	scrub_wait_ms;
 	void		(*status_changed)(void);	/* a build began or ended */
 };
 

@@ -47,6 +47,8 @@ static struct {
 	const char	*metrics;
 	bool		foreground;
 	int		verbose;
+	enum log_target	log_target;
+	uint32_t	scrub_wait_ms;
 	int		ready_fd;	/* daemonizing: tell the parent */
 	struct event	*ev_sig[4];
 	struct event	*ev_watchdog;
@@ -93,9 +95,17 @@ usage(FILE *f)
 "  --socket PATH          control socket (default %s)\n"
 "  --state-dir DIR        state directory (default %s)\n"
 "  --populate engine|libxl  populate strategy (default engine)\n"
+"  --scrub-wait SECONDS   when the nodes a VM is placed on are short of\n"
+"                         scrubbed memory, wait up to SECONDS for the\n"
+"                         background scrubber rather than have the\n"
+"                         populate scrub inline (default 0: no wait)\n"
 "  --metrics ADDR:PORT|none  Prometheus endpoint, GET /metrics\n"
 "                         (default %s; none: no endpoint)\n"
 "  --foreground           stay in the foreground (systemd, tests)\n"
+"  --log-target auto|journal|syslog|stderr\n"
+"                         where messages go (default auto: the journal\n"
+"                         when stderr is connected to it, syslog once\n"
+"                         daemonised without --foreground, else stderr)\n"
 "  --max-request BYTES    largest request line (default %d)\n"
 "  --max-connections N    clients at once (default %d)\n"
 "  --max-tasks N          builds running at once (default %d)\n"
@@ -135,14 +145,16 @@ static int
 parse_options(int argc, char **argv)
 {
 	enum { O_MAXREQ = 256, O_MAXCONN, O_MAXTASKS, O_POPULATE, O_METRICS,
-	    O_REQTIMEOUT };
+	    O_REQTIMEOUT, O_LOGTARGET, O_SCRUBWAIT };
 	static const struct option longopts[] = {
 		{ "hypervisor",	     required_argument,	NULL, 'H' },
 		{ "socket",	     required_argument,	NULL, 's' },
 		{ "state-dir",	     required_argument,	NULL, 'd' },
 		{ "metrics",	     required_argument,	NULL, O_METRICS },
 		{ "foreground",	     no_argument,	NULL, 'f' },
+		{ "log-target",	     required_argument,	NULL, O_LOGTARGET },
 		{ "populate",	     required_argument,	NULL, O_POPULATE },
+		{ "scrub-wait",	     required_argument,	NULL, O_SCRUBWAIT },
 		{ "max-request",     required_argument,	NULL, O_MAXREQ },
 		{ "max-connections", required_argument,	NULL, O_MAXCONN },
 		{ "request-timeout", required_argument,	NULL, O_REQTIMEOUT },
@@ -187,6 +199,14 @@ parse_options(int argc, char **argv)
 		case 'f':
 			M.foreground = true;
 			break;
+		case O_LOGTARGET:
+			if (log_target_parse(optarg, &M.log_target) < 0) {
+				fprintf(stderr, "vmbuildd: --log-target: "
+				    "expected auto, journal, syslog or stderr, "
+				    "got \"%s\"\n", optarg);
+				return 2;
+			}
+			break;
 		case O_POPULATE:
 			if (vmb_populate_strategy_parse(optarg,
 			    &vmbd.strategy) < 0) {
@@ -194,6 +214,12 @@ parse_options(int argc, char **argv)
 				    "engine or libxl, got \"%s\"\n", optarg);
 				return 2;
 			}
+			break;
+		case O_SCRUBWAIT:
+			if (parse_count("--scrub-wait", optarg, 0, 3600,
+			    &v) < 0)
+				return 2;
+			M.scrub_wait_ms = (uint32_t)v * 1000;
 			break;
 		case O_MAXREQ:
 			if (parse_count("--max-request", optarg, 64,
@@ -225,8 +251,8 @@ parse_options(int argc, char **argv)
 			usage(stdout);
 			exit(0);
 		case 'V':
-			printf("vmbuildd %s (protocol %d)\n", VMB_VERSION,
-			    VMBUILD_PROTO_VERSION);
+			printf("vmbuildd (vmbuild) %s, protocol %d\n",
+			    VMB_VERSION, VMBUILD_PROTO_VERSION);
 			exit(0);
 		default:
 			usage(stderr);
@@ -243,9 +269,15 @@ parse_options(int argc, char **argv)
 }
 
 /*
- * Without --foreground: fork, and let the parent exit only when the
- * child is ready (exit 0) or has failed (exit 1), so that whoever
- * started us knows which.
+ * Without --foreground, as daemon(7) describes: fork, and let the parent
+ * exit only when the daemon is ready (exit 0) or has failed (exit 1), so
+ * that whoever started us knows which; in the child, a new session and a
+ * second fork, so that the daemon is no session leader and can never get
+ * a controlling terminal back; the working directory /, stdin and stdout
+ * /dev/null.  Messages stay on stderr until the daemon is ready (the
+ * parent, and the terminal it holds, wait for that, and start-up errors
+ * belong there); then log_detach() points stderr at /dev/null too and
+ * sends messages to syslog.
  */
 static void
 daemonize(void)
@@ -263,16 +295,21 @@ daemonize(void)
 		close(fds[1]);
 		if (read(fds[0], &c, 1) == 1)
 			_exit(0);
+		/* The first child exits at once; the daemon failed. */
 		waitpid(pid, &status, 0);
 		_exit(1);
 	}
 	close(fds[0]);
-	M.ready_fd = fds[1];
 	if (setsid() < 0)
 		fatal("setsid");
+	pid = fork();
+	if (pid < 0)
+		fatal("fork");
+	if (pid > 0)
+		_exit(0);
+	M.ready_fd = fds[1];
 	if (chdir("/") < 0)
 		fatal("chdir /");
-	/* Logs stay on stderr: redirect it where they should go. */
 	if (freopen("/dev/null", "r", stdin) == NULL ||
 	    freopen("/dev/null", "w", stdout) == NULL)
 		fatal("/dev/null");
@@ -356,7 +393,7 @@ main(int argc, char **argv)
 	rc = parse_options(argc, argv);
 	if (rc != 0)
 		return rc;
-	log_init(M.verbose);
+	log_init(M.verbose, M.log_target);
 	notify_init();
 	/* A client gone mid-reply must not kill us. */
 	signal(SIGPIPE, SIG_IGN);
@@ -375,6 +412,7 @@ main(int argc, char **argv)
 	    vmb_populate_strategy_name(vmbd.strategy));
 	build_init(&(struct build_config){ .ctx = vmbd.ctx,
 	    .strategy = vmbd.strategy, .max_tasks = vmbd.max_tasks,
+	    .scrub_wait_ms = M.scrub_wait_ms,
 	    .status_changed = vmbd_status_changed });
 	if (state_init(vmbd.state_dir) < 0)
 		return 1;
@@ -432,6 +470,7 @@ main(int argc, char **argv)
 		(void)!write(M.ready_fd, "1", 1);
 		close(M.ready_fd);
 		M.ready_fd = -1;
+		log_detach();
 	}
 
 	event_base_dispatch(vmbd.base);

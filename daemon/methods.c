@@ -534,7 +534,8 @@ destroy_reply(struct hv_call *h, yajl_gen g)
 
 	if (h->rc < 0 && h->rc != -ESRCH && h->rc != -ENOENT)
 		return hv_error(h, "destroy");
-	log_info("%s (domain %u) destroyed", vm->name, h->domid);
+	log_vm(LOG_INFO, vm->name, h->domid, 0, "%s (domain %u) destroyed",
+	    vm->name, h->domid);
 	if (h->rc == 0) {
 		yajl_gen_map_open(g);
 		jg_kv_str(g, "vm", vm->name);
@@ -677,7 +678,8 @@ m_task_cancel(struct call *call, yajl_gen g)
 	if (!t->cancel_requested && t->build != NULL) {
 		t->cancel_requested = true;
 		vmb_build_cancel(t->build);
-		log_info("task %llu: cancel requested by uid %u",
+		log_vm(LOG_NOTICE, t->vm, VMB_DOMID_INVALID, t->id, "task "
+		    "%llu: cancel requested by uid %u",
 		    (unsigned long long)t->id, (unsigned)call->conn->uid);
 	}
 	task_gen(g, t);

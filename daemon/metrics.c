@@ -1,12 +1,16 @@
 /*
  * metrics.c - the Prometheus endpoint (see metrics.h).
  *
- * Names follow DESIGN.md: prefix vmbuild_, base units, counters end in
- * _total.  A group the hypervisor does not report is left out entirely
- * rather than exported as zeros; vmbuild_hypervisor_scrape_ok says
- * whether the last snapshot could be taken.
+ * Names follow DESIGN.md: prefix vmbuild_, base units (memory in bytes,
+ * whatever the hypervisor counts), counters end in _total.  A group the
+ * hypervisor does not report is left out entirely rather than exported
+ * as zeros; vmbuild_hypervisor_scrape_ok says whether the last snapshot
+ * could be taken.  Per-VM families are labelled by name and domain id;
+ * the process_* families are the ones Prometheus client libraries
+ * export.  Errors are answered in plain text, as the scrape is.
  */
 #include <errno.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +23,7 @@
 #include "control.h"
 #include "log.h"
 #include "metrics.h"
+#include "procstat.h"
 #include "task.h"
 #include "vm.h"
 #include "vmbuildd.h"
@@ -110,11 +115,16 @@ render_counters(struct evbuffer *b, const struct vmb_counters *c)
 	for (int i = 0; i < VMB_COUNTER_MAX; i++) {
 		const struct vmb_counter_info *ci = vmb_counter_info(i);
 
+		const char *unit;
+		uint64_t scale;
+
 		if (ci->metric == NULL || !(c->have & ci->have) ||
 		    family_seen(i, ci->metric))
 			continue;
+		/* Memory goes out in bytes, whatever the hypervisor counts. */
+		scale = vmb_counter_metric_scale(i, &unit);
 		evbuffer_add_printf(b, "# HELP %s %s Unit: %s.\n"
-		    "# TYPE %s counter\n", ci->metric, ci->help, ci->unit,
+		    "# TYPE %s counter\n", ci->metric, ci->help, unit,
 		    ci->metric);
 		for (int j = i; j < VMB_COUNTER_MAX; j++) {
 			const struct vmb_counter_info *s = vmb_counter_info(j);
@@ -124,7 +134,7 @@ render_counters(struct evbuffer *b, const struct vmb_counters *c)
 			evbuffer_add_printf(b, "%s%s%s%s %llu\n", s->metric,
 			    s->labels[0] ? "{" : "", s->labels,
 			    s->labels[0] ? "}" : "",
-			    (unsigned long long)c->v[j]);
+			    (unsigned long long)(c->v[j] * scale));
 		}
 	}
 }
@@ -236,6 +246,136 @@ render_daemon(struct evbuffer *b)
 	    (unsigned long long)MX.scrapes);
 }
 
+/* A label value as the text format wants it: \\, \" and \n escaped. */
+static void
+label_value(struct evbuffer *b, const char *s)
+{
+	for (; *s; s++) {
+		if (*s == '\\' || *s == '"')
+			evbuffer_add_printf(b, "\\%c", *s);
+		else if (*s == '\n')
+			evbuffer_add(b, "\\n", 2);
+		else
+			evbuffer_add(b, s, 1);
+	}
+}
+
+/* name{name="VM",id="N"<extra>} at the start of a series. */
+static void
+vm_series(struct evbuffer *b, const char *family, const struct vm *vm,
+    const char *extra)
+{
+	evbuffer_add_printf(b, "%s{name=\"", family);
+	label_value(b, vm->name);
+	evbuffer_add_printf(b, "\",id=\"%u\"%s} ", vm->domid, extra);
+}
+
+/* Does the hypervisor's last report of this VM's domain count? */
+static bool
+vm_reported(const struct vm *vm)
+{
+	return vm->domid != VMB_DOMID_INVALID && vm->have_dom &&
+	    !vm->building;
+}
+
+/*
+ * Per VM: memory, vCPUs and CPU time as the hypervisor last reported
+ * them, and the state as a state set (1 for the VM's state, 0 for the
+ * others, so that a series does not vanish when the state changes; a
+ * build has its series once its domain exists).  The control domain is
+ * not a VM here.
+ */
+static void
+render_vms(struct evbuffer *b)
+{
+	const struct vm *vm;
+	char extra[64];
+
+	family(b, "vmbuild_vm_memory_bytes", "gauge",
+	    "Memory populated for each VM.");
+	for (vm = vm_first(); vm != NULL; vm = vm_next(vm))
+		if (vm_reported(vm)) {
+			vm_series(b, "vmbuild_vm_memory_bytes", vm, "");
+			evbuffer_add_printf(b, "%llu\n",
+			    (unsigned long long)vm->dom.memory_bytes);
+		}
+	family(b, "vmbuild_vm_vcpus", "gauge", "vCPUs of each VM.");
+	for (vm = vm_first(); vm != NULL; vm = vm_next(vm))
+		if (vm_reported(vm)) {
+			vm_series(b, "vmbuild_vm_vcpus", vm, "");
+			evbuffer_add_printf(b, "%u\n", vm->dom.vcpus);
+		}
+	family(b, "vmbuild_vm_cpu_seconds_total", "counter",
+	    "CPU time used by each VM's vCPUs (0 on hvsim, which runs no "
+	    "guest code).");
+	for (vm = vm_first(); vm != NULL; vm = vm_next(vm))
+		if (vm_reported(vm)) {
+			vm_series(b, "vmbuild_vm_cpu_seconds_total", vm, "");
+			evbuffer_add_printf(b, "%.9f\n",
+			    vm->dom.cpu_time_ns / 1e9);
+		}
+	family(b, "vmbuild_vm_state", "gauge", "State of each VM: 1 for the "
+	    "state it is in, 0 for the others.");
+	for (vm = vm_first(); vm != NULL; vm = vm_next(vm)) {
+		const char *state = vm_state_name(vm);
+
+		if (vm->domid == VMB_DOMID_INVALID ||
+		    (!vm->have_dom && !vm->building))
+			continue;
+		vm_series(b, "vmbuild_vm_state", vm, ",state=\"building\"");
+		evbuffer_add_printf(b, "%d\n", vm->building);
+		for (int i = VMB_DOM_PAUSED; i <= VMB_DOM_CRASHED; i++) {
+			snprintf(extra, sizeof(extra), ",state=\"%s\"",
+			    vmb_domain_state_name(i));
+			vm_series(b, "vmbuild_vm_state", vm, extra);
+			evbuffer_add_printf(b, "%d\n", strcmp(state,
+			    vmb_domain_state_name(i)) == 0);
+		}
+	}
+}
+
+/* A family of one series without labels; `fmt` prints the value. */
+static void
+single(struct evbuffer *b, const char *name, const char *type,
+    const char *help, const char *fmt, double v)
+{
+	family(b, name, type, help);
+	evbuffer_add_printf(b, "%s ", name);
+	evbuffer_add_printf(b, fmt, v);
+	evbuffer_add(b, "\n", 1);
+}
+
+/* The process collector's families, as Prometheus client libraries have. */
+static void
+render_process(struct evbuffer *b)
+{
+	struct procstat ps;
+
+	procstat_read(&ps);
+	single(b, "process_cpu_seconds_total", "counter",
+	    "Total user and system CPU time spent in seconds.", "%.6f",
+	    ps.cpu_seconds);
+	if (ps.have_memory) {
+		single(b, "process_resident_memory_bytes", "gauge",
+		    "Resident memory size in bytes.", "%.0f",
+		    (double)ps.resident_bytes);
+		single(b, "process_virtual_memory_bytes", "gauge",
+		    "Virtual memory size in bytes.", "%.0f",
+		    (double)ps.virtual_bytes);
+	}
+	if (ps.have_fds)
+		single(b, "process_open_fds", "gauge",
+		    "Number of open file descriptors.", "%.0f",
+		    (double)ps.open_fds);
+	single(b, "process_max_fds", "gauge",
+	    "Maximum number of open file descriptors.", "%.0f",
+	    (double)ps.max_fds);
+	if (ps.start_time > 0)
+		single(b, "process_start_time_seconds", "gauge",
+		    "Start time of the process since unix epoch in seconds.",
+		    "%.2f", ps.start_time);
+}
+
 static void
 render(struct evbuffer *b)
 {
@@ -257,6 +397,34 @@ render(struct evbuffer *b)
 		render_scrub(b, &MX.scrub);
 	render_builds(b);
 	render_daemon(b);
+	render_vms(b);
+	render_process(b);
+}
+
+/*
+ * An error answered in plain text, as curl and Prometheus' target page
+ * show it (evhttp_send_error would send an HTML page).
+ */
+static void __attribute__((format(printf, 4, 5)))
+http_error(struct evhttp_request *req, int code, const char *reason,
+    const char *fmt, ...)
+{
+	struct evbuffer *b = evbuffer_new();
+	va_list ap;
+
+	if (b == NULL) {
+		evhttp_send_error(req, code, reason);
+		return;
+	}
+	evbuffer_add_printf(b, "%d %s: ", code, reason);
+	va_start(ap, fmt);
+	evbuffer_add_vprintf(b, fmt, ap);
+	va_end(ap);
+	evbuffer_add(b, "\n", 1);
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "Content-Type", "text/plain; charset=utf-8");
+	evhttp_send_reply(req, code, reason, b);
+	evbuffer_free(b);
 }
 
 static void
@@ -269,13 +437,14 @@ metrics_cb(struct evhttp_request *req, void *arg)
 	if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
 		evhttp_add_header(evhttp_request_get_output_headers(req),
 		    "Allow", "GET, HEAD");
-		evhttp_send_error(req, 405, "Method Not Allowed");
+		http_error(req, 405, "Method Not Allowed", "/metrics answers "
+		    "GET and HEAD");
 		return;
 	}
 	MX.scrapes++;
 	b = evbuffer_new();
 	if (b == NULL) {
-		evhttp_send_error(req, 500, "Out of memory");
+		http_error(req, 500, "Internal Server Error", "out of memory");
 		return;
 	}
 	render(b);
@@ -289,7 +458,8 @@ static void
 other_cb(struct evhttp_request *req, void *arg)
 {
 	(void)arg;
-	evhttp_send_error(req, 404, "Not Found: try /metrics");
+	http_error(req, 404, "Not Found", "vmbuildd serves its metrics at "
+	    "/metrics");
 }
 
 static void

@@ -190,6 +190,8 @@ report_build(yajl_gen g, const struct vmb_build_result *r,
 	yajl_gen_map_open(g);
 	jg_kv_str(g, "strategy", vmb_populate_strategy_name(strategy));
 	jg_kv_dbl(g, "total_seconds", r->total_ns / 1e9);
+	/* Part of phase place: waiting for the background scrubber. */
+	jg_kv_dbl(g, "scrub_wait_seconds", r->scrub_wait_ns / 1e9);
 	jg_key(g, "phases");
 	yajl_gen_map_open(g);
 	for (int i = 0; i < VMB_PHASE_DONE; i++)

@@ -16,9 +16,12 @@
 #include "task.h"
 #include "vm.h"
 #include "vmbuildd.h"
+#include "worker.h"
 
 #define TASK_KEEP		256
 #define TASK_TICK_USEC		100000
+#define RATE_WINDOW_SEC		5.0	/* the populate's current rate */
+#define EMIT_IDLE_SEC		1.0	/* progress events while populating */
 
 TAILQ_HEAD(taskq, task);
 
@@ -28,7 +31,16 @@ static struct {
 	unsigned	running;
 	unsigned	finished;
 	struct event	*ev_tick;
+	bool		scrub_busy;	/* a scrub sample is being taken */
+	double		scrub_at;	/* when the last one was asked for */
 } T = { .next_id = 1 };
+
+/* Scrub progress, for builds that dirty memory holds up. */
+struct scrub_job {
+	struct job	job;
+	int		rc;
+	struct vmb_scrub scrub;
+};
 
 static const char *const state_names[] = {
 	[TASK_RUNNING] = "running",
@@ -61,14 +73,69 @@ task_get_progress(struct task *t, struct vmb_progress *ret)
 	pthread_mutex_unlock(&t->lock);
 }
 
-static void
-task_gen_progress(yajl_gen g, const struct vmb_progress *p)
+/*
+ * Bytes per second: while populating, over the last RATE_WINDOW_SEC;
+ * after, the populate's average.  False while there is no such figure
+ * (before the populate, and in its first moments).
+ */
+static bool
+task_rate(struct task *t, const struct vmb_progress *p, double *ret)
 {
+	bool have;
+
+	pthread_mutex_lock(&t->lock);
+	if (p->phase == VMB_PHASE_POPULATE) {
+		have = rate_get(&t->pop_rate, t->state == TASK_RUNNING ?
+		    now_mono() : t->finished_mono, ret);
+	} else {
+		have = t->pop_end > t->pop_rate.start &&
+		    t->pop_rate.start > 0 && p->phase != VMB_PHASE_UNDO;
+		if (have)
+			*ret = p->total / (t->pop_end - t->pop_rate.start);
+	}
+	pthread_mutex_unlock(&t->lock);
+	return have;
+}
+
+static void
+task_gen_progress(yajl_gen g, struct task *t, const struct vmb_progress *p)
+{
+	static const char *const modes[] = {
+		[VMB_PROGRESS_SCRUB_WAIT] = "wait",
+		[VMB_PROGRESS_SCRUB_INLINE] = "inline",
+	};
+	double rate;
+
 	yajl_gen_map_open(g);
 	jg_kv_u64(g, "done", p->done);
 	jg_kv_u64(g, "total", p->total);
 	jg_kv_str(g, "unit", "bytes");
 	jg_kv_str(g, "phase", vmb_build_phase_name(p->phase));
+	if (task_rate(t, p, &rate))
+		jg_kv_dbl(g, "rate_bytes_per_second", rate);
+	else
+		jg_kv_null(g, "rate_bytes_per_second");
+	jg_key(g, "scrub");
+	if (p->scrub == VMB_PROGRESS_SCRUB_WAIT ||
+	    p->scrub == VMB_PROGRESS_SCRUB_INLINE) {
+		yajl_gen_map_open(g);
+		jg_kv_str(g, "mode", modes[p->scrub]);
+		jg_key(g, "nodes");
+		yajl_gen_array_open(g);
+		for (int n = 0; n < 64; n++)
+			if (p->scrub_nodes >> n & 1)
+				jg_u64(g, n);
+		yajl_gen_array_close(g);
+		jg_kv_u64(g, "dirty_bytes", p->scrub_dirty_bytes);
+		if (p->scrub_rate_bytes_per_sec > 0)
+			jg_kv_u64(g, "rate_bytes_per_second",
+			    p->scrub_rate_bytes_per_sec);
+		else
+			jg_kv_null(g, "rate_bytes_per_second");
+		yajl_gen_map_close(g);
+	} else {
+		yajl_gen_null(g);
+	}
 	yajl_gen_map_close(g);
 }
 
@@ -85,17 +152,95 @@ task_emit_progress(struct task *t, const struct vmb_progress *p)
 	jg_kv_str(g, "kind", t->kind);
 	jg_kv_str(g, "vm", t->vm);
 	jg_key(g, "progress");
-	task_gen_progress(g, p);
+	task_gen_progress(g, t, p);
 	yajl_gen_map_close(g);
 	events_emit(EVT_TASK_PROGRESS, g);
 	yajl_gen_free(g);
 }
 
-/* Loop: forward coalesced progress and learn domids of new domains. */
+static void
+scrub_sample_run(struct job *job)
+{
+	struct scrub_job *sj = (struct scrub_job *)job;
+
+	sj->rc = vmb_scrub_progress(vmbd.ctx, &sj->scrub);
+}
+
+/*
+ * A build held up by dirty memory reports nothing new while a large
+ * extent is scrubbed (or while it waits): its figures of dirty memory
+ * are refreshed here, from a sample of our own.
+ */
+static void
+scrub_sample_done(struct job *job)
+{
+	struct scrub_job *sj = (struct scrub_job *)job;
+	struct task *t;
+
+	T.scrub_busy = false;
+	TAILQ_FOREACH(t, &T.tasks, entry) {
+		struct vmb_progress *p = &t->progress;
+
+		if (sj->rc != 0 || t->state != TASK_RUNNING)
+			continue;
+		pthread_mutex_lock(&t->lock);
+		if (p->scrub != VMB_PROGRESS_SCRUB_NONE) {
+			p->scrub_dirty_bytes = p->scrub_rate_bytes_per_sec = 0;
+			t->dirty = true;
+		}
+		for (uint32_t i = 0; i < sj->scrub.nr_nodes &&
+		    p->scrub != VMB_PROGRESS_SCRUB_NONE; i++) {
+			const struct vmb_scrub_node *n = &sj->scrub.nodes[i];
+
+			if (n->node >= 64 || !(p->scrub_nodes >> n->node & 1))
+				continue;
+			p->scrub_dirty_bytes += n->dirty_bytes;
+			if (sj->scrub.have & VMB_SCRUB_HAVE_RATE)
+				p->scrub_rate_bytes_per_sec +=
+				    n->rate_bytes_per_sec;
+		}
+		pthread_mutex_unlock(&t->lock);
+	}
+	free(sj);
+}
+
+/* Ask for a scrub sample if a running build waits on dirty memory. */
+static void
+scrub_sample_maybe(double now)
+{
+	struct scrub_job *sj;
+	struct task *t;
+	bool want = false;
+
+	if (T.scrub_busy || now - T.scrub_at < 1.0 || vmbd.stopping)
+		return;
+	TAILQ_FOREACH(t, &T.tasks, entry) {
+		if (t->state != TASK_RUNNING)
+			continue;
+		pthread_mutex_lock(&t->lock);
+		if (t->progress.scrub != VMB_PROGRESS_SCRUB_NONE)
+			want = true;
+		pthread_mutex_unlock(&t->lock);
+	}
+	if (!want || (sj = calloc(1, sizeof(*sj))) == NULL)
+		return;
+	sj->job.run = scrub_sample_run;
+	sj->job.done = scrub_sample_done;
+	T.scrub_busy = true;
+	T.scrub_at = now;
+	worker_submit(&sj->job);
+}
+
+/*
+ * Loop: forward coalesced progress and learn domids of new domains;
+ * while populating, say where it stands at least once a second, so that
+ * the rate clients show falls when the populate stalls.
+ */
 static void
 task_tick_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct task *t;
+	double now = now_mono();
 
 	(void)fd;
 	(void)what;
@@ -111,11 +256,15 @@ task_tick_cb(evutil_socket_t fd, short what, void *arg)
 		p = t->progress;
 		t->dirty = false;
 		pthread_mutex_unlock(&t->lock);
-		if (!dirty)
+		if (!dirty && !(p.phase == VMB_PHASE_POPULATE &&
+		    now - t->last_emit >= EMIT_IDLE_SEC))
 			continue;
-		vm_building_progress(t->uuid, &p);
+		t->last_emit = now;
+		if (dirty)
+			vm_building_progress(t->uuid, &p);
 		task_emit_progress(t, &p);
 	}
+	scrub_sample_maybe(now);
 	if (T.running > 0)
 		task_tick_arm();
 }
@@ -124,6 +273,8 @@ void
 task_progress_cb(void *user, const struct vmb_progress *p)
 {
 	struct task *t = user;
+
+	double now = now_mono();
 
 	pthread_mutex_lock(&t->lock);
 	/*
@@ -134,6 +285,15 @@ task_progress_cb(void *user, const struct vmb_progress *p)
 	if (!(p->phase == t->progress.phase && p->done < t->progress.done)) {
 		t->progress = *p;
 		t->dirty = true;
+	}
+	/* The populate's pace, timed as its reports arrive. */
+	if (p->phase == VMB_PHASE_POPULATE) {
+		if (t->pop_rate.start == 0)
+			rate_start(&t->pop_rate, RATE_WINDOW_SEC, now);
+		rate_sample(&t->pop_rate, now, t->progress.done);
+	} else if (p->phase > VMB_PHASE_POPULATE && t->pop_end == 0 &&
+	    t->pop_rate.start > 0) {
+		t->pop_end = now;
 	}
 	pthread_mutex_unlock(&t->lock);
 }
@@ -234,9 +394,11 @@ task_finish(struct task *t, enum task_state state, int code, int errnum,
 		events_emit(EVT_TASK_DONE, g);
 		yajl_gen_free(g);
 	}
-	log_info("task %llu (%s %s) %s%s%s", (unsigned long long)t->id,
-	    t->kind, t->vm, state_names[state], msg ? ": " : "",
-	    msg ? msg : "");
+	/* A failed build is the operator's to look at; a cancel, a note. */
+	log_vm(state == TASK_FAILED ? LOG_WARNING : state == TASK_CANCELLED ?
+	    LOG_NOTICE : LOG_INFO, t->vm, p.domid, t->id,
+	    "task %llu (%s %s) %s%s%s", (unsigned long long)t->id, t->kind,
+	    t->vm, state_names[state], msg ? ": " : "", msg ? msg : "");
 	task_trim();
 }
 
@@ -293,7 +455,7 @@ task_gen(yajl_gen g, struct task *t)
 	else
 		jg_kv_u64(g, "domid", p.domid);
 	jg_key(g, "progress");
-	task_gen_progress(g, &p);
+	task_gen_progress(g, t, &p);
 	jg_kv_bool(g, "cancel_requested", t->cancel_requested);
 	jg_kv_dbl(g, "created_at", t->created_at);
 	jg_key(g, "finished_at");

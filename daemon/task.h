@@ -4,7 +4,11 @@
  * Progress is written by build threads (task_progress_cb, the library's
  * callback) under the task's lock and only marks the task dirty; a
  * timer on the loop turns dirty tasks into task.progress events at most
- * ten times a second, so a fast populate cannot flood clients.
+ * ten times a second, so a fast populate cannot flood clients, and at
+ * least once a second while memory is populated, so that the rate a
+ * client shows follows a populate that stalls.  The rate is measured
+ * here, where the progress arrives: over the last 5 s while populating,
+ * the populate's average once it is over.
  */
 #ifndef VMBUILDD_TASK_H
 #define VMBUILDD_TASK_H
@@ -16,6 +20,7 @@
 
 #include <yajl/yajl_gen.h>
 
+#include "rate.h"
 #include "vmbuild.h"
 
 struct event_base;
@@ -41,6 +46,9 @@ struct task {
 	pthread_mutex_t	lock;
 	struct vmb_progress progress;
 	bool		dirty;
+	struct rate	pop_rate;	/* bytes populated, over 5 s */
+	double		pop_end;	/* when a later phase began; 0: not */
+	double		last_emit;	/* loop: last task.progress */
 	TAILQ_ENTRY(task) entry;
 };
 

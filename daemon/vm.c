@@ -25,6 +25,8 @@ struct refresh_job {
 	int		rc;
 	struct vmb_domain *doms;
 	size_t		n;
+	int		rc_dom0;
+	struct vmb_domain dom0;
 };
 
 struct unrecord_job {
@@ -42,6 +44,13 @@ static struct {
 	char		*list_text;	/* cached vm.list result */
 	size_t		list_len;
 	bool		list_valid;
+	/*
+	 * The control domain, shown beside the VMs as `xl list` shows it,
+	 * never one of them: not in the registry, so nothing that manages
+	 * VMs (reconciliation, records, destroy, metrics) sees it.
+	 */
+	bool		have_dom0;
+	struct vmb_domain dom0;
 } V;
 
 struct vm *
@@ -387,7 +396,41 @@ vm_gen_list(yajl_gen g)
 	TAILQ_FOREACH(vm, &V.vms, entry)
 		vm_gen_summary(g, vm);
 	yajl_gen_array_close(g);
+	/* Only where the hypervisor has one (Xen, not hvsim). */
+	if (V.have_dom0) {
+		jg_key(g, "control_domain");
+		yajl_gen_map_open(g);
+		jg_kv_u64(g, "id", V.dom0.domid);
+		jg_kv_str(g, "name", V.dom0.name);
+		jg_kv_str(g, "state", vmb_domain_state_name(V.dom0.state));
+		jg_kv_u64(g, "memory_bytes", V.dom0.memory_bytes);
+		jg_kv_u64(g, "vcpus", V.dom0.vcpus);
+		jg_kv_dbl(g, "cpu_time_seconds", V.dom0.cpu_time_ns / 1e9);
+		yajl_gen_map_close(g);
+	}
 	yajl_gen_map_close(g);
+}
+
+/* What the hypervisor says of its control domain, if it has one. */
+static void
+vm_set_dom0(int rc, const struct vmb_domain *dom0)
+{
+	V.have_dom0 = rc == 0;
+	if (V.have_dom0)
+		V.dom0 = *dom0;
+	vm_list_invalidate();
+}
+
+const struct vm *
+vm_first(void)
+{
+	return TAILQ_FIRST(&V.vms);
+}
+
+const struct vm *
+vm_next(const struct vm *vm)
+{
+	return TAILQ_NEXT(vm, entry);
 }
 
 void
@@ -459,7 +502,8 @@ vm_apply(const struct vmb_domain *doms, size_t n)
 			vm = vm_add_foreign(d);
 			if (vm != NULL) {
 				vm->seen = generation;
-				log_info("domain %u (%s) appeared", d->domid,
+				log_vm(LOG_INFO, vm->name, d->domid, 0,
+				    "domain %u (%s) appeared", d->domid,
 				    vm->name);
 				vm_announce(vm, NULL);
 			}
@@ -483,7 +527,8 @@ vm_apply(const struct vmb_domain *doms, size_t n)
 		next = TAILQ_NEXT(vm, entry);
 		if (vm->seen == generation || vm->building || vm->busy)
 			continue;
-		log_info("domain %u (%s) is gone", vm->domid, vm->name);
+		log_vm(LOG_INFO, vm->name, vm->domid, vm->task,
+		    "domain %u (%s) is gone", vm->domid, vm->name);
 		if (vm->ours)
 			vm_unrecord(vm->uuid);
 		vm_remove(vm, true);
@@ -496,6 +541,7 @@ refresh_run(struct job *job)
 	struct refresh_job *rj = (struct refresh_job *)job;
 
 	rj->rc = vmb_domain_list(vmbd.ctx, &rj->doms, &rj->n);
+	rj->rc_dom0 = vmb_control_domain(vmbd.ctx, &rj->dom0);
 }
 
 static void
@@ -528,6 +574,7 @@ refresh_done(struct job *job)
 	V.list_failing = rj->rc < 0;
 	if (rj->rc == 0 && rj->seq == V.seq && !busy)
 		vm_apply(rj->doms, rj->n);
+	vm_set_dom0(rj->rc_dom0, &rj->dom0);
 	free(rj->doms);
 	free(rj);
 	if (!vmbd.stopping)
@@ -604,6 +651,7 @@ vm_reconcile(void)
 		log_errx("cannot list domains: %s", strerror(-rc));
 		goto out;
 	}
+	V.have_dom0 = vmb_control_domain(vmbd.ctx, &V.dom0) == 0;
 	matched = calloc(ndoms + 1, sizeof(*matched));
 	if (matched == NULL) {
 		rc = -ENOMEM;
@@ -626,25 +674,29 @@ vm_reconcile(void)
 		if (!rec->built) {
 			/* A build a crash interrupted: undo it. */
 			if (dom != NULL) {
-				log_notice("destroying %s (domain %u, %s): its "
-				    "build was interrupted", rec->name,
-				    dom->domid, u);
+				log_vm(LOG_NOTICE, rec->name, dom->domid, 0,
+				    "destroying %s (domain %u, %s): its build "
+				    "was interrupted", rec->name, dom->domid,
+				    u);
 				rc = vmb_domain_destroy(vmbd.ctx, dom->domid);
 				if (rc < 0) {
-					log_errx("cannot destroy domain %u: "
-					    "%s", dom->domid, strerror(-rc));
+					log_vm(LOG_ERR, rec->name, dom->domid,
+					    0, "cannot destroy domain %u: %s",
+					    dom->domid, strerror(-rc));
 					goto out;
 				}
 			} else {
-				log_notice("%s (%s): its build was "
-				    "interrupted before the domain existed",
+				log_vm(LOG_NOTICE, rec->name,
+				    VMB_DOMID_INVALID, 0, "%s (%s): its build "
+				    "was interrupted before the domain existed",
 				    rec->name, u);
 			}
 			(void)state_remove(rec->uuid);
 			continue;
 		}
 		if (dom == NULL) {
-			log_notice("%s (%s) no longer exists, forgetting it",
+			log_vm(LOG_NOTICE, rec->name, VMB_DOMID_INVALID, 0,
+			    "%s (%s) no longer exists, forgetting it",
 			    rec->name, u);
 			(void)state_remove(rec->uuid);
 			continue;

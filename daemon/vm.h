@@ -74,6 +74,9 @@ void vm_gen_info(yajl_gen g, const struct vm *vm);
 void vm_gen_list(yajl_gen g);
 /* The same as text, cached until the registry changes; NULL: no memory. */
 const char *vm_list_text(size_t *ret_len);
+/* The registry in order, for readers on the loop (NULL at the end). */
+const struct vm *vm_first(void);
+const struct vm *vm_next(const struct vm *vm);
 /* VMs per vmb_domain_state (states[0..7]) and being built. */
 void vm_count_states(unsigned states[8], unsigned *building);
 /* Ask for a refresh soon. */

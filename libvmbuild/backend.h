@@ -38,6 +38,16 @@ struct vmb_extent {
 #define VMB_POPF_EXACT_NODE	(1u << 0)
 #define VMB_POPF_ALLOW_DIRTY	(1u << 1)
 
+/*
+ * Progress within one populate op: the backend calls fn(arg, done) as
+ * the hypervisor gets through the op's extents (after each hypercall or
+ * continuation), `done` of them being populated so far.
+ */
+struct vmb__popstep {
+	void	(*fn)(void *arg, size_t done);
+	void	*arg;
+};
+
 /* What the loader hands the backend to start the guest. */
 struct vmb_boot {
 	uint64_t entry;		/* PVH 32-bit entry, guest physical */
@@ -66,6 +76,8 @@ struct vmb_backend_ops {
 	int	(*domain_unpause)(void *priv, uint32_t domid);
 	int	(*domain_list)(void *priv, struct vmb_domain **ret_domains,
 		    size_t *ret_nr);
+	/* The control domain (dom0); NULL when the hypervisor has none. */
+	int	(*control_domain)(void *priv, struct vmb_domain *ret_domain);
 
 	/* Claim `pages` for the domain (0 releases the claim). */
 	int	(*claim)(void *priv, uint32_t domid, uint64_t pages);
@@ -73,10 +85,12 @@ struct vmb_backend_ops {
 	 * Populate `nr` extents in as many hypervisor calls as the backend
 	 * needs (the engine chooses the batch, the backend only carries it).
 	 * Adds to `stats`.  *ret_done: extents done, also on failure.
+	 * `step` (may be NULL) hears of the extents done as calls return.
 	 */
 	int	(*populate)(void *priv, uint32_t domid, uint32_t flags,
 		    const struct vmb_extent *ext, size_t nr,
-		    struct vmb_populate_stats *stats, size_t *ret_done);
+		    struct vmb_populate_stats *stats, size_t *ret_done,
+		    const struct vmb__popstep *step);
 
 	/* Map gfn..gfn+nr writable into this process; NULL ops: no loading. */
 	int	(*map)(void *priv, uint32_t domid, uint64_t gfn, size_t nr,

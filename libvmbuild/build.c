@@ -79,8 +79,16 @@ struct run {
 	struct vmb_boot boot;		/* filled by load, used by boot */
 	uint32_t domid;			/* VMB_DOMID_INVALID until created */
 	bool	claimed;
-	/* The placed nodes' clean memory covers the guest (populate.c). */
-	bool	clean;
+	/*
+	 * Scrub progress as placement saw it, then as the populate's
+	 * progress reports refresh it (at most once a second, from the
+	 * worker that reports: hence the lock).
+	 */
+	pthread_mutex_t scrub_lock;
+	bool	have_scrub;
+	struct vmb_scrub scrub;
+	uint64_t scrub_at_ns;
+	bool	scrub_inline;		/* placed short of clean memory */
 	/*
 	 * The phase a failure is reported in when the failing step belongs
 	 * to another one (reading the image, done in place, is loading's):
@@ -111,6 +119,30 @@ report(struct vmb_build *b, enum vmb_build_phase phase, uint32_t domid,
 
 	if (b->progress)
 		b->progress(b->user, &p);
+}
+
+/*
+ * The placed nodes, their dirty memory in `scrub` and their scrub rate,
+ * into p's scrub_* members; false when they have no dirty memory.
+ */
+static bool
+placed_dirty(const struct vmb_placement *pl, const struct vmb_scrub *scrub,
+    struct vmb_progress *p)
+{
+	p->scrub_nodes = p->scrub_dirty_bytes = p->scrub_rate_bytes_per_sec = 0;
+	for (uint32_t i = 0; i < pl->nr_nodes; i++)
+		if (pl->nodes[i] < 64)
+			p->scrub_nodes |= 1ull << pl->nodes[i];
+	for (uint32_t k = 0; k < scrub->nr_nodes; k++) {
+		const struct vmb_scrub_node *sn = &scrub->nodes[k];
+
+		if (sn->node >= 64 || !(p->scrub_nodes >> sn->node & 1))
+			continue;
+		p->scrub_dirty_bytes += sn->dirty_bytes;
+		if (scrub->have & VMB_SCRUB_HAVE_RATE)
+			p->scrub_rate_bytes_per_sec += sn->rate_bytes_per_sec;
+	}
+	return p->scrub_dirty_bytes > 0;
 }
 
 /* ------------------------------------------------------------------ */
@@ -144,7 +176,7 @@ short_of_clean(const struct vmb_placement *pl, const struct vmb_host *host,
  * latest placement; waiting itself never fails the build.
  */
 static int
-wait_for_scrubber(struct run *r, struct vmb_scrub *scrub)
+wait_for_scrubber(struct run *r)
 {
 	/*
 	 * Scrubbers report per chunk (128 MiB), so a loaded host may show
@@ -154,18 +186,26 @@ wait_for_scrubber(struct run *r, struct vmb_scrub *scrub)
 	const uint64_t step_ns = 50 * 1000000ull, stall_ns = 10000000000ull;
 	struct vmb_build *b = r->b;
 	struct vmb_build_result *res = &r->res;
+	struct vmb_scrub *scrub = &r->scrub;
 	uint64_t t0 = vmb__now_ns(), deadline, last_progress = t0;
 	uint64_t last_dirty = UINT64_MAX, last_scrubbed = 0;
 
 	deadline = t0 + (uint64_t)b->opts.scrub_wait_ms * 1000000ull;
 	while (short_of_clean(&res->placement, r->host, scrub)) {
 		struct timespec ts = { 0, (long)step_ns };
+		struct vmb_progress p = { .phase = VMB_PHASE_PLACE,
+		    .domid = VMB_DOMID_INVALID, .total = b->guest->memory_bytes };
 		struct vmb_placement pl;
 		struct vmb_host *h = NULL;
 		uint64_t now = vmb__now_ns(), dirty = 0, scrubbed = 0, rate = 0;
 
 		if (atomic_load(&b->cancel))
 			return -ECANCELED;
+		/* Say what we wait for: which node, how much is dirty. */
+		if (b->progress && placed_dirty(&res->placement, scrub, &p)) {
+			p.scrub = VMB_PROGRESS_SCRUB_WAIT;
+			b->progress(b->user, &p);
+		}
 		for (uint32_t k = 0; k < scrub->nr_nodes; k++) {
 			dirty += scrub->nodes[k].dirty_bytes;
 			scrubbed += scrub->nodes[k].scrubbed_bytes_total;
@@ -205,8 +245,6 @@ static int
 phase_place(struct run *r)
 {
 	struct vmb_build *b = r->b;
-	struct vmb_scrub scrub;
-	bool have_scrub;
 	int rc;
 
 	/*
@@ -224,19 +262,18 @@ phase_place(struct run *r)
 	if (rc)
 		return fail(r, rc, "cannot read the host's state: %s",
 		    strerror(-rc));
-	have_scrub = vmb_scrub_progress(b->ctx, &scrub) == 0;
-	rc = vmb__place_why(r->host, have_scrub ? &scrub : NULL, r->doms,
+	r->have_scrub = vmb_scrub_progress(b->ctx, &r->scrub) == 0;
+	r->scrub_at_ns = vmb__now_ns();
+	rc = vmb__place_why(r->host, r->have_scrub ? &r->scrub : NULL, r->doms,
 	    r->nr_doms, b->guest, &r->res.placement, r->why, sizeof(r->why));
 	if (rc)
 		return rc;
-	if (b->opts.scrub_wait_ms && have_scrub &&
-	    (scrub.have & VMB_SCRUB_HAVE_DIRTY)) {
-		rc = wait_for_scrubber(r, &scrub);
-		if (rc)
-			return rc;
+	if (!r->have_scrub || !(r->scrub.have & VMB_SCRUB_HAVE_DIRTY)) {
+		r->have_scrub = false;
+		return 0;
 	}
-	r->clean = have_scrub && (scrub.have & VMB_SCRUB_HAVE_DIRTY) &&
-	    !short_of_clean(&r->res.placement, r->host, &scrub);
+	if (b->opts.scrub_wait_ms)
+		return wait_for_scrubber(r);
 	return 0;
 }
 
@@ -351,6 +388,32 @@ undo_claim(struct run *r)
 /* ------------------------------------------------------------------ */
 /* populate                                                            */
 
+/*
+ * The populate's progress, from the workers: while the placed nodes are
+ * short of clean memory, say that pages are scrubbed inline and how much
+ * is still dirty where (sampled again at most once a second).
+ */
+static void
+populate_progress(void *user, const struct vmb_progress *p)
+{
+	struct run *r = user;
+	struct vmb_progress q = *p;
+	uint64_t now;
+
+	if (r->scrub_inline) {
+		pthread_mutex_lock(&r->scrub_lock);
+		now = vmb__now_ns();
+		if (now - r->scrub_at_ns >= 1000000000ull &&
+		    vmb_scrub_progress(r->b->ctx, &r->scrub) == 0)
+			r->scrub_at_ns = now;
+		/* Pages taken dirty are zeroed whatever is left free. */
+		(void)placed_dirty(&r->res.placement, &r->scrub, &q);
+		q.scrub = VMB_PROGRESS_SCRUB_INLINE;
+		pthread_mutex_unlock(&r->scrub_lock);
+	}
+	r->b->progress(r->b->user, &q);
+}
+
 static int
 phase_populate(struct run *r)
 {
@@ -377,11 +440,18 @@ phase_populate(struct run *r)
 	job.pool = b->ctx->pool;
 	job.batch_bytes = b->opts.batch_bytes_max;
 	job.inflight = b->opts.batches_in_flight;
-	job.clean = r->clean;
 	job.cancel = &b->cancel;
-	job.progress = b->progress;
-	job.user = b->user;
+	job.progress = b->progress ? populate_progress : NULL;
+	job.user = r;
 	job.ctx = b->ctx;
+	r->scrub_inline = r->have_scrub &&
+	    short_of_clean(&r->res.placement, r->host, &r->scrub);
+	/* The placed nodes' clean memory covers the guest: see populate.c. */
+	job.clean = r->have_scrub && !r->scrub_inline;
+	if (job.progress)
+		populate_progress(r, &(struct vmb_progress){
+		    .phase = VMB_PHASE_POPULATE, .domid = r->domid,
+		    .total = b->guest->memory_bytes });
 	rc = vmb__populate(&job);
 	r->res.populate = job.stats;
 	r->res.workers = job.workers;
@@ -590,6 +660,7 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 	r.domid = VMB_DOMID_INVALID;
 	r.fail_as = -1;
 	r.res.domid = VMB_DOMID_INVALID;
+	pthread_mutex_init(&r.scrub_lock, NULL);
 	/*
 	 * A caller that reads the result after a failure must not find
 	 * domid 0 (a zeroed result names the control domain): say "none".
@@ -627,6 +698,7 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 		if (phases[i].undo)
 			phases[i].undo(&r);
 out:
+	pthread_mutex_destroy(&r.scrub_lock);
 	free(r.doms);
 	vmb_host_free(r.host);
 	vmb__image_free(r.img);

@@ -50,6 +50,37 @@ vmb_counter_info(enum vmb_counter c)
 	return &table[c];
 }
 
+/*
+ * Units that are memory: a count of them goes out in bytes, the base unit
+ * Prometheus wants.  Any other unit counts events (flushes, calls, page
+ * tables unshadowed) and goes out as it is.
+ */
+static const struct {
+	const char *unit;
+	uint64_t bytes;
+} memory_units[] = {
+	{ "pages", VMB_PAGE_SIZE },
+};
+
+uint64_t
+vmb_counter_metric_scale(enum vmb_counter c, const char **ret_unit)
+{
+	const struct vmb_counter_info *ci = vmb_counter_info(c);
+
+	if (!ci || !ci->metric)
+		return 0;
+	for (size_t i = 0; i < sizeof(memory_units) / sizeof(memory_units[0]);
+	    i++)
+		if (strcmp(ci->unit, memory_units[i].unit) == 0) {
+			if (ret_unit)
+				*ret_unit = "bytes";
+			return memory_units[i].bytes;
+		}
+	if (ret_unit)
+		*ret_unit = ci->unit;
+	return 1;
+}
+
 int
 vmb__counters_from_hv(const struct hv_counters *h, size_t len,
     uint32_t have, struct vmb_counters *ret)

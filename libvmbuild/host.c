@@ -62,6 +62,16 @@ vmb_domain_list(struct vmb_ctx *ctx, struct vmb_domain **ret_domains,
 }
 
 int
+vmb_control_domain(struct vmb_ctx *ctx, struct vmb_domain *ret_domain)
+{
+	if (!ctx || !ret_domain)
+		return -EINVAL;
+	if (!ctx->ops->control_domain)
+		return -EOPNOTSUPP;
+	return ctx->ops->control_domain(ctx->priv, ret_domain);
+}
+
+int
 vmb_domain_get(struct vmb_ctx *ctx, uint32_t domid,
     struct vmb_domain *ret_domain)
 {

@@ -163,6 +163,28 @@ progress_add(struct progress *pr, uint64_t bytes)
 	pr->job->progress(pr->job->user, &p);
 }
 
+/*
+ * One populate op's progress, from the backend as the hypervisor gets
+ * through its extents (each continuation), not only when it returns.
+ */
+struct op_progress {
+	struct progress *pr;
+	const struct vmb_extent *e;	/* the op's extents */
+	size_t	reported;		/* the first `reported` are counted */
+};
+
+static void
+op_step(void *arg, size_t done)
+{
+	struct op_progress *op = arg;
+
+	if (done <= op->reported)
+		return;
+	progress_add(op->pr, extents_bytes(op->e + op->reported,
+	    done - op->reported));
+	op->reported = done;
+}
+
 static bool
 stopping(const struct progress *pr)
 {
@@ -183,6 +205,8 @@ populate_extents(struct vmb__populate_job *job, struct progress *pr,
 	size_t off = 0;
 
 	while (off < n) {
+		struct op_progress op = { pr, e + off, 0 };
+		struct vmb__popstep step = { op_step, &op };
 		struct vmb_extent *sub;
 		uint32_t lower;
 		size_t done = 0, nsub;
@@ -192,10 +216,11 @@ populate_extents(struct vmb__populate_job *job, struct progress *pr,
 			return atomic_load(job->cancel) ? -ECANCELED : -EINTR;
 		rc = job->ops->populate(job->priv, job->domid,
 		    VMB_POPF_EXACT_NODE | VMB_POPF_ALLOW_DIRTY, e + off, n - off,
-		    st, &done);
+		    st, &done, &step);
 		if (done > n - off)
 			done = n - off;
-		progress_add(pr, extents_bytes(e + off, done));
+		/* What the backend did not report as it went. */
+		op_step(&op, done);
 		off += done;
 		if (rc == 0)
 			return 0;

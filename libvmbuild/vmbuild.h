@@ -297,6 +297,13 @@ struct vmb_counter_info {
 
 /* The entry of counters.def for `c`; NULL when out of range. */
 const struct vmb_counter_info *vmb_counter_info(enum vmb_counter c);
+/*
+ * What one count of `c` is in the base unit of its metric: a counter of
+ * memory (unit "pages") is exported in bytes, 4096 per count,
+ * *ret_unit "bytes"; any other counts events, 1 per count, *ret_unit its
+ * unit.  0 for a sum or out of range.  ret_unit may be NULL.
+ */
+uint64_t vmb_counter_metric_scale(enum vmb_counter c, const char **ret_unit);
 
 struct vmb_counters {
 	uint32_t have;			/* VMB_CNT_HAVE_* */
@@ -337,6 +344,12 @@ struct vmb_domain {
 /* Every domain but the control domain; *ret_domains may be NULL when 0. */
 int vmb_domain_list(struct vmb_ctx *ctx, struct vmb_domain **ret_domains,
     size_t *ret_nr);
+/*
+ * The control domain (Xen's Domain-0), for display beside the others as
+ * `xl list` shows it; it is not a domain to build, destroy or pause.
+ * -EOPNOTSUPP where the hypervisor has none (hvsim models none).
+ */
+int vmb_control_domain(struct vmb_ctx *ctx, struct vmb_domain *ret_domain);
 int vmb_domain_get(struct vmb_ctx *ctx, uint32_t domid,
     struct vmb_domain *ret_domain);
 int vmb_domain_destroy(struct vmb_ctx *ctx, uint32_t domid);
@@ -402,11 +415,33 @@ enum vmb_build_phase {
 
 const char *vmb_build_phase_name(enum vmb_build_phase phase);
 
+/* Dirty memory in a build's way (struct vmb_progress). */
+enum vmb_progress_scrub {
+	VMB_PROGRESS_SCRUB_NONE = 0,
+	/* place: waiting for the background scrubber (opts.scrub_wait_ms) */
+	VMB_PROGRESS_SCRUB_WAIT,
+	/* populate: the hypervisor scrubs dirty pages as it hands them out */
+	VMB_PROGRESS_SCRUB_INLINE,
+};
+
 struct vmb_progress {
 	enum vmb_build_phase phase;
 	uint32_t domid;		/* VMB_DOMID_INVALID until created */
 	uint64_t done;		/* bytes populated so far */
 	uint64_t total;		/* bytes to populate */
+	/*
+	 * When dirty memory holds the build up (scrub != NONE): the nodes
+	 * it is placed on (bit N for node N), how much free memory they
+	 * have still to be scrubbed, and their scrub rate (0: not
+	 * reported), as last sampled (at most a second ago while the build
+	 * reports progress).  While the populate scrubs inline, 0 dirty
+	 * bytes means the background scrubber has done the rest: the pages
+	 * the populate took dirty are still being zeroed.
+	 */
+	enum vmb_progress_scrub scrub;
+	uint64_t scrub_nodes;
+	uint64_t scrub_dirty_bytes;
+	uint64_t scrub_rate_bytes_per_sec;
 };
 
 /*

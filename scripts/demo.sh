@@ -3,8 +3,9 @@
 #
 # Starts hvsim (a modelled 2-node host backed by real memory, sized to
 # fit this machine) and vmbuildd in a temporary runtime directory,
-# creates the example VMs of configs/, shows `vmctl list`, `vmctl scrub`
-# and `vmctl stats`, destroys one VM and shows the scrub catching up.
+# creates the example VMs of configs/, shows `vmctl list`, their metrics,
+# `vmctl scrub` and `vmctl stats`, destroys one VM and shows the scrub
+# catching up.
 # Everything it started is stopped on exit, also on Ctrl-C and errors.
 #
 # Environment: DEMO_KEEP=1 keeps the runtime directory (logs, state);
@@ -145,6 +146,17 @@ step "vmctl list"
 
 step "vmctl info numa2"
 "$vmctl" info numa2 || true
+
+step "Their metrics (GET /metrics: per VM, by name and domain id)"
+"$PYTHON" - "http://127.0.0.1:$port/metrics" <<'EOF'
+import re, sys, urllib.request
+text = urllib.request.urlopen(sys.argv[1], timeout=30).read().decode()
+for line in text.splitlines():
+    if re.match(r"vmbuild_vm_(memory_bytes|vcpus)\{", line) or \
+            re.match(r"vmbuild_vm_state\{.*\} 1$", line) or \
+            re.match(r"vmbuild_populate_bytes_total\{", line):
+        print("    " + line)
+EOF
 
 step "vmctl stats (counters, and rates over 1 s)"
 "$vmctl" stats

@@ -2,7 +2,8 @@
 # deps.sh GROUP... - install the Debian packages a group of targets needs.
 #
 # Groups: build (compile everything), check (run the tests), bench (make
-# bench: its plots), lab (boot Xen under QEMU).  Only missing packages are installed, with one
+# bench: its plots), lab (boot Xen under QEMU), demo (make demo).  Only
+# missing packages are installed, with one
 # `apt-get update` per run; as non-root it lists them and fails instead.
 set -eu
 declare -A pk
@@ -23,6 +24,8 @@ pk[check]="libcmocka-dev prometheus systemd procps util-linux python3
 # bench: gnuplot draws bench/results/*.svg (gnuplot-nox: no X11 needed).
 pk[bench]="gnuplot-nox python3"
 pk[lab]="qemu-system-x86 busybox-static cpio xz-utils zstd gzip"
+# demo: python3 picks a free port and reads JSON and the metrics.
+pk[demo]="python3"
 
 want=()
 for g in "$@"; do

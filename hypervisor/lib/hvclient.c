@@ -421,6 +421,16 @@ hvc_populate(struct hvc *conn, hv_domid_t domid, uint32_t flags,
     const struct hv_extent *ext, uint32_t nr,
     struct hv_populate_stats *stats, uint32_t *ret_done)
 {
+	return hvc_populate_step(conn, domid, flags, ext, nr, stats, ret_done,
+	    NULL, NULL);
+}
+
+int
+hvc_populate_step(struct hvc *conn, hv_domid_t domid, uint32_t flags,
+    const struct hv_extent *ext, uint32_t nr,
+    struct hv_populate_stats *stats, uint32_t *ret_done,
+    void (*step)(void *arg, uint32_t done), void *arg)
+{
 	struct hv_populate *req = NULL;
 	struct hv_populate_reply rep;
 	uint32_t base = 0;
@@ -468,6 +478,8 @@ hvc_populate(struct hvc *conn, hv_domid_t domid, uint32_t flags,
 				goto out;
 			}
 			req->start = rep.next;
+			if (step != NULL)
+				step(arg, base + req->start);
 		}
 		base += n;
 	}

@@ -7,7 +7,9 @@ HVSIM_SRCS := clock.c hv.c topology.c memory.c heap.c flush.c scrub.c \
 HVSIM_OBJS := $(addprefix $(OBJ)/hypervisor/sim/,$(HVSIM_SRCS:.c=.o))
 HVSIM_LIB := $(LIB)/libhvsim.a
 HVSIM := $(BIN)/hvsim
-EXTRA_CFLAGS_hypervisor/sim/ := -Ihypervisor/include
+EXTRA_CFLAGS_hypervisor/sim/ := -Ihypervisor/include -I$(GEN)
+# The version (hello reply, --version): see the top-level Makefile.
+$(OBJ)/hypervisor/sim/main.o $(OBJ)/hypervisor/sim/server.o: $(GEN)/version.h
 
 $(HVSIM_LIB): $(HVSIM_OBJS)
 	@mkdir -p $(dir $@)

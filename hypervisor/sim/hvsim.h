@@ -21,7 +21,6 @@
 struct hv;
 struct domain;
 
-#define HVSIM_NAME		"hvsim 0.1"
 #define CHUNK_ORDER		9	/* metadata granule: 2 MiB */
 #define CHUNK_PAGES		(1u << CHUNK_ORDER)
 #define SCRUB_ORDER		15	/* 128 MiB per scrub step */

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "hvsim.h"
+#include "version.h"
 
 static volatile int stop;
 
@@ -66,7 +67,8 @@ usage(FILE *f)
 "                           running shadow-paged domain (default 64)\n"
 "  --foreground             accepted for symmetry; hvsim never forks\n"
 "  --verbose                log every request on stderr\n"
-"  --help                   this text\n");
+"  --help                   this text\n"
+"  --version                print the version\n");
 }
 
 enum {
@@ -95,6 +97,7 @@ static const struct option longopts[] = {
 	{ "foreground", no_argument, NULL, O_FG },
 	{ "verbose", no_argument, NULL, O_VERBOSE },
 	{ "help", no_argument, NULL, O_HELP },
+	{ "version", no_argument, NULL, 'V' },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -284,9 +287,14 @@ parse_options(int argc, char **argv, struct hv_config *cfg, bool *ret_exit)
 
 	*ret_exit = true;
 	hv_config_defaults(cfg);
-	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "hV", longopts, NULL)) != -1) {
 		if (c == 'h' || c == O_HELP) {
 			usage(stdout);
+			return 0;
+		}
+		if (c == 'V') {
+			printf("hvsim (vmbuild) %s, hypercall ABI %d\n",
+			    VMBUILD_VERSION, HV_ABI_VERSION);
 			return 0;
 		}
 		if (c == '?' || c == ':') {

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "hvsim.h"
+#include "version.h"
 
 typedef int (*op_fn)(struct hv *hv, const void *req, size_t len, void *rep,
     size_t *ret_len, int *ret_fd);
@@ -48,7 +49,7 @@ op_hello(struct hv *hv, const void *req, size_t len, void *rep,
 	r->shadow_threshold = hv->cfg.shadow_threshold;
 	r->flags = hv->cfg.pin_host ? HV_HELLO_TOPOLOGY_HOST : 0;
 	r->boot_time_ns = hv->boot_time_ns;
-	strncpy(r->name, HVSIM_NAME, HV_NAME_LEN - 1);
+	strncpy(r->name, "hvsim " VMBUILD_VERSION, HV_NAME_LEN - 1);
 	*ret_len = sizeof(*r);
 	return 0;
 }

@@ -427,10 +427,19 @@ order_class(uint32_t order)
 	    VMB_ORDER_OTHER;
 }
 
+/* hvclient's word on a continuation, for the engine's progress. */
+static void
+sim_step(void *arg, uint32_t done)
+{
+	const struct vmb__popstep *step = arg;
+
+	step->fn(step->arg, done);
+}
+
 static int
 sim_populate(void *priv, uint32_t domid, uint32_t flags,
     const struct vmb_extent *ext, size_t nr, struct vmb_populate_stats *st,
-    size_t *ret_done)
+    size_t *ret_done, const struct vmb__popstep *step)
 {
 	struct sim *s = priv;
 	struct hv_populate_stats hs;
@@ -463,7 +472,8 @@ sim_populate(void *priv, uint32_t domid, uint32_t flags,
 	if (rc)
 		goto out;
 	calls0 = hvc_populate_calls(c);
-	rc = hvc_populate(c, domid, hflags, he, (uint32_t)nr, &hs, &done);
+	rc = hvc_populate_step(c, domid, hflags, he, (uint32_t)nr, &hs, &done,
+	    step ? sim_step : NULL, (void *)step);
 	/* Every request, continuations included, as hvclient made them. */
 	st->calls += hvc_populate_calls(c) - calls0;
 	conn_put(s, c, rc);

@@ -564,6 +564,28 @@ out:
 	return rc;
 }
 
+/*
+ * Domain 0, as `xl list` shows it: named from xenstore (xen-init-dom0
+ * writes "Domain-0"), or "Domain-0" when xenstore has no name for it.
+ */
+static int
+xen_control_domain(void *priv, struct vmb_domain *ret)
+{
+	struct xen_be *be = priv;
+	xc_domaininfo_t info;
+	int got;
+
+	got = xc_domain_getinfolist(be->xch, 0, 1, &info);
+	if (got < 0)
+		return -xen_errno();
+	if (got != 1 || info.domain != 0)
+		return -ESRCH;
+	xen_fill_domain(be, &info, ret);
+	if (ret->name[0] == '\0')
+		snprintf(ret->name, sizeof(ret->name), "Domain-0");
+	return 0;
+}
+
 /* ------------------------------------------------------------------ */
 /* Memory.                                                             */
 
@@ -655,7 +677,8 @@ xen_populate_split(struct xen_be *be, uint32_t domid, unsigned memflags,
 static int
 xen_populate(void *priv, uint32_t domid, uint32_t flags,
     const struct vmb_extent *ext, size_t nr,
-    struct vmb_populate_stats *stats, size_t *ret_done)
+    struct vmb_populate_stats *stats, size_t *ret_done,
+    const struct vmb__popstep *step)
 {
 	struct xen_be *be = priv;
 	xen_pfn_t *gfns;
@@ -712,6 +735,8 @@ xen_populate(void *priv, uint32_t domid, uint32_t flags,
 			done++;
 			i++;
 		}
+		if (step != NULL)
+			step->fn(step->arg, done);
 	}
 	free(gfns);
 	*ret_done = done;
@@ -783,6 +808,7 @@ const struct vmb_backend_ops vmb_backend_xen = {
 	.domain_pause = xen_domain_pause,
 	.domain_unpause = xen_domain_unpause,
 	.domain_list = xen_domain_list,
+	.control_domain = xen_control_domain,
 	.claim = xen_claim,
 	.populate = xen_populate,
 	.map = xen_map,

@@ -1,7 +1,8 @@
 # tests/daemon/build.mk - vmbuildd's protocol tests over the real socket,
 # against a real hvsim (python3 scripts; see tests/daemon/vmbdtest.py).
 TESTS += tests/daemon/protocol.py tests/daemon/restart.py \
-	tests/daemon/systemd.py tests/daemon/metrics.py tests/daemon/counters.py
+	tests/daemon/systemd.py tests/daemon/journal.py tests/daemon/metrics.py \
+	tests/daemon/counters.py tests/daemon/progress.py
 # counters.py lists the counter table with tests/lib's test_counters;
 # protocol.py compares vm.info's config with vmb-config-check's.
 TESTS_DEPS += $(BIN)/vmbuildd $(BIN)/hvsim $(BIN)/vmctl \

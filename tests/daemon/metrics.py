@@ -3,7 +3,10 @@
 
 The text passes promtool check metrics (when installed); the families
 of DESIGN.md are there; VM counts, the create histogram and the build
-counters follow builds; other paths are 404, POST is 405.
+counters follow builds; per-VM gauges (memory, vCPUs, CPU seconds,
+state) labelled by name and id follow the VMs; the process_* families
+of Prometheus' client libraries describe the daemon; no family counts
+pages; other paths are 404, POST is 405, both with a text/plain body.
 """
 import os
 import re
@@ -69,6 +72,35 @@ ok(value(text, "vmbuild_vm_create_duration_seconds_count") == 2 and
          '{le="+Inf"}') == 2, "create histogram counts two builds")
 ok(value(text, "vmbuild_vm_creates_total", '{result="done"}') == 2,
    "vm_creates_total{result=done} is 2")
+ok(value(text, "vmbuild_vm_memory_bytes", '{name="m1",id="%d"}' %
+         c.result("vm.info", {"vm": "m1"})["id"]) == 32 * MIB and
+   value(text, "vmbuild_vm_vcpus", '{name="m2",id="%d"}' %
+         c.result("vm.info", {"vm": "m2"})["id"]) == 1,
+   "vmbuild_vm_memory_bytes and vmbuild_vm_vcpus per VM, by name and id")
+m2 = c.result("vm.info", {"vm": "m2"})["id"]
+states = {s: value(text, "vmbuild_vm_state",
+                   '{name="m2",id="%d",state="%s"}' % (m2, s))
+          for s in ("building", "paused", "running", "blocked", "shutdown",
+                    "dying", "crashed")}
+ok(states["paused"] == 1 and sum(states.values()) == 1,
+   "vmbuild_vm_state is a state set: m2 is paused, and only that", states)
+ok(value(text, "vmbuild_vm_cpu_seconds_total",
+         '{name="m1",id="%d"}' % c.result("vm.info", {"vm": "m1"})["id"])
+   == 0, "vmbuild_vm_cpu_seconds_total per VM (0: hvsim runs no guest "
+   "code)")
+ok(not re.search(r"^vmbuild_\w*pages", text, re.M),
+   "no family counts pages")
+proc = {f: value(text, f) for f in (
+    "process_cpu_seconds_total", "process_resident_memory_bytes",
+    "process_virtual_memory_bytes", "process_open_fds", "process_max_fds",
+    "process_start_time_seconds")}
+ok(all(v is not None and v > 0 for v in proc.values()) and
+   proc["process_open_fds"] < proc["process_max_fds"] and
+   proc["process_resident_memory_bytes"] <
+   proc["process_virtual_memory_bytes"] and
+   abs(proc["process_start_time_seconds"] -
+       os.stat("/proc/%d" % h.d.pid).st_mtime) < 3600,
+   "process_* families of the daemon", proc)
 pop = sum(float(v) for v in re.findall(
     r'^vmbuild_populate_bytes_total\{node="\d+"\} (\S+)$', text, re.M))
 ok(pop >= 64 * MIB, "populate_bytes_total covers both guests (%d)" % pop)
@@ -82,19 +114,29 @@ if promtool:
     ok(p.returncode == 0, "promtool check metrics after builds",
        p.stdout + p.stderr)
 
-try:
-    urllib.request.urlopen("http://127.0.0.1:%d/other" % port, timeout=30)
-    code = 200
-except urllib.error.HTTPError as e:
-    code = e.code
-ok(code == 404, "other paths: 404 (%s)" % code)
-try:
-    urllib.request.urlopen(urllib.request.Request(url, data=b"x",
-                                                  method="POST"), timeout=30)
-    code = 200
-except urllib.error.HTTPError as e:
-    code = e.code
-ok(code == 405, "POST /metrics: 405 (%s)" % code)
+
+
+def http_error(req):
+    try:
+        urllib.request.urlopen(req, timeout=30)
+        return 200, None, ""
+    except urllib.error.HTTPError as e:
+        return e.code, e.headers, e.read().decode()
+
+
+code, hdrs, body = http_error("http://127.0.0.1:%d/other" % port)
+ok(code == 404 and hdrs.get("Content-Type", "").startswith("text/plain")
+   and body.startswith("404 Not Found: ") and "/metrics" in body,
+   "other paths: 404 in plain text (%s)" % code, body)
+code, hdrs, body = http_error(urllib.request.Request(url, data=b"x",
+                                                     method="POST"))
+ok(code == 405 and hdrs.get("Allow") == "GET, HEAD" and
+   hdrs.get("Content-Type", "").startswith("text/plain") and
+   body.startswith("405 Method Not Allowed: "),
+   "POST /metrics: 405 in plain text, Allow: GET, HEAD (%s)" % code, body)
+with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"),
+                            timeout=30) as r:
+    ok(r.status == 200 and r.read() == b"", "HEAD /metrics: 200, no body")
 ok(c.result("server.hello")["server"] == "vmbuildd",
    "the control socket still serves")
 # A second daemon asked for the same address must refuse to start.

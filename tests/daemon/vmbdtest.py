@@ -226,19 +226,21 @@ class Host:
             time.sleep(0.05)
         bail("hvsim did not start (see %s/hvsim.log)" % self.dir)
 
-    def start_daemon(self, extra=()):
-        """Start vmbuildd; returns the seconds until READY=1."""
+    def start_daemon(self, extra=(), prefix=(), env=None):
+        """Start vmbuildd; returns the seconds until READY=1.  `prefix`
+        runs it under another program (which must exec it), `env` adds
+        to its environment."""
         notify_path = os.path.join(self.dir, "notify.sock")
         if os.path.exists(notify_path):
             os.unlink(notify_path)
         ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
         ns.bind(notify_path)
         ns.settimeout(60)
-        env = dict(os.environ, NOTIFY_SOCKET=notify_path)
+        env = dict(os.environ, NOTIFY_SOCKET=notify_path, **(env or {}))
         log = open(os.path.join(self.dir, "vmbuildd.log"), "ab")
         t0 = time.monotonic()
         self.d = subprocess.Popen(
-            [VMBUILDD, "--hypervisor", "sim:" + self.hv_sock,
+            list(prefix) + [VMBUILDD, "--hypervisor", "sim:" + self.hv_sock,
              "--socket", self.sock, "--state-dir", self.state,
              "--foreground", "-v"] + self.daemon_args + list(extra) +
             ([] if "--metrics" in self.daemon_args + list(extra)

@@ -84,6 +84,17 @@ expect 1 "create with a syntax error is a daemon error" \
 check "the syntax error names $syn:3" grep -q "$syn:3" "$RUN/err"
 diag "$(cat "$RUN/err")"
 
+# Each error said once: the message, then every file:line of the list.
+two=$(realpath "$E2E_TOP/configs/tests/unknown-key.cfg")
+expect 1 "create with two errors is a daemon error" "$VMCTL" create "$two"
+check "each of the two errors is said once, the code once" test \
+	"$(grep -c "$two:2: memroy" "$RUN/err"):$(grep -c "$two:4: frobnicate" \
+	"$RUN/err"):$(grep -c "code $(proto_code E_CONFIG)" "$RUN/err")" = 1:1:1
+check "the first line says what failed and how many errors" grep -qx \
+	"vmctl: create: invalid configuration (2 errors) (code $(proto_code E_CONFIG))" \
+	<(head -n 1 "$RUN/err")
+diag "$(cat "$RUN/err")"
+
 n=$("$VMCTL" --json list | py 'len(j["vms"])')
 check "failed creates left no VM ($n)" test "$n" = 0
 

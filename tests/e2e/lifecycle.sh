@@ -85,6 +85,16 @@ state() {
 info=$("$VMCTL" info e2e-a)
 check "vmctl info e2e-a" test $? -eq 0
 check "info shows the placement reason" grep -qi 'reason' <<<"$info"
+# Units by value, one value per line: "key: value" or "- item", nothing
+# split over lines, no "0.0 ms".
+check "info: every line is a key or a list item" test -z \
+	"$(grep -vE '^ *([A-Za-z0-9_.]+:( .*)?|- .*)$' <<<"$info")"
+check "info: durations in units their size calls for" grep -qE \
+	'^    populate: +[0-9.]+ (ns|µs|ms|s)$' <<<"$info"
+check "info: cpu_time_seconds with a unit" grep -qE \
+	'^cpu_time_seconds: +[0-9.]+ (ns|µs|ms|s|min)' <<<"$info"
+check "info: addresses in hex" grep -qE '^  entry: +0x[0-9a-f]+$' <<<"$info"
+check "info: no 0.0 with a smaller unit" test -z "$(grep -E ' 0\.0+ ' <<<"$info")"
 s0=$(state e2e-a)
 "$VMCTL" pause e2e-a >/dev/null
 check "vmctl pause" test $? -eq 0

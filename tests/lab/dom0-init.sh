@@ -192,6 +192,9 @@ small() {
 		if timed vmb-create-small $V create /etc/lab/vmb-small.cfg; then
 			wait_guest vmb-small done 120
 			timed vmctl-list $V list || fail vmctl-list "vmctl list"
+			# Domain-0 first, as xl list has it.
+			grep -qE '^ +0 +Domain-0 +[a-z]+ ' /tmp/out.vmctl-list ||
+			    fail vmctl-list-dom0 "no Domain-0 row in vmctl list"
 			timed vmctl-info $V info vmb-small || fail vmctl-info "vmctl info"
 			# A guest that powered itself off stays until its
 			# toolstack destroys it (unless the daemon reaped it).

@@ -214,6 +214,9 @@ struct prog {
 	uint64_t cancel_at;	/* 0: never */
 	_Atomic uint64_t max_done;
 	_Atomic int phases_seen;	/* bitmap */
+	/* Reports that dirty memory holds the build up, by kind. */
+	_Atomic int scrub_waits, scrub_inline;
+	_Atomic uint64_t wait_dirty;	/* dirty bytes of the first wait */
 	/*
 	 * When the build reports phase claim, create a domain that claims
 	 * hog_pages first: the build's own claim then fails (placement
@@ -246,6 +249,19 @@ on_progress(void *user, const struct vmb_progress *p)
 		    pr->hog_pages), 0);
 	}
 	atomic_fetch_or(&pr->phases_seen, 1 << p->phase);
+	/* Waits happen while placing, inline scrubbing while populating. */
+	if (p->scrub == VMB_PROGRESS_SCRUB_WAIT) {
+		assert_int_equal(p->phase, VMB_PHASE_PLACE);
+		assert_true(p->scrub_nodes != 0 && p->scrub_dirty_bytes > 0);
+		if (atomic_fetch_add(&pr->scrub_waits, 1) == 0)
+			atomic_store(&pr->wait_dirty, p->scrub_dirty_bytes);
+	} else if (p->scrub == VMB_PROGRESS_SCRUB_INLINE) {
+		assert_int_equal(p->phase, VMB_PHASE_POPULATE);
+		assert_true(p->scrub_nodes != 0);
+		atomic_fetch_add(&pr->scrub_inline, 1);
+	} else {
+		assert_int_equal(p->scrub, VMB_PROGRESS_SCRUB_NONE);
+	}
 	while (p->done > prev &&
 	    !atomic_compare_exchange_weak(&pr->max_done, &prev, p->done))
 		;
@@ -781,6 +797,7 @@ test_scrub_wait(void **state)
 	/* More than is clean: it waits for at least 240 MiB of scrubbing. */
 	guest_init(&g, "waiter", 2200 * MIB);
 	build_scrub_wait_ms = 30000;
+	memset(&pr, 0, sizeof(pr));
 	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
 	    &res), 0);
 	build_scrub_wait_ms = 0;
@@ -795,6 +812,12 @@ test_scrub_wait(void **state)
 	    res.populate.pages_scrubbed_inline == 0);
 	if (dirty > 360 * MIB)
 		assert_non_null(strstr(res.placement.reason, "waited"));
+	/* A build that waited said so, with the dirty memory it waited for. */
+	if (res.scrub_wait_ns > 0) {
+		assert_true(atomic_load(&pr.scrub_waits) > 0);
+		assert_true(atomic_load(&pr.wait_dirty) > 0 &&
+		    atomic_load(&pr.wait_dirty) <= dirty);
+	}
 	assert_int_equal(vmb_domain_destroy(real_sim.ctx, res.domid), 0);
 }
 

@@ -1,11 +1,13 @@
 /*
  * test_counters.c - the table of companion counters (counters.def):
  * its shape (groups and objects together, one HELP and unit per family,
- * names Prometheus accepts), that it takes every field of struct
- * hv_counters exactly once, and the conversion and sums.
+ * names Prometheus accepts, memory exported in bytes), that it takes
+ * every field of struct hv_counters exactly once, and the conversion and
+ * sums.
  *
  * With --list it prints the table instead, one counter a line:
- * "GROUP<TAB>KEY<TAB>METRIC<TAB>LABELS" (METRIC "-" for a sum), for
+ * "GROUP<TAB>KEY<TAB>METRIC<TAB>LABELS<TAB>SCALE" (METRIC "-" and SCALE
+ * 0 for a sum; SCALE is what one count is in the metric), for
  * tests/daemon/counters.py, which looks for each of them in
  * host.counters, /metrics and `vmctl stats`.
  */
@@ -150,6 +152,52 @@ test_families(void **state)
 	}
 }
 
+static bool
+ends_with(const char *s, const char *suffix)
+{
+	size_t a = strlen(s), b = strlen(suffix);
+
+	return a >= b && strcmp(s + a - b, suffix) == 0;
+}
+
+/*
+ * Prometheus wants base units: a counter of memory is exported in bytes
+ * and its family says so in its name; a family named in bytes counts
+ * memory; no family is named in pages.
+ */
+static void
+test_metric_units(void **state)
+{
+	(void)state;
+	assert_int_equal(vmb_counter_metric_scale(VMB_COUNTER_MAX, NULL), 0);
+	assert_int_equal(vmb_counter_metric_scale(VMB_CNT_TLB_ISSUED, NULL),
+	    0);
+	for (int i = 0; i < VMB_COUNTER_MAX; i++) {
+		const struct vmb_counter_info *ci = info(i);
+		const char *unit = NULL;
+		uint64_t scale;
+
+		if (is_sum(ci))
+			continue;
+		scale = vmb_counter_metric_scale(i, &unit);
+		assert_non_null(unit);
+		assert_null(strstr(ci->metric, "page"));
+		if (strcmp(ci->unit, "pages") == 0) {
+			assert_int_equal(scale, 4096);
+			assert_string_equal(unit, "bytes");
+		} else {
+			assert_int_equal(scale, 1);
+			assert_string_equal(unit, ci->unit);
+		}
+		assert_true((scale != 1) == ends_with(ci->metric,
+		    "_bytes_total"));
+	}
+	assert_int_equal(vmb_counter_metric_scale(VMB_CNT_SCRUB_PAGES_BOOT,
+	    NULL), 4096);
+	assert_int_equal(vmb_counter_metric_scale(VMB_CNT_UNSHADOW_EARLY,
+	    NULL), 1);
+}
+
 /*
  * Every uint64_t of struct hv_counters after version and pad is one
  * entry's value, each a different one: a field added to the ABI without
@@ -231,9 +279,9 @@ list(void)
 	for (int i = 0; i < VMB_COUNTER_MAX; i++) {
 		const struct vmb_counter_info *ci = vmb_counter_info(i);
 
-		printf("%s\t%s\t%s\t%s\n", ci->group, ci->key,
+		printf("%s\t%s\t%s\t%s\t%llu\n", ci->group, ci->key,
 		    ci->metric ? ci->metric : "-", ci->metric ? ci->labels :
-		    "");
+		    "", (unsigned long long)vmb_counter_metric_scale(i, NULL));
 	}
 	return ferror(stdout) ? 1 : 0;
 }
@@ -245,6 +293,7 @@ main(int argc, char **argv)
 		cmocka_unit_test(test_entries),
 		cmocka_unit_test(test_layout),
 		cmocka_unit_test(test_families),
+		cmocka_unit_test(test_metric_units),
 		cmocka_unit_test(test_from_hv),
 		cmocka_unit_test(test_sums),
 	};

@@ -63,6 +63,8 @@ struct rec {
 	uint64_t total_pages;
 	bool	overlap;
 	uint32_t nr_ranges;
+	/* Tell the engine of each extent as it is done (continuations). */
+	bool	step_each;
 };
 
 static struct rec rec;
@@ -70,7 +72,7 @@ static struct rec rec;
 static int
 rec_populate(void *priv, uint32_t domid, uint32_t flags,
     const struct vmb_extent *ext, size_t nr, struct vmb_populate_stats *st,
-    size_t *ret_done)
+    size_t *ret_done, const struct vmb__popstep *step)
 {
 	(void)priv;
 	(void)domid;
@@ -126,6 +128,8 @@ rec_populate(void *priv, uint32_t domid, uint32_t flags,
 		}
 		rec.pages += np;
 		rec.node_pages[ext[i].node] += np;
+		if (rec.step_each && step)
+			step->fn(step->arg, i + 1);
 		st->extents[ext[i].order == 18 ? VMB_ORDER_1G :
 		    ext[i].order == 9 ? VMB_ORDER_2M : VMB_ORDER_4K]++;
 	}
@@ -144,6 +148,7 @@ static const struct vmb_backend_ops rec_ops = {
 };
 
 static _Atomic uint64_t last_done;
+static _Atomic unsigned nr_reports;
 /* The engine's workers run on a pool, as on a context's. */
 static struct vmb__tpool *pool;
 
@@ -155,6 +160,8 @@ on_progress(void *user, const struct vmb_progress *p)
 	assert_int_equal(p->phase, VMB_PHASE_POPULATE);
 	/* Workers report in any order; keep the largest seen. */
 	uint64_t prev = atomic_load(&last_done);
+
+	atomic_fetch_add(&nr_reports, 1);
 	while (p->done > prev &&
 	    !atomic_compare_exchange_weak(&last_done, &prev, p->done))
 		;
@@ -185,6 +192,7 @@ job_init(struct vmb__populate_job *job, struct vmb_placement *pl,
 	job->cancel = cancel;
 	job->progress = on_progress;
 	atomic_store(&last_done, 0);
+	atomic_store(&nr_reports, 0);
 	for (uint32_t i = 0; i < pl->nr_nodes; i++)
 		rec.total_pages += pl->node_bytes[i] >> 12;
 }
@@ -231,6 +239,35 @@ test_engine(void **state)
 	assert_int_equal(job.stats.calls, rec.calls);
 	/* This backend says nothing about scrubbing or flushes: unknown. */
 	assert_int_equal(job.stats.have, 0);
+}
+
+/*
+ * Progress moves as the backend reports extents done within one call (a
+ * hypervisor's continuations), not only when the call returns: one
+ * batch of 64 extents of 2 MiB reported extent by extent gives 64
+ * reports, each 2 MiB further; reported only at the end, one.
+ */
+static void
+test_progress_within_a_call(void **state)
+{
+	struct vmb__populate_job job;
+	struct vmb_placement pl;
+	atomic_bool cancel = false;
+
+	(void)state;
+	memset(&pl, 0, sizeof(pl));
+	pl.nr_nodes = 1;
+	pl.node_bytes[0] = 128 * MIB;
+	for (int each = 0; each < 2; each++) {
+		job_init(&job, &pl, &cancel, VMB_POPULATE_ENGINE);
+		job.batch_bytes = 256 * MIB;
+		job.inflight = 1;
+		rec.step_each = each;
+		assert_int_equal(vmb__populate(&job), 0);
+		assert_int_equal(rec.calls, 1);
+		assert_int_equal(atomic_load(&last_done), 128 * MIB);
+		assert_int_equal(atomic_load(&nr_reports), each ? 64 : 1);
+	}
 }
 
 static void
@@ -369,6 +406,7 @@ main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_split_orders),
 		cmocka_unit_test(test_engine),
+		cmocka_unit_test(test_progress_within_a_call),
 		cmocka_unit_test(test_libxl_pattern),
 		cmocka_unit_test(test_cancel_and_failure),
 		cmocka_unit_test(test_fragmented),

@@ -4,7 +4,8 @@
 # a real Prometheus scraping vmbuildd, and the Debian packages (built in a
 # throwaway copy, checked by lintian).  deb.sh goes last: it is the
 # longest.
-OPS_TESTS := tests/ops/flags.sh tests/ops/man.sh tests/ops/install.sh \
+OPS_TESTS := tests/ops/flags.sh tests/ops/version.sh tests/ops/man.sh \
+	tests/ops/install.sh \
 	tests/ops/units.py tests/ops/completion.py tests/ops/python-client.py \
 	tests/ops/ansible.sh tests/ops/prometheus-rules.sh \
 	tests/ops/prometheus.py tests/ops/deb.sh

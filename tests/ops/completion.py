@@ -80,7 +80,7 @@ sock = h.sock
 
 expect("vmctl ", cmds, "commands, from vmctl --help (%d)" % len(cmds))
 expect("vmctl st", ["stats"], "a command by its start")
-expect("vmctl --", ["--socket", "--json", "--timeout", "--help"],
+expect("vmctl --", ["--socket", "--json", "--timeout", "--help", "--version"],
        "global options")
 expect("vmctl --timeout 5 sc", ["scrub"],
        "the command after an option's argument")

@@ -3,7 +3,8 @@
 # record what the backend asked and answer as Xen would.
 XENBE_TEST_BIN := $(B)/tests/xenbe
 XENBE_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(sort $(wildcard libvmbuild/xen/*.c)))
-XENBE_WRAP := -Wl,--wrap=xc_domain_populate_physmap -Wl,--wrap=xc_interface_open
+XENBE_WRAP := -Wl,--wrap=xc_domain_populate_physmap -Wl,--wrap=xc_interface_open \
+	-Wl,--wrap=xc_domain_getinfolist -Wl,--wrap=xs_read
 EXTRA_CFLAGS_tests/xenbe/ += -Ilibvmbuild -Ilibvmbuild/xen \
 	$(shell $(PKG) --cflags $(LIBVMB_XEN_PKGS))
 

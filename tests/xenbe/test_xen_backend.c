@@ -2,10 +2,12 @@
  * test_xen_backend.c - the xen backend without a Xen: how populate groups
  * extents into XENMEM_populate_physmap calls, which node flags it passes,
  * how it splits an extent Xen cannot give whole, how it reports partial
- * failure, and that open without Xen is a clean -errno.
+ * failure, that open without Xen is a clean -errno, and how it reports
+ * the control domain (Domain-0, as `xl list` names it).
  *
- * xc_domain_populate_physmap and xc_interface_open are wrapped at link
- * time (see build.mk); the fake records every call and answers from a
+ * xc_domain_populate_physmap, xc_interface_open, xc_domain_getinfolist
+ * and xs_read are wrapped at link time (see build.mk); the populate fake
+ * records every call and answers from a
  * small script: a per-order limit on how many extents of one call it
  * grants, and whether a refusal is "0 done" or "-1, ENOMEM" (Xen gives
  * both, depending on where the allocation failed).
@@ -14,6 +16,8 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -25,6 +29,10 @@ int __wrap_xc_domain_populate_physmap(xc_interface *xch, uint32_t domid,
     unsigned int mem_flags, xen_pfn_t *extent_start);
 xc_interface *__wrap_xc_interface_open(xentoollog_logger *logger,
     xentoollog_logger *dombuild_logger, unsigned open_flags);
+int __wrap_xc_domain_getinfolist(xc_interface *xch, uint32_t first_domain,
+    unsigned int max_domains, xc_domaininfo_t *info);
+void *__wrap_xs_read(struct xs_handle *h, xs_transaction_t t,
+    const char *path, unsigned int *len);
 
 #define MAX_CALLS	64
 
@@ -76,6 +84,42 @@ __wrap_xc_interface_open(xentoollog_logger *logger,
 	return NULL;
 }
 
+/* The domains Xen lists (first domid up), and what xenstore names. */
+static struct {
+	unsigned	nr;
+	xc_domaininfo_t	info[4];
+	const char	*name;		/* /local/domain/N/name; NULL: none */
+	char		path[64];	/* the last path read */
+} doms;
+
+int
+__wrap_xc_domain_getinfolist(xc_interface *xch, uint32_t first_domain,
+    unsigned int max_domains, xc_domaininfo_t *info)
+{
+	unsigned n = 0;
+
+	(void)xch;
+	for (unsigned i = 0; i < doms.nr && n < max_domains; i++)
+		if (doms.info[i].domain >= first_domain)
+			info[n++] = doms.info[i];
+	return (int)n;
+}
+
+void *
+__wrap_xs_read(struct xs_handle *h, xs_transaction_t t, const char *path,
+    unsigned int *len)
+{
+	(void)h;
+	(void)t;
+	snprintf(doms.path, sizeof(doms.path), "%s", path);
+	if (doms.name == NULL) {
+		errno = ENOENT;
+		return NULL;
+	}
+	*len = (unsigned)strlen(doms.name);
+	return strdup(doms.name);
+}
+
 static struct xen_be be;
 
 static int
@@ -84,6 +128,7 @@ setup(void **state)
 	(void)state;
 	memset(&fake, 0, sizeof(fake));
 	memset(fake.limit, 0xff, sizeof(fake.limit));	/* all -1 */
+	memset(&doms, 0, sizeof(doms));
 	memset(&be, 0, sizeof(be));
 	be.xch = (xc_interface *)&fake;	/* never dereferenced by the fake */
 	return 0;
@@ -100,6 +145,21 @@ test_open_without_xen(void **state)
 	assert_int_equal(vmb_backend_xen.open("junk", &priv), -EINVAL);
 }
 
+/* What a populate op said of its progress, call by call. */
+struct steps {
+	size_t	n;
+	size_t	done[16];
+};
+
+static void
+record_step(void *arg, size_t done)
+{
+	struct steps *s = arg;
+
+	if (s->n < 16)
+		s->done[s->n++] = done;
+}
+
 static void
 test_groups_by_order_and_node(void **state)
 {
@@ -109,13 +169,20 @@ test_groups_by_order_and_node(void **state)
 		{ 0x600, 0, 1 }, { 0x601, 0, 1 }, { 0x602, 0, 1 },
 	};
 	struct vmb_populate_stats st;
+	struct steps steps = { 0 };
+	struct vmb__popstep step = { record_step, &steps };
 	size_t done = 99;
 
 	(void)state;
 	memset(&st, 0, sizeof(st));
 	assert_int_equal(vmb_backend_xen.populate(&be, 5, VMB_POPF_EXACT_NODE,
-	    ext, 6, &st, &done), 0);
+	    ext, 6, &st, &done, &step), 0);
 	assert_int_equal(done, 6);
+	/* Progress after each hypercall: 2, 3, then all 6 extents done. */
+	assert_int_equal(steps.n, 3);
+	assert_int_equal(steps.done[0], 2);
+	assert_int_equal(steps.done[1], 3);
+	assert_int_equal(steps.done[2], 6);
 	assert_int_equal(fake.nr, 3);
 	assert_int_equal(fake.nr_extents[0], 2);
 	assert_int_equal(fake.order[0], 9);
@@ -144,10 +211,10 @@ test_node_flags(void **state)
 
 	(void)state;
 	assert_int_equal(vmb_backend_xen.populate(&be, 5, VMB_POPF_EXACT_NODE,
-	    any, 1, NULL, &done), 0);
+	    any, 1, NULL, &done, NULL), 0);
 	assert_int_equal(fake.flags[0], 0);
 	assert_int_equal(vmb_backend_xen.populate(&be, 5, 0, one, 1, NULL,
-	    &done), 0);
+	    &done, NULL), 0);
 	assert_int_equal(fake.flags[1], XENMEMF_node(3));
 }
 
@@ -165,7 +232,7 @@ test_split_on_fragmentation(void **state)
 	fake.fail_errno = true;
 	fake.limit[9] = 510;
 	assert_int_equal(vmb_backend_xen.populate(&be, 5, VMB_POPF_EXACT_NODE,
-	    ext, 2, &st, &done), 0);
+	    ext, 2, &st, &done, NULL), 0);
 	assert_int_equal(done, 2);
 	/* 1G (refused), 512x2M (510 granted), 2 x 512x4K, then the 2M */
 	assert_int_equal(fake.nr, 5);
@@ -194,7 +261,7 @@ test_partial_failure(void **state)
 	(void)state;
 	fake.limit[0] = 3;
 	assert_int_equal(vmb_backend_xen.populate(&be, 5, VMB_POPF_EXACT_NODE,
-	    ext, 5, NULL, &done), -ENOMEM);
+	    ext, 5, NULL, &done, NULL), -ENOMEM);
 	assert_int_equal(done, 3);
 }
 
@@ -206,7 +273,7 @@ test_bad_extent(void **state)
 
 	(void)state;
 	assert_int_equal(vmb_backend_xen.populate(&be, 5, 0, ext, 1, NULL,
-	    &done), -EINVAL);
+	    &done, NULL), -EINVAL);
 	assert_int_equal(done, 0);
 	assert_int_equal(fake.nr, 0);
 }
@@ -247,6 +314,44 @@ test_create_refusals(void **state)
 	assert_int_equal(domid, 77);
 }
 
+/*
+ * Domain 0 as `xl list` shows it: its name from xenstore, its memory,
+ * vCPUs and CPU time; "Domain-0" when xenstore has no name; -ESRCH when
+ * Xen lists no domain 0.  The domain list itself leaves it out.
+ */
+static void
+test_control_domain(void **state)
+{
+	struct vmb_domain d, *list = NULL;
+	size_t nr = 99;
+
+	(void)state;
+	doms.nr = 2;
+	doms.info[0] = (xc_domaininfo_t){ .domain = 0, .tot_pages = 262144,
+	    .max_pages = 262144, .max_vcpu_id = 1, .cpu_time = 2500000000ull,
+	    .flags = XEN_DOMINF_running };
+	doms.info[1] = (xc_domaininfo_t){ .domain = 3, .tot_pages = 32768,
+	    .max_pages = 32768, .flags = XEN_DOMINF_blocked };
+	doms.name = "Domain-0";
+	assert_int_equal(vmb_backend_xen.control_domain(&be, &d), 0);
+	assert_string_equal(doms.path, "/local/domain/0/name");
+	assert_int_equal(d.domid, 0);
+	assert_string_equal(d.name, "Domain-0");
+	assert_int_equal(d.memory_bytes, 1ull << 30);
+	assert_int_equal(d.vcpus, 2);
+	assert_int_equal(d.cpu_time_ns, 2500000000ull);
+	assert_int_equal(d.state, VMB_DOM_RUNNING);
+	doms.name = NULL;
+	assert_int_equal(vmb_backend_xen.control_domain(&be, &d), 0);
+	assert_string_equal(d.name, "Domain-0");
+	assert_int_equal(vmb_backend_xen.domain_list(&be, &list, &nr), 0);
+	assert_int_equal(nr, 1);
+	assert_int_equal(list[0].domid, 3);
+	free(list);
+	doms.info[0].domain = 1;
+	assert_int_equal(vmb_backend_xen.control_domain(&be, &d), -ESRCH);
+}
+
 int
 main(void)
 {
@@ -258,6 +363,7 @@ main(void)
 		cmocka_unit_test_setup(test_partial_failure, setup),
 		cmocka_unit_test_setup(test_bad_extent, setup),
 		cmocka_unit_test_setup(test_create_refusals, setup),
+		cmocka_unit_test_setup(test_control_domain, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

@@ -85,7 +85,10 @@ class Client:
         or a progress callback, returns {"task": <task>, "vm": <vm.info>}
         once the build is done; progress(params) is called with each
         task.progress notification's params ({"task", "kind", "vm",
-        "progress": {"done", "total", "unit", "phase"}}).  timeout bounds
+        "progress": {"done", "total", "unit", "phase",
+        "rate_bytes_per_second", "scrub"}}, as daemon/README.md says:
+        the rate the daemon measured, and the dirty memory a build waits
+        for or scrubs inline).  timeout bounds
         that wait (seconds; None: no bound).  A failed build raises the
         task's error (e.g. NoMemory, with .phase and .task).
         """

@@ -64,6 +64,15 @@ int hvc_populate(struct hvc *conn, hv_domid_t domid, uint32_t flags,
     const struct hv_extent *ext, uint32_t nr,
     struct hv_populate_stats *stats, uint32_t *ret_done);
 /*
+ * The same, telling step(arg, done) how many of the `nr` extents are
+ * populated after every reply that got further (each continuation), so
+ * that a long populate shows progress as the hypervisor makes it.
+ */
+int hvc_populate_step(struct hvc *conn, hv_domid_t domid, uint32_t flags,
+    const struct hv_extent *ext, uint32_t nr,
+    struct hv_populate_stats *stats, uint32_t *ret_done,
+    void (*step)(void *arg, uint32_t done), void *arg);
+/*
  * Populate requests this connection has sent so far: one per slice of
  * HV_MAX_EXTENTS and one per continuation after a preemption, counted
  * as they are made (failed ones too).
