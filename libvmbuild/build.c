@@ -2,13 +2,17 @@
  * build.c - building a domain, phase by phase, and undoing it on failure.
  *
  *   place     read the kernel (a bad image fails before anything exists),
- *             then choose nodes from host, scrub and domain state
+ *             then choose nodes from host, scrub and domain state, and
+ *             lay the guest out (layout.c)
  *   create    the domain, paused, with the guest's UUID as its handle, so
- *             a restarted daemon can tell its domains from others
+ *             a restarted daemon can tell its domains from others, in the
+ *             paging mode the host allows; then its platform (vNUMA,
+ *             affinity, CPUID: platform.c)
  *   claim     reserve the memory: if it is not there, fail now, not after
  *             populating most of it
  *   populate  the engine or the libxl pattern (populate.c)
- *   load      kernel, ramdisk, command line, start info (loader.c)
+ *   load      special pages and ACPI tables (platform.c), kernel,
+ *             ramdisk, command line, start info (loader.c)
  *   boot      the backend's last step, then unpause unless start_paused
  *
  * Any failure, or a cancel seen between or inside phases, destroys the
@@ -275,7 +279,10 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 	const struct vmb_backend_ops *ops;
 	struct vmb_build_result res;
 	struct vmb__populate_job job;
-	struct vmb__range ranges[VMB_MAX_RANGES];
+	struct vmb_layout layout;
+	struct vmb_firmware fw;
+	struct vmb__load_env env;
+	struct vmb_memmap_entry memmap[VMB_MEMMAP_MAX];
 	struct vmb__image *img = NULL;
 	struct vmb_host *host = NULL;
 	struct vmb_domain *doms = NULL, dom;
@@ -342,6 +349,12 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 		if (rc)
 			goto fail;
 	}
+	rc = vmb__layout_plan(b->guest, &res.placement, &layout);
+	if (rc) {
+		snprintf(why, sizeof(why), "the vnuma sizes do not add up to "
+		    "the memory placed");
+		goto fail;
+	}
 
 	PHASE(VMB_PHASE_CREATE);
 	memcpy(res.uuid, b->guest->uuid, sizeof(res.uuid));
@@ -351,7 +364,10 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 	snprintf(dc.name, sizeof(dc.name), "%s", b->guest->name);
 	memcpy(dc.uuid, res.uuid, sizeof(dc.uuid));
 	dc.hvm = true;		/* a PVH guest is an HVM container */
-	dc.hap = b->guest->hap;
+	rc = vmb__step_paging(b->guest, b->ctx->caps, &dc.hap, why,
+	    sizeof(why));
+	if (rc)
+		goto fail;
 	dc.max_vcpus = b->guest->maxvcpus ? b->guest->maxvcpus :
 	    b->guest->vcpus;
 	dc.max_pages = (b->guest->maxmem_bytes > b->guest->memory_bytes ?
@@ -366,6 +382,10 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 		goto fail;
 	}
 	res.domid = domid;
+	rc = vmb__step_platform(b->ctx, domid, b->guest, &layout,
+	    &res.placement, host, why, sizeof(why));
+	if (rc)
+		goto fail;
 
 	PHASE(VMB_PHASE_CLAIM);
 	if (ops->claim) {
@@ -381,14 +401,8 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 
 	PHASE(VMB_PHASE_POPULATE);
 	memset(&job, 0, sizeof(job));
-	rc = vmb__layout(b->guest, &res.placement, ranges);
-	if (rc < 0) {
-		snprintf(why, sizeof(why), "the vnuma sizes do not add up to "
-		    "the memory placed");
-		goto fail;
-	}
-	job.ranges = ranges;
-	job.nr_ranges = (uint32_t)rc;
+	job.ranges = layout.ranges;
+	job.nr_ranges = layout.nr_ranges;
 	job.ops = ops;
 	job.priv = b->ctx->priv;
 	job.domid = domid;
@@ -438,8 +452,17 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 	}
 
 	PHASE(VMB_PHASE_LOAD);
-	rc = vmb__image_load_why(ops, b->ctx->priv, domid, img,
-	    b->guest->memory_bytes, &boot, why, sizeof(why));
+	memset(&env, 0, sizeof(env));
+	rc = vmb__step_firmware(b->ctx, domid, b->guest, &layout, &fw, memmap,
+	    &env.nr_memmap, why, sizeof(why));
+	if (rc)
+		goto fail;
+	env.load_limit = layout.lowmem_end;
+	env.ram_bytes = b->guest->memory_bytes;
+	env.memmap = memmap;
+	env.rsdp = fw.rsdp;
+	rc = vmb__image_load_env(ops, b->ctx->priv, domid, img, &env, &boot,
+	    why, sizeof(why));
 	if (rc == -EOPNOTSUPP) {
 		res.image_loaded = false;	/* phantom memory: nothing to map */
 		rc = 0;

@@ -7,7 +7,7 @@
 set -eu
 declare -A pk
 pk[build]="build-essential pkg-config libxen-dev libyajl-dev libevent-dev
-	   libsystemd-dev"
+	   libsystemd-dev liblzma-dev zlib1g-dev"
 # check: cmocka for the unit tests, promtool (prometheus) for the metrics
 # test, systemd-analyze (systemd) for the unit files, python3 for the
 # protocol tests.
