@@ -230,6 +230,72 @@ big() {
 	esac
 }
 
+# ------------------------------------------------------------ Linux guest
+# mklinux TAG: linux.cfg with its own name, LINUX_MB split over 2 vnodes.
+mklinux() {
+	sed -e "s/^name = .*/name = \"$1\"/" -e "s/^memory = .*/memory = $LINUX_MB/" \
+	    -e "s/size=[0-9]*/size=$((LINUX_MB / 2))/g" /etc/lab/linux.cfg > /etc/lab/$1.cfg
+}
+
+# linux_line ID: what domain ID said on Xen's console ("(dID) ...").
+linux_line() {
+	sed -n "s/^.*(d$1) .*\(vmbuild-linux: domid=.*\)$/\1/p" $XLOG | head -n 1
+}
+
+# xs_dump TOOL ID: the domain's xenstore keys (values of keys whose value
+# names the domain, its uuid or its ports dropped), for comparing toolstacks.
+xs_dump() {
+	_uuid=$(xenstore-read /local/domain/$2/vm 2>/dev/null | sed 's|^/vm/||')
+	echo "$_uuid" > /tmp/xs-uuid-$1
+	for _p in /local/domain/$2 /libxl/$2 /vm/$_uuid; do
+		xenstore-ls -f $_p 2>/dev/null
+	done | sed -e "s|/local/domain/$2/|/local/domain/N/|; s|/libxl/$2/|/libxl/N/|" \
+	    -e "s|/vm/$_uuid|/vm/UUID|; s| = .*||" | sort > /tmp/xs-$1
+	echo "INFO xenstore $1: $(wc -l < /tmp/xs-$1) keys for domain $2"
+}
+
+# xs_gone TOOL ID: nothing of the domain left in xenstore after destroy.
+xs_gone() {
+	_uuid=$(cat /tmp/xs-uuid-$1)
+	for _p in /local/domain/$2 /libxl/$2 /vm/$_uuid; do
+		xenstore-ls $_p >/dev/null 2>&1 &&
+		    fail $1-xenstore-left "$_p still in xenstore after destroy"
+	done
+}
+
+# linux TOOL: create the Linux guest, wait for its line on Xen's console,
+# keep its xenstore keys, destroy it (timed), check what is left.
+linux() {
+	_tag=$1-linux
+	case $1 in
+	xl) _create="xl create -e"; _destroy="xl destroy" ;;
+	*) _create="$V create"; _destroy="$V destroy" ;;
+	esac
+	mklinux $_tag
+	timed $1-create-linux $_create /etc/lab/$_tag.cfg ||
+		{ fail $1-create-linux "create rc=$?"; return 1; }
+	_id=$(xl domid $_tag 2>/dev/null); _t0=$(up)
+	while [ -z "$(linux_line $_id)" ]; do
+		xsync
+		if [ "$(awk -v a=$_t0 -v b=$(up) 'BEGIN { print (b - a > 400) }')" = 1 ] ||
+		    ! xl list $_tag >/dev/null 2>&1; then
+			fail wait-$_tag "no vmbuild-linux line from domain ${_id:-?}"
+			tail -n 30 /var/log/xen/console/guest-$_tag.log 2>/dev/null | sed "s/^/  $_tag| /"
+			grep "(d${_id:-x})" $XLOG | tail -n 10 | sed "s/^/  console| /"
+			break
+		fi
+		usleep 500000
+	done
+	echo "MARK step=run-$_tag rc=0 secs=$(secs $_t0 $(up)) domid=$_id"
+	echo "LINUX tool=$1 domid=$_id $(linux_line $_id)"
+	grep "(d$_id) .*vmbuild-linux:" $XLOG | sed "s/^/  guest| /"
+	sed "s/^/  $_tag| /" /var/log/xen/console/guest-$_tag.log 2>/dev/null | grep -v vmbuild-linux | tail -n 25
+	xs_dump $1 $_id
+	timed $1-destroy-linux $_destroy $_tag || fail $1-destroy-linux "destroy rc=$?"
+	gone $_tag 60 || fail $_tag-gone "$_tag still listed after destroy"
+	xs_gone $1 $_id
+}
+
 tools=""
 echo " $LAB_STEPS " | grep -q " xl " && tools="xl"
 if echo " $LAB_STEPS " | grep -q " vmbuild "; then
@@ -248,6 +314,13 @@ for t in xl vmb; do mkcfg $t-small $SMALL_MB; mkcfg $t-big $BIG_MB hold; done
 rev=""; for t in $tools; do rev="$t $rev"; done
 for t in $tools; do small $t; done
 for t in $rev; do big $t; done
+if echo " $LAB_STEPS " | grep -q " linux "; then
+	for t in $tools; do linux $t; done
+	# What libxl writes that vmbuild does not, and the reverse.
+	if [ -f /tmp/xs-xl ] && [ -f /tmp/xs-vmb ]; then
+		diff /tmp/xs-xl /tmp/xs-vmb | sed -n 's/^</INFO xenstore only-xl/p; s/^>/INFO xenstore only-vmbuild/p'
+	fi
+fi
 # The guest's fallbacks for its memory map, forced on a toolstack (xl)
 # that offers every source.
 if echo " $LAB_STEPS " | grep -q " guest "; then

@@ -2,6 +2,7 @@
 # extent splitting, the ELF loader, and builds against a real hvsim.
 LIBTEST_BIN := $(B)/tests/lib
 LIBTEST_PROGS := $(LIBTEST_BIN)/test_placement $(LIBTEST_BIN)/test_populate_plan \
+	$(LIBTEST_BIN)/test_layout $(LIBTEST_BIN)/test_bzimage \
 	$(LIBTEST_BIN)/test_config_fuzz \
 	$(LIBTEST_BIN)/test_loader $(LIBTEST_BIN)/test_build_sim
 

@@ -15,3 +15,27 @@ $(XENBE_TEST_BIN)/test_xen_backend: $(OBJ)/tests/xenbe/test_xen_backend.o \
 
 TESTS += $(XENBE_TEST_BIN)/test_xen_backend
 TESTS_DEPS += $(XENBE_TEST_BIN)/test_xen_backend
+
+# The ACPI tables of a PVH guest, built and read back (no fakes needed).
+$(XENBE_TEST_BIN)/test_xen_acpi: $(OBJ)/tests/xenbe/test_xen_acpi.o \
+		$(XENBE_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBVMB_XEN_LDLIBS) \
+		$(shell $(PKG) --libs cmocka) $(LDLIBS_COMMON)
+
+TESTS += $(XENBE_TEST_BIN)/test_xen_acpi
+TESTS_DEPS += $(XENBE_TEST_BIN)/test_xen_acpi
+
+# The xenstore entries of a domain, against an in-memory xenstore:
+# libxenstore's calls are wrapped at link time.
+XENBE_XS_WRAP := $(foreach f,xs_transaction_start xs_transaction_end \
+	xs_write xs_mkdir xs_set_permissions xs_rm xs_read \
+	xs_introduce_domain xs_release_domain,-Wl,--wrap=$(f))
+$(XENBE_TEST_BIN)/test_xen_xs: $(OBJ)/tests/xenbe/test_xen_xs.o \
+		$(XENBE_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(XENBE_XS_WRAP) -o $@ $^ $(LIBVMB_XEN_LDLIBS) \
+		$(shell $(PKG) --libs cmocka) $(LDLIBS_COMMON)
+
+TESTS += $(XENBE_TEST_BIN)/test_xen_xs
+TESTS_DEPS += $(XENBE_TEST_BIN)/test_xen_xs
