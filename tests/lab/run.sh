@@ -33,6 +33,10 @@
 #                            LAB_SMP split evenly); 1: none
 #   LAB_EXTRA_FILES="host/path:/initramfs/path ..."   more files for dom0
 #   LAB_VMBUILDD_ARGS=       more vmbuildd arguments
+#   LAB_XL_SHIM=1            run xl's create of the vNUMA Linux guest with
+#                            tests/lab/xl-vnuma-shim.c preloaded (libxl 4.17
+#                            cannot build a PVH guest with vnuma= without it);
+#                            0: plain xl (its create of that guest fails)
 #   LAB_TESTS="..."          hvsim-free test programs (paths under build/) run
 #                            in dom0 from a copy of the tree at /tree; default:
 #                            the xen backend, placement, populate-plan and
@@ -64,6 +68,7 @@ LAB_QEMU_EXTRA=${LAB_QEMU_EXTRA:-}
 LAB_DOM0_EXTRA=${LAB_DOM0_EXTRA:-loglevel=4}
 LAB_EXTRA_FILES=${LAB_EXTRA_FILES:-}
 LAB_VMBUILDD_ARGS=${LAB_VMBUILDD_ARGS:-}
+LAB_XL_SHIM=${LAB_XL_SHIM:-1}
 LAB_TESTS=${LAB_TESTS-build/tests/xenbe/test_xen_backend build/tests/lib/test_placement build/tests/lib/test_populate_plan build/tests/lib/test_loader}
 XENVER=4.17
 ARCHLIB=usr/lib/x86_64-linux-gnu
@@ -216,6 +221,11 @@ cp build/guest/hello.elf "$D0/guest/hello.elf" || fail $step "copy hello.elf"
 cp "$here/hello.cfg" "$D0/etc/lab/hello.cfg" || fail $step "copy hello.cfg"
 cp "$kernel" "$D0/guest/vmlinuz" && cp "$LAB_DIR/linux-initrd.gz" "$D0/guest/" &&
     cp "$here/linux.cfg" "$D0/etc/lab/linux.cfg" || fail $step "copy the Linux guest"
+if [ "$LAB_XL_SHIM" = 1 ]; then
+	${CC:-cc} -shared -fPIC -O2 -Wall -Wextra -Werror -o "$D0/lib/xl-vnuma-shim.so" \
+	    "$here/xl-vnuma-shim.c" $(pkg-config --cflags xencontrol) -ldl ||
+	    fail $step "build xl-vnuma-shim.so"
+fi
 cp "$here/dom0-init.sh" "$D0/init" && chmod +x "$D0/init" || fail $step "copy dom0-init.sh"
 have_vmbuild=0
 if [ -x build/bin/vmbuildd ] && [ -x build/bin/vmctl ]; then
@@ -278,6 +288,7 @@ BIG_MB=$LAB_BIG_MB
 LINUX_MB=$LAB_LINUX_MB
 XENVER=$XENVER
 VMBUILDD_ARGS="$LAB_VMBUILDD_ARGS"
+XL_SHIM=$LAB_XL_SHIM
 TESTS="$tests"
 EOF
 (cd "$D0" && find . | cpio -o -H newc 2>/dev/null | gzip -1) > "$LAB_DIR/dom0-initrd.gz" ||
