@@ -25,7 +25,9 @@
 #                            skip is a failure.  off: never run them.
 #   LAB_SMALL_MB=128 LAB_BIG_MB=512   guest sizes
 #   LAB_LINUX_MB=4608        the Linux guest (split over its 2 vnodes)
-#   LAB_TIMEOUT=900          hard limit for the QEMU run, seconds
+#   LAB_TIMEOUT=1500         hard limit for the QEMU run, seconds
+#   LAB_HELLO=1              the hello guests' steps (0: skip them, e.g.
+#                            to iterate on the Linux guest)
 #   LAB_XEN=FILE             a xen.gz / xen ELF to boot instead of Debian's
 #   LAB_XEN_EXTRA= LAB_QEMU_EXTRA= LAB_DOM0_EXTRA=   extra command-line words
 #   LAB_CPU=max,-smap,-rdtscp LAB_SMP=4 LAB_MEM=6144 LAB_DOM0_MEM=512M
@@ -56,7 +58,7 @@ LAB_SMALL_MB=${LAB_SMALL_MB:-128}
 LAB_BIG_MB=${LAB_BIG_MB:-512}
 LAB_LINUX_MB=${LAB_LINUX_MB:-4608}
 export LAB_LINUX_MB
-LAB_TIMEOUT=${LAB_TIMEOUT:-900}
+LAB_TIMEOUT=${LAB_TIMEOUT:-1500}
 LAB_CPU=${LAB_CPU:-max,-smap,-rdtscp}
 LAB_SMP=${LAB_SMP:-4}
 LAB_MEM=${LAB_MEM:-6144}
@@ -69,6 +71,7 @@ LAB_DOM0_EXTRA=${LAB_DOM0_EXTRA:-loglevel=4}
 LAB_EXTRA_FILES=${LAB_EXTRA_FILES:-}
 LAB_VMBUILDD_ARGS=${LAB_VMBUILDD_ARGS:-}
 LAB_XL_SHIM=${LAB_XL_SHIM:-1}
+LAB_HELLO=${LAB_HELLO:-1}
 LAB_TESTS=${LAB_TESTS-build/tests/xenbe/test_xen_backend build/tests/lib/test_placement build/tests/lib/test_populate_plan build/tests/lib/test_loader}
 XENVER=4.17
 ARCHLIB=usr/lib/x86_64-linux-gnu
@@ -289,6 +292,7 @@ LINUX_MB=$LAB_LINUX_MB
 XENVER=$XENVER
 VMBUILDD_ARGS="$LAB_VMBUILDD_ARGS"
 XL_SHIM=$LAB_XL_SHIM
+HELLO=$LAB_HELLO
 TESTS="$tests"
 EOF
 (cd "$D0" && find . | cpio -o -H newc 2>/dev/null | gzip -1) > "$LAB_DIR/dom0-initrd.gz" ||
