@@ -308,15 +308,8 @@ allowed_nodes(const struct vmb_host *host, const struct vmb_guest *g,
 		return 0;
 	}
 	/* Any other CPU list (xl syntax): the nodes of the CPUs it names. */
-	if (vmb__cpus_resolve(g->cpus, host, cpubits, why, why_len)) {
-		size_t n = why ? strlen(why) : 0;
-
-		if (why && n + 6 < why_len) {
-			memmove(why + 5, why, n + 1);
-			memcpy(why, "cpus=", 5);
-		}
+	if (vmb__cpus_resolve("cpus", g->cpus, host, cpubits, why, why_len))
 		return -EINVAL;
-	}
 	for (uint32_t i = 0; host->cpus && i < host->nr_cpus; i++) {
 		uint32_t c = host->cpus[i].cpu;
 

@@ -16,7 +16,6 @@
  * Each says why it failed in `why`, for the build's error.
  */
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,22 +23,6 @@
 #include "vmb_internal.h"
 
 #define BITS_WORDS	(VMB_MAX_CPUS / 64)
-
-static void
-why_set(char *why, size_t len, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void
-why_set(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	if (!why || !len)
-		return;
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-}
 
 /* Set (or clear) every CPU of host node `node` in bits. */
 static bool
@@ -71,8 +54,8 @@ host_has_cpu(const struct vmb_host *h, unsigned cpu)
 }
 
 int
-vmb__cpus_resolve(const char *s, const struct vmb_host *h, uint64_t *bits,
-    char *why, size_t why_len)
+vmb__cpus_resolve(const char *key, const char *s, const struct vmb_host *h,
+    uint64_t *bits, char *why, size_t why_len)
 {
 	struct vmb__cpus_item it[VMB_CPUS_ITEMS_MAX];
 	int n = vmb__cpus_parse(s, it, VMB_CPUS_ITEMS_MAX);
@@ -80,7 +63,7 @@ vmb__cpus_resolve(const char *s, const struct vmb_host *h, uint64_t *bits,
 
 	memset(bits, 0, BITS_WORDS * sizeof(*bits));
 	if (n < 0) {
-		why_set(why, why_len, "\"%s\": not a CPU list", s);
+		vmb__why(why, why_len, "%s=\"%s\": not a CPU list", key, s);
 		return -EINVAL;
 	}
 	for (int i = 0; i < n; i++) {
@@ -92,8 +75,8 @@ vmb__cpus_resolve(const char *s, const struct vmb_host *h, uint64_t *bits,
 		for (unsigned x = it[i].lo; x <= it[i].hi; x++) {
 			if (it[i].node ? !node_cpus(h, x, it[i].neg, bits) :
 			    !host_has_cpu(h, x)) {
-				why_set(why, why_len, "\"%s\": %s %u does not "
-				    "exist (the host has %u %s)", s,
+				vmb__why(why, why_len, "%s=\"%s\": %s %u does "
+				    "not exist (the host has %u %s)", key, s,
 				    it[i].node ? "node" : "CPU", x, it[i].node ?
 				    h->nr_nodes : h->nr_cpus, it[i].node ?
 				    "nodes with CPUs" : "CPUs");
@@ -110,7 +93,7 @@ vmb__cpus_resolve(const char *s, const struct vmb_host *h, uint64_t *bits,
 	for (int w = 0; w < BITS_WORDS; w++)
 		any |= bits[w] != 0;
 	if (!any) {
-		why_set(why, why_len, "\"%s\" leaves no CPU", s);
+		vmb__why(why, why_len, "%s=\"%s\" leaves no CPU", key, s);
 		return -EINVAL;
 	}
 	return 0;
@@ -123,17 +106,17 @@ vmb__step_paging(const struct vmb_guest *g, uint32_t caps, bool *ret_hap,
 	bool asked = g->keys_set & (1u << VMB_KEY_HAP);
 
 	if (asked && g->hap && !(caps & VMB_CAP_HAP)) {
-		why_set(why, why_len, "hap=1: the host has no hardware-"
+		vmb__why(why, why_len, "hap=1: the host has no hardware-"
 		    "assisted paging (Xen's virt_caps lack hap)");
 		return -EOPNOTSUPP;
 	}
 	if (asked && !g->hap && !(caps & VMB_CAP_SHADOW)) {
-		why_set(why, why_len, "hap=0: the hypervisor has no shadow "
+		vmb__why(why, why_len, "hap=0: the hypervisor has no shadow "
 		    "paging (not compiled in: Xen's virt_caps lack shadow)");
 		return -EOPNOTSUPP;
 	}
 	if (!(caps & (VMB_CAP_HAP | VMB_CAP_SHADOW))) {
-		why_set(why, why_len, "the host can do neither hardware-"
+		vmb__why(why, why_len, "the host can do neither hardware-"
 		    "assisted nor shadow paging: no PVH guest can run");
 		return -EOPNOTSUPP;
 	}
@@ -161,17 +144,10 @@ soft_maps(const struct vmb_guest *g, const struct vmb_layout *l,
 	int rc;
 
 	if (g->cpus_soft) {
-		rc = vmb__cpus_resolve(g->cpus_soft, h, m->soft[0], why,
-		    why_len);
-		if (rc) {
-			size_t n = why ? strlen(why) : 0;
-
-			if (why && n + 11 < why_len) {
-				memmove(why + 10, why, n + 1);
-				memcpy(why, "cpus_soft=", 10);
-			}
+		rc = vmb__cpus_resolve("cpus_soft", g->cpus_soft, h,
+		    m->soft[0], why, why_len);
+		if (rc)
 			return rc;
-		}
 		p->soft[0] = m->soft[0];
 		return 0;
 	}
@@ -205,16 +181,10 @@ vmb__step_platform(struct vmb_ctx *ctx, uint32_t domid,
 	if (!m)
 		return -ENOMEM;
 	if (g->cpus && strcmp(g->cpus, "all") != 0) {
-		rc = vmb__cpus_resolve(g->cpus, h, m->hard, why, why_len);
-		if (rc) {
-			size_t n = why ? strlen(why) : 0;
-
-			if (why && n + 6 < why_len) {
-				memmove(why + 5, why, n + 1);
-				memcpy(why, "cpus=", 5);
-			}
+		rc = vmb__cpus_resolve("cpus", g->cpus, h, m->hard, why,
+		    why_len);
+		if (rc)
 			goto out;
-		}
 		p.hard = m->hard;
 	}
 	rc = soft_maps(g, l, pl, h, m, &p, why, why_len);
@@ -222,7 +192,7 @@ vmb__step_platform(struct vmb_ctx *ctx, uint32_t domid,
 		goto out;
 	rc = ctx->ops->platform(ctx->priv, domid, &p);
 	if (rc)
-		why_set(why, why_len, "cannot set the domain's platform "
+		vmb__why(why, why_len, "cannot set the domain's platform "
 		    "(vNUMA, affinity, CPUID, TSC): %s", strerror(-rc));
 out:
 	free(m);
@@ -243,14 +213,14 @@ vmb__step_firmware(struct vmb_ctx *ctx, uint32_t domid,
 	if (ctx->ops->firmware) {
 		rc = ctx->ops->firmware(ctx->priv, domid, &p, &fw);
 		if (rc) {
-			why_set(why, why_len, "cannot set up the special "
+			vmb__why(why, why_len, "cannot set up the special "
 			    "pages and ACPI tables: %s", strerror(-rc));
 			return rc;
 		}
 	}
 	rc = vmb__memmap(l, &fw, memmap, VMB_MEMMAP_MAX);
 	if (rc < 0) {
-		why_set(why, why_len, "the firmware's regions overlap the "
+		vmb__why(why, why_len, "the firmware's regions overlap the "
 		    "guest's RAM");
 		return rc;
 	}

@@ -57,6 +57,9 @@ void vmb__log(struct vmb_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
 /* diag.c */
+/* printf into why[len] (both may be 0/NULL): why a step failed. */
+void vmb__why(char *why, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Adds one diagnostic; returns -EINVAL for errors, 0 for warnings. */
 int vmb__diag_add(struct vmb_diags *diags, enum vmb_severity sev,
     const char *file, int line, const char *key, const char *fmt, ...)
@@ -86,8 +89,8 @@ int vmb__cpus_parse(const char *s, struct vmb__cpus_item *items, size_t cap);
  * The CPUs (a VMB_MAX_CPUS bitmap) a CPU list names on `host`; -EINVAL
  * with `why` when it names CPUs or nodes the host does not have, or none.
  */
-int vmb__cpus_resolve(const char *s, const struct vmb_host *host,
-    uint64_t *bits, char *why, size_t why_len);
+int vmb__cpus_resolve(const char *key, const char *s,
+    const struct vmb_host *host, uint64_t *bits, char *why, size_t why_len);
 
 /* placement.c: the pure part of vmb_place(); scrub may be NULL. */
 int vmb__place(const struct vmb_host *host, const struct vmb_scrub *scrub,

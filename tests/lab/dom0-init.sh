@@ -36,7 +36,7 @@ timed() {
 }
 
 # Xen's console ring, accumulated: `xl dmesg -c` reads and clears.
-xsync() { xl dmesg -c >> $XLOG 2>/dev/null; }
+xsync() { timeout 20 xl dmesg -c >> $XLOG 2>/dev/null; }
 
 # guest_domid TAG: the N of "(dN) ... vmbuild-guest: cmdline: lab=TAG".
 guest_domid() {
@@ -285,8 +285,10 @@ linux() {
 	# boots on.  Every 30 s, say where its boot is (its PV console).
 	while sleep 2; xsync; [ -z "$(linux_line $_id)" ]; do
 		_n=$((_n + 1))
-		[ $((_n % 15)) = 0 ] && tail -n 2 /var/log/xen/console/guest-$_tag.log 2>/dev/null |
-		    sed "s/^/  $_tag-boot| /"
+		if [ $((_n % 10)) = 0 ]; then
+			echo "  $_tag-boot| $(secs $_t0 $(up)) s; xenstore: $(timeout 5 xenstore-read /local/domain/$_id/name 2>&1 || echo 'no answer'); console log: $(wc -c < /var/log/xen/console/guest-$_tag.log 2>/dev/null || echo none) bytes"
+			tail -n 2 /var/log/xen/console/guest-$_tag.log 2>/dev/null | sed "s/^/  $_tag-boot| /"
+		fi
 		if [ "$(awk -v a=$_t0 -v b=$(up) 'BEGIN { print (b - a > 900) }')" = 1 ] ||
 		    ! xl list $_tag >/dev/null 2>&1; then
 			fail wait-$_tag "no vmbuild-linux line from domain ${_id:-?}"
