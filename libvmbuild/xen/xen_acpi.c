@@ -7,7 +7,9 @@
  * matters to a guest:
  *   - RSDP (revision 2), pointing at an XSDT (and an RSDT for 32-bit
  *     readers), found through hvm_start_info.rsdp_paddr;
- *   - FADT, DSDT;
+ *   - FADT (revision 5, with libxl's values: PM1a event and control
+ *     blocks at 0xb000, SCI 9, no PM timer, no power or sleep button, no
+ *     VGA, no CMOS RTC), FACS, DSDT;
  *   - MADT: one local APIC per vCPU up to maxvcpus, APIC id 2*i as Xen
  *     gives vCPU i (the same as libxl's acpi_lapic_id), enabled for the
  *     vCPUs that are online at boot; no I/O APIC (PVH has none);
@@ -17,14 +19,14 @@
  * the same; creator "VMBD".
  *
  * Where vmbuild differs from libxl, on purpose:
- *   - the FADT (revision 5) says HW_REDUCED_ACPI: a PVH guest has no
- *     PM1 event/control blocks, SCI or PM timer (Xen emulates only the
- *     LAPIC), and libxl's FADT pointing at PM1 ports makes Linux try to
- *     install an SCI handler it cannot have;
  *   - the DSDT is empty (a definition block with no objects): libxl's
  *     pvh DSDT carries processor objects for ACPI vCPU hot-plug, which
- *     vmbuild does not offer; no FACS (optional on hardware-reduced
- *     ACPI), no acpi_info page;
+ *     vmbuild does not offer; no acpi_info page (only that DSDT reads
+ *     it); no revision-1 FADT copy for the RSDT (for Windows 2000);
+ *   - a hardware-reduced FADT would describe a PVH guest better (Xen
+ *     emulates no PM1 block or SCI: Linux logs "SCI not registered" and
+ *     disables the GPEs), but a Linux guest given one was seen to stop
+ *     the lab's QEMU machine (tests/lab), so the FADT is libxl's;
  *   - the RSDP is always in the table area, never copied into low memory
  *     for Linux < 4.20 (which ignores rsdp_paddr).
  * Layout in guest memory: all tables from XEN_ACPI_BASE (0xfc000000, the
@@ -42,9 +44,13 @@
 #define HDR_LEN			36
 #define RSDP_LEN		36
 #define FADT_LEN		268	/* ACPI 5.0 */
-#define FADT_FLAG_HW_REDUCED	(1u << 20)
-#define FADT_FLAG_PWR_BUTTON	(1u << 4)	/* no power button */
-#define FADT_FLAG_SLP_BUTTON	(1u << 5)	/* no sleep button */
+#define FACS_LEN		64
+/* libxl's FADT flags (libacpi static_tables.c, no buttons for PVH). */
+#define FADT_FLAGS		((1u << 0) | (1u << 2) | (1u << 4) | \
+				 (1u << 5) | (1u << 6) | (1u << 8) | (1u << 15))
+#define FADT_PM1A_EVT		0xb000u	/* ACPI_PM1A_EVT_BLK_ADDRESS_V1 */
+#define FADT_PM1A_CNT		0xb004u
+#define FADT_GPE0		0xafe0u	/* ACPI_GPE0_BLK_ADDRESS_V1 */
 #define FADT_BOOT_NO_VGA	(1u << 2)
 #define FADT_BOOT_NO_CMOS_RTC	(1u << 5)
 #define MADT_PCAT_COMPAT	1u
@@ -135,18 +141,56 @@ build_dsdt(struct acpi_buf *b)
 }
 
 static uint8_t *
-build_fadt(struct acpi_buf *b, uint64_t dsdt)
+build_facs(struct acpi_buf *b)
+{
+	uint8_t *t;
+
+	b->off = (b->off + 63) & ~(size_t)63;	/* 64-byte aligned */
+	t = acpi_alloc(b, FACS_LEN);
+	if (t) {
+		memcpy(t, "FACS", 4);
+		put(t, 4, FACS_LEN, 4);
+		t[32] = 1;			/* version, as libacpi */
+	}
+	return t;
+}
+
+/* A generic address structure: system I/O, `bits` wide. */
+static void
+gas_io(uint8_t *g, uint8_t bits, uint64_t port)
+{
+	g[0] = 1;
+	g[1] = bits;
+	put(g, 4, port, 8);
+}
+
+static uint8_t *
+build_fadt(struct acpi_buf *b, uint64_t dsdt, uint64_t facs)
 {
 	uint8_t *t = acpi_alloc(b, FADT_LEN);
 
 	if (!t)
 		return NULL;
 	header(t, "FACP", FADT_LEN, 5);
+	put(t, 36, facs, 4);			/* FIRMWARE_CTRL */
 	put(t, 40, dsdt, 4);			/* DSDT */
+	put(t, 46, 9, 2);			/* SCI_INT */
+	put(t, 56, FADT_PM1A_EVT, 4);
+	put(t, 64, FADT_PM1A_CNT, 4);
+	put(t, 80, FADT_GPE0, 4);
+	t[88] = 4;				/* PM1_EVT_LEN */
+	t[89] = 2;				/* PM1_CNT_LEN */
+	t[92] = 4;				/* GPE0_BLK_LEN */
+	put(t, 96, 0x0fff, 2);			/* no C2 */
+	put(t, 98, 0x0fff, 2);			/* no C3 */
 	put(t, 109, FADT_BOOT_NO_VGA | FADT_BOOT_NO_CMOS_RTC, 2);
-	put(t, 112, FADT_FLAG_HW_REDUCED | FADT_FLAG_PWR_BUTTON |
-	    FADT_FLAG_SLP_BUTTON, 4);
+	put(t, 112, FADT_FLAGS, 4);
+	gas_io(t + 116, 8, 0xcf9);		/* RESET_REG */
+	t[128] = 6;				/* RESET_VALUE */
+	put(t, 132, facs, 8);			/* X_FIRMWARE_CTRL */
 	put(t, 140, dsdt, 8);			/* X_DSDT */
+	gas_io(t + 148, 32, FADT_PM1A_EVT);
+	gas_io(t + 172, 16, FADT_PM1A_CNT);
 	seal(t);
 	return t;
 }
@@ -266,13 +310,15 @@ xen_acpi_build(const struct xen_acpi_cfg *c, uint8_t *buf, size_t len,
 	struct acpi_buf b = { .p = buf, .len = len, .base = c->base };
 	uint64_t ents[4];
 	uint32_t n = 0;
-	uint8_t *t, *rsdt, *xsdt, *rsdp;
+	uint8_t *t, *rsdt, *xsdt, *rsdp, *facs;
 
 	if (c->nr_vcpus == 0 || c->nr_vcpus > 128 || c->online > c->nr_vcpus ||
 	    !c->layout || (c->base & 15))
 		return -EINVAL;
+	facs = build_facs(&b);
 	t = build_dsdt(&b);
-	t = t ? build_fadt(&b, addr_of(&b, t)) : NULL;
+	t = t && facs ? build_fadt(&b, addr_of(&b, t), addr_of(&b, facs)) :
+	    NULL;
 	if (t)
 		ents[n++] = addr_of(&b, t);
 	if ((t = build_madt(&b, c)))

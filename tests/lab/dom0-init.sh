@@ -123,7 +123,7 @@ for m in xen-evtchn xen-privcmd xen-gntdev xen-gntalloc xenfs; do
 done
 mount -t xenfs xenfs /proc/xen || fail xenfs "mount xenfs"
 t0=$(up)
-xenstored --pid-file=/var/run/xenstored.pid || fail xenstored "xenstored did not start"
+xenstored --pid-file=/var/run/xenstored.pid ${XS_TRACE:+--trace-file=/tmp/xs-trace} || fail xenstored "xenstored did not start"
 xen-init-dom0 >/tmp/init-dom0.out 2>&1 || { cat /tmp/init-dom0.out; fail xen-init-dom0 "rc=$?"; }
 xenconsoled --pid-file=/var/run/xenconsoled.pid --log=guest --log-dir=/var/log/xen/console ||
 	fail xenconsoled "xenconsoled did not start"
@@ -237,9 +237,10 @@ mklinux() {
 	    -e "s/size=[0-9]*/size=$((LINUX_MB / 2))/g" /etc/lab/linux.cfg > /etc/lab/$1.cfg
 }
 
-# linux_line ID: what domain ID said on Xen's console ("(dID) ...").
+# linux_line TAG: the guest's line on its PV console (xenconsoled's log).
 linux_line() {
-	sed -n "s/^.*(d$1) .*\(vmbuild-linux: domid=.*\)$/\1/p" $XLOG | head -n 1
+	tr -d '\r' < /var/log/xen/console/guest-$1.log 2>/dev/null |
+	    sed -n 's/^.*\(vmbuild-linux: domid=[0-9]* .*\)$/\1/p' | head -n 1
 }
 
 # xs_dump TOOL ID: the domain's xenstore keys (values of keys whose value
@@ -283,14 +284,15 @@ linux() {
 	_id=$(xl domid $_tag 2>/dev/null); _t0=$(up); _n=0
 	# Poll gently: every xl run costs the emulated machine the guest
 	# boots on.  Every 30 s, say where its boot is (its PV console).
-	while sleep 2; xsync; [ -z "$(linux_line $_id)" ]; do
+	while sleep 4; [ -z "$(linux_line $_tag)" ]; do
 		_n=$((_n + 1))
-		if [ $((_n % 10)) = 0 ]; then
-			echo "  $_tag-boot| $(secs $_t0 $(up)) s; xenstore: $(timeout 5 xenstore-read /local/domain/$_id/name 2>&1 || echo 'no answer'); console log: $(wc -c < /var/log/xen/console/guest-$_tag.log 2>/dev/null || echo none) bytes"
+		if [ $((_n % 8)) = 0 ]; then
+			echo "  $_tag-boot| $(secs $_t0 $(up)) s; xenstored $(kill -0 $(cat /var/run/xenstored.pid) 2>/dev/null && echo up || echo DOWN); xenconsoled $(kill -0 $(cat /var/run/xenconsoled.pid) 2>/dev/null && echo up || echo DOWN); xenstore: $(timeout 5 xenstore-read /local/domain/$_id/name 2>&1 || echo 'no answer'); console log: $(wc -c < /var/log/xen/console/guest-$_tag.log 2>/dev/null || echo none) bytes"
+			tail -n 3 /tmp/xs-trace 2>/dev/null | cut -c1-150 | sed "s/^/  xs-trace| /"
 			tail -n 2 /var/log/xen/console/guest-$_tag.log 2>/dev/null | sed "s/^/  $_tag-boot| /"
 		fi
 		if [ "$(awk -v a=$_t0 -v b=$(up) 'BEGIN { print (b - a > 900) }')" = 1 ] ||
-		    ! xl list $_tag >/dev/null 2>&1; then
+		    [ "$(timeout 20 xl list $_tag >/dev/null 2>&1; echo $?)" = 1 ]; then
 			fail wait-$_tag "no vmbuild-linux line from domain ${_id:-?}"
 			tail -n 30 /var/log/xen/console/guest-$_tag.log 2>/dev/null | sed "s/^/  $_tag| /"
 			grep "(d${_id:-x})" $XLOG | tail -n 10 | sed "s/^/  console| /"
@@ -298,13 +300,31 @@ linux() {
 		fi
 	done
 	echo "MARK step=run-$_tag rc=0 secs=$(secs $_t0 $(up)) domid=$_id"
-	echo "LINUX tool=$1 domid=$_id $(linux_line $_id)"
-	grep "(d$_id) .*vmbuild-linux:" $XLOG | sed "s/^/  guest| /"
-	sed "s/^/  $_tag| /" /var/log/xen/console/guest-$_tag.log 2>/dev/null | grep -v vmbuild-linux | tail -n 25
+	echo "LINUX tool=$1 domid=$_id $(linux_line $_tag)"
+	sleep 5	# its per-node lines
+	tr -d '\r' < /var/log/xen/console/guest-$_tag.log 2>/dev/null |
+	    grep -E 'vmbuild-linux: node|BIOS-e820|ACPI: (SRAT|SLIT|APIC|XSDT|RSDP)|ACPI Error|NUMA|SCI' |
+	    sed "s/^/  $_tag| /" | head -n 40
 	xs_dump $1 $_id
 	timed $1-destroy-linux $_destroy $_tag || fail $1-destroy-linux "destroy rc=$?"
 	gone $_tag 60 || fail $_tag-gone "$_tag still listed after destroy"
 	xs_gone $1 $_id
+}
+
+# scrub_wait SECS: wait until Xen has scrubbed the memory a destroy freed
+# (stock Xen's only view: debug key H, "Node N has X unscrubbed pages"),
+# so that the next guest does not boot against the idle scrubber.
+scrub_wait() {
+	_t0=$(up)
+	while :; do
+		timeout 20 xl debug-keys H >/dev/null 2>&1
+		timeout 20 xl dmesg -c > /tmp/dmesg-H 2>/dev/null
+		cat /tmp/dmesg-H >> $XLOG
+		grep -q 'unscrubbed pages' /tmp/dmesg-H || break
+		[ "$(awk -v a=$_t0 -v b=$(up) -v l=$1 'BEGIN { print (b - a > l) }')" = 1 ] && break
+		sleep 5
+	done
+	echo "INFO waited $(secs $_t0 $(up)) s for Xen to scrub freed memory: $(grep 'unscrubbed pages' /tmp/dmesg-H | tr -s ' ' | tail -n 2 | tr '\n' ';')"
 }
 
 tools=""
@@ -328,7 +348,7 @@ if [ "$HELLO" = 1 ]; then
 	for t in $rev; do big $t; done
 fi
 if echo " $LAB_STEPS " | grep -q " linux "; then
-	for t in $tools; do linux $t; done
+	for t in $tools; do scrub_wait 300; linux $t; done
 	# What libxl writes that vmbuild does not, and the reverse.
 	if [ -f /tmp/xs-xl ] && [ -f /tmp/xs-vmb ]; then
 		diff /tmp/xs-xl /tmp/xs-vmb | sed -n 's/^</INFO xenstore only-xl/p; s/^>/INFO xenstore only-vmbuild/p'

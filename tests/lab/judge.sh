@@ -40,18 +40,18 @@ first_light() {
 row() { printf '%-40s %10s %10s\n' "$@"; }
 # The domain id the dom0 script gave the Linux guest of toolstack $1.
 linux_id() { sed -n "s/^.*LINUX tool=$1 domid=\([0-9]*\) .*/\1/p" "$clean" | tail -n 1; }
-# The vmbuild-linux line domain $1 printed on Xen's own console.
+# The vmbuild-linux line domain $1 printed on its console, as dom0 read
+# it from xenconsoled's log of that domain.
 linux_said() {
-	[ -n "$1" ] && grep -E "^\[[ 0-9.]*\] \(d$1\) .*vmbuild-linux: domid=" "$clean" | head -n 1 |
+	[ -n "$1" ] && grep -E "LINUX tool=[a-z]+ domid=$1 vmbuild-linux: domid=" "$clean" | head -n 1 |
 	    sed 's/.*\(vmbuild-linux: .*\)/\1/'
 }
-# Seconds from the start of step $2 to domain $1's vmbuild-linux line.
+# Seconds from the start of step $2 to the guest's line ($1: tool).
 linux_light() {
-	local b h
-	b=$(at "MARK begin step=$2\$")
-	h=$([ -n "$1" ] && at "^\[[ 0-9.]*\] \(d$1\) .*vmbuild-linux: domid=")
-	[ -n "$b" ] && [ -n "$h" ] || { echo -; return; }
-	awk -v a="$b" -v b="$h" 'BEGIN { printf "%.2f", b - a }'
+	local v
+	v=$(grep -E "MARK step=run-$1-linux rc=0" "$clean" | tail -n 1 | sed -n 's/.* secs=\([0-9.]*\).*/\1/p')
+	[ -n "$v" ] && [ "$(num $2)" != - ] || { echo -; return; }
+	awk -v a="$v" -v b="$(num $2 | tr -d '!')" 'BEGIN { printf "%.2f", a + b }'
 }
 
 echo "===== lab summary ($log) ====="
@@ -72,7 +72,7 @@ row "  destroy big (running)" "$(num xl-destroy-big)" "$(num vmb-destroy-big)"
 row "  vmctl host / list / info" "" "$(num vmctl-host)/$(num vmctl-list)/$(num vmctl-info)"
 xl_id=$(linux_id xl) vmb_id=$(linux_id vmb)
 row "  create Linux (command returns)" "$(num xl-create-linux)" "$(num vmb-create-linux)"
-row "  create Linux -> its line on Xen" "$(linux_light "$xl_id" xl-create-linux)" "$(linux_light "$vmb_id" vmb-create-linux)"
+row "  create Linux -> its line on console" "$(linux_light xl xl-create-linux)" "$(linux_light vmb vmb-create-linux)"
 row "  destroy Linux (running)" "$(num xl-destroy-linux)" "$(num vmb-destroy-linux)"
 echo "Linux guest, xl:      $(linux_said "$xl_id")"
 echo "Linux guest, vmbuild: $(linux_said "$vmb_id")"

@@ -4,28 +4,19 @@
 #
 # It prints one line, from what Linux itself sees:
 #   vmbuild-linux: domid=N memtotal_kib=N cpus=N nodes=N
-# on its PV console (hvc0: xenconsoled logs it) and on Xen's debug port
-# 0xe9 (Xen prints it as "(dN) ...", so the judge knows which domain said
-# it).  Then it keeps a shell on the console, for whoever attaches to it.
+# on its PV console (hvc0: xenconsoled logs it per domain, dom0 reads it
+# there).  Not on Xen's debug port 0xe9 through /dev/port: twice the lab's
+# QEMU machine stopped right after such writes from a Linux guest.  Then
+# it keeps a shell on the console, for whoever attaches to it.
 #
-# To add a check: write a function below and call it from main; keep
-# every line short (Xen cuts debug-port lines at 78 characters) and
-# starting with "vmbuild-linux: ".
+# To add a check: write a function below and call it from main; start
+# its lines with "vmbuild-linux: ".
 /bin/busybox --install -s /bin
 export PATH=/bin LD_LIBRARY_PATH=/lib/x86_64-linux-gnu
 
-# say LINE: to the console and to Xen's debug port, one byte per write
-# (each write to /dev/port goes to the port its file offset names).
+# say LINE: on the console.
 say() {
 	echo "$1" > /dev/console
-	_s="$1
-"
-	_i=0
-	while [ $_i -lt ${#_s} ]; do
-		printf '%s' "${_s:$_i:1}" |
-		    dd of=/dev/port bs=1 seek=233 conv=notrunc 2>/dev/null
-		_i=$((_i + 1))
-	done
 }
 
 # count_list "0-1,3": how many numbers a kernel list names.

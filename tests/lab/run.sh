@@ -293,6 +293,7 @@ XENVER=$XENVER
 VMBUILDD_ARGS="$LAB_VMBUILDD_ARGS"
 XL_SHIM=$LAB_XL_SHIM
 HELLO=$LAB_HELLO
+XS_TRACE=${LAB_XS_TRACE:-}
 TESTS="$tests"
 EOF
 (cd "$D0" && find . | cpio -o -H newc 2>/dev/null | gzip -1) > "$LAB_DIR/dom0-initrd.gz" ||

@@ -130,12 +130,16 @@ test_numa_tables(void **state)
 	assert_int_equal(xen_acpi_build(&c, buf, sizeof(buf), &out), 0);
 	assert_true(out.bytes <= 4096);		/* one page for 4 vCPUs */
 	xsdt = rsdp_to_xsdt(out.rsdp);
-	/* FADT: hardware-reduced, pointing at a DSDT. */
+	/* FADT: libxl's, pointing at a DSDT and a FACS. */
 	fadt = find(xsdt, "FACP");
 	assert_non_null(fadt);
 	assert_int_equal(fadt[8], 5);
-	assert_true(get(fadt + 112, 4) & (1u << 20));
+	assert_false(get(fadt + 112, 4) & (1u << 20));	/* not HW-reduced */
+	assert_int_equal(get(fadt + 46, 2), 9);			/* SCI */
 	table(get(fadt + 140, 8), "DSDT");
+	assert_int_equal(get(fadt + 132, 8), get(fadt + 36, 4));
+	assert_int_equal(get(fadt + 36, 4) % 64, 0);
+	assert_memory_equal(buf + (get(fadt + 36, 4) - BASE), "FACS", 4);
 	/* MADT: a LAPIC per vCPU, APIC id 2i, enabled while online. */
 	madt = find(xsdt, "APIC");
 	assert_non_null(madt);
