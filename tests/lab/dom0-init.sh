@@ -361,8 +361,10 @@ if echo " $LAB_STEPS " | grep -q " linux "; then
 	for t in $tools; do scrub_wait 300; linux $t; done
 	# What libxl writes that vmbuild does not, and the reverse.
 	if [ -f /tmp/xs-xl ] && [ -f /tmp/xs-vmb ]; then
-		comm -23 /tmp/xs-xl /tmp/xs-vmb | sed 's/^/INFO xenstore only-xl /'
-		comm -13 /tmp/xs-xl /tmp/xs-vmb | sed 's/^/INFO xenstore only-vmbuild /'
+		# Lines of the second file not in the first (busybox has no comm).
+		only() { awk 'NR == FNR { seen[$0] = 1; next } !($0 in seen)' "$1" "$2"; }
+		only /tmp/xs-vmb /tmp/xs-xl | sed 's/^/INFO xenstore only-xl /'
+		only /tmp/xs-xl /tmp/xs-vmb | sed 's/^/INFO xenstore only-vmbuild /'
 	fi
 fi
 # The guest's fallbacks for its memory map, forced on a toolstack (xl)
