@@ -277,6 +277,7 @@ report_guest(yajl_gen g, const struct vmb_guest *guest)
 	jg_kv_str(g, "ramdisk", guest->ramdisk);
 	jg_kv_str(g, "cmdline", guest->cmdline);
 	jg_kv_str(g, "cpus", guest->cpus);
+	jg_kv_str(g, "cpus_soft", guest->cpus_soft);
 	jg_key(g, "vnuma");
 	yajl_gen_array_open(g);
 	for (uint32_t i = 0; i < guest->nr_vnodes && i < VMB_MAX_VNODES; i++) {
