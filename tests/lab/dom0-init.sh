@@ -294,15 +294,16 @@ linux() {
 	_id=$(xl domid $_tag 2>/dev/null); _t0=$(up); _n=0
 	# Poll gently: every xl run costs the emulated machine the guest
 	# boots on.  Every 30 s, say where its boot is (its PV console).
-	while sleep 4; [ -z "$(linux_line $_tag)" ]; do
+	while sleep 8; [ -z "$(linux_line $_tag)" ]; do
 		_n=$((_n + 1))
-		if [ $((_n % 8)) = 0 ]; then
+		if [ $((_n % 6)) = 0 ]; then
 			echo "  $_tag-boot| $(secs $_t0 $(up)) s; xenstored $(kill -0 $(cat /var/run/xenstored.pid) 2>/dev/null && echo up || echo DOWN); xenconsoled $(kill -0 $(cat /var/run/xenconsoled.pid) 2>/dev/null && echo up || echo DOWN); xenstore: $(timeout 5 xenstore-read /local/domain/$_id/name 2>&1 || echo 'no answer'); console log: $(wc -c < /var/log/xen/console/guest-$_tag.log 2>/dev/null || echo none) bytes"
 			tail -n 3 /tmp/xs-trace 2>/dev/null | cut -c1-150 | sed "s/^/  xs-trace| /"
 			tail -n 2 /var/log/xen/console/guest-$_tag.log 2>/dev/null | sed "s/^/  $_tag-boot| /"
 		fi
+		# Still there?  xenstore-read is far cheaper than xl here.
 		if [ "$(awk -v a=$_t0 -v b=$(up) 'BEGIN { print (b - a > 900) }')" = 1 ] ||
-		    [ "$(timeout 20 xl list $_tag >/dev/null 2>&1; echo $?)" = 1 ]; then
+		    [ "$(timeout 20 xenstore-read /local/domain/$_id/name 2>&1)" != $_tag ]; then
 			fail wait-$_tag "no vmbuild-linux line from domain ${_id:-?}"
 			tail -n 30 /var/log/xen/console/guest-$_tag.log 2>/dev/null | sed "s/^/  $_tag| /"
 			grep "(d${_id:-x})" $XLOG | tail -n 10 | sed "s/^/  console| /"
@@ -315,6 +316,7 @@ linux() {
 	tr -d '\r' < /var/log/xen/console/guest-$_tag.log 2>/dev/null |
 	    grep -E 'vmbuild-linux: node|BIOS-e820|ACPI: (SRAT|SLIT|APIC|XSDT|RSDP)|ACPI Error|NUMA|SCI' |
 	    sed "s/^/  $_tag| /" | head -n 40
+	[ $1 = vmb ] && timed vmctl-info-linux $V info $_tag
 	xs_dump $1 $_id
 	timed $1-destroy-linux $_destroy $_tag || fail $1-destroy-linux "destroy rc=$?"
 	gone $_tag 60 || fail $_tag-gone "$_tag still listed after destroy"
