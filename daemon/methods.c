@@ -125,6 +125,7 @@ static const struct {
 	{ VMB_CAP_IMAGE_LOAD,		"image_load" },
 	{ VMB_CAP_CLAIMS,		"claims" },
 	{ VMB_CAP_SHADOW,		"shadow" },
+	{ VMB_CAP_HAP,			"hap" },
 	{ VMB_CAP_HOST_TOPOLOGY,	"host_topology" },
 };
 

@@ -19,7 +19,7 @@ struct vmb_dom_config {
 	char	name[VMB_NAME_LEN];
 	uint8_t	uuid[16];
 	bool	hvm;
-	bool	hap;
+	bool	hap;		/* decided by the build (vmb__paging_mode) */
 	uint32_t max_vcpus;
 	uint64_t max_pages;	/* 4 KiB pages */
 	uint64_t target_pages;	/* pages that will be populated */
@@ -48,13 +48,88 @@ struct vmb__popstep {
 	void	*arg;
 };
 
+/*
+ * The guest-physical layout (layout.c): RAM below the MMIO hole that
+ * starts at VMB_MMIO_HOLE_START, the rest from 4 GiB up, as libxl lays
+ * out a PVH guest; each range on one host node and one virtual node.
+ */
+#define VMB_MMIO_HOLE_START	0xfc000000ull
+#define VMB_4GIB		(1ull << 32)
+#define VMB_MAX_RANGES		(VMB_MAX_NODES + 1)	/* one range splits at the hole */
+
+struct vmb__range {
+	uint64_t gfn;
+	uint64_t pages;
+	uint32_t node;		/* host node */
+	uint32_t vnode;		/* virtual node (0 without vNUMA) */
+};
+
+struct vmb_layout {
+	uint64_t lowmem_end;	/* RAM is [0, lowmem_end) ... */
+	uint64_t highmem_end;	/* ... and [4 GiB, highmem_end); 0: none */
+	uint32_t nr_ranges;	/* in populate order */
+	struct vmb__range ranges[VMB_MAX_RANGES];
+	/*
+	 * The NUMA topology the guest is told (vNUMA): vnuma= as written,
+	 * or one vnode per node the guest was placed on; 0: none.
+	 */
+	uint32_t nr_vnodes;
+	uint32_t vnode_pnode[VMB_MAX_VNODES];
+	uint8_t	vdistance[VMB_MAX_VNODES][VMB_MAX_VNODES];
+	uint32_t nr_vcpus;	/* maxvcpus */
+	uint8_t	vcpu_vnode[VMB_MAX_VCPUS];
+};
+
+/* One entry of the guest's memory map; types as in the E820. */
+#define VMB_E820_RAM		1
+#define VMB_E820_RESERVED	2
+#define VMB_E820_ACPI		3
+#define VMB_MEMMAP_MAX		16
+
+struct vmb_memmap_entry {
+	uint64_t addr;
+	uint64_t size;
+	uint32_t type;
+};
+
+/*
+ * What the guest needs besides its RAM and its image, set up by the
+ * backend's firmware op before the image is loaded: pages it placed in
+ * the MMIO hole (special pages, ACPI tables), for the memory map, and
+ * where the ACPI RSDP is (0: no ACPI).
+ */
+struct vmb_firmware {
+	uint32_t nr_regions;
+	struct vmb_memmap_entry regions[VMB_MEMMAP_MAX / 2];
+	uint64_t rsdp;
+};
+
+/*
+ * Platform settings applied right after create, before any memory is
+ * populated (libxl__build_pre): vNUMA, vCPU affinity, CPUID, TSC, HVM
+ * parameters.  CPU bitmaps have VMB_MAX_CPUS bits; hard NULL: any CPU.
+ * soft[v] is the soft affinity of the vCPUs of vnode v (soft[0] for all
+ * when the layout has no vnodes, or cpus_soft= gives one for all).
+ */
+#define VMB_MAX_CPUS		4096
+struct vmb_platform {
+	const struct vmb_guest *guest;
+	const struct vmb_layout *layout;
+	const uint64_t *hard;
+	const uint64_t *soft[VMB_MAX_VNODES];
+	bool	soft_per_vnode;
+};
+
 /* What the loader hands the backend to start the guest. */
 struct vmb_boot {
 	uint64_t entry;		/* PVH 32-bit entry, guest physical */
 	uint64_t start_info;	/* guest physical address of hvm_start_info */
 	uint32_t vcpus;
-	uint64_t memory_bytes;	/* populated RAM, from gfn 0 */
+	uint64_t memory_bytes;	/* populated RAM */
 	const struct vmb_guest *guest;
+	/* The memory map the start info carries, for XENMEM_memory_map. */
+	uint32_t nr_memmap;
+	struct vmb_memmap_entry memmap[VMB_MEMMAP_MAX];
 };
 
 struct vmb_backend_ops {
@@ -105,8 +180,22 @@ struct vmb_backend_ops {
 		    const void *src, uint64_t len);
 
 	/*
+	 * Right after create (NULL: nothing to do): vNUMA, affinity, CPUID
+	 * and the other platform settings.  Undone by destroying the domain.
+	 */
+	int	(*platform)(void *priv, uint32_t domid,
+		    const struct vmb_platform *platform);
+	/*
+	 * After populate, before the image is loaded (NULL: nothing): pages
+	 * outside RAM (special pages, ACPI tables), reported in *ret.
+	 * Undone by destroying the domain.
+	 */
+	int	(*firmware)(void *priv, uint32_t domid,
+		    const struct vmb_platform *platform, struct vmb_firmware *ret);
+	/*
 	 * After the image is loaded: whatever else the hypervisor needs
-	 * before the first unpause (vCPU context, special pages, xenstore).
+	 * before the first unpause (event channels, memory map, vCPU
+	 * context, xenstore).
 	 */
 	int	(*boot)(void *priv, uint32_t domid, const struct vmb_boot *boot);
 };

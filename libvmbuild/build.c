@@ -76,6 +76,8 @@ struct run {
 	struct vmb_host *host;
 	struct vmb_domain *doms;
 	size_t	nr_doms;
+	struct vmb_layout layout;	/* planned in place */
+	struct vmb_memmap_entry memmap[VMB_MEMMAP_MAX];	/* load's */
 	struct vmb_boot boot;		/* filled by load, used by boot */
 	uint32_t domid;			/* VMB_DOMID_INVALID until created */
 	bool	claimed;
@@ -241,6 +243,18 @@ wait_for_scrubber(struct run *r)
 	return 0;
 }
 
+/* Where the placed memory goes in the guest (layout.c). */
+static int
+plan_layout(struct run *r)
+{
+	int rc = vmb__layout_plan(r->b->guest, &r->res.placement, &r->layout);
+
+	if (rc)
+		return fail(r, rc, "the vnuma sizes do not add up to the "
+		    "memory placed");
+	return 0;
+}
+
 static int
 phase_place(struct run *r)
 {
@@ -270,11 +284,13 @@ phase_place(struct run *r)
 		return rc;
 	if (!r->have_scrub || !(r->scrub.have & VMB_SCRUB_HAVE_DIRTY)) {
 		r->have_scrub = false;
-		return 0;
+		return plan_layout(r);
 	}
 	if (b->opts.scrub_wait_ms)
-		return wait_for_scrubber(r);
-	return 0;
+		rc = wait_for_scrubber(r);
+	if (rc)
+		return rc;
+	return plan_layout(r);
 }
 
 /* ------------------------------------------------------------------ */
@@ -294,7 +310,10 @@ phase_create(struct run *r)
 	snprintf(dc.name, sizeof(dc.name), "%s", g->name);
 	memcpy(dc.uuid, r->res.uuid, sizeof(dc.uuid));
 	dc.hvm = true;		/* a PVH guest is an HVM container */
-	dc.hap = g->hap;
+	rc = vmb__step_paging(g, r->b->ctx->caps, &dc.hap, r->why,
+	    sizeof(r->why));
+	if (rc)
+		return rc;
 	dc.max_vcpus = g->maxvcpus ? g->maxvcpus : g->vcpus;
 	dc.max_pages = (g->maxmem_bytes > g->memory_bytes ?
 	    g->maxmem_bytes : g->memory_bytes) >> VMB_PAGE_SHIFT;
@@ -306,7 +325,9 @@ phase_create(struct run *r)
 		return fail(r, rc, "the hypervisor refused to create the "
 		    "domain: %s", strerror(-rc));
 	r->res.domid = r->domid;
-	return 0;
+	/* Undone with the domain: undo_create destroys it. */
+	return vmb__step_platform(r->b->ctx, r->domid, g, &r->layout,
+	    &r->res.placement, r->host, r->why, sizeof(r->why));
 }
 
 /* Destroy the half-built domain and check it is gone. */
@@ -418,19 +439,14 @@ static int
 phase_populate(struct run *r)
 {
 	struct vmb_build *b = r->b;
-	struct vmb__range ranges[VMB_MAX_RANGES];
 	struct vmb__populate_job job;
 	struct vmb_domain dom;
 	uint64_t done = 0;
 	int rc;
 
 	memset(&job, 0, sizeof(job));
-	rc = vmb__layout(b->guest, &r->res.placement, ranges);
-	if (rc < 0)
-		return fail(r, rc, "the vnuma sizes do not add up to the "
-		    "memory placed");
-	job.ranges = ranges;
-	job.nr_ranges = (uint32_t)rc;
+	job.ranges = r->layout.ranges;
+	job.nr_ranges = r->layout.nr_ranges;
 	job.ops = r->ops;
 	job.priv = r->priv;
 	job.domid = r->domid;
@@ -484,10 +500,19 @@ phase_populate(struct run *r)
 static int
 phase_load(struct run *r)
 {
+	struct vmb_firmware fw;
+	struct vmb__load_env env = { .load_limit = r->layout.lowmem_end,
+	    .ram_bytes = r->b->guest->memory_bytes, .memmap = r->memmap };
 	int rc;
 
-	rc = vmb__image_load_why(r->ops, r->priv, r->domid, r->img,
-	    r->b->guest->memory_bytes, &r->boot, r->why, sizeof(r->why));
+	/* Special pages and ACPI tables first: the memory map names them. */
+	rc = vmb__step_firmware(r->b->ctx, r->domid, r->b->guest, &r->layout,
+	    &fw, r->memmap, &env.nr_memmap, r->why, sizeof(r->why));
+	if (rc)
+		return rc;
+	env.rsdp = fw.rsdp;
+	rc = vmb__image_load_env(r->ops, r->priv, r->domid, r->img, &env,
+	    &r->boot, r->why, sizeof(r->why));
 	if (rc == -EOPNOTSUPP) {
 		r->res.image_loaded = false;	/* phantom memory: no map */
 		return 0;

@@ -73,3 +73,15 @@ vmb_diags_done(struct vmb_diags *diags)
 	diags->n = 0;
 	diags->nr_errors = 0;
 }
+
+void
+vmb__why(char *why, size_t len, const char *fmt, ...)
+{
+	va_list ap;
+
+	if (!why || !len)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(why, len, fmt, ap);
+	va_end(ap);
+}

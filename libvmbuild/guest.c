@@ -20,7 +20,6 @@
 #include "vmb_internal.h"
 
 #define VMB_MEMORY_MAX_MIB	(16ull << 20)	/* 16 TiB, far above any host here */
-#define VMB_VCPUS_MAX		256		/* struct vmb_vnode's bitmap */
 #define VMB_STRING_MAX		4096		/* paths and command lines */
 
 struct key_desc {
@@ -69,6 +68,77 @@ vmb__parse_ranges(const char *s, uint64_t *bits, unsigned nbits)
 			return -EINVAL;
 		p++;
 	}
+}
+
+/* One "[^]N[-M]" or "[^]node[s]:N[-M]" item of a CPU list. */
+static int
+cpus_item(const char *p, size_t len, struct vmb__cpus_item *it)
+{
+	char buf[64];
+	uint64_t bits[VMB_MAX_CPUS / 64] = { 0 };
+	unsigned lo = 0, hi = 0;
+	int rc;
+
+	memset(it, 0, sizeof(*it));
+	if (len && *p == '^') {
+		it->neg = true;
+		p++;
+		len--;
+	}
+	if (len >= 6 && !strncmp(p, "nodes:", 6)) {
+		it->node = true;
+		p += 6;
+		len -= 6;
+	} else if (len >= 5 && !strncmp(p, "node:", 5)) {
+		it->node = true;
+		p += 5;
+		len -= 5;
+	} else if (len == 3 && !strncmp(p, "all", 3)) {
+		it->all = true;
+		return 0;
+	}
+	if (len == 0 || len >= sizeof(buf) || memchr(p, ',', len))
+		return -EINVAL;
+	memcpy(buf, p, len);
+	buf[len] = '\0';
+	rc = vmb__parse_ranges(buf, bits, it->node ? VMB_MAX_NODES :
+	    VMB_MAX_CPUS);
+	if (rc)
+		return rc;
+	/* One range per item: the lowest and highest bit set. */
+	while (!(bits[lo / 64] >> (lo % 64) & 1))
+		lo++;
+	for (hi = lo; hi + 1 < VMB_MAX_CPUS &&
+	    (bits[(hi + 1) / 64] >> ((hi + 1) % 64) & 1); hi++)
+		;
+	it->lo = lo;
+	it->hi = hi;
+	return 0;
+}
+
+int
+vmb__cpus_parse(const char *s, struct vmb__cpus_item *items, size_t cap)
+{
+	size_t n = 0;
+
+	if (!s || !*s)
+		return -EINVAL;
+	for (const char *p = s; ; ) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		struct vmb__cpus_item it;
+		int rc = cpus_item(p, len, &it);
+
+		if (rc)
+			return rc;
+		if (n == cap)
+			return -E2BIG;
+		items[n++] = it;
+		if (!end)
+			break;
+		p = end + 1;
+	}
+	return (int)n;
 }
 
 /* ------------------------------------------------------------------ */
@@ -217,7 +287,7 @@ set_vcpus(struct vmb_guest *g, const struct key_desc *k,
     const struct vmb_value *v, const char *where, struct vmb_diags *diags)
 {
 	long long x;
-	int rc = get_int(k, v, 1, VMB_VCPUS_MAX, where, diags, &x);
+	int rc = get_int(k, v, 1, VMB_MAX_VCPUS, where, diags, &x);
 
 	if (rc)
 		return rc;
@@ -265,51 +335,50 @@ set_cmdline(struct vmb_guest *g, const struct key_desc *k,
 }
 
 /*
- * cpus: "all", a host CPU list ("0-3,8"), or "nodes:0-1" / "node:1".
- * Only the node form restricts memory placement; a CPU list is kept for
- * placement to translate with the host's topology.
+ * cpus, cpus_soft: xl's CPU list syntax (vmb__cpus_parse), checked here,
+ * resolved against the host at build time.  When cpus= names nodes only
+ * ("nodes:0-1", "node:1"), node_mask keeps them: placement then spreads
+ * memory over those nodes.  Per-vCPU lists are refused.
  */
 static int
 set_cpus(struct vmb_guest *g, const struct key_desc *k,
     const struct vmb_value *v, const char *where, struct vmb_diags *diags)
 {
-	const char *s, *list = NULL;
-	uint64_t bits[VMB_MAX_NODES / 64] = { 0 };
-	uint64_t cpubits[4096 / 64] = { 0 };
-	int rc;
+	struct vmb__cpus_item it[VMB_CPUS_ITEMS_MAX];
+	uint64_t nodes = 0;
+	const char *s;
+	int n, rc;
 
 	if (v->type == VMB_VALUE_LIST)
 		return vmb__diag_add(diags, VMB_ERROR, where, v->line, k->name,
 		    "per-vCPU lists are not supported; use a string such as "
-		    "\"nodes:0-1\" or \"0-3\"");
+		    "\"nodes:0-1\" or \"0-3,^2\" (the same for every vCPU)");
 	rc = get_string(k, v, where, diags, &s);
 	if (rc)
 		return rc;
-	if (!strncmp(s, "nodes:", 6))
-		list = s + 6;
-	else if (!strncmp(s, "node:", 5))
-		list = s + 5;
-	if (list) {
-		rc = vmb__parse_ranges(list, bits, VMB_MAX_NODES);
-		if (rc == -ERANGE)
-			return vmb__diag_add(diags, VMB_ERROR, where, v->line,
-			    k->name, "node number out of range in \"%s\" "
-			    "(at most %d)", s, VMB_MAX_NODES - 1);
-		if (rc)
-			return vmb__diag_add(diags, VMB_ERROR, where, v->line,
-			    k->name, "bad node list \"%.64s\" (expected e.g. "
-			    "\"nodes:0-1,3\")", s);
-	} else if (strcmp(s, "all") != 0) {
-		rc = vmb__parse_ranges(s, cpubits, 4096);
-		if (rc)
-			return vmb__diag_add(diags, VMB_ERROR, where, v->line,
-			    k->name, "bad CPU list \"%.64s\" (expected \"all\", "
-			    "\"0-3,5\" or \"nodes:0-1\")", s);
+	n = vmb__cpus_parse(s, it, VMB_CPUS_ITEMS_MAX);
+	if (n == -ERANGE)
+		return vmb__diag_add(diags, VMB_ERROR, where, v->line, k->name,
+		    "number out of range in \"%.64s\" (nodes up to %d, CPUs "
+		    "up to %d)", s, VMB_MAX_NODES - 1, VMB_MAX_CPUS - 1);
+	if (n < 0)
+		return vmb__diag_add(diags, VMB_ERROR, where, v->line, k->name,
+		    "bad CPU list \"%.64s\" (expected e.g. \"all\", "
+		    "\"0-3,^2\" or \"nodes:0-1\")", s);
+	for (int i = 0; i < n; i++) {
+		if (!it[i].node || it[i].neg) {
+			nodes = 0;
+			break;
+		}
+		for (unsigned x = it[i].lo; x <= it[i].hi; x++)
+			nodes |= 1ull << x;
 	}
-	rc = replace_string(&g->cpus, s);
+	rc = replace_string(k->key == VMB_KEY_CPUS ? &g->cpus : &g->cpus_soft,
+	    s);
 	if (rc)
 		return rc;
-	g->node_mask = bits[0];
+	if (k->key == VMB_KEY_CPUS)
+		g->node_mask = nodes;
 	return 0;
 }
 
@@ -339,6 +408,44 @@ set_uuid(struct vmb_guest *g, const struct key_desc *k,
 		return vmb__diag_add(diags, VMB_ERROR, where, v->line, k->name,
 		    "bad UUID \"%.40s\" (expected "
 		    "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx)", s);
+	return 0;
+}
+
+/* A name from `names`, or its index written as a number, as xl takes. */
+static int
+set_mode(struct vmb_guest *g, const struct key_desc *k,
+    const struct vmb_value *v, const char *where, struct vmb_diags *diags)
+{
+	static const char *const tsc[] = { "default", "always_emulate",
+	    "native" };
+	static const char *const timer[] = { "delay_for_missed_ticks",
+	    "no_delay_for_missed_ticks", "no_missed_ticks_pending",
+	    "one_missed_tick_pending" };
+	bool is_tsc = k->key == VMB_KEY_TSC_MODE;
+	const char *const *names = is_tsc ? tsc : timer;
+	long long n = is_tsc ? 3 : 4, x = -1;
+
+	if (v->type == VMB_VALUE_INT) {
+		x = v->u.i;
+	} else if (v->type == VMB_VALUE_STRING && v->u.s) {
+		for (long long i = 0; i < n; i++)
+			if (!strcmp(v->u.s, names[i]))
+				x = i;
+		if (is_tsc && !strcmp(v->u.s, "native_paravirt"))
+			return vmb__diag_add(diags, VMB_ERROR, where, v->line,
+			    k->name, "native_paravirt was removed from Xen "
+			    "(4.12)");
+	}
+	if (x < 0 || x >= n)
+		return vmb__diag_add(diags, VMB_ERROR, where, v->line, k->name,
+		    "expected %s, or 0 to %lld", is_tsc ? "default, "
+		    "always_emulate, native" : "delay_for_missed_ticks, "
+		    "no_delay_for_missed_ticks, no_missed_ticks_pending, "
+		    "one_missed_tick_pending", n - 1);
+	if (is_tsc)
+		g->tsc_mode = (enum vmb_tsc_mode)x;
+	else
+		g->timer_mode = (enum vmb_timer_mode)x;
 	return 0;
 }
 
@@ -381,24 +488,26 @@ vnode_item(struct vmb_vnode *vn, unsigned idx, const char *item,
 		*seen |= 2;
 	} else if (klen == 5 && !strncmp(item, "vcpus", 5)) {
 		memset(vn->vcpus, 0, sizeof(vn->vcpus));
-		if (vmb__parse_ranges(val, vn->vcpus, VMB_VCPUS_MAX))
+		if (vmb__parse_ranges(val, vn->vcpus, VMB_MAX_VCPUS))
 			return vmb__diag_add(diags, VMB_ERROR, where, v->line,
 			    k->name, "vnode %u: bad vcpus \"%.40s\"", idx, val);
 		*seen |= 4;
 	} else if (klen == 10 && !strncmp(item, "vdistances", 10)) {
 		uint32_t n = 0;
 
-		/* Checked, not used: hvsim and the loader have no SLIT. */
+		/* The guest's SLIT: 10..254 (255 is "unreachable"). */
 		for (const char *p = val; ; ) {
 			unsigned long d;
 
 			errno = 0;
 			d = strtoul(p, &end, 10);
-			if (end == p || errno || d > 255)
+			if (end == p || errno || d < 10 || d > 254 ||
+			    n >= VMB_MAX_VNODES)
 				return vmb__diag_add(diags, VMB_ERROR, where,
 				    v->line, k->name, "vnode %u: bad "
-				    "vdistances \"%.40s\"", idx, val);
-			n++;
+				    "vdistances \"%.40s\" (10 to 254 each, one "
+				    "per vnode)", idx, val);
+			vn->distances[n++] = (uint8_t)d;
 			if (*end == '\0')
 				break;
 			if (*end != ',')
@@ -494,6 +603,9 @@ static const struct key_desc keys[] = {
 	{ "vnuma",	VMB_KEY_VNUMA,		set_vnuma },
 	{ "hap",	VMB_KEY_HAP,		set_hap },
 	{ "uuid",	VMB_KEY_UUID,		set_uuid },
+	{ "cpus_soft",	VMB_KEY_CPUS_SOFT,	set_cpus },
+	{ "tsc_mode",	VMB_KEY_TSC_MODE,	set_mode },
+	{ "timer_mode",	VMB_KEY_TIMER_MODE,	set_mode },
 };
 
 /*
@@ -506,10 +618,10 @@ static const char *const xl_ignored[] = {
 	"videoram", "boot", "pci", "localtime", "acpi", "apic", "pae",
 	"viridian", "usb", "usbdevice", "usbctrl", "sdl", "vnc", "vnclisten",
 	"vncpasswd", "root", "bootloader", "bootloader_args", "cpu_weight",
-	"cpu_cap", "cpus_soft", "shadow_memory", "nestedhvm", "seclabel",
+	"cpu_cap", "shadow_memory", "nestedhvm", "seclabel",
 	"pool", "channel", "p9", "tee", "max_grant_frames",
 	"max_maptrack_frames", "device_model_version", "device_model_override",
-	"xen_platform_pci", "stdvga", "timer_mode", "tsc_mode", "hpet",
+	"xen_platform_pci", "stdvga", "hpet",
 	"nomigrate", "driver_domain", "device_tree", "firmware",
 	"acpi_firmware", "smbios_firmware", "vtpm", "vdispl", "vsnd",
 	"dtdev", "irqs", "iomem", "ioports", "rdm", "e820_host",
@@ -598,6 +710,7 @@ vmb_guest_new(struct vmb_guest **ret_guest)
 		return -ENOMEM;
 	g->type = VMB_GUEST_PVH;
 	g->hap = true;
+	g->timer_mode = VMB_TIMER_NO_DELAY_FOR_MISSED_TICKS;	/* libxl's */
 	*ret_guest = g;
 	return 0;
 }
@@ -611,6 +724,7 @@ vmb_guest_free(struct vmb_guest *g)
 	free(g->ramdisk);
 	free(g->cmdline);
 	free(g->cpus);
+	free(g->cpus_soft);
 	free(g->source);
 	free(g);
 }
@@ -638,10 +752,12 @@ vmb_guest_copy(const struct vmb_guest *src, struct vmb_guest **ret_guest)
 		return -ENOMEM;
 	*g = *src;
 	g->kernel = g->ramdisk = g->cmdline = g->cpus = g->source = NULL;
+	g->cpus_soft = NULL;
 	if ((rc = dup_or_null(src->kernel, &g->kernel)) ||
 	    (rc = dup_or_null(src->ramdisk, &g->ramdisk)) ||
 	    (rc = dup_or_null(src->cmdline, &g->cmdline)) ||
 	    (rc = dup_or_null(src->cpus, &g->cpus)) ||
+	    (rc = dup_or_null(src->cpus_soft, &g->cpus_soft)) ||
 	    (rc = dup_or_null(src->source, &g->source)))
 		goto fail;
 	*ret_guest = g;
@@ -718,6 +834,12 @@ vmb_guest_validate(struct vmb_guest *g, const char *basedir,
 		ERR(VMB_KEY_MAXMEM, "memory (%llu MiB) is larger than maxmem "
 		    "(%llu MiB)", (unsigned long long)(g->memory_bytes / VMB_MIB),
 		    (unsigned long long)(g->maxmem_bytes / VMB_MIB));
+	else if (g->memory_bytes < g->maxmem_bytes)
+		ERR(VMB_KEY_MAXMEM, "maxmem (%llu MiB) above memory (%llu MiB) "
+		    "makes xl populate the guest on demand, which vmbuild does "
+		    "not do; leave maxmem out or set it to memory",
+		    (unsigned long long)(g->maxmem_bytes / VMB_MIB),
+		    (unsigned long long)(g->memory_bytes / VMB_MIB));
 	if (g->vcpus > g->maxvcpus)
 		ERR(VMB_KEY_MAXVCPUS, "vcpus (%u) is larger than maxvcpus (%u)",
 		    g->vcpus, g->maxvcpus);
@@ -740,16 +862,29 @@ vmb_guest_validate(struct vmb_guest *g, const char *basedir,
 			    (unsigned long long)(g->memory_bytes / VMB_MIB));
 		if (overlap)
 			ERR(VMB_KEY_VNUMA, "a vCPU is in more than one vnode");
-		for (uint32_t c = 0; c < VMB_VCPUS_MAX; c++) {
+		/* As libxl__vnuma_config_check: local is the nearest. */
+		for (uint32_t i = 0; i < g->nr_vnodes; i++)
+			for (uint32_t j = 0; j < g->nr_vnodes; j++)
+				if (g->vnodes[i].distances[j] <
+				    g->vnodes[i].distances[i]) {
+					ERR(VMB_KEY_VNUMA, "vnode %u: distance "
+					    "to vnode %u (%u) is smaller than "
+					    "its local distance (%u)", i, j,
+					    g->vnodes[i].distances[j],
+					    g->vnodes[i].distances[i]);
+					i = j = g->nr_vnodes;
+				}
+		for (uint32_t c = 0; c < VMB_MAX_VCPUS; c++) {
 			bool in = cover[c / 64] & (1ull << (c % 64));
 
-			if (c < g->vcpus && !in) {
+			/* As xl: the vnodes hold every vCPU up to maxvcpus. */
+			if (c < g->maxvcpus && !in) {
 				ERR(VMB_KEY_VNUMA, "vCPU %u is in no vnode", c);
 				break;
 			}
-			if (c >= g->vcpus && in) {
+			if (c >= g->maxvcpus && in) {
 				ERR(VMB_KEY_VNUMA, "vnode vCPU %u, but the guest "
-				    "has %u vcpus", c, g->vcpus);
+				    "has %u vcpus", c, g->maxvcpus);
 				break;
 			}
 		}
@@ -861,6 +996,10 @@ vmb_guest_format_json(const struct vmb_guest *g, char **ret_json)
 	json_str(f, g->cmdline);
 	fputs(",\n  \"cpus\": ", f);
 	json_str(f, g->cpus);
+	fputs(",\n  \"cpus_soft\": ", f);
+	json_str(f, g->cpus_soft);
+	fprintf(f, ",\n  \"tsc_mode\": %d,\n  \"timer_mode\": %d",
+	    (int)g->tsc_mode, (int)g->timer_mode);
 	fputs(",\n  \"nodes\": [", f);
 	for (unsigned n = 0, first = 1; n < 64; n++)
 		if (g->node_mask >> n & 1) {
@@ -872,8 +1011,12 @@ vmb_guest_format_json(const struct vmb_guest *g, char **ret_json)
 		fprintf(f, "%s\n    {\"pnode\": %u, \"size_bytes\": %llu, "
 		    "\"vcpus\": ", i ? "," : "", g->vnodes[i].pnode,
 		    (unsigned long long)g->vnodes[i].size_bytes);
-		ranges_str(f, g->vnodes[i].vcpus, VMB_VCPUS_MAX);
-		fputc('}', f);
+		ranges_str(f, g->vnodes[i].vcpus, VMB_MAX_VCPUS);
+		fputs(", \"vdistances\": [", f);
+		for (uint32_t j = 0; j < g->nr_vnodes; j++)
+			fprintf(f, "%s%u", j ? ", " : "",
+			    g->vnodes[i].distances[j]);
+		fputs("]}", f);
 	}
 	fputs(g->nr_vnodes ? "\n  ]" : "]", f);
 	fputs(",\n  \"uuid\": ", f);

@@ -7,7 +7,9 @@
  * mode, paging off.  Its PT_LOAD segments are copied at their physical
  * addresses.  After the kernel, page aligned, come: one page with the
  * start info, the module list and the memory map; the command line; the
- * ramdisk.  Everything must fit in populated memory below 4 GiB.
+ * ramdisk.  Everything must fit in RAM below the MMIO hole (layout.c).
+ * A bzImage (what distributions ship as vmlinuz) is unpacked to the ELF
+ * it carries first (bzimage.c), as libxenguest does.
  *
  * Files are untrusted: every offset and size is checked against the file
  * before it is used, and segments may not overlap.  The same code serves
@@ -67,7 +69,6 @@ _Static_assert(sizeof(struct pvh_start_info) == 56, "start info layout");
 _Static_assert(sizeof(struct pvh_module) == 32, "module layout");
 _Static_assert(sizeof(struct pvh_memmap_entry) == 24, "memmap layout");
 
-#define PVH_MEMMAP_RAM		1
 #define INFO_OFF_MODLIST	64
 #define INFO_OFF_MEMMAP		128
 
@@ -393,6 +394,23 @@ vmb__image_open_why(const struct vmb_guest *g, struct vmb__image **ret,
 		    rc);
 		goto fail;
 	}
+	if (vmb__is_bzimage(img->kernel, img->kernel_len)) {
+		uint8_t *elf = NULL;
+		size_t elf_len = 0;
+		char bzwhy[192] = "";
+
+		rc = vmb__bzimage_unpack(img->kernel, img->kernel_len, &elf,
+		    &elf_len, bzwhy, sizeof(bzwhy));
+		if (rc) {
+			if (why && why_len)
+				snprintf(why, why_len, "kernel %s: %s",
+				    g->kernel, bzwhy);
+			goto fail;
+		}
+		free(img->kernel);
+		img->kernel = elf;
+		img->kernel_len = elf_len;
+	}
 	rc = vmb__elf_parse(img->kernel, img->kernel_len, &img->elf);
 	if (rc && why && why_len) {
 		bool elf = img->kernel_len >= SELFMAG &&
@@ -511,20 +529,70 @@ vmb__image_load_why(const struct vmb_backend_ops *ops, void *priv,
     uint32_t domid, const struct vmb__image *img, uint64_t mem_bytes,
     struct vmb_boot *ret_boot, char *why, size_t why_len)
 {
-	uint8_t info_page[VMB_PAGE_SIZE];
+	struct vmb_memmap_entry ram = { 0, mem_bytes, VMB_E820_RAM };
+	struct vmb__load_env env = { .load_limit = mem_bytes,
+	    .ram_bytes = mem_bytes, .memmap = &ram, .nr_memmap = 1 };
+
+	return vmb__image_load_env(ops, priv, domid, img, &env, ret_boot, why,
+	    why_len);
+}
+
+/* The start info page: header, module list, memory map. */
+static int
+fill_info_page(uint8_t *page, const struct vmb__image *img,
+    const struct vmb__load_env *env, uint64_t info, uint64_t cmdline,
+    uint64_t ramdisk)
+{
 	struct pvh_start_info si;
 	struct pvh_module mod;
-	struct pvh_memmap_entry mm;
+
+	if (env->nr_memmap == 0 || env->nr_memmap > VMB_MEMMAP_MAX ||
+	    INFO_OFF_MEMMAP + env->nr_memmap * sizeof(struct pvh_memmap_entry)
+	    > VMB_PAGE_SIZE)
+		return -EINVAL;
+	memset(page, 0, VMB_PAGE_SIZE);
+	si = (struct pvh_start_info){
+		.magic = VMB_HVM_START_MAGIC,
+		.version = 1,
+		.nr_modules = img->ramdisk ? 1 : 0,
+		.modlist_paddr = img->ramdisk ? info + INFO_OFF_MODLIST : 0,
+		.cmdline_paddr = cmdline,
+		.rsdp_paddr = env->rsdp,
+		.memmap_paddr = info + INFO_OFF_MEMMAP,
+		.memmap_entries = env->nr_memmap,
+	};
+	mod = (struct pvh_module){ .paddr = ramdisk,
+	    .size = img->ramdisk_len };
+	memcpy(page, &si, sizeof(si));
+	if (img->ramdisk)
+		memcpy(page + INFO_OFF_MODLIST, &mod, sizeof(mod));
+	for (uint32_t i = 0; i < env->nr_memmap; i++) {
+		struct pvh_memmap_entry mm = { .addr = env->memmap[i].addr,
+		    .size = env->memmap[i].size, .type = env->memmap[i].type };
+
+		memcpy(page + INFO_OFF_MEMMAP + i * sizeof(mm), &mm,
+		    sizeof(mm));
+	}
+	return 0;
+}
+
+int
+vmb__image_load_env(const struct vmb_backend_ops *ops, void *priv,
+    uint32_t domid, const struct vmb__image *img,
+    const struct vmb__load_env *env, struct vmb_boot *ret_boot, char *why,
+    size_t why_len)
+{
+	uint8_t info_page[VMB_PAGE_SIZE];
 	uint64_t info, cmdline = 0, ramdisk = 0, end, limit;
 	struct window w = { 0 };
 	size_t cmdlen = img && img->cmdline ? strlen(img->cmdline) + 1 : 0;
 	int rc;
 
-	if (!ops || !img || !ret_boot)
+	if (!ops || !img || !env || !ret_boot)
 		return -EINVAL;
 	if (!ops->map && !ops->write)
 		return -EOPNOTSUPP;
-	limit = mem_bytes < LOAD_LIMIT ? mem_bytes : LOAD_LIMIT;
+	limit = env->load_limit < LOAD_LIMIT ? env->load_limit : LOAD_LIMIT;
 	info = page_up(img->elf.high);
 	end = info + VMB_PAGE_SIZE;
 	if (cmdlen) {
@@ -583,32 +651,19 @@ vmb__image_load_why(const struct vmb_backend_ops *ops, void *priv,
 	    img->ramdisk, img->ramdisk_len)))
 		goto out;
 
-	memset(info_page, 0, sizeof(info_page));
-	si = (struct pvh_start_info){
-		.magic = VMB_HVM_START_MAGIC,
-		.version = 1,
-		.nr_modules = img->ramdisk ? 1 : 0,
-		.modlist_paddr = img->ramdisk ? info + INFO_OFF_MODLIST : 0,
-		.cmdline_paddr = cmdline,
-		.memmap_paddr = info + INFO_OFF_MEMMAP,
-		.memmap_entries = 1,
-	};
-	mod = (struct pvh_module){ .paddr = ramdisk,
-	    .size = img->ramdisk_len };
-	mm = (struct pvh_memmap_entry){ .addr = 0, .size = mem_bytes,
-	    .type = PVH_MEMMAP_RAM };
-	memcpy(info_page, &si, sizeof(si));
-	if (img->ramdisk)
-		memcpy(info_page + INFO_OFF_MODLIST, &mod, sizeof(mod));
-	memcpy(info_page + INFO_OFF_MEMMAP, &mm, sizeof(mm));
-	rc = guest_write(ops, priv, domid, &w, info, info_page,
-	    sizeof(info_page));
+	rc = fill_info_page(info_page, img, env, info, cmdline, ramdisk);
+	if (!rc)
+		rc = guest_write(ops, priv, domid, &w, info, info_page,
+		    sizeof(info_page));
 	if (rc)
 		goto out;
 	memset(ret_boot, 0, sizeof(*ret_boot));
 	ret_boot->entry = img->elf.entry;
 	ret_boot->start_info = info;
-	ret_boot->memory_bytes = mem_bytes;
+	ret_boot->memory_bytes = env->ram_bytes;
+	ret_boot->nr_memmap = env->nr_memmap;
+	memcpy(ret_boot->memmap, env->memmap,
+	    env->nr_memmap * sizeof(*env->memmap));
 out:
 	if (w.map && ops->unmap)
 		ops->unmap(priv, w.map, (size_t)((w.hi - w.lo) >>

@@ -290,7 +290,7 @@ allowed_nodes(const struct vmb_host *host, const struct vmb_guest *g,
 {
 	uint64_t all = host->nr_nodes >= 64 ? ~0ull :
 	    (1ull << host->nr_nodes) - 1;
-	uint64_t cpubits[4096 / 64] = { 0 }, mask = 0;
+	uint64_t cpubits[VMB_MAX_CPUS / 64], mask = 0;
 
 	*ret_explicit = false;
 	if (g->node_mask) {
@@ -305,31 +305,18 @@ allowed_nodes(const struct vmb_host *host, const struct vmb_guest *g,
 		*ret_explicit = true;
 		return 0;
 	}
-	if (!g->cpus || !strcmp(g->cpus, "all") ||
-	    !strncmp(g->cpus, "node", 4)) {
+	if (!g->cpus || !strcmp(g->cpus, "all")) {
 		*ret_mask = all;
 		return 0;
 	}
-	if (vmb__parse_ranges(g->cpus, cpubits, 4096)) {
-		why_set(why, why_len, "cpus=\"%s\": not a CPU list", g->cpus);
+	/* Any other CPU list (xl syntax): the nodes of the CPUs it names. */
+	if (vmb__cpus_resolve("cpus", g->cpus, host, cpubits, why, why_len))
 		return -EINVAL;
-	}
-	for (uint32_t c = 0; c < 4096; c++) {
-		bool found = false;
+	for (uint32_t i = 0; host->cpus && i < host->nr_cpus; i++) {
+		uint32_t c = host->cpus[i].cpu;
 
-		if (!(cpubits[c / 64] >> (c % 64) & 1))
-			continue;
-		for (uint32_t i = 0; host->cpus && i < host->nr_cpus; i++)
-			if (host->cpus[i].cpu == c) {
-				mask |= 1ull << host->cpus[i].node;
-				found = true;
-			}
-		if (!found) {
-			why_set(why, why_len, "cpus=\"%s\": CPU %u does not "
-			    "exist (the host has %u CPUs)", g->cpus, c,
-			    host->nr_cpus);
-			return -EINVAL;
-		}
+		if (c < VMB_MAX_CPUS && (cpubits[c / 64] >> (c % 64) & 1))
+			mask |= 1ull << host->cpus[i].node;
 	}
 	*ret_mask = mask & all;
 	if (!*ret_mask) {

@@ -2,9 +2,10 @@
  * populate.c - filling a new domain's memory: the engine and the libxl
  * pattern.
  *
- * Guest memory is laid out from gfn 0 (vmb__layout): for a vNUMA guest
- * vnode after vnode, each on its pnode; otherwise in placement order, the
- * first placed node getting the first node_bytes[0], and so on.
+ * Guest memory is laid out by layout.c (vmb__layout_plan): for a vNUMA
+ * guest vnode after vnode, each on its pnode; otherwise in placement
+ * order, the first placed node getting the first node_bytes[0], and so
+ * on; RAM that would reach the MMIO hole below 4 GiB continues at 4 GiB.
  *
  * The engine (VMB_POPULATE_ENGINE) cuts each node's ranges into extents of
  * the largest orders its alignment allows (1 GiB, 2 MiB, 4 KiB), groups
@@ -75,42 +76,6 @@ vmb__split_extents(uint64_t gfn, uint64_t pages, uint32_t node,
 		pages -= 1ull << order;
 	}
 	return n;
-}
-
-int
-vmb__layout(const struct vmb_guest *g, const struct vmb_placement *pl,
-    struct vmb__range *ranges)
-{
-	uint64_t gfn = 0;
-	uint32_t n = 0;
-
-	if (!g || !pl)
-		return -EINVAL;
-	if (g->nr_vnodes) {
-		if (g->nr_vnodes > VMB_MAX_VNODES)
-			return -EINVAL;
-		for (uint32_t i = 0; i < g->nr_vnodes; i++) {
-			uint64_t pages = g->vnodes[i].size_bytes >>
-			    VMB_PAGE_SHIFT;
-
-			ranges[n++] = (struct vmb__range){ gfn, pages,
-			    g->vnodes[i].pnode };
-			gfn += pages;
-		}
-	} else {
-		if (pl->nr_nodes > VMB_MAX_NODES)
-			return -EINVAL;
-		for (uint32_t i = 0; i < pl->nr_nodes; i++) {
-			uint64_t pages = pl->node_bytes[i] >> VMB_PAGE_SHIFT;
-
-			ranges[n++] = (struct vmb__range){ gfn, pages,
-			    pl->nodes[i] };
-			gfn += pages;
-		}
-	}
-	if (gfn << VMB_PAGE_SHIFT != g->memory_bytes)
-		return -EINVAL;
-	return (int)n;
 }
 
 static void

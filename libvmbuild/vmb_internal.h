@@ -68,6 +68,9 @@ int vmb__counters_from_hv(const struct hv_counters *h, size_t len,
 void vmb__counters_sum(struct vmb_counters *c);
 
 /* diag.c */
+/* printf into why[len] (both may be 0/NULL): why a step failed. */
+void vmb__why(char *why, size_t len, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
 /* Adds one diagnostic; returns -EINVAL for errors, 0 for warnings. */
 int vmb__diag_add(struct vmb_diags *diags, enum vmb_severity sev,
     const char *file, int line, const char *key, const char *fmt, ...)
@@ -76,6 +79,25 @@ int vmb__diag_add(struct vmb_diags *diags, enum vmb_severity sev,
 /* guest.c */
 /* "0-3,5" into a bitmap of `nbits`; -EINVAL on syntax, -ERANGE past nbits. */
 int vmb__parse_ranges(const char *s, uint64_t *bits, unsigned nbits);
+
+/*
+ * xl's CPU list (cpus=, cpus_soft=): comma-separated items "all", "N",
+ * "N-M", "node:N", "nodes:N-M", each may start with "^" (take away what
+ * earlier items gave).  Items are applied in order.
+ */
+struct vmb__cpus_item {
+	bool	neg, node, all;
+	unsigned lo, hi;
+};
+#define VMB_CPUS_ITEMS_MAX	64
+/* Returns the number of items, -EINVAL, -ERANGE or -E2BIG. */
+int vmb__cpus_parse(const char *s, struct vmb__cpus_item *items, size_t cap);
+/*
+ * The CPUs (a VMB_MAX_CPUS bitmap) a CPU list names on `host`; -EINVAL
+ * with `why` when it names CPUs or nodes the host does not have, or none.
+ */
+int vmb__cpus_resolve(const char *key, const char *s,
+    const struct vmb_host *host, uint64_t *bits, char *why, size_t why_len);
 
 /*
  * placement.c: choose nodes for the guest from the host, the scrubber's
@@ -115,23 +137,36 @@ int vmb__place_why(const struct vmb_host *host, const struct vmb_scrub *scrub,
 size_t vmb__split_extents(uint64_t gfn, uint64_t pages, uint32_t node,
     struct vmb_extent *out, size_t cap);
 
-/* A guest-physical range and the host node it is populated from. */
-struct vmb__range {
-	uint64_t gfn;
-	uint64_t pages;
-	uint32_t node;
-};
-
-#define VMB_MAX_RANGES		(VMB_MAX_NODES > VMB_MAX_VNODES ? \
-				    VMB_MAX_NODES : VMB_MAX_VNODES)
-
+/* layout.c */
 /*
- * Where each part of the guest goes: one range per vnode (in vnode order)
- * for a vNUMA guest, else one per placed node, from gfn 0 up.  Returns
- * the number of ranges, or -EINVAL if they do not add up to the guest.
+ * The guest-physical layout of `guest` placed by `placement` (see
+ * backend.h).  -EINVAL if the vnuma sizes or the placement do not add
+ * up to the guest's memory; -E2BIG past the guest-physical limit.
  */
+int vmb__layout_plan(const struct vmb_guest *guest,
+    const struct vmb_placement *placement, struct vmb_layout *ret);
+/* Only the ranges of vmb__layout_plan(); returns how many. */
 int vmb__layout(const struct vmb_guest *guest,
     const struct vmb_placement *placement, struct vmb__range *ranges);
+/*
+ * The guest's memory map: the layout's RAM and the firmware's regions
+ * (may be NULL), sorted by address; -EINVAL if they overlap or do not
+ * fit in `cap` entries.  Returns the number of entries.
+ */
+int vmb__memmap(const struct vmb_layout *layout,
+    const struct vmb_firmware *fw, struct vmb_memmap_entry *out, size_t cap);
+
+/* platform.c: build steps (see there); `why` says what failed. */
+int vmb__step_paging(const struct vmb_guest *guest, uint32_t caps,
+    bool *ret_hap, char *why, size_t why_len);
+int vmb__step_platform(struct vmb_ctx *ctx, uint32_t domid,
+    const struct vmb_guest *guest, const struct vmb_layout *layout,
+    const struct vmb_placement *placement, const struct vmb_host *host,
+    char *why, size_t why_len);
+int vmb__step_firmware(struct vmb_ctx *ctx, uint32_t domid,
+    const struct vmb_guest *guest, const struct vmb_layout *layout,
+    struct vmb_firmware *ret_fw, struct vmb_memmap_entry *memmap,
+    uint32_t *ret_nr, char *why, size_t why_len);
 
 struct vmb__populate_job {
 	const struct vmb_backend_ops *ops;
@@ -184,6 +219,12 @@ struct vmb__elf {
 	uint64_t low, high;		/* [low, high): guest-physical extent */
 };
 
+/* bzimage.c: the ELF inside an x86 bzImage (xz or gzip payload). */
+bool vmb__is_bzimage(const void *image, size_t len);
+/* *ret is malloc'd; `why` says what is wrong with the image. */
+int vmb__bzimage_unpack(const void *image, size_t len, uint8_t **ret,
+    size_t *ret_len, char *why, size_t why_len);
+
 /* Parse and check an ELF image held in memory. */
 int vmb__elf_parse(const void *image, size_t len, struct vmb__elf *ret_elf);
 
@@ -207,6 +248,22 @@ int vmb__image_load(const struct vmb_backend_ops *ops, void *priv,
 int vmb__image_load_why(const struct vmb_backend_ops *ops, void *priv,
     uint32_t domid, const struct vmb__image *img, uint64_t mem_bytes,
     struct vmb_boot *ret_boot, char *why, size_t why_len);
+/*
+ * The same into a guest laid out by layout.c: everything goes below
+ * `load_limit` (the end of RAM below the MMIO hole); the start info
+ * carries `memmap` and the ACPI RSDP (0: none); *ret_boot gets the map.
+ */
+struct vmb__load_env {
+	uint64_t load_limit;
+	uint64_t ram_bytes;		/* all of the guest's RAM */
+	const struct vmb_memmap_entry *memmap;
+	uint32_t nr_memmap;
+	uint64_t rsdp;
+};
+int vmb__image_load_env(const struct vmb_backend_ops *ops, void *priv,
+    uint32_t domid, const struct vmb__image *img,
+    const struct vmb__load_env *env, struct vmb_boot *ret_boot, char *why,
+    size_t why_len);
 
 /* Time */
 uint64_t vmb__now_ns(void);

@@ -31,6 +31,7 @@
 
 #define VMB_MAX_NODES		64
 #define VMB_MAX_VNODES		16
+#define VMB_MAX_VCPUS		256
 #define VMB_NAME_LEN		64	/* including the NUL */
 #define VMB_DOMID_INVALID	0x7ff4u
 
@@ -82,13 +83,25 @@ enum vmb_key {
 	VMB_KEY_NAME = 0, VMB_KEY_TYPE, VMB_KEY_MEMORY, VMB_KEY_MAXMEM,
 	VMB_KEY_VCPUS, VMB_KEY_MAXVCPUS, VMB_KEY_KERNEL, VMB_KEY_RAMDISK,
 	VMB_KEY_CMDLINE, VMB_KEY_EXTRA, VMB_KEY_CPUS, VMB_KEY_VNUMA,
-	VMB_KEY_HAP, VMB_KEY_UUID, VMB_KEY_MAX
+	VMB_KEY_HAP, VMB_KEY_UUID, VMB_KEY_CPUS_SOFT, VMB_KEY_TSC_MODE,
+	VMB_KEY_TIMER_MODE, VMB_KEY_MAX
 };
+
+/* tsc_mode= (Xen's TSC modes; native_paravirt was removed in 4.12). */
+enum vmb_tsc_mode { VMB_TSC_DEFAULT = 0, VMB_TSC_ALWAYS_EMULATE = 1,
+	VMB_TSC_NATIVE = 2 };
+/* timer_mode= (HVMPTM_*); the default is no_delay_for_missed_ticks. */
+enum vmb_timer_mode { VMB_TIMER_DELAY_FOR_MISSED_TICKS = 0,
+	VMB_TIMER_NO_DELAY_FOR_MISSED_TICKS = 1,
+	VMB_TIMER_NO_MISSED_TICKS_PENDING = 2,
+	VMB_TIMER_ONE_MISSED_TICK_PENDING = 3 };
 
 struct vmb_vnode {
 	uint32_t pnode;		/* host node */
 	uint64_t size_bytes;
-	uint64_t vcpus[4];	/* bitmap of vCPUs, up to 256 */
+	uint64_t vcpus[VMB_MAX_VCPUS / 64];	/* bitmap of vCPUs */
+	/* vdistances= to vnode 0, 1, ...; all 0: 10 local, 20 remote */
+	uint8_t	distances[VMB_MAX_VNODES];
 };
 
 struct vmb_guest {
@@ -98,11 +111,19 @@ struct vmb_guest {
 	uint64_t maxmem_bytes;	/* >= memory_bytes */
 	uint32_t vcpus;
 	uint32_t maxvcpus;	/* >= vcpus */
-	bool	hap;		/* false: shadow paging (xl.cfg hap=0) */
+	/*
+	 * hap=1/0 (keys_set says whether it was written): HAP or shadow
+	 * paging.  Unset, the build takes HAP where the host has it, else
+	 * shadow paging, as libxl does.
+	 */
+	bool	hap;
 	char	*kernel;	/* absolute path after validation */
 	char	*ramdisk;	/* NULL if none */
 	char	*cmdline;	/* NULL if none */
 	char	*cpus;		/* as written, e.g. "nodes:0-1"; NULL if none */
+	char	*cpus_soft;	/* soft affinity, same syntax; NULL if none */
+	enum vmb_tsc_mode tsc_mode;
+	enum vmb_timer_mode timer_mode;
 	uint64_t node_mask;	/* nodes allowed by cpus="nodes:..."; 0 = any */
 	uint32_t nr_vnodes;
 	struct vmb_vnode vnodes[VMB_MAX_VNODES];
@@ -134,8 +155,9 @@ int vmb_guest_copy(const struct vmb_guest *src, struct vmb_guest **ret_guest);
 
 /*
  * Set one key (xl.cfg names: name, type, memory, maxmem, vcpus, maxvcpus,
- * kernel, ramdisk, cmdline, extra, cpus, vnuma, hap, uuid).  Sizes are in
- * MiB as in xl.cfg.  An unknown key or a bad value adds a diagnostic
+ * kernel, ramdisk, cmdline, extra, cpus, cpus_soft, vnuma, hap, uuid,
+ * tsc_mode, timer_mode).
+ * Sizes are in MiB as in xl.cfg.  An unknown key or a bad value adds a diagnostic
  * (file `where`, the value's line) and returns -EINVAL.
  */
 int vmb_guest_set(struct vmb_guest *guest, const char *key,
@@ -182,7 +204,8 @@ struct vmb_ctx;
 #define VMB_CAP_PERF_COUNTERS	(1u << 3)	/* Xen perf counters */
 #define VMB_CAP_IMAGE_LOAD	(1u << 4)	/* guest memory can be mapped */
 #define VMB_CAP_CLAIMS		(1u << 5)
-#define VMB_CAP_SHADOW		(1u << 6)
+#define VMB_CAP_SHADOW		(1u << 6)	/* shadow paging */
+#define VMB_CAP_HAP		(1u << 8)	/* hardware-assisted paging */
 /*
  * The host's nodes and CPUs are the ones this process runs on (hvsim
  * with --topology host): populate workers may be pinned to a node's

@@ -9,7 +9,7 @@ set -eu
 declare -A pk
 # build: scdoc for the man pages.
 pk[build]="build-essential pkg-config libxen-dev libyajl-dev libevent-dev
-	   libsystemd-dev uuid-dev scdoc"
+	   libsystemd-dev uuid-dev liblzma-dev zlib1g-dev scdoc"
 # check: cmocka for the unit tests, promtool and the server (prometheus)
 # for the metrics and rules tests, systemd-analyze (systemd) for the unit
 # files, python3 for the protocol tests; tests/ops: the package build

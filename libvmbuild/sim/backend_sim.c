@@ -143,6 +143,7 @@ sim_caps(void *priv)
 		caps |= VMB_CAP_IMAGE_LOAD;
 	if (hc & HV_CAP_SHADOW)
 		caps |= VMB_CAP_SHADOW;
+	caps |= VMB_CAP_HAP;	/* hvsim models HAP for every host */
 	if (hc & HV_CAP_CLAIMS)
 		caps |= VMB_CAP_CLAIMS;
 	/* Without the flag the topology is modelled. */

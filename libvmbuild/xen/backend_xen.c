@@ -3,10 +3,12 @@
  * libxenctrl, libxenforeignmemory and libxenstore.
  *
  * This file holds the handles, host information, domain lifetime and the
- * memory operations (claim, populate, map).  What a PVH domain needs
- * before its first unpause is in xen_boot.c, the xenstore entries in
- * xen_xs.c, the probes of the companion hypercalls and of Xen's perf
- * counters in xen_companion.c.
+ * memory operations (claim, populate, map).  vNUMA, affinity, CPUID and
+ * TSC are in xen_platform.c, the special pages and ACPI tables in
+ * xen_firmware.c and xen_acpi.c, what a PVH domain needs before its
+ * first unpause in xen_boot.c, the xenstore entries in xen_xs.c, the
+ * probes of the companion hypercalls and of Xen's perf counters in
+ * xen_companion.c.
  *
  * Threads: every op may run on several daemon workers at once.  The
  * xenctrl and foreignmemory handles are opened reentrant (each call is its
@@ -95,6 +97,11 @@ xen_probe(struct xen_be *be)
 	if (pi.capabilities & XEN_SYSCTL_PHYSCAP_shadow)
 		be->caps |= VMB_CAP_SHADOW;
 	be->have_hap = (pi.capabilities & XEN_SYSCTL_PHYSCAP_hap) != 0;
+	if (be->have_hap)
+		be->caps |= VMB_CAP_HAP;
+	/* libxl's default max grant version: 2 where Xen offers it. */
+	be->gnttab_version = (pi.capabilities & XEN_SYSCTL_PHYSCAP_gnttab_v2) ?
+	    2 : 1;
 
 	xen_companion_probe(be);
 	if (be->companion & XEN_COMP_SCRUB)
@@ -392,13 +399,7 @@ xen_domain_create(void *priv, const struct vmb_dom_config *cfg,
 	    cfg->max_pages == 0 || cfg->target_pages > cfg->max_pages ||
 	    !cfg->hvm)
 		return -EINVAL;	/* this backend builds PVH domains only */
-	/*
-	 * RAM is laid out from gfn 0 in one range: it must end below the
-	 * special pages (no MMIO hole / high memory layout yet).
-	 */
-	if (cfg->target_pages > XEN_SPECIAL_GFN(0))
-		return -E2BIG;
-	/* Say which paging mode is missing rather than Xen's -EINVAL. */
+	/* The build chose the mode (vmb__step_paging); Xen's -EINVAL says less. */
 	if (cfg->hap ? !be->have_hap : !(be->caps & VMB_CAP_SHADOW))
 		return -EOPNOTSUPP;
 
@@ -409,7 +410,7 @@ xen_domain_create(void *priv, const struct vmb_dom_config *cfg,
 	dc.max_evtchn_port = XEN_MAX_EVTCHN_PORT;
 	dc.max_grant_frames = -1;
 	dc.max_maptrack_frames = -1;
-	dc.grant_opts = XEN_DOMCTL_GRANT_version(1);
+	dc.grant_opts = XEN_DOMCTL_GRANT_version(be->gnttab_version);
 	dc.arch.emulation_flags = XEN_X86_EMU_LAPIC;
 
 	if (xc_domain_create(be->xch, &domid, &dc) < 0)
@@ -813,5 +814,7 @@ const struct vmb_backend_ops vmb_backend_xen = {
 	.populate = xen_populate,
 	.map = xen_map,
 	.unmap = xen_unmap,
+	.platform = xen_platform,
+	.firmware = xen_firmware,
 	.boot = xen_boot,
 };

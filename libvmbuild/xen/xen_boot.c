@@ -1,22 +1,23 @@
 /*
  * xen_boot.c - everything a PVH domain needs between "image loaded" and
  * its first unpause, in the order libxenguest and libxl do it for PVH
- * (xg_dom_x86.c alloc_magic_pages_hvm, bootlate_hvm, vcpu_hvm;
- * libxl__build_post):
+ * (xg_dom_x86.c bootlate_hvm, vcpu_hvm; libxl__build_post):
  *
- *   1. the special pages (xenstore and console rings, ident page table,
- *      ioreq and ring pages) in the special region below gfn 0xff000,
- *      cleared, and their HVM params;
- *   2. event channels for xenstore and the console, bound to dom0;
- *   3. the e820 the guest gets from XENMEM_memory_map;
- *   4. the reserved grant entries that let xenstored and xenconsoled map
+ *   1. event channels for xenstore and the console, bound to the domains
+ *      that run xenstored and xenconsoled (/tool/.../domid, as libxl);
+ *   2. the memory map the guest gets from XENMEM_memory_map: the same
+ *      one its start info carries (RAM around the MMIO hole, the special
+ *      pages RESERVED, the ACPI tables), as domain_construct_memmap;
+ *   3. the reserved grant entries that let xenstored and xenconsoled map
  *      the two rings;
- *   5. the BSP in 32-bit flat protected mode, paging off, at the PVH
+ *   4. the BSP in 32-bit flat protected mode, paging off, at the PVH
  *      entry with %ebx = start info; MTRRs write-back on every vCPU;
- *   6. the xenstore entries of a booted domain, then xs_introduce_domain.
+ *   5. the xenstore entries of a booted domain, then xs_introduce_domain.
  *
- * A failure undoes steps 6 back to 1 that were done (destroying the
- * domain, the caller's job, takes the rest).
+ * The special pages and ACPI tables are the firmware op's
+ * (xen_firmware.c), before the image is loaded.  A failure undoes steps
+ * 5 back to 1 that were done (destroying the domain, the caller's job,
+ * takes the rest).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -36,90 +37,22 @@
 #define X86_DR7_DEFAULT		0x00000400u
 #define MTRR_TYPE_WRBACK	6u
 #define MTRR_DEF_TYPE_ENABLE	(1u << 11)
-#define PDE_FLAGS_4M		0xe7u	/* P, RW, US, A, D, PS */
 
-/* Where each special page's gfn is announced to the guest. */
-static const struct {
-	uint32_t param;
-	uint32_t page;
-} xen_special_params[] = {
-	{ HVM_PARAM_STORE_PFN,		XEN_SPECIAL_XENSTORE },
-	{ HVM_PARAM_BUFIOREQ_PFN,	XEN_SPECIAL_BUFIOREQ },
-	{ HVM_PARAM_IOREQ_PFN,		XEN_SPECIAL_IOREQ },
-	{ HVM_PARAM_CONSOLE_PFN,	XEN_SPECIAL_CONSOLE },
-	{ HVM_PARAM_PAGING_RING_PFN,	XEN_SPECIAL_PAGING },
-	{ HVM_PARAM_MONITOR_RING_PFN,	XEN_SPECIAL_ACCESS },
-	{ HVM_PARAM_SHARING_RING_PFN,	XEN_SPECIAL_SHARING },
-};
-
+/* The memory map, the same the start info carries. */
 static int
-xen_special_pages(struct xen_be *be, uint32_t domid)
+xen_memory_map(struct xen_be *be, uint32_t domid, const struct vmb_boot *boot)
 {
-	xen_pfn_t gfns[XEN_SPECIAL_NR];
-	uint32_t *pd;
-	size_t i;
-	int err = 0;
+	struct e820entry e820[VMB_MEMMAP_MAX];
 
-	for (i = 0; i < XEN_SPECIAL_NR; i++)
-		gfns[i] = XEN_SPECIAL_GFN(i);
-	if (xc_domain_populate_physmap_exact(be->xch, domid, XEN_SPECIAL_NR,
-	    0, 0, gfns) < 0)
-		return -xen_errno();
-	if (xc_clear_domain_pages(be->xch, domid, XEN_SPECIAL_GFN(0),
-	    XEN_SPECIAL_NR) < 0)
-		return -xen_errno();
-	for (i = 0; i < sizeof(xen_special_params) /
-	    sizeof(xen_special_params[0]); i++)
-		if (xc_hvm_param_set(be->xch, domid,
-		    xen_special_params[i].param,
-		    XEN_SPECIAL_GFN(xen_special_params[i].page)) < 0)
-			return -xen_errno();
-
-	/*
-	 * Intel without unrestricted guest runs CR0.PG=0 code on an identity
-	 * map: a 32-bit page directory of 4 MiB pages.
-	 */
-	gfns[0] = XEN_SPECIAL_GFN(XEN_SPECIAL_IDENT_PT);
-	pd = xenforeignmemory_map(be->fmem, domid, PROT_READ | PROT_WRITE, 1,
-	    gfns, &err);
-	if (pd == NULL)
-		return -xen_errno();
-	if (err != 0) {
-		(void)xenforeignmemory_unmap(be->fmem, pd, 1);
-		return err < 0 ? err : -err;
+	if (boot->nr_memmap == 0 || boot->nr_memmap > VMB_MEMMAP_MAX)
+		return -EINVAL;
+	for (uint32_t i = 0; i < boot->nr_memmap; i++) {
+		e820[i].addr = boot->memmap[i].addr;
+		e820[i].size = boot->memmap[i].size;
+		e820[i].type = boot->memmap[i].type;
 	}
-	for (i = 0; i < XC_PAGE_SIZE / sizeof(*pd); i++)
-		pd[i] = (uint32_t)(i << 22) | PDE_FLAGS_4M;
-	(void)xenforeignmemory_unmap(be->fmem, pd, 1);
-	if (xc_hvm_param_set(be->xch, domid, HVM_PARAM_IDENT_PT,
-	    (uint64_t)XEN_SPECIAL_GFN(XEN_SPECIAL_IDENT_PT) << XC_PAGE_SHIFT) < 0)
-		return -xen_errno();
-	return 0;
-}
-
-static void
-xen_special_pages_undo(struct xen_be *be, uint32_t domid)
-{
-	xen_pfn_t gfns[XEN_SPECIAL_NR];
-	size_t i;
-
-	for (i = 0; i < XEN_SPECIAL_NR; i++)
-		gfns[i] = XEN_SPECIAL_GFN(i);
-	(void)xc_domain_decrease_reservation_exact(be->xch, domid,
-	    XEN_SPECIAL_NR, 0, gfns);
-}
-
-/* The memory map: RAM from 0, as libxl gives a PVH guest without ACPI. */
-static int
-xen_memory_map(struct xen_be *be, uint32_t domid, uint64_t bytes)
-{
-	struct e820entry e820[1];
-
-	e820[0].addr = 0;
-	e820[0].size = bytes;
-	e820[0].type = E820_RAM;
-	return xc_domain_set_memory_map(be->xch, domid, e820, 1) < 0 ?
-	    -xen_errno() : 0;
+	return xc_domain_set_memory_map(be->xch, domid, e820,
+	    boot->nr_memmap) < 0 ? -xen_errno() : 0;
 }
 
 /* Find a record in an HVM context blob (descriptor-prefixed records). */
@@ -252,17 +185,13 @@ xen_boot(void *priv, uint32_t domid, const struct vmb_boot *boot)
 	struct xen_be *be = priv;
 	xc_domaininfo_t di;
 	struct xen_xs_boot xb;
-	bool special = false, ports = false, xs = false;
+	bool ports = false, xs = false;
 	int port, rc;
 
 	if (boot == NULL || boot->vcpus == 0 || boot->memory_bytes == 0 ||
 	    (boot->memory_bytes & (XC_PAGE_SIZE - 1)) != 0 ||
 	    boot->entry >= (1ull << 32) || boot->start_info >= (1ull << 32))
 		return -EINVAL;
-	/* RAM from gfn 0 must stay below the special pages. */
-	if (boot->memory_bytes >
-	    ((uint64_t)XEN_SPECIAL_GFN(0) << XC_PAGE_SHIFT))
-		return -E2BIG;
 	if (xc_domain_getinfolist(be->xch, domid, 1, &di) != 1 ||
 	    di.domain != domid)
 		return -ESRCH;
@@ -279,20 +208,16 @@ xen_boot(void *priv, uint32_t domid, const struct vmb_boot *boot)
 	    boot->guest->maxmem_bytes >> 10 : xb.target_kb;
 	xb.store_gfn = XEN_SPECIAL_GFN(XEN_SPECIAL_XENSTORE);
 	xb.console_gfn = XEN_SPECIAL_GFN(XEN_SPECIAL_CONSOLE);
-
-	special = true;
-	rc = xen_special_pages(be, domid);
-	if (rc < 0)
-		goto fail;
+	xen_xs_tool_domids(be, &xb.store_domid, &xb.console_domid);
 
 	ports = true;
-	port = xc_evtchn_alloc_unbound(be->xch, domid, 0);
+	port = xc_evtchn_alloc_unbound(be->xch, domid, xb.store_domid);
 	if (port < 0) {
 		rc = -xen_errno();
 		goto fail;
 	}
 	xb.store_port = (uint32_t)port;
-	port = xc_evtchn_alloc_unbound(be->xch, domid, 0);
+	port = xc_evtchn_alloc_unbound(be->xch, domid, xb.console_domid);
 	if (port < 0) {
 		rc = -xen_errno();
 		goto fail;
@@ -306,11 +231,11 @@ xen_boot(void *priv, uint32_t domid, const struct vmb_boot *boot)
 		goto fail;
 	}
 
-	rc = xen_memory_map(be, domid, boot->memory_bytes);
+	rc = xen_memory_map(be, domid, boot);
 	if (rc < 0)
 		goto fail;
 	if (xc_dom_gnttab_seed(be->xch, domid, true, xb.console_gfn,
-	    xb.store_gfn, 0, 0) < 0) {
+	    xb.store_gfn, xb.console_domid, xb.store_domid) < 0) {
 		rc = -xen_errno();
 		goto fail;
 	}
@@ -332,7 +257,5 @@ fail:
 		xen_xs_domain_boot_undo(be, &xb);
 	if (ports)
 		(void)xc_evtchn_reset(be->xch, domid);
-	if (special)
-		xen_special_pages_undo(be, domid);
 	return rc;
 }

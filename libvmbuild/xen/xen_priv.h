@@ -23,8 +23,8 @@
 /*
  * Special pages of a PVH domain, as libxenguest lays them out in Xen
  * 4.17 (xg_dom_x86.c): X86_HVM_NR_SPECIAL_PAGES frames ending at
- * X86_HVM_END_SPECIAL_REGION, inside the MMIO hole below 4 GiB, so they
- * never collide with RAM populated from gfn 0.
+ * X86_HVM_END_SPECIAL_REGION, inside the MMIO hole below 4 GiB (layout.c
+ * keeps RAM out of it), RESERVED in the guest's memory map.
  */
 #define XEN_SPECIAL_PAGING	0
 #define XEN_SPECIAL_ACCESS	1
@@ -37,6 +37,10 @@
 #define XEN_SPECIAL_NR		8
 #define XEN_SPECIAL_END		0xff000u	/* gfn, exclusive */
 #define XEN_SPECIAL_GFN(x)	(XEN_SPECIAL_END - XEN_SPECIAL_NR + (x))
+
+/* ACPI tables (xen_acpi.c): at the bottom of the MMIO hole, as libxl. */
+#define XEN_ACPI_BASE		0xfc000000ull
+#define XEN_ACPI_MAX_PAGES	16	/* libxl's NUM_ACPI_PAGES */
 
 /* What the companion hypervisor answered when probed at open. */
 #define XEN_COMP_SCRUB		(1u << 0)
@@ -53,6 +57,7 @@ struct xen_be {
 	uint32_t	companion;	/* XEN_COMP_* */
 	unsigned	nr_perfc_desc;	/* perf counters, when compiled in */
 	bool		have_hap;	/* hardware-assisted paging available */
+	uint32_t	gnttab_version;	/* the highest Xen offers, as libxl */
 	bool		debug;		/* VMBUILD_XEN_DEBUG set: libraries log to stderr */
 	char		describe[128];
 };
@@ -83,6 +88,7 @@ struct xen_xs_boot {
 	uint64_t target_kb;
 	uint32_t vcpus, max_vcpus;
 	uint32_t store_port, console_port;
+	uint32_t store_domid, console_domid;	/* xenstored's, xenconsoled's */
 	uint64_t store_gfn, console_gfn;
 };
 int xen_xs_domain_boot(struct xen_be *be, const struct xen_xs_boot *xb);
@@ -95,5 +101,38 @@ void xen_xs_read_name(struct xen_be *be, uint32_t domid, char *buf,
 
 /* xen_boot.c */
 int xen_boot(void *priv, uint32_t domid, const struct vmb_boot *boot);
+
+/* xen_platform.c: the platform op (vNUMA, affinity, CPUID, TSC, params). */
+int xen_platform(void *priv, uint32_t domid, const struct vmb_platform *p);
+
+/* xen_firmware.c: the firmware op (special pages, ACPI tables). */
+int xen_firmware(void *priv, uint32_t domid, const struct vmb_platform *p,
+    struct vmb_firmware *ret);
+
+/* xen_acpi.c */
+struct xen_acpi_cfg {
+	uint64_t base;			/* guest-physical address of the tables */
+	uint32_t nr_vcpus;		/* one LAPIC each (maxvcpus) */
+	uint32_t online;		/* vCPUs 0..online-1 enabled at boot */
+	const struct vmb_layout *layout;	/* SRAT, SLIT if nr_vnodes */
+};
+struct xen_acpi_out {
+	uint64_t rsdp;			/* guest-physical address of the RSDP */
+	size_t	bytes;			/* of the buffer used */
+	size_t	pages;			/* populated (xen_acpi_load) */
+};
+/* The tables into buf, as the guest will see them at cfg->base. */
+int xen_acpi_build(const struct xen_acpi_cfg *cfg, uint8_t *buf, size_t len,
+    struct xen_acpi_out *out);
+uint8_t xen_acpi_checksum(const uint8_t *p, size_t len);
+int xen_acpi_load(struct xen_be *be, uint32_t domid,
+    const struct vmb_layout *layout, uint32_t online,
+    struct xen_acpi_out *out);
+
+/*
+ * The domain ids of xenstored and xenconsoled, as libxl reads them
+ * (/tool/xenstored/domid, /tool/xenconsoled/domid; 0 when absent).
+ */
+void xen_xs_tool_domids(struct xen_be *be, uint32_t *store, uint32_t *console);
 
 #endif /* VMBUILD_XEN_PRIV_H */

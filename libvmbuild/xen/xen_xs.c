@@ -5,8 +5,10 @@
  *
  * Two steps, each one transaction retried on EAGAIN:
  *   - at create: /local/domain/N and /vm/<uuid> (owned by dom0, readable
- *     by the domain), name, vm, domid, and the directories and control
- *     nodes the guest may write;
+ *     by the domain), /libxl/N (dom0's only: the domain type, as libxl
+ *     has it, so xl and its tools read a vmbuild domain as PVH), name,
+ *     vm, domid, and the directories and control nodes the guest may
+ *     write;
  *   - at boot: memory, store and console rings and ports, vCPU
  *     availability and the start time; then xs_introduce_domain.
  * The handle is shared by worker threads: every function holds
@@ -32,6 +34,7 @@ struct xs_tx {
 	int	err;		/* first -errno */
 	struct xs_permissions ro[2];	/* dom0 owns, the domain reads */
 	struct xs_permissions rw[1];	/* the domain owns */
+	struct xs_permissions no[1];	/* dom0 only */
 };
 
 static void
@@ -106,6 +109,8 @@ tx_init(struct xs_tx *tx, struct xen_be *be, uint32_t domid)
 	tx->ro[1].perms = XS_PERM_READ;
 	tx->rw[0].id = domid;
 	tx->rw[0].perms = XS_PERM_NONE;
+	tx->no[0].id = 0;
+	tx->no[0].perms = XS_PERM_NONE;
 }
 
 typedef void xs_fill_fn(struct xs_tx *tx, const void *arg);
@@ -162,20 +167,25 @@ fill_make(struct xs_tx *tx, const void *varg)
 	static const char *const ro_dirs[] = {
 		"cpu", "memory", "device", "control",
 	};
-	char dom[XS_PATH_MAX], vm[XS_PATH_MAX], uuid[VMB_UUID_STRLEN];
+	char dom[XS_PATH_MAX], vm[XS_PATH_MAX], lx[XS_PATH_MAX], uuid[VMB_UUID_STRLEN];
 	size_t i;
 
 	vmb_uuid_to_str(a->cfg->uuid, uuid);
 	tx_path(tx, dom, "/local/domain/%u", a->domid);
 	tx_path(tx, vm, "/vm/%s", uuid);
+	tx_path(tx, lx, "/libxl/%u", a->domid);
 	if (tx->err != 0)
 		return;
 	/* Leftovers of an earlier domain with this id or uuid go first. */
 	(void)xs_rm(tx->h, tx->t, dom);
 	(void)xs_rm(tx->h, tx->t, vm);
+	(void)xs_rm(tx->h, tx->t, lx);
 
 	tx_write(tx, dom, "", NULL, tx->ro, 2);
 	tx_write(tx, vm, "", NULL, tx->ro, 2);
+	tx_write(tx, lx, "", NULL, tx->no, 1);
+	tx_write(tx, lx, "device", NULL, tx->no, 1);
+	tx_write(tx, lx, "type", "pvh", NULL, 0);
 	tx_write(tx, dom, "vm", vm, NULL, 0);
 	tx_write(tx, dom, "name", a->cfg->name, NULL, 0);
 	tx_writef(tx, dom, "domid", "%u", a->domid);
@@ -218,7 +228,7 @@ fill_boot(struct xs_tx *tx, const void *varg)
 	tx_writef(tx, dom, "store/port", "%u", b->store_port);
 	tx_writef(tx, dom, "store/ring-ref", "%" PRIu64, b->store_gfn);
 	/* The primary console, as xenconsoled reads it. */
-	tx_writef(tx, dom, "console/backend-id", "%d", 0);
+	tx_writef(tx, dom, "console/backend-id", "%u", b->console_domid);
 	tx_writef(tx, dom, "console/limit", "%d", 1048576);
 	tx_write(tx, dom, "console/type", "xenconsoled", NULL, 0);
 	tx_write(tx, dom, "console/output", "pty", NULL, 0);
@@ -314,6 +324,9 @@ fill_remove(struct xs_tx *tx, const void *varg)
 	free(vm);
 	if (!xs_rm(tx->h, tx->t, dom) && errno != ENOENT)
 		tx_fail(tx);
+	tx_path(tx, path, "/libxl/%u", *domid);
+	if (tx->err == 0 && !xs_rm(tx->h, tx->t, path) && errno != ENOENT)
+		tx_fail(tx);
 }
 
 /*
@@ -345,4 +358,31 @@ xen_xs_read_name(struct xen_be *be, uint32_t domid, char *buf, size_t len)
 		return;
 	snprintf(buf, len, "%s", name);
 	free(name);
+}
+
+/* One /tool/NAME/domid, as libxl reads it; 0 when absent or not a number. */
+static uint32_t
+tool_domid(struct xen_be *be, const char *path)
+{
+	unsigned len;
+	char *v, *end;
+	unsigned long id = 0;
+
+	v = xs_read(be->xsh, XBT_NULL, path, &len);
+	if (v != NULL) {
+		id = strtoul(v, &end, 10);
+		if (end == v || *end != '\0' || id >= DOMID_FIRST_RESERVED)
+			id = 0;
+	}
+	free(v);
+	return (uint32_t)id;
+}
+
+void
+xen_xs_tool_domids(struct xen_be *be, uint32_t *store, uint32_t *console)
+{
+	pthread_mutex_lock(&be->xs_lock);
+	*store = tool_domid(be, "/tool/xenstored/domid");
+	*console = tool_domid(be, "/tool/xenconsoled/domid");
+	pthread_mutex_unlock(&be->xs_lock);
 }

@@ -38,6 +38,21 @@ first_light() {
 	awk -v a="$b" -v b="$h" 'BEGIN { printf "%.2f", b - a }'
 }
 row() { printf '%-40s %10s %10s\n' "$@"; }
+# The domain id the dom0 script gave the Linux guest of toolstack $1.
+linux_id() { sed -n "s/^.*LINUX tool=$1 domid=\([0-9]*\) .*/\1/p" "$clean" | tail -n 1; }
+# The vmbuild-linux line domain $1 printed on its console, as dom0 read
+# it from xenconsoled's log of that domain.
+linux_said() {
+	[ -n "$1" ] && grep -E "LINUX tool=[a-z]+ domid=$1 vmbuild-linux: domid=" "$clean" | head -n 1 |
+	    sed 's/.*\(vmbuild-linux: .*\)/\1/'
+}
+# Seconds from the start of step $2 to the guest's line ($1: tool).
+linux_light() {
+	local v
+	v=$(grep -E "MARK step=run-$1-linux rc=0" "$clean" | tail -n 1 | sed -n 's/.* secs=\([0-9.]*\).*/\1/p')
+	[ -n "$v" ] && [ "$(num $2)" != - ] || { echo -; return; }
+	awk -v a="$v" -v b="$(num $2 | tr -d '!')" 'BEGIN { printf "%.2f", a + b }'
+}
 
 echo "===== lab summary ($log) ====="
 echo "qemu: exit $qrc after ${qsecs}s$([ "$qrc" = 124 ] && echo ' (HARD TIMEOUT)')"
@@ -55,6 +70,13 @@ row "  create big -> guest hello on Xen" "$(first_light xl-big xl-create-big)" "
 row "  destroy small (after its poweroff)" "$(num xl-destroy-small)" "$(num vmb-destroy-small)"
 row "  destroy big (running)" "$(num xl-destroy-big)" "$(num vmb-destroy-big)"
 row "  vmctl host / list / info" "" "$(num vmctl-host)/$(num vmctl-list)/$(num vmctl-info)"
+xl_id=$(linux_id xl) vmb_id=$(linux_id vmb)
+row "  create Linux (command returns)" "$(num xl-create-linux)" "$(num vmb-create-linux)"
+row "  create Linux -> its line on console" "$(linux_light xl xl-create-linux)" "$(linux_light vmb vmb-create-linux)"
+row "  destroy Linux (running)" "$(num xl-destroy-linux)" "$(num vmb-destroy-linux)"
+echo "Linux guest, xl:      $(linux_said "$xl_id")"
+echo "Linux guest, vmbuild: $(linux_said "$vmb_id")"
+grep -E 'package [a-z]' "$clean" | sed 's/^\[[ 0-9.]*\] //' 
 grep -E '^\[[ 0-9.]*\]   vmctl-(scrub|stats)\| ' "$clean" | sed 's/^\[[ 0-9.]*\]   /reported by vmbuild: /'
 # How vmbuild populated each guest (calls and extents by order), from vmctl info.
 for i in vmctl-info vmctl-info-big; do
@@ -108,6 +130,36 @@ if [ "${LAB_VMBUILD:-require}" != off ] && [[ " ${LAB_STEPS:-vmbuild} " == *" vm
 			echo "FAIL: no hello on Xen's console from the guest vmbuild built ($tag)"
 		fi
 	done
+fi
+# The Linux guest: what Linux saw, from Xen's console, for the domain each
+# toolstack built: >= 95% of its RAM, 2 CPUs, 2 nodes; xl and vmbuild alike.
+linux_check() {	# TOOL ID -> prints "memtotal cpus nodes" or fails
+	local line mem want
+	line=$(linux_said "$2")
+	if [ -z "$line" ] || ! echo "$line" | grep -q "domid=$2 "; then
+		echo "FAIL: no 'vmbuild-linux: domid=$2' line from the Linux guest $1 built" >&2
+		return 1
+	fi
+	mem=$(echo "$line" | sed -n 's/.*memtotal_kib=\([0-9]*\).*/\1/p')
+	want=$(( ${LAB_LINUX_MB:-4608} * 1024 * 95 / 100 ))
+	if [ "${mem:-0}" -lt $want ] || ! echo "$line" | grep -q ' cpus=2 nodes=2$'; then
+		echo "FAIL: the Linux guest $1 built saw too little: $line (want memtotal_kib >= $want, cpus=2, nodes=2)" >&2
+		return 1
+	fi
+	echo "$line" | sed 's/.*memtotal_kib=\([0-9]*\) cpus=\([0-9]*\) nodes=\([0-9]*\)/\1 \2 \3/'
+}
+if [[ " ${LAB_STEPS:-linux} " == *" linux "* ]]; then
+	seen_vmb="" seen_xl=""
+	if [ "${LAB_VMBUILD:-require}" != off ] && [[ " ${LAB_STEPS:-vmbuild} " == *" vmbuild "* ]]; then
+		seen_vmb=$(linux_check vmbuild "$vmb_id" 2>&1) || { ok=0; echo "$seen_vmb"; seen_vmb=""; }
+	fi
+	if [[ " ${LAB_STEPS:-xl} " == *" xl "* ]]; then
+		seen_xl=$(linux_check xl "$xl_id" 2>&1) || { ok=0; echo "$seen_xl"; seen_xl=""; }
+	fi
+	if [ -n "$seen_vmb" ] && [ -n "$seen_xl" ] && [ "$seen_vmb" != "$seen_xl" ]; then
+		ok=0
+		echo "FAIL: the same Linux guest saw different things: xl '$seen_xl', vmbuild '$seen_vmb' (memtotal_kib cpus nodes)"
+	fi
 fi
 if [ $ok = 1 ]; then
 	echo "lab: PASS"

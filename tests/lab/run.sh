@@ -13,8 +13,10 @@
 # Settings (environment):
 #   LAB_DIR=build/lab        cache and work directory (one run at a time: lock)
 #   LAB_DEBS=$LAB_DIR/debs   the .deb cache (share it between LAB_DIRs)
-#   LAB_STEPS="xl vmbuild guest"  what dom0 runs: xl, vmbuild (side by side),
-#                            guest (the hello guest's memory-map fallbacks, by xl)
+#   LAB_STEPS="xl vmbuild guest linux"  what dom0 runs: xl, vmbuild (side by
+#                            side), guest (the hello guest's memory-map
+#                            fallbacks, by xl), linux (Debian's kernel as a
+#                            4.5 GiB 2-node PVH guest, by each toolstack)
 #   LAB_VMBUILD=require      require (default): the vmbuild steps must run and
 #                            pass, and judge.sh wants their guests' hello.  auto:
 #                            the vmbuild steps run when vmbuildd and vmctl
@@ -22,12 +24,21 @@
 #                            they are reported SKIPPED, not failed.  require: a
 #                            skip is a failure.  off: never run them.
 #   LAB_SMALL_MB=128 LAB_BIG_MB=512   guest sizes
-#   LAB_TIMEOUT=420          hard limit for the QEMU run, seconds
+#   LAB_LINUX_MB=4608        the Linux guest (split over its 2 vnodes)
+#   LAB_TIMEOUT=1650         hard limit for the QEMU run, seconds
+#   LAB_HELLO=1              the hello guests' steps (0: skip them, e.g.
+#                            to iterate on the Linux guest)
 #   LAB_XEN=FILE             a xen.gz / xen ELF to boot instead of Debian's
 #   LAB_XEN_EXTRA= LAB_QEMU_EXTRA= LAB_DOM0_EXTRA=   extra command-line words
-#   LAB_CPU=max,-smap,-rdtscp LAB_SMP=2 LAB_MEM=2048 LAB_DOM0_MEM=512M
+#   LAB_CPU=max,-smap,-rdtscp LAB_SMP=4 LAB_MEM=6144 LAB_DOM0_MEM=512M
+#   LAB_NUMA=2               host NUMA nodes QEMU gives Xen (LAB_MEM and
+#                            LAB_SMP split evenly); 1: none
 #   LAB_EXTRA_FILES="host/path:/initramfs/path ..."   more files for dom0
 #   LAB_VMBUILDD_ARGS=       more vmbuildd arguments
+#   LAB_XL_SHIM=1            run xl's create of the vNUMA Linux guest with
+#                            tests/lab/xl-vnuma-shim.c preloaded (libxl 4.17
+#                            cannot build a PVH guest with vnuma= without it);
+#                            0: plain xl (its create of that guest fails)
 #   LAB_TESTS="..."          hvsim-free test programs (paths under build/) run
 #                            in dom0 from a copy of the tree at /tree; default:
 #                            the xen backend, placement, populate-plan and
@@ -39,16 +50,19 @@ cd "$top" || exit 2
 here=tests/lab
 
 LAB_DIR=${LAB_DIR:-build/lab}
-LAB_STEPS=${LAB_STEPS:-xl vmbuild guest}
+LAB_STEPS=${LAB_STEPS:-xl vmbuild guest linux}
 export LAB_STEPS
 LAB_VMBUILD=${LAB_VMBUILD:-require}
 export LAB_VMBUILD
 LAB_SMALL_MB=${LAB_SMALL_MB:-128}
 LAB_BIG_MB=${LAB_BIG_MB:-512}
-LAB_TIMEOUT=${LAB_TIMEOUT:-420}
+LAB_LINUX_MB=${LAB_LINUX_MB:-4608}
+export LAB_LINUX_MB
+LAB_TIMEOUT=${LAB_TIMEOUT:-1650}
 LAB_CPU=${LAB_CPU:-max,-smap,-rdtscp}
-LAB_SMP=${LAB_SMP:-2}
-LAB_MEM=${LAB_MEM:-2048}
+LAB_SMP=${LAB_SMP:-4}
+LAB_MEM=${LAB_MEM:-6144}
+LAB_NUMA=${LAB_NUMA:-2}
 LAB_DOM0_MEM=${LAB_DOM0_MEM:-512M}
 LAB_XEN=${LAB_XEN:-}
 LAB_XEN_EXTRA=${LAB_XEN_EXTRA:-}
@@ -56,6 +70,8 @@ LAB_QEMU_EXTRA=${LAB_QEMU_EXTRA:-}
 LAB_DOM0_EXTRA=${LAB_DOM0_EXTRA:-loglevel=4}
 LAB_EXTRA_FILES=${LAB_EXTRA_FILES:-}
 LAB_VMBUILDD_ARGS=${LAB_VMBUILDD_ARGS:-}
+LAB_XL_SHIM=${LAB_XL_SHIM:-1}
+LAB_HELLO=${LAB_HELLO:-1}
 LAB_TESTS=${LAB_TESTS-build/tests/xenbe/test_xen_backend build/tests/lib/test_placement build/tests/lib/test_populate_plan build/tests/lib/test_loader}
 XENVER=4.17
 ARCHLIB=usr/lib/x86_64-linux-gnu
@@ -110,24 +126,32 @@ pkgs="xen-hypervisor-$XENVER-amd64 $kpkg busybox-static xen-utils-$XENVER
       libxenforeignmemory1 libxengnttab1 libxenstore4 libxentoollog1
       libxenhypfs1 libxendevicemodel1 libxentoolcore1 libyajl2
       libevent-2.1-7 libevent-pthreads-2.1-7 libsystemd0 libnuma1"
-fetched=0
-updated=0
+missing=""
 for p in $pkgs; do
-	ls "$DEBS/${p}_"*.deb >/dev/null 2>&1 && continue
-	log "apt-get download $p"
-	err=$(cd "$LAB_DIR" && pwd)/apt-$p.err
-	until (cd "$DEBS" && apt-get download "$p" >/dev/null 2>"$err"); do
+	ls "$DEBS/${p}_"*.deb >/dev/null 2>&1 || missing="$missing $p"
+done
+fetched=$(echo $missing | wc -w)
+updated=0
+if [ -n "$missing" ]; then
+	# One apt-get for all of them: a few seconds, not a few per package.
+	log "apt-get download$missing"
+	err=$(cd "$LAB_DIR" && pwd)/apt-download.err
+	until (cd "$DEBS" && apt-get download $missing >/dev/null 2>"$err"); do
 		# Stale or missing package lists (a fresh CI machine): refresh once.
 		[ $updated = 0 ] && [ "$(id -u)" = 0 ] ||
-		    fail $step "apt-get download $p: $(tail -n 2 "$err")"
-		log "apt-get update (download of $p failed)"
+		    fail $step "apt-get download$missing: $(tail -n 2 "$err")"
+		log "apt-get update (download failed)"
 		apt-get update -qq >/dev/null 2>&1
 		updated=1
 	done
 	rm -f "$err"
-	fetched=$((fetched + 1))
-done
+fi
 log "packages: $fetched fetched, $(ls "$DEBS"/*.deb | wc -l) in $DEBS ($(du -sh "$DEBS" | cut -f1))"
+# What was booted, so that a change in the archive shows in the log.
+for p in xen-hypervisor-$XENVER-amd64 xen-utils-$XENVER $kpkg busybox-static; do
+	d=$(ls "$DEBS/${p}_"*.deb 2>/dev/null | head -1)
+	[ -n "$d" ] && log "package $(dpkg-deb -f "$d" Package) $(dpkg-deb -f "$d" Version)"
+done
 
 # ------------------------------------------------------------- unpack
 # Re-extracted only when the set of .debs changed.
@@ -162,6 +186,30 @@ else
 fi
 case "$xen" in *.gz) zcat "$xen" > "$LAB_DIR/xen.custom" || fail $step "zcat $xen"; xen=$LAB_DIR/xen.custom;; esac
 
+# ------------------------------------------------------------- Linux guest
+# The Linux guest's initramfs: busybox, /init = linux-init.sh, and
+# xenstore-read with its libraries (the guest reads its domid).  Its
+# kernel is the same Debian kernel dom0 runs, a bzImage as /boot has it.
+step=linux-initramfs
+LG=$LAB_DIR/linux
+rm -rf "$LG" && mkdir -p "$LG"/{bin,proc,sys,dev,tmp,lib,lib64,$ARCHLIB} ||
+    fail $step "cannot create $LG"
+cp "$ROOT/bin/busybox" "$LG/bin/" && cp "$ROOT/usr/bin/xenstore" "$LG/bin/" &&
+    ln -s xenstore "$LG/bin/xenstore-read" &&
+    cp "$here/linux-init.sh" "$LG/init" && chmod +x "$LG/init" ||
+    fail $step "copy busybox, xenstore, linux-init.sh"
+llibs=$(LD_LIBRARY_PATH=$PWD/$ROOT/$ARCHLIB:$PWD/$ROOT/lib/x86_64-linux-gnu \
+    ldd "$LG/bin/xenstore" | awk '/=> \// {print $3} /^[ \t]*\/lib64\// {print $1}')
+for l in $llibs; do
+	case "$l" in
+	*/ld-linux-x86-64.so.2) cp -L "$l" "$LG/lib64/" ;;
+	*) cp -L "$l" "$LG/$ARCHLIB/" ;;
+	esac || fail $step "copy $l"
+done
+ln -s ../$ARCHLIB "$LG/lib/x86_64-linux-gnu" || fail $step "lib link"
+(cd "$LG" && find . | cpio -o -H newc 2>/dev/null | gzip -1) > "$LAB_DIR/linux-initrd.gz" ||
+    fail $step "cpio"
+
 # ------------------------------------------------------------- dom0 initramfs
 step=initramfs
 rm -rf "$D0" && mkdir -p "$D0"/{bin,sbin,proc,sys,dev,run,var,tmp,etc/xen,etc/lab,lib/modules,guest,lib64,$ARCHLIB,usr/lib/xen-$XENVER/bin} ||
@@ -174,6 +222,13 @@ cp "$ROOT/usr/bin/xenstore" "$D0/bin/" || fail $step "copy xenstore"
 for t in read write ls list rm; do ln -sf xenstore "$D0/bin/xenstore-$t"; done
 cp build/guest/hello.elf "$D0/guest/hello.elf" || fail $step "copy hello.elf"
 cp "$here/hello.cfg" "$D0/etc/lab/hello.cfg" || fail $step "copy hello.cfg"
+cp "$kernel" "$D0/guest/vmlinuz" && cp "$LAB_DIR/linux-initrd.gz" "$D0/guest/" &&
+    cp "$here/linux.cfg" "$D0/etc/lab/linux.cfg" || fail $step "copy the Linux guest"
+if [ "$LAB_XL_SHIM" = 1 ]; then
+	${CC:-cc} -shared -fPIC -O2 -Wall -Wextra -Werror -o "$D0/lib/xl-vnuma-shim.so" \
+	    "$here/xl-vnuma-shim.c" $(pkg-config --cflags xencontrol) -ldl ||
+	    fail $step "build xl-vnuma-shim.so"
+fi
 cp "$here/dom0-init.sh" "$D0/init" && chmod +x "$D0/init" || fail $step "copy dom0-init.sh"
 have_vmbuild=0
 if [ -x build/bin/vmbuildd ] && [ -x build/bin/vmctl ]; then
@@ -233,8 +288,12 @@ LAB_VMBUILD="$LAB_VMBUILD"
 HAVE_VMBUILD=$have_vmbuild
 SMALL_MB=$LAB_SMALL_MB
 BIG_MB=$LAB_BIG_MB
+LINUX_MB=$LAB_LINUX_MB
 XENVER=$XENVER
 VMBUILDD_ARGS="$LAB_VMBUILDD_ARGS"
+XL_SHIM=$LAB_XL_SHIM
+HELLO=$LAB_HELLO
+XS_TRACE=${LAB_XS_TRACE:-}
 TESTS="$tests"
 EOF
 (cd "$D0" && find . | cpio -o -H newc 2>/dev/null | gzip -1) > "$LAB_DIR/dom0-initrd.gz" ||
@@ -243,14 +302,26 @@ log "dom0 initramfs $(du -h "$LAB_DIR/dom0-initrd.gz" | cut -f1); vmbuild steps:
 
 # ------------------------------------------------------------- boot
 step=qemu
+# NUMA: LAB_NUMA nodes, each with an even share of the memory and CPUs,
+# so that Xen finds them in the SRAT QEMU builds.
+numa=""
+if [ "$LAB_NUMA" -gt 1 ]; then
+	[ $((LAB_MEM % LAB_NUMA)) = 0 ] && [ $((LAB_SMP % LAB_NUMA)) = 0 ] ||
+	    fail $step "LAB_MEM=$LAB_MEM and LAB_SMP=$LAB_SMP must split evenly over LAB_NUMA=$LAB_NUMA nodes"
+	per=$((LAB_SMP / LAB_NUMA))
+	for n in $(seq 0 $((LAB_NUMA - 1))); do
+		numa="$numa -object memory-backend-ram,id=m$n,size=$((LAB_MEM / LAB_NUMA))M"
+		numa="$numa -numa node,nodeid=$n,cpus=$((n * per))-$((n * per + per - 1)),memdev=m$n"
+	done
+fi
 xen_cmdline="console=com1 com1=115200,8n1 dom0_mem=$LAB_DOM0_MEM,max:$LAB_DOM0_MEM loglvl=all guest_loglvl=all console_timestamps=boot $LAB_XEN_EXTRA"
-log "qemu: -cpu $LAB_CPU -smp $LAB_SMP -m $LAB_MEM, timeout ${LAB_TIMEOUT}s; console -> $CONSOLE"
+log "qemu: -cpu $LAB_CPU -smp $LAB_SMP -m $LAB_MEM, $LAB_NUMA NUMA node(s), timeout ${LAB_TIMEOUT}s; console -> $CONSOLE"
 log "xen: $xen_cmdline"
 q0=${EPOCHREALTIME/./}
 # Each console line gets the seconds since QEMU started, for the timings.
 timeout --kill-after=5 "$LAB_TIMEOUT" qemu-system-x86_64 -accel tcg,thread=multi \
     -cpu "$LAB_CPU" -m "$LAB_MEM" -smp "$LAB_SMP" -nographic -no-reboot \
-    -monitor none -serial stdio $LAB_QEMU_EXTRA \
+    -monitor none -serial stdio $numa $LAB_QEMU_EXTRA \
     -kernel "$xen" -append "$xen_cmdline" \
     -initrd "$kernel console=hvc0 $LAB_DOM0_EXTRA,$LAB_DIR/dom0-initrd.gz" </dev/null 2>&1 |
 while IFS= read -r line; do

@@ -2,17 +2,43 @@
 # libxenctrl's calls are replaced at link time (-Wl,--wrap) by fakes that
 # record what the backend asked and answer as Xen would.
 XENBE_TEST_BIN := $(B)/tests/xenbe
-XENBE_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(sort $(wildcard libvmbuild/xen/*.c)))
+# The backend's objects and the parts of the core they call.
+XENBE_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(sort $(wildcard libvmbuild/xen/*.c))) \
+	$(OBJ)/libvmbuild/counters.o $(OBJ)/libvmbuild/uuid.o
 XENBE_WRAP := -Wl,--wrap=xc_domain_populate_physmap -Wl,--wrap=xc_interface_open \
 	-Wl,--wrap=xc_domain_getinfolist -Wl,--wrap=xs_read
 EXTRA_CFLAGS_tests/xenbe/ += -Ilibvmbuild -Ilibvmbuild/xen \
 	$(shell $(PKG) --cflags $(LIBVMB_XEN_PKGS))
 
 $(XENBE_TEST_BIN)/test_xen_backend: $(OBJ)/tests/xenbe/test_xen_backend.o \
-		$(XENBE_OBJS) $(OBJ)/libvmbuild/counters.o $(OBJ)/libvmbuild/uuid.o
+		$(XENBE_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(XENBE_WRAP) -o $@ $^ $(LIBVMB_XEN_LDLIBS) -luuid \
 		$(shell $(PKG) --libs cmocka) $(LDLIBS_COMMON)
 
 TESTS += $(XENBE_TEST_BIN)/test_xen_backend
 TESTS_DEPS += $(XENBE_TEST_BIN)/test_xen_backend
+
+# The ACPI tables of a PVH guest, built and read back (no fakes needed).
+$(XENBE_TEST_BIN)/test_xen_acpi: $(OBJ)/tests/xenbe/test_xen_acpi.o \
+		$(XENBE_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBVMB_XEN_LDLIBS) -luuid \
+		$(shell $(PKG) --libs cmocka) $(LDLIBS_COMMON)
+
+TESTS += $(XENBE_TEST_BIN)/test_xen_acpi
+TESTS_DEPS += $(XENBE_TEST_BIN)/test_xen_acpi
+
+# The xenstore entries of a domain, against an in-memory xenstore:
+# libxenstore's calls are wrapped at link time.
+XENBE_XS_WRAP := $(foreach f,xs_transaction_start xs_transaction_end \
+	xs_write xs_mkdir xs_set_permissions xs_rm xs_read \
+	xs_introduce_domain xs_release_domain,-Wl,--wrap=$(f))
+$(XENBE_TEST_BIN)/test_xen_xs: $(OBJ)/tests/xenbe/test_xen_xs.o \
+		$(XENBE_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(XENBE_XS_WRAP) -o $@ $^ $(LIBVMB_XEN_LDLIBS) -luuid \
+		$(shell $(PKG) --libs cmocka) $(LDLIBS_COMMON)
+
+TESTS += $(XENBE_TEST_BIN)/test_xen_xs
+TESTS_DEPS += $(XENBE_TEST_BIN)/test_xen_xs

@@ -1,0 +1,210 @@
+/*
+ * layout.c - where a guest's RAM lies in its guest-physical address
+ * space, which host node backs each part, and which NUMA topology the
+ * guest is told.
+ *
+ * As libxl lays out a PVH guest (libxl__build_hvm in Xen 4.17's
+ * libxl_dom.c): the MMIO hole is [VMB_MMIO_HOLE_START, 4 GiB), libxl
+ * starting it at the lowest of the ACPI tables (0xfc000000), the LAPIC
+ * page (0xfee00000) and the special pages (0xfeff8000), so 64 MiB.  RAM
+ * fills [0, hole) and whatever is left goes to [4 GiB, ...).  A node's
+ * (or vnode's) part that crosses the hole is split in two, as
+ * libxl__vnuma_build_vmemrange_hvm splits vnodes; its second half starts
+ * 1 GiB aligned at 4 GiB, so the populate engine still uses 1 GiB
+ * extents there (the first half ends 2 MiB aligned, 4032 MiB).
+ *
+ * One layout for both backends.  hvsim needs no hole (it emulates no
+ * LAPIC and has no special pages), but with one layout the plan the
+ * engine makes, the extents it populates and the memory map the guest
+ * gets are the same on hvsim as on Xen: what the benchmarks measure on
+ * hvsim is what a real build does, and the arithmetic is tested once.
+ * The hole costs hvsim nothing (its p2m is sparse).
+ *
+ * vNUMA: a vnuma= guest is told its vnodes as written; a guest without
+ * vnuma= that placement spread over several host nodes is told one
+ * vnode per node (libxl tells such a guest nothing: it then runs with
+ * one node's view of memory that is not there), its vCPUs split into
+ * equal consecutive blocks.  Distances not written are 10 locally and
+ * 20 otherwise, the values Linux assumes without a SLIT (xl leaves them
+ * 0, an invalid SLIT that Linux ignores).
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "vmb_internal.h"
+
+#define DISTANCE_LOCAL		10
+#define DISTANCE_REMOTE		20
+
+/* Append `bytes` of node/vnode at *next, split at the MMIO hole. */
+static int
+add_ram(struct vmb_layout *l, uint64_t *next, uint64_t bytes, uint32_t node,
+    uint32_t vnode)
+{
+	while (bytes > 0) {
+		uint64_t count = bytes;
+
+		if (*next >= VMB_MMIO_HOLE_START && *next < VMB_4GIB)
+			*next = VMB_4GIB;
+		if (*next < VMB_MMIO_HOLE_START &&
+		    bytes > VMB_MMIO_HOLE_START - *next)
+			count = VMB_MMIO_HOLE_START - *next;
+		if (l->nr_ranges == VMB_MAX_RANGES)
+			return -E2BIG;
+		l->ranges[l->nr_ranges++] = (struct vmb__range){
+		    .gfn = *next >> VMB_PAGE_SHIFT,
+		    .pages = count >> VMB_PAGE_SHIFT, .node = node,
+		    .vnode = vnode };
+		*next += count;
+		bytes -= count;
+	}
+	return 0;
+}
+
+static void
+default_distances(struct vmb_layout *l, uint32_t v)
+{
+	for (uint32_t j = 0; j < l->nr_vnodes; j++)
+		l->vdistance[v][j] = v == j ? DISTANCE_LOCAL : DISTANCE_REMOTE;
+}
+
+/* vnuma= as written: vnodes in order, each on its pnode. */
+static int
+plan_vnuma(const struct vmb_guest *g, struct vmb_layout *l, uint64_t *next)
+{
+	int rc;
+
+	l->nr_vnodes = g->nr_vnodes;
+	for (uint32_t v = 0; v < g->nr_vnodes; v++) {
+		const struct vmb_vnode *vn = &g->vnodes[v];
+		bool given = false;
+
+		if (vn->size_bytes % VMB_PAGE_SIZE)
+			return -EINVAL;
+		rc = add_ram(l, next, vn->size_bytes, vn->pnode, v);
+		if (rc)
+			return rc;
+		l->vnode_pnode[v] = vn->pnode;
+		for (uint32_t j = 0; j < g->nr_vnodes; j++)
+			given |= vn->distances[j] != 0;
+		if (given)
+			memcpy(l->vdistance[v], vn->distances,
+			    sizeof(l->vdistance[v]));
+		else
+			default_distances(l, v);
+		for (uint32_t c = 0; c < l->nr_vcpus; c++)
+			if (vn->vcpus[c / 64] >> (c % 64) & 1)
+				l->vcpu_vnode[c] = (uint8_t)v;
+	}
+	return 0;
+}
+
+/* No vnuma=: the placement's nodes in order; a vnode each if several. */
+static int
+plan_placed(const struct vmb_placement *pl, struct vmb_layout *l,
+    uint64_t *next)
+{
+	uint32_t n = pl->nr_nodes;
+	int rc;
+
+	if (n == 0 || n > VMB_MAX_NODES)
+		return -EINVAL;
+	l->nr_vnodes = n > 1 && n <= VMB_MAX_VNODES ? n : 0;
+	for (uint32_t i = 0; i < n; i++) {
+		if (pl->node_bytes[i] % VMB_PAGE_SIZE)
+			return -EINVAL;
+		rc = add_ram(l, next, pl->node_bytes[i], pl->nodes[i],
+		    l->nr_vnodes ? i : 0);
+		if (rc)
+			return rc;
+	}
+	for (uint32_t v = 0; v < l->nr_vnodes; v++) {
+		l->vnode_pnode[v] = pl->nodes[v];
+		default_distances(l, v);
+	}
+	/* Equal consecutive blocks of vCPUs, as the nodes come. */
+	for (uint32_t c = 0; l->nr_vnodes && c < l->nr_vcpus; c++)
+		l->vcpu_vnode[c] = (uint8_t)((uint64_t)c * l->nr_vnodes /
+		    l->nr_vcpus);
+	return 0;
+}
+
+int
+vmb__layout_plan(const struct vmb_guest *g, const struct vmb_placement *pl,
+    struct vmb_layout *ret)
+{
+	struct vmb_layout l;
+	uint64_t next = 0;
+	int rc;
+
+	if (!g || !pl || !ret || g->nr_vnodes > VMB_MAX_VNODES)
+		return -EINVAL;
+	memset(&l, 0, sizeof(l));
+	l.nr_vcpus = g->maxvcpus > g->vcpus ? g->maxvcpus : g->vcpus;
+	if (l.nr_vcpus > VMB_MAX_VCPUS)
+		return -EINVAL;
+	rc = g->nr_vnodes ? plan_vnuma(g, &l, &next) :
+	    plan_placed(pl, &l, &next);
+	if (rc)
+		return rc;
+	l.lowmem_end = next < VMB_MMIO_HOLE_START ? next : VMB_MMIO_HOLE_START;
+	l.highmem_end = next > VMB_4GIB ? next : 0;
+	if ((l.lowmem_end + (l.highmem_end ? l.highmem_end - VMB_4GIB : 0)) !=
+	    g->memory_bytes)
+		return -EINVAL;
+	*ret = l;
+	return 0;
+}
+
+int
+vmb__layout(const struct vmb_guest *g, const struct vmb_placement *pl,
+    struct vmb__range *ranges)
+{
+	struct vmb_layout l;
+	int rc;
+
+	if (!ranges)
+		return -EINVAL;
+	rc = vmb__layout_plan(g, pl, &l);
+	if (rc)
+		return rc;
+	memcpy(ranges, l.ranges, l.nr_ranges * sizeof(*ranges));
+	return (int)l.nr_ranges;
+}
+
+int
+vmb__memmap(const struct vmb_layout *l, const struct vmb_firmware *fw,
+    struct vmb_memmap_entry *out, size_t cap)
+{
+	struct vmb_memmap_entry e[VMB_MEMMAP_MAX];
+	size_t n = 0;
+
+	if (!l || !out)
+		return -EINVAL;
+	if (l->lowmem_end)
+		e[n++] = (struct vmb_memmap_entry){ 0, l->lowmem_end,
+		    VMB_E820_RAM };
+	if (l->highmem_end)
+		e[n++] = (struct vmb_memmap_entry){ VMB_4GIB,
+		    l->highmem_end - VMB_4GIB, VMB_E820_RAM };
+	for (uint32_t i = 0; fw && i < fw->nr_regions; i++) {
+		if (n == VMB_MEMMAP_MAX || fw->regions[i].size == 0)
+			return -EINVAL;
+		e[n++] = fw->regions[i];
+	}
+	/* Insertion sort by address, then no overlaps. */
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = i; j > 0 && e[j].addr < e[j - 1].addr; j--) {
+			struct vmb_memmap_entry t = e[j];
+
+			e[j] = e[j - 1];
+			e[j - 1] = t;
+		}
+	for (size_t i = 1; i < n; i++)
+		if (e[i - 1].addr + e[i - 1].size > e[i].addr)
+			return -EINVAL;
+	if (n > cap)
+		return -EINVAL;
+	memcpy(out, e, n * sizeof(*e));
+	return (int)n;
+}

@@ -1,0 +1,356 @@
+/*
+ * test_xen_xs.c - the xenstore entries the xen backend writes for a PVH
+ * domain (xen_xs.c), against a small in-memory xenstore: libxenstore's
+ * calls are replaced at link time (-Wl,--wrap, see build.mk).  What
+ * libxl__domain_make and libxl__build_post write must be there, with
+ * their permissions (/libxl/N/type and the /tool/... domain ids
+ * included), and after remove nothing of the domain may be left.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "xen_priv.h"
+
+#define MAX_NODES	256
+
+struct node {
+	char	path[256];
+	char	value[256];
+	struct xs_permissions perms[4];
+	unsigned nperms;
+};
+
+static struct {
+	struct node n[MAX_NODES];
+	unsigned nr;
+	unsigned introduced, released;
+} xs;
+
+xs_transaction_t __wrap_xs_transaction_start(struct xs_handle *h);
+bool __wrap_xs_transaction_end(struct xs_handle *h, xs_transaction_t t,
+    bool abort);
+bool __wrap_xs_write(struct xs_handle *h, xs_transaction_t t,
+    const char *path, const void *data, unsigned int len);
+bool __wrap_xs_mkdir(struct xs_handle *h, xs_transaction_t t,
+    const char *path);
+bool __wrap_xs_set_permissions(struct xs_handle *h, xs_transaction_t t,
+    const char *path, struct xs_permissions *perms, unsigned int num);
+bool __wrap_xs_rm(struct xs_handle *h, xs_transaction_t t, const char *path);
+void *__wrap_xs_read(struct xs_handle *h, xs_transaction_t t,
+    const char *path, unsigned int *len);
+bool __wrap_xs_introduce_domain(struct xs_handle *h, unsigned int domid,
+    unsigned long mfn, unsigned int eventchn);
+bool __wrap_xs_release_domain(struct xs_handle *h, unsigned int domid);
+
+static struct node *
+lookup(const char *path)
+{
+	for (unsigned i = 0; i < xs.nr; i++)
+		if (!strcmp(xs.n[i].path, path))
+			return &xs.n[i];
+	return NULL;
+}
+
+/* Create path and its missing parents (inheriting perms), as xenstored. */
+static struct node *
+create(const char *path)
+{
+	char parent[256];
+	struct node *n = lookup(path), *p = NULL;
+	char *slash;
+
+	if (n)
+		return n;
+	snprintf(parent, sizeof(parent), "%s", path);
+	slash = strrchr(parent, '/');
+	if (slash && slash != parent) {
+		*slash = '\0';
+		p = create(parent);
+	}
+	assert_true(xs.nr < MAX_NODES);
+	n = &xs.n[xs.nr++];
+	memset(n, 0, sizeof(*n));
+	snprintf(n->path, sizeof(n->path), "%s", path);
+	if (p) {
+		memcpy(n->perms, p->perms, sizeof(n->perms));
+		n->nperms = p->nperms;
+	} else {
+		n->perms[0] = (struct xs_permissions){ 0, XS_PERM_NONE };
+		n->nperms = 1;
+	}
+	return n;
+}
+
+xs_transaction_t
+__wrap_xs_transaction_start(struct xs_handle *h)
+{
+	(void)h;
+	return 1;
+}
+
+bool
+__wrap_xs_transaction_end(struct xs_handle *h, xs_transaction_t t,
+    bool abort)
+{
+	(void)h; (void)t; (void)abort;
+	return true;
+}
+
+bool
+__wrap_xs_write(struct xs_handle *h, xs_transaction_t t, const char *path,
+    const void *data, unsigned int len)
+{
+	struct node *n = create(path);
+
+	(void)h; (void)t;
+	assert_true(len < sizeof(n->value));
+	memcpy(n->value, data, len);
+	n->value[len] = '\0';
+	return true;
+}
+
+bool
+__wrap_xs_mkdir(struct xs_handle *h, xs_transaction_t t, const char *path)
+{
+	(void)h; (void)t;
+	create(path);
+	return true;
+}
+
+bool
+__wrap_xs_set_permissions(struct xs_handle *h, xs_transaction_t t,
+    const char *path, struct xs_permissions *perms, unsigned int num)
+{
+	struct node *n = lookup(path);
+
+	(void)h; (void)t;
+	if (!n) {
+		errno = ENOENT;
+		return false;
+	}
+	assert_true(num <= 4);
+	memcpy(n->perms, perms, num * sizeof(*perms));
+	n->nperms = num;
+	return true;
+}
+
+bool
+__wrap_xs_rm(struct xs_handle *h, xs_transaction_t t, const char *path)
+{
+	size_t len = strlen(path);
+	bool found = false;
+
+	(void)h; (void)t;
+	for (unsigned i = 0; i < xs.nr; ) {
+		const char *p = xs.n[i].path;
+
+		if (!strncmp(p, path, len) && (p[len] == '\0' || p[len] == '/')) {
+			xs.n[i] = xs.n[--xs.nr];
+			found = true;
+		} else {
+			i++;
+		}
+	}
+	if (!found)
+		errno = ENOENT;
+	return found;
+}
+
+void *
+__wrap_xs_read(struct xs_handle *h, xs_transaction_t t, const char *path,
+    unsigned int *len)
+{
+	struct node *n = lookup(path);
+
+	(void)h; (void)t;
+	if (!n) {
+		errno = ENOENT;
+		return NULL;
+	}
+	if (len)
+		*len = (unsigned)strlen(n->value);
+	return strdup(n->value);
+}
+
+bool
+__wrap_xs_introduce_domain(struct xs_handle *h, unsigned int domid,
+    unsigned long mfn, unsigned int eventchn)
+{
+	(void)h; (void)domid; (void)mfn; (void)eventchn;
+	xs.introduced++;
+	return true;
+}
+
+bool
+__wrap_xs_release_domain(struct xs_handle *h, unsigned int domid)
+{
+	(void)h; (void)domid;
+	xs.released++;
+	return true;
+}
+
+static struct xen_be be;
+
+static int
+setup(void **state)
+{
+	(void)state;
+	memset(&xs, 0, sizeof(xs));
+	memset(&be, 0, sizeof(be));
+	be.xsh = (struct xs_handle *)&xs;	/* never dereferenced */
+	pthread_mutex_init(&be.xs_lock, NULL);
+	return 0;
+}
+
+static const char *
+val(const char *path)
+{
+	struct node *n = lookup(path);
+
+	return n ? n->value : NULL;
+}
+
+static void
+perms_are(const char *path, unsigned owner, unsigned owner_perm,
+    int reader)
+{
+	struct node *n = lookup(path);
+
+	assert_non_null(n);
+	assert_int_equal(n->perms[0].id, owner);
+	assert_int_equal(n->perms[0].perms, owner_perm);
+	if (reader < 0) {
+		assert_int_equal(n->nperms, 1);
+	} else {
+		assert_int_equal(n->nperms, 2);
+		assert_int_equal(n->perms[1].id, (unsigned)reader);
+		assert_int_equal(n->perms[1].perms, XS_PERM_READ);
+	}
+}
+
+static unsigned
+count_under(const char *prefix)
+{
+	unsigned c = 0;
+
+	for (unsigned i = 0; i < xs.nr; i++)
+		c += !strncmp(xs.n[i].path, prefix, strlen(prefix));
+	return c;
+}
+
+#define UUID_STR	"00112233-4455-6677-8899-aabbccddeeff"
+
+static void
+test_layout_and_remove(void **state)
+{
+	struct vmb_dom_config cfg;
+	struct xen_xs_boot xb;
+	uint32_t sd = 99, cd = 99;
+
+	(void)state;
+	__wrap_xs_write(NULL, 0, "/tool/xenstored/domid", "0", 1);
+	__wrap_xs_write(NULL, 0, "/tool/xenconsoled/domid", "7", 1);
+	memset(&cfg, 0, sizeof(cfg));
+	snprintf(cfg.name, sizeof(cfg.name), "guest1");
+	for (int i = 0; i < 16; i++)
+		cfg.uuid[i] = (uint8_t)(i * 0x11);
+	assert_int_equal(xen_xs_domain_make(&be, 5, &cfg), 0);
+
+	/* libxl__domain_make's skeleton, with its permissions. */
+	perms_are("/local/domain/5", 0, XS_PERM_NONE, 5);
+	perms_are("/vm/" UUID_STR, 0, XS_PERM_NONE, 5);
+	perms_are("/libxl/5", 0, XS_PERM_NONE, -1);
+	perms_are("/libxl/5/device", 0, XS_PERM_NONE, -1);
+	assert_string_equal(val("/libxl/5/type"), "pvh");
+	assert_string_equal(val("/local/domain/5/vm"), "/vm/" UUID_STR);
+	assert_string_equal(val("/local/domain/5/name"), "guest1");
+	assert_string_equal(val("/vm/" UUID_STR "/uuid"), UUID_STR);
+	assert_string_equal(val("/vm/" UUID_STR "/name"), "guest1");
+	perms_are("/local/domain/5/control/shutdown", 5, XS_PERM_NONE, -1);
+	perms_are("/local/domain/5/data", 5, XS_PERM_NONE, -1);
+	perms_are("/local/domain/5/device/suspend/event-channel", 5,
+	    XS_PERM_NONE, -1);
+	perms_are("/local/domain/5/control", 0, XS_PERM_NONE, 5);
+	assert_string_equal(val("/local/domain/5/control/"
+	    "platform-feature-xs_reset_watches"), "1");
+
+	/* The daemons' domains, from /tool, as libxl reads them. */
+	xen_xs_tool_domids(&be, &sd, &cd);
+	assert_int_equal(sd, 0);
+	assert_int_equal(cd, 7);
+
+	/* libxl__build_post's entries and the console. */
+	memset(&xb, 0, sizeof(xb));
+	xb.domid = 5;
+	xb.static_max_kb = xb.target_kb = 4608 * 1024;
+	xb.vcpus = 1;
+	xb.max_vcpus = 2;
+	xb.store_port = 1;
+	xb.console_port = 2;
+	xb.store_gfn = 0xfeffc;
+	xb.console_gfn = 0xfefff;
+	xb.store_domid = sd;
+	xb.console_domid = cd;
+	assert_int_equal(xen_xs_domain_boot(&be, &xb), 0);
+	assert_string_equal(val("/local/domain/5/memory/static-max"),
+	    "4718592");
+	assert_string_equal(val("/local/domain/5/memory/target"), "4718592");
+	assert_string_equal(val("/local/domain/5/store/ring-ref"), "1044476");
+	assert_string_equal(val("/local/domain/5/console/backend-id"), "7");
+	assert_string_equal(val("/local/domain/5/cpu/0/availability"),
+	    "online");
+	assert_string_equal(val("/local/domain/5/cpu/1/availability"),
+	    "offline");
+	assert_non_null(val("/vm/" UUID_STR "/start_time"));
+	assert_int_equal(xen_xs_introduce(&be, 5, xb.store_gfn,
+	    xb.store_port), 0);
+	assert_int_equal(xs.introduced, 1);
+
+	/* Destroy: nothing of the domain is left, /tool is. */
+	xen_xs_domain_remove(&be, 5);
+	assert_int_equal(count_under("/local/domain/5"), 0);
+	assert_int_equal(count_under("/libxl/5"), 0);
+	assert_int_equal(count_under("/vm/" UUID_STR), 0);
+	assert_string_equal(val("/tool/xenconsoled/domid"), "7");
+	assert_int_equal(xs.released, 1);
+}
+
+/* Leftovers of an earlier domain with the same id go at create. */
+static void
+test_leftovers(void **state)
+{
+	struct vmb_dom_config cfg;
+	uint32_t sd, cd;
+
+	(void)state;
+	__wrap_xs_write(NULL, 0, "/libxl/5/stale", "x", 1);
+	__wrap_xs_write(NULL, 0, "/local/domain/5/stale", "x", 1);
+	__wrap_xs_write(NULL, 0, "/tool/xenconsoled/domid", "junk", 4);
+	memset(&cfg, 0, sizeof(cfg));
+	snprintf(cfg.name, sizeof(cfg.name), "guest2");
+	assert_int_equal(xen_xs_domain_make(&be, 5, &cfg), 0);
+	assert_null(val("/libxl/5/stale"));
+	assert_null(val("/local/domain/5/stale"));
+	/* A /tool value that is no domain id counts as dom0, as atoi. */
+	xen_xs_tool_domids(&be, &sd, &cd);
+	assert_int_equal(cd, 0);
+	assert_int_equal(sd, 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup(test_layout_and_remove, setup),
+		cmocka_unit_test_setup(test_leftovers, setup),
+	};
+
+	return cmocka_run_group_tests_name("xen-xenstore", tests, NULL, NULL);
+}
