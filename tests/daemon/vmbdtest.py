@@ -64,6 +64,17 @@ def ok(cond, name, detail=None):
     return cond
 
 
+def raises(exc, fn, *args, **kwargs):
+    """The exception of type `exc` fn(*args, **kwargs) raised, or None
+    when it returned (other exceptions propagate): ok(raises(...), ...)
+    asserts that a call fails the way it must."""
+    try:
+        fn(*args, **kwargs)
+    except exc as e:
+        return e
+    return None
+
+
 def skip(name, why):
     """One TAP line counted as skipped: the check could not run here."""
     global _n
