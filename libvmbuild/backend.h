@@ -88,6 +88,9 @@ struct vmb_backend_ops {
 	 * before the first unpause (vCPU context, special pages, xenstore).
 	 */
 	int	(*boot)(void *priv, uint32_t domid, const struct vmb_boot *boot);
+
+	/* Bound each later call to `ms` (0: none); NULL: not applicable. */
+	void	(*set_timeout)(void *priv, unsigned ms);
 };
 
 extern const struct vmb_backend_ops vmb_backend_sim;

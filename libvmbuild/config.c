@@ -312,6 +312,15 @@ vmb_config_parse_text(const char *text, size_t len, const char *where,
     const char *basedir, struct vmb_guest **ret_guest,
     struct vmb_diags *diags)
 {
+	return vmb_config_parse(text, len, where, basedir, VMB_CHECK_FILES,
+	    ret_guest, diags);
+}
+
+int
+vmb_config_parse(const char *text, size_t len, const char *where,
+    const char *basedir, unsigned flags, struct vmb_guest **ret_guest,
+    struct vmb_diags *diags)
+{
 	struct vmb_guest *g = NULL;
 	XLU_Config *cfg = NULL;
 	struct scan *sc = NULL;
@@ -399,7 +408,7 @@ vmb_config_parse_text(const char *text, size_t len, const char *where,
 			rc = -ENOMEM;
 			goto out;
 		}
-		rc = vmb_guest_validate(g, basedir, where, diags);
+		rc = vmb_guest_check(g, basedir, where, flags, diags);
 	} else {
 		rc = -EINVAL;
 	}
