@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -112,4 +113,22 @@ fatalx(const char *fmt, ...)
 {
 	LOG_BODY(LOG_CRIT, 0);
 	exit(1);
+}
+
+bool
+log_rate_ok(struct log_rate *r, double interval, unsigned *ret_suppressed)
+{
+	struct timespec ts;
+	double now;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = ts.tv_sec + ts.tv_nsec / 1e9;
+	if (now < r->next) {
+		r->suppressed++;
+		return false;
+	}
+	r->next = now + interval;
+	*ret_suppressed = r->suppressed;
+	r->suppressed = 0;
+	return true;
 }

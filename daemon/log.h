@@ -8,6 +8,8 @@
 #ifndef VMBUILDD_LOG_H
 #define VMBUILDD_LOG_H
 
+#include <stdbool.h>
+
 #define LOG_FMT(a, b)	__attribute__((format(printf, a, b)))
 
 void log_init(int verbose);
@@ -18,6 +20,18 @@ void log_errx(const char *fmt, ...) LOG_FMT(1, 2);
 void log_notice(const char *fmt, ...) LOG_FMT(1, 2);
 void log_info(const char *fmt, ...) LOG_FMT(1, 2);
 void log_debug(const char *fmt, ...) LOG_FMT(1, 2);
+/*
+ * Rate limiting for messages an outsider can cause at will (accept
+ * errors, a hypervisor that keeps failing): log_rate_ok() is true at
+ * most once per `interval` seconds, and then says in *ret_suppressed
+ * how many were held back since.  Loop thread only.
+ */
+struct log_rate {
+	double	next;		/* CLOCK_MONOTONIC seconds */
+	unsigned suppressed;
+};
+bool log_rate_ok(struct log_rate *r, double interval, unsigned *ret_suppressed);
+
 void fatal(const char *fmt, ...) LOG_FMT(1, 2) __attribute__((noreturn));
 void fatalx(const char *fmt, ...) LOG_FMT(1, 2) __attribute__((noreturn));
 

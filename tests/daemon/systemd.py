@@ -89,8 +89,9 @@ log = open(os.path.join(h.dir, "vmbuildd.log"), "ab")
 d = subprocess.Popen([VMBUILDD, "--foreground", "--metrics", "none",
                       "--hypervisor",
                       "sim:" + h.hv_sock, "--socket", h.sock,
-                      "--state-dir", h.state], stdout=log, stderr=log,
-                     env=env)
+                      "--state-dir", h.state,
+                      "--image-dir", os.path.dirname(KERNEL)],
+                     stdout=log, stderr=log, env=env)
 h.d = d
 msgs = []
 end = time.monotonic() + 30

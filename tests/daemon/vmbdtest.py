@@ -111,7 +111,11 @@ class Client:
     def close(self):
         self.sock.close()
 
-    def send_raw(self, data):
+    def send_raw(self, data, fds=()):
+        """Send bytes; descriptors go with the first byte (SCM_RIGHTS)."""
+        if fds:
+            n = socket.send_fds(self.sock, [data], list(fds))
+            data = data[n:]
         self.sock.sendall(data)
 
     def read_line(self):
@@ -146,14 +150,14 @@ class Client:
             if want_id is None or m.get("id") == want_id:
                 return m
 
-    def call(self, method, params=None, **kw):
+    def call(self, method, params=None, fds=(), **kw):
         rid = self.next_id
         self.next_id += 1
         req = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
             req["params"] = params
         req.update(kw)
-        self.send_raw((json.dumps(req) + "\n").encode())
+        self.send_raw((json.dumps(req) + "\n").encode(), fds)
         return self.reply(rid)
 
     def result(self, method, params=None):
@@ -232,12 +236,15 @@ class Host:
         env = dict(os.environ, NOTIFY_SOCKET=notify_path)
         log = open(os.path.join(self.dir, "vmbuildd.log"), "ab")
         t0 = time.monotonic()
+        args = self.daemon_args + list(extra)
+        # The test kernel may be named by path: its folder is an image
+        # directory (other files come as descriptors, see send_fds).
         self.d = subprocess.Popen(
             [VMBUILDD, "--hypervisor", "sim:" + self.hv_sock,
              "--socket", self.sock, "--state-dir", self.state,
-             "--foreground", "-v"] + self.daemon_args + list(extra) +
-            ([] if "--metrics" in self.daemon_args + list(extra)
-             else ["--metrics", "none"]),
+             "--foreground", "-v"] + args +
+            ([] if "--metrics" in args else ["--metrics", "none"]) +
+            ["--image-dir", os.path.dirname(KERNEL)],
             stdout=log, stderr=log, env=env)
         self.notes = []
         try:
