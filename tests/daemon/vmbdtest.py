@@ -13,6 +13,7 @@ import re
 import shutil
 import signal
 import socket
+import struct
 import subprocess
 import sys
 import tempfile
@@ -39,6 +40,102 @@ def proto_codes(path=os.path.join(TOP, "daemon", "proto.h")):
 
 # RPC_PARSE_ERROR ... E_BAD_STATE, as the daemon has them.
 globals().update(proto_codes())
+
+
+def hv_ops(path=os.path.join(TOP, "hypervisor", "include", "vmbuild",
+                             "hvabi.h")):
+    """enum hv_op of hvabi.h: {"populate": 11, ...} (HV_OP_ in lower case)."""
+    with open(path) as f:
+        body = re.search(r"enum hv_op \{(.*?)\};", f.read(), re.S).group(1)
+    ops, n = {}, 0
+    for m in re.finditer(r"^\s*HV_OP_([A-Z_0-9]+)(?:\s*=\s*(\d+))?,", body,
+                         re.M):
+        n = int(m.group(2)) if m.group(2) else n + 1
+        if m.group(1) != "MAX":
+            ops[m.group(1).lower()] = n
+    return ops
+
+
+HV_OPS = hv_ops()
+HV_OP_FAULT = 0x7f01
+HV_FAULT_QUERY, HV_FAULT_FAIL, HV_FAULT_HANG, HV_FAULT_CRASH, \
+    HV_FAULT_CLEAR = range(5)
+
+
+class Hv:
+    """One connection to hvsim, for its fault requests (--fault-requests)."""
+
+    HDR = struct.Struct("<IHHIiQ")
+
+    def __init__(self, path):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(30)
+        self.sock.connect(path)
+        self.seq = 0
+        self.call(HV_OPS["hello"], b"")
+
+    def close(self):
+        self.sock.close()
+
+    def _read(self, n):
+        buf = b""
+        while len(buf) < n:
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionError("hvsim closed the connection")
+            buf += chunk
+        return buf
+
+    def call(self, op, payload):
+        """(status, reply payload) of one request."""
+        self.seq += 1
+        self.sock.sendall(self.HDR.pack(0x4d535648, 1, op, len(payload), 0,
+                                        self.seq) + payload)
+        magic, ver, rop, n, status, seq = self.HDR.unpack(
+            self._read(self.HDR.size))
+        return status, self._read(n)
+
+    def fault(self, op, nth=1, mode=HV_FAULT_FAIL, errno_=0):
+        """Arm a fault at call `nth` from now of op (a name); the counts."""
+        st, rep = self.call(HV_OP_FAULT, struct.pack(
+            "<HHiII", HV_OPS[op] if op else 0, mode, errno_, nth, 0))
+        if st != 0:
+            raise RuntimeError("fault request: status %d" % st)
+        calls = struct.unpack_from("<32Q", rep)
+        fired, armed = struct.unpack_from("<QI", rep, 256)
+        return {"calls": {name: calls[n] for name, n in HV_OPS.items()},
+                "fired": fired, "armed": armed}
+
+    def counts(self):
+        return self.fault(None, 1, HV_FAULT_QUERY)
+
+    def destroy_all(self):
+        """Destroy every domain but 0 (HV_OP_DOMAIN_LIST, _DESTROY)."""
+        st, rep = self.call(HV_OPS["domain_list"], struct.pack("<II", 0,
+                                                              1024))
+        nr = struct.unpack_from("<I", rep)[0]
+        size = (len(rep) - 8) // nr if nr else 0
+        for i in range(nr):
+            domid = struct.unpack_from("<I", rep, 8 + i * size)[0]
+            if domid != 0:
+                self.call(HV_OPS["domain_destroy"],
+                          struct.pack("<II", domid, 0))
+        return nr
+
+    def clear(self):
+        return self.fault(None, 1, HV_FAULT_CLEAR)
+
+
+def proc_stat(pid):
+    """RSS (bytes), open descriptors, CPU seconds of a process."""
+    with open("/proc/%d/status" % pid) as f:
+        rss = int(re.search(r"^VmRSS:\s+(\d+) kB", f.read(), re.M)
+                  .group(1)) * 1024
+    nfd = len(os.listdir("/proc/%d/fd" % pid))
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return rss, nfd, cpu
 
 _n = 0
 _failed = 0
@@ -116,7 +213,8 @@ class Client:
         if fds:
             n = socket.send_fds(self.sock, [data], list(fds))
             data = data[n:]
-        self.sock.sendall(data)
+        if data:
+            self.sock.sendall(data)
 
     def read_line(self):
         """One line as bytes; b"" at EOF."""
@@ -214,6 +312,10 @@ class Host:
         self.start_hvsim(hvsim_args)
 
     def start_hvsim(self, args):
+        # A socket left by an hvsim that died would look ready at once.
+        if self.hv is not None and self.hv.poll() is not None and \
+                os.path.exists(self.hv_sock):
+            os.unlink(self.hv_sock)
         log = open(os.path.join(self.dir, "hvsim.log"), "ab")
         self.hv = subprocess.Popen([HVSIM, "--socket", self.hv_sock] +
                                    list(args), stdout=log, stderr=log)
