@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -33,6 +34,7 @@
 #include "metrics.h"
 #include "notify.h"
 #include "proto.h"
+#include "rpc.h"
 #include "state.h"
 #include "task.h"
 #include "vm.h"
@@ -49,6 +51,8 @@
  * the builds' records make the next start undo them.
  */
 #define STOP_GRACE_SEC	30
+/* Seconds between looks at whether freed memory can go back. */
+#define TRIM_INTERVAL_SEC	2
 
 struct vmbuildd vmbd;
 
@@ -66,6 +70,8 @@ static struct {
 	int		ready_fd;	/* daemonizing: tell the parent */
 	struct event	*ev_sig[4];
 	struct event	*ev_watchdog;
+	struct event	*ev_trim;	/* give freed heap back when quiet */
+	uint64_t	trim_seen;	/* requests at the last trim */
 	struct event	*ev_stop;	/* polls for the end of shutdown */
 	uint64_t	watchdog_usec;
 } M = { .ready_fd = -1 };
@@ -409,6 +415,29 @@ signal_cb(evutil_socket_t sig, short what, void *arg)
 	}
 }
 
+/*
+ * malloc keeps what a burst of clients freed (in the loop's heap and the
+ * worker threads' arenas) for reuse; a daemon that runs for months
+ * should not hold its peak for ever.  After a quiet spell with no build
+ * running, the freed memory goes back to the kernel (malloc_trim).
+ */
+static void
+trim_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct timeval tv = { TRIM_INTERVAL_SEC, 0 };
+	uint64_t seen = rpc_requests();
+
+	(void)fd;
+	(void)what;
+	(void)arg;
+	if (seen != M.trim_seen && task_running() == 0 &&
+	    worker_pending() == 0) {
+		malloc_trim(0);
+		M.trim_seen = seen;
+	}
+	evtimer_add(M.ev_trim, &tv);
+}
+
 static void
 watchdog_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -565,6 +594,10 @@ main(int argc, char **argv)
 			fatalx("cannot catch signal %d", sigs[i]);
 	}
 	M.ev_stop = evtimer_new(vmbd.base, stop_poll_cb, NULL);
+	M.ev_trim = evtimer_new(vmbd.base, trim_cb, NULL);
+	if (M.ev_stop == NULL || M.ev_trim == NULL)
+		fatalx("cannot set up the event loop");
+	trim_cb(-1, 0, NULL);
 	if (sd_watchdog_enabled(0, &M.watchdog_usec) > 0 &&
 	    M.watchdog_usec > 0) {
 		M.ev_watchdog = evtimer_new(vmbd.base, watchdog_cb, NULL);
@@ -590,6 +623,7 @@ main(int argc, char **argv)
 		event_free(M.ev_sig[i]);
 	if (M.ev_watchdog != NULL)
 		event_free(M.ev_watchdog);
+	event_free(M.ev_trim);
 	event_free(M.ev_stop);
 	metrics_stop();
 	events_stop();

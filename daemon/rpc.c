@@ -390,6 +390,14 @@ out:
 	close_fds(fds, nfds);
 }
 
+static uint64_t requests;
+
+uint64_t
+rpc_requests(void)
+{
+	return requests;
+}
+
 void
 rpc_handle_line(struct conn *c, const char *line, size_t len, int *fds,
     size_t nfds)
@@ -398,6 +406,7 @@ rpc_handle_line(struct conn *c, const char *line, size_t len, int *fds,
 	yajl_val root;
 	size_t i;
 
+	requests++;
 	/* Blank lines (and a CR of CRLF) are not requests. */
 	while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == ' ' ||
 	    line[len - 1] == '\t'))

@@ -63,6 +63,8 @@ struct call {
  */
 void rpc_handle_line(struct conn *c, const char *line, size_t len, int *fds,
     size_t nfds);
+/* Request lines handled since start. */
+uint64_t rpc_requests(void);
 /* Send an error outside any call (id NULL writes null). */
 void rpc_send_error(struct conn *c, const char *id, int code,
     const char *msg);
