@@ -219,7 +219,8 @@ control_bind(const char *path, mode_t mode)
 	    chown(path, (uid_t)-1, C.group_gid) < 0)
 		log_warn("chown %s to group %s, ignoring", path,
 		    C.opts.group ? C.opts.group : CONTROL_GROUP);
-	if (listen(fd, 128) < 0) {
+	/* Room for a burst of clients: --max-connections may be large. */
+	if (listen(fd, SOMAXCONN) < 0) {
 		rc = -errno;
 		(void)unlink(path);
 		goto fail;

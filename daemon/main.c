@@ -72,6 +72,7 @@ static struct {
 	struct event	*ev_watchdog;
 	struct event	*ev_trim;	/* give freed heap back when quiet */
 	uint64_t	trim_seen;	/* requests at the last trim */
+	uint64_t	tick_seen;	/* requests at the last look */
 	struct event	*ev_stop;	/* polls for the end of shutdown */
 	uint64_t	watchdog_usec;
 } M = { .ready_fd = -1 };
@@ -430,11 +431,13 @@ trim_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	(void)arg;
-	if (seen != M.trim_seen && task_running() == 0 &&
-	    worker_pending() == 0) {
+	/* Quiet: no request since the last look, some since the last trim. */
+	if (seen == M.tick_seen && seen != M.trim_seen &&
+	    task_running() == 0 && worker_pending() == 0) {
 		malloc_trim(0);
 		M.trim_seen = seen;
 	}
+	M.tick_seen = seen;
 	evtimer_add(M.ev_trim, &tv);
 }
 

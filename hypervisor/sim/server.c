@@ -587,7 +587,7 @@ server_listen(const char *path)
 	old = umask(0177);
 	rc = bind(fd, (struct sockaddr *)&sun, sizeof(sun));
 	umask(old);
-	if (rc < 0 || listen(fd, 128) < 0) {
+	if (rc < 0 || listen(fd, SOMAXCONN) < 0) {
 		rc = -errno;
 		goto fail;
 	}
