@@ -20,10 +20,12 @@ import tempfile
 import time
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-BIN = os.path.join(TOP, "build", "bin")
+# VMB_BUILD=build/asan (make asan etc.): the binaries of a variant build.
+BUILD = os.environ.get("VMB_BUILD", "build")
+BIN = os.path.join(TOP, BUILD, "bin")
 HVSIM = os.environ.get("HVSIM", os.path.join(BIN, "hvsim"))
 VMBUILDD = os.environ.get("VMBUILDD", os.path.join(BIN, "vmbuildd"))
-KERNEL = os.path.join(TOP, "build", "guest", "hello.elf")
+KERNEL = os.path.join(TOP, BUILD, "guest", "hello.elf")
 MIB = 1 << 20
 
 
