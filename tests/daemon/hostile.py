@@ -110,6 +110,12 @@ r = c.call("vm.create", {"guest": {"name": "deep", "memory": 16,
 ok(err_code(r) == RPC_INVALID_PARAMS and "nested" in r["error"]["message"],
    "lists of a guest description are bounded too", r)
 alive("deep guest lists")
+# libxlutil leaks the token it stops on at a syntax error: a quoted value
+# is bounded before it gets there.
+r = c.call("vm.create", {"config": 'name = "big"\nx = ["' + "a" * 500000 +
+                         '" $ ]\n'})
+ok(err_code(r) == E_CONFIG and "at most 4096" in r["error"]["message"],
+   "a quoted config value of 500000 bytes is refused before parsing", r)
 
 # ------------------------------------------------------------------- NUL
 r = raw(b'{"jsonrpc":"2.0","id":2,"method":"vm.list\\u0000junk"}')
