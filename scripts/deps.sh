@@ -10,8 +10,11 @@ pk[build]="build-essential pkg-config libxen-dev libyajl-dev libevent-dev
 	   libsystemd-dev uuid-dev"
 # check: cmocka for the unit tests, promtool (prometheus) for the metrics
 # test, systemd-analyze (systemd) for the unit files, python3 for the
-# protocol tests.
-pk[check]="libcmocka-dev prometheus systemd procps util-linux python3"
+# protocol tests, clang with its sanitizer and libFuzzer runtimes for the
+# fuzz targets (their corpora are replayed), ss (iproute2) for the load
+# test, useradd and groupadd (passwd) for the access test.
+pk[check]="libcmocka-dev prometheus systemd procps util-linux python3
+	   clang-14 libclang-rt-14-dev iproute2 passwd"
 pk[lab]="qemu-system-x86 busybox-static cpio xz-utils zstd gzip"
 
 want=()

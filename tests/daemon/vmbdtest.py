@@ -342,13 +342,16 @@ class Host:
         t0 = time.monotonic()
         args = self.daemon_args + list(extra)
         # The test kernel may be named by path: its folder is an image
-        # directory (other files come as descriptors, see send_fds).
+        # directory (other files come as descriptors, see send_raw).
+        # VMBD_NO_IMAGE_DIR=1 leaves the option out, to run a test
+        # against a daemon from before it existed.
         self.d = subprocess.Popen(
             [VMBUILDD, "--hypervisor", "sim:" + self.hv_sock,
              "--socket", self.sock, "--state-dir", self.state,
              "--foreground", "-v"] + args +
             ([] if "--metrics" in args else ["--metrics", "none"]) +
-            ["--image-dir", os.path.dirname(KERNEL)],
+            ([] if os.environ.get("VMBD_NO_IMAGE_DIR") else
+             ["--image-dir", os.path.dirname(KERNEL)]),
             stdout=log, stderr=log, env=env)
         self.notes = []
         try:
