@@ -67,6 +67,7 @@ static struct {
 	struct listener	ls[2];		/* control, read-only */
 	struct event_base *base;
 	struct event	*ev_resume;	/* accept again after EMFILE */
+	struct event	*ev_doom;	/* close what control_shed dropped */
 	struct log_rate	accept_rate;
 	struct connq	conns;
 	unsigned	nconns;
@@ -81,6 +82,7 @@ static struct {
 
 static void conn_close(struct conn *c);
 static void conn_process(struct conn *c);
+static void control_doom_cb(evutil_socket_t fd, short what, void *arg);
 
 void
 control_reload_group(void)
@@ -351,7 +353,7 @@ conn_pause(struct conn *c)
 static void
 conn_resume(struct conn *c)
 {
-	if (c->closed || c->closing || c->reading)
+	if (c->closed || c->closing || c->reading || c->doomed)
 		return;
 	c->reading = true;
 	event_add(c->ev_read, NULL);
@@ -702,7 +704,8 @@ control_start(struct event_base *base)
 {
 	C.base = base;
 	C.ev_resume = evtimer_new(base, control_resume_cb, NULL);
-	if (C.ev_resume == NULL)
+	C.ev_doom = evtimer_new(base, control_doom_cb, NULL);
+	if (C.ev_resume == NULL || C.ev_doom == NULL)
 		return -ENOMEM;
 	for (int i = 0; i < 2; i++) {
 		struct listener *l = &C.ls[i];
@@ -734,7 +737,9 @@ control_stop(void)
 {
 	if (C.ev_resume != NULL)
 		event_free(C.ev_resume);
-	C.ev_resume = NULL;
+	if (C.ev_doom != NULL)
+		event_free(C.ev_doom);
+	C.ev_resume = C.ev_doom = NULL;
 	for (int i = 0; i < 2; i++) {
 		if (C.ls[i].ev != NULL)
 			event_free(C.ls[i].ev);
@@ -823,30 +828,56 @@ control_on_close(conn_closed_fn *fn)
 	C.on_close = fn;
 }
 
-/* All output together is over --max-output: drop the biggest client. */
+/* Close the doomed connections, from the loop (see control_shed). */
+static void
+control_doom_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c, *next;
+
+	(void)fd;
+	(void)what;
+	(void)arg;
+	for (c = TAILQ_FIRST(&C.conns); c != NULL; c = next) {
+		next = TAILQ_NEXT(c, entry);
+		if (c->doomed)
+			conn_close(c);
+	}
+}
+
+/*
+ * All output together is over --max-output: drop the biggest client.
+ * Its output goes at once; the connection itself is closed from the loop
+ * a moment later, not here: the caller may be going through a list that
+ * names it (events_emit's subscriptions).
+ */
 static void
 control_shed(size_t want)
 {
-	struct conn *c, *big = NULL;
+	struct conn *c, *big;
 
 	while (C.out_total + want > C.opts.max_output) {
 		big = NULL;
 		TAILQ_FOREACH(c, &C.conns, entry)
-			if (big == NULL || out_len(c) > out_len(big))
+			if (!c->doomed && (big == NULL ||
+			    out_len(c) > out_len(big)))
 				big = c;
 		if (big == NULL || out_len(big) == 0)
 			return;
 		log_warnx("conn %u: %zu bytes queued while all clients have "
 		    "%zu (limit %zu), closing it", big->serial, out_len(big),
 		    C.out_total, C.opts.max_output);
-		conn_close(big);
+		big->doomed = true;
+		conn_pause(big);
+		event_del(big->ev_write);
+		evbuffer_drain(big->out, out_len(big));
+		event_active(C.ev_doom, EV_TIMEOUT, 0);
 	}
 }
 
 void
 conn_send(struct conn *c, const char *buf, size_t len)
 {
-	if (c->closed)
+	if (c->closed || c->doomed)
 		return;
 	if (out_len(c) + len > CONTROL_OUTPUT_MAX) {
 		log_warnx("conn %u: client does not read its replies "

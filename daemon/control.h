@@ -41,6 +41,7 @@ struct conn {
 	bool		closing;	/* close once the output is flushed */
 	bool		reading;	/* off while the output is backed up */
 	bool		read_only;	/* came in on the read-only socket */
+	bool		doomed;		/* output over the limits: closing */
 	int		fd;
 	struct event	*ev_read, *ev_write, *ev_timeout;
 	struct evbuffer	*in, *out;

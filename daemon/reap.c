@@ -119,7 +119,8 @@ reap_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	if (r->inflight || r->vm == NULL)
+	/* Stopping: the record stays, the next start goes on. */
+	if (r->inflight || r->vm == NULL || vmbd.stopping)
 		return;
 	rj = calloc(1, sizeof(*rj));
 	if (rj == NULL) {

@@ -391,6 +391,54 @@ ok(fds1 <= fds0 + 16, "descriptors: %d at the start, %d now" % (fds0, fds1))
 c.close()
 ok(h.stop_daemon() == 0, "SIGTERM: clean exit")
 
+# ------------------------------------------- all clients' output, bounded
+# --max-output 1 MiB: four clients that do not read pile up replies
+# (each stopped at 1 MiB of its own) until all output passes the bound;
+# the biggest are dropped, and a client that reads is served throughout.
+hb = Host(["--nodes", "1", "--cpus-per-node", "1", "--threads-per-core",
+           "1", "--mem-per-node", "1G", "--backing", "phantom"],
+          ["--max-output", str(1 << 20)])
+hb.start_daemon()
+cb = hb.client()
+for i in range(30):
+    cb.result("vm.create", {"guest": {"name": "o%02d" % i, "memory": 4,
+                                      "kernel": KERNEL}, "wait": True})
+greedy = []
+for k in range(4):
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.connect(hb.sock)
+    s.setblocking(False)
+    try:
+        for i in range(3000):
+            s.send(b'{"jsonrpc":"2.0","id":%d,"method":"vm.list"}\n' % i)
+    except BlockingIOError:
+        pass
+    greedy.append(s)
+time.sleep(2)
+dropped = 0
+for s in greedy:
+    s.setblocking(True)
+    s.settimeout(5)
+    got = b""
+    try:
+        while True:
+            chunk = s.recv(1 << 20)
+            if not chunk:
+                dropped += 1
+                break
+            got += chunk
+    except socket.timeout:
+        pass
+    s.close()
+ok(dropped >= 1, "--max-output: %d of the 4 clients that did not read were "
+   "dropped" % dropped)
+ok("limit 1048576), closing it" in hb.log_tail(n=500),
+   "the log names the client dropped and the limit")
+ok(cb.call("vm.list") is not None and hb.d.poll() is None,
+   "a client that reads is served all along")
+cb.close()
+ok(hb.stop_daemon() == 0, "SIGTERM: clean exit")
+
 # --------------------------------------------- a --metrics that cannot bind
 # Bug 8: it used to leave a stale control socket behind.
 busy = socket.socket()
