@@ -77,24 +77,6 @@ static struct {
 	uint64_t	watchdog_usec;
 } M = { .ready_fd = -1 };
 
-double
-now_real(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-double
-now_mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 void
 vmbd_status_changed(void)
 {

@@ -3,9 +3,13 @@
  * daemon_stub.h).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -22,24 +26,6 @@
 #include "worker.h"
 
 struct vmbuildd vmbd;
-
-double
-now_real(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-double
-now_mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 void
 vmbd_status_changed(void)
@@ -125,6 +111,8 @@ fuzz_daemon_init(void)
 
 	if (vmbd.base != NULL)
 		return vmbd.base;
+	/* As main.c: a client gone mid-reply must not kill us. */
+	signal(SIGPIPE, SIG_IGN);
 	ctx = calloc(1, sizeof(*ctx));
 
 	if (ctx == NULL || vmb__tpool_new(&ctx->pool) < 0 ||
@@ -165,4 +153,70 @@ fuzz_daemon_run(int (*done)(void *arg), void *arg)
 			return;
 		event_base_loop(vmbd.base, EVLOOP_ONCE);
 	}
+}
+
+/*
+ * A client on the loop: writes its bytes to fd, shuts its side down and
+ * reads until the daemon closes the connection.
+ */
+struct fuzz_client {
+	const uint8_t	*data;
+	size_t		len, off;
+	int		eof;
+	struct event	*ev;
+};
+
+static void
+fuzz_client_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct fuzz_client *cl = arg;
+	char buf[65536];
+
+	if ((what & EV_WRITE) && cl->off < cl->len) {
+		ssize_t n = send(fd, cl->data + cl->off, cl->len - cl->off,
+		    MSG_DONTWAIT | MSG_NOSIGNAL);
+
+		if (n > 0)
+			cl->off += (size_t)n;
+		else if (n < 0 && errno != EAGAIN)
+			cl->off = cl->len;
+	}
+	if ((what & EV_WRITE) && cl->off >= cl->len) {
+		shutdown(fd, SHUT_WR);
+		event_del(cl->ev);
+		event_assign(cl->ev, vmbd.base, fd, EV_READ | EV_PERSIST,
+		    fuzz_client_cb, cl);
+		event_add(cl->ev, NULL);
+	}
+	if (what & EV_READ) {
+		ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+		if (n == 0 || (n < 0 && errno != EAGAIN)) {
+			/* Readable for ever now: stop watching it. */
+			cl->eof = 1;
+			event_del(cl->ev);
+		}
+	}
+}
+
+static int
+fuzz_client_done(void *arg)
+{
+	return ((struct fuzz_client *)arg)->eof;
+}
+
+void
+fuzz_client_run(int fd, const uint8_t *data, size_t len)
+{
+	struct fuzz_client cl = { .data = data, .len = len };
+
+	fcntl(fd, F_SETFL, O_NONBLOCK);
+	cl.ev = event_new(vmbd.base, fd, EV_READ | EV_WRITE | EV_PERSIST,
+	    fuzz_client_cb, &cl);
+	event_add(cl.ev, NULL);
+	fuzz_daemon_run(fuzz_client_done, &cl);
+	event_free(cl.ev);
+	close(fd);
+	/* What the daemon still does for the connection (a deferred reply). */
+	fuzz_daemon_run(fuzz_client_done, &cl);
 }
