@@ -82,7 +82,8 @@ SAN_asan  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	     -fno-sanitize-recover=undefined
 SAN_ubsan := -O1 -g -fsanitize=undefined -fno-sanitize-recover=undefined
 SAN_tsan  := -O1 -g -fsanitize=thread
-SAN_ENV	  := LSAN_OPTIONS=suppressions=$(CURDIR)/tests/fuzz/lsan.supp \
+SAN_ENV	  := VMBD_SANITIZER=$(SAN) \
+	     LSAN_OPTIONS=suppressions=$(CURDIR)/tests/fuzz/lsan.supp \
 	     UBSAN_OPTIONS=print_stacktrace=1 \
 	     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
 	     CLIENTS=200 ROUNDS=20

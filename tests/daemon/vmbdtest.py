@@ -23,6 +23,10 @@ TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 # VMB_BUILD=build/asan (make asan etc.): the binaries of a variant build.
 BUILD = os.environ.get("VMB_BUILD", "build")
 BIN = os.path.join(TOP, BUILD, "bin")
+# make asan/tsan: memory figures mean nothing there (ASan keeps freed
+# memory in quarantine, TSan shadows everything); tests skip them.
+SANITIZER = os.environ.get("VMBD_SANITIZER", "")
+MEMORY_FIGURES = SANITIZER not in ("asan", "tsan")
 HVSIM = os.environ.get("HVSIM", os.path.join(BIN, "hvsim"))
 VMBUILDD = os.environ.get("VMBUILDD", os.path.join(BIN, "vmbuildd"))
 KERNEL = os.path.join(TOP, BUILD, "guest", "hello.elf")
