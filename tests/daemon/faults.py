@@ -99,8 +99,10 @@ outcomes = {}
 bad = []
 
 
-def run_case(label, faults, want_phase=None):
-    """Arm the faults, build, undo what stands, check what is left."""
+def run_case(label, faults, want_phase=None, strict=True):
+    """Arm the faults, build, undo what stands, check what is left.
+    strict=False: a build that failed elsewhere than want_phase is not
+    counted against it (the caller tries again), what is left always."""
     hv.clear()
     fired0 = hv.counts()["fired"]
     for op, nth in faults:
@@ -118,7 +120,7 @@ def run_case(label, faults, want_phase=None):
         if phase not in PHASES or ("phase %s" % phase) not in \
                 e.get("message", ""):
             bad.append((label, "error does not name its phase", r))
-        if want_phase is not None and phase != want_phase:
+        if strict and want_phase is not None and phase != want_phase:
             bad.append((label, "failed in %s, not %s" % (phase, want_phase),
                         r))
     vms, free = settle()
@@ -150,12 +152,20 @@ for op, phase in (("domain_create", "create"), ("claim", "claim"),
 
 # ------------------------------------------------------------- undo cases
 nundo = 0
+# The daemon lists domains on its own every 2 s: a domain_list fault may
+# land on that list instead of the build's.  Such a case is tried again
+# (what it left is checked every time).
 for op in sorted(undo):
     for j in range(1, undo[op] + 1):
         nth = prefix.get(op, 0) + j
-        outcome, fired = run_case("undo-%s call %d" % (op, j),
-                                  [("populate", 1), (op, nth)],
-                                  want_phase="populate")
+        for attempt in range(3):
+            outcome, fired = run_case("undo-%s call %d" % (op, j),
+                                      [("populate", 1), (op, nth)],
+                                      want_phase="populate",
+                                      strict=attempt == 2 or
+                                      op != "domain_list")
+            if outcome == "failed in populate":
+                break
         nundo += 1
         diag("undo: populate fails, then %s call %d of the undo -> %s, "
              "cleaned up" % (op, j, outcome))
