@@ -86,7 +86,7 @@ SAN_ENV	  := VMBD_SANITIZER=$(SAN) \
 	     LSAN_OPTIONS=suppressions=$(CURDIR)/tests/fuzz/lsan.supp \
 	     UBSAN_OPTIONS=print_stacktrace=1 \
 	     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
-	     CLIENTS=200 ROUNDS=20
+	     CLIENTS=200 SECONDS=4 ROUNDS=20
 SAN_TESTS_tsan = $(B)/tests/hvsim/test_popconc $(B)/tests/hvsim/test_claim \
 	tests/hvsim/socket.sh $(B)/tests/lib/test_build_sim \
 	tests/daemon/protocol.py tests/daemon/load.py tests/daemon/faults.py \

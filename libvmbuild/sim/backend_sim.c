@@ -69,13 +69,30 @@ transport_error(int rc)
 	    rc == -EBADMSG || rc == -ECANCELED;
 }
 
-/* Give a connection back; rc is the result of its last call. */
+/*
+ * Give a connection back; rc is the result of its last call.  A peer
+ * that went away (hvsim crashed or restarted) took every idle connection
+ * with it: those go too, so that the next calls connect afresh instead
+ * of failing one after the other on dead connections.
+ */
 static void
 conn_put(struct sim *s, struct hvc *c, int rc)
 {
 	if (!c)
 		return;
 	hvc_set_cancel_fd(c, -1);
+	if (rc == -ECONNRESET || rc == -EPIPE || rc == -ENOTCONN) {
+		struct hvc *dead[SIM_POOL_IDLE_MAX];
+		size_t n;
+
+		pthread_mutex_lock(&s->lock);
+		n = s->nidle;
+		memcpy(dead, s->idle, n * sizeof(*dead));
+		s->nidle = 0;
+		pthread_mutex_unlock(&s->lock);
+		while (n > 0)
+			hvc_close(dead[--n]);
+	}
 	if (!transport_error(rc)) {
 		pthread_mutex_lock(&s->lock);
 		if (s->nidle < SIM_POOL_IDLE_MAX) {
