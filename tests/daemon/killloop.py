@@ -5,7 +5,7 @@ Each round starts the daemon on the same state directory, checks that
 nothing was lost, starts an operation (a create, waited for or not, a
 destroy, a pause or an unpause; creates and destroys write and remove
 state records), and kills the daemon with SIGKILL after a random delay
-of 0 to 40 ms, which lands anywhere from before the request is read to
+of 0 to 60 ms, which lands anywhere from before the request is read to
 after the reply: in placement, populate, loading, state writes,
 destroys.  Every round, once the daemon is up again:
 
@@ -115,7 +115,7 @@ def act(c, vms):
     actions[what] += 1
     if what.startswith("create"):
         serial += 1
-        mem = rng.choice((16, 32, 64, 96))
+        mem = rng.choice((16, 32, 64, 128))
         p = {"config": guest_cfg("k%d" % serial, mem, rng.choice((1, 2))),
              "wait": what == "create-wait"}
         if rng.random() < 0.3:
@@ -137,7 +137,7 @@ for rnd in range(1, ROUNDS + 1):
     vms = check(c, rnd)
     since = os.path.getsize(log_path)
     act(c, vms)
-    time.sleep(rng.uniform(0, 0.040))
+    time.sleep(rng.uniform(0, 0.060))
     h.d.send_signal(signal.SIGKILL)
     h.d.wait()
     h.d = None
@@ -158,6 +158,13 @@ ok(c.result("host.info")["free_bytes"] == total,
    "after the rounds and destroying every VM, all memory is free")
 diag("operations started: %s" % dict(actions))
 diag("where the kills landed (last log line): %s" % dict(points))
+with open(log_path, errors="replace") as f:
+    text = f.read()
+diag("at the next start: %d half-built domains destroyed, %d builds "
+     "interrupted before their domain existed, %d records of domains "
+     "gone forgotten" % (text.count("its build was interrupted"),
+                         text.count("interrupted before the domain"),
+                         text.count("no longer exists, forgetting")))
 ok(not failures, "%d kill -9 rounds: every domain listed with its record, "
    "none half built, no page lost" % ROUNDS,
    "\n".join("round %d: %s" % f for f in failures[:10]))
