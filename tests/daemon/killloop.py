@@ -162,7 +162,8 @@ with open(log_path, errors="replace") as f:
     text = f.read()
 diag("at the next start: %d half-built domains destroyed, %d builds "
      "interrupted before their domain existed, %d records of domains "
-     "gone forgotten" % (text.count("its build was interrupted"),
+     "gone forgotten" % (len(re.findall(
+         r"destroying .*: its build was interrupted", text)),
                          text.count("interrupted before the domain"),
                          text.count("no longer exists, forgetting")))
 ok(not failures, "%d kill -9 rounds: every domain listed with its record, "
