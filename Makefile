@@ -132,6 +132,7 @@ install: build-all
 	install -D -m 0755 $(BIN)/vmctl $(DESTDIR)$(PREFIX)/bin/vmctl
 	install -D -m 0644 systemd/vmbuildd.service $(DESTDIR)$(UNITDIR)/vmbuildd.service
 	install -D -m 0644 systemd/vmbuildd.socket $(DESTDIR)$(UNITDIR)/vmbuildd.socket
+	install -D -m 0644 systemd/vmbuildd-ro.socket $(DESTDIR)$(UNITDIR)/vmbuildd-ro.socket
 	install -D -m 0644 systemd/vmbuild.sysusers $(DESTDIR)$(SYSUSERSDIR)/vmbuild.conf
 	install -D -m 0644 build/guest/hello.elf $(DESTDIR)$(PREFIX)/lib/vmbuild/hello.elf
 
