@@ -38,7 +38,8 @@ hv_pid=$!
 for _ in $(seq 300); do [ -S "$run/hv.sock" ] && break; sleep 0.05; done
 mport=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$VMBUILDD" --foreground --metrics "127.0.0.1:$mport" --hypervisor "sim:$run/hv.sock" \
-	--socket "$run/c.sock" --state-dir "$run/state" >"$run/d.log" 2>&1 &
+	--socket "$run/c.sock" --state-dir "$run/state" \
+	--image-dir "$(dirname "$KERNEL")" >"$run/d.log" 2>&1 &
 d_pid=$!
 for _ in $(seq 300); do [ -S "$run/c.sock" ] && break; sleep 0.05; done
 [ -S "$run/c.sock" ] || { echo "vmbuildd did not start"; cat "$run/d.log"; exit 1; }
