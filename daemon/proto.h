@@ -18,6 +18,8 @@
 #define VMBUILD_PROTO_VERSION	1
 
 #define VMBUILD_DEFAULT_SOCKET	"/run/vmbuild/control.sock"
+/* Read-only methods for anyone (mode 0666), beside the control socket. */
+#define VMBUILD_DEFAULT_RO_SOCKET "/run/vmbuild/control-ro.sock"
 #define VMBUILD_SOCKET_ENV	"VMBUILD_SOCKET"
 #define VMBUILD_DEFAULT_STATE	"/var/lib/vmbuild"
 #define VMBUILD_DEFAULT_METRICS	"127.0.0.1:9741"
@@ -26,7 +28,10 @@
 #define VMBUILD_MAX_REQUEST	(1024 * 1024)	/* bytes in one request line */
 #define VMBUILD_MAX_CONNECTIONS	256
 #define VMBUILD_MAX_TASKS	64		/* tasks running at once */
-#define VMBUILD_REQUEST_TIMEOUT	30		/* s for the rest of a partial request */
+#define VMBUILD_REQUEST_TIMEOUT	30		/* s for a request line to complete */
+#define VMBUILD_MAX_OUTPUT	(64u << 20)	/* bytes queued for all clients */
+#define VMBUILD_MAX_METRICS_CONNECTIONS 64	/* HTTP clients at once */
+#define VMBUILD_HYPERVISOR_TIMEOUT 30		/* s for one hypervisor call */
 
 /* Methods. */
 #define M_SERVER_HELLO		"server.hello"
@@ -56,7 +61,10 @@
  *                    or P_GUEST (an object with xl.cfg key names);
  *                    P_WAIT (bool, default false: reply {"task":N} at once;
  *                    true: reply when the build ends, with the VM's info);
- *                    P_PAUSED (bool: leave the domain paused).
+ *                    P_PAUSED (bool: leave the domain paused);
+ *                    P_FDS ({"kernel":I,"ramdisk":J}: the images are the
+ *                    I-th and J-th descriptors sent with the request's
+ *                    bytes, SCM_RIGHTS; see daemon/README.md).
  *   vm.info/destroy/pause/unpause   P_VM (required)
  *   task.get/cancel  P_TASK (required)
  *   events.subscribe P_EVENTS (list of event names; default: all)
@@ -71,6 +79,7 @@
 #define P_WAIT			"wait"
 #define P_PAUSED		"paused"
 #define P_EVENTS		"events"
+#define P_FDS			"fds"
 
 /* Events (notifications). */
 #define E_TASK_PROGRESS		"task.progress"
@@ -99,6 +108,8 @@
 #define E_REQUEST_TOO_LARGE	1010
 #define E_TASK_FINISHED		1011	/* cancel of a task that has ended */
 #define E_BAD_STATE		1012	/* e.g. pause of a paused VM */
+#define E_IMAGE			1013	/* kernel/ramdisk unusable (type, format, size) */
+#define E_IMAGE_FD		1014	/* pass these files as descriptors: data.files */
 
 /* vmctl exit codes. */
 #define VMCTL_EXIT_OK		0

@@ -198,6 +198,9 @@ struct vmb_backend_ops {
 	 * context, xenstore).
 	 */
 	int	(*boot)(void *priv, uint32_t domid, const struct vmb_boot *boot);
+
+	/* Bound each later call to `ms` (0: none); NULL: not applicable. */
+	void	(*set_timeout)(void *priv, unsigned ms);
 };
 
 extern const struct vmb_backend_ops vmb_backend_sim;

@@ -157,6 +157,23 @@ ok(c.vm_info("py1")["name"] == "py1" and
    c.vm_info(c.vm_info("py2")["id"])["name"] == "py2",
    "vm_info() by name and by domain id")
 
+# A kernel outside the daemon's image directories: the daemon asks for
+# it as a descriptor (1014) and the client opens it with its own rights.
+own = os.path.join(h.dir, "own-kernel.elf")
+shutil.copyfile(KERNEL, own)
+r = c.vm_create(config=guest_cfg("py4", 64).replace(KERNEL, own), wait=True)
+ok(r["task"]["state"] == "done" and r["vm"]["name"] == "py4",
+   "vm_create() passes a kernel outside --image-dir as a descriptor", r)
+c.vm_destroy("py4")
+try:
+    c.vm_create(config=guest_cfg("py5", 64).replace(KERNEL, "/dev/zero"),
+                wait=True)
+    ok(False, "a device node as kernel is refused")
+except OSError as e:
+    ok("not a regular file" in str(e),
+       "a device node as kernel is refused by the client, unopened "
+       "by the daemon", e)
+
 # Errors carry the code and the data.
 bad = os.path.join(h.dir, "bad.cfg")
 with open(bad, "w") as f:

@@ -394,6 +394,45 @@ struct hv_shadow_workload_reply {
 };
 
 /* ------------------------------------------------------------------ */
+/* Fault injection (hvsim only; no hypercall of Xen).                  */
+
+/*
+ * A test makes hvsim fail, hang in, or crash at a given call of an op, to
+ * see that the toolstack undoes and loses nothing.  hvsim answers this op
+ * only when started with --fault-requests (else -EPERM).  Its number lies
+ * outside enum hv_op, which numbers the hypercalls.
+ *
+ * hv_fault.op names the op (enum hv_op, or 0 with HV_FAULT_QUERY and
+ * HV_FAULT_CLEAR); `nth` counts that op's calls from now on, over every
+ * connection: 1 is the next one.  The reply gives every op's calls so far.
+ */
+#define HV_OP_FAULT		0x7f01	/* hv_fault -> hv_fault_reply */
+#define HV_FAULT_MAX_OPS	32	/* ops counted in hv_fault_reply */
+
+enum hv_fault_mode {
+	HV_FAULT_QUERY = 0,	/* arm nothing, only report the counts */
+	HV_FAULT_FAIL = 1,	/* the call fails with -error, doing nothing */
+	HV_FAULT_HANG = 2,	/* the call is never answered */
+	HV_FAULT_CRASH = 3,	/* hvsim dies (SIGKILL) instead of answering */
+	HV_FAULT_CLEAR = 4,	/* forget every armed fault */
+};
+
+struct hv_fault {
+	uint16_t op;		/* enum hv_op */
+	uint16_t mode;		/* enum hv_fault_mode */
+	int32_t	 error;		/* HV_FAULT_FAIL: a positive errno; 0: EIO */
+	uint32_t nth;		/* >= 1 */
+	uint32_t pad;
+};
+
+struct hv_fault_reply {
+	uint64_t calls[HV_FAULT_MAX_OPS];	/* by op number, since start */
+	uint64_t fired;		/* faults that went off */
+	uint32_t armed;		/* faults waiting for their call */
+	uint32_t pad;
+};
+
+/* ------------------------------------------------------------------ */
 /* The companion hypercalls on Xen (hypervisor/xen).                   */
 
 /*
