@@ -2,7 +2,7 @@
 # deps.sh GROUP... - install the Debian packages a group of targets needs.
 #
 # Groups: build (compile everything), check (run the tests), lab (boot
-# Xen under QEMU).  Only missing packages are installed, with one
+# Xen under QEMU), xen (build the patched hypervisor, hypervisor/xen).  Only missing packages are installed, with one
 # `apt-get update` per run; as non-root it lists them and fails instead.
 set -eu
 declare -A pk
@@ -13,6 +13,9 @@ pk[build]="build-essential pkg-config libxen-dev libyajl-dev libevent-dev
 # protocol tests.
 pk[check]="libcmocka-dev prometheus systemd procps util-linux python3"
 pk[lab]="qemu-system-x86 busybox-static cpio xz-utils zstd gzip"
+# xen: Xen's hypervisor build (its Kconfig needs bison and flex, its
+# build python3), dpkg-source to unpack Debian's source package.
+pk[xen]="build-essential dpkg-dev bison flex python3 xz-utils"
 
 want=()
 for g in "$@"; do
