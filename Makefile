@@ -9,6 +9,9 @@
 #   make demo       install, build, start hvsim + vmbuildd, create the examples
 #   make bench      benchmarks (ratios against a baseline of the same run)
 #   make check-xen  the lab: a real Xen 4.17 under QEMU
+#   make xen        the companion hypercalls in Xen 4.17 (hypervisor/xen):
+#                   build/xen/xen.gz and the perf-counter build xen-perfc.gz
+#   make check-xen-companion  the patched Xen in the lab, beside hvsim
 #   make install    vmbuildd, vmctl and the systemd units (DESTDIR, PREFIX)
 #   make clean
 
@@ -31,7 +34,8 @@ ALL	:=
 TESTS	:=
 BENCH	:=
 
-.PHONY: all check demo bench check-xen clean deps install
+.PHONY: all check demo bench check-xen xen check-xen-companion clean deps \
+	install
 all: build-all
 
 include hypervisor/lib/build.mk
@@ -68,6 +72,15 @@ check-xen:
 	scripts/deps.sh build lab
 	$(MAKE) build-all
 	tests/lab/run.sh
+
+xen:
+	$(MAKE) -C hypervisor/xen stock perfc
+
+check-xen-companion:
+	scripts/deps.sh build lab xen
+	$(MAKE) build-all
+	$(MAKE) -C hypervisor/xen stock perfc
+	tests/lab/companion/run.sh
 
 # Install on a Xen host: the daemon, the client and the systemd units.
 # hvsim is a development and test tool and is not installed.

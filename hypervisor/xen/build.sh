@@ -100,10 +100,11 @@ EOF
 
 fetch_source() {
 	local versions v tmp
-	versions=$(apt-cache showsrc xen 2>/dev/null | sed -n 's/^Version: //p')
+	# apt-cache fails (100) without any deb-src entry.
+	versions=$(apt-cache showsrc xen 2>/dev/null | sed -n 's/^Version: //p' || true)
 	if [ -z "$versions" ]; then
 		add_deb_src
-		versions=$(apt-cache showsrc xen 2>/dev/null | sed -n 's/^Version: //p')
+		versions=$(apt-cache showsrc xen 2>/dev/null | sed -n 's/^Version: //p' || true)
 	fi
 	versions=$(echo "$versions" | grep '^4\.17\.' | sort -Vru)
 	[ -n "$versions" ] || die "apt knows no Xen 4.17 source package"
@@ -177,7 +178,7 @@ fi
 # ------------------------------------------------------------- build
 key=$( (cat "$dsc"; for p in $patches; do cat "$here/$p"; done
 	for f in $frags; do cat "$here/config/$f"; done
-	cat "$here/series" "$0") | sha256sum | cut -c1-16)
+	cat "$here/series" "$here/build.sh") | sha256sum | cut -c1-16)
 info=$XB/${out%.gz}.info
 if [ -f "$XB/$out" ] && grep -qx "key=$key" "$info" 2>/dev/null; then
 	log "$XB/$out is up to date (key $key)"
