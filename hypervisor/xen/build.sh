@@ -11,7 +11,8 @@
 #   source  only fetch the source package into build/xen/src/
 #
 # A build is redone only when its key changes: the source package (.dsc),
-# the series and its patches, the config fragments, this script.  The key,
+# the series and its patches, the config fragments, and RECIPE below
+# (bumped when this script builds differently).  The key,
 # the source version, the config and the build time are in
 # build/xen/<variant>.info.
 #
@@ -23,6 +24,7 @@
 # lab machines the security archive lists 4.17.7+13 but serves 404 for its
 # source, so 4.17.5+72 from the main archive is used; see README.md).
 set -euo pipefail
+RECIPE=2
 
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top"
@@ -146,8 +148,11 @@ done
 extract() {
 	local tree=$1 p o
 	rm -rf "$tree" "$tree.tmp"
-	dpkg-source -x "$dsc" "$tree.tmp" >/dev/null ||
-	    die "dpkg-source -x $dsc"
+	# The files' checksums are checked; their signature was checked by
+	# apt (the archive's signed Sources index), dpkg-source would need
+	# Debian's developer keyring for it: its warning goes to the log.
+	dpkg-source -x "$dsc" "$tree.tmp" >"$XB/dpkg-source.log" 2>&1 ||
+	    die "dpkg-source -x $dsc: $(tail -n 3 "$XB/dpkg-source.log")"
 	for p in $patches; do
 		o=$(patch -d "$tree.tmp" -p1 -F0 -N --no-backup-if-mismatch < "$here/$p" 2>&1) ||
 		    die "$p does not apply cleanly to xen $srcver:
@@ -176,9 +181,9 @@ if [ "$what" = check ]; then
 fi
 
 # ------------------------------------------------------------- build
-key=$( (cat "$dsc"; for p in $patches; do cat "$here/$p"; done
-	for f in $frags; do cat "$here/config/$f"; done
-	cat "$here/series" "$here/build.sh") | sha256sum | cut -c1-16)
+key=$( (echo "recipe $RECIPE"; cat "$dsc"
+	for p in $patches; do cat "$here/$p"; done
+	for f in $frags; do cat "$here/config/$f"; done) | sha256sum | cut -c1-16)
 info=$XB/${out%.gz}.info
 if [ -f "$XB/$out" ] && grep -qx "key=$key" "$info" 2>/dev/null; then
 	log "$XB/$out is up to date (key $key)"
@@ -189,15 +194,18 @@ extract "$tree"
 abi_check "$tree"
 
 # Debian's hypervisor config (debian/xen-kconfig, then olddefconfig, as
-# debian/rules does) plus our fragments; each fragment line must survive.
+# debian/rules does) plus our fragments; each fragment line must survive
+# (CONFIG_X=n as "# CONFIG_X is not set" or not at all).
 cp "$tree/debian/xen-kconfig" "$tree/xen/.config"
 for f in $frags; do cat "$here/config/$f" >> "$tree/xen/.config"; done
 make -s -C "$tree/xen" olddefconfig >/dev/null 2>&1 || die "make olddefconfig"
 for f in $frags; do
 	while read -r line; do
-		case $line in ''|'#'*) continue ;; esac
-		grep -qx "$line" "$tree/xen/.config" ||
-		    die "$line from config/$f did not survive olddefconfig"
+		case $line in
+		''|'#'*) continue ;;
+		*=n) ! grep -q "^${line%=n}=" "$tree/xen/.config" ;;
+		*) grep -qx "$line" "$tree/xen/.config" ;;
+		esac || die "$line from config/$f did not survive olddefconfig"
 	done < "$here/config/$f"
 done
 

@@ -75,7 +75,17 @@ cmp_numa() {
 		usleep 100000
 	  done > /tmp/cmp.poll ) &
 	_cpoll=$!
+	# Xen scrubs only in the idle loop, and an idle CPU scrubs freed pages
+	# about as fast as a destroy frees them: keep every CPU busy while
+	# the guest is destroyed so that its dirty memory shows, then let go.
+	_cspin=""
+	for _c in $(grep '^processor' /proc/cpuinfo); do
+		case $_c in [0-9]*) ( while :; do :; done ) & _cspin="$_cspin $!" ;; esac
+	done
 	cmp_destroy cmp-a
+	cmp_cap scrub-dirty $V --json scrub
+	kill $_cspin 2>/dev/null
+	wait $_cspin 2>/dev/null
 	cmp_scrub_wait 2
 	rm -f /tmp/cmp.poll.on
 	wait $_cpoll

@@ -72,7 +72,7 @@ EOF
 	t0=${EPOCHREALTIME/./}
 	env LAB_DIR="$dir" LAB_DEBS=build/lab/debs LAB_STEPS=companion \
 	    LAB_TESTS= LAB_TIMEOUT="$CMP_TIMEOUT" \
-	    LAB_EXTRA_FILES="$here/dom0.sh:/etc/lab/steps/companion.sh $dir/companion.conf:/etc/lab/steps/companion.conf" \
+	    LAB_EXTRA_FILES="$here/dom0.sh:/etc/lab/steps/companion.sh $dir/companion.conf:/etc/lab/steps/companion.conf $dir/root/usr/lib/xen-4.17/bin/xenperf:/usr/lib/xen-4.17/bin/xenperf" \
 	    "$@" tests/lab/run.sh > "$dir/run.log" 2>&1
 	rc=$?
 	echo "$name rc=$rc secs=$(( (${EPOCHREALTIME/./} - t0) / 1000000 ))" >> "$status"

@@ -82,6 +82,7 @@ touch "$run/poll.on"
 ) &
 poll_pid=$!
 $V destroy cmp-a >/dev/null || echo "sim: destroy cmp-a failed" >&2
+cap scrub-dirty $V --json scrub
 scrub_wait 2
 rm -f "$run/poll.on"
 wait $poll_pid
