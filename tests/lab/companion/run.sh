@@ -70,9 +70,10 @@ CMP_CFG_EXTRA='${CMP_CFG_EXTRA:-}'
 EOF
 	log "run $name: $*"
 	t0=${EPOCHREALTIME/./}
-	env LAB_DIR="$dir" LAB_DEBS=build/lab/debs LAB_STEPS=companion \
+	env LAB_DIR="$dir" LAB_DEBS=build/lab/debs LAB_ROOT="$CMP_DIR/root" \
+	    LAB_STEPS=companion \
 	    LAB_TESTS= LAB_TIMEOUT="$CMP_TIMEOUT" \
-	    LAB_EXTRA_FILES="$here/dom0.sh:/etc/lab/steps/companion.sh $dir/companion.conf:/etc/lab/steps/companion.conf $dir/root/usr/lib/xen-4.17/bin/xenperf:/usr/lib/xen-4.17/bin/xenperf" \
+	    LAB_EXTRA_FILES="$here/dom0.sh:/etc/lab/steps/companion.sh $dir/companion.conf:/etc/lab/steps/companion.conf $CMP_DIR/root/usr/lib/xen-4.17/bin/xenperf:/usr/lib/xen-4.17/bin/xenperf" \
 	    "$@" tests/lab/run.sh > "$dir/run.log" 2>&1
 	rc=$?
 	echo "$name rc=$rc secs=$(( (${EPOCHREALTIME/./} - t0) / 1000000 ))" >> "$status"
