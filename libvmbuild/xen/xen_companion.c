@@ -193,7 +193,8 @@ xen_companion_probe(struct xen_be *be)
 	scrub = malloc(XEN_SCRUB_BUF);
 	if (scrub != NULL &&
 	    xen_companion_call(be, HV_XEN_SYSCTL_SCRUB_PROGRESS, scrub,
-	    XEN_SCRUB_BUF) >= (int)sizeof(struct hv_scrub_reply))
+	    XEN_SCRUB_BUF) >= (int)sizeof(struct hv_scrub_reply) &&
+	    ((struct hv_scrub_reply *)scrub)->version == HV_ABI_VERSION)
 		be->companion |= XEN_COMP_SCRUB;
 	free(scrub);
 	if (xen_companion_call(be, HV_XEN_SYSCTL_COUNTERS, &cnt,
@@ -230,7 +231,8 @@ xen_companion_scrub(struct xen_be *be, struct vmb_scrub *ret_scrub)
 		rc = got;
 		goto out;
 	}
-	if ((size_t)got < sizeof(*rep) || rep->nr_nodes > HV_MAX_NODES ||
+	if ((size_t)got < sizeof(*rep) || rep->version != HV_ABI_VERSION ||
+	    rep->nr_nodes > HV_MAX_NODES ||
 	    (size_t)got < sizeof(*rep) + rep->nr_nodes * sizeof(*n)) {
 		rc = -EPROTO;
 		goto out;
