@@ -241,7 +241,9 @@ REASONS = {
                      'page-type changes (a PV dom0 runs the toolstack)',
     'd_issued_populate': 'as flushes issued, plus the special pages\' '
                          'populate_physmap on Xen',
-    'd_filtered_populate': 'as flushes avoided',
+    'd_filtered_populate': 'as flushes avoided, plus the special pages\' '
+                           'populate_physmap on Xen (which filters since '
+                           'patch 1)',
     'd_issued_other': 'Xen: dom0\'s page-type changes and allocations; '
                       'hvsim: modelled context-switch flushes (--switch-hz)',
     'd_ipis': 'Xen counts remote CPUs only (the local TLB is flushed '
