@@ -14,6 +14,9 @@
 #   make demo       install, build, start hvsim + vmbuildd, create the examples
 #   make bench      benchmarks (ratios against a baseline of the same run)
 #   make check-xen  the lab: a real Xen 4.17 under QEMU
+#   make xen        the companion hypercalls in Xen 4.17 (hypervisor/xen):
+#                   build/xen/xen.gz and the perf-counter build xen-perfc.gz
+#   make check-xen-companion  the patched Xen in the lab, beside hvsim
 #   make asan       the suite on an ASan+UBSan build (build/asan)
 #   make ubsan      the suite on a UBSan build (build/ubsan)
 #   make tsan       the concurrency tests on a TSan build (build/tsan)
@@ -54,7 +57,7 @@ PKG	 = pkg-config
 # pkg-config: on a fresh machine neither it nor the .pc files are there
 # yet, and every $(shell $(PKG) ...) would print an error.
 PKG_FREE_GOALS = deps check demo bench check-xen clean uninstall asan ubsan \
-	tsan fuzz soak
+	tsan fuzz soak xen check-xen-companion
 ifneq ($(MAKECMDGOALS),)
 ifeq ($(filter-out $(PKG_FREE_GOALS),$(MAKECMDGOALS)),)
 PKG	 = :
@@ -65,8 +68,8 @@ ALL	:=
 TESTS	:=
 BENCH	:=
 
-.PHONY: all check demo bench check-xen clean deps install asan ubsan tsan \
-	fuzz soak san-check
+.PHONY: all check demo bench check-xen xen check-xen-companion clean deps \
+	install asan ubsan tsan fuzz soak san-check
 all: build-all
 
 # The version is defined once, as VMB_VERSION in libvmbuild/vmbuild.h
@@ -167,6 +170,16 @@ check-xen:
 	scripts/deps.sh build lab
 	$(MAKE) build-all
 	tests/lab/run.sh
+
+xen:
+	scripts/deps.sh xen
+	$(MAKE) -C hypervisor/xen stock perfc
+
+check-xen-companion:
+	scripts/deps.sh build lab xen
+	$(MAKE) build-all
+	$(MAKE) -C hypervisor/xen stock perfc
+	tests/lab/companion/run.sh
 
 include install.mk
 

@@ -2,8 +2,9 @@
 # deps.sh GROUP... - install the Debian packages a group of targets needs.
 #
 # Groups: build (compile everything), check (run the tests), bench (make
-# bench: its plots), lab (boot Xen under QEMU), demo (make demo).  Only
-# missing packages are installed, with one
+# bench: its plots), lab (boot Xen under QEMU), demo (make demo), xen
+# (build the patched hypervisor, hypervisor/xen).  Only missing packages
+# are installed, with one
 # `apt-get update` per run; as non-root it lists them and fails instead.
 set -eu
 declare -A pk
@@ -28,6 +29,9 @@ pk[bench]="gnuplot-nox python3"
 pk[lab]="qemu-system-x86 busybox-static cpio xz-utils zstd gzip"
 # demo: python3 picks a free port and reads JSON and the metrics.
 pk[demo]="python3"
+# xen: Xen's hypervisor build (its Kconfig needs bison and flex, its
+# build python3), dpkg-source to unpack Debian's source package.
+pk[xen]="build-essential dpkg-dev bison flex python3 xz-utils"
 
 want=()
 for g in "$@"; do

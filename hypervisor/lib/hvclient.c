@@ -575,11 +575,14 @@ hvc_populate_step(struct hvc *conn, hv_domid_t domid, uint32_t flags,
 			rc = hvc_call(conn, HV_OP_POPULATE, req,
 			    sizeof(*req) + n * sizeof(*ext), &rep, sizeof(rep),
 			    &len, NULL);
-			if (len == sizeof(rep)) {
+			if (len == sizeof(rep) &&
+			    rep.version == HV_ABI_VERSION) {
 				if (stats)
 					stats_add(stats, &rep.stats);
-			} else if (rc == 0) {
-				rc = -EPROTO;
+			} else {
+				len = 0;	/* nothing in it to trust */
+				if (rc == 0)
+					rc = -EPROTO;
 			}
 			if (rc < 0) {
 				if (ret_done)
@@ -697,7 +700,8 @@ hvc_scrub_progress(struct hvc *conn, struct hv_scrub_reply **ret_reply)
 	    NULL);
 	if (rc < 0)
 		goto fail;
-	if (len < sizeof(*rep) || rep->nr_nodes > HV_MAX_NODES ||
+	if (len < sizeof(*rep) || rep->version != HV_ABI_VERSION ||
+	    rep->nr_nodes > HV_MAX_NODES ||
 	    len != sizeof(*rep) + rep->nr_nodes * sizeof(struct hv_scrub_node)) {
 		rc = -EPROTO;
 		goto fail;

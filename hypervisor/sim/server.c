@@ -281,6 +281,7 @@ op_scrub(struct hv *hv, const void *req, size_t len, void *rep,
 
 	(void)req, (void)len, (void)ret_fd;
 	memset(r, 0, sizeof(*r));
+	r->version = HV_ABI_VERSION;
 	r->nr_nodes = hv->heap.nr_nodes;
 	r->now_ns = hv_now_ns();
 	for (i = 0; i < r->nr_nodes; i++)
