@@ -278,10 +278,16 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 	conn_unref(c);
 }
 
+static void conn_flush_fd(struct conn *c);
+
 static void
 conn_write_cb(struct bufferevent *bev, void *arg)
 {
 	struct conn *c = arg;
+
+	conn_flush_fd(c);
+	if (c->closed)
+		return;
 
 	/* refs > 1: a deferred reply is still to come. */
 	if (c->closing && c->refs <= 1 &&
@@ -369,6 +375,7 @@ control_accept_cb(evutil_socket_t lfd, short what, void *arg)
 		}
 		c->serial = ++C.serial;
 		c->refs = 1;
+		c->fd_out = -1;
 		c->pid = cred.pid;
 		c->uid = cred.uid;
 		c->gid = cred.gid;
@@ -455,6 +462,105 @@ conn_unref(struct conn *c)
 	free(c);
 }
 
+/* ------------------------------------------------------------------ */
+/* Descriptors out (the console's pty): one line at a time.            */
+
+static void
+conn_drop_fd(struct conn *c)
+{
+	if (c->ev_fd != NULL)
+		event_free(c->ev_fd);
+	c->ev_fd = NULL;
+	if (c->fd_out >= 0)
+		close(c->fd_out);
+	c->fd_out = -1;
+	free(c->fd_line);
+	c->fd_line = NULL;
+}
+
+static void
+conn_fd_writable_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	conn_flush_fd(arg);
+}
+
+/*
+ * Send the waiting line if nothing is queued before it.  Only then: a
+ * bufferevent may hold part of a line already half written, and bytes
+ * sent around it would cut that line in two.
+ */
+static void
+conn_flush_fd(struct conn *c)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} cbuf;
+	struct iovec iov = { c->fd_line, c->fd_len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+	    .msg_control = cbuf.buf, .msg_controllen = sizeof(cbuf.buf) };
+	struct cmsghdr *cm;
+	int sock;
+	ssize_t n;
+
+	if (c->closed || c->fd_out < 0 ||
+	    evbuffer_get_length(bufferevent_get_output(c->bev)) > 0)
+		return;
+	sock = bufferevent_getfd(c->bev);
+	memset(&cbuf, 0, sizeof(cbuf));
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &c->fd_out, sizeof(int));
+	n = sendmsg(sock, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR)) {
+		if (c->ev_fd == NULL)
+			c->ev_fd = event_new(C.base, sock, EV_WRITE,
+			    conn_fd_writable_cb, c);
+		if (c->ev_fd != NULL)
+			event_add(c->ev_fd, NULL);
+		return;
+	}
+	if (n < 0) {
+		log_debug("conn %u: sending a descriptor: %s", c->serial,
+		    strerror(errno));
+		conn_close(c);
+		return;
+	}
+	/* The descriptor went with the first byte; the rest is plain. */
+	evbuffer_add(bufferevent_get_output(c->bev), c->fd_line + n,
+	    c->fd_len - (size_t)n);
+	conn_drop_fd(c);
+}
+
+int
+conn_send_fd(struct conn *c, int fd, const char *line, size_t len)
+{
+	if (c->closed)
+		return -EPIPE;
+	if (c->fd_out >= 0)
+		return -EBUSY;
+	if (len == 0)
+		return -EINVAL;
+	c->fd_line = malloc(len);
+	if (c->fd_line == NULL)
+		return -ENOMEM;
+	c->fd_out = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (c->fd_out < 0) {
+		int rc = -errno;
+
+		conn_drop_fd(c);
+		return rc;
+	}
+	memcpy(c->fd_line, line, len);
+	c->fd_len = len;
+	conn_flush_fd(c);
+	return 0;
+}
+
 /* Drop the socket now; the struct lives on while references remain. */
 static void
 conn_close(struct conn *c)
@@ -464,6 +570,7 @@ conn_close(struct conn *c)
 	c->closed = true;
 	if (C.on_close != NULL)
 		C.on_close(c);
+	conn_drop_fd(c);
 	bufferevent_free(c->bev);
 	c->bev = NULL;
 	TAILQ_REMOVE(&C.conns, c, entry);

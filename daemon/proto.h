@@ -39,6 +39,9 @@
 #define M_VM_DESTROY		"vm.destroy"
 #define M_VM_PAUSE		"vm.pause"
 #define M_VM_UNPAUSE		"vm.unpause"
+#define M_VM_SHUTDOWN		"vm.shutdown"
+#define M_VM_REBOOT		"vm.reboot"
+#define M_VM_CONSOLE		"vm.console"
 #define M_TASK_LIST		"task.list"
 #define M_TASK_GET		"task.get"
 #define M_TASK_CANCEL		"task.cancel"
@@ -58,6 +61,14 @@
  *                    true: reply when the build ends, with the VM's info);
  *                    P_PAUSED (bool: leave the domain paused).
  *   vm.info/destroy/pause/unpause   P_VM (required)
+ *   vm.shutdown/reboot  P_VM (required); P_WAIT (bool: answer when the
+ *                    domain has shut down and its on_* action is done);
+ *                    P_TIMEOUT (seconds to wait for the guest, 1-3600,
+ *                    default 60); P_FORCE (bool: shut it down from the
+ *                    hypervisor if the guest cannot be asked or does not
+ *                    answer in time)
+ *   vm.console       P_VM (required); the reply carries the pty's
+ *                    descriptor (SCM_RIGHTS, with its first byte)
  *   task.get/cancel  P_TASK (required)
  *   events.subscribe P_EVENTS (list of event names; default: all)
  *   host.scrub, host.info, host.counters, vm.list, task.list,
@@ -71,6 +82,8 @@
 #define P_WAIT			"wait"
 #define P_PAUSED		"paused"
 #define P_EVENTS		"events"
+#define P_TIMEOUT		"timeout"
+#define P_FORCE			"force"
 
 /* Events (notifications). */
 #define E_TASK_PROGRESS		"task.progress"
@@ -99,6 +112,7 @@
 #define E_REQUEST_TOO_LARGE	1010
 #define E_TASK_FINISHED		1011	/* cancel of a task that has ended */
 #define E_BAD_STATE		1012	/* e.g. pause of a paused VM */
+#define E_TIMEOUT		1013	/* the guest did not do it in time */
 
 /* vmctl exit codes. */
 #define VMCTL_EXIT_OK		0

@@ -63,6 +63,12 @@ void call_error_phase(struct call *call, const char *phase);
 void call_error_list(struct call *call, char **list, size_t n);
 /* Answer a deferred call and free it. */
 void call_reply(struct call *call, yajl_gen result);
+/*
+ * The same, the reply line carrying descriptor `fd` (duplicated; the
+ * caller closes its own): 0, or a negative errno when it cannot be
+ * sent (the call is freed either way).
+ */
+int call_reply_fd(struct call *call, yajl_gen result, int fd);
 void call_fail(struct call *call);
 void call_free(struct call *call);
 

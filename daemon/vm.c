@@ -7,15 +7,15 @@
 
 #include <event2/event.h>
 
+#include "control.h"
 #include "events.h"
 #include "json.h"
+#include "lifecycle.h"
 #include "log.h"
 #include "state.h"
 #include "vm.h"
 #include "vmbuildd.h"
 #include "worker.h"
-
-#define VM_REFRESH_SEC		2
 
 TAILQ_HEAD(vmq, vm);
 
@@ -41,6 +41,7 @@ static struct {
 	bool		refreshing;
 	bool		list_failing;	/* the last refresh failed */
 	struct event	*ev_refresh;
+	unsigned	refresh_sec;
 	char		*list_text;	/* cached vm.list result */
 	size_t		list_len;
 	bool		list_valid;
@@ -104,8 +105,23 @@ vm_state_name(const struct vm *vm)
 	return vmb_domain_state_name(vm->dom.state);
 }
 
-static void
-vm_announce(const struct vm *vm, const char *state)
+static bool
+is_shutdown(const struct vmb_domain *d)
+{
+	return d->state == VMB_DOM_SHUTDOWN || d->state == VMB_DOM_CRASHED;
+}
+
+const char *
+vm_shutdown_reason(const struct vm *vm)
+{
+	if (vm->building || !vm->have_dom || !is_shutdown(&vm->dom))
+		return NULL;
+	return vmb_shutdown_reason_name(vm->dom.shutdown_reason);
+}
+
+void
+vm_announce(const struct vm *vm, const char *state, const char *reason,
+    const char *action)
 {
 	yajl_gen g;
 
@@ -119,9 +135,53 @@ vm_announce(const struct vm *vm, const char *state)
 	else
 		jg_kv_u64(g, "id", vm->domid);
 	jg_kv_str(g, "state", state != NULL ? state : vm_state_name(vm));
+	jg_kv_str(g, "reason", reason);
+	jg_kv_str(g, "action", action);
 	yajl_gen_map_close(g);
 	events_emit(EVT_VM_STATE, g);
 	yajl_gen_free(g);
+}
+
+/*
+ * A state change seen: announced here, unless the domain shut down,
+ * which lifecycle_check() announces with its reason and action.
+ */
+static void
+vm_changed(const struct vm *vm)
+{
+	if (!vm->building && vm->have_dom && is_shutdown(&vm->dom))
+		return;
+	vm_announce(vm, NULL, NULL, NULL);
+}
+
+/* on_poweroff & co. of a VM of ours, from its configuration's JSON. */
+static void
+vm_actions(struct vm *vm)
+{
+	static const struct {
+		const char *key;
+		enum vmb_shutdown_reason reason;
+	} keys[] = {
+		{ "on_poweroff", VMB_SHUTDOWN_POWEROFF },
+		{ "on_reboot", VMB_SHUTDOWN_REBOOT },
+		{ "on_crash", VMB_SHUTDOWN_CRASH },
+		{ "on_watchdog", VMB_SHUTDOWN_WATCHDOG },
+		{ "on_soft_reset", VMB_SHUTDOWN_SOFT_RESET },
+	};
+	struct vmb_guest *defaults = NULL;
+
+	/* The library's defaults (xl's) for keys not written. */
+	if (vmb_guest_new(&defaults) == 0) {
+		memcpy(vm->on, defaults->on, sizeof(vm->on));
+		vmb_guest_free(defaults);
+	}
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		yajl_val v = jv_get(vm->config, keys[i].key);
+		enum vmb_action a;
+
+		if (YAJL_IS_STRING(v) && vmb_action_parse(v->u.string, &a) == 0)
+			vm->on[keys[i].reason] = a;
+	}
 }
 
 /*
@@ -165,6 +225,7 @@ vm_alloc(const char *name)
 		return NULL;
 	snprintf(vm->name, sizeof(vm->name), "%s", name);
 	vm->domid = VMB_DOMID_INVALID;
+	vm->handled = VMB_DOMID_INVALID;
 	TAILQ_INSERT_TAIL(&V.vms, vm, entry);
 	V.count++;
 	vm_list_invalidate();
@@ -196,7 +257,7 @@ vm_add_foreign(const struct vmb_domain *dom)
 
 struct vm *
 vm_add_building(const char *name, const uint8_t uuid[16], uint64_t task,
-    const char *config_path, const char *config_json)
+    const char *config_path, const char *config_json, const char *source)
 {
 	struct vm *vm = vm_alloc(name);
 
@@ -208,12 +269,26 @@ vm_add_building(const char *name, const uint8_t uuid[16], uint64_t task,
 	vm->task = task;
 	vm->created_at = now_real();
 	vm->config_path = config_path ? strdup(config_path) : NULL;
+	vm->source = source ? strdup(source) : NULL;
 	if (config_json != NULL)
 		vm->config = yajl_tree_parse(config_json, NULL, 0);
+	vm_actions(vm);
 	V.seq++;
 	vm_list_invalidate();
-	vm_announce(vm, NULL);
+	vm_announce(vm, NULL, NULL, NULL);
 	return vm;
+}
+
+void
+vm_rebuilding(struct vm *vm, uint64_t task, const char *reason)
+{
+	vm->building = true;
+	vm->task = task;
+	vm->have_dom = false;
+	vm->domid = VMB_DOMID_INVALID;
+	V.seq++;
+	vm_list_invalidate();
+	vm_announce(vm, "building", reason, "restart");
 }
 
 void
@@ -244,7 +319,7 @@ vm_built(struct vm *vm, const struct vmb_domain *dom, const char *build_json)
 	}
 	V.seq++;
 	vm_list_invalidate();
-	vm_announce(vm, NULL);
+	vm_announce(vm, NULL, NULL, NULL);
 }
 
 void
@@ -258,14 +333,16 @@ vm_update(struct vm *vm, const struct vmb_domain *dom)
 	V.seq++;
 	vm_list_invalidate();
 	if (changed)
-		vm_announce(vm, NULL);
+		vm_changed(vm);
+	lifecycle_check(vm);
 }
 
 void
 vm_remove(struct vm *vm, bool announce)
 {
 	if (announce)
-		vm_announce(vm, "destroyed");
+		vm_announce(vm, "destroyed", NULL, NULL);
+	lifecycle_removed(vm);
 	TAILQ_REMOVE(&V.vms, vm, entry);
 	V.count--;
 	V.seq++;
@@ -273,6 +350,8 @@ vm_remove(struct vm *vm, bool announce)
 	yajl_tree_free(vm->build);
 	yajl_tree_free(vm->config);
 	free(vm->config_path);
+	free(vm->source);
+	conn_unref(vm->console);
 	free(vm);
 }
 
@@ -312,6 +391,7 @@ vm_gen_summary(yajl_gen g, const struct vm *vm)
 		jg_kv_u64(g, "id", vm->domid);
 	jg_kv_str(g, "name", vm->name);
 	jg_kv_str(g, "state", vm_state_name(vm));
+	jg_kv_str(g, "shutdown_reason", vm_shutdown_reason(vm));
 	if (vm->have_dom) {
 		jg_kv_u64(g, "memory_bytes", vm->dom.memory_bytes);
 		jg_kv_u64(g, "vcpus", vm->dom.vcpus);
@@ -338,7 +418,26 @@ vm_gen_info(yajl_gen g, const struct vm *vm)
 	jg_kv_str(g, "name", vm->name);
 	jg_kv_str(g, "uuid", u);
 	jg_kv_str(g, "state", vm_state_name(vm));
+	jg_kv_str(g, "shutdown_reason", vm_shutdown_reason(vm));
 	jg_kv_str(g, "origin", vm->ours ? "vmbuildd" : "foreign");
+	if (vm->ours) {
+		jg_key(g, "lifecycle");
+		yajl_gen_map_open(g);
+		jg_kv_str(g, "on_poweroff",
+		    vmb_action_name(vm->on[VMB_SHUTDOWN_POWEROFF]));
+		jg_kv_str(g, "on_reboot",
+		    vmb_action_name(vm->on[VMB_SHUTDOWN_REBOOT]));
+		jg_kv_str(g, "on_crash",
+		    vmb_action_name(vm->on[VMB_SHUTDOWN_CRASH]));
+		jg_kv_str(g, "on_watchdog",
+		    vmb_action_name(vm->on[VMB_SHUTDOWN_WATCHDOG]));
+		jg_kv_str(g, "on_soft_reset",
+		    vmb_action_name(vm->on[VMB_SHUTDOWN_SOFT_RESET]));
+		jg_kv_u64(g, "restarts", vm->restarts);
+		yajl_gen_map_close(g);
+	} else {
+		jg_kv_null(g, "lifecycle");
+	}
 	if (vm->have_dom) {
 		const struct vmb_domain *d = &vm->dom;
 
@@ -460,8 +559,7 @@ unrecord_done(struct job *job)
 	free(job);
 }
 
-/* Remove a record off the loop (a file system call). */
-static void
+void
 vm_unrecord(const uint8_t uuid[16])
 {
 	struct unrecord_job *uj = calloc(1, sizeof(*uj));
@@ -475,10 +573,76 @@ vm_unrecord(const uint8_t uuid[16])
 }
 
 /*
- * Merge a fresh domain list into the registry.  A domain is matched by
- * uuid, or by domid when a uuid is missing on either side: Xen reuses
- * domids, so a new domain must not inherit the name of a dead one.
+ * The registry's entry for a domain: by uuid, or by domid when a uuid
+ * is missing on either side (Xen reuses domids, so a new domain must
+ * not inherit the name of a dead one).
  */
+static struct vm *
+vm_match(const struct vmb_domain *d)
+{
+	struct vm *vm = vm_find_uuid(d->uuid);
+
+	if (vm == NULL) {
+		vm = vm_find_domid(d->domid);
+		if (vm != NULL && !vmb_uuid_is_null(vm->uuid) &&
+		    !vmb_uuid_is_null(d->uuid))
+			vm = NULL;
+	}
+	return vm;
+}
+
+/* A domain we had not seen: a VM of someone else's. */
+static void
+vm_appeared(const struct vmb_domain *d, unsigned generation)
+{
+	struct vm *vm = vm_add_foreign(d);
+
+	if (vm == NULL)
+		return;
+	vm->seen = generation;
+	log_vm(LOG_INFO, vm->name, d->domid, 0, "domain %u (%s) appeared",
+	    d->domid, vm->name);
+	vm_announce(vm, NULL, NULL, NULL);
+	lifecycle_check(vm);
+}
+
+/* What the hypervisor says now of a domain we know. */
+static void
+vm_seen(struct vm *vm, const struct vmb_domain *d)
+{
+	bool changed = !vm->have_dom || vm->dom.state != d->state ||
+	    (is_shutdown(d) && vm->dom.shutdown_reason != d->shutdown_reason);
+
+	if (vm->building) {
+		vm->domid = d->domid;
+		vm->dom = *d;
+		return;
+	}
+	vm->dom = *d;
+	vm->have_dom = true;
+	vm->domid = d->domid;
+	if (changed)
+		vm_changed(vm);
+}
+
+/*
+ * Its domain is gone, and not by an operation of ours (those remove the
+ * VM themselves; a domain replaced by a restart is not gone).
+ */
+static bool
+vm_gone(struct vm *vm)
+{
+	if (vm->building || vm->busy || vm->restart)
+		return false;
+	log_vm(LOG_INFO, vm->name, vm->domid, vm->task,
+	    "domain %u (%s) is gone", vm->domid, vm->name);
+	if (vm->ours)
+		vm_unrecord(vm->uuid);
+	vm_remove(vm, true);
+	return true;
+}
+
+/* Merge a fresh domain list into the registry. */
 static void
 vm_apply(const struct vmb_domain *doms, size_t n)
 {
@@ -489,49 +653,56 @@ vm_apply(const struct vmb_domain *doms, size_t n)
 	/* Memory and states may have moved: rebuild the cached list. */
 	vm_list_invalidate();
 	for (size_t i = 0; i < n; i++) {
-		const struct vmb_domain *d = &doms[i];
-
-		vm = vm_find_uuid(d->uuid);
+		vm = vm_match(&doms[i]);
 		if (vm == NULL) {
-			vm = vm_find_domid(d->domid);
-			if (vm != NULL && !vmb_uuid_is_null(vm->uuid) &&
-			    !vmb_uuid_is_null(d->uuid))
-				vm = NULL;
-		}
-		if (vm == NULL) {
-			vm = vm_add_foreign(d);
-			if (vm != NULL) {
-				vm->seen = generation;
-				log_vm(LOG_INFO, vm->name, d->domid, 0,
-				    "domain %u (%s) appeared", d->domid,
-				    vm->name);
-				vm_announce(vm, NULL);
-			}
+			vm_appeared(&doms[i], generation);
 			continue;
 		}
 		vm->seen = generation;
-		if (vm->building) {
-			vm->domid = d->domid;
-			vm->dom = *d;
-			continue;
-		}
-		if (!vm->have_dom || vm->dom.state != d->state) {
-			vm->dom = *d;
-			vm->have_dom = true;
-			vm_announce(vm, NULL);
-		}
-		vm->dom = *d;
-		vm->domid = d->domid;
+		vm_seen(vm, &doms[i]);
 	}
 	for (vm = TAILQ_FIRST(&V.vms); vm != NULL; vm = next) {
 		next = TAILQ_NEXT(vm, entry);
-		if (vm->seen == generation || vm->building || vm->busy)
-			continue;
-		log_vm(LOG_INFO, vm->name, vm->domid, vm->task,
-		    "domain %u (%s) is gone", vm->domid, vm->name);
-		if (vm->ours)
-			vm_unrecord(vm->uuid);
-		vm_remove(vm, true);
+		if (vm->seen != generation)
+			(void)vm_gone(vm);
+	}
+	/* Level, not edge: a shutdown an event missed is acted on now. */
+	vm_foreach(lifecycle_check);
+}
+
+void
+vm_apply_event(const struct vmb_domain_event *ev)
+{
+	struct vm *vm = vm_match(&ev->dom);
+
+	V.seq++;
+	vm_list_invalidate();
+	switch (ev->type) {
+	case VMB_EVENT_NEW:
+	case VMB_EVENT_CHANGED:
+		if (vm == NULL) {
+			vm_appeared(&ev->dom, 0);
+			return;
+		}
+		vm_seen(vm, &ev->dom);
+		lifecycle_check(vm);
+		return;
+	case VMB_EVENT_GONE:
+		/* Only the domain it had: not one its restart has built. */
+		if (vm != NULL && vm->domid == ev->dom.domid)
+			(void)vm_gone(vm);
+		return;
+	}
+}
+
+void
+vm_foreach(void (*fn)(struct vm *vm))
+{
+	struct vm *vm, *next;
+
+	for (vm = TAILQ_FIRST(&V.vms); vm != NULL; vm = next) {
+		next = TAILQ_NEXT(vm, entry);
+		fn(vm);
 	}
 }
 
@@ -578,7 +749,7 @@ refresh_done(struct job *job)
 	free(rj->doms);
 	free(rj);
 	if (!vmbd.stopping)
-		vm_refresh_arm(VM_REFRESH_SEC);
+		vm_refresh_arm(V.refresh_sec);
 }
 
 static void
@@ -608,13 +779,23 @@ vm_refresh_kick(void)
 		vm_refresh_arm(0);
 }
 
+void
+vm_refresh_every(unsigned sec)
+{
+	V.refresh_sec = sec;
+	if (!V.refreshing)
+		vm_refresh_arm(sec);
+}
+
 int
 vm_init(struct event_base *base)
 {
 	V.ev_refresh = evtimer_new(base, refresh_cb, NULL);
 	if (V.ev_refresh == NULL)
 		return -1;
-	vm_refresh_arm(VM_REFRESH_SEC);
+	if (V.refresh_sec == 0)
+		V.refresh_sec = VM_REFRESH_POLL_SEC;
+	vm_refresh_arm(V.refresh_sec);
 	return 0;
 }
 
@@ -691,10 +872,15 @@ vm_reconcile(void)
 				    "was interrupted before the domain existed",
 				    rec->name, u);
 			}
-			(void)state_remove(rec->uuid);
-			continue;
+			/* A restart's build is tried again; a create's not. */
+			if (!rec->restart) {
+				(void)state_remove(rec->uuid);
+				continue;
+			}
+			dom = NULL;
 		}
-		if (dom == NULL) {
+		/* A restart whose new domain was not built yet goes on. */
+		if (dom == NULL && !rec->restart) {
 			log_vm(LOG_NOTICE, rec->name, VMB_DOMID_INVALID, 0,
 			    "%s (%s) no longer exists, forgetting it",
 			    rec->name, u);
@@ -708,16 +894,26 @@ vm_reconcile(void)
 		}
 		memcpy(vm->uuid, rec->uuid, 16);
 		vm->ours = true;
-		vm->domid = dom->domid;
-		vm->have_dom = true;
-		vm->dom = *dom;
+		if (dom != NULL) {
+			vm->domid = dom->domid;
+			vm->have_dom = true;
+			vm->dom = *dom;
+		}
+		vm->restart = rec->restart;
 		vm->created_at = rec->created_at;
 		vm->config_path = rec->config_path;
 		rec->config_path = NULL;
+		vm->source = rec->source_json;
+		rec->source_json = NULL;
 		if (rec->build_json != NULL)
 			vm->build = yajl_tree_parse(rec->build_json, NULL, 0);
 		if (rec->config_json != NULL)
 			vm->config = yajl_tree_parse(rec->config_json, NULL, 0);
+		vm_actions(vm);
+		if (vm->restart)
+			log_vm(LOG_NOTICE, rec->name, vm->domid, 0, "%s (%s) "
+			    "was being restarted: its new domain is built "
+			    "once the daemon runs", rec->name, u);
 	}
 	for (size_t d = 0; d < ndoms; d++) {
 		if (matched[d])
