@@ -9,11 +9,11 @@
 #define OPT_JSON "  --json          machine output (JSON) on stdout\n"
 
 const struct vmctl_cmd vmctl_cmds[] = {
-	{ "create", cmd_create, "[--no-wait] [--paused] [-c] CONFIG",
+	{ "create", cmd_create, "[--no-wait] [--paused] [--console] CONFIG",
 	  "create a VM from an xl.cfg file and follow its build",
 	  "  --no-wait       print the task id and return at once\n"
 	  "  --paused        leave the new VM paused\n"
-	  "  -c, --console   attach to its console once built (as xl create "
+	  "  --console, -c   attach to its console once built (as xl create "
 	  "-c)\n"
 	  OPT_JSON
 	  "Reads CONFIG (xl.cfg syntax) and sends it to the daemon, which\n"

@@ -13,7 +13,8 @@ __all__ = [
     "InvalidParams", "InternalError", "PermissionDenied", "NoSuchVM",
     "NoSuchTask", "ConfigError", "NoMemory", "HypervisorError", "Busy",
     "Cancelled", "VMExists", "Unavailable", "RequestTooLarge",
-    "TaskFinished", "BadState", "Diagnostic", "error_from_reply",
+    "TaskFinished", "BadState", "GuestTimeout", "Diagnostic",
+    "error_from_reply",
 ]
 
 
@@ -127,12 +128,14 @@ RequestTooLarge = _code(1010, "RequestTooLarge",
 TaskFinished = _code(1011, "TaskFinished", "The task has already ended.")
 BadState = _code(1012, "BadState",
                  "The VM is not in a state that allows this.")
+GuestTimeout = _code(1013, "GuestTimeout",
+                     "The guest did not do what was asked in time.")
 
 _BY_CODE = {cls.code: cls for cls in (
     ParseError, InvalidRequest, MethodNotFound, InvalidParams,
     InternalError, PermissionDenied, NoSuchVM, NoSuchTask, ConfigError,
     NoMemory, HypervisorError, Busy, Cancelled, VMExists, Unavailable,
-    RequestTooLarge, TaskFinished, BadState)}
+    RequestTooLarge, TaskFinished, BadState, GuestTimeout)}
 
 
 def error_from_reply(error, method=None, task=None):
