@@ -391,7 +391,6 @@ vm_gen_summary(yajl_gen g, const struct vm *vm)
 		jg_kv_u64(g, "id", vm->domid);
 	jg_kv_str(g, "name", vm->name);
 	jg_kv_str(g, "state", vm_state_name(vm));
-	jg_kv_str(g, "shutdown_reason", vm_shutdown_reason(vm));
 	if (vm->have_dom) {
 		jg_kv_u64(g, "memory_bytes", vm->dom.memory_bytes);
 		jg_kv_u64(g, "vcpus", vm->dom.vcpus);
