@@ -771,6 +771,18 @@ vm_refresh_arm(double sec)
 		evtimer_add(V.ev_refresh, &tv);
 }
 
+/*
+ * The refresh interval: the slow one beside domain events, but while
+ * the hypervisor does not answer, the poll's: only a list that works
+ * tells it is back (events may come from a watch that has its own
+ * connection).
+ */
+static unsigned
+vm_refresh_sec(void)
+{
+	return V.list_failing ? VM_REFRESH_POLL_SEC : V.refresh_sec;
+}
+
 static void
 refresh_done(struct job *job)
 {
@@ -786,7 +798,7 @@ refresh_done(struct job *job)
 	if (rj->rc < 0 && !V.list_failing)
 		log_warnx("the hypervisor does not answer (cannot list domains: "
 		    "%s); VM states may be stale, trying again every %d s",
-		    strerror(-rj->rc), VM_REFRESH_SEC);
+		    strerror(-rj->rc), VM_REFRESH_POLL_SEC);
 	else if (rj->rc == 0 && V.list_failing)
 		log_notice("the hypervisor answers again: reconciling %u VMs "
 		    "with its %zu domains", V.count, rj->n);
@@ -800,7 +812,7 @@ refresh_done(struct job *job)
 	free(rj->doms);
 	free(rj);
 	if (!vmbd.stopping)
-		vm_refresh_arm(V.refresh_sec);
+		vm_refresh_arm(vm_refresh_sec());
 }
 
 static void
@@ -835,7 +847,7 @@ vm_refresh_every(unsigned sec)
 {
 	V.refresh_sec = sec;
 	if (!V.refreshing)
-		vm_refresh_arm(sec);
+		vm_refresh_arm(vm_refresh_sec());
 }
 
 int
@@ -848,7 +860,7 @@ vm_init(struct event_base *base)
 		return -1;
 	if (V.refresh_sec == 0)
 		V.refresh_sec = VM_REFRESH_POLL_SEC;
-	vm_refresh_arm(V.refresh_sec);
+	vm_refresh_arm(vm_refresh_sec());
 	TAILQ_FOREACH(vm, &V.vms, entry)
 		if (vm->reap_at_start)
 			reap_start(vm, vm->domid);

@@ -204,12 +204,14 @@ vmb_watch_open(struct vmb_ctx *ctx, struct vmb_watch **ret_watch)
 		free(w);
 		return rc;
 	}
-	/* Watch first, then list: nothing between the two is missed. */
-	rc = relist(w, &old, &nold);
-	if (rc < 0) {
-		vmb_watch_free(w);
-		return rc;
-	}
+	/*
+	 * Watch first, then list: nothing between the two is missed.  A
+	 * list that fails (the hypervisor does not answer now) leaves the
+	 * watch stale: its first read lists again, and says every domain
+	 * is new, rather than the caller going without events for good.
+	 */
+	if (relist(w, &old, &nold) < 0)
+		w->stale = true;
 	*ret_watch = w;
 	return 0;
 }

@@ -491,7 +491,8 @@ int vmb_console_open(struct vmb_ctx *ctx, uint32_t domid, int *ret_fd,
  * shut down or go away (on Xen, xenstore's @introduceDomain and
  * @releaseDomain watches; on hvsim, its domain watch), for an event loop
  * to watch, and a read function that says what changed since the last
- * read (or since vmb_watch_open, which takes the first snapshot).
+ * read (or since vmb_watch_open, which takes the first snapshot; when
+ * that list fails, the first read says every domain is new).
  * vmb_watch_read() may block for a hypervisor call: the daemon runs it
  * off its loop.  Not thread-safe: one reader at a time.
  */
