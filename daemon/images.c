@@ -245,6 +245,16 @@ images_prepare(struct call *call, const struct vmb_guest *g,
 	    "none configured");
 }
 
+bool
+images_in_dir(const char *path)
+{
+	for (unsigned d = 0; path[0] == '/' && d < I.n; d++)
+		if (below(path, I.dirs[d].path) != NULL ||
+		    below(path, I.dirs[d].real) != NULL)
+			return true;
+	return false;
+}
+
 int
 images_restart(const struct vmb_guest *g, const int kept[2],
     struct image_req *req, char *why, size_t why_len)

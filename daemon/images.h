@@ -12,6 +12,7 @@
 #ifndef VMBUILDD_IMAGES_H
 #define VMBUILDD_IMAGES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "rpc.h"
@@ -39,6 +40,8 @@ void image_req_done(struct image_req *req);
  */
 int images_prepare(struct call *call, const struct vmb_guest *g,
     struct image_req *req);
+/* Whether `path` lies under an image directory (it could be opened). */
+bool images_in_dir(const char *path);
 /*
  * On the loop, for a restart (no request): the descriptors the VM was
  * created with (`kept`, duplicated; -1: none), else the guest's paths

@@ -25,6 +25,7 @@
 
 #include "build.h"
 #include "events.h"
+#include "images.h"
 #include "json.h"
 #include "lifecycle.h"
 #include "log.h"
@@ -327,6 +328,32 @@ restart_allowed(struct vm *vm)
 	return true;
 }
 
+/*
+ * Why a restart could not read the VM's kernel or ramdisk (NULL: it
+ * can): it came as a descriptor this daemon does not hold (started
+ * since the VM was created) and lies outside --image-dir.  Checked
+ * before the old domain is destroyed, so that it stays, shut down.
+ */
+static const char *
+restart_images_why(const struct vm *vm)
+{
+	static const char *const keys[2] = { "kernel", "ramdisk" };
+
+	for (int i = 0; i < 2; i++) {
+		yajl_val v = jv_get(vm->config, keys[i]);
+
+		if (!YAJL_IS_STRING(v) || vm->image_fd[i] >= 0 ||
+		    images_in_dir(v->u.string))
+			continue;
+		return i == 0 ? "its kernel came as a descriptor, which this "
+		    "vmbuildd (started since) does not hold, and lies "
+		    "outside --image-dir" : "its ramdisk came as a "
+		    "descriptor, which this vmbuildd (started since) does "
+		    "not hold, and lies outside --image-dir";
+	}
+	return NULL;
+}
+
 /* The action for a VM of ours that shut down, and why if not on_*'s. */
 static enum vmb_action
 action_for(struct vm *vm, enum vmb_shutdown_reason r, const char **why)
@@ -341,6 +368,8 @@ action_for(struct vm *vm, enum vmb_shutdown_reason r, const char **why)
 		    "VM of an older vmbuildd)";
 		return VMB_ACTION_PRESERVE;
 	}
+	if ((*why = restart_images_why(vm)) != NULL)
+		return VMB_ACTION_PRESERVE;
 	if (!restart_allowed(vm)) {
 		*why = "it was restarted too often (10 times in 10 min)";
 		return VMB_ACTION_PRESERVE;

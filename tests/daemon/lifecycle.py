@@ -26,6 +26,7 @@ takes shutdown requests, as a guest's drivers do.  Checked:
 """
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -358,6 +359,27 @@ rc, out, err = vmctl("reboot", "nosuch")
 ok(rc == 1 and "code 1001" in err, "vmctl reboot of an unknown VM: exit 1",
    (rc, err))
 
+# --------------------------- a restart from the descriptor it came with
+# The daemon opens no file a client names outside --image-dir: a VM whose
+# kernel came as a descriptor is restarted from that descriptor, which
+# the daemon keeps while the VM is listed.
+outside = os.path.join(h.dir, "elsewhere")
+os.makedirs(outside, exist_ok=True)
+kpath = os.path.join(outside, "hello.elf")
+shutil.copy(KERNEL, kpath)
+kfd = os.open(kpath, os.O_RDONLY)
+r = c.call("vm.create", {"config": guest_cfg("fdvm", 64).replace(
+    'kernel = "%s"' % KERNEL, 'kernel = "%s"' % kpath), "wait": True,
+    "fds": {"kernel": 0}}, fds=[kfd])
+os.close(kfd)
+ok("result" in r, "vm.create of fdvm, its kernel (outside --image-dir) "
+   "passed as a descriptor", r)
+f1 = r["result"]["vm"] if "result" in r else {"id": -1}
+state_ev("fdvm", "running")
+ok(g.shutdown(f1["id"], g.REBOOT) == 0 and state_ev("fdvm", "running") and
+   info("fdvm")["id"] != f1["id"],
+   "fdvm reboots: built again from the descriptor the daemon kept")
+
 # ----------------------------------------------- a daemon killed, restarted
 a = create("keep-off", 'on_poweroff = "preserve"', 'on_reboot = "destroy"')
 b = create("keep-rb")
@@ -389,6 +411,14 @@ ok(i and i["lifecycle"]["on_reboot"] == "restart" and i["id"] == b["id"],
 ok(g.shutdown(b["id"], g.REBOOT) == 0 and state_ev("keep-rb", "running"),
    "and are applied: keep-rb reboots and is restarted")
 ok(info("keep-rb")["id"] != b["id"], "with a new domain")
+f2 = info("fdvm")
+ok(f2 and g.shutdown(f2["id"], g.REBOOT) == 0 and
+   wait_for(lambda: (info("fdvm") or {}).get("state") == "shutdown") and
+   info("fdvm")["id"] == f2["id"],
+   "the restarted daemon does not hold fdvm's descriptor: not restarted, "
+   "left shut down (its domain kept)", info("fdvm"))
+ok("came as a descriptor" in h.log_tail(n=400), "and the log says why")
+ok("result" in c.call("vm.destroy", {"vm": "fdvm"}), "fdvm destroyed")
 ok(g.shutdown(info("keep-rb")["id"], g.POWEROFF) == 0 and
    state_ev("keep-rb", "destroyed"), "then powers off: destroyed")
 
