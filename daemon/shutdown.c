@@ -43,6 +43,15 @@ struct waiter {
 	double		started;
 	struct event	*timer;
 	unsigned	jobs;		/* in flight, holding it */
+	/*
+	 * The request's job is in flight: whether it fell back to force is
+	 * not known yet, so an outcome lifecycle.c tells meanwhile (a quick
+	 * guest, a domain event before the job's completion) waits here.
+	 */
+	bool		requesting;
+	bool		pending;
+	const char	*p_state, *p_reason, *p_action;	/* static */
+	uint32_t	p_new_domid;
 	TAILQ_ENTRY(waiter) entry;
 };
 
@@ -220,7 +229,16 @@ step_done(struct job *job)
 	struct waiter *w = sj->w;
 
 	/* Still held while answering: waiter_release() below frees it. */
-	if (w->call != NULL && !w->seen) {
+	if (sj->step == STEP_REQUEST) {
+		w->requesting = false;
+		if (sj->forced && sj->rc == 0)
+			w->forced = true;
+	}
+	if (sj->step == STEP_REQUEST && w->pending) {
+		w->pending = false;
+		waiter_reply(w, w->p_state, w->p_reason, w->p_action,
+		    w->p_new_domid);
+	} else if (w->call != NULL && !w->seen) {
 		switch (sj->step) {
 		case STEP_REQUEST:
 			request_done(w, sj->rc, sj->forced);
@@ -256,6 +274,8 @@ step_submit(struct waiter *w, enum step step)
 	sj->step = step;
 	if (step == STEP_FORCE)
 		w->forced = true;
+	if (step == STEP_REQUEST)
+		w->requesting = true;
 	sj->job.run = step_run;
 	sj->job.done = step_done;
 	w->jobs++;
@@ -387,8 +407,17 @@ shutdown_outcome(const uint8_t uuid[16], const char *state,
 
 	for (w = TAILQ_FIRST(&waiters); w != NULL; w = next) {
 		next = TAILQ_NEXT(w, entry);
-		if (memcmp(w->uuid, uuid, 16) == 0)
-			waiter_reply(w, state, reason, action, new_domid);
+		if (memcmp(w->uuid, uuid, 16) != 0)
+			continue;
+		if (w->requesting && w->call != NULL) {
+			w->pending = true;
+			w->p_state = state;
+			w->p_reason = reason;
+			w->p_action = action;
+			w->p_new_domid = new_domid;
+			continue;
+		}
+		waiter_reply(w, state, reason, action, new_domid);
 	}
 }
 
