@@ -89,7 +89,16 @@ class Hv:
     def __init__(self, path):
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(30)
-        self.sock.connect(path)
+        # hvsim binds its socket before it listens: on a busy machine
+        # the file can be there a moment before connections are taken.
+        for tries in range(100):
+            try:
+                self.sock.connect(path)
+                break
+            except ConnectionRefusedError:
+                if tries == 99:
+                    raise
+                time.sleep(0.05)
         self.seq = 0
         self.call(HV_OPS["hello"], b"")
 
