@@ -44,6 +44,9 @@
 #define M_VM_DESTROY		"vm.destroy"
 #define M_VM_PAUSE		"vm.pause"
 #define M_VM_UNPAUSE		"vm.unpause"
+#define M_VM_SHUTDOWN		"vm.shutdown"
+#define M_VM_REBOOT		"vm.reboot"
+#define M_VM_CONSOLE		"vm.console"
 #define M_TASK_LIST		"task.list"
 #define M_TASK_GET		"task.get"
 #define M_TASK_CANCEL		"task.cancel"
@@ -66,6 +69,14 @@
  *                    I-th and J-th descriptors sent with the request's
  *                    bytes, SCM_RIGHTS; see daemon/README.md).
  *   vm.info/destroy/pause/unpause   P_VM (required)
+ *   vm.shutdown/reboot  P_VM (required); P_WAIT (bool: answer when the
+ *                    domain has shut down and its on_* action is done);
+ *                    P_TIMEOUT (seconds to wait for the guest, 1-3600,
+ *                    default 60); P_FORCE (bool: shut it down from the
+ *                    hypervisor if the guest cannot be asked or does not
+ *                    answer in time)
+ *   vm.console       P_VM (required); the reply carries the pty's
+ *                    descriptor (SCM_RIGHTS, with its first byte)
  *   task.get/cancel  P_TASK (required)
  *   events.subscribe P_EVENTS (list of event names; default: all)
  *   host.scrub, host.info, host.counters, vm.list, task.list,
@@ -80,6 +91,8 @@
 #define P_PAUSED		"paused"
 #define P_EVENTS		"events"
 #define P_FDS			"fds"
+#define P_TIMEOUT		"timeout"
+#define P_FORCE			"force"
 
 /* Events (notifications). */
 #define E_TASK_PROGRESS		"task.progress"
@@ -110,6 +123,7 @@
 #define E_BAD_STATE		1012	/* e.g. pause of a paused VM */
 #define E_IMAGE			1013	/* kernel/ramdisk unusable (type, format, size) */
 #define E_IMAGE_FD		1014	/* pass these files as descriptors: data.files */
+#define E_TIMEOUT		1015	/* the guest did not do it in time */
 
 /* vmctl exit codes. */
 #define VMCTL_EXIT_OK		0

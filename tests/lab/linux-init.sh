@@ -52,8 +52,21 @@ details() {
 	    sed 's/^\[[ 0-9.]*\] //' > /dev/console
 }
 
+# The PV control node: Linux's xenbus shutdown watcher announces
+# control/feature-poweroff and feature-reboot and, asked through
+# control/shutdown (vmctl shutdown, xl shutdown), runs the kernel's
+# poweroff_cmd, /sbin/poweroff (reboot_cmd, /sbin/reboot): busybox's,
+# forced, as this init is no init busybox could signal.
+pv_control() {
+	mkdir -p /sbin
+	printf '#!/bin/sh\nexec /bin/busybox poweroff -f\n' > /sbin/poweroff
+	printf '#!/bin/sh\nexec /bin/busybox reboot -f\n' > /sbin/reboot
+	chmod +x /sbin/poweroff /sbin/reboot
+}
+
 main() {
 	mounts
+	pv_control
 	facts
 	details
 	case " $(cat /proc/cmdline) " in

@@ -13,7 +13,9 @@ __all__ = [
     "InvalidParams", "InternalError", "PermissionDenied", "NoSuchVM",
     "NoSuchTask", "ConfigError", "NoMemory", "HypervisorError", "Busy",
     "Cancelled", "VMExists", "Unavailable", "RequestTooLarge",
-    "TaskFinished", "BadState", "Diagnostic", "error_from_reply",
+    "TaskFinished", "BadState", "BadImage", "ImageDescriptors",
+    "GuestTimeout", "Diagnostic",
+    "error_from_reply",
 ]
 
 
@@ -134,12 +136,15 @@ ImageDescriptors = _code(1014, "ImageDescriptors",
                          "The daemon opens no file a client names outside "
                          "its image directories: pass data['files'] as "
                          "descriptors (vm_create does).")
+GuestTimeout = _code(1015, "GuestTimeout",
+                     "The guest did not do what was asked in time.")
 
 _BY_CODE = {cls.code: cls for cls in (
     ParseError, InvalidRequest, MethodNotFound, InvalidParams,
     InternalError, PermissionDenied, NoSuchVM, NoSuchTask, ConfigError,
     NoMemory, HypervisorError, Busy, Cancelled, VMExists, Unavailable,
-    RequestTooLarge, TaskFinished, BadState, BadImage, ImageDescriptors)}
+    RequestTooLarge, TaskFinished, BadState, BadImage, ImageDescriptors,
+    GuestTimeout)}
 
 
 def error_from_reply(error, method=None, task=None):
