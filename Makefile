@@ -186,4 +186,4 @@ include install.mk
 clean:
 	rm -rf $(B)
 
--include $(shell find $(OBJ) -name '*.d' -type f 2>/dev/null)
+-include $(shell find $(OBJ) $(FUZZ_OBJ) -name '*.d' -type f 2>/dev/null)

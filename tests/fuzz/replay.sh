@@ -10,7 +10,10 @@ bin=$top/${VMB_BUILD:-build}/fuzz
 export LSAN_OPTIONS=suppressions=$top/tests/fuzz/lsan.supp
 export UBSAN_OPTIONS=print_stacktrace=1
 log=$(mktemp)
-trap 'rm -f "$log"' EXIT
+# A failing input is written here (libFuzzer's artifact), not into the
+# tree; its name is in the log lines printed below.
+art=$(mktemp -d)
+trap 'rm -rf "$log" "$art"' EXIT
 for t in rpc config loader state hvsim http; do
 	n=$(ls "$top/tests/fuzz/corpus/$t" | wc -l)
 	if [ ! -x "$bin/fuzz_$t" ]; then
@@ -19,6 +22,7 @@ for t in rpc config loader state hvsim http; do
 	fi
 	# -runs=0: execute the corpus once and stop.
 	if "$bin/fuzz_$t" -runs=0 -close_fd_mask=3 -rss_limit_mb=4096 \
+	    -artifact_prefix="$art/" \
 	    "$top/tests/fuzz/corpus/$t" >"$log" 2>&1; then
 		ok "fuzz_$t: $n corpus inputs replayed, no crash, no leak"
 	else
