@@ -124,6 +124,30 @@ write_all(struct hvc *conn, struct iovec *iov, int iovcnt)
 }
 
 /*
+ * A descriptor that came with the data goes to *fdp; a second one is
+ * closed (the protocol never sends two).
+ */
+static void
+take_fd(struct msghdr *mh, int *fdp)
+{
+	struct cmsghdr *cm;
+
+	for (cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
+		int rfd;
+
+		if (cm->cmsg_level != SOL_SOCKET ||
+		    cm->cmsg_type != SCM_RIGHTS ||
+		    cm->cmsg_len < CMSG_LEN(sizeof(int)))
+			continue;
+		memcpy(&rfd, CMSG_DATA(cm), sizeof(int));
+		if (*fdp >= 0)
+			close(rfd);
+		else
+			*fdp = rfd;
+	}
+}
+
+/*
  * Read exactly len bytes.  If fdp is not NULL, a descriptor passed with
  * any part of the data is stored there (a second one is closed: the
  * protocol never sends two).
@@ -140,7 +164,6 @@ read_all(struct hvc *conn, void *buf, size_t len, int *fdp)
 		} cbuf;
 		struct iovec iov = { .iov_base = p, .iov_len = len };
 		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-		struct cmsghdr *cm;
 		ssize_t n;
 
 		if (fdp) {
@@ -162,20 +185,8 @@ read_all(struct hvc *conn, void *buf, size_t len, int *fdp)
 		}
 		if (n == 0)
 			return -ECONNRESET;
-		for (cm = fdp ? CMSG_FIRSTHDR(&mh) : NULL; cm;
-		    cm = CMSG_NXTHDR(&mh, cm)) {
-			int rfd;
-
-			if (cm->cmsg_level != SOL_SOCKET ||
-			    cm->cmsg_type != SCM_RIGHTS ||
-			    cm->cmsg_len < CMSG_LEN(sizeof(int)))
-				continue;
-			memcpy(&rfd, CMSG_DATA(cm), sizeof(int));
-			if (*fdp >= 0)
-				close(rfd);
-			else
-				*fdp = rfd;
-		}
+		if (fdp)
+			take_fd(&mh, fdp);
 		p += n;
 		len -= n;
 	}
@@ -207,7 +218,6 @@ read_reply(struct hvc *conn, struct hv_msg_hdr *hdr, void *rep,
 		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = rep_cap ?
 		    2 : 1, .msg_control = cbuf.buf,
 		    .msg_controllen = sizeof(cbuf.buf) };
-		struct cmsghdr *cm;
 		ssize_t n;
 		int rc;
 
@@ -221,19 +231,7 @@ read_reply(struct hvc *conn, struct hv_msg_hdr *hdr, void *rep,
 			return -errno;
 		if (n == 0)
 			return -ECONNRESET;
-		for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
-			int rfd;
-
-			if (cm->cmsg_level != SOL_SOCKET ||
-			    cm->cmsg_type != SCM_RIGHTS ||
-			    cm->cmsg_len < CMSG_LEN(sizeof(int)))
-				continue;
-			memcpy(&rfd, CMSG_DATA(cm), sizeof(int));
-			if (*fdp >= 0)
-				close(rfd);
-			else
-				*fdp = rfd;
-		}
+		take_fd(&mh, fdp);
 		have += (size_t)n;
 	}
 	*ret_got = have - sizeof(*hdr);
