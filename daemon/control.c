@@ -462,11 +462,16 @@ conn_arm_timeout(struct conn *c)
 	evtimer_add(c->ev_timeout, &tv);
 }
 
-/* Hand every complete line of c->in to rpc.c, while output allows. */
+/*
+ * Hand every complete line of c->in to rpc.c, while output allows.  The
+ * replies of the lines handled here go out together, in one writev()
+ * at the end.
+ */
 static void
 conn_process(struct conn *c)
 {
 	conn_ref(c);
+	conn_cork(c);
 	while (!c->closed && !c->closing) {
 		struct evbuffer_ptr eol;
 		size_t eol_len = 0, len, nfds;
@@ -505,6 +510,7 @@ conn_process(struct conn *c)
 	}
 	if (!c->closed && !c->closing)
 		conn_arm_timeout(c);
+	conn_uncork(c);
 	conn_unref(c);
 }
 

@@ -42,7 +42,9 @@ close_fds(int *fds, size_t n)
  * One reply: {"jsonrpc":"2.0","id":ID,"KEY":BODY}.  With put, BODY is
  * queued by reference, not copied, and put(body, body_len, ref) is
  * called once it is sent or dropped.  Corked, so that the parts go out
- * in one writev() at the end, from here rather than from the loop.
+ * in one writev() at the end, from here rather than from the loop (or
+ * with the other replies of the batch, see conn_process()).  Events are
+ * not: a subscriber's go out together from the loop.
  */
 static void
 rpc_send_parts_ref(struct conn *c, const char *id, const char *key,
@@ -145,13 +147,9 @@ rpc_send_event(struct conn *c, const char *name, const char *params,
 
 	n = snprintf(head, sizeof(head),
 	    "{\"jsonrpc\":\"2.0\",\"method\":\"%s\",\"params\":", name);
-	conn_ref(c);
-	conn_cork(c);
 	conn_send(c, head, n);
 	conn_send(c, params, params_len);
 	conn_send(c, "}\n", 2);
-	conn_uncork(c);
-	conn_unref(c);
 }
 
 int
