@@ -470,11 +470,16 @@ conn_arm_timeout(struct conn *c)
 	evtimer_add(c->ev_timeout, &tv);
 }
 
-/* Hand every complete line of c->in to rpc.c, while output allows. */
+/*
+ * Hand every complete line of c->in to rpc.c, while output allows.  The
+ * replies of the lines handled here go out together, in one writev()
+ * at the end.
+ */
 static void
 conn_process(struct conn *c)
 {
 	conn_ref(c);
+	conn_cork(c);
 	while (!c->closed && !c->closing) {
 		struct evbuffer_ptr eol;
 		size_t eol_len = 0, len, nfds;
@@ -513,6 +518,7 @@ conn_process(struct conn *c)
 	}
 	if (!c->closed && !c->closing)
 		conn_arm_timeout(c);
+	conn_uncork(c);
 	conn_unref(c);
 }
 
@@ -550,6 +556,13 @@ conn_read_cb(evutil_socket_t fd, short what, void *arg)
 			break;
 		}
 		conn_process(c);
+		/*
+		 * Less than a chunk: the socket is empty, do not ask again
+		 * (the event is level-triggered: more wakes us up).  One
+		 * recvmsg() per request instead of two.
+		 */
+		if (n < CONTROL_READ_CHUNK)
+			break;
 	}
 	conn_unref(c);
 }
@@ -973,25 +986,79 @@ control_shed(size_t want)
 	}
 }
 
-void
-conn_send(struct conn *c, const char *buf, size_t len)
+/* May `len` more bytes be queued for c?  Closes or sheds when not. */
+static bool
+conn_send_room(struct conn *c, size_t len)
 {
 	if (c->closed || c->doomed)
-		return;
+		return false;
 	if (out_len(c) + len > CONTROL_OUTPUT_MAX) {
 		log_warnx("conn %u: client does not read its replies "
 		    "(%zu bytes queued), closing", c->serial, out_len(c));
 		conn_close(c);
-		return;
+		return false;
 	}
 	if (C.out_total + len > C.opts.max_output) {
 		control_shed(len);
 		if (c->closed)
-			return;
+			return false;
 	}
-	evbuffer_add(c->out, buf, len);
-	if (!event_pending(c->ev_write, EV_WRITE, NULL))
+	return true;
+}
+
+static void
+conn_want_write(struct conn *c)
+{
+	if (c->corked == 0 && !event_pending(c->ev_write, EV_WRITE, NULL))
 		event_add(c->ev_write, NULL);
+}
+
+void
+conn_send(struct conn *c, const char *buf, size_t len)
+{
+	if (!conn_send_room(c, len))
+		return;
+	evbuffer_add(c->out, buf, len);
+	conn_want_write(c);
+}
+
+void
+conn_send_ref(struct conn *c, const char *buf, size_t len,
+    void (*cleanup)(const void *buf, size_t len, void *arg), void *arg)
+{
+	if (!conn_send_room(c, len) ||
+	    evbuffer_add_reference(c->out, buf, len, cleanup, arg) < 0) {
+		cleanup(buf, len, arg);
+		return;
+	}
+	conn_want_write(c);
+}
+
+void
+conn_cork(struct conn *c)
+{
+	c->corked++;
+}
+
+/*
+ * Write at once only on a connection in its ordinary state: one that is
+ * paused, closing or being dropped goes through conn_write_cb(), which
+ * knows what to do next (resume reading, close).  Errors too: the write
+ * callback reports and closes, from the loop.
+ */
+void
+conn_uncork(struct conn *c)
+{
+	if (c->corked == 0 || --c->corked > 0)
+		return;
+	if (c->closed || c->doomed || out_len(c) == 0)
+		return;
+	if (event_pending(c->ev_write, EV_WRITE, NULL))
+		return;		/* the socket was full: wait for it */
+	if (c->reading && !c->closing &&
+	    evbuffer_write(c->out, c->fd) >= 0 && out_len(c) == 0)
+		return;
+	event_add(c->ev_write, NULL);
 }
 
 void

@@ -61,6 +61,7 @@ struct conn {
 	int		fd_out;		/* ours (a duplicate); -1: none */
 	char		*fd_line;
 	size_t		fd_len;
+	unsigned	corked;		/* conn_cork() depth: sends are queued */
 	TAILQ_ENTRY(conn) entry;
 };
 
@@ -105,6 +106,23 @@ struct conn *conn_ref(struct conn *c);
 void conn_unref(struct conn *c);
 /* Queue bytes for the client; dropped when the connection is gone. */
 void conn_send(struct conn *c, const char *buf, size_t len);
+/*
+ * Queue `len` bytes of `buf` without copying them: `buf` must stay
+ * unchanged until cleanup(buf, len, arg) is called, once, when the bytes
+ * were sent or dropped (which may be at once, before conn_send_ref
+ * returns).
+ */
+void conn_send_ref(struct conn *c, const char *buf, size_t len,
+    void (*cleanup)(const void *buf, size_t len, void *arg), void *arg);
+/*
+ * Between conn_cork() and conn_uncork() sends are only queued; the last
+ * conn_uncork() writes what is queued at once when the socket takes it,
+ * without a round through the event loop, and waits for the socket to
+ * be writable only for what is left.  A reply is sent in parts: cork
+ * around them so that it goes out in one writev().
+ */
+void conn_cork(struct conn *c);
+void conn_uncork(struct conn *c);
 /* Send what is queued, then close. */
 void conn_close_after_flush(struct conn *c);
 /*

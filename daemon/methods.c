@@ -390,8 +390,10 @@ m_vm_create(struct call *call, yajl_gen g)
 static int
 m_vm_list(struct call *call, yajl_gen g)
 {
-	call->raw = vm_list_text(&call->raw_len);
-	if (call->raw == NULL)
+	call->raw = vm_list_text(&call->raw_len, &call->raw_ref);
+	if (call->raw != NULL)
+		call->raw_put = vm_list_text_put;
+	else
 		vm_gen_list(g);
 	return 0;
 }

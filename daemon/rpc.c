@@ -38,23 +38,46 @@ close_fds(int *fds, size_t n)
 			close(fds[i]);
 }
 
+/*
+ * One reply: {"jsonrpc":"2.0","id":ID,"KEY":BODY}.  With put, BODY is
+ * queued by reference, not copied, and put(body, body_len, ref) is
+ * called once it is sent or dropped.  Corked, so that the parts go out
+ * in one writev() at the end, from here rather than from the loop (or
+ * with the other replies of the batch, see conn_process()).  Events are
+ * not: a subscriber's go out together from the loop.
+ */
 static void
-rpc_send_parts(struct conn *c, const char *id, const char *key,
-    const char *body, size_t body_len)
+rpc_send_parts_ref(struct conn *c, const char *id, const char *key,
+    const char *body, size_t body_len,
+    void (*put)(const void *, size_t, void *), void *ref)
 {
 	char head[512];
 	int n;
 
 	if (id == NULL)
 		id = "null";
+	conn_ref(c);
+	conn_cork(c);
 	/* Ids are short in practice; a long one is sent in pieces. */
 	n = snprintf(head, sizeof(head), "%s", reply_head);
 	conn_send(c, head, n);
 	conn_send(c, id, strlen(id));
 	n = snprintf(head, sizeof(head), ",\"%s\":", key);
 	conn_send(c, head, n);
-	conn_send(c, body, body_len);
+	if (put != NULL)
+		conn_send_ref(c, body, body_len, put, ref);
+	else
+		conn_send(c, body, body_len);
 	conn_send(c, "}\n", 2);
+	conn_uncork(c);
+	conn_unref(c);
+}
+
+static void
+rpc_send_parts(struct conn *c, const char *id, const char *key,
+    const char *body, size_t body_len)
+{
+	rpc_send_parts_ref(c, id, key, body, body_len, NULL, NULL);
 }
 
 static void
@@ -187,6 +210,8 @@ call_free(struct call *call)
 {
 	if (call == NULL)
 		return;
+	if (call->raw_put != NULL)
+		call->raw_put(call->raw, call->raw_len, call->raw_ref);
 	for (size_t i = 0; i < call->err_n; i++)
 		free(call->err_list[i]);
 	free(call->err_list);
@@ -395,9 +420,13 @@ rpc_dispatch(struct conn *c, yajl_val root, int *fds, size_t nfds)
 	else if (rc < 0)
 		call_fail(call), call = NULL;
 	else if (call->raw != NULL) {
+		/* The reference goes with the reply. */
 		if (call->id != NULL)
-			rpc_send_parts(c, call->id, "result", call->raw,
-			    call->raw_len);
+			rpc_send_parts_ref(c, call->id, "result", call->raw,
+			    call->raw_len, call->raw_put, call->raw_ref);
+		else if (call->raw_put != NULL)
+			call->raw_put(call->raw, call->raw_len, call->raw_ref);
+		call->raw_put = NULL;
 		call_free(call);
 		call = NULL;
 	} else

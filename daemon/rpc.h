@@ -45,6 +45,9 @@ struct call {
 	yajl_val	params;		/* an object; valid during dispatch only */
 	const char	*raw;		/* result as JSON text instead of g */
 	size_t		raw_len;
+	/* raw_put(raw, raw_len, raw_ref) releases raw (NULL: static). */
+	void		(*raw_put)(const void *, size_t, void *);
+	void		*raw_ref;
 	int		err_code;
 	int		err_errno;	/* positive; 0 when none */
 	char		err_msg[512];

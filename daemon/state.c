@@ -90,6 +90,29 @@ write_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
+/*
+ * Put tmp in path's place, atomically.  A rename() over an existing
+ * file makes ext4 (auto_da_alloc) start writing the new file out at
+ * once: a forced writeback at every record update (building, then
+ * built), and the destroy's unlink() then waits for that I/O, 0.15 ms
+ * of each small VM's create and destroy here.  An exchange replaces as
+ * atomically and starts no I/O; the old record, now at tmp, goes before
+ * it was ever written.  A .tmp left by a crash in between is removed at
+ * the next start, as any other.  (The new record is then no more
+ * durable across a power loss than a VM's first one always was, and
+ * records describe domains, which a power loss ends.)  Where there is
+ * nothing to exchange with, or the file system cannot, rename().
+ */
+static int
+state_replace(const char *tmp, const char *path)
+{
+	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE) == 0) {
+		(void)unlink(tmp);
+		return 0;
+	}
+	return rename(tmp, path) < 0 ? -errno : 0;
+}
+
 int
 state_write(const struct state_record *rec)
 {
@@ -147,8 +170,8 @@ state_write(const struct state_record *rec)
 	if (close(fd) < 0 && rc == 0)
 		rc = -errno;
 	fd = -1;
-	if (rc == 0 && rename(tmp, path) < 0)
-		rc = -errno;
+	if (rc == 0)
+		rc = state_replace(tmp, path);
 	if (rc < 0)
 		(void)unlink(tmp);
 out:

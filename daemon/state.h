@@ -1,14 +1,15 @@
 /*
  * state.h - the state directory: one JSON record per domain we build.
  *
- * A record is written (atomically: temporary file, rename) with state
+ * A record is written (atomically: temporary file, renamed into place or
+ * exchanged with the record it replaces, see state.c) with state
  * "building" BEFORE the domain is created, and rewritten as "built" once
  * the build succeeded.  After a crash of the daemon, a "building" record
  * names a domain that may be half built: the daemon destroys it at start
  * (vm.c, vm_reconcile).
  *
  * Records are not fsynced.  They must survive the daemon, not the host:
- * the kernel has them once rename() returns, and a host that goes down
+ * the kernel has them once the rename returns, and a host that goes down
  * takes its domains with it, so after a reboot every record is of a
  * domain that no longer exists, and reconciliation drops it (a torn file
  * is logged and skipped).  libxl stores its domain userdata the same way

@@ -121,8 +121,13 @@ void vm_gen_summary(yajl_gen g, const struct vm *vm);
 void vm_gen_info(yajl_gen g, const struct vm *vm);
 /* {"vms":[...]} */
 void vm_gen_list(yajl_gen g);
-/* The same as text, cached until the registry changes; NULL: no memory. */
-const char *vm_list_text(size_t *ret_len);
+/*
+ * The same as text, cached until the registry changes; NULL: no memory.
+ * The caller holds a reference (*ret_ref) that keeps the text unchanged
+ * until vm_list_text_put(text, len, ref): a conn_send_ref() cleanup.
+ */
+const char *vm_list_text(size_t *ret_len, void **ret_ref);
+void vm_list_text_put(const void *buf, size_t len, void *ref);
 /* The registry in order, for readers on the loop (NULL at the end). */
 const struct vm *vm_first(void);
 const struct vm *vm_next(const struct vm *vm);

@@ -67,7 +67,14 @@ worker_finish(struct job *job)
 		(void)!write(W.pipe[1], &c, 1);
 	if (job->detached)
 		W.detached_running--;
-	pthread_cond_broadcast(&W.cond);
+	/*
+	 * Only worker_shutdown() waits for detached_running, and only once
+	 * stopping is set (under this lock): waking the idle pool threads
+	 * at every finished job cost each of them a context switch, on the
+	 * critical path of every small VM's create and destroy.
+	 */
+	if (W.stopping)
+		pthread_cond_broadcast(&W.cond);
 	pthread_mutex_unlock(&W.lock);
 }
 

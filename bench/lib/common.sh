@@ -93,7 +93,9 @@ summarize() {
 }
 
 # d_start [VMBUILDD-OPTIONS...]: vmbuildd on $RUN/control.sock against the
-# running hvsim, metrics on a free loopback port ($METRICS).
+# running hvsim, metrics on a free loopback port ($METRICS).  The guest
+# kernel's directory is an image directory, so that clients may name
+# $KERNEL by path (vmbuildd opens no other file a client names).
 D_PID=
 d_start() {
 	local i
@@ -101,7 +103,7 @@ d_start() {
 	CONTROL=$RUN/control.sock
 	"$BIN/vmbuildd" --foreground --hypervisor "sim:$HV_SOCK" \
 	    --socket "$CONTROL" --state-dir "$RUN/state" --metrics "$METRICS" \
-	    "$@" >>"$RUN/vmbuildd.log" 2>&1 &
+	    --image-dir "$(dirname "$KERNEL")" "$@" >>"$RUN/vmbuildd.log" 2>&1 &
 	D_PID=$!
 	PIDS+=("$D_PID")
 	for i in $(seq 600); do

@@ -124,6 +124,30 @@ write_all(struct hvc *conn, struct iovec *iov, int iovcnt)
 }
 
 /*
+ * A descriptor that came with the data goes to *fdp; a second one is
+ * closed (the protocol never sends two).
+ */
+static void
+take_fd(struct msghdr *mh, int *fdp)
+{
+	struct cmsghdr *cm;
+
+	for (cm = CMSG_FIRSTHDR(mh); cm; cm = CMSG_NXTHDR(mh, cm)) {
+		int rfd;
+
+		if (cm->cmsg_level != SOL_SOCKET ||
+		    cm->cmsg_type != SCM_RIGHTS ||
+		    cm->cmsg_len < CMSG_LEN(sizeof(int)))
+			continue;
+		memcpy(&rfd, CMSG_DATA(cm), sizeof(int));
+		if (*fdp >= 0)
+			close(rfd);
+		else
+			*fdp = rfd;
+	}
+}
+
+/*
  * Read exactly len bytes.  If fdp is not NULL, a descriptor passed with
  * any part of the data is stored there (a second one is closed: the
  * protocol never sends two).
@@ -140,7 +164,6 @@ read_all(struct hvc *conn, void *buf, size_t len, int *fdp)
 		} cbuf;
 		struct iovec iov = { .iov_base = p, .iov_len = len };
 		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-		struct cmsghdr *cm;
 		ssize_t n;
 
 		if (fdp) {
@@ -162,23 +185,56 @@ read_all(struct hvc *conn, void *buf, size_t len, int *fdp)
 		}
 		if (n == 0)
 			return -ECONNRESET;
-		for (cm = fdp ? CMSG_FIRSTHDR(&mh) : NULL; cm;
-		    cm = CMSG_NXTHDR(&mh, cm)) {
-			int rfd;
-
-			if (cm->cmsg_level != SOL_SOCKET ||
-			    cm->cmsg_type != SCM_RIGHTS ||
-			    cm->cmsg_len < CMSG_LEN(sizeof(int)))
-				continue;
-			memcpy(&rfd, CMSG_DATA(cm), sizeof(int));
-			if (*fdp >= 0)
-				close(rfd);
-			else
-				*fdp = rfd;
-		}
+		if (fdp)
+			take_fd(&mh, fdp);
 		p += n;
 		len -= n;
 	}
+	return 0;
+}
+
+/*
+ * Wait for the reply, then read its header and as much of its payload as
+ * comes with it, into rep, in one recvmsg(): a round trip is then a
+ * sendmsg(), a poll() and a recvmsg().  Nothing past this reply can be
+ * read: hvsim sends only replies, one per request, and the next request
+ * is not sent yet.  *ret_got: the payload bytes read.
+ */
+static int
+read_reply(struct hvc *conn, struct hv_msg_hdr *hdr, void *rep,
+    size_t rep_cap, size_t *ret_got, int *fdp)
+{
+	size_t have = 0;
+
+	while (have < sizeof(*hdr)) {
+		union {
+			struct cmsghdr align;
+			char buf[CMSG_SPACE(sizeof(int))];
+		} cbuf;
+		struct iovec iov[2] = {
+			{ (char *)hdr + have, sizeof(*hdr) - have },
+			{ rep, rep_cap },
+		};
+		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = rep_cap ?
+		    2 : 1, .msg_control = cbuf.buf,
+		    .msg_controllen = sizeof(cbuf.buf) };
+		ssize_t n;
+		int rc;
+
+		rc = wait_ready(conn, POLLIN);
+		if (rc < 0)
+			return rc;
+		n = recvmsg(conn->fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (n < 0)
+			return -errno;
+		if (n == 0)
+			return -ECONNRESET;
+		take_fd(&mh, fdp);
+		have += (size_t)n;
+	}
+	*ret_got = have - sizeof(*hdr);
 	return 0;
 }
 
@@ -211,6 +267,7 @@ hvc_call(struct hvc *conn, uint16_t op, const void *req, size_t req_len,
 		.len = (uint32_t)req_len,
 	};
 	struct iovec iov[2];
+	size_t got = 0;
 	int fd = -1;
 	int rc;
 
@@ -230,24 +287,24 @@ hvc_call(struct hvc *conn, uint16_t op, const void *req, size_t req_len,
 	if (rc < 0)
 		goto broken;
 
-	rc = read_all(conn, &hdr, sizeof(hdr), &fd);
+	rc = read_reply(conn, &hdr, rep, rep_cap, &got, &fd);
 	if (rc < 0)
 		goto broken;
 	if (hdr.magic != HV_MSG_MAGIC || hdr.version != HV_ABI_VERSION ||
 	    hdr.op != op || hdr.seq != conn->seq || hdr.len > HV_MAX_PAYLOAD ||
-	    hdr.status > 0) {
+	    hdr.status > 0 || got > hdr.len) {
 		rc = -EPROTO;
 		goto broken;
 	}
 	if (hdr.len > rep_cap) {
 		/* Keep the stream in step: consume what we cannot take. */
-		rc = drain(conn, hdr.len);
+		rc = drain(conn, hdr.len - got);
 		if (rc < 0)
 			goto broken;
 		rc = hdr.status < 0 ? hdr.status : -EMSGSIZE;
 		goto out;
 	}
-	rc = read_all(conn, rep, hdr.len, &fd);
+	rc = read_all(conn, (char *)rep + got, hdr.len - got, &fd);
 	if (rc < 0)
 		goto broken;
 	/*

@@ -513,6 +513,49 @@ read_full(int fd, void *buf, size_t len)
 	return 0;
 }
 
+/*
+ * Requests are read through a buffer: a request's header and its
+ * payload usually come in one read() instead of two (a system call is
+ * the larger part of a small request's cost).  Bytes past the request
+ * stay for the next one; payloads larger than the buffer go straight
+ * to their destination.
+ */
+struct rbuf {
+	size_t	off, len;
+	char	b[64 << 10];
+};
+
+static int
+read_buffered(int fd, struct rbuf *rb, void *buf, size_t len)
+{
+	char *p = buf;
+
+	while (len > 0) {
+		size_t k;
+
+		if (rb->len == 0) {
+			ssize_t n;
+
+			if (len >= sizeof(rb->b))
+				return read_full(fd, p, len);
+			n = read(fd, rb->b, sizeof(rb->b));
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				return n == 0 ? -ECONNRESET : -errno;
+			rb->off = 0;
+			rb->len = (size_t)n;
+		}
+		k = len < rb->len ? len : rb->len;
+		memcpy(p, rb->b + rb->off, k);
+		rb->off += k;
+		rb->len -= k;
+		p += k;
+		len -= k;
+	}
+	return 0;
+}
+
 static int
 send_reply(int fd, const struct hv_msg_hdr *req, int status,
     const void *payload, size_t len, int pass_fd)
@@ -595,14 +638,17 @@ conn_main(void *arg)
 	struct conn *c = arg;
 	struct hv *hv = c->hv;
 	void *req = malloc(HV_MAX_PAYLOAD), *rep = malloc(HV_MAX_PAYLOAD);
+	struct rbuf *rb = malloc(sizeof(*rb));
 	struct hv_msg_hdr h;
 
-	while (req && rep) {
+	if (rb != NULL)
+		rb->off = rb->len = 0;
+	while (req && rep && rb) {
 		size_t rlen;
 		int status, pfd;
 		bool hang;
 
-		if (read_full(c->fd, &h, sizeof(h)) < 0)
+		if (read_buffered(c->fd, rb, &h, sizeof(h)) < 0)
 			break;
 		if (h.magic != HV_MSG_MAGIC) {
 			send_reply(c->fd, &h, -EPROTO, NULL, 0, -1);
@@ -612,7 +658,7 @@ conn_main(void *arg)
 			send_reply(c->fd, &h, -EMSGSIZE, NULL, 0, -1);
 			break;
 		}
-		if (read_full(c->fd, req, h.len) < 0)
+		if (read_buffered(c->fd, rb, req, h.len) < 0)
 			break;
 		status = server_handle(hv, &h, req, rep, &rlen, &pfd, &hang);
 		if (hang) {
@@ -627,6 +673,7 @@ conn_main(void *arg)
 	}
 	free(req);
 	free(rep);
+	free(rb);
 	/* Closed under the lock, so that shutdown never hits a reused fd. */
 	pthread_mutex_lock(&conn_lock);
 	close(c->fd);

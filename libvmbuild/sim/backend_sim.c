@@ -561,6 +561,9 @@ sim_write(void *priv, uint32_t domid, uint64_t paddr, const void *src,
 	struct hvc *c = NULL;
 	int rc;
 
+	/* Phantom memory has no bytes to copy into: hvsim said so at hello. */
+	if (!(s->hello.caps & HV_CAP_GUEST_COPY))
+		return -EOPNOTSUPP;
 	rc = conn_get(s, &c);
 	if (rc)
 		return rc;

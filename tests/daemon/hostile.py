@@ -307,6 +307,7 @@ for i in range(20):
 nreq, nclients = 20000, 4
 line = b'{"jsonrpc":"2.0","id":%d,"method":"vm.list"}\n'
 reply_len = len(json.dumps(c.result("vm.list")))
+nvms = len(c.result("vm.list")["vms"])
 rss_a, _, _ = proc_stat(pid)
 pipes = []
 for k in range(nclients):
@@ -347,6 +348,13 @@ else:
          SANITIZER)
 alive("pipelining clients")
 
+# The list changes while replies carrying its cached text are queued
+# (by reference, not copied): those must still go out whole, with the
+# list as it was, and later ones with the new list.
+c.result("vm.create", {"guest": {"name": "pad20", "memory": 16,
+                                 "kernel": KERNEL}, "wait": True})
+sizes = set()
+
 
 def drain(k, s, counts):
     s.setblocking(True)
@@ -362,6 +370,8 @@ def drain(k, s, counts):
             for ln in lines:
                 m = json.loads(ln)
                 seen[m["id"]] = seen.get(m["id"], 0) + 1
+                if "result" in m:
+                    sizes.add(len(m["result"]["vms"]))
     except OSError:
         pass
     counts[k] = seen
@@ -378,9 +388,12 @@ okall = all(cnt is not None and len(cnt) == sent[k] and
             set(cnt.values()) == {1} for k, cnt in enumerate(counts))
 ok(okall, "every pipelined request is answered exactly once",
    [(sent[k], len(cnt or {})) for k, cnt in enumerate(counts)])
+ok(sizes and sizes <= {nvms, nvms + 1}, "queued vm.list replies are "
+   "whole, of the list before or after it changed (%d or %d VMs)" %
+   (nvms, nvms + 1), sorted(sizes))
 for s in pipes:
     s.close()
-for i in range(20):
+for i in range(21):
     c.call("vm.destroy", {"vm": "pad%02d" % i})
 
 # ------------------------------------------------------------- at the end
