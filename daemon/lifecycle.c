@@ -106,6 +106,13 @@ watch_done(struct job *job)
 	if (wj->rc < 0 && !L.failing)
 		log_warnx("cannot read domain events: %s; the refresh every "
 		    "%d s goes on", strerror(-wj->rc), VM_REFRESH_SEC);
+	/*
+	 * A watch that cannot list (hvsim gone, say) is news for the
+	 * registry too: its refresh finds out now and reports the
+	 * hypervisor down, rather than at the next slow refresh.
+	 */
+	if (wj->rc < 0 && !L.failing)
+		vm_refresh_kick();
 	L.failing = wj->rc < 0;
 	for (size_t i = 0; wj->rc == 0 && i < wj->n; i++)
 		vm_apply_event(&wj->ev[i]);

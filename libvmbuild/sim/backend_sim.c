@@ -757,6 +757,13 @@ sim_watch_main(void *arg)
 		if (rc < 0) {
 			hvc_close(c);
 			c = NULL;
+			/*
+			 * Losing hvsim is news too: the daemon lists domains
+			 * at once and learns the hypervisor is down, rather
+			 * than at its next slow refresh.
+			 */
+			if (!lost)
+				sim_watch_signal(w);
 			lost = true;
 			continue;
 		}
