@@ -156,6 +156,18 @@ int vmb__layout(const struct vmb_guest *guest,
 int vmb__memmap(const struct vmb_layout *layout,
     const struct vmb_firmware *fw, struct vmb_memmap_entry *out, size_t cap);
 
+/*
+ * device.c: the build's devices phase.  Sets up the guest's disks, then
+ * its vifs, on the backend (nothing on one without device ops); on
+ * failure *ret_disks and *ret_nics say how many are up, for undo.
+ */
+int vmb__devices_setup(struct vmb_ctx *ctx, uint32_t domid,
+    const uint8_t uuid[16], const struct vmb_guest *guest,
+    uint32_t *ret_disks, uint32_t *ret_nics, char *why, size_t why_len);
+/* Tear down the first nr_disks disks and nr_nics vifs, last first. */
+void vmb__devices_undo(struct vmb_ctx *ctx, uint32_t domid,
+    const struct vmb_guest *guest, uint32_t nr_disks, uint32_t nr_nics);
+
 /* platform.c: build steps (see there); `why` says what failed. */
 int vmb__step_paging(const struct vmb_guest *guest, uint32_t caps,
     bool *ret_hap, char *why, size_t why_len);
