@@ -336,14 +336,15 @@ cmd_create(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 	static const struct option opts[] = {
 		{ "no-wait", no_argument, NULL, 'n' },
 		{ "paused", no_argument, NULL, 'p' },
+		{ "ignore-unsupported", no_argument, NULL, 'i' },
 		VMCTL_COMMON_OPTS,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct vmc_client *c = NULL;
 	struct vmc_error err = { 0 };
 	char *text = NULL, abspath[PATH_MAX];
-	bool wait = true, paused = false;
-	yajl_val res = NULL;
+	bool wait = true, paused = false, ignore = false;
+	yajl_val res = NULL, warnings;
 	const char *path;
 	size_t len;
 	double tid;
@@ -355,6 +356,8 @@ cmd_create(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 			wait = false;
 		else if (ch == 'p')
 			paused = true;
+		else if (ch == 'i')
+			ignore = true;
 		else if ((rc = vmctl_opt_common(ctl, cmd, ch)) >= 0)
 			return rc;
 	}
@@ -401,12 +404,21 @@ cmd_create(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 		jg_kv_bool(g, P_WAIT, false);
 		if (paused)
 			jg_kv_bool(g, P_PAUSED, true);
+		if (ignore)
+			jg_kv_bool(g, P_IGNORE_UNSUPPORTED, true);
 	}
 	rc = vmc_call(c, g, &res, &err);
 	if (rc != 0) {
 		rc = vmc_report(ctl, "create", rc, &err);
 		goto out;
 	}
+	/* What the daemon ignored, as "file:line: key: warning: ...". */
+	warnings = jget(res, "warnings");
+	for (size_t i = 0; YAJL_IS_ARRAY(warnings) &&
+	    i < warnings->u.array.len; i++)
+		if (jstr(warnings->u.array.values[i], NULL))
+			fprintf(stderr, "%s\n",
+			    jstr(warnings->u.array.values[i], NULL));
 	if (!jnum(res, P_TASK, &tid)) {
 		/* A daemon that built synchronously: show what it says. */
 		if (ctl->json)

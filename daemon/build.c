@@ -43,6 +43,7 @@ struct build_job {
 	struct vmb_domain dom;
 	bool		have_dom;
 	char		*build_json;
+	struct build_warnings warnings;	/* of the configuration */
 };
 
 static struct {
@@ -55,6 +56,27 @@ build_init(const struct build_config *cfg)
 {
 	B.cfg = *cfg;
 	B.stopping = false;
+}
+
+void
+build_warnings_done(struct build_warnings *w)
+{
+	for (size_t i = 0; i < w->n; i++)
+		free(w->v[i]);
+	free(w->v);
+	w->v = NULL;
+	w->n = 0;
+}
+
+/* "warnings": [...], in every vm.create result. */
+static void
+gen_warnings(yajl_gen g, const struct build_warnings *w)
+{
+	jg_key(g, "warnings");
+	yajl_gen_array_open(g);
+	for (size_t i = 0; i < w->n; i++)
+		jg_str(g, w->v[i]);
+	yajl_gen_array_close(g);
 }
 
 void
@@ -191,6 +213,7 @@ build_done(struct job *job)
 				vm_gen_info(g, vm);
 			else
 				yajl_gen_null(g);
+			gen_warnings(g, &bj->warnings);
 			yajl_gen_map_close(g);
 			call_reply(bj->call, g);
 			yajl_gen_free(g);
@@ -234,13 +257,15 @@ build_done(struct job *job)
 	free(bj->rec.config_path);
 	free(bj->rec.config_json);
 	free(bj->build_json);
+	build_warnings_done(&bj->warnings);
 	free(bj);
 	status_changed();
 }
 
 int
 build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
-    const char *config_path, bool wait, bool paused)
+    const char *config_path, bool wait, bool paused,
+    struct build_warnings *warnings)
 {
 	struct vmb_build_opts opts = { 0 };
 	struct build_job *bj = NULL;
@@ -298,6 +323,9 @@ build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
 	}
 	t->build = bj->build;
 	bj->task = t;
+	bj->warnings = *warnings;	/* the job's now */
+	warnings->v = NULL;
+	warnings->n = 0;
 	bj->guest = guest;
 	bj->strategy = B.cfg.strategy;
 	memcpy(bj->rec.uuid, guest->uuid, 16);
@@ -339,6 +367,7 @@ build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
 	jg_kv_u64(g, "task", t->id);
 	jg_kv_str(g, "vm", guest->name);
 	jg_kv_str(g, "uuid", u);
+	gen_warnings(g, &bj->warnings);
 	yajl_gen_map_close(g);
 	return 0;
 fail:
@@ -351,6 +380,7 @@ fail:
 		vmb_build_free(bj->build);
 		free(bj->rec.config_path);
 		free(bj->rec.config_json);
+		build_warnings_done(&bj->warnings);
 		free(bj);
 	}
 	vmb_guest_free(guest);

@@ -33,8 +33,19 @@ void build_stop(void);
  * without, the result {"task":N,...} is written into g and 0 returned.
  * Errors are set on the call (negative return).
  */
+/*
+ * The warnings of the configuration ("file:line: key: warning: ..."),
+ * answered as the result's "warnings": every key it ignored is there.
+ */
+struct build_warnings {
+	char	**v;
+	size_t	n;
+};
+void build_warnings_done(struct build_warnings *w);
+
 int build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
-    const char *config_path, bool wait, bool paused);
+    const char *config_path, bool wait, bool paused,
+    struct build_warnings *warnings);
 
 /* Map a negative errno from libvmbuild to an application error code. */
 int build_errno_code(int rc);

@@ -15,6 +15,7 @@
 
 #include "build.h"
 #include "control.h"
+#include "devices.h"
 #include "events.h"
 #include "json.h"
 #include "methods.h"
@@ -127,6 +128,7 @@ static const struct {
 	{ VMB_CAP_SHADOW,		"shadow" },
 	{ VMB_CAP_HAP,			"hap" },
 	{ VMB_CAP_HOST_TOPOLOGY,	"host_topology" },
+	{ VMB_CAP_DEVICES,		"devices" },
 };
 
 static int
@@ -248,7 +250,7 @@ m_host_counters(struct call *call, yajl_gen g)
 /* vm.create                                                           */
 
 /* Diagnostics to E_CONFIG with data.errors. */
-static int
+int
 config_error(struct call *call, struct vmb_diags *diags)
 {
 	char **list = NULL, first[700] = "";
@@ -335,9 +337,10 @@ value_done(struct vmb_value *v)
 	free((void *)v->u.list.v);
 }
 
+/* The guest of params.guest; its warnings stay in *diags. */
 static int
 guest_from_json(struct call *call, yajl_val obj, const char *basedir,
-    struct vmb_guest **ret)
+    uint32_t flags, struct vmb_diags *pdiags, struct vmb_guest **ret)
 {
 	struct vmb_diags diags = { 0 };
 	struct vmb_guest *guest = NULL;
@@ -347,6 +350,7 @@ guest_from_json(struct call *call, yajl_val obj, const char *basedir,
 	if (rc < 0)
 		return call_error(call, RPC_INTERNAL_ERROR, rc,
 		    "cannot allocate a guest: %s", strerror(-rc));
+	guest->flags = flags;
 	for (size_t i = 0; i < obj->u.object.len; i++) {
 		const char *key = obj->u.object.keys[i], *why = NULL;
 		/* A scalar type, so that value_done() is a no-op when
@@ -373,8 +377,33 @@ guest_from_json(struct call *call, yajl_val obj, const char *basedir,
 		vmb_diags_done(&diags);
 		return -1;
 	}
-	vmb_diags_done(&diags);
+	*pdiags = diags;
 	*ret = guest;
+	return 0;
+}
+
+/*
+ * The warnings of a configuration ("file:line: key: warning: ..."), for
+ * the result of vm.create: every key it ignored is listed there.
+ */
+static int
+config_warnings(const struct vmb_diags *diags, struct build_warnings *w)
+{
+	w->v = NULL;
+	w->n = 0;
+	if (diags->n > diags->nr_errors &&
+	    !(w->v = calloc(diags->n - diags->nr_errors, sizeof(*w->v))))
+		return -ENOMEM;
+	for (size_t i = 0; i < diags->n; i++) {
+		char buf[700];
+
+		if (diags->v[i].severity != VMB_WARNING)
+			continue;
+		vmb_diag_format(&diags->v[i], buf, sizeof(buf));
+		if (!(w->v[w->n] = strdup(buf)))
+			return -ENOMEM;
+		w->n++;
+	}
 	return 0;
 }
 
@@ -384,17 +413,21 @@ m_vm_create(struct call *call, yajl_gen g)
 	const char *text = NULL, *path = NULL;
 	struct vmb_diags diags = { 0 };
 	struct vmb_guest *guest = NULL;
+	struct build_warnings warn = { 0 };
 	char *dir = NULL, *basedir = NULL;
-	bool wait = false, paused = false;
+	bool wait = false, paused = false, ignore = false;
 	yajl_val gobj = NULL;
+	uint32_t flags;
 	int has_text, has_guest, rc;
 
 	if ((has_text = param_string(call, P_CONFIG, false, &text)) < 0 ||
 	    param_string(call, P_CONFIG_PATH, false, &path) < 0 ||
 	    (has_guest = param_object(call, P_GUEST, false, &gobj)) < 0 ||
 	    param_bool(call, P_WAIT, &wait) < 0 ||
-	    param_bool(call, P_PAUSED, &paused) < 0)
+	    param_bool(call, P_PAUSED, &paused) < 0 ||
+	    param_bool(call, P_IGNORE_UNSUPPORTED, &ignore) < 0)
 		return -1;
+	flags = ignore ? VMB_CONFIG_IGNORE_UNSUPPORTED : 0;
 	if (has_text && has_guest)
 		return call_error(call, RPC_INVALID_PARAMS, 0,
 		    "give params.config or params.guest, not both");
@@ -414,19 +447,30 @@ m_vm_create(struct call *call, yajl_gen g)
 		basedir = dirname(dir);
 	}
 	if (has_text) {
-		rc = vmb_config_parse_text(text, strlen(text),
-		    path != NULL ? path : "request", basedir, &guest, &diags);
+		rc = vmb_config_parse(text, strlen(text),
+		    path != NULL ? path : "request", basedir, flags, &guest,
+		    &diags);
 		if (rc < 0 && diags.nr_errors > 0)
 			rc = config_error(call, &diags);
 		else if (rc < 0)
 			rc = call_error(call, E_CONFIG, rc,
 			    "invalid configuration: %s", strerror(-rc));
-		vmb_diags_done(&diags);
 	} else {
-		rc = guest_from_json(call, gobj, basedir, &guest);
+		rc = guest_from_json(call, gobj, basedir, flags, &diags,
+		    &guest);
 	}
+	if (rc == 0 && config_warnings(&diags, &warn) < 0)
+		rc = call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
+		    "out of memory");
+	vmb_diags_done(&diags);
+	/* The daemon is root: only disks its client may open. */
 	if (rc == 0)
-		rc = build_start(call, g, guest, path, wait, paused);
+		rc = devices_check_guest(call, guest);
+	if (rc == 0)
+		rc = build_start(call, g, guest, path, wait, paused, &warn);
+	else
+		vmb_guest_free(guest);
+	build_warnings_done(&warn);
 	free(dir);
 	return rc;
 }
@@ -444,7 +488,7 @@ m_vm_list(struct call *call, yajl_gen g)
 }
 
 /* The VM named by params.vm (or params.name / params.id). */
-static struct vm *
+struct vm *
 vm_param(struct call *call)
 {
 	yajl_val v = jv_get(call->params, P_VM);
@@ -505,7 +549,7 @@ m_vm_info(struct call *call, yajl_gen g)
 }
 
 /* Refuse operations a VM cannot take now. */
-static int
+int
 vm_check_idle(struct call *call, struct vm *vm)
 {
 	if (vm->building)
@@ -753,6 +797,10 @@ static const struct method methods[] = {
 	{ M_TASK_GET,		m_task_get,		false },
 	{ M_TASK_CANCEL,	m_task_cancel,		true },
 	{ M_EVENTS_SUBSCRIBE,	m_events_subscribe,	false },
+	{ M_VM_DISK_ATTACH,	m_vm_disk_attach,	true },
+	{ M_VM_DISK_DETACH,	m_vm_disk_detach,	true },
+	{ M_VM_NET_ATTACH,	m_vm_net_attach,	true },
+	{ M_VM_NET_DETACH,	m_vm_net_detach,	true },
 };
 
 const struct method *

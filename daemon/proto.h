@@ -43,6 +43,10 @@
 #define M_TASK_GET		"task.get"
 #define M_TASK_CANCEL		"task.cancel"
 #define M_EVENTS_SUBSCRIBE	"events.subscribe"
+#define M_VM_DISK_ATTACH	"vm.disk_attach"
+#define M_VM_DISK_DETACH	"vm.disk_detach"
+#define M_VM_NET_ATTACH		"vm.net_attach"
+#define M_VM_NET_DETACH		"vm.net_detach"
 
 /*
  * Parameters (keys of "params"; all optional unless marked).
@@ -56,8 +60,19 @@
  *                    or P_GUEST (an object with xl.cfg key names);
  *                    P_WAIT (bool, default false: reply {"task":N} at once;
  *                    true: reply when the build ends, with the VM's info);
- *                    P_PAUSED (bool: leave the domain paused).
+ *                    P_PAUSED (bool: leave the domain paused);
+ *                    P_IGNORE_UNSUPPORTED (bool: xl keys vmbuild does
+ *                    not implement are warnings, listed in the result's
+ *                    "warnings", not errors).
  *   vm.info/destroy/pause/unpause   P_VM (required)
+ *   vm.disk_attach   P_VM, P_DISK (required: an xl disk specification
+ *                    with an absolute target), P_TIMEOUT (s the guest has
+ *                    to connect its frontend, default 30, 0: no wait)
+ *   vm.disk_detach   P_VM, P_DISK (required: a vdev or a vbd number),
+ *                    P_FORCE (bool: do not ask the guest first)
+ *   vm.net_attach    P_VM, P_VIF (an xl vif specification; default ""),
+ *                    P_TIMEOUT
+ *   vm.net_detach    P_VM, P_VIF (required: a devid or a MAC), P_FORCE
  *   task.get/cancel  P_TASK (required)
  *   events.subscribe P_EVENTS (list of event names; default: all)
  *   host.scrub, host.info, host.counters, vm.list, task.list,
@@ -71,6 +86,11 @@
 #define P_WAIT			"wait"
 #define P_PAUSED		"paused"
 #define P_EVENTS		"events"
+#define P_IGNORE_UNSUPPORTED	"ignore_unsupported"
+#define P_DISK			"disk"
+#define P_VIF			"vif"
+#define P_TIMEOUT		"timeout"
+#define P_FORCE			"force"
 
 /* Events (notifications). */
 #define E_TASK_PROGRESS		"task.progress"
@@ -99,6 +119,7 @@
 #define E_REQUEST_TOO_LARGE	1010
 #define E_TASK_FINISHED		1011	/* cancel of a task that has ended */
 #define E_BAD_STATE		1012	/* e.g. pause of a paused VM */
+#define E_NO_SUCH_DEVICE	1013	/* detach of a disk or vif the VM lacks */
 
 /* vmctl exit codes. */
 #define VMCTL_EXIT_OK		0

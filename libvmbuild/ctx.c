@@ -92,6 +92,8 @@ vmb_ctx_open(const char *hypervisor, struct vmb_ctx **ret_ctx)
 		return rc;
 	}
 	ctx->caps = ops->caps ? ops->caps(ctx->priv) : 0;
+	if (ops->device_add)
+		ctx->caps |= VMB_CAP_DEVICES;
 	/*
 	 * Not VMB_CAP_HOST_TOPOLOGY for Xen: its CPUs are physical CPUs,
 	 * but this process runs on dom0's vCPUs, whose numbers (and sysfs

@@ -338,6 +338,11 @@ struct vmb_ctx;
  * toolstack runs on dom0's vCPUs, not on the host's CPUs.
  */
 #define VMB_CAP_HOST_TOPOLOGY	(1u << 7)
+/*
+ * Disks and vifs are set up (Xen: blkback, netback, hotplug scripts);
+ * without it (hvsim, which has no I/O) they are only recorded.
+ */
+#define VMB_CAP_DEVICES		(1u << 9)
 
 /*
  * Open a backend: "sim:PATH" (hvsim's socket), "xen", or "auto" (xen if

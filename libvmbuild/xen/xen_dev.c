@@ -291,15 +291,14 @@ fill_add(struct xs_tx *tx, const void *varg)
 
 /*
  * Remove `path`, then each parent left empty (no value, no children),
- * as libxl__xs_path_cleanup, never above /local/domain/N or /libxl/N.
+ * as libxl__xs_path_cleanup, but never `stop` or above it.
  */
 static void
-tx_rm_cleanup(struct xs_tx *tx, const char *path)
+tx_rm_cleanup(struct xs_tx *tx, const char *path, const char *stop)
 {
 	char p[XS_PATH_MAX];
 	char *slash, *val, **kids;
 	unsigned len, n;
-	int depth = 0;
 
 	snprintf(p, sizeof(p), "%s", path);
 	if (!xs_rm(tx->h, tx->t, p)) {
@@ -307,11 +306,10 @@ tx_rm_cleanup(struct xs_tx *tx, const char *path)
 			tx->err = -(errno > 0 ? errno : EIO);
 		return;
 	}
-	for (const char *c = p; *c; c++)
-		depth += *c == '/';
-	/* /local/domain/N/device/vbd/M: stop at /local/domain/N/device. */
-	while (depth-- > 4 && (slash = strrchr(p, '/')) != NULL) {
+	while ((slash = strrchr(p, '/')) != NULL) {
 		*slash = '\0';
+		if (strlen(p) <= strlen(stop) || strncmp(p, stop, strlen(stop)))
+			break;
 		val = xs_read(tx->h, tx->t, p, &len);
 		if (!val)
 			break;
@@ -331,10 +329,15 @@ static void
 fill_remove(struct xs_tx *tx, const void *varg)
 {
 	const struct dev *d = varg;
+	char stop[XS_PATH_MAX];
 
-	tx_rm_cleanup(tx, d->be);
-	tx_rm_cleanup(tx, d->fe);
-	tx_rm_cleanup(tx, d->lx);
+	snprintf(stop, sizeof(stop), "/local/domain/%u/backend",
+	    BACKEND_DOMID);
+	tx_rm_cleanup(tx, d->be, stop);
+	snprintf(stop, sizeof(stop), "/local/domain/%u/device", d->domid);
+	tx_rm_cleanup(tx, d->fe, stop);
+	snprintf(stop, sizeof(stop), "/libxl/%u/device", d->domid);
+	tx_rm_cleanup(tx, d->lx, stop);
 }
 
 struct close_arg {
@@ -507,8 +510,8 @@ run_script(struct xen_be *be, const struct dev *d, const char *action,
 	nl = strrchr(out, '\n');
 	if (rc == -ETIMEDOUT)
 		vmb__why(why, why_len, "%s: hotplug script %s %s did not "
-		    "finish in %u s; killed", d->name, script, action,
-		    timeout_ms / 1000);
+		    "finish in %.1f s; killed", d->name, script, action,
+		    timeout_ms / 1000.0);
 	else if (rc)
 		vmb__why(why, why_len, "%s: cannot run hotplug script %s: %s",
 		    d->name, script, strerror(-rc));
@@ -589,8 +592,8 @@ teardown(struct xen_be *be, const struct dev *d, bool force, bool script,
 	}
 	if (rc != 0) {
 		rc_close = rc;
-		vmb__why(why, why_len, "%s: the backend did not close in %u s "
-		    "(state %d)", d->name, close_ms / 1000, bs);
+		vmb__why(why, why_len, "%s: the backend did not close in %.1f "
+		    "s (state %d)", d->name, close_ms / 1000.0, bs);
 	}
 	if (d->kind == VMB_DEVICE_DISK)
 		node = xs_get(be, d->be, "node");
@@ -640,8 +643,8 @@ xen_device_add(void *priv, uint32_t domid, const struct vmb_dev *v,
 	rc = wait_states(&d, W_INITWAIT, v->initwait_ms, &bs, &fs);
 	if (rc) {
 		vmb__why(why, why_len, "%s: the backend did not reach "
-		    "InitWait in %u s (state %d): is %s loaded in dom0?",
-		    d.name, v->initwait_ms / 1000, bs, v->disk ?
+		    "InitWait in %.1f s (state %d): is %s loaded in dom0?",
+		    d.name, v->initwait_ms / 1000.0, bs, v->disk ?
 		    "xen-blkback" : "xen-netback");
 		goto undo;
 	}

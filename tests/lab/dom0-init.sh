@@ -245,9 +245,11 @@ big() {
 
 # ------------------------------------------------------------ Linux guest
 # mklinux TAG: linux.cfg with its own name, LINUX_MB split over 2 vnodes.
+# Each guest its own address on the bridge (lab_ip=): .2 xl's, .3 vmbuild's.
 mklinux() {
 	sed -e "s/^name = .*/name = \"$1\"/" -e "s/^memory = .*/memory = $LINUX_MB/" \
 	    -e "s/size=[0-9]*/size=$((LINUX_MB / 2))/g" /etc/lab/linux.cfg > /etc/lab/$1.cfg
+	case $1 in vmb-*) sed -i 's/lab_ip=10\.99\.0\.2/lab_ip=10.99.0.3/' /etc/lab/$1.cfg ;; esac
 }
 
 # linux_line TAG: the guest's line on its PV console (xenconsoled's log).
@@ -292,6 +294,7 @@ linux() {
 	esac
 	mklinux $_tag
 	echo "INFO before $_tag: dom0 $(free -m | awk '/^Mem:/ { print $4 }') MiB free; Xen $(xl info | awk '/^free_memory/ { print $3 }') MiB free"
+	_tc=$(up)
 	timed $1-create-linux $_create /etc/lab/$_tag.cfg ||
 		{ fail $1-create-linux "create rc=$?"; return 1; }
 	_id=$(xl domid $_tag 2>/dev/null); _t0=$(up); _n=0
@@ -319,11 +322,128 @@ linux() {
 	tr -d '\r' < /var/log/xen/console/guest-$_tag.log 2>/dev/null |
 	    grep -E 'vmbuild-linux: node|BIOS-e820|ACPI: (SRAT|SLIT|APIC|XSDT|RSDP)|ACPI Error|NUMA|SCI' |
 	    sed "s/^/  $_tag| /" | head -n 40
+	linux_devices $1 $_tag $_id $_tc
 	[ $1 = vmb ] && timed vmctl-info-linux $V info $_tag
 	xs_dump $1 $_id
 	timed $1-destroy-linux $_destroy $_tag || fail $1-destroy-linux "destroy rc=$?"
 	gone $_tag 60 || fail $_tag-gone "$_tag still listed after destroy"
 	xs_gone $1 $_id
+	devices_gone $1 $_id
+}
+
+# ---------------------------------------------------- Linux guest: devices
+# The Linux guest's disk (xvda: /guest/disk.img) and vif (on xenbr0,
+# dom0 10.99.0.1, the guest lab_ip= of its command line), as linux.cfg
+# gives them to both toolstacks.  Its /init prints
+# "vmbuild-linux-dev: disk=ok net=ok" (linux-init.sh, devices()).
+BR=xenbr0
+BR_IP=10.99.0.1
+
+# devices_setup: blkback, netback, loop, the bridge; once, at start.
+devices_setup() {
+	for m in $(cat /lib/modules/devices.order 2>/dev/null); do
+		insmod /lib/modules/$m.ko || fail insmod-$m "insmod $m"
+	done
+	brctl addbr $BR && brctl stp $BR off && brctl setfd $BR 0 &&
+	    ip addr add $BR_IP/24 dev $BR && ip link set $BR up ||
+	    fail bridge "cannot set up $BR"
+	echo "INFO devices: modules $(cat /lib/modules/devices.order | tr '\n' ' ')bridge $BR $BR_IP; hotplug scripts $(ls /etc/xen/scripts | wc -l) in /etc/xen/scripts"
+}
+
+# guest_ip TAG: the address linux.cfg (as mklinux wrote it) gives the guest.
+guest_ip() {
+	sed -n 's/^.*lab_ip=\([0-9.]*\).*$/\1/p' /etc/lab/$1.cfg | head -n 1
+}
+
+# dev_line TAG: the guest's devices line on its PV console.
+dev_line() {
+	tr -d '\r' < /var/log/xen/console/guest-$1.log 2>/dev/null |
+	    sed -n 's/^.*\(vmbuild-linux-dev: disk=[^ ]* net=.*\)$/\1/p' | head -n 1
+}
+
+# console_has TAG PATTERN SECS: wait for a line of the guest's console.
+console_has() {
+	_w0=$(up)
+	while ! tr -d '\r' < /var/log/xen/console/guest-$1.log 2>/dev/null | grep -q "$2"; do
+		[ "$(awk -v a=$_w0 -v b=$(up) -v l=$3 'BEGIN { print (b - a > l) }')" = 1 ] && return 1
+		sleep 2
+	done
+	return 0
+}
+
+# linux_devices TOOL TAG ID T0: the guest's devices line (timed from
+# T0, the create's start), dom0 pinging it, its backends as xenstore
+# has them; for vmbuild, hot-plug while it runs.
+linux_devices() {
+	_ip=$(guest_ip $2)
+	if console_has $2 'vmbuild-linux-dev: disk=' 120; then
+		echo "MARK step=dev-$2 rc=0 secs=$(secs $4 $(up))"
+	else
+		fail dev-$2 "no vmbuild-linux-dev line from domain $3"
+	fi
+	echo "LINUXDEV tool=$1 domid=$3 $(dev_line $2)"
+	tr -d '\r' < /var/log/xen/console/guest-$2.log | grep 'vmbuild-linux-dev:' |
+	    sed "s/^/  $2| /"
+	case "$(dev_line $2)" in
+	*"disk=ok net=ok"*) ;;
+	*) fail dev-$2 "the guest says: $(dev_line $2)" ;;
+	esac
+	if timed ping-$2 ping -c 3 -W 5 $_ip; then
+		echo "INFO dom0 pings the $1 guest at $_ip: ok"
+	else
+		fail ping-$2 "dom0 cannot ping the $1 guest at $_ip"
+	fi
+	xs_devdump $1 $3
+	[ $1 = vmb ] && hotplug $2 $3
+}
+
+# hotplug TAG ID: a second disk (read-only) and a second vif attached to
+# the running vmbuild guest, seen by it, detached, seen gone.
+hotplug() {
+	timed disk-attach $V disk-attach $1 /guest/disk2.img,raw,xvdb,ro ||
+	    fail disk-attach "vmctl disk-attach rc=$?"
+	console_has $1 'vmbuild-linux-dev: hotplug xvdb=seen' 90 ||
+	    fail disk-attach-seen "the guest did not see xvdb"
+	xenstore-ls -f /local/domain/0/backend/vbd/$2/51728 2>/dev/null |
+	    grep -E '/(params|mode|physical-device|node|state|hotplug-status) ' | sed 's/^/  xvdb| /'
+	timed vmctl-info-hotplug $V info $1
+	timed disk-detach $V disk-detach $1 xvdb || fail disk-detach "vmctl disk-detach rc=$?"
+	console_has $1 'vmbuild-linux-dev: hotplug xvdb=gone' 90 ||
+	    fail disk-detach-seen "the guest still sees xvdb"
+	xenstore-ls /local/domain/0/backend/vbd/$2/51728 >/dev/null 2>&1 &&
+	    fail disk-detach-left "backend of xvdb still in xenstore"
+	timed net-attach $V net-attach $1 bridge=$BR || fail net-attach "vmctl net-attach rc=$?"
+	console_has $1 'vmbuild-linux-dev: hotplug eth1=seen' 90 ||
+	    fail net-attach-seen "the guest did not see eth1"
+	timed net-detach $V net-detach $1 1 || fail net-detach "vmctl net-detach rc=$?"
+	console_has $1 'vmbuild-linux-dev: hotplug eth1=gone' 90 ||
+	    fail net-detach-seen "the guest still sees eth1"
+	tr -d '\r' < /var/log/xen/console/guest-$1.log | grep 'vmbuild-linux-dev: hotplug' |
+	    sed "s/^/  $1| /"
+	echo "INFO hotplug on $1: loop devices now: $(losetup -a | wc -l); vifs: $(ls /sys/class/net | grep -c "^vif$2\.")"
+}
+
+# xs_devdump TOOL ID: the devices' xenstore entries with their values
+# (domid N, MACs and uuids masked), for tests/xenbe/xl-devices.layout.
+xs_devdump() {
+	for _p in /local/domain/0/backend/vbd/$2 /local/domain/0/backend/vif/$2 \
+	    /local/domain/$2/device/vbd /local/domain/$2/device/vif /libxl/$2/device; do
+		xenstore-ls -f $_p 2>/dev/null
+	done | sed -e "s|/backend/\(vbd\|vif\)/$2/|/backend/\1/N/|; s|/local/domain/$2/|/local/domain/N/|g" \
+	    -e "s|/libxl/$2/|/libxl/N/|; s|= \"$2\"|= \"N\"|; s|vif$2\.|vifN.|g" |
+	    sed "s/^/XSDEV tool=$1 /"
+}
+
+# devices_gone TOOL ID: after the destroy, nothing of the domain's
+# devices: backend entries, loop devices, vifs.
+devices_gone() {
+	for _k in vbd vif; do
+		xenstore-ls /local/domain/0/backend/$_k/$2 >/dev/null 2>&1 &&
+		    fail $1-backend-left "/local/domain/0/backend/$_k/$2 still in xenstore"
+	done
+	[ -n "$(losetup -a)" ] && fail $1-loop-left "loop devices left: $(losetup -a | tr '\n' ' ')"
+	ls /sys/class/net | grep -q "^vif$2\." && fail $1-vif-left "vif$2.* still in dom0"
+	echo "INFO devices of $1 domain $2 after destroy: backends $(xenstore-ls /local/domain/0/backend 2>/dev/null | grep -c "^ *$2 "), loop devices $(losetup -a | wc -l), vifs $(ls /sys/class/net | grep -c "^vif$2\.")"
 }
 
 # scrub_wait SECS: wait until Xen has scrubbed the memory a destroy freed
@@ -342,6 +462,7 @@ scrub_wait() {
 	echo "INFO waited $(secs $_t0 $(up)) s for Xen to scrub freed memory: $(grep 'unscrubbed pages' /tmp/dmesg-H | tr -s ' ' | tail -n 2 | tr '\n' ';')"
 }
 
+devices_setup
 tools=""
 echo " $LAB_STEPS " | grep -q " xl " && tools="xl"
 if echo " $LAB_STEPS " | grep -q " vmbuild "; then
