@@ -344,10 +344,13 @@ devices_setup() {
 	for m in $(cat /lib/modules/devices.order 2>/dev/null); do
 		insmod /lib/modules/$m.ko || fail insmod-$m "insmod $m"
 	done
-	brctl addbr $BR && brctl stp $BR off && brctl setfd $BR 0 &&
+	# busybox's brctl has only addbr/delbr/addif/delif: STP off and no
+	# forwarding delay through sysfs, so a vif forwards at once.
+	brctl addbr $BR && echo 0 > /sys/class/net/$BR/bridge/stp_state &&
+	    echo 0 > /sys/class/net/$BR/bridge/forward_delay &&
 	    ip addr add $BR_IP/24 dev $BR && ip link set $BR up ||
 	    fail bridge "cannot set up $BR"
-	echo "INFO devices: modules $(cat /lib/modules/devices.order | tr '\n' ' ')bridge $BR $BR_IP; hotplug scripts $(ls /etc/xen/scripts | wc -l) in /etc/xen/scripts"
+	echo "INFO devices: modules $(cat /lib/modules/devices.order | tr '\n' ' '); bridge $BR $BR_IP; hotplug scripts $(ls /etc/xen/scripts | wc -l) in /etc/xen/scripts"
 }
 
 # guest_ip TAG: the address linux.cfg (as mklinux wrote it) gives the guest.

@@ -127,12 +127,14 @@ RequestTooLarge = _code(1010, "RequestTooLarge",
 TaskFinished = _code(1011, "TaskFinished", "The task has already ended.")
 BadState = _code(1012, "BadState",
                  "The VM is not in a state that allows this.")
+NoSuchDevice = _code(1013, "NoSuchDevice",
+                     "The VM has no such disk or network interface.")
 
 _BY_CODE = {cls.code: cls for cls in (
     ParseError, InvalidRequest, MethodNotFound, InvalidParams,
     InternalError, PermissionDenied, NoSuchVM, NoSuchTask, ConfigError,
     NoMemory, HypervisorError, Busy, Cancelled, VMExists, Unavailable,
-    RequestTooLarge, TaskFinished, BadState)}
+    RequestTooLarge, TaskFinished, BadState, NoSuchDevice)}
 
 
 def error_from_reply(error, method=None, task=None):
