@@ -2,7 +2,7 @@
 # against a real hvsim (python3 scripts; see tests/daemon/vmbdtest.py).
 TESTS += tests/daemon/protocol.py tests/daemon/restart.py \
 	tests/daemon/systemd.py tests/daemon/journal.py tests/daemon/metrics.py \
-	tests/daemon/counters.py tests/daemon/progress.py
+	tests/daemon/counters.py tests/daemon/progress.py tests/daemon/devices.py
 # counters.py lists the counter table with tests/lib's test_counters;
 # protocol.py compares vm.info's config with vmb-config-check's.
 TESTS_DEPS += $(BIN)/vmbuildd $(BIN)/hvsim $(BIN)/vmctl \

@@ -103,6 +103,9 @@ gone() {
 
 finish() {
 	xsync
+	# What the hotplug scripts said (their stderr; xl's and vmbuild's).
+	[ -s /var/log/xen/xen-hotplug.log ] &&
+	    tail -n 40 /var/log/xen/xen-hotplug.log | sed 's/^/  hotplug-log| /'
 	echo "MARK dom0-done uptime=$(up)"
 	if [ -z "$FAILED" ]; then echo "LAB-RESULT PASS failed="; else echo "LAB-RESULT FAIL failed=$(echo $FAILED | tr ' ' ',')"; fi
 	sync

@@ -280,12 +280,14 @@ fi
 cp "$here/dom0-init.sh" "$D0/init" && chmod +x "$D0/init" || fail $step "copy dom0-init.sh"
 # Devices: blkback, netback, loop and the bridge; Debian's hotplug
 # scripts (xen-utils-common) with what they call that busybox lacks or
-# does differently (bash, util-linux's losetup, from this Debian host);
+# does differently (bash, util-linux's losetup and flock: locking.sh
+# locks with it, and busybox-static has none; from this Debian host);
 # the guest's disk images.
 kmods "$D0" xen-blkback xen-netback loop bridge || fail $step "dom0's device modules"
 mkdir -p "$D0/etc/xen" "$D0/usr/sbin" &&
     cp -a "$ROOT/etc/xen/scripts" "$D0/etc/xen/" &&
     cp /usr/bin/bash "$D0/bin/bash" && cp "$(command -v losetup)" "$D0/usr/sbin/losetup" &&
+    cp "$(command -v flock)" "$D0/usr/sbin/flock" &&
     cp "$LAB_DIR/disks/disk.img" "$LAB_DIR/disks/disk2.img" "$D0/guest/" ||
     fail $step "copy the hotplug scripts, bash, losetup, the disk images"
 have_vmbuild=0
@@ -311,7 +313,7 @@ done
 # the rest (glibc & co., same Debian release) from this host; plus
 # libgcc_s, which glibc dlopens for pthread_cancel (xl aborts without it).
 libpath=$PWD/$ROOT/$ARCHLIB:$PWD/$ROOT/lib/x86_64-linux-gnu
-bins=$(ls "$D0"/usr/lib/xen-$XENVER/bin/* "$D0/bin/xenstore" "$D0/bin/bash" "$D0/usr/sbin/losetup"; [ $have_vmbuild = 1 ] && ls "$D0/bin/vmbuildd" "$D0/bin/vmctl")
+bins=$(ls "$D0"/usr/lib/xen-$XENVER/bin/* "$D0/bin/xenstore" "$D0/bin/bash" "$D0/usr/sbin/losetup" "$D0/usr/sbin/flock"; [ $have_vmbuild = 1 ] && ls "$D0/bin/vmbuildd" "$D0/bin/vmctl")
 for t in $tests; do bins="$bins $D0/tree/$t"; done
 for f in $LAB_EXTRA_FILES; do ldd "$D0/${f#*:}" >/dev/null 2>&1 && bins="$bins $D0/${f#*:}"; done
 libs=$(for b in $bins; do
