@@ -596,25 +596,6 @@ vmb_nic_mac(const uint8_t uuid[16], const struct vmb_nic *nic,
 /* ------------------------------------------------------------------ */
 /* JSON                                                                */
 
-static void
-json_str(FILE *f, const char *s)
-{
-	if (!s) {
-		fputs("null", f);
-		return;
-	}
-	fputc('"', f);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(f, "\\%c", *p);
-		else if (*p < 0x20)
-			fprintf(f, "\\u%04x", *p);
-		else
-			fputc(*p, f);
-	}
-	fputc('"', f);
-}
-
 /* Close the memstream writing *buf and hand the text to *ret. */
 static int
 json_close(FILE *f, char **buf, char **ret)
@@ -639,13 +620,13 @@ vmb_disk_format_json(const struct vmb_disk *d, char **ret_json)
 	if (!(f = open_memstream(&buf, &len)))
 		return -ENOMEM;
 	fputs("{\"vdev\": ", f);
-	json_str(f, d->vdev);
+	vmb__json_str(f, d->vdev);
 	fprintf(f, ", \"devid\": %u, \"target\": ", d->devid);
-	json_str(f, d->target);
+	vmb__json_str(f, d->target);
 	fprintf(f, ", \"format\": \"%s\", \"access\": \"%s\", "
 	    "\"devtype\": \"%s\", \"script\": ", formats[d->format],
 	    d->readonly ? "ro" : "rw", d->cdrom ? "cdrom" : "disk");
-	json_str(f, d->script ? d->script : "block");
+	vmb__json_str(f, d->script ? d->script : "block");
 	fprintf(f, ", \"discard\": %s, \"trusted\": %s, "
 	    "\"direct_io_safe\": %s}", d->discard ? "true" : "false",
 	    d->trusted ? "true" : "false",
@@ -675,15 +656,15 @@ vmb_nic_format_json(const uint8_t uuid[16], const struct vmb_nic *n,
 		fputs("null", f);
 	}
 	fputs(", \"bridge\": ", f);
-	json_str(f, n->bridge);
+	vmb__json_str(f, n->bridge);
 	fputs(", \"vifname\": ", f);
-	json_str(f, n->vifname[0] ? n->vifname : NULL);
+	vmb__json_str(f, n->vifname[0] ? n->vifname : NULL);
 	fputs(", \"ip\": ", f);
-	json_str(f, n->ip);
+	vmb__json_str(f, n->ip);
 	fputs(", \"script\": ", f);
-	json_str(f, n->script ? n->script : "vif-bridge");
+	vmb__json_str(f, n->script ? n->script : "vif-bridge");
 	fputs(", \"gatewaydev\": ", f);
-	json_str(f, n->gatewaydev);
+	vmb__json_str(f, n->gatewaydev);
 	if (n->mtu)
 		fprintf(f, ", \"mtu\": %u", n->mtu);
 	else

@@ -1249,8 +1249,9 @@ vmb_guest_type_name(enum vmb_guest_type type)
 	return "unknown";
 }
 
-static void
-json_str(FILE *f, const char *s)
+/* s as a JSON string, or null; devspec.c writes devices with it. */
+void
+vmb__json_str(FILE *f, const char *s)
 {
 	if (!s) {
 		fputs("null", f);
@@ -1331,7 +1332,7 @@ vmb_guest_format_json(const struct vmb_guest *g, char **ret_json)
 	if (!f)
 		return -ENOMEM;
 	fputs("{\n  \"name\": ", f);
-	json_str(f, g->name);
+	vmb__json_str(f, g->name);
 	fprintf(f, ",\n  \"type\": \"%s\"", vmb_guest_type_name(g->type));
 	fprintf(f, ",\n  \"memory_bytes\": %llu",
 	    (unsigned long long)g->memory_bytes);
@@ -1341,15 +1342,15 @@ vmb_guest_format_json(const struct vmb_guest *g, char **ret_json)
 	    g->maxvcpus);
 	fprintf(f, ",\n  \"hap\": %s", g->hap ? "true" : "false");
 	fputs(",\n  \"kernel\": ", f);
-	json_str(f, g->kernel);
+	vmb__json_str(f, g->kernel);
 	fputs(",\n  \"ramdisk\": ", f);
-	json_str(f, g->ramdisk);
+	vmb__json_str(f, g->ramdisk);
 	fputs(",\n  \"cmdline\": ", f);
-	json_str(f, g->cmdline);
+	vmb__json_str(f, g->cmdline);
 	fputs(",\n  \"cpus\": ", f);
-	json_str(f, g->cpus);
+	vmb__json_str(f, g->cpus);
 	fputs(",\n  \"cpus_soft\": ", f);
-	json_str(f, g->cpus_soft);
+	vmb__json_str(f, g->cpus_soft);
 	fprintf(f, ",\n  \"tsc_mode\": %d,\n  \"timer_mode\": %d",
 	    (int)g->tsc_mode, (int)g->timer_mode);
 	fputs(",\n  \"nodes\": [", f);
@@ -1376,7 +1377,7 @@ vmb_guest_format_json(const struct vmb_guest *g, char **ret_json)
 		fputs("null", f);
 	} else {
 		vmb_uuid_to_str(g->uuid, uuid);
-		json_str(f, uuid);
+		vmb__json_str(f, uuid);
 	}
 	rc = format_devices(f, g);
 	fputs("\n}\n", f);

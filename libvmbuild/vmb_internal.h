@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "backend.h"
 #include "vmbuild.h"
@@ -164,6 +165,8 @@ int vmb__memmap(const struct vmb_layout *layout,
 int vmb__devices_setup(struct vmb_ctx *ctx, uint32_t domid,
     const uint8_t uuid[16], const struct vmb_guest *guest,
     uint32_t *ret_disks, uint32_t *ret_nics, char *why, size_t why_len);
+/* guest.c: s as a JSON string (escaped), or null when NULL. */
+void vmb__json_str(FILE *f, const char *s);
 /* Tear down the first nr_disks disks and nr_nics vifs, last first. */
 void vmb__devices_undo(struct vmb_ctx *ctx, uint32_t domid,
     const struct vmb_guest *guest, uint32_t nr_disks, uint32_t nr_nics);
