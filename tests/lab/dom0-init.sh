@@ -116,6 +116,10 @@ finish() {
 # --------------------------------------------------------------- dom0 setup
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
 mkdir -p /dev/pts /dev/shm; mount -t devpts devpts /dev/pts
+# What udev would add to devtmpfs: the hotplug scripts' locking.sh stats
+# /dev/stdin, and loops for ever without it.
+ln -s /proc/self/fd /dev/fd; ln -s fd/0 /dev/stdin; ln -s fd/1 /dev/stdout
+ln -s fd/2 /dev/stderr
 mount -t tmpfs tmpfs /run; mount -t tmpfs tmpfs /var; mount -t tmpfs tmpfs /tmp
 mkdir -p /var/run/xen /var/run/xenstored /var/lib/xen /var/lib/xenstored \
     /var/log/xen/console /var/lock /run/vmbuild /var/lib/vmbuild
