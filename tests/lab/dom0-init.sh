@@ -362,7 +362,7 @@ devices_setup() {
 
 # guest_ip TAG: the address linux.cfg (as mklinux wrote it) gives the guest.
 guest_ip() {
-	sed -n 's/^.*lab_ip=\([0-9.]*\).*$/\1/p' /etc/lab/$1.cfg | head -n 1
+	sed -n '/^cmdline/s/^.*lab_ip=\([0-9.]*\).*$/\1/p' /etc/lab/$1.cfg | head -n 1
 }
 
 # dev_line TAG: the guest's devices line on its PV console.
@@ -434,13 +434,14 @@ hotplug() {
 }
 
 # xs_devdump TOOL ID: the devices' xenstore entries with their values
-# (domid N, MACs and uuids masked), for tests/xenbe/xl-devices.layout.
+# (the domain's id as N in paths, vif names and frontend-id), for
+# tests/xenbe/xl-devices.layout.
 xs_devdump() {
 	for _p in /local/domain/0/backend/vbd/$2 /local/domain/0/backend/vif/$2 \
 	    /local/domain/$2/device/vbd /local/domain/$2/device/vif /libxl/$2/device; do
 		xenstore-ls -f $_p 2>/dev/null
-	done | sed -e "s|/backend/\(vbd\|vif\)/$2/|/backend/\1/N/|; s|/local/domain/$2/|/local/domain/N/|g" \
-	    -e "s|/libxl/$2/|/libxl/N/|; s|= \"$2\"|= \"N\"|; s|vif$2\.|vifN.|g" |
+	done | sed -e "s|/backend/\([a-z]*\)/$2/|/backend/\1/N/|g; s|/local/domain/$2/|/local/domain/N/|g" \
+	    -e "s|/libxl/$2/|/libxl/N/|; s|/frontend-id = \"$2\"|/frontend-id = \"N\"|; s|vif$2\.|vifN.|g" |
 	    sed "s/^/XSDEV tool=$1 /"
 }
 
@@ -454,6 +455,34 @@ devices_gone() {
 	[ -n "$(losetup -a)" ] && fail $1-loop-left "loop devices left: $(losetup -a | tr '\n' ' ')"
 	ls /sys/class/net | grep -q "^vif$2\." && fail $1-vif-left "vif$2.* still in dom0"
 	echo "INFO devices of $1 domain $2 after destroy: backends $(xenstore-ls /local/domain/0/backend 2>/dev/null | grep -c "^ *$2 "), loop devices $(losetup -a | wc -l), vifs $(ls /sys/class/net | grep -c "^vif$2\.")"
+}
+
+# rollback: a vmbuild guest whose second disk's hotplug script fails
+# (script=/bin/false) after the first one got its loop device: the build
+# fails in phase devices naming that disk, and nothing of it is left: no
+# domain, no loop device, no backend entry, Xen's free memory as before.
+rollback() {
+	mkcfg vmb-rb 64
+	echo "disk = [ '/guest/disk2.img,raw,xvda,ro', '/guest/disk2.img,raw,xvdb,ro,script=/bin/false' ]" >> /etc/lab/vmb-rb.cfg
+	scrub_wait 60
+	_free0=$(xl info | awk '/^free_memory/ { print $3 }')
+	_loops0=$(losetup -a | wc -l)
+	if timed vmb-create-rollback $V create /etc/lab/vmb-rb.cfg; then
+		fail rollback "a build whose hotplug script fails succeeded"
+		$V destroy vmb-rb >/dev/null 2>&1
+		return 1
+	fi
+	grep -q 'failed in phase devices: disk xvdb (vbd 51728): hotplug script /bin/false add exited with status 1' \
+	    /tmp/out.vmb-create-rollback || fail rollback-why "the error does not name xvdb and its script"
+	xl list vmb-rb >/dev/null 2>&1 && fail rollback-domain "domain vmb-rb left after the failed build"
+	[ "$(losetup -a | wc -l)" = "$_loops0" ] ||
+	    fail rollback-loop "loop devices left: $(losetup -a | tr '\n' ' ')"
+	[ -n "$(xenstore-list /local/domain/0/backend/vbd 2>/dev/null)" ] &&
+	    fail rollback-backend "backend entries left: $(xenstore-ls -f /local/domain/0/backend/vbd | head -n 3 | tr '\n' ' ')"
+	scrub_wait 60
+	_free1=$(xl info | awk '/^free_memory/ { print $3 }')
+	[ "$_free1" -ge "$_free0" ] || fail rollback-memory "Xen had $_free0 MiB free before, $_free1 MiB after"
+	echo "INFO rollback: build failed in phase devices as it should; loop devices $_loops0 -> $(losetup -a | wc -l), Xen free $_free0 -> $_free1 MiB"
 }
 
 # scrub_wait SECS: wait until Xen has scrubbed the memory a destroy freed
@@ -494,6 +523,7 @@ if [ "$HELLO" = 1 ]; then
 	for t in $rev; do big $t; done
 fi
 if echo " $LAB_STEPS " | grep -q " linux "; then
+	echo " $tools " | grep -q " vmb " && rollback
 	for t in $tools; do scrub_wait 300; linux $t; done
 	# What libxl writes that vmbuild does not, and the reverse.
 	if [ -f /tmp/xs-xl ] && [ -f /tmp/xs-vmb ]; then
