@@ -104,8 +104,9 @@ gone() {
 finish() {
 	xsync
 	# What the hotplug scripts said (their stderr; xl's and vmbuild's).
+	_n=40; [ "$HOTPLUG_TRACE" = 1 ] && _n=100000
 	[ -s /var/log/xen/xen-hotplug.log ] &&
-	    tail -n 40 /var/log/xen/xen-hotplug.log | sed 's/^/  hotplug-log| /'
+	    tail -n $_n /var/log/xen/xen-hotplug.log | sed 's/^/  hotplug-log| /'
 	echo "MARK dom0-done uptime=$(up)"
 	if [ -z "$FAILED" ]; then echo "LAB-RESULT PASS failed="; else echo "LAB-RESULT FAIL failed=$(echo $FAILED | tr ' ' ',')"; fi
 	sync

@@ -39,6 +39,9 @@
 #                            tests/lab/xl-vnuma-shim.c preloaded (libxl 4.17
 #                            cannot build a PVH guest with vnuma= without it);
 #                            0: plain xl (its create of that guest fails)
+#   LAB_HOTPLUG_TRACE=0      1: the hotplug scripts run with `set -x`
+#                            (their trace in dom0's xen-hotplug.log, shown
+#                            whole at the end of the run)
 #   LAB_TESTS="..."          hvsim-free test programs (paths under build/) run
 #                            in dom0 from a copy of the tree at /tree; default:
 #                            the xen backend, placement, populate-plan and
@@ -71,6 +74,7 @@ LAB_DOM0_EXTRA=${LAB_DOM0_EXTRA:-loglevel=4}
 LAB_EXTRA_FILES=${LAB_EXTRA_FILES:-}
 LAB_VMBUILDD_ARGS=${LAB_VMBUILDD_ARGS:-}
 LAB_XL_SHIM=${LAB_XL_SHIM:-1}
+LAB_HOTPLUG_TRACE=${LAB_HOTPLUG_TRACE:-0}
 LAB_HELLO=${LAB_HELLO:-1}
 LAB_TESTS=${LAB_TESTS-build/tests/xenbe/test_xen_backend build/tests/lib/test_placement build/tests/lib/test_populate_plan build/tests/lib/test_loader}
 XENVER=4.17
@@ -290,6 +294,11 @@ mkdir -p "$D0/etc/xen" "$D0/usr/sbin" &&
     cp "$(command -v flock)" "$D0/usr/sbin/flock" &&
     cp "$LAB_DIR/disks/disk.img" "$LAB_DIR/disks/disk2.img" "$D0/guest/" ||
     fail $step "copy the hotplug scripts, bash, losetup, the disk images"
+if [ "$LAB_HOTPLUG_TRACE" = 1 ]; then
+	for f in block vif-bridge; do
+		sed -i '1a set -x' "$D0/etc/xen/scripts/$f" || fail $step "trace $f"
+	done
+fi
 have_vmbuild=0
 if [ -x build/bin/vmbuildd ] && [ -x build/bin/vmctl ]; then
 	cp build/bin/vmbuildd build/bin/vmctl "$D0/bin/" || fail $step "copy vmbuildd/vmctl"
@@ -352,6 +361,7 @@ LINUX_MB=$LAB_LINUX_MB
 XENVER=$XENVER
 VMBUILDD_ARGS="$LAB_VMBUILDD_ARGS"
 XL_SHIM=$LAB_XL_SHIM
+HOTPLUG_TRACE=$LAB_HOTPLUG_TRACE
 HELLO=$LAB_HELLO
 XS_TRACE=${LAB_XS_TRACE:-}
 TESTS="$tests"
