@@ -14,6 +14,14 @@
 #   make demo       install, build, start hvsim + vmbuildd, create the examples
 #   make bench      benchmarks (ratios against a baseline of the same run)
 #   make check-xen  the lab: a real Xen 4.17 under QEMU
+#   make xen        the companion hypercalls in Xen 4.17 (hypervisor/xen):
+#                   build/xen/xen.gz and the perf-counter build xen-perfc.gz
+#   make check-xen-companion  the patched Xen in the lab, beside hvsim
+#   make asan       the suite on an ASan+UBSan build (build/asan)
+#   make ubsan      the suite on a UBSan build (build/ubsan)
+#   make tsan       the concurrency tests on a TSan build (build/tsan)
+#   make fuzz       the libFuzzer targets, FUZZ_SECONDS each (default 60)
+#   make soak       1000 kill -9 rounds of vmbuildd (SOAK_ROUNDS)
 #   make install    programs, man pages, units, completion, clients (DESTDIR,
 #                   PREFIX; see "Install" below); make uninstall
 #   make clean
@@ -48,7 +56,8 @@ PKG	 = pkg-config
 # check-xen) run a second make for the build.  The first one must not call
 # pkg-config: on a fresh machine neither it nor the .pc files are there
 # yet, and every $(shell $(PKG) ...) would print an error.
-PKG_FREE_GOALS = deps check demo bench check-xen clean uninstall
+PKG_FREE_GOALS = deps check demo bench check-xen clean uninstall asan ubsan \
+	tsan fuzz soak xen check-xen-companion
 ifneq ($(MAKECMDGOALS),)
 ifeq ($(filter-out $(PKG_FREE_GOALS),$(MAKECMDGOALS)),)
 PKG	 = :
@@ -59,7 +68,8 @@ ALL	:=
 TESTS	:=
 BENCH	:=
 
-.PHONY: all check demo bench check-xen clean deps
+.PHONY: all check demo bench check-xen xen check-xen-companion clean deps \
+	install asan ubsan tsan fuzz soak san-check
 all: build-all
 
 # The version is defined once, as VMB_VERSION in libvmbuild/vmbuild.h
@@ -110,6 +120,47 @@ demo:
 		{ tail -n 30 $(B)/demo-build.log; exit 1; }
 	@scripts/demo.sh
 
+# Sanitizer variants: the tree built again into build/NAME with the
+# sanitizer's flags, then its tests run on it (VMB_BUILD tells the test
+# scripts where the binaries are).  A sanitizer report makes the program
+# fail (no recovery); leaks inside libraries we do not build are
+# suppressed (tests/fuzz/lsan.supp).  TSan runs the concurrency tests:
+# hvsim's parallel populates, claims and socket, concurrent builds, and
+# the daemon under load, under faults and at restarts.
+SAN_asan  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
+	     -fno-sanitize-recover=undefined
+SAN_ubsan := -O1 -g -fsanitize=undefined -fno-sanitize-recover=undefined
+SAN_tsan  := -O1 -g -fsanitize=thread
+SAN_ENV	  := VMBD_SANITIZER=$(SAN) \
+	     LSAN_OPTIONS=suppressions=$(CURDIR)/tests/fuzz/lsan.supp \
+	     UBSAN_OPTIONS=print_stacktrace=1 \
+	     TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" \
+	     CLIENTS=200 SECONDS=4 ROUNDS=20
+SAN_TESTS_tsan = $(B)/tests/hvsim/test_popconc $(B)/tests/hvsim/test_claim \
+	tests/hvsim/socket.sh $(B)/tests/lib/test_build_sim \
+	tests/daemon/protocol.py tests/daemon/load.py tests/daemon/faults.py \
+	tests/daemon/recovery.py tests/daemon/killloop.py
+
+asan ubsan tsan: deps
+	$(MAKE) B=build/$@ CFLAGS="$(SAN_$@)" SAN=$@ san-check
+
+# The fuzz targets are clang's: not part of a sanitizer variant's suite.
+san-check:
+	$(MAKE) build-all $(filter-out $(FUZZ_BINS),$(TESTS_DEPS))
+	VMB_BUILD=$(B) HVSIM=$(CURDIR)/$(B)/bin/hvsim $(SAN_ENV) scripts/run-tests $(or $(SAN_TESTS_$(SAN)),\
+		$(filter-out tests/fuzz/replay.sh,$(TESTS)))
+
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	$(MAKE) $(FUZZ_BINS)
+	scripts/run-fuzz $(FUZZ_SECONDS) $(FUZZ_TARGETS)
+
+SOAK_ROUNDS ?= 1000
+soak: deps
+	$(MAKE) build-all $(TESTS_DEPS)
+	ROUNDS=$(SOAK_ROUNDS) TEST_TIMEOUT=7200 scripts/run-tests \
+		tests/daemon/killloop.py
+
 bench:
 	scripts/deps.sh build check bench
 	$(MAKE) build-all $(BENCH_DEPS)
@@ -119,6 +170,16 @@ check-xen:
 	scripts/deps.sh build lab
 	$(MAKE) build-all
 	tests/lab/run.sh
+
+xen:
+	scripts/deps.sh xen
+	$(MAKE) -C hypervisor/xen stock perfc
+
+check-xen-companion:
+	scripts/deps.sh build lab xen
+	$(MAKE) build-all
+	$(MAKE) -C hypervisor/xen stock perfc
+	tests/lab/companion/run.sh
 
 include install.mk
 

@@ -57,7 +57,7 @@ install-data: build-all
 		$(INSTALL) -D -m 0644 $$p $(DESTDIR)$(MANDIR)/man$$s/$${p##*/} || exit; \
 	done
 	$(INSTALL) -d $(DESTDIR)$(UNITDIR)
-	for u in vmbuildd.service vmbuildd.socket hvsim.service; do \
+	for u in vmbuildd.service vmbuildd.socket vmbuildd-ro.socket hvsim.service; do \
 		$(SED_PATHS) systemd/$$u >$(DESTDIR)$(UNITDIR)/$$u && \
 		chmod 0644 $(DESTDIR)$(UNITDIR)/$$u || exit; \
 	done
@@ -103,7 +103,8 @@ uninstall:
 	    $(DESTDIR)$(BINDIR)/vmctl $(DESTDIR)$(PKGLIBDIR)/hello.elf
 	for p in $(MAN_PAGES); do rm -f $(DESTDIR)$(MANDIR)/man$${p##*.}/$${p##*/}; done
 	rm -f $(DESTDIR)$(UNITDIR)/vmbuildd.service \
-	    $(DESTDIR)$(UNITDIR)/vmbuildd.socket $(DESTDIR)$(UNITDIR)/hvsim.service \
+	    $(DESTDIR)$(UNITDIR)/vmbuildd.socket $(DESTDIR)$(UNITDIR)/vmbuildd-ro.socket \
+	    $(DESTDIR)$(UNITDIR)/hvsim.service \
 	    $(DESTDIR)$(SYSUSERSDIR)/vmbuild.conf $(DESTDIR)$(TMPFILESDIR)/vmbuild.conf \
 	    $(DESTDIR)$(BASHCOMPDIR)/vmctl
 	rm -rf $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DATADIR)/vmbuild \

@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <stdio.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <time.h>
@@ -23,6 +24,7 @@
 /* A reply larger than this is refused rather than buffered for ever. */
 #define VMC_MAX_LINE	(64u * 1024 * 1024)
 #define VMC_MAX_QUEUED	4096
+#define VMC_MAX_FDS	2		/* the daemon's RPC_MAX_FDS */
 
 struct vmc_event {
 	yajl_val msg;
@@ -171,15 +173,44 @@ vmc_request(struct vmc_client *c, const char *method)
 	return g;
 }
 
+/*
+ * Send n bytes; descriptors (nfds of them) go with the first byte
+ * (SCM_RIGHTS), which is how the daemon knows which request they are
+ * for.
+ */
 static int
-send_all(struct vmc_client *c, const unsigned char *p, size_t n)
+send_all(struct vmc_client *c, const unsigned char *p, size_t n,
+    const int *fds, size_t nfds)
 {
 	long long deadline = now_ms() + c->timeout_ms;
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int) * VMC_MAX_FDS)];
+	} cbuf;
 	ssize_t w;
 	int rc;
 
+	if (nfds > VMC_MAX_FDS)
+		return -E2BIG;
 	while (n > 0) {
-		w = send(c->fd, p, n, MSG_NOSIGNAL);
+		struct iovec iov = { .iov_base = (void *)p, .iov_len = n };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+
+		if (nfds > 0) {
+			struct cmsghdr *cm;
+
+			memset(&cbuf, 0, sizeof(cbuf));
+			mh.msg_control = cbuf.buf;
+			mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+			cm = CMSG_FIRSTHDR(&mh);
+			cm->cmsg_level = SOL_SOCKET;
+			cm->cmsg_type = SCM_RIGHTS;
+			cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+			memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
+		}
+		w = sendmsg(c->fd, &mh, MSG_NOSIGNAL);
+		if (w > 0)
+			nfds = 0;	/* they went with the first byte */
 		if (w < 0) {
 			if (errno == EINTR)
 				continue;
@@ -213,9 +244,9 @@ read_msg(struct vmc_client *c, long long deadline, yajl_val *ret)
 	for (;;) {
 		nl = c->len ? memchr(c->buf, '\n', c->len) : NULL;
 		if (nl) {
-			*nl = '\0';
 			n = (size_t)(nl - c->buf) + 1;
-			v = yajl_tree_parse(c->buf, errbuf, sizeof(errbuf));
+			v = jv_parse(c->buf, n - 1, JSON_MAX_DEPTH, errbuf,
+			    sizeof(errbuf));
 			memmove(c->buf, c->buf + n, c->len - n);
 			c->len -= n;
 			if (!v || !YAJL_IS_OBJECT(v)) {
@@ -300,6 +331,13 @@ int
 vmc_call(struct vmc_client *c, yajl_gen params, yajl_val *ret_result,
     struct vmc_error *err)
 {
+	return vmc_call_fds(c, params, NULL, 0, ret_result, err);
+}
+
+int
+vmc_call_fds(struct vmc_client *c, yajl_gen params, const int *fds,
+    size_t nfds, yajl_val *ret_result, struct vmc_error *err)
+{
 	const unsigned char *out;
 	long long deadline, id;
 	yajl_val msg = NULL, idv, e;
@@ -319,9 +357,9 @@ vmc_call(struct vmc_client *c, yajl_gen params, yajl_val *ret_result,
 		goto out;
 	}
 	id = c->next_id++;
-	rc = send_all(c, out, outlen);
+	rc = send_all(c, out, outlen, fds, nfds);
 	if (rc == 0)
-		rc = send_all(c, (const unsigned char *)"\n", 1);
+		rc = send_all(c, (const unsigned char *)"\n", 1, NULL, 0);
 	if (rc < 0)
 		goto out;
 	deadline = now_ms() + c->timeout_ms;
@@ -493,11 +531,34 @@ vmc_report(struct vmctl *ctl, const char *what, int rc,
 	return VMCTL_EXIT_UNREACHABLE;
 }
 
+/* The daemon's read-only socket beside `path`: NAME-ro.sock. */
+static void
+ro_socket(const char *path, char *buf, size_t len)
+{
+	size_t n = strlen(path);
+
+	if (n > 5 && !strcmp(path + n - 5, ".sock"))
+		snprintf(buf, len, "%.*s-ro.sock", (int)(n - 5), path);
+	else
+		snprintf(buf, len, "%s-ro", path);
+}
+
 int
 vmc_open(struct vmctl *ctl, struct vmc_client **ret)
 {
 	int rc = vmc_connect(ctl->socket, ctl->timeout_ms, ret);
 
+	/*
+	 * Not in the group that may use the control socket: the read-only
+	 * socket serves everyone (a change is then refused, with a reason).
+	 */
+	if (rc == -EACCES) {
+		char ro[4200];
+
+		ro_socket(ctl->socket, ro, sizeof(ro));
+		if (vmc_connect(ro, ctl->timeout_ms, ret) == 0)
+			return VMCTL_EXIT_OK;
+	}
 	if (rc < 0) {
 		vmctl_warnx("cannot reach vmbuildd at %s: %s%s", ctl->socket,
 		    strerror(-rc), rc == -ENOENT || rc == -ECONNREFUSED ?

@@ -2,11 +2,13 @@
  * cmd_vm.c - the VM commands: create, list, info, destroy, pause, unpause.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -86,6 +88,102 @@ out:
 	free(buf);
 	fclose(f);
 	return rc;
+}
+
+/*
+ * Open a kernel or ramdisk the daemon asked for (E_IMAGE_FD), with the
+ * user's rights, as OpenBSD's vmctl does: the daemon opens no file a
+ * client names.  Symbolic links are resolved here (the user may follow
+ * them), the result is opened without blocking and must be a regular
+ * file.  A descriptor, or -errno.
+ */
+static int
+open_image(const char *path)
+{
+	char real[PATH_MAX];
+	struct stat st;
+	int fd;
+
+	if (!realpath(path, real))
+		return -errno;
+	fd = open(real, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW |
+	    O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	return fd;
+}
+
+/*
+ * The files data.files of an E_IMAGE_FD error lists, opened: fds[i] for
+ * keys[i].  An exit code: VMCTL_EXIT_OK, or a usage error after saying
+ * which file cannot be read.
+ */
+static int
+open_images(const char *cfg, yajl_val files, int *fds, const char **keys,
+    size_t *ret_n)
+{
+	size_t n = 0;
+
+	for (size_t i = 0; YAJL_IS_ARRAY(files) && i < files->u.array.len;
+	    i++) {
+		yajl_val f = files->u.array.values[i];
+		const char *key = jstr(f, "key"), *path = jstr(f, "path");
+		int fd;
+
+		/* Our own strings: err.data is freed before the resend. */
+		if (key && !strcmp(key, "kernel"))
+			key = "kernel";
+		else if (key && !strcmp(key, "ramdisk"))
+			key = "ramdisk";
+		else
+			continue;
+		if (!path || n == 2)
+			continue;
+		fd = open_image(path);
+		if (fd < 0) {
+			vmctl_warnx("create: %s: %s %s: %s", cfg, key, path,
+			    fd == -EINVAL ? "not a regular file" :
+			    strerror(-fd));
+			while (n > 0)
+				close(fds[--n]);
+			return VMCTL_EXIT_USAGE;
+		}
+		keys[n] = key;
+		fds[n++] = fd;
+	}
+	*ret_n = n;
+	return VMCTL_EXIT_OK;
+}
+
+/* vm.create for the config; with descriptors, params.fds names them. */
+static int
+send_create(struct vmc_client *c, const char *text, const char *path,
+    bool paused, bool ignore, const int *fds, const char **keys, size_t nfds,
+    yajl_val *ret_res, struct vmc_error *err)
+{
+	yajl_gen g = vmc_request(c, M_VM_CREATE);
+
+	if (g) {
+		jg_kv_str(g, P_CONFIG, text);
+		jg_kv_str(g, P_CONFIG_PATH, path);
+		jg_kv_bool(g, P_WAIT, false);
+		if (paused)
+			jg_kv_bool(g, P_PAUSED, true);
+		if (ignore)
+			jg_kv_bool(g, P_IGNORE_UNSUPPORTED, true);
+		if (nfds > 0) {
+			jg_key(g, P_FDS);
+			yajl_gen_map_open(g);
+			for (size_t i = 0; i < nfds; i++)
+				jg_kv_i64(g, keys[i], (int64_t)i);
+			yajl_gen_map_close(g);
+		}
+	}
+	return vmc_call_fds(c, g, fds, nfds, ret_res, err);
 }
 
 /* The task id a task object or a notification's params is about. */
@@ -397,17 +495,28 @@ cmd_create(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 		yajl_tree_free(res);
 		res = NULL;
 	}
-	g = vmc_request(c, M_VM_CREATE);
-	if (g) {
-		jg_kv_str(g, P_CONFIG, text);
-		jg_kv_str(g, P_CONFIG_PATH, abspath);
-		jg_kv_bool(g, P_WAIT, false);
-		if (paused)
-			jg_kv_bool(g, P_PAUSED, true);
-		if (ignore)
-			jg_kv_bool(g, P_IGNORE_UNSUPPORTED, true);
+	rc = send_create(c, text, abspath, paused, ignore, NULL, NULL, 0, &res,
+	    &err);
+	if (rc == VMC_RPC_ERROR && err.code == E_IMAGE_FD) {
+		/*
+		 * The daemon opens no file outside its image directories:
+		 * it names what we are to pass, and we send the request
+		 * again with those files open.
+		 */
+		const char *keys[2];
+		int fds[2];
+		size_t nfds = 0;
+
+		rc = open_images(abspath, jget(err.data, "files"), fds, keys,
+		    &nfds);
+		if (rc != VMCTL_EXIT_OK)
+			goto out;
+		vmc_error_done(&err);
+		rc = send_create(c, text, abspath, paused, ignore, fds, keys,
+		    nfds, &res, &err);
+		while (nfds > 0)
+			close(fds[--nfds]);
 	}
-	rc = vmc_call(c, g, &res, &err);
 	if (rc != 0) {
 		rc = vmc_report(ctl, "create", rc, &err);
 		goto out;

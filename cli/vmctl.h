@@ -94,6 +94,12 @@ yajl_gen vmc_request(struct vmc_client *c, const char *method);
  */
 int vmc_call(struct vmc_client *c, yajl_gen params, yajl_val *ret_result,
     struct vmc_error *err);
+/*
+ * vmc_call() with descriptors sent with the request's first byte
+ * (SCM_RIGHTS, at most 2): the request's params.fds names them by index.
+ */
+int vmc_call_fds(struct vmc_client *c, yajl_gen params, const int *fds,
+    size_t nfds, yajl_val *ret_result, struct vmc_error *err);
 /* vmc_request + vmc_call with empty params. */
 int vmc_call0(struct vmc_client *c, const char *method, yajl_val *ret_result,
     struct vmc_error *err);
@@ -110,7 +116,11 @@ void vmc_error_done(struct vmc_error *err);
  */
 int vmc_report(struct vmctl *ctl, const char *what, int rc,
     const struct vmc_error *err);
-/* Connect as the global options say; reports and returns an exit code. */
+/*
+ * Connect as the global options say; a control socket we may not open
+ * (EACCES: not in the group) falls back to the read-only socket beside
+ * it.  Reports and returns an exit code.
+ */
 int vmc_open(struct vmctl *ctl, struct vmc_client **ret);
 
 /* json.c: reading yajl trees, writing with yajl_gen. */

@@ -7,6 +7,10 @@
  * anywhere in between finds the record at its next start and destroys
  * the half-built domain (vm_reconcile).
  *
+ * A build that failed and could not undo itself (its domain would not go)
+ * keeps its record "building": the domain is handed to reap.c, which
+ * destroys it until it is gone, and the record goes only then.
+ *
  * The build thread touches only the job: the loop learns everything in
  * build_done().  A client that disconnects meanwhile only loses its
  * reply (conn_send to a closed connection is a no-op).
@@ -18,10 +22,12 @@
 
 #include "build.h"
 #include "events.h"
+#include "images.h"
 #include "json.h"
 #include "log.h"
 #include "metrics.h"
 #include "proto.h"
+#include "reap.h"
 #include "report.h"
 #include "state.h"
 #include "task.h"
@@ -36,9 +42,11 @@ struct build_job {
 	struct vmb_build *build;
 	enum vmb_populate_strategy strategy;
 	struct state_record rec;
+	struct image_req images;
 	/* Results, written by the build thread. */
 	int		rc;
-	const char	*failed_in;	/* "state", or NULL: the build */
+	const char	*failed_in;	/* "state", "image", or NULL: the build */
+	char		why[256];	/* of an "image" failure */
 	struct vmb_build_result result;
 	struct vmb_domain dom;
 	bool		have_dom;
@@ -131,6 +139,17 @@ build_run(struct job *job)
 	struct build_job *bj = (struct build_job *)job;
 	int rc;
 
+	/* Images under --image-dir are opened here, off the loop. */
+	rc = images_open(&bj->images, bj->guest, bj->why, sizeof(bj->why));
+	if (rc == 0 && bj->images.fd[0] >= 0)
+		rc = vmb_build_set_images(bj->build, bj->images.fd[0],
+		    bj->images.fd[1]);
+	image_req_done(&bj->images);
+	if (rc < 0) {
+		bj->rc = rc;
+		bj->failed_in = "image";
+		return;
+	}
 	rc = state_write(&bj->rec);
 	if (rc < 0) {
 		bj->rc = rc;
@@ -142,7 +161,12 @@ build_run(struct job *job)
 		rc = -EIO;	/* a library bug; never record a domid-less VM */
 	if (rc != 0) {
 		bj->rc = rc < 0 ? rc : -EIO;
-		(void)state_remove(bj->rec.uuid);
+		/*
+		 * A domain the undo could not destroy keeps its record:
+		 * reap.c destroys it, a restart would as well.
+		 */
+		if (bj->result.undo_rc == 0)
+			(void)state_remove(bj->rec.uuid);
 		return;
 	}
 	bj->build_json = build_result_json(&bj->result, bj->strategy);
@@ -156,8 +180,15 @@ build_run(struct job *job)
 		 * Unrecorded, the domain would be taken for a half-built one
 		 * at the next start: undo it now rather than later.
 		 */
-		(void)vmb_domain_destroy(B.cfg.ctx, bj->result.domid);
-		(void)state_remove(bj->rec.uuid);
+		int drc = vmb_domain_destroy(B.cfg.ctx, bj->result.domid);
+
+		if (drc == 0 || drc == -ESRCH) {
+			(void)state_remove(bj->rec.uuid);
+		} else {
+			/* The "building" record stays: reap.c goes on. */
+			bj->result.undo_rc = drc;
+			bj->result.leftover_domid = bj->result.domid;
+		}
 		bj->rc = rc;
 		bj->failed_in = "state";
 		return;
@@ -219,9 +250,17 @@ build_done(struct job *job)
 			yajl_gen_free(g);
 		}
 	} else {
-		code = bj->failed_in != NULL ? RPC_INTERNAL_ERROR :
-		    build_errno_code(bj->rc);
-		if (bj->failed_in != NULL)
+		bool image = bj->failed_in ? !strcmp(bj->failed_in, "image") :
+		    bj->result.bad_image;
+
+		if (image)
+			phase = vmb_build_phase_name(VMB_PHASE_LOAD);
+		code = image ? E_IMAGE : bj->failed_in != NULL ?
+		    RPC_INTERNAL_ERROR : build_errno_code(bj->rc);
+		if (bj->failed_in != NULL && image)
+			snprintf(msg, sizeof(msg), "build of %s failed in "
+			    "phase %s: %s", t->vm, phase, bj->why);
+		else if (bj->failed_in != NULL)
 			snprintf(msg, sizeof(msg), "cannot write the state "
 			    "record of %s: %s", t->vm, strerror(-bj->rc));
 		else if (bj->rc == -ECANCELED)
@@ -234,7 +273,16 @@ build_done(struct job *job)
 		else
 			snprintf(msg, sizeof(msg), "build of %s failed in "
 			    "phase %s: %s", t->vm, phase, why);
-		if (vm != NULL)
+		if (bj->result.undo_rc != 0) {
+			size_t len = strlen(msg);
+
+			snprintf(msg + len, sizeof(msg) - len, "; its domain "
+			    "could not be destroyed (%s) and will be again "
+			    "until it is gone", strerror(-bj->result.undo_rc));
+		}
+		if (vm != NULL && bj->result.undo_rc != 0)
+			reap_start(vm, bj->result.leftover_domid);
+		else if (vm != NULL)
 			vm_remove(vm, true);
 		if (bj->failed_in == NULL)
 			t->err_phase = phase;
@@ -244,7 +292,7 @@ build_done(struct job *job)
 		    "failed", 0, NULL);
 		if (bj->call != NULL) {
 			call_error(bj->call, code, bj->rc, "%s", msg);
-			if (bj->failed_in == NULL)
+			if (bj->failed_in == NULL || image)
 				call_error_phase(bj->call, phase);
 			call_fail(bj->call);
 		}
@@ -254,6 +302,7 @@ build_done(struct job *job)
 		events_scrub_kick();
 	vmb_build_free(bj->build);
 	vmb_guest_free(bj->guest);
+	image_req_done(&bj->images);
 	free(bj->rec.config_path);
 	free(bj->rec.config_json);
 	free(bj->build_json);
@@ -264,8 +313,8 @@ build_done(struct job *job)
 
 int
 build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
-    const char *config_path, bool wait, bool paused,
-    struct build_warnings *warnings)
+    struct image_req *images, const char *config_path, bool wait,
+    bool paused, struct build_warnings *warnings)
 {
 	struct vmb_build_opts opts = { 0 };
 	struct build_job *bj = NULL;
@@ -304,6 +353,7 @@ build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
 		    "out of memory");
 		goto fail;
 	}
+	image_req_init(&bj->images);
 	t = task_new(M_VM_CREATE, guest->name, guest->uuid);
 	if (t == NULL) {
 		rc = call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
@@ -327,6 +377,9 @@ build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
 	warnings->v = NULL;
 	warnings->n = 0;
 	bj->guest = guest;
+	/* The images go with the build (descriptors and all). */
+	bj->images = *images;
+	image_req_init(images);
 	bj->strategy = B.cfg.strategy;
 	memcpy(bj->rec.uuid, guest->uuid, 16);
 	snprintf(bj->rec.name, sizeof(bj->rec.name), "%s", guest->name);
@@ -378,6 +431,7 @@ fail:
 		task_discard(t);
 	if (bj != NULL) {
 		vmb_build_free(bj->build);
+		image_req_done(&bj->images);
 		free(bj->rec.config_path);
 		free(bj->rec.config_json);
 		build_warnings_done(&bj->warnings);

@@ -28,7 +28,8 @@ void build_init(const struct build_config *cfg);
 void build_stop(void);
 
 /*
- * Start building `guest` (taken over, freed by the build).  With `wait`
+ * Start building `guest` (taken over, freed by the build), its kernel and
+ * ramdisk from `images` (taken over).  With `wait`
  * the call is answered when the build ends (CALL_DEFERRED is returned);
  * without, the result {"task":N,...} is written into g and 0 returned.
  * Errors are set on the call (negative return).
@@ -43,9 +44,14 @@ struct build_warnings {
 };
 void build_warnings_done(struct build_warnings *w);
 
+struct image_req;
+/*
+ * `images` (images.h) is taken over; *images is left empty.  So is
+ * *warnings.
+ */
 int build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
-    const char *config_path, bool wait, bool paused,
-    struct build_warnings *warnings);
+    struct image_req *images, const char *config_path, bool wait,
+    bool paused, struct build_warnings *warnings);
 
 /* Map a negative errno from libvmbuild to an application error code. */
 int build_errno_code(int rc);

@@ -1,12 +1,22 @@
 /*
- * control.c - the control socket (see control.h).
+ * control.c - the control sockets (see control.h).
  *
- * Who may change things is decided here, once per connection, from
- * SO_PEERCRED: root, and members of group "vmbuild" (primary group or
- * listed in /etc/group, read at start and on SIGHUP, so that no NSS
- * lookup ever runs on the loop per request).  Everyone who can connect
- * may read; the socket's mode (0660, group vmbuild) decides who can
- * connect.
+ * Who may change things is decided here, once per connection, from the
+ * peer's credentials: root, and members of the group (vmbuild unless
+ * --group says otherwise) by their primary group, their supplementary
+ * groups (SO_PEERGROUPS: the groups the peer's process really has) or
+ * the member list of /etc/group (read at start and on SIGHUP, so that no
+ * NSS lookup ever runs on the loop per request).  Everyone who can
+ * connect may read; the sockets' modes decide who can connect.  A
+ * connection of the read-only socket may never change anything, root's
+ * included.
+ *
+ * I/O is done here rather than through a bufferevent because requests
+ * carry descriptors (SCM_RIGHTS) and a bufferevent reads with readv(),
+ * which drops them.  A descriptor belongs to the request whose bytes it
+ * came with: Linux delivers it with the first byte of the sendmsg() that
+ * carried it, and never merges those bytes with earlier ones in one
+ * recvmsg().
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +31,6 @@
 #include <unistd.h>
 
 #include <event2/buffer.h>
-#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <systemd/sd-daemon.h>
 
@@ -31,38 +40,54 @@
 #include "rpc.h"
 
 #define CONTROL_GROUP		"vmbuild"
+#define CONTROL_READ_CHUNK	65536
 /*
- * A client that does not read its replies (or its events) is dropped
- * once this much output is queued for it, instead of growing without
- * bound.
+ * Output flow control.  Above HIGH queued bytes a connection's requests
+ * are not read (the client, not the daemon, holds what it sends next),
+ * below LOW they are read again.  Events still go out meanwhile: a
+ * client that reads nothing is dropped at CONTROL_OUTPUT_MAX.
  */
-#define CONTROL_OUTPUT_MAX	(64u << 20)
+#define CONTROL_OUTPUT_HIGH	(1u << 20)
+#define CONTROL_OUTPUT_LOW	(256u << 10)
+#define CONTROL_OUTPUT_MAX	(8u << 20)
 
 TAILQ_HEAD(connq, conn);
 
+struct listener {
+	int		fd;
+	bool		read_only;
+	bool		activated;	/* from systemd */
+	bool		made;		/* we bound path: unlink it */
+	const char	*path;
+	struct event	*ev;
+};
+
 static struct {
 	struct control_opts opts;
-	int		fd;
-	bool		activated;	/* fd came from systemd */
-	bool		made_socket;	/* we bound opts.path: unlink it */
+	struct listener	ls[2];		/* control, read-only */
 	struct event_base *base;
-	struct event	*ev_accept;
 	struct event	*ev_resume;	/* accept again after EMFILE */
+	struct event	*ev_doom;	/* close what control_shed dropped */
+	struct log_rate	accept_rate;
 	struct connq	conns;
 	unsigned	nconns;
 	unsigned	serial;
+	size_t		out_total;	/* bytes queued for all clients */
 	bool		have_group;
 	gid_t		group_gid;
 	uid_t		*group_uids;
 	size_t		group_nuids;
 	conn_closed_fn	*on_close;
-} C = { .fd = -1 };
+} C = { .ls = { { .fd = -1 }, { .fd = -1, .read_only = true } } };
 
 static void conn_close(struct conn *c);
+static void conn_process(struct conn *c);
+static void control_doom_cb(evutil_socket_t fd, short what, void *arg);
 
 void
 control_reload_group(void)
 {
+	const char *name = C.opts.group ? C.opts.group : CONTROL_GROUP;
 	struct group *gr;
 	uid_t *uids = NULL;
 	size_t n = 0;
@@ -71,7 +96,7 @@ control_reload_group(void)
 	C.group_uids = NULL;
 	C.group_nuids = 0;
 	C.have_group = false;
-	gr = getgrnam(CONTROL_GROUP);
+	gr = getgrnam(name);
 	if (gr == NULL)
 		return;
 	C.have_group = true;
@@ -91,14 +116,36 @@ control_reload_group(void)
 	C.group_nuids = n;
 }
 
+/* Is the group among the peer's supplementary groups? */
 static bool
-control_may_write(uid_t uid, gid_t gid)
+peer_in_group(int fd, gid_t want)
+{
+	gid_t small[64], *gids = small;
+	socklen_t len = sizeof(small);
+	bool found = false;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, gids, &len) < 0) {
+		if (errno != ERANGE || (gids = malloc(len)) == NULL)
+			return false;
+		if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, gids, &len) < 0)
+			len = 0;
+	}
+	for (size_t i = 0; i < len / sizeof(gid_t); i++)
+		if (gids[i] == want)
+			found = true;
+	if (gids != small)
+		free(gids);
+	return found;
+}
+
+static bool
+control_may_write(int fd, uid_t uid, gid_t gid)
 {
 	if (uid == 0)
 		return true;
 	if (!C.have_group)
 		return false;
-	if (gid == C.group_gid)
+	if (gid == C.group_gid || peer_in_group(fd, C.group_gid))
 		return true;
 	for (size_t i = 0; i < C.group_nuids; i++)
 		if (C.group_uids[i] == uid)
@@ -109,7 +156,7 @@ control_may_write(uid_t uid, gid_t gid)
 bool
 control_socket_activated(void)
 {
-	return C.activated;
+	return C.ls[0].activated || C.ls[1].activated;
 }
 
 unsigned
@@ -118,9 +165,15 @@ control_connections(void)
 	return C.nconns;
 }
 
-/* Bind opts->path, replacing a stale socket but never a live one. */
+size_t
+control_output_bytes(void)
+{
+	return C.out_total;
+}
+
+/* Bind `path` with `mode`, replacing a stale socket but never a live one. */
 static int
-control_bind(const char *path)
+control_bind(const char *path, mode_t mode)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	struct stat st;
@@ -155,8 +208,8 @@ control_bind(const char *path)
 			close(probe);
 		(void)unlink(path);
 	}
-	/* 0660 from the start: no window in which others could connect. */
-	old = umask(0117);
+	/* The final mode from the start: no window with a wider one. */
+	old = umask(~mode & 0777);
 	rc = bind(fd, (struct sockaddr *)&sun, sizeof(sun));
 	umask(old);
 	if (rc < 0) {
@@ -164,54 +217,97 @@ control_bind(const char *path)
 		log_warn("bind %s", path);
 		goto fail;
 	}
-	if (C.have_group && chown(path, (uid_t)-1, C.group_gid) < 0)
-		log_warn("chown %s to group %s, ignoring", path, CONTROL_GROUP);
-	if (chmod(path, 0660) < 0)
-		log_warn("chmod %s, ignoring", path);
-	if (listen(fd, 128) < 0) {
+	if (mode == 0660 && C.have_group &&
+	    chown(path, (uid_t)-1, C.group_gid) < 0)
+		log_warn("chown %s to group %s, ignoring", path,
+		    C.opts.group ? C.opts.group : CONTROL_GROUP);
+	/* Room for a burst of clients: --max-connections may be large. */
+	if (listen(fd, SOMAXCONN) < 0) {
 		rc = -errno;
 		(void)unlink(path);
 		goto fail;
 	}
-	C.made_socket = true;
 	return fd;
 fail:
 	close(fd);
 	return rc;
 }
 
+/*
+ * Sockets from systemd: named "control" and "ro" (FileDescriptorName=),
+ * or, unnamed, the first is the control socket and the second the
+ * read-only one.
+ */
+static int
+control_from_systemd(void)
+{
+	char **names = NULL;
+	int n, rc = 0;
+
+	n = sd_listen_fds_with_names(1, &names);
+	if (n < 0)
+		log_warnx("sd_listen_fds: %s, ignoring", strerror(-n));
+	for (int i = 0; i < n && rc == 0; i++) {
+		int fd = SD_LISTEN_FDS_START + i, which = i;
+
+		if (names && names[i] && !strcmp(names[i], "ro"))
+			which = 1;
+		else if (names && names[i] && !strcmp(names[i], "control"))
+			which = 0;
+		if (which > 1 || C.ls[which].fd >= 0) {
+			log_warnx("systemd passed socket %d (%s) as well, not "
+			    "using it", i, names && names[i] ? names[i] : "?");
+			continue;
+		}
+		if (sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0) <= 0) {
+			log_errx("socket %d systemd passed is not a listening "
+			    "Unix stream socket", i);
+			rc = -EINVAL;
+		} else if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) |
+		    O_NONBLOCK) < 0) {
+			rc = -errno;
+		} else {
+			C.ls[which].fd = fd;
+			C.ls[which].activated = true;
+			log_info("listening on the %s socket passed by systemd",
+			    which ? "read-only" : "control");
+		}
+	}
+	for (int i = 0; names && i < n; i++)
+		free(names[i]);
+	free(names);
+	return rc;
+}
+
 int
 control_listen(const struct control_opts *opts)
 {
-	int n;
+	static const mode_t modes[2] = { 0660, 0666 };
+	int rc;
 
 	C.opts = *opts;
 	TAILQ_INIT(&C.conns);
 	control_reload_group();
-	n = sd_listen_fds(1);
-	if (n < 0)
-		log_warnx("sd_listen_fds: %s, ignoring", strerror(-n));
-	if (n > 0) {
-		int fd = SD_LISTEN_FDS_START;
+	C.ls[0].path = opts->path;
+	C.ls[1].path = opts->ro_path;
+	rc = control_from_systemd();
+	if (rc < 0)
+		return rc;
+	for (int i = 0; i < 2; i++) {
+		struct listener *l = &C.ls[i];
 
-		if (n > 1)
-			log_warnx("systemd passed %d sockets, using the first", n);
-		if (sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0) <= 0) {
-			log_errx("the socket systemd passed is not a listening "
-			    "Unix stream socket");
-			return -EINVAL;
+		if (l->fd >= 0 || l->path == NULL)
+			continue;
+		l->fd = control_bind(l->path, modes[i]);
+		if (l->fd < 0) {
+			rc = l->fd;
+			control_unlink();
+			return rc;
 		}
-		if (fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK) < 0)
-			return -errno;
-		C.fd = fd;
-		C.activated = true;
-		log_info("listening on the socket passed by systemd");
-		return 0;
+		l->made = true;
+		log_info("listening on %s (%s)", l->path, i ? "read-only, "
+		    "anyone may connect" : "control");
 	}
-	C.fd = control_bind(opts->path);
-	if (C.fd < 0)
-		return C.fd;
-	log_info("listening on %s", opts->path);
 	return 0;
 }
 
@@ -229,20 +325,162 @@ control_refuse(int fd)
 	close(fd);
 }
 
+/* Output accounting: every change of a connection's output buffer. */
 static void
-conn_read_cb(struct bufferevent *bev, void *arg)
+conn_out_cb(struct evbuffer *buf, const struct evbuffer_cb_info *info,
+    void *arg)
 {
-	struct conn *c = arg;
-	struct evbuffer *in = bufferevent_get_input(bev);
+	(void)buf;
+	(void)arg;
+	C.out_total += info->n_added;
+	C.out_total -= info->n_deleted;
+}
 
+static size_t
+out_len(const struct conn *c)
+{
+	return evbuffer_get_length(c->out);
+}
+
+static void
+conn_pause(struct conn *c)
+{
+	if (c->reading)
+		event_del(c->ev_read);
+	c->reading = false;
+}
+
+static void
+conn_resume(struct conn *c)
+{
+	if (c->closed || c->closing || c->reading || c->doomed)
+		return;
+	c->reading = true;
+	event_add(c->ev_read, NULL);
+	/* Lines that arrived before the pause are waiting. */
+	conn_process(c);
+}
+
+/*
+ * Receive what the socket has into c->in, with any descriptors.
+ * >0 bytes read, 0 at EOF, -EAGAIN when nothing is there, or -errno.
+ */
+static ssize_t
+conn_recv(struct conn *c)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int) * CONTROL_MAX_FDS)];
+	} cbuf;
+	struct evbuffer_iovec vec;
+	struct msghdr mh = { .msg_control = cbuf.buf,
+	    .msg_controllen = sizeof(cbuf.buf) };
+	uint64_t at = c->in_base + evbuffer_get_length(c->in);
+	bool overflow = false;
+	ssize_t n;
+
+	if (evbuffer_reserve_space(c->in, CONTROL_READ_CHUNK, &vec, 1) < 1)
+		return -ENOMEM;
+	if (vec.iov_len > CONTROL_READ_CHUNK)
+		vec.iov_len = CONTROL_READ_CHUNK;
+	mh.msg_iov = (struct iovec *)&vec;
+	mh.msg_iovlen = 1;
+	n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ? -EAGAIN : -errno;
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm != NULL;
+	    cm = CMSG_NXTHDR(&mh, cm)) {
+		size_t nfd;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		nfd = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < nfd; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(fd));
+			if (c->nfds == CONTROL_MAX_FDS || c->read_only) {
+				close(fd);
+				overflow = overflow || !c->read_only;
+				continue;
+			}
+			c->fds[c->nfds].fd = fd;
+			c->fds[c->nfds].at = at;
+			c->nfds++;
+		}
+	}
+	vec.iov_len = (size_t)n;
+	evbuffer_commit_space(c->in, &vec, 1);
+	if (overflow || (mh.msg_flags & MSG_CTRUNC)) {
+		char msg[128];
+
+		snprintf(msg, sizeof(msg), "more than %d descriptors sent "
+		    "before the requests they belong to", CONTROL_MAX_FDS);
+		log_info("conn %u: %s, closing", c->serial, msg);
+		rpc_send_error(c, NULL, RPC_INVALID_REQUEST, msg);
+		conn_close_after_flush(c);
+	}
+	return n;
+}
+
+/* The descriptors that came with bytes before stream offset `end`. */
+static size_t
+conn_take_fds(struct conn *c, uint64_t end, int *fds, size_t max)
+{
+	size_t n = 0, keep = 0;
+
+	for (size_t i = 0; i < c->nfds; i++) {
+		if (c->fds[i].at < end && n < max)
+			fds[n++] = c->fds[i].fd;
+		else if (c->fds[i].at < end)
+			close(c->fds[i].fd);	/* more than a request takes */
+		else
+			c->fds[keep++] = c->fds[i];
+	}
+	c->nfds = keep;
+	return n;
+}
+
+/*
+ * A request must be complete within --request-timeout seconds of its
+ * first byte: one that trickles in holds a connection slot for no one.
+ * The clock starts again with each new request.
+ */
+static void
+conn_arm_timeout(struct conn *c)
+{
+	struct timeval tv = { C.opts.request_timeout, 0 };
+
+	if (evbuffer_get_length(c->in) == 0) {
+		event_del(c->ev_timeout);
+		return;
+	}
+	if (evtimer_pending(c->ev_timeout, NULL) &&
+	    c->partial_base == c->in_base)
+		return;
+	c->partial_base = c->in_base;
+	evtimer_add(c->ev_timeout, &tv);
+}
+
+/* Hand every complete line of c->in to rpc.c, while output allows. */
+static void
+conn_process(struct conn *c)
+{
 	conn_ref(c);
 	while (!c->closed && !c->closing) {
 		struct evbuffer_ptr eol;
-		size_t eol_len = 0, len;
+		size_t eol_len = 0, len, nfds;
+		int fds[RPC_MAX_FDS];
 		char *line;
 
-		eol = evbuffer_search_eol(in, NULL, &eol_len, EVBUFFER_EOL_LF);
-		len = eol.pos < 0 ? evbuffer_get_length(in) : (size_t)eol.pos;
+		if (out_len(c) >= CONTROL_OUTPUT_HIGH) {
+			conn_pause(c);
+			break;
+		}
+		eol = evbuffer_search_eol(c->in, NULL, &eol_len,
+		    EVBUFFER_EOL_LF);
+		len = eol.pos < 0 ? evbuffer_get_length(c->in) :
+		    (size_t)eol.pos;
 		if (len > C.opts.max_request) {
 			char msg[128];
 
@@ -251,136 +489,202 @@ conn_read_cb(struct bufferevent *bev, void *arg)
 			snprintf(msg, sizeof(msg), "request larger than %zu "
 			    "bytes", C.opts.max_request);
 			rpc_send_error(c, NULL, E_REQUEST_TOO_LARGE, msg);
-			evbuffer_drain(in, evbuffer_get_length(in));
 			conn_close_after_flush(c);
 			break;
 		}
 		if (eol.pos < 0)
 			break;
-		line = (char *)evbuffer_pullup(in, len + eol_len);
-		rpc_handle_line(c, line, len);
-		evbuffer_drain(in, len + eol_len);
+		line = (char *)evbuffer_pullup(c->in, len + eol_len);
+		nfds = conn_take_fds(c, c->in_base + len + eol_len, fds,
+		    RPC_MAX_FDS);
+		rpc_handle_line(c, line, len, fds, nfds);
+		if (c->closed)
+			break;
+		evbuffer_drain(c->in, len + eol_len);
+		c->in_base += len + eol_len;
 	}
-	/*
-	 * An idle connection may stay (event subscribers wait for hours),
-	 * but one that sent part of a request and then nothing holds a
-	 * connection slot for no purpose: give it --request-timeout
-	 * seconds of silence.
-	 */
-	if (!c->closed && !c->closing) {
-		if (evbuffer_get_length(in) > 0) {
-			struct timeval tv = { C.opts.request_timeout, 0 };
+	if (!c->closed && !c->closing)
+		conn_arm_timeout(c);
+	conn_unref(c);
+}
 
-			bufferevent_set_timeouts(bev, &tv, NULL);
-		} else
-			bufferevent_set_timeouts(bev, NULL, NULL);
+static void
+conn_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	size_t partial;
+
+	(void)fd;
+	(void)what;
+	conn_ref(c);
+	/* A few reads per wake-up, so that one client cannot hog the loop. */
+	for (int i = 0; i < 8 && !c->closed && c->reading; i++) {
+		ssize_t n = conn_recv(c);
+
+		if (n == -EAGAIN)
+			break;
+		if (n < 0) {
+			log_debug("conn %u: %s", c->serial, strerror(-n));
+			conn_close(c);
+			break;
+		}
+		if (n == 0) {
+			partial = evbuffer_get_length(c->in);
+			if (partial > 0)
+				log_debug("conn %u: closed with %zu bytes of "
+				    "an unfinished request, dropped",
+				    c->serial, partial);
+			/*
+			 * The client may have only shut down its sending
+			 * side and still wait for replies: flush first.
+			 */
+			conn_close_after_flush(c);
+			break;
+		}
+		conn_process(c);
 	}
 	conn_unref(c);
 }
 
 static void
-conn_write_cb(struct bufferevent *bev, void *arg)
+conn_write_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
 
-	/* refs > 1: a deferred reply is still to come. */
-	if (c->closing && c->refs <= 1 &&
-	    evbuffer_get_length(bufferevent_get_output(bev)) == 0)
+	(void)what;
+	if (evbuffer_write(c->out, fd) < 0 && errno != EAGAIN &&
+	    errno != EINTR) {
+		log_debug("conn %u: %s", c->serial, strerror(errno));
 		conn_close(c);
+		return;
+	}
+	if (out_len(c) == 0) {
+		event_del(c->ev_write);
+		/* refs > 1: a deferred reply is still to come. */
+		if (c->closing && c->refs <= 1) {
+			conn_close(c);
+			return;
+		}
+	}
+	if (!c->reading && out_len(c) < CONTROL_OUTPUT_LOW)
+		conn_resume(c);
 }
 
 static void
-conn_event_cb(struct bufferevent *bev, short what, void *arg)
+conn_timeout_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
-	size_t partial = evbuffer_get_length(bufferevent_get_input(bev));
 
-	if (what & BEV_EVENT_EOF) {
-		if (partial > 0)
-			log_debug("conn %u: closed with %zu bytes of an "
-			    "unfinished request, dropped", c->serial, partial);
-		/*
-		 * The client may have only shut down its sending side and
-		 * still wait for replies: flush what is queued first.
-		 */
-		conn_close_after_flush(c);
-		return;
+	(void)fd;
+	(void)what;
+	log_info("conn %u: %zu bytes of a request and no end of line for %u "
+	    "s, closing", c->serial, evbuffer_get_length(c->in),
+	    C.opts.request_timeout);
+	rpc_send_error(c, NULL, RPC_INVALID_REQUEST, "incomplete request: "
+	    "no end of line within the timeout");
+	conn_close_after_flush(c);
+}
+
+static struct conn *
+conn_new(int fd, bool read_only)
+{
+	struct ucred cred;
+	socklen_t clen = sizeof(cred);
+	struct conn *c;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0) {
+		log_warn("SO_PEERCRED");
+		close(fd);
+		return NULL;
 	}
-	if ((what & BEV_EVENT_TIMEOUT) && (what & BEV_EVENT_READING)) {
-		log_info("conn %u: %zu bytes of a request and no more for "
-		    "%u s, closing", c->serial, partial,
-		    C.opts.request_timeout);
-		rpc_send_error(c, NULL, RPC_INVALID_REQUEST, "incomplete "
-		    "request: no end of line within the timeout");
-		conn_close_after_flush(c);
-		return;
+	c = calloc(1, sizeof(*c));
+	if (c == NULL) {
+		close(fd);
+		return NULL;
 	}
-	if (what & BEV_EVENT_ERROR)
-		log_debug("conn %u: %s", c->serial, strerror(errno));
-	conn_close(c);
+	c->fd = fd;
+	c->in = evbuffer_new();
+	c->out = evbuffer_new();
+	c->ev_read = event_new(C.base, fd, EV_READ | EV_PERSIST, conn_read_cb,
+	    c);
+	c->ev_write = event_new(C.base, fd, EV_WRITE | EV_PERSIST,
+	    conn_write_cb, c);
+	c->ev_timeout = evtimer_new(C.base, conn_timeout_cb, c);
+	if (c->in == NULL || c->out == NULL || c->ev_read == NULL ||
+	    c->ev_write == NULL || c->ev_timeout == NULL ||
+	    evbuffer_add_cb(c->out, conn_out_cb, c) == NULL) {
+		c->closed = true;
+		conn_close(c);	/* frees what was made; c->closed skips it */
+		return NULL;
+	}
+	c->serial = ++C.serial;
+	c->refs = 1;
+	c->pid = cred.pid;
+	c->uid = cred.uid;
+	c->gid = cred.gid;
+	c->read_only = read_only;
+	c->can_write = !read_only && control_may_write(fd, cred.uid, cred.gid);
+	c->reading = true;
+	event_add(c->ev_read, NULL);
+	TAILQ_INSERT_TAIL(&C.conns, c, entry);
+	C.nconns++;
+	log_debug("conn %u: pid %d uid %u gid %u%s%s", c->serial, (int)c->pid,
+	    (unsigned)c->uid, (unsigned)c->gid, read_only ? " (read-only "
+	    "socket)" : "", c->can_write ? " (may write)" : "");
+	return c;
+}
+
+struct conn *
+control_attach(int fd, bool read_only)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
+		close(fd);
+		return NULL;
+	}
+	return conn_new(fd, read_only);
+}
+
+/* Out of descriptors or memory: say so now and then, accept again in 1 s. */
+static void
+control_accept_pause(int err)
+{
+	struct timeval tv = { 1, 0 };
+	unsigned held;
+
+	if (log_rate_ok(&C.accept_rate, 10, &held))
+		log_warnx("accept: %s; not accepting for 1 s (%u such errors "
+		    "not logged before this one)", strerror(err), held);
+	for (int i = 0; i < 2; i++)
+		if (C.ls[i].ev != NULL)
+			event_del(C.ls[i].ev);
+	evtimer_add(C.ev_resume, &tv);
 }
 
 static void
 control_accept_cb(evutil_socket_t lfd, short what, void *arg)
 {
-	(void)what;
-	(void)arg;
-	for (;;) {
-		struct ucred cred;
-		socklen_t clen = sizeof(cred);
-		struct conn *c;
-		int fd;
+	struct listener *l = arg;
 
-		fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+	(void)what;
+	/* A bounded batch per wake-up: the loop serves the others too. */
+	for (int i = 0; i < 64; i++) {
+		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+
 		if (fd < 0) {
 			if (errno == EMFILE || errno == ENFILE ||
-			    errno == ENOBUFS || errno == ENOMEM) {
-				struct timeval tv = { 1, 0 };
-
-				/* Out of descriptors: pause accepting 1 s. */
-				log_warn("accept");
-				event_del(C.ev_accept);
-				evtimer_add(C.ev_resume, &tv);
-			}
+			    errno == ENOBUFS || errno == ENOMEM)
+				control_accept_pause(errno);
 			return;
 		}
 		if (C.nconns >= C.opts.max_connections) {
-			log_info("connection refused: limit of %u reached",
+			log_debug("connection refused: limit of %u reached",
 			    C.opts.max_connections);
 			control_refuse(fd);
 			continue;
 		}
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0) {
-			log_warn("SO_PEERCRED");
-			close(fd);
-			continue;
-		}
-		c = calloc(1, sizeof(*c));
-		if (c == NULL) {
-			close(fd);
-			continue;
-		}
-		c->bev = bufferevent_socket_new(C.base, fd,
-		    BEV_OPT_CLOSE_ON_FREE);
-		if (c->bev == NULL) {
-			close(fd);
-			free(c);
-			continue;
-		}
-		c->serial = ++C.serial;
-		c->refs = 1;
-		c->pid = cred.pid;
-		c->uid = cred.uid;
-		c->gid = cred.gid;
-		c->can_write = control_may_write(cred.uid, cred.gid);
-		bufferevent_setcb(c->bev, conn_read_cb, conn_write_cb,
-		    conn_event_cb, c);
-		bufferevent_enable(c->bev, EV_READ | EV_WRITE);
-		TAILQ_INSERT_TAIL(&C.conns, c, entry);
-		C.nconns++;
-		log_debug("conn %u: pid %d uid %u gid %u%s", c->serial,
-		    (int)c->pid, (unsigned)c->uid, (unsigned)c->gid,
-		    c->can_write ? " (may write)" : "");
+		(void)conn_new(fd, l->read_only);
 	}
 }
 
@@ -390,39 +694,63 @@ control_resume_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	(void)arg;
-	event_add(C.ev_accept, NULL);
+	for (int i = 0; i < 2; i++)
+		if (C.ls[i].ev != NULL)
+			event_add(C.ls[i].ev, NULL);
 }
 
 int
 control_start(struct event_base *base)
 {
 	C.base = base;
-	C.ev_accept = event_new(base, C.fd, EV_READ | EV_PERSIST,
-	    control_accept_cb, NULL);
 	C.ev_resume = evtimer_new(base, control_resume_cb, NULL);
-	if (C.ev_accept == NULL || C.ev_resume == NULL)
+	C.ev_doom = evtimer_new(base, control_doom_cb, NULL);
+	if (C.ev_resume == NULL || C.ev_doom == NULL)
 		return -ENOMEM;
-	if (event_add(C.ev_accept, NULL) < 0)
-		return -EIO;
+	for (int i = 0; i < 2; i++) {
+		struct listener *l = &C.ls[i];
+
+		if (l->fd < 0)
+			continue;
+		l->ev = event_new(base, l->fd, EV_READ | EV_PERSIST,
+		    control_accept_cb, l);
+		if (l->ev == NULL)
+			return -ENOMEM;
+		if (event_add(l->ev, NULL) < 0)
+			return -EIO;
+	}
 	return 0;
+}
+
+void
+control_unlink(void)
+{
+	for (int i = 0; i < 2; i++) {
+		if (C.ls[i].made && C.ls[i].path != NULL)
+			(void)unlink(C.ls[i].path);
+		C.ls[i].made = false;
+	}
 }
 
 void
 control_stop(void)
 {
-	if (C.ev_accept != NULL)
-		event_free(C.ev_accept);
 	if (C.ev_resume != NULL)
 		event_free(C.ev_resume);
-	C.ev_accept = C.ev_resume = NULL;
+	if (C.ev_doom != NULL)
+		event_free(C.ev_doom);
+	C.ev_resume = C.ev_doom = NULL;
+	for (int i = 0; i < 2; i++) {
+		if (C.ls[i].ev != NULL)
+			event_free(C.ls[i].ev);
+		C.ls[i].ev = NULL;
+		if (C.ls[i].fd >= 0)
+			close(C.ls[i].fd);
+		C.ls[i].fd = -1;
+	}
 	while (!TAILQ_EMPTY(&C.conns))
 		conn_close(TAILQ_FIRST(&C.conns));
-	if (C.fd >= 0)
-		close(C.fd);
-	C.fd = -1;
-	if (C.made_socket)
-		(void)unlink(C.opts.path);
-	C.made_socket = false;
+	control_unlink();
 	free(C.group_uids);
 	C.group_uids = NULL;
 }
@@ -444,8 +772,7 @@ conn_unref(struct conn *c)
 	 * client shut down its side) is gone: close now if nothing is left
 	 * to send.  Otherwise the write callback closes it once flushed.
 	 */
-	if (c->refs == 2 && c->closing && !c->closed &&
-	    evbuffer_get_length(bufferevent_get_output(c->bev)) == 0) {
+	if (c->refs == 2 && c->closing && !c->closed && out_len(c) == 0) {
 		c->refs--;
 		conn_close(c);
 		return;
@@ -459,17 +786,40 @@ conn_unref(struct conn *c)
 static void
 conn_close(struct conn *c)
 {
-	if (c->closed)
-		return;
-	c->closed = true;
-	if (C.on_close != NULL)
-		C.on_close(c);
-	bufferevent_free(c->bev);
-	c->bev = NULL;
-	TAILQ_REMOVE(&C.conns, c, entry);
-	C.nconns--;
-	log_debug("conn %u: closed", c->serial);
-	conn_unref(c);
+	bool listed = !c->closed;
+
+	if (listed) {
+		c->closed = true;
+		if (C.on_close != NULL)
+			C.on_close(c);
+		TAILQ_REMOVE(&C.conns, c, entry);
+		C.nconns--;
+		log_debug("conn %u: closed", c->serial);
+	}
+	for (size_t i = 0; i < c->nfds; i++)
+		close(c->fds[i].fd);
+	c->nfds = 0;
+	if (c->ev_read != NULL)
+		event_free(c->ev_read);
+	if (c->ev_write != NULL)
+		event_free(c->ev_write);
+	if (c->ev_timeout != NULL)
+		event_free(c->ev_timeout);
+	c->ev_read = c->ev_write = c->ev_timeout = NULL;
+	if (c->out != NULL) {
+		C.out_total -= evbuffer_get_length(c->out);
+		evbuffer_free(c->out);
+	}
+	if (c->in != NULL)
+		evbuffer_free(c->in);
+	c->in = c->out = NULL;
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	if (listed)
+		conn_unref(c);
+	else if (c->refs == 0)
+		free(c);
 }
 
 void
@@ -478,22 +828,71 @@ control_on_close(conn_closed_fn *fn)
 	C.on_close = fn;
 }
 
+/* Close the doomed connections, from the loop (see control_shed). */
+static void
+control_doom_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c, *next;
+
+	(void)fd;
+	(void)what;
+	(void)arg;
+	for (c = TAILQ_FIRST(&C.conns); c != NULL; c = next) {
+		next = TAILQ_NEXT(c, entry);
+		if (c->doomed)
+			conn_close(c);
+	}
+}
+
+/*
+ * All output together is over --max-output: drop the biggest client.
+ * Its output goes at once; the connection itself is closed from the loop
+ * a moment later, not here: the caller may be going through a list that
+ * names it (events_emit's subscriptions).
+ */
+static void
+control_shed(size_t want)
+{
+	struct conn *c, *big;
+
+	while (C.out_total + want > C.opts.max_output) {
+		big = NULL;
+		TAILQ_FOREACH(c, &C.conns, entry)
+			if (!c->doomed && (big == NULL ||
+			    out_len(c) > out_len(big)))
+				big = c;
+		if (big == NULL || out_len(big) == 0)
+			return;
+		log_warnx("conn %u: %zu bytes queued while all clients have "
+		    "%zu (limit %zu), closing it", big->serial, out_len(big),
+		    C.out_total, C.opts.max_output);
+		big->doomed = true;
+		conn_pause(big);
+		event_del(big->ev_write);
+		evbuffer_drain(big->out, out_len(big));
+		event_active(C.ev_doom, EV_TIMEOUT, 0);
+	}
+}
+
 void
 conn_send(struct conn *c, const char *buf, size_t len)
 {
-	struct evbuffer *out;
-
-	if (c->closed)
+	if (c->closed || c->doomed)
 		return;
-	out = bufferevent_get_output(c->bev);
-	if (evbuffer_get_length(out) + len > CONTROL_OUTPUT_MAX) {
+	if (out_len(c) + len > CONTROL_OUTPUT_MAX) {
 		log_warnx("conn %u: client does not read its replies "
-		    "(%zu bytes queued), closing", c->serial,
-		    evbuffer_get_length(out));
+		    "(%zu bytes queued), closing", c->serial, out_len(c));
 		conn_close(c);
 		return;
 	}
-	evbuffer_add(out, buf, len);
+	if (C.out_total + len > C.opts.max_output) {
+		control_shed(len);
+		if (c->closed)
+			return;
+	}
+	evbuffer_add(c->out, buf, len);
+	if (!event_pending(c->ev_write, EV_WRITE, NULL))
+		event_add(c->ev_write, NULL);
 }
 
 void
@@ -502,8 +901,8 @@ conn_close_after_flush(struct conn *c)
 	if (c->closed)
 		return;
 	c->closing = true;
-	bufferevent_disable(c->bev, EV_READ);
-	if (evbuffer_get_length(bufferevent_get_output(c->bev)) == 0 &&
-	    c->refs <= 1)
+	conn_pause(c);
+	event_del(c->ev_timeout);
+	if (out_len(c) == 0 && c->refs <= 1)
 		conn_close(c);
 }

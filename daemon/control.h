@@ -1,11 +1,22 @@
 /*
- * control.h - the control socket: listening, connections, line framing.
+ * control.h - the control sockets: listening, connections, line framing.
  *
  * control.c only accepts, reads the peer's credentials, cuts the input
- * into lines (bounded by --max-request) and hands each line to rpc.c.
+ * into lines (bounded by --max-request) with the descriptors that came
+ * with them (SCM_RIGHTS), and hands each line to rpc.c.  It bounds what
+ * a client can make the daemon hold: requests are not read while a
+ * client's replies pile up unread, a client whose output passes
+ * CONTROL_OUTPUT_MAX is dropped, and so is the biggest one when all
+ * queued output passes --max-output.
+ *
  * A connection is reference counted: a deferred reply (a build the
  * client waits for) holds a reference, and sending on a connection the
  * client has closed is a no-op, so nothing dangles.
+ *
+ * Two sockets: the control socket (0660, group vmbuild: root and the
+ * group may change things, others who can connect may read) and the
+ * read-only socket (0666: anyone may read, nobody may change anything),
+ * as libvirt has, so that monitoring needs no group membership.
  */
 #ifndef VMBUILDD_CONTROL_H
 #define VMBUILDD_CONTROL_H
@@ -16,39 +27,68 @@
 #include <sys/queue.h>
 #include <sys/types.h>
 
+struct event;
 struct event_base;
+struct evbuffer;
+
+/* Descriptors received and not yet handed to a request, per connection. */
+#define CONTROL_MAX_FDS		4
 
 struct conn {
 	unsigned	serial;		/* for log lines */
 	int		refs;
 	bool		closed;		/* socket gone; sends are dropped */
 	bool		closing;	/* close once the output is flushed */
-	struct bufferevent *bev;
+	bool		reading;	/* off while the output is backed up */
+	bool		read_only;	/* came in on the read-only socket */
+	bool		doomed;		/* output over the limits: closing */
+	int		fd;
+	struct event	*ev_read, *ev_write, *ev_timeout;
+	struct evbuffer	*in, *out;
+	uint64_t	in_base;	/* stream offset of in's first byte */
+	uint64_t	partial_base;	/* in_base when the timeout was armed */
+	struct {
+		int	 fd;
+		uint64_t at;		/* stream offset of the bytes it came with */
+	}		fds[CONTROL_MAX_FDS];
+	size_t		nfds;
 	pid_t		pid;
 	uid_t		uid;
 	gid_t		gid;
-	bool		can_write;	/* root or group vmbuild */
+	bool		can_write;	/* root or group vmbuild, not read-only */
 	unsigned	inflight;	/* deferred calls not yet answered */
 	TAILQ_ENTRY(conn) entry;
 };
 
 struct control_opts {
-	const char	*path;
+	const char	*path;		/* NULL: no control socket of our own */
+	const char	*ro_path;	/* NULL: no read-only socket */
+	const char	*group;		/* may change things besides root */
 	size_t		max_request;
-	unsigned	max_connections;
-	unsigned	request_timeout;	/* s a partial request may wait */
+	unsigned	max_connections;	/* both sockets together */
+	unsigned	request_timeout;	/* s for a request to complete */
+	size_t		max_output;	/* bytes queued for all clients */
 };
 
-/* Listen on opts->path, or on the socket systemd passed. */
+/* Listen on the paths of opts, or on the sockets systemd passed. */
 int control_listen(const struct control_opts *opts);
 /* Start accepting on the loop. */
 int control_start(struct event_base *base);
-/* Stop accepting, close every connection, remove the socket we made. */
+/* Stop accepting, close every connection, remove the sockets we made. */
 void control_stop(void);
-/* Re-read group vmbuild (SIGHUP). */
+/* Remove the socket files we made (at exit, whatever the path). */
+void control_unlink(void);
+/* Re-read the group (SIGHUP). */
 void control_reload_group(void);
 unsigned control_connections(void);
+/* Bytes queued for all clients. */
+size_t control_output_bytes(void);
 bool control_socket_activated(void);
+/*
+ * Serve a connected stream socket as if it had been accepted (taken
+ * over; for tests and the fuzzer).  NULL when out of memory.
+ */
+struct conn *control_attach(int fd, bool read_only);
 /*
  * Call `fn` for each connection whose socket closes, before its last
  * reference can go: layers above keep their own per-connection state

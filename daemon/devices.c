@@ -17,12 +17,11 @@
  * library does nothing and the device is only recorded.
  */
 #include <errno.h>
-#include <grp.h>
 #include <limits.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include "control.h"
@@ -66,20 +65,28 @@ devices_peer_may_use(const struct conn *c, const char *path, bool write,
     char *why, size_t why_len)
 {
 	gid_t groups[NGROUPS_MAX + 1];
+	socklen_t len = sizeof(groups) - sizeof(gid_t);
 	int ngroups = 1;
-	struct passwd *pw;
 	struct stat st;
 	char *p, *slash;
 
-	if (c->uid == 0)
+	if (c->uid == 0) {
+		/* Root may use anything there is; say so if there is none. */
+		if (stat(path, &st) != 0) {
+			int e = errno;
+
+			snprintf(why, why_len, "%s: %s", path, strerror(e));
+			return -e;
+		}
 		return 0;
-	groups[0] = c->gid;
-	pw = getpwuid(c->uid);
-	if (pw) {
-		ngroups = NGROUPS_MAX + 1;
-		if (getgrouplist(pw->pw_name, c->gid, groups, &ngroups) < 0)
-			ngroups = 1;
 	}
+	/*
+	 * The groups the peer's process has (SO_PEERGROUPS), as the socket
+	 * saw them: no NSS lookup on the loop.
+	 */
+	groups[0] = c->gid;
+	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERGROUPS, groups + 1, &len) == 0)
+		ngroups += (int)(len / sizeof(gid_t));
 	if (path[0] != '/' || !(p = strdup(path)))
 		return -EINVAL;
 	/* Every directory on the way must let the client through. */
@@ -96,8 +103,10 @@ devices_peer_may_use(const struct conn *c, const char *path, bool write,
 	}
 	free(p);
 	if (stat(path, &st) != 0) {
-		snprintf(why, why_len, "%s: %s", path, strerror(errno));
-		return -errno;
+		int e = errno;
+
+		snprintf(why, why_len, "%s: %s", path, strerror(e));
+		return -e;
 	}
 	if (!peer_bits(&st, c->uid, groups, ngroups, write ? 6 : 4)) {
 		snprintf(why, why_len, "uid %u may not %s %s", (unsigned)c->uid,

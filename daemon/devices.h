@@ -25,7 +25,8 @@ int m_vm_net_detach(struct call *call, yajl_gen g);
  * May the client on `c` open `path` (for writing too when `write`)?
  * The daemon is root: it attaches only images its client could open
  * itself, judged by the mode bits of every directory on the way and of
- * the file for the peer's uid and groups (ACLs are not consulted).
+ * the file for the peer's uid and groups (its primary group and
+ * SO_PEERGROUPS; ACLs are not consulted).  For root, only that it exists.
  * 0, or -EACCES/-errno with why.
  */
 int devices_peer_may_use(const struct conn *c, const char *path, bool write,

@@ -3,7 +3,10 @@
  */
 #include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+
+#include <yajl/yajl_parse.h>
 
 #include "json.h"
 
@@ -89,10 +92,10 @@ jg_kv_null(yajl_gen g, const char *key)
 	yajl_gen_null(g);
 }
 
-void
-jg_tree(yajl_gen g, yajl_val v)
+static void
+jg_tree_at(yajl_gen g, yajl_val v, int depth)
 {
-	if (v == NULL) {
+	if (v == NULL || depth > JSON_MAX_DEPTH) {
 		yajl_gen_null(g);
 		return;
 	}
@@ -107,14 +110,14 @@ jg_tree(yajl_gen g, yajl_val v)
 		yajl_gen_map_open(g);
 		for (size_t i = 0; i < v->u.object.len; i++) {
 			jg_key(g, v->u.object.keys[i]);
-			jg_tree(g, v->u.object.values[i]);
+			jg_tree_at(g, v->u.object.values[i], depth + 1);
 		}
 		yajl_gen_map_close(g);
 		break;
 	case yajl_t_array:
 		yajl_gen_array_open(g);
 		for (size_t i = 0; i < v->u.array.len; i++)
-			jg_tree(g, v->u.array.values[i]);
+			jg_tree_at(g, v->u.array.values[i], depth + 1);
 		yajl_gen_array_close(g);
 		break;
 	case yajl_t_true:
@@ -127,6 +130,12 @@ jg_tree(yajl_gen g, yajl_val v)
 		yajl_gen_null(g);
 		break;
 	}
+}
+
+void
+jg_tree(yajl_gen g, yajl_val v)
+{
+	jg_tree_at(g, v, 1);
 }
 
 void
@@ -172,4 +181,144 @@ jv_get(yajl_val v, const char *key)
 		if (strcmp(v->u.object.keys[i], key) == 0)
 			return v->u.object.values[i];
 	return NULL;
+}
+
+/* The first pass of jv_parse: yajl's own lexer, callbacks that check. */
+struct check {
+	int	depth, max_depth;
+	const char *why;
+};
+
+static int
+check_scalar(void *ctx)
+{
+	(void)ctx;
+	return 1;
+}
+
+static int
+check_bool(void *ctx, int b)
+{
+	(void)b;
+	return check_scalar(ctx);
+}
+
+static int
+check_number(void *ctx, const char *s, size_t len)
+{
+	(void)s, (void)len;
+	return check_scalar(ctx);
+}
+
+static int
+check_string(void *ctx, const unsigned char *s, size_t len)
+{
+	struct check *c = ctx;
+
+	if (memchr(s, '\0', len) != NULL) {
+		c->why = "a string or key holds a NUL character (\\u0000)";
+		return 0;
+	}
+	return 1;
+}
+
+static int
+check_open(void *ctx)
+{
+	struct check *c = ctx;
+
+	/* Past the limit: stop here, before yajl_tree ever recurses. */
+	return ++c->depth <= c->max_depth;
+}
+
+static int
+check_close(void *ctx)
+{
+	((struct check *)ctx)->depth--;
+	return 1;
+}
+
+static const yajl_callbacks check_callbacks = {
+	.yajl_null = check_scalar,
+	.yajl_boolean = check_bool,
+	.yajl_number = check_number,
+	.yajl_string = check_string,
+	.yajl_start_map = check_open,
+	.yajl_map_key = check_string,
+	.yajl_end_map = check_close,
+	.yajl_start_array = check_open,
+	.yajl_end_array = check_close,
+};
+
+/* yajl's message, first line, without its trailing blanks and dot. */
+static void
+parse_error(yajl_handle h, const char *text, size_t len, char *err,
+    size_t err_len)
+{
+	unsigned char *msg = yajl_get_error(h, 0, (const unsigned char *)text,
+	    len);
+	size_t n;
+
+	if (msg == NULL) {
+		snprintf(err, err_len, "invalid JSON");
+		return;
+	}
+	n = strcspn((char *)msg, "\n");
+	while (n > 0 && (msg[n - 1] == ' ' || msg[n - 1] == '.'))
+		n--;
+	snprintf(err, err_len, "%.*s", (int)n, (char *)msg);
+	yajl_free_error(h, msg);
+}
+
+yajl_val
+jv_parse(const char *text, size_t len, int max_depth, char *err,
+    size_t err_len)
+{
+	struct check c = { .max_depth = max_depth };
+	char dummy[1], *copy = NULL;
+	yajl_handle h;
+	yajl_status st;
+	yajl_val v = NULL;
+
+	if (err == NULL || err_len == 0) {
+		err = dummy;
+		err_len = sizeof(dummy);
+	}
+	err[0] = '\0';
+	h = yajl_alloc(&check_callbacks, NULL, &c);
+	if (h == NULL) {
+		snprintf(err, err_len, "out of memory");
+		return NULL;
+	}
+	/* Strict JSON: yajl_alloc's defaults refuse comments. */
+	st = yajl_parse(h, (const unsigned char *)text, len);
+	if (st == yajl_status_ok)
+		st = yajl_complete_parse(h);
+	if (st == yajl_status_client_canceled) {
+		if (c.depth > max_depth)
+			snprintf(err, err_len, "nesting deeper than %d levels",
+			    max_depth);
+		else
+			snprintf(err, err_len, "%s", c.why);
+		goto out;
+	}
+	if (st != yajl_status_ok) {
+		parse_error(h, text, len, err, err_len);
+		goto out;
+	}
+	/* Valid, bounded JSON: now the tree (yajl_tree wants a C string). */
+	copy = malloc(len + 1);
+	if (copy == NULL) {
+		snprintf(err, err_len, "out of memory");
+		goto out;
+	}
+	memcpy(copy, text, len);
+	copy[len] = '\0';
+	v = yajl_tree_parse(copy, NULL, 0);
+	if (v == NULL)
+		snprintf(err, err_len, "out of memory");
+out:
+	yajl_free(h);
+	free(copy);
+	return v;
 }

@@ -28,6 +28,7 @@
 #include <sys/stat.h>
 #include <sys/uio.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The location is the caller's, given by log.h's macros, not ours. */
@@ -238,4 +239,22 @@ log_fatal(int errnum, const char *file, int line, const char *func,
 	    fmt, ap);
 	va_end(ap);
 	exit(1);
+}
+
+bool
+log_rate_ok(struct log_rate *r, double interval, unsigned *ret_suppressed)
+{
+	struct timespec ts;
+	double now;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = ts.tv_sec + ts.tv_nsec / 1e9;
+	if (now < r->next) {
+		r->suppressed++;
+		return false;
+	}
+	r->next = now + interval;
+	*ret_suppressed = r->suppressed;
+	r->suppressed = 0;
+	return true;
 }

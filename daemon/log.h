@@ -19,6 +19,7 @@
 #define VMBUILDD_LOG_H
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <syslog.h>
 
@@ -73,5 +74,17 @@ void log_fatal(int errnum, const char *file, int line, const char *func,
 			log_emit(prio, 0, vm, domid, task, LOG_AT, __VA_ARGS__)
 #define fatal(...)	log_fatal(errno, LOG_AT, __VA_ARGS__)	/* adds errno */
 #define fatalx(...)	log_fatal(0, LOG_AT, __VA_ARGS__)
+
+/*
+ * Rate limiting for messages an outsider can cause at will (accept
+ * errors, a hypervisor that keeps failing): log_rate_ok() is true at
+ * most once per `interval` seconds, and then says in *ret_suppressed
+ * how many were held back since.  Loop thread only.
+ */
+struct log_rate {
+	double	next;		/* CLOCK_MONOTONIC seconds */
+	unsigned suppressed;
+};
+bool log_rate_ok(struct log_rate *r, double interval, unsigned *ret_suppressed);
 
 #endif /* VMBUILDD_LOG_H */

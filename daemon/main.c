@@ -13,10 +13,12 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <malloc.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -27,10 +29,12 @@
 #include "build.h"
 #include "control.h"
 #include "events.h"
+#include "images.h"
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
 #include "proto.h"
+#include "rpc.h"
 #include "state.h"
 #include "task.h"
 #include "vm.h"
@@ -39,12 +43,28 @@
 
 /* Short hypervisor calls in flight at once; builds have their own. */
 #define POOL_THREADS	4
+/*
+ * After SIGTERM, running builds are cancelled and undo themselves, which
+ * takes a moment (a hypervisor call that does not answer is abandoned
+ * within hvclient's grace).  Should a thread still be stuck after this
+ * long (a file system that does not answer), the daemon exits anyway:
+ * the builds' records make the next start undo them.
+ */
+#define STOP_GRACE_SEC	30
+/* Seconds between looks at whether freed memory can go back. */
+#define TRIM_INTERVAL_SEC	2
 
 struct vmbuildd vmbd;
 
 static struct {
 	const char	*socket;
+	const char	*ro_socket;	/* NULL: derived from socket */
+	const char	*group;
 	const char	*metrics;
+	unsigned	max_metrics;
+	unsigned	hv_timeout;	/* s */
+	size_t		max_output;
+	double		stop_mono;	/* when SIGTERM came */
 	bool		foreground;
 	int		verbose;
 	enum log_target	log_target;
@@ -52,27 +72,12 @@ static struct {
 	int		ready_fd;	/* daemonizing: tell the parent */
 	struct event	*ev_sig[4];
 	struct event	*ev_watchdog;
+	struct event	*ev_trim;	/* give freed heap back when quiet */
+	uint64_t	trim_seen;	/* requests at the last trim */
+	uint64_t	tick_seen;	/* requests at the last look */
 	struct event	*ev_stop;	/* polls for the end of shutdown */
 	uint64_t	watchdog_usec;
 } M = { .ready_fd = -1 };
-
-double
-now_real(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-double
-now_mono(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 void
 vmbd_status_changed(void)
@@ -93,6 +98,12 @@ usage(FILE *f)
 "\n"
 "  --hypervisor sim:PATH|xen|auto  hypervisor backend (default auto)\n"
 "  --socket PATH          control socket (default %s)\n"
+"  --ro-socket PATH|none  read-only socket for anyone (default: beside\n"
+"                         the control socket, NAME-ro.sock)\n"
+"  --group NAME           group that may change things besides root\n"
+"                         (default vmbuild)\n"
+"  --image-dir DIR        kernels and ramdisks a client may name by path\n"
+"                         (repeatable); others must come as descriptors\n"
 "  --state-dir DIR        state directory (default %s)\n"
 "  --populate engine|libxl  populate strategy (default engine)\n"
 "  --scrub-wait SECONDS   when the nodes a VM is placed on are short of\n"
@@ -109,8 +120,14 @@ usage(FILE *f)
 "  --max-request BYTES    largest request line (default %d)\n"
 "  --max-connections N    clients at once (default %d)\n"
 "  --max-tasks N          builds running at once (default %d)\n"
-"  --request-timeout S    close a connection whose partial request\n"
-"                         gets no more bytes for S s (default %d)\n"
+"  --max-output BYTES     replies and events queued for all clients;\n"
+"                         over it the biggest client is dropped\n"
+"                         (default %u)\n"
+"  --max-metrics-connections N  HTTP clients at once (default %d)\n"
+"  --request-timeout S    close a connection whose request is not\n"
+"                         complete S s after its first byte (default %d)\n"
+"  --hypervisor-timeout S  fail a hypervisor call after S s (default %d;\n"
+"                         0: wait for ever)\n"
 "  -v, --verbose          debug messages\n"
 "  -h, --help             this text\n"
 "  -V, --version          print the version\n"
@@ -119,7 +136,9 @@ usage(FILE *f)
 "group vmbuild and refreshes the domain list.\n",
 	    VMBUILD_DEFAULT_SOCKET, VMBUILD_DEFAULT_STATE,
 	    VMBUILD_DEFAULT_METRICS, VMBUILD_MAX_REQUEST,
-	    VMBUILD_MAX_CONNECTIONS, VMBUILD_MAX_TASKS, VMBUILD_REQUEST_TIMEOUT);
+	    VMBUILD_MAX_CONNECTIONS, VMBUILD_MAX_TASKS, VMBUILD_MAX_OUTPUT,
+	    VMBUILD_MAX_METRICS_CONNECTIONS, VMBUILD_REQUEST_TIMEOUT,
+	    VMBUILD_HYPERVISOR_TIMEOUT);
 }
 
 static int
@@ -145,7 +164,8 @@ static int
 parse_options(int argc, char **argv)
 {
 	enum { O_MAXREQ = 256, O_MAXCONN, O_MAXTASKS, O_POPULATE, O_METRICS,
-	    O_REQTIMEOUT, O_LOGTARGET, O_SCRUBWAIT };
+	    O_REQTIMEOUT, O_LOGTARGET, O_SCRUBWAIT, O_ROSOCK, O_GROUP,
+	    O_IMAGEDIR, O_MAXOUT, O_MAXMETRICS, O_HVTIMEOUT };
 	static const struct option longopts[] = {
 		{ "hypervisor",	     required_argument,	NULL, 'H' },
 		{ "socket",	     required_argument,	NULL, 's' },
@@ -159,6 +179,13 @@ parse_options(int argc, char **argv)
 		{ "max-connections", required_argument,	NULL, O_MAXCONN },
 		{ "request-timeout", required_argument,	NULL, O_REQTIMEOUT },
 		{ "max-tasks",	     required_argument,	NULL, O_MAXTASKS },
+		{ "ro-socket",	     required_argument,	NULL, O_ROSOCK },
+		{ "group",	     required_argument,	NULL, O_GROUP },
+		{ "image-dir",	     required_argument,	NULL, O_IMAGEDIR },
+		{ "max-output",	     required_argument,	NULL, O_MAXOUT },
+		{ "max-metrics-connections", required_argument, NULL,
+		    O_MAXMETRICS },
+		{ "hypervisor-timeout", required_argument, NULL, O_HVTIMEOUT },
 		{ "verbose",	     no_argument,	NULL, 'v' },
 		{ "help",	     no_argument,	NULL, 'h' },
 		{ "version",	     no_argument,	NULL, 'V' },
@@ -175,6 +202,9 @@ parse_options(int argc, char **argv)
 	vmbd.max_tasks = VMBUILD_MAX_TASKS;
 	vmbd.request_timeout = VMBUILD_REQUEST_TIMEOUT;
 	M.socket = VMBUILD_DEFAULT_SOCKET;
+	M.max_metrics = VMBUILD_MAX_METRICS_CONNECTIONS;
+	M.hv_timeout = VMBUILD_HYPERVISOR_TIMEOUT;
+	M.max_output = VMBUILD_MAX_OUTPUT;
 	while ((c = getopt_long(argc, argv, "H:s:d:fvhV", longopts, NULL))
 	    != -1) {
 		switch (c) {
@@ -243,6 +273,34 @@ parse_options(int argc, char **argv)
 			if (parse_count("--max-tasks", optarg, 1, 4096, &v) < 0)
 				return 2;
 			vmbd.max_tasks = v;
+			break;
+		case O_ROSOCK:
+			M.ro_socket = optarg;
+			break;
+		case O_GROUP:
+			M.group = optarg;
+			break;
+		case O_IMAGEDIR:
+			if (images_add_dir(optarg) < 0)
+				return 2;
+			break;
+		case O_MAXOUT:
+			if (parse_count("--max-output", optarg, 1 << 20,
+			    1ull << 34, &v) < 0)
+				return 2;
+			M.max_output = v;
+			break;
+		case O_MAXMETRICS:
+			if (parse_count("--max-metrics-connections", optarg, 1,
+			    65536, &v) < 0)
+				return 2;
+			M.max_metrics = v;
+			break;
+		case O_HVTIMEOUT:
+			if (parse_count("--hypervisor-timeout", optarg, 0, 86400,
+			    &v) < 0)
+				return 2;
+			M.hv_timeout = v;
 			break;
 		case 'v':
 			M.verbose++;
@@ -335,6 +393,13 @@ stop_poll_cb(evutil_socket_t fd, short what, void *arg)
 		event_base_loopbreak(vmbd.base);
 		return;
 	}
+	if (now_mono() - M.stop_mono > STOP_GRACE_SEC) {
+		log_errx("%u jobs still running %d s after the stop signal; "
+		    "exiting anyway (the records of their builds make the next "
+		    "start undo them)", worker_pending(), STOP_GRACE_SEC);
+		notify_close();
+		exit(1);
+	}
 	evtimer_add(M.ev_stop, &tv);
 }
 
@@ -358,6 +423,7 @@ signal_cb(evutil_socket_t sig, short what, void *arg)
 		log_notice("%s: stopping (cancelling %u running builds)",
 		    strsignal(sig), task_running());
 		vmbd.stopping = true;
+		M.stop_mono = now_mono();
 		build_stop();
 		notify(false, "STOPPING=1");
 		control_stop();
@@ -367,6 +433,31 @@ signal_cb(evutil_socket_t sig, short what, void *arg)
 	default:
 		break;
 	}
+}
+
+/*
+ * malloc keeps what a burst of clients freed (in the loop's heap and the
+ * worker threads' arenas) for reuse; a daemon that runs for months
+ * should not hold its peak for ever.  After a quiet spell with no build
+ * running, the freed memory goes back to the kernel (malloc_trim).
+ */
+static void
+trim_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct timeval tv = { TRIM_INTERVAL_SEC, 0 };
+	uint64_t seen = rpc_requests();
+
+	(void)fd;
+	(void)what;
+	(void)arg;
+	/* Quiet: no request since the last look, some since the last trim. */
+	if (seen == M.tick_seen && seen != M.trim_seen &&
+	    task_running() == 0 && worker_pending() == 0) {
+		malloc_trim(0);
+		M.trim_seen = seen;
+	}
+	M.tick_seen = seen;
+	evtimer_add(M.ev_trim, &tv);
 }
 
 static void
@@ -383,6 +474,67 @@ watchdog_cb(evutil_socket_t fd, short what, void *arg)
 	evtimer_add(M.ev_watchdog, &tv);
 }
 
+/* libevent's own warnings (evhttp's among them), rate-limited. */
+static void
+libevent_log(int severity, const char *msg)
+{
+	static struct log_rate rate;
+	unsigned held;
+
+	if (severity < EVENT_LOG_WARN) {
+		log_debug("libevent: %s", msg);
+		return;
+	}
+	if (log_rate_ok(&rate, 10, &held))
+		log_warnx("libevent: %s%s", msg, held ? " (and earlier "
+		    "messages not logged)" : "");
+}
+
+/*
+ * Descriptors: raise the soft limit to the hard one (libevent uses
+ * epoll, not select), and say so if the limits of the options do not
+ * fit in it.
+ */
+static void
+raise_nofile(void)
+{
+	struct rlimit rl;
+	rlim_t want;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0)
+		return;
+	if (rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		(void)setrlimit(RLIMIT_NOFILE, &rl);
+		(void)getrlimit(RLIMIT_NOFILE, &rl);
+	}
+	/* Clients, HTTP clients, build images and some for the rest. */
+	want = (rlim_t)vmbd.max_connections * (CONTROL_MAX_FDS + 1) +
+	    M.max_metrics + (rlim_t)vmbd.max_tasks * 4 + 256;
+	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want)
+		log_warnx("only %llu descriptors (RLIMIT_NOFILE) for up to "
+		    "%llu at the limits given (LimitNOFILE= in the unit); "
+		    "beyond, accepts pause and retry", (unsigned long long)
+		    rl.rlim_cur, (unsigned long long)want);
+}
+
+/* The read-only socket's default: NAME-ro.sock beside NAME.sock. */
+static const char *
+ro_socket_path(void)
+{
+	static char buf[4096];
+	size_t len = strlen(M.socket);
+
+	if (M.ro_socket != NULL)
+		return strcmp(M.ro_socket, "none") ? M.ro_socket : NULL;
+	if (len > 5 && !strcmp(M.socket + len - 5, ".sock"))
+		snprintf(buf, sizeof(buf), "%.*s-ro.sock", (int)(len - 5),
+		    M.socket);
+	else
+		snprintf(buf, sizeof(buf), "%s-ro", M.socket);
+	return buf;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -395,16 +547,19 @@ main(int argc, char **argv)
 		return rc;
 	log_init(M.verbose, M.log_target);
 	notify_init();
+	event_set_log_callback(libevent_log);
 	/* A client gone mid-reply must not kill us. */
 	signal(SIGPIPE, SIG_IGN);
 	if (!M.foreground)
 		daemonize();
 	vmbd.started_at = now_real();
+	raise_nofile();
 
 	rc = vmb_ctx_open(vmbd.hypervisor, &vmbd.ctx);
 	if (rc < 0)
 		fatalx("cannot open hypervisor \"%s\": %s", vmbd.hypervisor,
 		    strerror(-rc));
+	vmb_ctx_set_timeout(vmbd.ctx, M.hv_timeout * 1000);
 	if (M.verbose)
 		vmb_ctx_set_log(vmbd.ctx, ctx_log, NULL);
 	log_info("vmbuildd %s: hypervisor %s (%s), populate %s", VMB_VERSION,
@@ -419,18 +574,40 @@ main(int argc, char **argv)
 	if (vm_reconcile() < 0)
 		return 1;
 
-	copts.path = M.socket;
-	copts.max_request = vmbd.max_request;
-	copts.max_connections = vmbd.max_connections;
-	copts.request_timeout = vmbd.request_timeout;
-	if (control_listen(&copts) < 0)
-		fatalx("cannot listen on %s", M.socket);
-
 	vmbd.base = event_base_new();
 	if (vmbd.base == NULL)
 		fatalx("event_base_new failed");
 	if (worker_init(vmbd.base, POOL_THREADS) < 0)
 		fatalx("cannot start worker threads");
+	/*
+	 * The metrics endpoint before the control socket: a --metrics that
+	 * cannot be bound stops the start before a socket exists.  The
+	 * default address may be taken by another daemon on this host:
+	 * then run without metrics.  An address asked for must work.
+	 */
+	if (M.metrics == NULL ||
+	    strcmp(M.metrics, "none") != 0) {
+		const char *addr = M.metrics ? M.metrics :
+		    VMBUILD_DEFAULT_METRICS;
+
+		rc = metrics_init(vmbd.base, addr, M.max_metrics);
+		if (rc < 0 && M.metrics != NULL)
+			fatalx("--metrics %s: %s", addr, strerror(-rc));
+		if (rc < 0)
+			log_warnx("metrics endpoint %s: %s; running without",
+			    addr, strerror(-rc));
+	}
+	copts.path = M.socket;
+	copts.ro_path = ro_socket_path();
+	copts.group = M.group;
+	copts.max_request = vmbd.max_request;
+	copts.max_connections = vmbd.max_connections;
+	copts.request_timeout = vmbd.request_timeout;
+	copts.max_output = M.max_output;
+	if (control_listen(&copts) < 0)
+		fatalx("cannot listen on %s", M.socket);
+	/* A fatal exit from here on leaves no socket file behind. */
+	atexit(control_unlink);
 	if (task_init(vmbd.base) < 0 || events_init(vmbd.base) < 0 ||
 	    vm_init(vmbd.base) < 0 || control_start(vmbd.base) < 0)
 		fatalx("cannot set up the event loop");
@@ -439,23 +616,11 @@ main(int argc, char **argv)
 		if (M.ev_sig[i] == NULL || event_add(M.ev_sig[i], NULL) < 0)
 			fatalx("cannot catch signal %d", sigs[i]);
 	}
-	/*
-	 * The default address may be taken by another daemon on this host:
-	 * then run without metrics.  An address asked for must work.
-	 */
-	if (M.metrics == NULL ||
-	    strcmp(M.metrics, "none") != 0) {
-		const char *addr = M.metrics ? M.metrics :
-		    VMBUILD_DEFAULT_METRICS;
-
-		rc = metrics_init(vmbd.base, addr);
-		if (rc < 0 && M.metrics != NULL)
-			fatalx("--metrics %s: %s", addr, strerror(-rc));
-		if (rc < 0)
-			log_warnx("metrics endpoint %s: %s; running without",
-			    addr, strerror(-rc));
-	}
 	M.ev_stop = evtimer_new(vmbd.base, stop_poll_cb, NULL);
+	M.ev_trim = evtimer_new(vmbd.base, trim_cb, NULL);
+	if (M.ev_stop == NULL || M.ev_trim == NULL)
+		fatalx("cannot set up the event loop");
+	trim_cb(-1, 0, NULL);
 	if (sd_watchdog_enabled(0, &M.watchdog_usec) > 0 &&
 	    M.watchdog_usec > 0) {
 		M.ev_watchdog = evtimer_new(vmbd.base, watchdog_cb, NULL);
@@ -482,6 +647,7 @@ main(int argc, char **argv)
 		event_free(M.ev_sig[i]);
 	if (M.ev_watchdog != NULL)
 		event_free(M.ev_watchdog);
+	event_free(M.ev_trim);
 	event_free(M.ev_stop);
 	metrics_stop();
 	events_stop();
@@ -489,6 +655,7 @@ main(int argc, char **argv)
 	vm_stop();
 	event_base_free(vmbd.base);
 	vmb_ctx_free(vmbd.ctx);
+	images_free();
 	notify_close();
 	log_notice("stopped");
 	return 0;

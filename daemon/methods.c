@@ -17,9 +17,11 @@
 #include "control.h"
 #include "devices.h"
 #include "events.h"
+#include "images.h"
 #include "json.h"
 #include "methods.h"
 #include "proto.h"
+#include "reap.h"
 #include "report.h"
 #include "rpc.h"
 #include "state.h"
@@ -162,13 +164,17 @@ m_server_hello(struct call *call, yajl_gen g)
 	jg_kv_u64(g, "max_request_bytes", vmbd.max_request);
 	jg_kv_u64(g, "max_connections", vmbd.max_connections);
 	jg_kv_u64(g, "max_tasks", vmbd.max_tasks);
+	jg_kv_u64(g, "max_fds_per_request", RPC_MAX_FDS);
+	jg_kv_u64(g, "image_dirs", images_ndirs());
 	yajl_gen_map_close(g);
+	jg_kv_bool(g, "hypervisor_up", vm_backend_up());
 	jg_key(g, "peer");
 	yajl_gen_map_open(g);
 	jg_kv_i64(g, "pid", c->pid);
 	jg_kv_u64(g, "uid", c->uid);
 	jg_kv_u64(g, "gid", c->gid);
 	jg_kv_bool(g, "may_write", c->can_write);
+	jg_kv_bool(g, "read_only_socket", c->read_only);
 	yajl_gen_map_close(g);
 	jg_kv_i64(g, "pid", getpid());
 	jg_kv_dbl(g, "uptime_seconds", now_real() - vmbd.started_at);
@@ -274,11 +280,19 @@ config_error(struct call *call, struct vmb_diags *diags)
 	return -1;
 }
 
+/* Lists in a guest description nest this deep at most (vnuma: 3). */
+#define GUEST_MAX_DEPTH	8
+
 /* JSON value to a vmb_value; lists are malloc'd (free with value_done). */
 static int
-value_from_json(yajl_val v, struct vmb_value *out, const char **why)
+value_from_json(yajl_val v, struct vmb_value *out, const char **why,
+    int depth)
 {
 	memset(out, 0, sizeof(*out));
+	if (depth > GUEST_MAX_DEPTH) {
+		*why = "lists nested too deeply";
+		return -EINVAL;
+	}
 	switch (v->type) {
 	case yajl_t_string:
 		out->type = VMB_VALUE_STRING;
@@ -311,7 +325,7 @@ value_from_json(yajl_val v, struct vmb_value *out, const char **why)
 		out->u.list.n = 0;
 		for (size_t i = 0; i < n; i++) {
 			int rc = value_from_json(v->u.array.values[i],
-			    &items[i], why);
+			    &items[i], why, depth + 1);
 
 			/* Count the failed item too: it may hold a partly
 			 * built list that value_done() must free. */
@@ -357,7 +371,7 @@ guest_from_json(struct call *call, yajl_val obj, const char *basedir,
 		 * value_from_json() fails before setting it. */
 		struct vmb_value val = { .type = VMB_VALUE_STRING };
 
-		rc = value_from_json(obj->u.object.values[i], &val, &why);
+		rc = value_from_json(obj->u.object.values[i], &val, &why, 1);
 		if (rc == 0)
 			(void)vmb_guest_set(guest, key, &val, "request",
 			    &diags);
@@ -369,8 +383,9 @@ guest_from_json(struct call *call, yajl_val obj, const char *basedir,
 			    "params.guest.%s: %s", key, why);
 		}
 	}
+	/* Paths are only named here; images.c decides what is opened. */
 	if (diags.nr_errors == 0)
-		(void)vmb_guest_validate(guest, basedir, "request", &diags);
+		(void)vmb_guest_check(guest, basedir, "request", 0, &diags);
 	if (diags.nr_errors > 0) {
 		config_error(call, &diags);
 		vmb_guest_free(guest);
@@ -414,11 +429,14 @@ m_vm_create(struct call *call, yajl_gen g)
 	struct vmb_diags diags = { 0 };
 	struct vmb_guest *guest = NULL;
 	struct build_warnings warn = { 0 };
+	struct image_req images;
 	char *dir = NULL, *basedir = NULL;
 	bool wait = false, paused = false, ignore = false;
 	yajl_val gobj = NULL;
 	uint32_t flags;
 	int has_text, has_guest, rc;
+
+	image_req_init(&images);
 
 	if ((has_text = param_string(call, P_CONFIG, false, &text)) < 0 ||
 	    param_string(call, P_CONFIG_PATH, false, &path) < 0 ||
@@ -447,9 +465,9 @@ m_vm_create(struct call *call, yajl_gen g)
 		basedir = dirname(dir);
 	}
 	if (has_text) {
-		rc = vmb_config_parse(text, strlen(text),
-		    path != NULL ? path : "request", basedir, flags, &guest,
-		    &diags);
+		/* No file is looked at: images.c decides what is opened. */
+		rc = vmb_config_parse(text, strlen(text), path != NULL ? path :
+		    "request", basedir, flags, &guest, &diags);
 		if (rc < 0 && diags.nr_errors > 0)
 			rc = config_error(call, &diags);
 		else if (rc < 0)
@@ -459,18 +477,23 @@ m_vm_create(struct call *call, yajl_gen g)
 		rc = guest_from_json(call, gobj, basedir, flags, &diags,
 		    &guest);
 	}
-	if (rc == 0 && config_warnings(&diags, &warn) < 0)
+	if (rc == 0 && config_warnings(&diags, &warn) < 0) {
+		vmb_guest_free(guest);
 		rc = call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
 		    "out of memory");
+	}
 	vmb_diags_done(&diags);
 	/* The daemon is root: only disks its client may open. */
-	if (rc == 0)
-		rc = devices_check_guest(call, guest);
-	if (rc == 0)
-		rc = build_start(call, g, guest, path, wait, paused, &warn);
-	else
+	if (rc == 0 && (devices_check_guest(call, guest) < 0 ||
+	    images_prepare(call, guest, &images) < 0)) {
 		vmb_guest_free(guest);
+		rc = -1;
+	} else if (rc == 0) {
+		rc = build_start(call, g, guest, &images, path, wait, paused,
+		    &warn);
+	}
 	build_warnings_done(&warn);
+	image_req_done(&images);
 	free(dir);
 	return rc;
 }
@@ -559,6 +582,16 @@ vm_check_idle(struct call *call, struct vm *vm)
 	if (vm->busy)
 		return call_error(call, E_BAD_STATE, 0, "another operation on "
 		    "%s is in progress", vm->name);
+	if (vm->reap != NULL || vm->reap_at_start) {
+		/* An operator asking to destroy it: try again now. */
+		if (strcmp(call->method, M_VM_DESTROY) == 0 && vm->reap)
+			reap_now(vm);
+		return call_error(call, E_BAD_STATE, 0, "%s is being destroyed "
+		    "(its build failed and could not be undone; %u tries have "
+		    "failed, %s)", vm->name, reap_tries(vm),
+		    strcmp(call->method, M_VM_DESTROY) ? "trying again later" :
+		    "trying again now");
+	}
 	return 0;
 }
 

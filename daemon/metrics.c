@@ -8,6 +8,15 @@
  * could be taken.  Per-VM families are labelled by name and domain id;
  * the process_* families are the ones Prometheus client libraries
  * export.  Errors are answered in plain text, as the scrape is.
+ *
+ * HTTP clients are bounded (--max-metrics-connections): at the limit
+ * the listener stops accepting (clients wait in the kernel's backlog)
+ * until one leaves, and evhttp's timeout closes idle ones.  A
+ * connection is counted through the bufferevent evhttp asks us for
+ * (metrics_sweep).  When accept() fails for want of descriptors the
+ * listener pauses for a second and says so at most once every 10 s,
+ * instead of spinning on a listener that stays readable and logging
+ * every failure.
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -17,8 +26,10 @@
 #include <string.h>
 
 #include <event2/buffer.h>
+#include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
+#include <event2/listener.h>
 
 #include "control.h"
 #include "log.h"
@@ -46,7 +57,15 @@ struct snap_job {
 
 static struct {
 	struct evhttp	*http;
+	struct evconnlistener *listener;
 	struct event	*ev_refresh;
+	struct event	*ev_resume;	/* accept again after an error */
+	struct event	*ev_sweep;	/* connections evhttp let go */
+	struct bufferevent **socks;	/* referenced, see metrics_sweep */
+	size_t		nsocks, cap;
+	struct log_rate	accept_rate;
+	unsigned	nconns, max_conns;
+	bool		accept_failed;	/* paused by an accept error */
 	bool		busy;
 	/* The snapshot. */
 	bool		have_counters, have_scrub;
@@ -240,6 +259,17 @@ render_daemon(struct evbuffer *b)
 	    "Clients connected to the control socket.");
 	evbuffer_add_printf(b, "vmbuild_control_connections %u\n",
 	    control_connections());
+	family(b, "vmbuild_control_output_bytes", "gauge",
+	    "Replies and events queued for control clients.");
+	evbuffer_add_printf(b, "vmbuild_control_output_bytes %zu\n",
+	    control_output_bytes());
+	family(b, "vmbuild_metrics_connections", "gauge",
+	    "HTTP clients connected to this endpoint.");
+	evbuffer_add_printf(b, "vmbuild_metrics_connections %u\n", MX.nconns);
+	family(b, "vmbuild_hypervisor_up", "gauge",
+	    "1 if the hypervisor answered the last domain list.");
+	evbuffer_add_printf(b, "vmbuild_hypervisor_up %d\n",
+	    vm_backend_up() ? 1 : 0);
 	family(b, "vmbuild_metrics_scrapes_total", "counter",
 	    "Scrapes of this endpoint.");
 	evbuffer_add_printf(b, "vmbuild_metrics_scrapes_total %llu\n",
@@ -521,9 +551,127 @@ refresh_cb(evutil_socket_t fd, short what, void *arg)
 	worker_submit(&sj->job);
 }
 
-int
-metrics_init(struct event_base *base, const char *addr)
+/* Accept while under the limit and not paused by an error. */
+static void
+metrics_listen_update(void)
 {
+	if (MX.listener == NULL)
+		return;
+	if (MX.nconns < MX.max_conns && !MX.accept_failed)
+		evconnlistener_enable(MX.listener);
+	else
+		evconnlistener_disable(MX.listener);
+}
+
+/*
+ * Which connections evhttp still has.  Each socket bufferevent evhttp
+ * gets from metrics_bevcb() carries a reference of ours, so that it
+ * outlives evhttp's bufferevent_free(), which clears its callbacks: a
+ * sweep (at each new connection, and every 250 ms while any is open)
+ * finds those and drops our reference, which closes the socket.
+ */
+static void
+metrics_sweep(void)
+{
+	size_t keep = 0;
+
+	for (size_t i = 0; i < MX.nsocks; i++) {
+		struct bufferevent *b = MX.socks[i];
+		bufferevent_data_cb r, w;
+		bufferevent_event_cb e;
+
+		bufferevent_getcb(b, &r, &w, &e, NULL);
+		if (r == NULL && w == NULL && e == NULL)
+			bufferevent_decref(b);
+		else
+			MX.socks[keep++] = b;
+	}
+	MX.nsocks = keep;
+	MX.nconns = (unsigned)keep;
+	metrics_listen_update();
+}
+
+static void
+metrics_sweep_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct timeval tv = { 0, 250000 };
+
+	(void)fd;
+	(void)what;
+	(void)arg;
+	metrics_sweep();
+	if (MX.nsocks > 0)
+		evtimer_add(MX.ev_sweep, &tv);
+}
+
+/* evhttp's bufferevent for a new connection, counted (see above). */
+static struct bufferevent *
+metrics_bevcb(struct event_base *base, void *arg)
+{
+	struct timeval tv = { 0, 250000 };
+	struct bufferevent *sock;
+
+	(void)arg;
+	metrics_sweep();
+	if (MX.nsocks == MX.cap) {
+		size_t cap = MX.cap ? MX.cap * 2 : 64;
+		struct bufferevent **n = realloc(MX.socks, cap * sizeof(*n));
+
+		if (n == NULL)
+			return NULL;	/* evhttp makes its own: uncounted */
+		MX.socks = n;
+		MX.cap = cap;
+	}
+	sock = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
+	if (sock == NULL)
+		return NULL;
+	bufferevent_incref(sock);
+	MX.socks[MX.nsocks++] = sock;
+	MX.nconns = (unsigned)MX.nsocks;
+	metrics_listen_update();
+	if (!evtimer_pending(MX.ev_sweep, NULL))
+		evtimer_add(MX.ev_sweep, &tv);
+	return sock;
+}
+
+static void
+metrics_resume_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
+	MX.accept_failed = false;
+	metrics_listen_update();
+}
+
+static void
+metrics_accept_error(struct evconnlistener *l, void *arg)
+{
+	struct timeval tv = { 1, 0 };
+	int err = EVUTIL_SOCKET_ERROR();
+	unsigned held;
+
+	(void)l;
+	(void)arg;
+	if (log_rate_ok(&MX.accept_rate, 10, &held))
+		log_warnx("metrics: accept: %s; not accepting for 1 s (%u "
+		    "such errors not logged before this one)", strerror(err),
+		    held);
+	MX.accept_failed = true;
+	metrics_listen_update();
+	evtimer_add(MX.ev_resume, &tv);
+}
+
+unsigned
+metrics_connections(void)
+{
+	return MX.nconns;
+}
+
+int
+metrics_init(struct event_base *base, const char *addr, unsigned max_conns)
+{
+	struct evhttp_bound_socket *bound;
 	char host[256];
 	const char *colon = strrchr(addr, ':');
 	struct snap_job *sj;
@@ -546,13 +694,21 @@ metrics_init(struct event_base *base, const char *addr)
 	if (*end != '\0' || colon[1] == '\0' || port > 65535)
 		return -EINVAL;
 	MX.http = evhttp_new(base);
-	if (MX.http == NULL)
+	MX.ev_resume = evtimer_new(base, metrics_resume_cb, NULL);
+	MX.ev_sweep = evtimer_new(base, metrics_sweep_cb, NULL);
+	if (MX.http == NULL || MX.ev_resume == NULL || MX.ev_sweep == NULL) {
+		metrics_stop();
 		return -ENOMEM;
-	if (evhttp_bind_socket(MX.http, host, (uint16_t)port) < 0) {
-		evhttp_free(MX.http);
-		MX.http = NULL;
+	}
+	bound = evhttp_bind_socket_with_handle(MX.http, host, (uint16_t)port);
+	if (bound == NULL) {
+		metrics_stop();
 		return -EADDRINUSE;
 	}
+	MX.max_conns = max_conns;
+	MX.listener = evhttp_bound_socket_get_listener(bound);
+	evconnlistener_set_error_cb(MX.listener, metrics_accept_error);
+	evhttp_set_bevcb(MX.http, metrics_bevcb, NULL);
 	evhttp_set_allowed_methods(MX.http, EVHTTP_REQ_GET | EVHTTP_REQ_HEAD |
 	    EVHTTP_REQ_POST | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE);
 	evhttp_set_cb(MX.http, "/metrics", metrics_cb, NULL);
@@ -565,6 +721,7 @@ metrics_init(struct event_base *base, const char *addr)
 	sj = calloc(1, sizeof(*sj));
 	if (MX.ev_refresh == NULL || sj == NULL) {
 		free(sj);
+		metrics_stop();
 		return -ENOMEM;
 	}
 	/*
@@ -587,7 +744,18 @@ metrics_stop(void)
 	if (MX.ev_refresh != NULL)
 		event_free(MX.ev_refresh);
 	MX.ev_refresh = NULL;
+	if (MX.ev_resume != NULL)
+		event_free(MX.ev_resume);
+	MX.ev_resume = NULL;
+	MX.listener = NULL;
 	if (MX.http != NULL)
 		evhttp_free(MX.http);
 	MX.http = NULL;
+	metrics_sweep();
+	if (MX.ev_sweep != NULL)
+		event_free(MX.ev_sweep);
+	MX.ev_sweep = NULL;
+	free(MX.socks);
+	MX.socks = NULL;
+	MX.nsocks = MX.cap = 0;
 }

@@ -14,8 +14,14 @@
 
 struct event_base;
 
-/* "ADDR:PORT" ("[v6]:PORT" too); 0, or a negative errno if bind fails. */
-int metrics_init(struct event_base *base, const char *addr);
+/*
+ * "ADDR:PORT" ("[v6]:PORT" too), at most max_conns clients at once; 0,
+ * or a negative errno if bind fails.
+ */
+int metrics_init(struct event_base *base, const char *addr,
+    unsigned max_conns);
+/* HTTP clients connected now. */
+unsigned metrics_connections(void);
 void metrics_stop(void);
 /* A build ended: state "done", "failed" or "cancelled". */
 void metrics_build_done(const char *state, double seconds,

@@ -18,6 +18,8 @@
 #define VMBUILD_PROTO_VERSION	1
 
 #define VMBUILD_DEFAULT_SOCKET	"/run/vmbuild/control.sock"
+/* Read-only methods for anyone (mode 0666), beside the control socket. */
+#define VMBUILD_DEFAULT_RO_SOCKET "/run/vmbuild/control-ro.sock"
 #define VMBUILD_SOCKET_ENV	"VMBUILD_SOCKET"
 #define VMBUILD_DEFAULT_STATE	"/var/lib/vmbuild"
 #define VMBUILD_DEFAULT_METRICS	"127.0.0.1:9741"
@@ -26,7 +28,10 @@
 #define VMBUILD_MAX_REQUEST	(1024 * 1024)	/* bytes in one request line */
 #define VMBUILD_MAX_CONNECTIONS	256
 #define VMBUILD_MAX_TASKS	64		/* tasks running at once */
-#define VMBUILD_REQUEST_TIMEOUT	30		/* s for the rest of a partial request */
+#define VMBUILD_REQUEST_TIMEOUT	30		/* s for a request line to complete */
+#define VMBUILD_MAX_OUTPUT	(64u << 20)	/* bytes queued for all clients */
+#define VMBUILD_MAX_METRICS_CONNECTIONS 64	/* HTTP clients at once */
+#define VMBUILD_HYPERVISOR_TIMEOUT 30		/* s for one hypervisor call */
 
 /* Methods. */
 #define M_SERVER_HELLO		"server.hello"
@@ -61,6 +66,9 @@
  *                    P_WAIT (bool, default false: reply {"task":N} at once;
  *                    true: reply when the build ends, with the VM's info);
  *                    P_PAUSED (bool: leave the domain paused);
+ *                    P_FDS ({"kernel":I,"ramdisk":J}: the images are the
+ *                    I-th and J-th descriptors sent with the request's
+ *                    bytes, SCM_RIGHTS; see daemon/README.md);
  *                    P_IGNORE_UNSUPPORTED (bool: xl keys vmbuild does
  *                    not implement are warnings, listed in the result's
  *                    "warnings", not errors).
@@ -91,6 +99,7 @@
 #define P_VIF			"vif"
 #define P_TIMEOUT		"timeout"
 #define P_FORCE			"force"
+#define P_FDS			"fds"
 
 /* Events (notifications). */
 #define E_TASK_PROGRESS		"task.progress"
@@ -119,7 +128,9 @@
 #define E_REQUEST_TOO_LARGE	1010
 #define E_TASK_FINISHED		1011	/* cancel of a task that has ended */
 #define E_BAD_STATE		1012	/* e.g. pause of a paused VM */
-#define E_NO_SUCH_DEVICE	1013	/* detach of a disk or vif the VM lacks */
+#define E_IMAGE			1013	/* kernel/ramdisk unusable (type, format, size) */
+#define E_IMAGE_FD		1014	/* pass these files as descriptors: data.files */
+#define E_NO_SUCH_DEVICE	1015	/* detach of a disk or vif the VM lacks */
 
 /* vmctl exit codes. */
 #define VMCTL_EXIT_OK		0

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "json.h"
 #include "methods.h"
@@ -19,13 +20,23 @@
 #include "rpc.h"
 
 /*
- * yajl_tree_free() recurses once per nesting level, so a line of a
- * million '[' would exhaust the stack: refuse deep documents before
- * parsing.  Requests need a handful of levels.
+ * yajl_tree_free() and every walker recurse once per nesting level, so
+ * a line of a million '[' would exhaust the stack: jv_parse() refuses
+ * deeper documents (counted by yajl's own lexer, so that no comment or
+ * string can hide a bracket from the count).  Requests need a handful of
+ * levels.
  */
-#define RPC_MAX_DEPTH	64
+#define RPC_MAX_DEPTH	JSON_MAX_DEPTH
 
 static const char reply_head[] = "{\"jsonrpc\":\"2.0\",\"id\":";
+
+static void
+close_fds(int *fds, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+}
 
 static void
 rpc_send_parts(struct conn *c, const char *id, const char *key,
@@ -47,9 +58,13 @@ rpc_send_parts(struct conn *c, const char *id, const char *key,
 }
 
 static void
-rpc_send_error_full(struct conn *c, const char *id, int code, int errnum,
-    const char *msg, char **list, size_t n, const char *phase)
+rpc_send_error_full(struct conn *c, const char *id, const struct call *call,
+    int code, int errnum, const char *msg)
 {
+	char **list = call ? call->err_list : NULL;
+	size_t n = call ? call->err_n : 0;
+	size_t nfiles = call ? call->err_nfiles : 0;
+	const char *phase = call ? call->err_phase : NULL;
 	yajl_gen g = jg_new();
 	const char *text;
 	size_t len;
@@ -59,7 +74,7 @@ rpc_send_error_full(struct conn *c, const char *id, int code, int errnum,
 	yajl_gen_map_open(g);
 	jg_kv_i64(g, "code", code);
 	jg_kv_str(g, "message", msg);
-	if (errnum != 0 || n > 0 || phase != NULL) {
+	if (errnum != 0 || n > 0 || phase != NULL || nfiles > 0) {
 		jg_key(g, "data");
 		yajl_gen_map_open(g);
 		if (phase != NULL)
@@ -75,6 +90,17 @@ rpc_send_error_full(struct conn *c, const char *id, int code, int errnum,
 				jg_str(g, list[i]);
 			yajl_gen_array_close(g);
 		}
+		if (nfiles > 0) {
+			jg_key(g, "files");
+			yajl_gen_array_open(g);
+			for (size_t i = 0; i < nfiles; i++) {
+				yajl_gen_map_open(g);
+				jg_kv_str(g, "key", call->err_files[i].key);
+				jg_kv_str(g, "path", call->err_files[i].path);
+				yajl_gen_map_close(g);
+			}
+			yajl_gen_array_close(g);
+		}
 		yajl_gen_map_close(g);
 	}
 	yajl_gen_map_close(g);
@@ -86,7 +112,7 @@ rpc_send_error_full(struct conn *c, const char *id, int code, int errnum,
 void
 rpc_send_error(struct conn *c, const char *id, int code, const char *msg)
 {
-	rpc_send_error_full(c, id, code, 0, msg, NULL, 0, NULL);
+	rpc_send_error_full(c, id, NULL, code, 0, msg);
 }
 
 void
@@ -129,6 +155,33 @@ call_error_list(struct call *call, char **list, size_t n)
 	call->err_n = n;
 }
 
+int
+call_error_file(struct call *call, const char *key, const char *path)
+{
+	struct call_file *nf;
+
+	nf = realloc(call->err_files, (call->err_nfiles + 1) * sizeof(*nf));
+	if (nf == NULL)
+		return -ENOMEM;
+	call->err_files = nf;
+	nf[call->err_nfiles].key = strdup(key);
+	nf[call->err_nfiles].path = strdup(path);
+	call->err_nfiles++;
+	return 0;
+}
+
+int
+call_take_fd(struct call *call, size_t index)
+{
+	int fd;
+
+	if (index >= call->nfds || call->fds[index] < 0)
+		return -1;
+	fd = call->fds[index];
+	call->fds[index] = -1;
+	return fd;
+}
+
 void
 call_free(struct call *call)
 {
@@ -137,6 +190,12 @@ call_free(struct call *call)
 	for (size_t i = 0; i < call->err_n; i++)
 		free(call->err_list[i]);
 	free(call->err_list);
+	for (size_t i = 0; i < call->err_nfiles; i++) {
+		free(call->err_files[i].key);
+		free(call->err_files[i].path);
+	}
+	free(call->err_files);
+	close_fds(call->fds, call->nfds);
 	if (call->deferred)
 		call->conn->inflight--;
 	conn_unref(call->conn);
@@ -161,55 +220,9 @@ void
 call_fail(struct call *call)
 {
 	if (call->id != NULL)
-		rpc_send_error_full(call->conn, call->id, call->err_code,
-		    call->err_errno, call->err_msg, call->err_list,
-		    call->err_n, call->err_phase);
+		rpc_send_error_full(call->conn, call->id, call, call->err_code,
+		    call->err_errno, call->err_msg);
 	call_free(call);
-}
-
-/* Deepest nesting of arrays/objects, strings skipped. */
-static int
-rpc_depth(const char *s, size_t len)
-{
-	int depth = 0, max = 0;
-	bool in_str = false;
-
-	for (size_t i = 0; i < len; i++) {
-		char ch = s[i];
-
-		if (in_str) {
-			if (ch == '\\')
-				i++;
-			else if (ch == '"')
-				in_str = false;
-			continue;
-		}
-		if (ch == '"') {
-			in_str = true;
-		} else if (ch == '[' || ch == '{') {
-			if (++depth > max)
-				max = depth;
-		} else if (ch == ']' || ch == '}') {
-			depth--;
-		}
-	}
-	return max;
-}
-
-/* The first line of a yajl error message, without the trailing space. */
-static void
-rpc_parse_message(const char *yerr, char *buf, size_t len)
-{
-	size_t n = strcspn(yerr, "\n");
-
-	while (n > 0 && (yerr[n - 1] == ' ' || yerr[n - 1] == '.'))
-		n--;
-	if (n >= len)
-		n = len - 1;
-	memcpy(buf, yerr, n);
-	buf[n] = '\0';
-	if (buf[0] == '\0')
-		snprintf(buf, len, "invalid JSON");
 }
 
 static char *
@@ -240,8 +253,9 @@ yajl_type_name(yajl_val v)
 	}
 }
 
+/* Descriptors the request carried go to its call (closed with it). */
 static void
-rpc_dispatch(struct conn *c, yajl_val root)
+rpc_dispatch(struct conn *c, yajl_val root, int *fds, size_t nfds)
 {
 	yajl_val id = NULL, v, params;
 	const struct method *m;
@@ -256,12 +270,12 @@ rpc_dispatch(struct conn *c, yajl_val root)
 		rpc_send_error(c, NULL, RPC_INVALID_REQUEST,
 		    "batch requests are not supported: send one object per "
 		    "line");
-		return;
+		goto out;
 	}
 	if (!YAJL_IS_OBJECT(root)) {
 		rpc_send_error(c, NULL, RPC_INVALID_REQUEST,
 		    "a request must be a JSON object");
-		return;
+		goto out;
 	}
 	id = jv_get(root, "id");
 	has_id = false;
@@ -272,10 +286,10 @@ rpc_dispatch(struct conn *c, yajl_val root)
 	    YAJL_IS_NULL(id))) {
 		rpc_send_error(c, NULL, RPC_INVALID_REQUEST,
 		    "id must be a string, a number or null");
-		return;
+		goto out;
 	}
 	if (has_id && (idtext = rpc_id_text(id)) == NULL)
-		return;
+		goto out;
 	v = jv_get(root, "jsonrpc");
 	if (!YAJL_IS_STRING(v) || strcmp(v->u.string, "2.0") != 0) {
 		rpc_send_error(c, idtext, RPC_INVALID_REQUEST,
@@ -318,9 +332,13 @@ rpc_dispatch(struct conn *c, yajl_val root)
 	if (m->needs_write && !c->can_write) {
 		char msg[160];
 
-		snprintf(msg, sizeof(msg), "%s changes the host: it needs root "
-		    "or group vmbuild (peer uid %u)", m->name,
-		    (unsigned)c->uid);
+		if (c->read_only)
+			snprintf(msg, sizeof(msg), "%s changes the host: not on "
+			    "the read-only socket", m->name);
+		else
+			snprintf(msg, sizeof(msg), "%s changes the host: it "
+			    "needs root or group vmbuild (peer uid %u)",
+			    m->name, (unsigned)c->uid);
 		rpc_send_error(c, idtext, E_PERMISSION, msg);
 		goto out;
 	}
@@ -342,6 +360,9 @@ rpc_dispatch(struct conn *c, yajl_val root)
 	call->conn = conn_ref(c);
 	call->id = idtext;
 	idtext = NULL;
+	memcpy(call->fds, fds, nfds * sizeof(*fds));
+	call->nfds = nfds;
+	nfds = 0;
 	call->method = m->name;
 	call->params = YAJL_IS_OBJECT(params) ? params : NULL;
 	rc = m->fn(call, g);
@@ -366,52 +387,50 @@ out:
 		yajl_gen_free(g);
 	call_free(call);
 	free(idtext);
+	close_fds(fds, nfds);
+}
+
+static uint64_t requests;
+
+uint64_t
+rpc_requests(void)
+{
+	return requests;
 }
 
 void
-rpc_handle_line(struct conn *c, const char *line, size_t len)
+rpc_handle_line(struct conn *c, const char *line, size_t len, int *fds,
+    size_t nfds)
 {
-	char errbuf[256], msg[300];
+	char errbuf[200], msg[300];
 	yajl_val root;
-	char *text;
 	size_t i;
 
+	requests++;
 	/* Blank lines (and a CR of CRLF) are not requests. */
 	while (len > 0 && (line[len - 1] == '\r' || line[len - 1] == ' ' ||
 	    line[len - 1] == '\t'))
 		len--;
 	for (i = 0; i < len && (line[i] == ' ' || line[i] == '\t'); i++)
 		;
-	if (i == len)
+	if (i == len) {
+		close_fds(fds, nfds);
 		return;
+	}
 	if (memchr(line, '\0', len) != NULL) {
+		close_fds(fds, nfds);
 		rpc_send_error(c, NULL, RPC_PARSE_ERROR,
 		    "parse error: NUL byte in request");
 		return;
 	}
-	if (rpc_depth(line, len) > RPC_MAX_DEPTH) {
-		snprintf(msg, sizeof(msg), "parse error: nesting deeper than "
-		    "%d levels", RPC_MAX_DEPTH);
-		rpc_send_error(c, NULL, RPC_PARSE_ERROR, msg);
-		return;
-	}
-	text = strndup(line, len);
-	if (text == NULL) {
-		rpc_send_error(c, NULL, RPC_INTERNAL_ERROR, "out of memory");
-		return;
-	}
-	errbuf[0] = '\0';
-	root = yajl_tree_parse(text, errbuf, sizeof(errbuf));
-	free(text);
+	root = jv_parse(line, len, RPC_MAX_DEPTH, errbuf, sizeof(errbuf));
 	if (root == NULL) {
-		char first[200];
-
-		rpc_parse_message(errbuf, first, sizeof(first));
-		snprintf(msg, sizeof(msg), "parse error: %s", first);
+		close_fds(fds, nfds);
+		snprintf(msg, sizeof(msg), "parse error: %s", errbuf);
 		rpc_send_error(c, NULL, RPC_PARSE_ERROR, msg);
 		return;
 	}
-	rpc_dispatch(c, root);
+	rpc_dispatch(c, root, fds, nfds);
 	yajl_tree_free(root);
 }
 

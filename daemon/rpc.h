@@ -29,6 +29,13 @@
  * pipelines more gets E_BUSY instead of queueing unbounded work.
  */
 #define RPC_MAX_INFLIGHT	64
+/* Descriptors one request may carry (SCM_RIGHTS): kernel, ramdisk. */
+#define RPC_MAX_FDS		2
+
+struct call_file {
+	char	*key;			/* "kernel", "ramdisk" */
+	char	*path;
+};
 
 struct call {
 	struct conn	*conn;		/* referenced */
@@ -44,9 +51,20 @@ struct call {
 	char		**err_list;	/* data.errors (E_CONFIG) */
 	size_t		err_n;
 	const char	*err_phase;	/* data.phase of a failed build; static */
+	struct call_file *err_files;	/* data.files (E_IMAGE_FD) */
+	size_t		err_nfiles;
+	int		fds[RPC_MAX_FDS];	/* came with the request; -1: taken */
+	size_t		nfds;
 };
 
-void rpc_handle_line(struct conn *c, const char *line, size_t len);
+/*
+ * One request line, with the descriptors that came with its bytes
+ * (taken over: closed unless a method takes them).
+ */
+void rpc_handle_line(struct conn *c, const char *line, size_t len, int *fds,
+    size_t nfds);
+/* Request lines handled since start. */
+uint64_t rpc_requests(void);
 /* Send an error outside any call (id NULL writes null). */
 void rpc_send_error(struct conn *c, const char *id, int code,
     const char *msg);
@@ -61,6 +79,13 @@ int call_error(struct call *call, int code, int errnum, const char *fmt,
 void call_error_phase(struct call *call, const char *phase);
 /* Take the list for data.errors (strings are strdup'd). */
 void call_error_list(struct call *call, char **list, size_t n);
+/* Add {"key","path"} to data.files: a file to pass as a descriptor. */
+int call_error_file(struct call *call, const char *key, const char *path);
+/*
+ * The descriptor the request carried at `index` (params.fds names them
+ * by index), now the caller's; -1 if there is none.
+ */
+int call_take_fd(struct call *call, size_t index);
 /* Answer a deferred call and free it. */
 void call_reply(struct call *call, yajl_gen result);
 void call_fail(struct call *call);

@@ -116,11 +116,13 @@ state_write(const struct state_record *rec)
 	jg_kv_str(g, "config_path", rec->config_path);
 	jg_kv_dbl(g, "created_at", rec->created_at);
 	if (rec->config_json != NULL)
-		config = yajl_tree_parse(rec->config_json, NULL, 0);
+		config = jv_parse(rec->config_json, strlen(rec->config_json),
+		    JSON_MAX_DEPTH, NULL, 0);
 	jg_key(g, "config");
 	jg_tree(g, config);
 	if (rec->build_json != NULL)
-		build = yajl_tree_parse(rec->build_json, NULL, 0);
+		build = jv_parse(rec->build_json, strlen(rec->build_json),
+		    JSON_MAX_DEPTH, NULL, 0);
 	jg_key(g, "build");
 	jg_tree(g, build);
 	yajl_gen_map_close(g);
@@ -176,23 +178,28 @@ state_record_done(struct state_record *rec)
 	rec->config_path = rec->build_json = rec->config_json = NULL;
 }
 
+/* A record file: regular, not through a symbolic link, bounded. */
 static char *
-read_file(const char *path)
+read_file(const char *path, size_t *ret_len)
 {
 	char *buf = NULL;
 	struct stat st;
 	int fd;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
 	if (fd < 0)
 		return NULL;
-	if (fstat(fd, &st) < 0 || st.st_size > STATE_RECORD_MAX)
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    st.st_size > STATE_RECORD_MAX) {
+		errno = EINVAL;
 		goto out;
+	}
 	buf = calloc(1, st.st_size + 1);
 	if (buf != NULL && read(fd, buf, st.st_size) != st.st_size) {
 		free(buf);
 		buf = NULL;
 	}
+	*ret_len = (size_t)st.st_size;
 out:
 	close(fd);
 	return buf;
@@ -210,34 +217,69 @@ tree_text(yajl_val v)
 	return jg_finish(g);
 }
 
-static int
-state_parse(const char *path, const char *text, struct state_record *rec)
+/* Why a record is refused, or NULL when it is sound. */
+static const char *
+state_check(const char *file_uuid, yajl_val root, struct state_record *rec)
 {
-	char err[128];
+	uint8_t fu[16];
+	yajl_val v;
+
+	v = jv_get(root, "uuid");
+	if (!YAJL_IS_STRING(v) || vmb_uuid_from_str(v->u.string, rec->uuid) < 0)
+		return "no valid uuid";
+	/* state_remove() deletes <uuid>.json: another name would stay. */
+	if (vmb_uuid_from_str(file_uuid, fu) < 0 || memcmp(fu, rec->uuid, 16))
+		return "its uuid is not its file name";
+	v = jv_get(root, "name");
+	if (!YAJL_IS_STRING(v) || v->u.string[0] == '\0' ||
+	    strlen(v->u.string) >= VMB_NAME_LEN)
+		return "no valid name";
+	strcpy(rec->name, v->u.string);
+	v = jv_get(root, "state");
+	if (!YAJL_IS_STRING(v) || (strcmp(v->u.string, "built") &&
+	    strcmp(v->u.string, "building")))
+		return "state is neither \"built\" nor \"building\"";
+	rec->built = strcmp(v->u.string, "built") == 0;
+	v = jv_get(root, "domid");
+	if (YAJL_IS_INTEGER(v)) {
+		long long d = YAJL_GET_INTEGER(v);
+
+		/* Domain 0 is the control domain; none of ours. */
+		if (d <= 0 || d >= VMB_DOMID_INVALID)
+			return "domid out of range";
+		rec->domid = (uint32_t)d;
+	} else if (v != NULL && !YAJL_IS_NULL(v)) {
+		return "domid is not an integer";
+	}
+	return NULL;
+}
+
+int
+state_parse(const char *name, const char *text, size_t len,
+    struct state_record *rec)
+{
+	char err[128], file_uuid[VMB_UUID_STRLEN];
+	const char *why;
 	yajl_val root, v;
-	int rc = -EINVAL;
+	size_t nlen = strlen(name);
 
 	memset(rec, 0, sizeof(*rec));
 	rec->domid = VMB_DOMID_INVALID;
-	root = yajl_tree_parse(text, err, sizeof(err));
+	root = jv_parse(text, len, JSON_MAX_DEPTH, err, sizeof(err));
 	if (root == NULL) {
-		log_warnx("state: %s: not JSON, skipped", path);
+		log_warnx("state: %s: not JSON (%s), skipped", name, err);
 		return -EINVAL;
 	}
-	v = jv_get(root, "uuid");
-	if (!YAJL_IS_STRING(v) || vmb_uuid_from_str(v->u.string, rec->uuid) < 0)
-		goto bad;
-	v = jv_get(root, "name");
-	if (!YAJL_IS_STRING(v) || strlen(v->u.string) >= VMB_NAME_LEN)
-		goto bad;
-	strcpy(rec->name, v->u.string);
-	v = jv_get(root, "state");
-	if (!YAJL_IS_STRING(v))
-		goto bad;
-	rec->built = strcmp(v->u.string, "built") == 0;
-	v = jv_get(root, "domid");
-	if (YAJL_IS_INTEGER(v))
-		rec->domid = YAJL_GET_INTEGER(v);
+	snprintf(file_uuid, sizeof(file_uuid), "%.*s",
+	    nlen > 5 ? (int)(nlen - 5) : 0, name);
+	why = state_check(file_uuid, root, rec);
+	if (why != NULL) {
+		log_warnx("state: %s: %s; not a vmbuildd record, skipped (and "
+		    "kept)", name, why);
+		yajl_tree_free(root);
+		memset(rec, 0, sizeof(*rec));
+		return -EINVAL;
+	}
 	v = jv_get(root, "config_path");
 	if (YAJL_IS_STRING(v))
 		rec->config_path = strdup(v->u.string);
@@ -246,13 +288,8 @@ state_parse(const char *path, const char *text, struct state_record *rec)
 		rec->created_at = YAJL_GET_DOUBLE(v);
 	rec->build_json = tree_text(jv_get(root, "build"));
 	rec->config_json = tree_text(jv_get(root, "config"));
-	rc = 0;
-	goto out;
-bad:
-	log_warnx("state: %s: not a vmbuildd record, skipped", path);
-out:
 	yajl_tree_free(root);
-	return rc;
+	return 0;
 }
 
 int
@@ -268,7 +305,7 @@ state_load_all(struct state_record **ret_recs, size_t *ret_n)
 		return -errno;
 	while ((de = readdir(d)) != NULL) {
 		char path[4200];
-		size_t len = strlen(de->d_name);
+		size_t len = strlen(de->d_name), tlen = 0;
 		char *text;
 
 		if (len < 5 || strcmp(de->d_name + len - 4, ".tmp") == 0) {
@@ -283,7 +320,7 @@ state_load_all(struct state_record **ret_recs, size_t *ret_n)
 		if (strcmp(de->d_name + len - 5, ".json") != 0)
 			continue;
 		snprintf(path, sizeof(path), "%s/%s", state_dir, de->d_name);
-		text = read_file(path);
+		text = read_file(path, &tlen);
 		if (text == NULL) {
 			log_warn("state: cannot read %s, skipped", path);
 			continue;
@@ -294,7 +331,7 @@ state_load_all(struct state_record **ret_recs, size_t *ret_n)
 			break;
 		}
 		recs = nr;
-		if (state_parse(path, text, &recs[n]) == 0)
+		if (state_parse(de->d_name, text, tlen, &recs[n]) == 0)
 			n++;
 		free(text);
 	}

@@ -46,5 +46,12 @@ int state_remove(const uint8_t uuid[16]);
 /* Every record; unreadable files are logged and skipped. */
 int state_load_all(struct state_record **ret_recs, size_t *ret_n);
 void state_record_done(struct state_record *rec);
+/*
+ * One record file's text (`name`: the file's name, <uuid>.json, which
+ * must match the uuid inside); 0, or -EINVAL after logging why.  For
+ * state_load_all() and the fuzzer.
+ */
+int state_parse(const char *name, const char *text, size_t len,
+    struct state_record *rec);
 
 #endif /* VMBUILDD_STATE_H */

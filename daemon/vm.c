@@ -1,6 +1,7 @@
 /*
  * vm.c - the registry of domains (see vm.h).
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "events.h"
 #include "json.h"
 #include "log.h"
+#include "reap.h"
 #include "state.h"
 #include "vm.h"
 #include "vmbuildd.h"
@@ -94,11 +96,19 @@ vm_count(void)
 	return V.count;
 }
 
+bool
+vm_backend_up(void)
+{
+	return !V.list_failing;
+}
+
 const char *
 vm_state_name(const struct vm *vm)
 {
 	if (vm->building)
 		return "building";
+	if (vm->reap != NULL || vm->reap_at_start)
+		return "destroying";
 	if (!vm->have_dom)
 		return "unknown";
 	return vmb_domain_state_name(vm->dom.state);
@@ -209,7 +219,8 @@ vm_add_building(const char *name, const uint8_t uuid[16], uint64_t task,
 	vm->created_at = now_real();
 	vm->config_path = config_path ? strdup(config_path) : NULL;
 	if (config_json != NULL)
-		vm->config = yajl_tree_parse(config_json, NULL, 0);
+		vm->config = jv_parse(config_json, strlen(config_json),
+		    JSON_MAX_DEPTH, NULL, 0);
 	V.seq++;
 	vm_list_invalidate();
 	vm_announce(vm, NULL);
@@ -240,7 +251,8 @@ vm_built(struct vm *vm, const struct vmb_domain *dom, const char *build_json)
 	}
 	if (build_json != NULL) {
 		yajl_tree_free(vm->build);
-		vm->build = yajl_tree_parse(build_json, NULL, 0);
+		vm->build = jv_parse(build_json, strlen(build_json),
+		    JSON_MAX_DEPTH, NULL, 0);
 	}
 	V.seq++;
 	vm_list_invalidate();
@@ -262,8 +274,22 @@ vm_update(struct vm *vm, const struct vmb_domain *dom)
 }
 
 void
+vm_set_reaping(struct vm *vm, struct reap *r, uint32_t domid)
+{
+	vm->building = false;
+	vm->reap_at_start = false;
+	vm->reap = r;
+	if (domid != VMB_DOMID_INVALID)
+		vm->domid = domid;
+	V.seq++;
+	vm_list_invalidate();
+	vm_announce(vm, NULL);
+}
+
+void
 vm_remove(struct vm *vm, bool announce)
 {
+	reap_forget(vm);
 	if (announce)
 		vm_announce(vm, "destroyed");
 	TAILQ_REMOVE(&V.vms, vm, entry);
@@ -567,11 +593,16 @@ refresh_done(struct job *job)
 			busy = true;
 	/* Say it once when the hypervisor stops answering, once when back. */
 	if (rj->rc < 0 && !V.list_failing)
-		log_warnx("cannot list domains: %s; VM states may be stale",
-		    strerror(-rj->rc));
+		log_warnx("the hypervisor does not answer (cannot list domains: "
+		    "%s); VM states may be stale, trying again every %d s",
+		    strerror(-rj->rc), VM_REFRESH_SEC);
 	else if (rj->rc == 0 && V.list_failing)
-		log_notice("the hypervisor answers again");
-	V.list_failing = rj->rc < 0;
+		log_notice("the hypervisor answers again: reconciling %u VMs "
+		    "with its %zu domains", V.count, rj->n);
+	if ((rj->rc < 0) != V.list_failing) {
+		V.list_failing = rj->rc < 0;
+		vmbd_status_changed();
+	}
 	if (rj->rc == 0 && rj->seq == V.seq && !busy)
 		vm_apply(rj->doms, rj->n);
 	vm_set_dom0(rj->rc_dom0, &rj->dom0);
@@ -611,10 +642,15 @@ vm_refresh_kick(void)
 int
 vm_init(struct event_base *base)
 {
+	struct vm *vm;
+
 	V.ev_refresh = evtimer_new(base, refresh_cb, NULL);
 	if (V.ev_refresh == NULL)
 		return -1;
 	vm_refresh_arm(VM_REFRESH_SEC);
+	TAILQ_FOREACH(vm, &V.vms, entry)
+		if (vm->reap_at_start)
+			reap_start(vm, vm->domid);
 	return 0;
 }
 
@@ -631,13 +667,80 @@ vm_stop(void)
 	V.list_valid = false;
 }
 
+/* A VM of ours from its record (the domain, when it is known). */
+static struct vm *
+vm_from_record(struct state_record *rec, const struct vmb_domain *dom)
+{
+	struct vm *vm = vm_alloc(rec->name);
+
+	if (vm == NULL)
+		return NULL;
+	memcpy(vm->uuid, rec->uuid, 16);
+	vm->ours = true;
+	vm->domid = dom != NULL ? dom->domid : rec->domid;
+	vm->have_dom = dom != NULL;
+	if (dom != NULL)
+		vm->dom = *dom;
+	vm->created_at = rec->created_at;
+	vm->config_path = rec->config_path;
+	rec->config_path = NULL;
+	if (rec->build_json != NULL)
+		vm->build = jv_parse(rec->build_json, strlen(rec->build_json),
+		    JSON_MAX_DEPTH, NULL, 0);
+	if (rec->config_json != NULL)
+		vm->config = jv_parse(rec->config_json,
+		    strlen(rec->config_json), JSON_MAX_DEPTH, NULL, 0);
+	return vm;
+}
+
+/*
+ * A record "building": its build was interrupted.  Destroy the domain
+ * now if there is one; what will not go is reaped once the loop runs.
+ * Without the hypervisor's list (dom_known false) nothing is known yet.
+ */
+static int
+vm_reconcile_building(struct state_record *rec, struct vmb_domain *dom,
+    bool dom_known)
+{
+	char u[VMB_UUID_STRLEN];
+	struct vm *vm;
+	int rc = 0;
+
+	vmb_uuid_to_str(rec->uuid, u);
+	if (dom_known && dom == NULL) {
+		log_vm(LOG_NOTICE, rec->name, VMB_DOMID_INVALID, 0,
+		    "%s (%s): its build was interrupted before the domain "
+		    "existed", rec->name, u);
+		(void)state_remove(rec->uuid);
+		return 0;
+	}
+	if (dom != NULL) {
+		log_vm(LOG_NOTICE, rec->name, dom->domid, 0, "destroying %s "
+		    "(domain %u, %s): its build was interrupted", rec->name,
+		    dom->domid, u);
+		rc = vmb_domain_destroy(vmbd.ctx, dom->domid);
+		if (rc == 0 || rc == -ESRCH) {
+			(void)state_remove(rec->uuid);
+			return 0;
+		}
+		log_vm(LOG_WARNING, rec->name, dom->domid, 0, "cannot destroy "
+		    "domain %u: %s; trying again once started", dom->domid,
+		    strerror(-rc));
+	}
+	vm = vm_from_record(rec, dom);
+	if (vm == NULL)
+		return -ENOMEM;
+	vm->reap_at_start = true;
+	return 0;
+}
+
 int
 vm_reconcile(void)
 {
 	struct state_record *recs = NULL;
 	struct vmb_domain *doms = NULL;
 	size_t nrecs = 0, ndoms = 0;
-	bool *matched = NULL;
+	bool *matched = NULL, listed;
 	int rc;
 
 	TAILQ_INIT(&V.vms);
@@ -647,9 +750,14 @@ vm_reconcile(void)
 		goto out;
 	}
 	rc = vmb_domain_list(vmbd.ctx, &doms, &ndoms);
-	if (rc < 0) {
-		log_errx("cannot list domains: %s", strerror(-rc));
-		goto out;
+	listed = rc == 0;
+	if (!listed) {
+		/* Not fatal: a crash loop would help nobody.  Later. */
+		log_errx("cannot list domains: %s; starting without the "
+		    "hypervisor's view (%zu records), reconciling once it "
+		    "answers", strerror(-rc), nrecs);
+		V.list_failing = true;
+		ndoms = 0;
 	}
 	V.have_dom0 = vmb_control_domain(vmbd.ctx, &V.dom0) == 0;
 	matched = calloc(ndoms + 1, sizeof(*matched));
@@ -661,7 +769,6 @@ vm_reconcile(void)
 		struct state_record *rec = &recs[r];
 		struct vmb_domain *dom = NULL;
 		char u[VMB_UUID_STRLEN];
-		struct vm *vm;
 
 		vmb_uuid_to_str(rec->uuid, u);
 		for (size_t d = 0; d < ndoms; d++) {
@@ -672,52 +779,22 @@ vm_reconcile(void)
 			}
 		}
 		if (!rec->built) {
-			/* A build a crash interrupted: undo it. */
-			if (dom != NULL) {
-				log_vm(LOG_NOTICE, rec->name, dom->domid, 0,
-				    "destroying %s (domain %u, %s): its build "
-				    "was interrupted", rec->name, dom->domid,
-				    u);
-				rc = vmb_domain_destroy(vmbd.ctx, dom->domid);
-				if (rc < 0) {
-					log_vm(LOG_ERR, rec->name, dom->domid,
-					    0, "cannot destroy domain %u: %s",
-					    dom->domid, strerror(-rc));
-					goto out;
-				}
-			} else {
-				log_vm(LOG_NOTICE, rec->name,
-				    VMB_DOMID_INVALID, 0, "%s (%s): its build "
-				    "was interrupted before the domain existed",
-				    rec->name, u);
-			}
-			(void)state_remove(rec->uuid);
+			rc = vm_reconcile_building(rec, dom, listed);
+			if (rc < 0)
+				goto out;
 			continue;
 		}
-		if (dom == NULL) {
+		if (listed && dom == NULL) {
 			log_vm(LOG_NOTICE, rec->name, VMB_DOMID_INVALID, 0,
 			    "%s (%s) no longer exists, forgetting it",
 			    rec->name, u);
 			(void)state_remove(rec->uuid);
 			continue;
 		}
-		vm = vm_alloc(rec->name);
-		if (vm == NULL) {
+		if (vm_from_record(rec, dom) == NULL) {
 			rc = -ENOMEM;
 			goto out;
 		}
-		memcpy(vm->uuid, rec->uuid, 16);
-		vm->ours = true;
-		vm->domid = dom->domid;
-		vm->have_dom = true;
-		vm->dom = *dom;
-		vm->created_at = rec->created_at;
-		vm->config_path = rec->config_path;
-		rec->config_path = NULL;
-		if (rec->build_json != NULL)
-			vm->build = yajl_tree_parse(rec->build_json, NULL, 0);
-		if (rec->config_json != NULL)
-			vm->config = yajl_tree_parse(rec->config_json, NULL, 0);
 	}
 	for (size_t d = 0; d < ndoms; d++) {
 		if (matched[d])
@@ -727,7 +804,8 @@ vm_reconcile(void)
 			goto out;
 		}
 	}
-	log_info("%u domains after reconciliation", V.count);
+	log_info("%u domains after reconciliation%s", V.count, listed ? "" :
+	    " (from records only: the hypervisor does not answer)");
 	rc = 0;
 out:
 	for (size_t r = 0; r < nrecs; r++)

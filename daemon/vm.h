@@ -37,6 +37,8 @@ struct vm {
 	yajl_val	config;		/* the guest as configured, or NULL */
 	yajl_val	build;		/* build result, or NULL */
 	struct vmb_placement placement;	/* nodes while building */
+	struct reap	*reap;		/* "destroying": reap.c's */
+	bool		reap_at_start;	/* reconcile: reap once the loop runs */
 	TAILQ_ENTRY(vm) entry;
 };
 
@@ -46,8 +48,14 @@ void vm_stop(void);
  * At start, before serving: destroy domains whose record says
  * "building", drop records of domains that are gone, and list every
  * domain the hypervisor has.  Blocking (the loop is not running yet).
+ * Only an unreadable state directory fails it: a domain that will not
+ * be destroyed is handed to reap.c, and a hypervisor that does not
+ * answer is reconciled with once it does (every VM of a record is then
+ * listed with state "unknown").
  */
 int vm_reconcile(void);
+/* Did the last domain list succeed?  (The hypervisor answers.) */
+bool vm_backend_up(void);
 
 struct vm *vm_find_name(const char *name);
 struct vm *vm_find_domid(uint32_t domid);
@@ -66,6 +74,8 @@ void vm_built(struct vm *vm, const struct vmb_domain *dom,
 void vm_update(struct vm *vm, const struct vmb_domain *dom);
 /* Forget a VM (destroyed, or its build failed). */
 void vm_remove(struct vm *vm, bool announce);
+/* reap.c took the VM over: it is "destroying" (`domid`: a hint). */
+void vm_set_reaping(struct vm *vm, struct reap *r, uint32_t domid);
 
 const char *vm_state_name(const struct vm *vm);
 void vm_gen_summary(yajl_gen g, const struct vm *vm);

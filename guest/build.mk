@@ -9,7 +9,7 @@
 GUEST_CC	?= $(CC)
 GUEST_ELF	 = $(B)/guest/hello.elf
 GUEST_SRCS	 = guest/entry.S guest/hello.c guest/xen.c guest/cons.c \
-		   guest/mem.c guest/lib.c
+		   guest/mem.c guest/lib.c guest/ptw.c
 GUEST_OBJS	 = $(patsubst guest/%,$(OBJ)/guest/%.o,$(basename $(GUEST_SRCS)))
 GUEST_CFLAGS	 = -m64 -O2 -g -std=gnu11 -ffreestanding -fno-builtin \
 		   -fno-pic -fno-pie -fno-stack-protector -fno-asynchronous-unwind-tables \

@@ -76,8 +76,12 @@ pvh_entry32:
 	rdmsr
 	or	$0x100, %eax		/* EFER.LME */
 	wrmsr
+	/*
+	 * CR0.WP as every OS sets it: with WP clear, a shadow-paging Xen
+	 * emulates every supervisor write that faults, page table or not.
+	 */
 	mov	%cr0, %eax
-	or	$0x80000001, %eax	/* CR0.PG | CR0.PE */
+	or	$0x80010001, %eax	/* CR0.PG | CR0.WP | CR0.PE */
 	mov	%eax, %cr0
 
 	lgdt	gdt_desc

@@ -10,6 +10,7 @@
 
 #include "cons.h"
 #include "mem.h"
+#include "ptw.h"
 #include "xen.h"
 
 #define CMDLINE_MAX	256
@@ -116,7 +117,7 @@ hello_main(uint32_t start_info_paddr)
 	struct xg_info xen;
 	struct mem_map map;
 	struct mem_touch t;
-	uint64_t domid = 0;
+	uint64_t domid = 0, rounds = 0;
 	bool have_domid, ring;
 	long rc;
 
@@ -177,6 +178,21 @@ hello_main(uint32_t start_info_paddr)
 	if (t.errors)
 		cons_printf("vmbuild-guest: first bad page at 0x%llx\n",
 		    (unsigned long long)t.first_error);
+
+	/* "ptwrite=N": rewrite our own page-table entries (ptw.c). */
+	if (cmdline_num(cmdline, "ptwrite", &rounds, 1) == 0) {
+		struct ptw_result pr;
+
+		if (ptw_run(rounds, &pr) != 0)
+			cons_printf("vmbuild-guest: ptwrite: page tables not "
+			    "as entry.S built them\n");
+		else
+			cons_printf("vmbuild-guest: ptwrite %llu+%llu rounds, "
+			    "%llu bad reads\n",
+			    (unsigned long long)pr.flood_rounds,
+			    (unsigned long long)pr.zero_rounds,
+			    (unsigned long long)pr.bad_reads);
+	}
 
 	/*
 	 * "hold": stay up until destroyed, so a test can time the destroy

@@ -234,6 +234,8 @@ struct vmb_backend_ops {
 	int	(*device_remove)(void *priv, uint32_t domid,
 		    enum vmb_device_kind kind, uint32_t devid, bool force,
 		    uint32_t close_ms, char *why, size_t why_len);
+	/* Bound each later call to `ms` (0: none); NULL: not applicable. */
+	void	(*set_timeout)(void *priv, unsigned ms);
 };
 
 extern const struct vmb_backend_ops vmb_backend_sim;

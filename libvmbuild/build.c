@@ -21,12 +21,23 @@
  *
  * The create phase's undo destroys the domain and checks that it is
  * really gone; the hypervisor then owns freeing (and scrubbing) its pages.
+ * When that fails, the result says so (undo_rc, leftover_domid): the
+ * caller keeps the domain's record and destroys it later, rather than
+ * the domain being forgotten with its memory.
+ *
+ * A cancel is a flag seen between phases and populate requests, and an
+ * eventfd that hypervisor calls waiting on the sim backend watch
+ * (vmb__cancel_fd, per thread), so that it ends a wait on a hypervisor
+ * that does not answer at once.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "vmb_internal.h"
 
@@ -38,7 +49,23 @@ struct vmb_build {
 	void	*user;
 	atomic_bool cancel;
 	atomic_bool running;
+	int	cancel_fd;		/* eventfd, readable once cancelled */
+	int	kernel_fd, ramdisk_fd;	/* vmb_build_set_images; -1: paths */
 };
+
+static _Thread_local int tls_cancel_fd = -1;
+
+int
+vmb__cancel_fd(void)
+{
+	return tls_cancel_fd;
+}
+
+void
+vmb__set_cancel_fd(int fd)
+{
+	tls_cancel_fd = fd;
+}
 
 const char *
 vmb_populate_strategy_name(enum vmb_populate_strategy s)
@@ -83,6 +110,8 @@ struct run {
 	uint32_t domid;			/* VMB_DOMID_INVALID until created */
 	bool	claimed;
 	uint32_t disks_up, nics_up;	/* devices set up, for undo */
+	bool	bad_image;		/* the failure is the image's */
+	int	undo_rc;		/* 0: nothing of the build is left */
 	/*
 	 * Scrub progress as placement saw it, then as the populate's
 	 * progress reports refresh it (at most once a second, from the
@@ -267,9 +296,11 @@ phase_place(struct run *r)
 	 * Reading the image is part of loading it, done first so that a
 	 * bad kernel fails before anything exists: it fails as "load".
 	 */
-	rc = vmb__image_open_why(b->guest, &r->img, r->why, sizeof(r->why));
+	rc = vmb__image_open_why(b->guest, b->kernel_fd, b->ramdisk_fd,
+	    &r->img, r->why, sizeof(r->why));
 	if (rc) {
 		r->fail_as = VMB_PHASE_LOAD;
+		r->bad_image = rc != -ENOMEM;
 		return rc;
 	}
 	rc = vmb_host_info(b->ctx, &r->host);
@@ -298,6 +329,42 @@ phase_place(struct run *r)
 /* ------------------------------------------------------------------ */
 /* create                                                              */
 
+/* A call that failed in transport: the hypervisor may have done it. */
+static bool
+outcome_unknown(int rc)
+{
+	return rc == -ECONNRESET || rc == -EPIPE || rc == -ETIMEDOUT ||
+	    rc == -ECANCELED || rc == -EPROTO || rc == -ENOTCONN;
+}
+
+/*
+ * The create's reply was lost: look for a domain with our uuid, which
+ * the undo must then destroy.  If the list fails as well, nobody knows:
+ * the undo is reported incomplete (the caller looks again by uuid).
+ */
+static int
+adopt_lost_domain(struct run *r, int rc)
+{
+	struct vmb_domain *doms = NULL;
+	size_t n = 0;
+	int lrc;
+
+	lrc = vmb_domain_list(r->b->ctx, &doms, &n);
+	if (lrc) {
+		r->undo_rc = lrc;
+		return rc;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!memcmp(doms[i].uuid, r->res.uuid, sizeof(r->res.uuid)))
+			r->domid = doms[i].domid;
+	free(doms);
+	vmb__log(r->b->ctx, "build %s: create failed in transport (%d); "
+	    "domain %s", r->b->guest->name, rc,
+	    r->domid != VMB_DOMID_INVALID ? "found, undo destroys it" :
+	    "not created");
+	return rc;
+}
+
 static int
 phase_create(struct run *r)
 {
@@ -323,6 +390,8 @@ phase_create(struct run *r)
 	dc.nr_nodes = r->res.placement.nr_nodes;
 	memcpy(dc.nodes, r->res.placement.nodes, sizeof(dc.nodes));
 	rc = r->ops->domain_create(r->priv, &dc, &r->domid);
+	if (rc && outcome_unknown(rc))
+		rc = adopt_lost_domain(r, rc);
 	if (rc)
 		return fail(r, rc, "the hypervisor refused to create the "
 		    "domain: %s", strerror(-rc));
@@ -332,7 +401,11 @@ phase_create(struct run *r)
 	    &r->res.placement, r->host, r->why, sizeof(r->why));
 }
 
-/* Destroy the half-built domain and check it is gone. */
+/*
+ * Destroy the half-built domain and check it is gone.  A transport
+ * error is tried once more (on a new connection); any other failure is
+ * the caller's to retry later (undo_rc).
+ */
 static void
 undo_create(struct run *r)
 {
@@ -342,10 +415,8 @@ undo_create(struct run *r)
 	if (r->domid == VMB_DOMID_INVALID)
 		return;
 	rc = r->ops->domain_destroy(r->priv, r->domid);
-	if (rc && rc != -ESRCH) {
-		/* A transient transport error: try again, on a new connection. */
+	if (rc && outcome_unknown(rc))
 		rc = r->ops->domain_destroy(r->priv, r->domid);
-	}
 	if (rc == -ESRCH)
 		rc = 0;
 	if (!rc) {
@@ -355,6 +426,7 @@ undo_create(struct run *r)
 		if (q == 0 && d.state != VMB_DOM_DYING)
 			rc = -EBUSY;
 	}
+	r->undo_rc = rc;
 	vmb__log(r->b->ctx, "build %s: undo domain %u: rc %d",
 	    r->b->guest->name, r->domid, rc);
 }
@@ -519,6 +591,8 @@ phase_load(struct run *r)
 		r->res.image_loaded = false;	/* phantom memory: no map */
 		return 0;
 	}
+	/* The image does not fit the guest's memory: the config's fault. */
+	r->bad_image = rc == -ENOSPC;
 	if (rc)
 		return rc;
 	r->res.image_loaded = true;
@@ -634,15 +708,52 @@ vmb_build_new(struct vmb_ctx *ctx, const struct vmb_guest *guest,
 	b->user = user;
 	atomic_init(&b->cancel, false);
 	atomic_init(&b->running, false);
+	b->kernel_fd = b->ramdisk_fd = -1;
+	b->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	if (b->cancel_fd < 0) {
+		rc = -errno;
+		vmb_build_free(b);
+		return rc;
+	}
 	*ret_build = b;
+	return 0;
+}
+
+int
+vmb_build_set_images(struct vmb_build *b, int kernel_fd, int ramdisk_fd)
+{
+	int k, rd = -1;
+
+	if (!b || kernel_fd < 0 || atomic_load(&b->running))
+		return -EINVAL;
+	k = fcntl(kernel_fd, F_DUPFD_CLOEXEC, 3);
+	if (k < 0)
+		return -errno;
+	if (ramdisk_fd >= 0 && (rd = fcntl(ramdisk_fd, F_DUPFD_CLOEXEC, 3)) < 0) {
+		int rc = -errno;
+
+		close(k);
+		return rc;
+	}
+	if (b->kernel_fd >= 0)
+		close(b->kernel_fd);
+	if (b->ramdisk_fd >= 0)
+		close(b->ramdisk_fd);
+	b->kernel_fd = k;
+	b->ramdisk_fd = rd;
 	return 0;
 }
 
 void
 vmb_build_cancel(struct vmb_build *b)
 {
-	if (b)
-		atomic_store(&b->cancel, true);
+	uint64_t one = 1;
+
+	if (!b)
+		return;
+	atomic_store(&b->cancel, true);
+	if (b->cancel_fd >= 0)
+		(void)!write(b->cancel_fd, &one, sizeof(one));
 }
 
 void
@@ -651,6 +762,12 @@ vmb_build_free(struct vmb_build *b)
 	if (!b)
 		return;
 	vmb_guest_free(b->guest);
+	if (b->cancel_fd >= 0)
+		close(b->cancel_fd);
+	if (b->kernel_fd >= 0)
+		close(b->kernel_fd);
+	if (b->ramdisk_fd >= 0)
+		close(b->ramdisk_fd);
 	free(b);
 }
 
@@ -715,7 +832,10 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 	 * domid 0 (a zeroed result names the control domain): say "none".
 	 */
 	*ret_result = r.res;
+	vmb__set_cancel_fd(b->cancel_fd);
 	rc = run_phases(&r, &entered);
+	/* The undo must not be interrupted by the cancel that caused it. */
+	vmb__set_cancel_fd(-1);
 	if (rc == 0) {
 		r.res.failed_phase = VMB_PHASE_DONE;
 		vmb__log(b->ctx, "build %s: domain %u, %llu bytes in %llu ns",
@@ -732,11 +852,6 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 	phase = r.fail_as >= 0 ? (enum vmb_build_phase)r.fail_as : entered;
 	if (!r.why[0])
 		snprintf(r.why, sizeof(r.why), "%s", strerror(-rc));
-	memset(&r.res, 0, sizeof(r.res));
-	r.res.domid = VMB_DOMID_INVALID;
-	r.res.failed_phase = phase;
-	snprintf(r.res.error, sizeof(r.res.error), "%s", r.why);
-	*ret_result = r.res;
 	vmb__log(b->ctx, "build %s: failed in phase %s: %s", b->guest->name,
 	    vmb_build_phase_name(phase), r.why);
 	/* The one undo path: every phase entered, last first. */
@@ -746,6 +861,14 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 	    i-- > 0; )
 		if (phases[i].undo)
 			phases[i].undo(&r);
+	memset(&r.res, 0, sizeof(r.res));
+	r.res.domid = VMB_DOMID_INVALID;
+	r.res.failed_phase = phase;
+	snprintf(r.res.error, sizeof(r.res.error), "%s", r.why);
+	r.res.bad_image = r.bad_image;
+	r.res.undo_rc = r.undo_rc;
+	r.res.leftover_domid = r.undo_rc ? r.domid : VMB_DOMID_INVALID;
+	*ret_result = r.res;
 out:
 	pthread_mutex_destroy(&r.scrub_lock);
 	free(r.doms);

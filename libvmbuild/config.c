@@ -23,6 +23,13 @@
 #define CONFIG_MAX_BYTES	(1u << 20)	/* as the daemon's request limit */
 #define CONFIG_MAX_KEYS		128
 #define CONFIG_MAX_ITEMS	1024		/* list items, all levels */
+/*
+ * A quoted value, at most: a path, a command line (Linux takes 2048
+ * bytes) and the like fit.  Checked before libxlutil sees the text: its
+ * parser (Debian's 4.17) leaks the token it stands on at a syntax error,
+ * which must not be a string of a megabyte.
+ */
+#define CONFIG_MAX_STRING	4096
 
 enum value_kind { KIND_NUMBER, KIND_STRING, KIND_LIST };
 
@@ -46,6 +53,8 @@ struct scan {
 	struct scanned_key keys[CONFIG_MAX_KEYS];
 	size_t	n;
 	bool	overflow;
+	size_t	longest;	/* longest quoted string, quotes included */
+	int	longest_line;
 };
 
 /*
@@ -61,8 +70,8 @@ scan_keys(const char *t, size_t len, struct scan *sc)
 	int line = 1;
 
 	while (i < len) {
-		size_t start;
-		int depth = 0;
+		size_t start, qstart = 0;
+		int depth = 0, qline = 0;
 		char quote = 0;
 		bool item_open = false;
 		struct scanned_key *cur = NULL;	/* this statement's key */
@@ -136,8 +145,14 @@ scan_keys(const char *t, size_t len, struct scan *sc)
 					quote = 0;
 				else if (c == '\n')
 					line++;
+				if (i + 1 - qstart > sc->longest) {
+					sc->longest = i + 1 - qstart;
+					sc->longest_line = qline;
+				}
 			} else if (c == '"' || c == '\'') {
 				quote = c;
+				qstart = i;
+				qline = line;
 			} else if (c == '[') {
 				depth++;
 			} else if (c == ']') {
@@ -340,13 +355,13 @@ vmb_config_parse_text(const char *text, size_t len, const char *where,
     const char *basedir, struct vmb_guest **ret_guest,
     struct vmb_diags *diags)
 {
-	return vmb_config_parse(text, len, where, basedir, 0, ret_guest,
-	    diags);
+	return vmb_config_parse(text, len, where, basedir, VMB_CHECK_FILES,
+	    ret_guest, diags);
 }
 
 int
 vmb_config_parse(const char *text, size_t len, const char *where,
-    const char *basedir, uint32_t flags, struct vmb_guest **ret_guest,
+    const char *basedir, unsigned flags, struct vmb_guest **ret_guest,
     struct vmb_diags *diags)
 {
 	struct vmb_guest *g = NULL;
@@ -381,6 +396,12 @@ vmb_config_parse(const char *text, size_t len, const char *where,
 	}
 	g->flags = flags;
 	scan_keys(text, len, sc);
+	if (sc->longest > CONFIG_MAX_STRING + 2) {
+		rc = vmb__diag_add(diags, VMB_ERROR, where, sc->longest_line, "",
+		    "a quoted value of %zu bytes (at most %d)", sc->longest - 2,
+		    CONFIG_MAX_STRING);
+		goto out;
+	}
 	rep = open_memstream(&report, &report_len);
 	if (!rep) {
 		rc = -ENOMEM;
@@ -437,7 +458,7 @@ vmb_config_parse(const char *text, size_t len, const char *where,
 			rc = -ENOMEM;
 			goto out;
 		}
-		rc = vmb_guest_validate(g, basedir, where, diags);
+		rc = vmb_guest_check(g, basedir, where, flags, diags);
 	} else {
 		rc = -EINVAL;
 	}
@@ -462,11 +483,11 @@ int
 vmb_config_parse_file(const char *path, struct vmb_guest **ret_guest,
     struct vmb_diags *diags)
 {
-	return vmb_config_load(path, 0, ret_guest, diags);
+	return vmb_config_load(path, VMB_CHECK_FILES, ret_guest, diags);
 }
 
 int
-vmb_config_load(const char *path, uint32_t flags, struct vmb_guest **ret_guest,
+vmb_config_load(const char *path, unsigned flags, struct vmb_guest **ret_guest,
     struct vmb_diags *diags)
 {
 	char *text = NULL, *dircopy = NULL;

@@ -149,6 +149,13 @@ vmb_ctx_set_log(struct vmb_ctx *ctx, vmb_log_fn *fn, void *user)
 }
 
 void
+vmb_ctx_set_timeout(struct vmb_ctx *ctx, unsigned ms)
+{
+	if (ctx && ctx->ops->set_timeout)
+		ctx->ops->set_timeout(ctx->priv, ms);
+}
+
+void
 vmb__log(struct vmb_ctx *ctx, const char *fmt, ...)
 {
 	char msg[768];

@@ -1046,10 +1046,14 @@ line_of(const struct vmb_guest *g, enum vmb_key k)
 	return g->key_line[k];
 }
 
-/* Make `path` absolute against basedir and check it can be read. */
+/*
+ * Make `path` absolute against basedir; with VMB_CHECK_FILES resolve it
+ * (symbolic links too) and check that it can be read, else only join
+ * the strings and look at nothing.
+ */
 static int
 resolve_path(char **path, const char *basedir, const char *key, int line,
-    const char *where, struct vmb_diags *diags)
+    const char *where, unsigned flags, struct vmb_diags *diags)
 {
 	char *joined = NULL, *real = NULL;
 	int rc;
@@ -1057,6 +1061,13 @@ resolve_path(char **path, const char *basedir, const char *key, int line,
 	if ((*path)[0] != '/' && basedir && *basedir) {
 		if (asprintf(&joined, "%s/%s", basedir, *path) < 0)
 			return -ENOMEM;
+	}
+	if (!(flags & VMB_CHECK_FILES)) {
+		if (joined) {
+			free(*path);
+			*path = joined;
+		}
+		return 0;
 	}
 	real = realpath(joined ? joined : *path, NULL);
 	if (!real || access(real, R_OK) != 0) {
@@ -1131,6 +1142,13 @@ validate_devices(struct vmb_guest *g, const char *basedir,
 int
 vmb_guest_validate(struct vmb_guest *g, const char *basedir,
     const char *where, struct vmb_diags *diags)
+{
+	return vmb_guest_check(g, basedir, where, VMB_CHECK_FILES, diags);
+}
+
+int
+vmb_guest_check(struct vmb_guest *g, const char *basedir, const char *where,
+    unsigned flags, struct vmb_diags *diags)
 {
 	int errors = 0;
 
@@ -1224,11 +1242,11 @@ vmb_guest_validate(struct vmb_guest *g, const char *basedir,
 	}
 	if (g->kernel && resolve_path(&g->kernel, basedir,
 	    keys[VMB_KEY_KERNEL].name, line_of(g, VMB_KEY_KERNEL), where,
-	    diags))
+	    flags, diags))
 		errors++;
 	if (g->ramdisk && resolve_path(&g->ramdisk, basedir,
 	    keys[VMB_KEY_RAMDISK].name, line_of(g, VMB_KEY_RAMDISK), where,
-	    diags))
+	    flags, diags))
 		errors++;
 	errors += validate_devices(g, basedir, where, diags);
 #undef ERR

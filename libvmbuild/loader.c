@@ -293,40 +293,35 @@ vmb__elf_parse(const void *image, size_t len, struct vmb__elf *ret_elf)
 /* ------------------------------------------------------------------ */
 /* Files.                                                              */
 
+/*
+ * Read a whole regular file from fd, at most `max` bytes, without
+ * moving the descriptor's offset (it may be a client's, shared).
+ */
 static int
-read_file(const char *path, uint64_t max, uint8_t **ret, size_t *ret_len)
+read_fd(int fd, uint64_t max, uint8_t **ret, size_t *ret_len)
 {
 	struct stat st;
 	uint8_t *buf = NULL;
 	size_t got = 0;
-	int fd, rc;
+	int rc;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (fstat(fd, &st) != 0)
 		return -errno;
-	if (fstat(fd, &st) != 0) {
-		rc = -errno;
-		goto out;
-	}
-	if (!S_ISREG(st.st_mode)) {
-		rc = -EINVAL;
-		goto out;
-	}
-	if ((uint64_t)st.st_size > max) {
-		rc = -EFBIG;
-		goto out;
-	}
+	if (!S_ISREG(st.st_mode))
+		return -EINVAL;
+	if ((uint64_t)st.st_size > max)
+		return -EFBIG;
 	buf = malloc((size_t)st.st_size ? (size_t)st.st_size : 1);
-	if (!buf) {
-		rc = -ENOMEM;
-		goto out;
-	}
+	if (!buf)
+		return -ENOMEM;
 	while (got < (size_t)st.st_size) {
-		ssize_t r = read(fd, buf + got, (size_t)st.st_size - got);
+		ssize_t r = pread(fd, buf + got, (size_t)st.st_size - got,
+		    (off_t)got);
 
 		if (r < 0 && errno == EINTR)
 			continue;
 		if (r <= 0) {
+			/* 0: the file shrank while we read it. */
 			rc = r < 0 ? -errno : -EIO;
 			goto out;
 		}
@@ -338,8 +333,34 @@ read_file(const char *path, uint64_t max, uint8_t **ret, size_t *ret_len)
 	rc = 0;
 out:
 	free(buf);
+	return rc;
+}
+
+/*
+ * Open a path the way every image is opened: never blocking (a FIFO
+ * would hang the build), never through a final symbolic link, never a
+ * controlling terminal; read_fd() then takes regular files only.
+ */
+static int
+read_path(const char *path, uint64_t max, uint8_t **ret, size_t *ret_len)
+{
+	int fd, rc;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW |
+	    O_NOCTTY);
+	if (fd < 0)
+		return errno == ELOOP ? -EINVAL : -errno;
+	rc = read_fd(fd, max, ret, ret_len);
 	close(fd);
 	return rc;
+}
+
+static int
+read_image(int fd, const char *path, uint64_t max, uint8_t **ret,
+    size_t *ret_len)
+{
+	return fd >= 0 ? read_fd(fd, max, ret, ret_len) :
+	    read_path(path, max, ret, ret_len);
 }
 
 void
@@ -365,6 +386,9 @@ why_file(char *why, size_t len, const char *what, const char *path,
 	else if (rc == -EFBIG)
 		snprintf(why, len, "%s %s: larger than %llu MiB", what, path,
 		    (unsigned long long)(max >> 20));
+	else if (rc == -EIO)
+		snprintf(why, len, "%s %s: changed while it was read", what,
+		    path);
 	else
 		snprintf(why, len, "%s %s: %s", what, path, strerror(-rc));
 }
@@ -372,12 +396,12 @@ why_file(char *why, size_t len, const char *what, const char *path,
 int
 vmb__image_open(const struct vmb_guest *g, struct vmb__image **ret)
 {
-	return vmb__image_open_why(g, ret, NULL, 0);
+	return vmb__image_open_why(g, -1, -1, ret, NULL, 0);
 }
 
 int
-vmb__image_open_why(const struct vmb_guest *g, struct vmb__image **ret,
-    char *why, size_t why_len)
+vmb__image_open_why(const struct vmb_guest *g, int kernel_fd, int ramdisk_fd,
+    struct vmb__image **ret, char *why, size_t why_len)
 {
 	struct vmb__image *img;
 	int rc;
@@ -387,7 +411,7 @@ vmb__image_open_why(const struct vmb_guest *g, struct vmb__image **ret,
 	img = calloc(1, sizeof(*img));
 	if (!img)
 		return -ENOMEM;
-	rc = read_file(g->kernel, KERNEL_MAX_BYTES, &img->kernel,
+	rc = read_image(kernel_fd, g->kernel, KERNEL_MAX_BYTES, &img->kernel,
 	    &img->kernel_len);
 	if (rc) {
 		why_file(why, why_len, "kernel", g->kernel, KERNEL_MAX_BYTES,
@@ -424,8 +448,8 @@ vmb__image_open_why(const struct vmb_guest *g, struct vmb__image **ret,
 	if (rc)
 		goto fail;
 	if (g->ramdisk) {
-		rc = read_file(g->ramdisk, RAMDISK_MAX_BYTES, &img->ramdisk,
-		    &img->ramdisk_len);
+		rc = read_image(ramdisk_fd, g->ramdisk, RAMDISK_MAX_BYTES,
+		    &img->ramdisk, &img->ramdisk_len);
 		if (rc) {
 			why_file(why, why_len, "ramdisk", g->ramdisk,
 			    RAMDISK_MAX_BYTES, rc);

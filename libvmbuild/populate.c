@@ -113,6 +113,7 @@ struct progress {
 	_Atomic uint64_t done;
 	uint64_t total;
 	atomic_bool failed;		/* one worker failed: the others stop */
+	int	cancel_fd;		/* the build's (vmb__cancel_fd) */
 };
 
 static void
@@ -297,10 +298,17 @@ worker_run(void *arg)
 	struct worker *w = arg;
 	struct node_work *nw = w->nw;
 	struct vmb__populate_job *job = w->pr->job;
+	int saved_fd;
 
 	if (nw->pin)
 		w->pinned = pthread_setaffinity_np(pthread_self(),
 		    sizeof(nw->cpus), &nw->cpus) == 0;
+	/*
+	 * A cancel interrupts this worker's hypervisor calls too.  The
+	 * worker may run on the building thread itself: restore its value.
+	 */
+	saved_fd = vmb__cancel_fd();
+	vmb__set_cancel_fd(w->pr->cancel_fd);
 	while (!stopping(w->pr)) {
 		size_t b = atomic_fetch_add(&nw->next, 1);
 		int rc;
@@ -317,6 +325,7 @@ worker_run(void *arg)
 			break;
 		}
 	}
+	vmb__set_cancel_fd(saved_fd);
 }
 
 /*
@@ -625,6 +634,7 @@ vmb__populate(struct vmb__populate_job *job)
 		return -EOPNOTSUPP;
 	memset(&pr, 0, sizeof(pr));
 	pr.job = job;
+	pr.cancel_fd = vmb__cancel_fd();
 	for (uint32_t i = 0; i < job->nr_ranges; i++) {
 		if (job->ranges[i].node >= VMB_MAX_NODES)
 			return -EINVAL;

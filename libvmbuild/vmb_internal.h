@@ -245,11 +245,16 @@ int vmb__elf_parse(const void *image, size_t len, struct vmb__elf *ret_elf);
 
 struct vmb__image;
 
-/* Read and check kernel (and ramdisk) before anything is created. */
+/*
+ * Read and check kernel (and ramdisk) before anything is created: from
+ * kernel_fd and ramdisk_fd where they are >= 0, else from the guest's
+ * paths (opened without blocking, not through a final symbolic link).
+ * Only regular files are read.
+ */
 int vmb__image_open(const struct vmb_guest *guest, struct vmb__image **ret);
 /* The same; on failure, says why in `why` (may be NULL) for the user. */
-int vmb__image_open_why(const struct vmb_guest *guest, struct vmb__image **ret,
-    char *why, size_t why_len);
+int vmb__image_open_why(const struct vmb_guest *guest, int kernel_fd,
+    int ramdisk_fd, struct vmb__image **ret, char *why, size_t why_len);
 void vmb__image_free(struct vmb__image *img);
 uint64_t vmb__image_entry(const struct vmb__image *img);
 /*
@@ -279,6 +284,15 @@ int vmb__image_load_env(const struct vmb_backend_ops *ops, void *priv,
     uint32_t domid, const struct vmb__image *img,
     const struct vmb__load_env *env, struct vmb_boot *ret_boot, char *why,
     size_t why_len);
+
+/*
+ * build.c: the cancel descriptor of the build this thread works for
+ * (-1: none).  Backends whose calls can wait on a hypervisor watch it
+ * (the sim backend passes it to hvclient), so that a cancel interrupts
+ * a call that would otherwise wait for its timeout.
+ */
+int vmb__cancel_fd(void);
+void vmb__set_cancel_fd(int fd);
 
 /* Time */
 uint64_t vmb__now_ns(void);

@@ -210,7 +210,7 @@ int vmb_guest_copy(const struct vmb_guest *src, struct vmb_guest **ret_guest);
  * an error, "not supported", unless VMB_CONFIG_IGNORE_UNSUPPORTED makes
  * it a warning naming it: never dropped without a word.
  */
-#define VMB_CONFIG_IGNORE_UNSUPPORTED	(1u << 0)
+#define VMB_CONFIG_IGNORE_UNSUPPORTED	(1u << 8)	/* apart from VMB_CHECK_* */
 
 /*
  * Set one key (xl.cfg names: name, type, memory, maxmem, vcpus, maxvcpus,
@@ -232,6 +232,16 @@ int vmb_guest_set(struct vmb_guest *guest, const char *key,
  */
 int vmb_guest_validate(struct vmb_guest *guest, const char *basedir,
     const char *where, struct vmb_diags *diags);
+/*
+ * The same with flags: without VMB_CHECK_FILES the kernel and ramdisk
+ * paths are only made absolute (joined to basedir), and no file is
+ * looked at, for a caller that opens none of the paths it is given
+ * (vmbuildd: clients pass their images as descriptors).
+ * vmb_guest_validate() is vmb_guest_check() with VMB_CHECK_FILES.
+ */
+#define VMB_CHECK_FILES		(1u << 0)
+int vmb_guest_check(struct vmb_guest *guest, const char *basedir,
+    const char *where, unsigned flags, struct vmb_diags *diags);
 
 /*
  * The description as pretty-printed JSON (stable key order, sizes in
@@ -252,12 +262,16 @@ int vmb_config_parse_file(const char *path, struct vmb_guest **ret_guest,
 int vmb_config_parse_text(const char *text, size_t len, const char *where,
     const char *basedir, struct vmb_guest **ret_guest,
     struct vmb_diags *diags);
-/* vmb_config_parse_file() and _text() with VMB_CONFIG_* flags. */
-int vmb_config_load(const char *path, uint32_t flags,
-    struct vmb_guest **ret_guest, struct vmb_diags *diags);
+/*
+ * vmb_config_parse_text() with flags: vmb_guest_check()'s
+ * (VMB_CHECK_FILES) and how keys are read (VMB_CONFIG_*).
+ */
 int vmb_config_parse(const char *text, size_t len, const char *where,
-    const char *basedir, uint32_t flags, struct vmb_guest **ret_guest,
+    const char *basedir, unsigned flags, struct vmb_guest **ret_guest,
     struct vmb_diags *diags);
+/* vmb_config_parse_file() with those flags. */
+int vmb_config_load(const char *path, unsigned flags,
+    struct vmb_guest **ret_guest, struct vmb_diags *diags);
 
 /*
  * One disk specification in xl's syntax (xl-disk-configuration(5),
@@ -357,6 +371,12 @@ const char *vmb_ctx_hypervisor(const struct vmb_ctx *ctx);
 
 typedef void vmb_log_fn(void *user, const char *msg);
 void vmb_ctx_set_log(struct vmb_ctx *ctx, vmb_log_fn *fn, void *user);
+/*
+ * Bound each hypervisor call to `ms` milliseconds (0: no bound), where
+ * the backend can (sim: every request; xen: not applicable).  A call
+ * that takes longer fails with -ETIMEDOUT.  Default: 30 s (sim).
+ */
+void vmb_ctx_set_timeout(struct vmb_ctx *ctx, unsigned ms);
 
 /* ------------------------------------------------------------------ */
 /* Host.                                                               */
@@ -686,6 +706,21 @@ struct vmb_build_result {
 	 */
 	enum vmb_build_phase failed_phase;
 	char	error[256];	/* e.g. "kernel /x: not an ELF file" */
+	/*
+	 * On failure: the kernel or ramdisk cannot be used (not a regular
+	 * file, not a PVH ELF, too large, does not fit the guest's memory),
+	 * a problem of the guest's images, not of the hypervisor.
+	 */
+	bool	bad_image;
+	/*
+	 * On failure: 0 when the undo is complete (no domain of this build
+	 * is left), else the undo's error.  Then a domain may still exist:
+	 * leftover_domid if it is known (else VMB_DOMID_INVALID, e.g. a
+	 * create whose reply was lost), with the build's uuid either way;
+	 * the caller must destroy it later (vmb_domain_destroy).
+	 */
+	int	undo_rc;
+	uint32_t leftover_domid;
 };
 
 struct vmb_build;
@@ -694,14 +729,29 @@ int vmb_build_new(struct vmb_ctx *ctx, const struct vmb_guest *guest,
     const struct vmb_build_opts *opts, vmb_progress_fn *progress, void *user,
     struct vmb_build **ret_build);
 /*
+ * Read the kernel (and ramdisk) from these descriptors instead of
+ * opening the guest's paths, which then only name them in messages: for
+ * a caller that opens nothing a client names (vmbuildd).  The build
+ * keeps duplicates (the caller may close its own); ramdisk_fd -1 for
+ * none.  Only regular files are accepted.
+ */
+int vmb_build_set_images(struct vmb_build *build, int kernel_fd,
+    int ramdisk_fd);
+/*
  * Build the domain; blocks.  On any failure, or -ECANCELED after
  * vmb_build_cancel(), everything done is undone (the domain is destroyed,
- * no page stays allocated) before it returns.  Unlike other ret_*
- * outputs, *ret_result is then written too: domid VMB_DOMID_INVALID
- * (never a stale or zero domid), failed_phase and error say where and
- * why; its other fields are zero.
+ * no page stays allocated) before it returns, unless the undo itself
+ * fails: then undo_rc says so.  Unlike other ret_* outputs, *ret_result
+ * is then written too: domid VMB_DOMID_INVALID (never a stale or zero
+ * domid), failed_phase, error, bad_image, undo_rc and leftover_domid say
+ * where and why and what is left; its other fields are zero.
  */
 int vmb_build_run(struct vmb_build *build, struct vmb_build_result *ret_result);
+/*
+ * Cancel from another thread: seen between phases and between populate
+ * requests, and a hypervisor call that waits (sim backend) returns at
+ * once.
+ */
 void vmb_build_cancel(struct vmb_build *build);
 void vmb_build_free(struct vmb_build *build);
 

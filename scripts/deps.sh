@@ -2,8 +2,9 @@
 # deps.sh GROUP... - install the Debian packages a group of targets needs.
 #
 # Groups: build (compile everything), check (run the tests), bench (make
-# bench: its plots), lab (boot Xen under QEMU), demo (make demo).  Only
-# missing packages are installed, with one
+# bench: its plots), lab (boot Xen under QEMU), demo (make demo), xen
+# (build the patched hypervisor, hypervisor/xen).  Only missing packages
+# are installed, with one
 # `apt-get update` per run; as non-root it lists them and fails instead.
 set -eu
 declare -A pk
@@ -16,17 +17,22 @@ pk[build]="build-essential pkg-config libxen-dev libyajl-dev libevent-dev
 # (dpkg-dev, debhelper, dh-python) and lintian, man and lexgrog (man-db),
 # bash-completion, ansible-core, pip in a venv (python3-venv,
 # python3-pip, python3-setuptools, python3-wheel), strace (the units'
-# system call filter).
+# system call filter); clang with its sanitizer and libFuzzer runtimes
+# for the fuzz targets (their corpora are replayed), ss (iproute2) for
+# the load test, useradd and groupadd (passwd) for the access test.
 pk[check]="libcmocka-dev prometheus systemd procps util-linux python3
 	   dpkg-dev debhelper dh-python lintian man-db bash-completion
 	   ansible-core python3-venv python3-pip python3-setuptools
-	   python3-wheel strace"
+	   python3-wheel strace clang-14 libclang-rt-14-dev iproute2 passwd"
 # bench: gnuplot draws bench/results/*.svg (gnuplot-nox: no X11 needed).
 pk[bench]="gnuplot-nox python3"
 # lab: e2fsprogs makes the Linux guest's disk image (mke2fs -d).
 pk[lab]="qemu-system-x86 busybox-static cpio xz-utils zstd gzip e2fsprogs"
 # demo: python3 picks a free port and reads JSON and the metrics.
 pk[demo]="python3"
+# xen: Xen's hypervisor build (its Kconfig needs bison and flex, its
+# build python3), dpkg-source to unpack Debian's source package.
+pk[xen]="build-essential dpkg-dev bison flex python3 xz-utils"
 
 want=()
 for g in "$@"; do

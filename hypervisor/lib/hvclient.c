@@ -7,14 +7,26 @@
  * guest memory is copied with HV_OP_GUEST_READ/WRITE).  Any framing
  * error leaves the stream in an unknown state, so the connection is then
  * marked broken and every later call fails with -ECONNRESET.
+ *
+ * No wait is unbounded: connecting, sending and receiving share one
+ * deadline per call (hvc_set_timeout), after which the call fails with
+ * -ETIMEDOUT and the connection is broken, so that a hung hypervisor
+ * cannot hold a thread for ever.  A cancel descriptor (an eventfd or a
+ * pipe, hvc_set_cancel_fd) that becomes readable gives the call in
+ * progress HVC_CANCEL_GRACE_MS more, then ends it with -ECANCELED: a
+ * call the hypervisor is working on ends well within that, and its
+ * outcome is then known (an abandoned populate would still hold pages
+ * when the caller's undo has already run), while a hung one is left.
  */
 #include <errno.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/uio.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "vmbuild/hvclient.h"
@@ -22,22 +34,81 @@
 struct hvc {
 	int fd;
 	bool broken;
+	int timeout_ms;			/* per call; <= 0: none */
+	int cancel_fd;			/* readable: give up; -1: none */
+	uint64_t deadline_ms;		/* of the call in progress; 0: none */
 	uint64_t seq;
 	uint64_t populate_calls;	/* HV_OP_POPULATE requests sent */
 	struct hv_hello_reply hello;
 };
 
+static uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * Wait until fd is ready for `events`, the call's deadline passes
+ * (-ETIMEDOUT) or the cancel descriptor becomes readable (-ECANCELED).
+ */
 static int
-write_all(int fd, struct iovec *iov, int iovcnt)
+wait_ready(struct hvc *conn, short events)
+{
+	bool cancelled = false;
+
+	for (;;) {
+		struct pollfd pfd[2] = {
+			{ .fd = conn->fd, .events = events },
+			{ .fd = conn->cancel_fd, .events = POLLIN },
+		};
+		bool watch = conn->cancel_fd >= 0 && !cancelled;
+		int left = -1, r;
+
+		if (conn->deadline_ms) {
+			uint64_t now = now_ms();
+
+			if (now >= conn->deadline_ms)
+				return cancelled ? -ECANCELED : -ETIMEDOUT;
+			left = (int)(conn->deadline_ms - now);
+		}
+		r = poll(pfd, watch ? 2 : 1, left);
+		if (r < 0 && errno != EINTR)
+			return -errno;
+		if (r <= 0)
+			continue;
+		if (pfd[0].revents)
+			return 0;
+		if (watch && pfd[1].revents) {
+			uint64_t end = now_ms() + HVC_CANCEL_GRACE_MS;
+
+			cancelled = true;
+			if (!conn->deadline_ms || end < conn->deadline_ms)
+				conn->deadline_ms = end;
+		}
+	}
+}
+
+static int
+write_all(struct hvc *conn, struct iovec *iov, int iovcnt)
 {
 	while (iovcnt > 0) {
 		struct msghdr mh = { .msg_iov = iov, .msg_iovlen = iovcnt };
-		ssize_t n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+		ssize_t n = sendmsg(conn->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
+		int rc;
 
 		if (n < 0) {
 			if (errno == EINTR)
 				continue;
-			return -errno;
+			if (errno != EAGAIN)
+				return -errno;
+			rc = wait_ready(conn, POLLOUT);
+			if (rc < 0)
+				return rc;
+			continue;
 		}
 		while (iovcnt > 0 && (size_t)n >= iov->iov_len) {
 			n -= iov->iov_len;
@@ -58,7 +129,7 @@ write_all(int fd, struct iovec *iov, int iovcnt)
  * protocol never sends two).
  */
 static int
-read_all(int fd, void *buf, size_t len, int *fdp)
+read_all(struct hvc *conn, void *buf, size_t len, int *fdp)
 {
 	char *p = buf;
 
@@ -76,11 +147,18 @@ read_all(int fd, void *buf, size_t len, int *fdp)
 			mh.msg_control = cbuf.buf;
 			mh.msg_controllen = sizeof(cbuf.buf);
 		}
-		n = recvmsg(fd, &mh, MSG_CMSG_CLOEXEC);
+		n = recvmsg(conn->fd, &mh, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
 		if (n < 0) {
+			int rc;
+
 			if (errno == EINTR)
 				continue;
-			return -errno;
+			if (errno != EAGAIN)
+				return -errno;
+			rc = wait_ready(conn, POLLIN);
+			if (rc < 0)
+				return rc;
+			continue;
 		}
 		if (n == 0)
 			return -ECONNRESET;
@@ -106,7 +184,7 @@ read_all(int fd, void *buf, size_t len, int *fdp)
 
 /* Read and discard len bytes of payload. */
 static int
-drain(int fd, size_t len)
+drain(struct hvc *conn, size_t len)
 {
 	char tmp[4096];
 	int rc;
@@ -114,7 +192,7 @@ drain(int fd, size_t len)
 	while (len > 0) {
 		size_t n = len < sizeof(tmp) ? len : sizeof(tmp);
 
-		rc = read_all(fd, tmp, n, NULL);
+		rc = read_all(conn, tmp, n, NULL);
 		if (rc < 0)
 			return rc;
 		len -= n;
@@ -144,13 +222,15 @@ hvc_call(struct hvc *conn, uint16_t op, const void *req, size_t req_len,
 		return -ECONNRESET;
 
 	hdr.seq = ++conn->seq;
+	conn->deadline_ms = conn->timeout_ms > 0 ?
+	    now_ms() + (uint64_t)conn->timeout_ms : 0;
 	iov[0] = (struct iovec){ .iov_base = &hdr, .iov_len = sizeof(hdr) };
 	iov[1] = (struct iovec){ .iov_base = (void *)req, .iov_len = req_len };
-	rc = write_all(conn->fd, iov, req_len ? 2 : 1);
+	rc = write_all(conn, iov, req_len ? 2 : 1);
 	if (rc < 0)
 		goto broken;
 
-	rc = read_all(conn->fd, &hdr, sizeof(hdr), &fd);
+	rc = read_all(conn, &hdr, sizeof(hdr), &fd);
 	if (rc < 0)
 		goto broken;
 	if (hdr.magic != HV_MSG_MAGIC || hdr.version != HV_ABI_VERSION ||
@@ -161,13 +241,13 @@ hvc_call(struct hvc *conn, uint16_t op, const void *req, size_t req_len,
 	}
 	if (hdr.len > rep_cap) {
 		/* Keep the stream in step: consume what we cannot take. */
-		rc = drain(conn->fd, hdr.len);
+		rc = drain(conn, hdr.len);
 		if (rc < 0)
 			goto broken;
 		rc = hdr.status < 0 ? hdr.status : -EMSGSIZE;
 		goto out;
 	}
-	rc = read_all(conn->fd, rep, hdr.len, &fd);
+	rc = read_all(conn, rep, hdr.len, &fd);
 	if (rc < 0)
 		goto broken;
 	/*
@@ -192,6 +272,29 @@ out:
 	return rc;
 }
 
+/*
+ * A Unix socket whose backlog is full (hvsim not accepting) refuses a
+ * non-blocking connect with EAGAIN: try again for a while, not for ever.
+ */
+static int
+connect_bounded(int fd, const struct sockaddr_un *sun)
+{
+	uint64_t deadline = now_ms() + HVC_DEFAULT_TIMEOUT_MS;
+
+	while (connect(fd, (const struct sockaddr *)sun, sizeof(*sun)) < 0) {
+		struct timespec ts = { 0, 10 * 1000000 };
+
+		if (errno == EINTR)
+			continue;
+		if (errno != EAGAIN)
+			return -errno;
+		if (now_ms() >= deadline)
+			return -ETIMEDOUT;
+		nanosleep(&ts, NULL);
+	}
+	return 0;
+}
+
 int
 hvc_open(const char *path, struct hvc **ret_conn)
 {
@@ -209,15 +312,17 @@ hvc_open(const char *path, struct hvc **ret_conn)
 	conn = calloc(1, sizeof(*conn));
 	if (!conn)
 		return -ENOMEM;
-	conn->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	conn->timeout_ms = HVC_DEFAULT_TIMEOUT_MS;
+	conn->cancel_fd = -1;
+	conn->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
+	    0);
 	if (conn->fd < 0) {
 		rc = -errno;
 		goto fail;
 	}
-	if (connect(conn->fd, (struct sockaddr *)&sun, sizeof(sun)) < 0) {
-		rc = -errno;
+	rc = connect_bounded(conn->fd, &sun);
+	if (rc < 0)
 		goto fail;
-	}
 	rc = hvc_call(conn, HV_OP_HELLO, NULL, 0, &conn->hello,
 	    sizeof(conn->hello), &len, NULL);
 	if (rc < 0)
@@ -244,6 +349,18 @@ hvc_close(struct hvc *conn)
 	if (conn->fd >= 0)
 		close(conn->fd);
 	free(conn);
+}
+
+void
+hvc_set_timeout(struct hvc *conn, int timeout_ms)
+{
+	conn->timeout_ms = timeout_ms;
+}
+
+void
+hvc_set_cancel_fd(struct hvc *conn, int fd)
+{
+	conn->cancel_fd = fd;
 }
 
 const struct hv_hello_reply *
@@ -458,11 +575,14 @@ hvc_populate_step(struct hvc *conn, hv_domid_t domid, uint32_t flags,
 			rc = hvc_call(conn, HV_OP_POPULATE, req,
 			    sizeof(*req) + n * sizeof(*ext), &rep, sizeof(rep),
 			    &len, NULL);
-			if (len == sizeof(rep)) {
+			if (len == sizeof(rep) &&
+			    rep.version == HV_ABI_VERSION) {
 				if (stats)
 					stats_add(stats, &rep.stats);
-			} else if (rc == 0) {
-				rc = -EPROTO;
+			} else {
+				len = 0;	/* nothing in it to trust */
+				if (rc == 0)
+					rc = -EPROTO;
 			}
 			if (rc < 0) {
 				if (ret_done)
@@ -580,7 +700,8 @@ hvc_scrub_progress(struct hvc *conn, struct hv_scrub_reply **ret_reply)
 	    NULL);
 	if (rc < 0)
 		goto fail;
-	if (len < sizeof(*rep) || rep->nr_nodes > HV_MAX_NODES ||
+	if (len < sizeof(*rep) || rep->version != HV_ABI_VERSION ||
+	    rep->nr_nodes > HV_MAX_NODES ||
 	    len != sizeof(*rep) + rep->nr_nodes * sizeof(struct hv_scrub_node)) {
 		rc = -EPROTO;
 		goto fail;
@@ -630,5 +751,24 @@ hvc_shadow_workload(struct hvc *conn, const struct hv_shadow_workload *req,
 	if (len != sizeof(rep))
 		return -EPROTO;
 	*ret_reply = rep;
+	return 0;
+}
+
+int
+hvc_fault(struct hvc *conn, const struct hv_fault *req,
+    struct hv_fault_reply *ret_reply)
+{
+	struct hv_fault_reply rep;
+	size_t len = 0;
+	int rc;
+
+	rc = hvc_call(conn, HV_OP_FAULT, req, sizeof(*req), &rep, sizeof(rep),
+	    &len, NULL);
+	if (rc < 0)
+		return rc;
+	if (len != sizeof(rep))
+		return -EPROTO;
+	if (ret_reply)
+		*ret_reply = rep;
 	return 0;
 }

@@ -3,7 +3,7 @@
 # hvsim, the companion hypervisor as a user-space process.  Everything but
 # main.c also goes into an archive, so that tests link the same objects.
 HVSIM_SRCS := clock.c hv.c topology.c memory.c heap.c flush.c scrub.c \
-	shadow.c domain.c populate.c counters.c server.c
+	shadow.c domain.c populate.c counters.c fault.c server.c
 HVSIM_OBJS := $(addprefix $(OBJ)/hypervisor/sim/,$(HVSIM_SRCS:.c=.o))
 HVSIM_LIB := $(LIB)/libhvsim.a
 HVSIM := $(BIN)/hvsim

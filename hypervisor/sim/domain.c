@@ -92,6 +92,16 @@ dom_fini(struct hv *hv)
 	pthread_mutex_destroy(&hv->claim_lock);
 }
 
+/*
+ * A domain's claim changes under claim_lock, and dom_info() reads it
+ * without that lock (as its other counts): the store is atomic too.
+ */
+static void
+claim_store(struct domain *d, uint64_t pages)
+{
+	__atomic_store_n(&d->outstanding, pages, __ATOMIC_RELAXED);
+}
+
 int
 dom_create(struct hv *hv, const struct hv_domain_create *req,
     hv_domid_t *ret_domid)
@@ -201,7 +211,7 @@ dom_destroy(struct hv *hv, hv_domid_t domid)
 	dom_release_memory(hv, d);
 	pthread_mutex_lock(&hv->claim_lock);
 	hv->outstanding -= d->outstanding;
-	d->outstanding = 0;
+	claim_store(d, 0);
 	pthread_mutex_unlock(&hv->claim_lock);
 	pthread_mutex_unlock(&d->lock);
 	CTR_ADD(hv, domains_destroyed, 1);
@@ -274,12 +284,12 @@ dom_claim_set(struct hv *hv, struct domain *d, uint64_t pages)
 	pthread_mutex_lock(&hv->claim_lock);
 	if (pages == 0) {
 		hv->outstanding -= d->outstanding;
-		d->outstanding = 0;
+		claim_store(d, 0);
 	} else if (hv->avail < hv->outstanding - d->outstanding + want) {
 		rc = -ENOMEM;
 	} else {
 		hv->outstanding = hv->outstanding - d->outstanding + want;
-		d->outstanding = want;
+		claim_store(d, want);
 	}
 	pthread_mutex_unlock(&hv->claim_lock);
 	return rc;
@@ -303,7 +313,7 @@ dom_claim_take(struct hv *hv, struct domain *d, uint64_t pages,
 	if (pages > from && hv->avail < others + (pages - from)) {
 		rc = -ENOMEM;
 	} else {
-		d->outstanding -= from;
+		claim_store(d, d->outstanding - from);
 		hv->outstanding -= from;
 		hv->avail -= pages;
 		*ret_from_claim = from;
@@ -317,7 +327,7 @@ dom_claim_undo(struct hv *hv, struct domain *d, uint64_t pages,
     uint64_t from_claim)
 {
 	pthread_mutex_lock(&hv->claim_lock);
-	d->outstanding += from_claim;
+	claim_store(d, d->outstanding + from_claim);
 	hv->outstanding += from_claim;
 	hv->avail += pages;
 	pthread_mutex_unlock(&hv->claim_lock);

@@ -48,6 +48,7 @@ struct hv_config {
 	uint32_t shadow_bg_writes;	/* background writes per 100 ms */
 	bool verbose;
 	bool pin_host;			/* nodes are this machine's nodes */
+	bool fault_requests;		/* HV_OP_FAULT is served */
 };
 
 void hv_config_defaults(struct hv_config *cfg);
@@ -409,6 +410,27 @@ int populate(struct hv *hv, const struct hv_populate *req,
     const struct hv_extent *ext, struct hv_populate_reply *rep);
 
 /* ------------------------------------------------------------------ */
+/* fault.c - injected failures for tests (--fail, HV_OP_FAULT) */
+
+struct fault_hit {
+	uint16_t mode;		/* enum hv_fault_mode; HV_FAULT_QUERY: none */
+	int error;		/* HV_FAULT_FAIL: positive errno */
+	uint64_t call;		/* the op's calls so far, this one included */
+};
+
+/* "OP:N[:ERRNO|hang|crash]"; -EINVAL after saying why in `why`. */
+int fault_parse(const char *spec, struct hv_fault *ret, char *why,
+    size_t len);
+/* Arm a fault at call nth of its op: from now on, or from the start. */
+int fault_arm(const struct hv_fault *f, bool from_now);
+void fault_clear(void);
+/* Count one call of `op`: the fault armed for it, if any. */
+struct fault_hit fault_check(uint16_t op);
+void fault_report(struct hv_fault_reply *rep);
+/* The lower-case HV_OP_ name, or NULL. */
+const char *fault_op_name(uint16_t op);
+
+/* ------------------------------------------------------------------ */
 /* server.c */
 
 int server_listen(const char *path);
@@ -422,6 +444,13 @@ int server_run(struct hv *hv, int lfd, volatile int *stop);
  */
 int server_dispatch(struct hv *hv, uint16_t op, const void *req, size_t len,
     void *rep, size_t *ret_len, int *ret_fd);
+/*
+ * A whole request (header checked for magic and length, payload read):
+ * the version, HV_OP_FAULT, an injected fault, then server_dispatch.
+ * *ret_hang: an injected hang, send no reply.  Returns the status.
+ */
+int server_handle(struct hv *hv, const struct hv_msg_hdr *h, const void *req,
+    void *rep, size_t *ret_len, int *ret_fd, bool *ret_hang);
 
 /* ------------------------------------------------------------------ */
 /* hv.c - assembling the parts */

@@ -65,6 +65,14 @@ usage(FILE *f)
 "                           domains run (default 10, 0 = none)\n"
 "  --shadow-bg-writes N     background emulated writes per 100 ms per\n"
 "                           running shadow-paged domain (default 64)\n"
+"  --fail OP:N[:ERRNO|hang|crash]\n"
+"                           fault injection, for tests (repeatable): the\n"
+"                           Nth call of OP (the HV_OP_ name in lower case,\n"
+"                           e.g. populate, domain_destroy, map) fails with\n"
+"                           -ERRNO (a name or a number; default EIO), is\n"
+"                           never answered (hang), or kills hvsim (crash)\n"
+"  --fault-requests         serve HV_OP_FAULT: clients arm such faults\n"
+"                           (tests only: any peer could crash hvsim)\n"
 "  --foreground             accepted for symmetry; hvsim never forks\n"
 "  --verbose                log every request on stderr\n"
 "  --help                   this text\n"
@@ -74,7 +82,7 @@ usage(FILE *f)
 enum {
 	O_SOCKET = 256, O_NODES, O_CPUS, O_TPC, O_MEM, O_BACKING, O_TOPO,
 	O_FLUSH, O_SCRUB, O_SHADOW, O_BOOT, O_NOBOOT, O_CONNS, O_PREEMPT,
-	O_HZ, O_SHBG, O_FG, O_VERBOSE, O_HELP,
+	O_HZ, O_SHBG, O_FG, O_VERBOSE, O_HELP, O_FAIL, O_FAULTREQ,
 };
 
 static const struct option longopts[] = {
@@ -94,6 +102,8 @@ static const struct option longopts[] = {
 	{ "preempt-pages", required_argument, NULL, O_PREEMPT },
 	{ "switch-hz", required_argument, NULL, O_HZ },
 	{ "shadow-bg-writes", required_argument, NULL, O_SHBG },
+	{ "fail", required_argument, NULL, O_FAIL },
+	{ "fault-requests", no_argument, NULL, O_FAULTREQ },
 	{ "foreground", no_argument, NULL, O_FG },
 	{ "verbose", no_argument, NULL, O_VERBOSE },
 	{ "help", no_argument, NULL, O_HELP },
@@ -209,6 +219,19 @@ parse_option(int c, const char *arg, struct hv_config *cfg,
 	case O_SHBG:
 		return parse_u32("shadow-bg-writes", arg, 0, 1000000,
 		    &cfg->shadow_bg_writes);
+	case O_FAIL: {
+		struct hv_fault f;
+		char why[200];
+
+		if (fault_parse(arg, &f, why, sizeof(why)) < 0) {
+			fprintf(stderr, "hvsim: --fail: %s\n", why);
+			return -EINVAL;
+		}
+		return fault_arm(&f, false);
+	}
+	case O_FAULTREQ:
+		cfg->fault_requests = true;
+		break;
 	case O_FG:
 		break;
 	case O_VERBOSE:

@@ -133,6 +133,7 @@ populate(struct hv *hv, const struct hv_populate *req,
 	int rc = 0, c;
 
 	memset(rep, 0, sizeof(*rep));
+	rep->version = HV_ABI_VERSION;
 	/* A call that fails before any work has still got as far as start. */
 	rep->next = req->start;
 	if (req->flags & ~(HV_POPF_EXACT_NODE | HV_POPF_ALLOW_DIRTY) ||

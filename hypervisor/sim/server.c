@@ -9,9 +9,17 @@
  * by closing that connection, since the next header's position is
  * unknown.  Nothing a client sends can crash hvsim or touch the heap
  * before it is validated.
+ *
+ * Only root and hvsim's own user may connect: the socket is created
+ * 0600 (under a umask, so that it is never more open than that, not
+ * even between bind and a chmod), and each peer's SO_PEERCRED is
+ * checked as well, for a socket passed in or made more open later.
+ * A peer could otherwise create and destroy domains and read and write
+ * every guest's memory.
  */
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -273,6 +281,7 @@ op_scrub(struct hv *hv, const void *req, size_t len, void *rep,
 
 	(void)req, (void)len, (void)ret_fd;
 	memset(r, 0, sizeof(*r));
+	r->version = HV_ABI_VERSION;
 	r->nr_nodes = hv->heap.nr_nodes;
 	r->now_ns = hv_now_ns();
 	for (i = 0; i < r->nr_nodes; i++)
@@ -356,6 +365,71 @@ server_dispatch(struct hv *hv, uint16_t op, const void *req, size_t len,
 	if (d->counted ? len < d->req_len : len != d->req_len)
 		return -EINVAL;
 	return d->fn(hv, req, len, rep, ret_len, ret_fd);
+}
+
+/* HV_OP_FAULT: arm, clear or only report; never counted itself. */
+static int
+op_fault(struct hv *hv, const void *req, size_t len, void *rep,
+    size_t *ret_len)
+{
+	const struct hv_fault *q = req;
+	int rc = 0;
+
+	if (!hv->cfg.fault_requests)
+		return -EPERM;
+	if (len != sizeof(*q))
+		return -EINVAL;
+	if (q->mode == HV_FAULT_CLEAR)
+		fault_clear();
+	else if (q->mode != HV_FAULT_QUERY)
+		rc = fault_arm(q, true);
+	if (rc == 0) {
+		fault_report(rep);
+		*ret_len = sizeof(struct hv_fault_reply);
+	}
+	if (hv->cfg.verbose || rc == 0)
+		hv_log(hv, "fault request: op %s, call %u, mode %u, error %d: "
+		    "%s", fault_op_name(q->op) ? fault_op_name(q->op) : "-",
+		    q->nth, q->mode, q->error, rc ? strerror(-rc) : "ok");
+	return rc;
+}
+
+int
+server_handle(struct hv *hv, const struct hv_msg_hdr *h, const void *req,
+    void *rep, size_t *ret_len, int *ret_fd, bool *ret_hang)
+{
+	struct fault_hit hit;
+
+	*ret_len = 0;
+	*ret_fd = -1;
+	*ret_hang = false;
+	if (h->version != HV_ABI_VERSION)
+		return -EPROTO;
+	if (h->op == HV_OP_FAULT)
+		return op_fault(hv, req, h->len, rep, ret_len);
+	if (h->op == 0 || h->op >= HV_OP_MAX)
+		return -ENOSYS;
+	hit = fault_check(h->op);
+	switch (hit.mode) {
+	case HV_FAULT_FAIL:
+		hv_log(hv, "fault: %s call %llu fails with %s",
+		    fault_op_name(h->op), (unsigned long long)hit.call,
+		    strerrorname_np(hit.error));
+		return -hit.error;
+	case HV_FAULT_HANG:
+		hv_log(hv, "fault: %s call %llu hangs", fault_op_name(h->op),
+		    (unsigned long long)hit.call);
+		*ret_hang = true;
+		return 0;
+	case HV_FAULT_CRASH:
+		hv_log(hv, "fault: %s call %llu: crashing",
+		    fault_op_name(h->op), (unsigned long long)hit.call);
+		kill(getpid(), SIGKILL);
+		return -EIO;	/* not reached */
+	default:
+		break;
+	}
+	return server_dispatch(hv, h->op, req, h->len, rep, ret_len, ret_fd);
 }
 
 /* ------------------------------------------------------------------ */
@@ -448,6 +522,23 @@ send_reply(int fd, const struct hv_msg_hdr *req, int status,
 	return 0;
 }
 
+/*
+ * An injected hang: no reply ever, but the thread ends when the client
+ * gives up (closes) or hvsim stops (server_run shuts the socket down).
+ */
+static void
+hang_until_closed(int fd)
+{
+	for (;;) {
+		struct pollfd pfd = { .fd = fd, .events = POLLRDHUP };
+
+		if (poll(&pfd, 1, -1) < 0 && errno != EINTR)
+			return;
+		if (pfd.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))
+			return;
+	}
+}
+
 static void *
 conn_main(void *arg)
 {
@@ -459,6 +550,7 @@ conn_main(void *arg)
 	while (req && rep) {
 		size_t rlen;
 		int status, pfd;
+		bool hang;
 
 		if (read_full(c->fd, &h, sizeof(h)) < 0)
 			break;
@@ -472,13 +564,10 @@ conn_main(void *arg)
 		}
 		if (read_full(c->fd, req, h.len) < 0)
 			break;
-		if (h.version != HV_ABI_VERSION) {
-			status = -EPROTO;
-			rlen = 0;
-			pfd = -1;
-		} else {
-			status = server_dispatch(hv, h.op, req, h.len, rep,
-			    &rlen, &pfd);
+		status = server_handle(hv, &h, req, rep, &rlen, &pfd, &hang);
+		if (hang) {
+			hang_until_closed(c->fd);
+			break;
 		}
 		if (hv->cfg.verbose)
 			hv_log(hv, "conn %u: op %u len %u -> %d", c->slot,
@@ -504,6 +593,7 @@ server_listen(const char *path)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	struct stat st;
+	mode_t old;
 	int fd, rc;
 
 	if (strlen(path) >= sizeof(sun.sun_path))
@@ -524,8 +614,11 @@ server_listen(const char *path)
 		if (fd < 0)
 			return -errno;
 	}
-	if (bind(fd, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
-	    chmod(path, 0660) < 0 || listen(fd, 128) < 0) {
+	/* 0600 from the start: no moment in which others could connect. */
+	old = umask(0177);
+	rc = bind(fd, (struct sockaddr *)&sun, sizeof(sun));
+	umask(old);
+	if (rc < 0 || listen(fd, SOMAXCONN) < 0) {
 		rc = -errno;
 		goto fail;
 	}
@@ -534,6 +627,29 @@ server_listen(const char *path)
 fail:
 	close(fd);
 	return rc;
+}
+
+/* Root or hvsim's own user; others are refused (logged once a uid). */
+static bool
+peer_allowed(struct hv *hv, int fd)
+{
+	static uid_t last_refused = (uid_t)-1;
+	struct ucred cr;
+	socklen_t len = sizeof(cr);
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cr, &len) < 0) {
+		hv_log(hv, "SO_PEERCRED: %s; connection refused",
+		    strerror(errno));
+		return false;
+	}
+	if (cr.uid == 0 || cr.uid == geteuid())
+		return true;
+	if (cr.uid != last_refused)
+		hv_log(hv, "connection of pid %d uid %u refused: only root and "
+		    "uid %u may use hvsim", (int)cr.pid, (unsigned)cr.uid,
+		    (unsigned)geteuid());
+	last_refused = cr.uid;
+	return false;
 }
 
 int
@@ -562,6 +678,10 @@ server_run(struct hv *hv, int lfd, volatile int *stop)
 		fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
 		if (fd < 0)
 			continue;
+		if (!peer_allowed(hv, fd)) {
+			close(fd);
+			continue;
+		}
 		pthread_mutex_lock(&conn_lock);
 		for (i = 0; i < max && conn_fds[i] >= 0; i++)
 			;

@@ -8,6 +8,10 @@
  * new one), uses it alone, and gives it back.  A connection that saw a
  * transport error is closed instead of being reused.
  *
+ * Every call is bounded (set_timeout, 30 s by default) and watches the
+ * calling thread's build cancel descriptor (vmb__cancel_fd): a hvsim that
+ * hangs costs a build its timeout, or nothing once it is cancelled.
+ *
  * hvsim executes no guest code: boot only records that the image is in
  * place, and "running" means the hypervisor's state, not a guest's.
  */
@@ -27,9 +31,11 @@
  * other clients (benchmarks, tests) still get in.
  */
 #define SIM_POOL_IDLE_MAX	16
+#define SIM_TIMEOUT_MS		30000
 
 struct sim {
 	char	*path;
+	_Atomic unsigned timeout_ms;	/* per call; 0: none */
 	pthread_mutex_t lock;
 	struct hvc *idle[SIM_POOL_IDLE_MAX];
 	size_t	nidle;
@@ -41,16 +47,18 @@ static int
 conn_get(struct sim *s, struct hvc **ret)
 {
 	struct hvc *c = NULL;
+	int rc;
 
 	pthread_mutex_lock(&s->lock);
 	if (s->nidle)
 		c = s->idle[--s->nidle];
 	pthread_mutex_unlock(&s->lock);
-	if (c) {
-		*ret = c;
-		return 0;
-	}
-	return hvc_open(s->path, ret);
+	if (!c && (rc = hvc_open(s->path, &c)) < 0)
+		return rc;
+	hvc_set_timeout(c, (int)atomic_load(&s->timeout_ms));
+	hvc_set_cancel_fd(c, vmb__cancel_fd());
+	*ret = c;
+	return 0;
 }
 
 static bool
@@ -58,15 +66,33 @@ transport_error(int rc)
 {
 	return rc == -ECONNRESET || rc == -EPIPE || rc == -EPROTO ||
 	    rc == -ENOTCONN || rc == -EIO || rc == -ETIMEDOUT ||
-	    rc == -EBADMSG;
+	    rc == -EBADMSG || rc == -ECANCELED;
 }
 
-/* Give a connection back; rc is the result of its last call. */
+/*
+ * Give a connection back; rc is the result of its last call.  A peer
+ * that went away (hvsim crashed or restarted) took every idle connection
+ * with it: those go too, so that the next calls connect afresh instead
+ * of failing one after the other on dead connections.
+ */
 static void
 conn_put(struct sim *s, struct hvc *c, int rc)
 {
 	if (!c)
 		return;
+	hvc_set_cancel_fd(c, -1);
+	if (rc == -ECONNRESET || rc == -EPIPE || rc == -ENOTCONN) {
+		struct hvc *dead[SIM_POOL_IDLE_MAX];
+		size_t n;
+
+		pthread_mutex_lock(&s->lock);
+		n = s->nidle;
+		memcpy(dead, s->idle, n * sizeof(*dead));
+		s->nidle = 0;
+		pthread_mutex_unlock(&s->lock);
+		while (n > 0)
+			hvc_close(dead[--n]);
+	}
 	if (!transport_error(rc)) {
 		pthread_mutex_lock(&s->lock);
 		if (s->nidle < SIM_POOL_IDLE_MAX) {
@@ -105,6 +131,7 @@ sim_open(const char *arg, void **ret_priv)
 	if (!s)
 		return -ENOMEM;
 	pthread_mutex_init(&s->lock, NULL);
+	atomic_init(&s->timeout_ms, SIM_TIMEOUT_MS);
 	s->path = strdup(arg);
 	if (!s->path) {
 		rc = -ENOMEM;
@@ -545,6 +572,12 @@ sim_boot(void *priv, uint32_t domid, const struct vmb_boot *boot)
 	return 0;
 }
 
+static void
+sim_set_timeout(void *priv, unsigned ms)
+{
+	atomic_store(&((struct sim *)priv)->timeout_ms, ms);
+}
+
 const struct vmb_backend_ops vmb_backend_sim = {
 	.name = "sim",
 	.open = sim_open,
@@ -563,4 +596,5 @@ const struct vmb_backend_ops vmb_backend_sim = {
 	.populate = sim_populate,
 	.write = sim_write,
 	.boot = sim_boot,
+	.set_timeout = sim_set_timeout,
 };

@@ -20,7 +20,7 @@ main(int argc, char **argv)
 	struct vmb_diags diags = { 0 };
 	struct vmb_guest *guest = NULL;
 	char *json = NULL, line[700];
-	uint32_t flags = 0;
+	unsigned flags = VMB_CHECK_FILES;
 	int rc;
 
 	if (argc == 3 && !strcmp(argv[1], "--ignore-unsupported")) {

@@ -108,14 +108,17 @@ xen_probe(struct xen_be *be)
 		be->caps |= VMB_CAP_SCRUB_PROGRESS;
 	if (be->companion & XEN_COMP_COUNTERS)
 		be->caps |= VMB_CAP_COUNTERS;
+	if (be->companion & XEN_COMP_POPULATE)
+		be->caps |= VMB_CAP_BATCH_POPULATE;
 	if (be->nr_perfc_desc > 0)
 		be->caps |= VMB_CAP_PERF_COUNTERS;
 
 	rc = snprintf(be->describe, sizeof(be->describe),
-	    "xen %d.%d%s (%s%s%s%s%s)", ver >> 16, ver & 0xffff, extra,
+	    "xen %d.%d%s (%s%s%s%s%s%s)", ver >> 16, ver & 0xffff, extra,
 	    be->companion ? "companion:" : "stock",
 	    (be->companion & XEN_COMP_SCRUB) ? " scrub" : "",
 	    (be->companion & XEN_COMP_COUNTERS) ? " counters" : "",
+	    (be->companion & XEN_COMP_POPULATE) ? " populate" : "",
 	    be->nr_perfc_desc ? ", perfc" : "",
 	    (pi.capabilities & XEN_SYSCTL_PHYSCAP_hap) ? ", hap" : ", no hap");
 	if (rc < 0)
@@ -620,7 +623,7 @@ xen_order_class(uint32_t order)
 	}
 }
 
-static void
+void
 xen_count(struct vmb_populate_stats *stats, uint32_t order, uint32_t node,
     long got)
 {
@@ -673,7 +676,8 @@ xen_populate_split(struct xen_be *be, uint32_t domid, unsigned memflags,
 }
 
 /*
- * Carry the engine's extents to XENMEM_populate_physmap.  Consecutive
+ * Carry the engine's extents to the companion's batched populate when
+ * Xen has it (xen_companion.c), else to XENMEM_populate_physmap.  Consecutive
  * extents of the same order and node go in one call (the hypercall takes
  * one order and one node per call); Xen preempts and continues long calls
  * itself.  An extent Xen cannot find as one buddy is split (see
@@ -697,6 +701,15 @@ xen_populate(void *priv, uint32_t domid, uint32_t flags,
 	*ret_done = 0;
 	if (nr == 0)
 		return 0;
+	if (be->companion & XEN_COMP_POPULATE) {
+		/* One call is the whole batch: Xen continues it itself. */
+		rc = xen_companion_populate(be, domid, flags, ext, nr, stats,
+		    ret_done);
+		if (rc == 0 && step != NULL)
+			step->fn(step->arg, *ret_done);
+		if (rc != -ENOSYS && rc != -EOPNOTSUPP)
+			return rc;
+	}
 	gfns = malloc(nr * sizeof(*gfns));
 	if (gfns == NULL)
 		return -ENOMEM;

@@ -1,13 +1,15 @@
 /*
- * xen_companion.c - what the xen backend can learn beyond stock Xen:
- * the companion sysctls of vmbuild's Xen patch series (scrub progress,
- * counters; see hvabi.h), and Xen's own perf counters when the
- * hypervisor was built with CONFIG_PERF_COUNTERS.
+ * xen_companion.c - what the xen backend can do beyond stock Xen: the
+ * companion hypercalls of vmbuild's Xen patch series (hypervisor/xen;
+ * hvabi.h): the scrub-progress and counters sysctls, the batched
+ * populate memory op; and Xen's own perf counters when the hypervisor
+ * was built with CONFIG_PERF_COUNTERS.
  *
- * Both are probed once at open.  An unknown sysctl gets -ENOSYS from
- * stock Xen, and XEN_SYSCTL_perfc_op gets -ENOSYS when perf counters are
- * compiled out (Debian's build): then the backend reports them as
- * unavailable, never as zero.
+ * All are probed once at open.  An unknown sysctl or memory op gets
+ * -ENOSYS from stock Xen, and XEN_SYSCTL_perfc_op gets -ENOSYS when perf
+ * counters are compiled out (Debian's build): then the backend reports
+ * them as unavailable, never as zero, and populates with stock
+ * XENMEM_populate_physmap.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -69,6 +71,119 @@ out:
 	return rc;
 }
 
+/*
+ * One batched populate call on the hypercall buffer `arg` (request and
+ * extents filled in).  Returns 0 or -errno; arg->rep holds Xen's reply
+ * when it wrote one (its version is then HV_ABI_VERSION).
+ */
+static int
+xen_populate_call(struct xen_be *be, struct hv_xen_populate *arg)
+{
+	memset(&arg->rep, 0, sizeof(arg->rep));
+	if (xencall2(be->xcall, __HYPERVISOR_memory_op,
+	    HV_XEN_XENMEM_POPULATE_BATCH, (uint64_t)(uintptr_t)arg) < 0)
+		return -xen_errno();
+	return 0;
+}
+
+/*
+ * Carry the engine's extents to the batched populate: one call per
+ * HV_MAX_EXTENTS (an engine batch fits in one), so one filtered TLB
+ * flush per batch; Xen continues a preempted call by itself.  Stock Xen
+ * answers -ENOSYS, which the caller takes as "use populate_physmap".
+ */
+int
+xen_companion_populate(struct xen_be *be, uint32_t domid, uint32_t flags,
+    const struct vmb_extent *ext, size_t nr,
+    struct vmb_populate_stats *stats, size_t *ret_done)
+{
+	struct hv_xen_populate *arg;
+	struct hv_extent *he;
+	const struct hv_populate_reply *rep;
+	struct vmb_populate_stats unused;
+	size_t base = 0, i, n, cap = nr < HV_MAX_EXTENTS ? nr : HV_MAX_EXTENTS;
+	int rc = 0;
+
+	*ret_done = 0;
+	if (nr == 0)
+		return 0;
+	if (stats == NULL)
+		stats = &unused;
+	arg = xencall_alloc_buffer(be->xcall, sizeof(*arg));
+	he = xencall_alloc_buffer(be->xcall, cap * sizeof(*he));
+	if (arg == NULL || he == NULL) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	rep = &arg->rep;
+	while (base < nr) {
+		n = nr - base < cap ? nr - base : cap;
+		memset(he, 0, n * sizeof(*he));
+		for (i = 0; i < n; i++) {
+			he[i].gfn = ext[base + i].gfn;
+			he[i].order = (uint8_t)ext[base + i].order;
+			he[i].node = (uint16_t)(ext[base + i].node ==
+			    VMB_NODE_ANY ? HV_NODE_ANY : ext[base + i].node);
+		}
+		memset(arg, 0, sizeof(*arg));
+		arg->req.domid = domid;
+		arg->req.flags = ((flags & VMB_POPF_EXACT_NODE) ?
+		    HV_POPF_EXACT_NODE : 0) | ((flags & VMB_POPF_ALLOW_DIRTY) ?
+		    HV_POPF_ALLOW_DIRTY : 0);
+		arg->req.nr_extents = (uint32_t)n;
+		arg->extents = (uint64_t)(uintptr_t)he;
+		rc = xen_populate_call(be, arg);
+		if (rep->version != HV_ABI_VERSION || rep->next > n) {
+			/* No reply: nothing of this call is known to be done. */
+			if (rc == 0 || ((rc == -ENOSYS || rc == -EOPNOTSUPP) &&
+			    base > 0))
+				rc = -EPROTO;
+			break;
+		}
+		stats->calls++;
+		stats->pages_scrubbed_inline += rep->stats.pages_scrubbed_inline;
+		stats->pages_fallback += rep->stats.pages_fallback;
+		stats->flushes_issued += rep->stats.flushes_issued;
+		stats->flushes_avoided += rep->stats.flushes_avoided;
+		stats->filter_evaluations += rep->stats.filter_evaluations;
+		stats->have |= VMB_POPSTAT_HAVE_SCRUBBED_INLINE |
+		    VMB_POPSTAT_HAVE_FALLBACK | VMB_POPSTAT_HAVE_FLUSHES |
+		    VMB_POPSTAT_HAVE_FILTER;
+		for (i = 0; i < rep->next; i++)
+			xen_count(stats, ext[base + i].order, ext[base + i].node,
+			    1);
+		base += rep->next;
+		if (rc == 0 && rep->next != n)
+			rc = -EPROTO;	/* success is every extent done */
+		if (rc < 0)
+			break;
+	}
+	*ret_done = base;
+out:
+	if (he != NULL)
+		xencall_free_buffer(be->xcall, he);
+	if (arg != NULL)
+		xencall_free_buffer(be->xcall, arg);
+	return rc;
+}
+
+/* Is the batched populate there?  See xen_companion_probe(). */
+static bool
+xen_populate_probe(struct xen_be *be)
+{
+	struct hv_xen_populate *arg;
+	bool ok;
+
+	arg = xencall_alloc_buffer(be->xcall, sizeof(*arg));
+	if (arg == NULL)
+		return false;
+	memset(arg, 0, sizeof(*arg));
+	arg->req.domid = DOMID_INVALID;
+	ok = xen_populate_call(be, arg) == -ESRCH;
+	xencall_free_buffer(be->xcall, arg);
+	return ok;
+}
+
 void
 xen_companion_probe(struct xen_be *be)
 {
@@ -79,12 +194,19 @@ xen_companion_probe(struct xen_be *be)
 	scrub = malloc(XEN_SCRUB_BUF);
 	if (scrub != NULL &&
 	    xen_companion_call(be, HV_XEN_SYSCTL_SCRUB_PROGRESS, scrub,
-	    XEN_SCRUB_BUF) >= (int)sizeof(struct hv_scrub_reply))
+	    XEN_SCRUB_BUF) >= (int)sizeof(struct hv_scrub_reply) &&
+	    ((struct hv_scrub_reply *)scrub)->version == HV_ABI_VERSION)
 		be->companion |= XEN_COMP_SCRUB;
 	free(scrub);
 	if (xen_companion_call(be, HV_XEN_SYSCTL_COUNTERS, &cnt,
 	    sizeof(cnt)) == (int)sizeof(cnt) && cnt.version == HV_ABI_VERSION)
 		be->companion |= XEN_COMP_COUNTERS;
+	/*
+	 * No domain has DOMID_INVALID: the op answers -ESRCH, stock Xen
+	 * -ENOSYS, and nothing is populated either way.
+	 */
+	if (be->xcall != NULL && xen_populate_probe(be))
+		be->companion |= XEN_COMP_POPULATE;
 
 	if (xc_perfc_query_number(be->xch, &nd, &nv) == 0 && nd > 0)
 		be->nr_perfc_desc = (unsigned)nd;
@@ -108,7 +230,8 @@ xen_companion_scrub(struct xen_be *be, struct vmb_scrub *ret_scrub)
 		rc = got;
 		goto out;
 	}
-	if ((size_t)got < sizeof(*rep) || rep->nr_nodes > HV_MAX_NODES ||
+	if ((size_t)got < sizeof(*rep) || rep->version != HV_ABI_VERSION ||
+	    rep->nr_nodes > HV_MAX_NODES ||
 	    (size_t)got < sizeof(*rep) + rep->nr_nodes * sizeof(*n)) {
 		rc = -EPROTO;
 		goto out;

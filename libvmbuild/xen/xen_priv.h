@@ -45,6 +45,7 @@
 /* What the companion hypervisor answered when probed at open. */
 #define XEN_COMP_SCRUB		(1u << 0)
 #define XEN_COMP_COUNTERS	(1u << 1)
+#define XEN_COMP_POPULATE	(1u << 2)
 
 struct xen_be {
 	xentoollog_logger logger;	/* first: the libraries call back with it */
@@ -73,11 +74,18 @@ xen_errno(void)
 	return errno > 0 ? errno : EIO;
 }
 
+/* backend_xen.c: add `got` extents of `order` on `node` to stats. */
+void xen_count(struct vmb_populate_stats *stats, uint32_t order,
+    uint32_t node, long got);
+
 /* xen_companion.c */
 void xen_companion_probe(struct xen_be *be);
 int xen_companion_scrub(struct xen_be *be, struct vmb_scrub *ret_scrub);
 int xen_companion_counters(struct xen_be *be, struct vmb_counters *ret_cnt);
 int xen_perfc_counters(struct xen_be *be, struct vmb_counters *ret_cnt);
+int xen_companion_populate(struct xen_be *be, uint32_t domid, uint32_t flags,
+    const struct vmb_extent *ext, size_t nr,
+    struct vmb_populate_stats *stats, size_t *ret_done);
 
 /*
  * xen_xs.c: every function takes be->xs_lock itself.

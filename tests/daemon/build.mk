@@ -2,8 +2,13 @@
 # against a real hvsim (python3 scripts; see tests/daemon/vmbdtest.py).
 TESTS += tests/daemon/protocol.py tests/daemon/restart.py \
 	tests/daemon/systemd.py tests/daemon/journal.py tests/daemon/metrics.py \
-	tests/daemon/counters.py tests/daemon/progress.py tests/daemon/devices.py
+	tests/daemon/counters.py tests/daemon/progress.py \
+	tests/daemon/hostile.py tests/daemon/access.py tests/daemon/flood.py \
+	tests/daemon/faults.py tests/daemon/recovery.py tests/daemon/killloop.py \
+	tests/daemon/load.py tests/daemon/devices.py
 # counters.py lists the counter table with tests/lib's test_counters;
-# protocol.py compares vm.info's config with vmb-config-check's.
+# protocol.py compares vm.info's config with vmb-config-check's;
+# faults.py counts a build's hypercalls with vmb-build.
 TESTS_DEPS += $(BIN)/vmbuildd $(BIN)/hvsim $(BIN)/vmctl \
-	$(BIN)/vmb-config-check $(B)/guest/hello.elf $(B)/tests/lib/test_counters
+	$(BIN)/vmb-config-check $(BIN)/vmb-build $(B)/guest/hello.elf \
+	$(B)/tests/lib/test_counters

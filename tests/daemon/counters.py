@@ -17,7 +17,7 @@ import urllib.request
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from vmbdtest import *  # noqa: E402,F401,F403
 
-LIST = os.path.join(TOP, "build", "tests", "lib", "test_counters")
+LIST = os.path.join(TOP, BUILD, "tests", "lib", "test_counters")
 
 p = subprocess.run([LIST, "--list"], capture_output=True, text=True)
 rows = [line.split("\t") for line in p.stdout.splitlines()]

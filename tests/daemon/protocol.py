@@ -498,7 +498,8 @@ other_log = open(os.path.join(h.dir, "other.log"), "ab")
 other = subprocess.Popen([VMBUILDD, "--foreground", "--metrics", "none",
                           "--hypervisor", "sim:" + h.hv_sock, "--socket",
                           other_sock, "--state-dir",
-                          os.path.join(h.dir, "state-other")],
+                          os.path.join(h.dir, "state-other"),
+                          "--image-dir", os.path.dirname(KERNEL)],
                          stdout=other_log, stderr=other_log)
 for _ in range(200):
     if os.path.exists(other_sock):

@@ -15,9 +15,12 @@ build was quicker.
 import glob
 import json
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import threading
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -256,15 +259,20 @@ ok(h.stop_daemon() == 0, "SIGTERM: clean exit")
 # the last progress report, which is the undo's once the domain existed
 # (a 1 MiB guest fails to load after create, claim and populate).  Real
 # memory, so that the image is really loaded.
+# A FIFO in an image directory is refused as "not a regular file" (it is
+# never opened for reading, so it cannot hang the build).
+images = os.path.join(tempfile.mkdtemp(prefix="vmbd-images."))
+fifo = os.path.join(images, "k.fifo")
+os.mkfifo(fifo)
 hr = Host(["--nodes", "2", "--cpus-per-node", "2", "--mem-per-node", "256M",
-           "--backing", "real"])
+           "--backing", "real"], ["--image-dir", images])
 hr.start_daemon()
 c = hr.client()
-devzero = guest_cfg("devzero", 16).replace('kernel = "%s"' % KERNEL,
-                                           'kernel = "/dev/zero"')
+fifocfg = guest_cfg("fifo", 16).replace('kernel = "%s"' % KERNEL,
+                                        'kernel = "%s"' % fifo)
 for name, cfg, phase, why in (
         ("tiny", guest_cfg("tiny", 1), "load", "the image needs "),
-        ("devzero", devzero, "load", "kernel /dev/zero: not a regular file"),
+        ("fifo", fifocfg, "load", "kernel %s: not a regular file" % fifo),
         ("node5", guest_cfg("node5", 16, extra=['cpus = "nodes:5"']),
          "place", "node 5 does not exist (the host has 2 nodes)"),
         ("huge", guest_cfg("huge", 1024), "place", "do not fit")):
@@ -281,4 +289,5 @@ for name, cfg, phase, why in (
 ok(c.result("vm.list") == {"vms": []}, "no VM left by the failed builds")
 c.close()
 ok(hr.stop_daemon() == 0, "SIGTERM: clean exit")
+shutil.rmtree(images, ignore_errors=True)
 done()

@@ -27,20 +27,21 @@ if sa is None:
     skip("systemd-analyze verify", "systemd-analyze not installed")
 else:
     units = tempfile.mkdtemp(dir=h.dir)
-    for u in ("vmbuildd.service", "vmbuildd.socket"):
+    for u in ("vmbuildd.service", "vmbuildd.socket", "vmbuildd-ro.socket"):
         with open(os.path.join(TOP, "systemd", u)) as f:
             text = f.read().replace("/usr/sbin/vmbuildd", VMBUILDD)
         with open(os.path.join(units, u), "w") as f:
             f.write(text)
     # Documentation=man:... is checked against the pages make built.
     p = subprocess.run([sa, "verify", os.path.join(units, "vmbuildd.service"),
-                        os.path.join(units, "vmbuildd.socket")],
+                        os.path.join(units, "vmbuildd.socket"),
+                        os.path.join(units, "vmbuildd-ro.socket")],
                        capture_output=True, text=True,
                        env=dict(os.environ,
                                 MANPATH=os.path.join(TOP, "build", "man")))
     ok(p.returncode == 0 and "vmbuildd" not in p.stderr,
-       "systemd-analyze verify vmbuildd.service vmbuildd.socket",
-       p.stdout + p.stderr)
+       "systemd-analyze verify vmbuildd.service vmbuildd.socket "
+       "vmbuildd-ro.socket", p.stdout + p.stderr)
 
 # ----------------------------------------------------- socket activation
 ssa = shutil.which("systemd-socket-activate")
@@ -82,6 +83,36 @@ else:
     ok(os.path.exists(act),
        "a socket-activated daemon leaves the socket to systemd")
 
+    # Both sockets from systemd, told apart by name, whatever the order.
+    ro = os.path.join(h.dir, "act2-ro.sock")
+    ctl = os.path.join(h.dir, "act2.sock")
+    log = open(os.path.join(h.dir, "activated2.log"), "ab")
+    p = subprocess.Popen([ssa, "-l", ro, "-l", ctl, "--fdname=ro:control",
+                          VMBUILDD, "--foreground", "-v", "--metrics",
+                          "none", "--hypervisor", "sim:" + h.hv_sock,
+                          "--socket", ctl, "--state-dir",
+                          os.path.join(h.dir, "state-act2")],
+                         stdout=log, stderr=log)
+    seen = {}
+    for path in (ro, ctl):
+        for _ in range(200):
+            try:
+                c = Client(path, 30)
+            except (FileNotFoundError, ConnectionRefusedError):
+                time.sleep(0.05)
+                continue
+            hello = c.result("server.hello")
+            r = c.call("vm.destroy", {"vm": "nothing"})
+            seen[path] = (hello["peer"]["read_only_socket"], err_code(r))
+            c.close()
+            break
+    ok(seen.get(ro) == (True, E_PERMISSION) and
+       seen.get(ctl) == (False, E_NO_SUCH_VM),
+       "two sockets from systemd: the one named ro is read-only, the one "
+       "named control is not", seen)
+    p.terminate()
+    ok(p.wait(30) == 0, "SIGTERM: clean exit")
+
 # ------------------------------------------------- notify and watchdog
 ns_path = os.path.join(h.dir, "notify.sock")
 ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
@@ -92,8 +123,9 @@ log = open(os.path.join(h.dir, "vmbuildd.log"), "ab")
 d = subprocess.Popen([VMBUILDD, "--foreground", "--metrics", "none",
                       "--hypervisor",
                       "sim:" + h.hv_sock, "--socket", h.sock,
-                      "--state-dir", h.state], stdout=log, stderr=log,
-                     env=env)
+                      "--state-dir", h.state,
+                      "--image-dir", os.path.dirname(KERNEL)],
+                     stdout=log, stderr=log, env=env)
 h.d = d
 msgs = []
 end = time.monotonic() + 30

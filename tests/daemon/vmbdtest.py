@@ -24,10 +24,16 @@ import threading
 import time
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-BIN = os.path.join(TOP, "build", "bin")
+# VMB_BUILD=build/asan (make asan etc.): the binaries of a variant build.
+BUILD = os.environ.get("VMB_BUILD", "build")
+BIN = os.path.join(TOP, BUILD, "bin")
+# make asan/tsan: memory figures mean nothing there (ASan keeps freed
+# memory in quarantine, TSan shadows everything); tests skip them.
+SANITIZER = os.environ.get("VMBD_SANITIZER", "")
+MEMORY_FIGURES = SANITIZER not in ("asan", "tsan")
 HVSIM = os.environ.get("HVSIM", os.path.join(BIN, "hvsim"))
 VMBUILDD = os.environ.get("VMBUILDD", os.path.join(BIN, "vmbuildd"))
-KERNEL = os.path.join(TOP, "build", "guest", "hello.elf")
+KERNEL = os.path.join(TOP, BUILD, "guest", "hello.elf")
 MIB = 1 << 20
 
 
@@ -44,6 +50,111 @@ def proto_codes(path=os.path.join(TOP, "daemon", "proto.h")):
 
 # RPC_PARSE_ERROR ... E_BAD_STATE, as the daemon has them.
 globals().update(proto_codes())
+
+
+def hv_ops(path=os.path.join(TOP, "hypervisor", "include", "vmbuild",
+                             "hvabi.h")):
+    """enum hv_op of hvabi.h: {"populate": 11, ...} (HV_OP_ in lower case)."""
+    with open(path) as f:
+        body = re.search(r"enum hv_op \{(.*?)\};", f.read(), re.S).group(1)
+    ops, n = {}, 0
+    for m in re.finditer(r"^\s*HV_OP_([A-Z_0-9]+)(?:\s*=\s*(\d+))?,", body,
+                         re.M):
+        n = int(m.group(2)) if m.group(2) else n + 1
+        if m.group(1) != "MAX":
+            ops[m.group(1).lower()] = n
+    return ops
+
+
+def hv_define(name, path=os.path.join(TOP, "hypervisor", "include",
+                                      "vmbuild", "hvabi.h")):
+    """The value of a numeric #define of hvabi.h (HV_ABI_VERSION, ...)."""
+    with open(path) as f:
+        return int(re.search(r"^#define\s+%s\s+(0x[0-9a-fA-F]+|\d+)" % name,
+                             f.read(), re.M).group(1), 0)
+
+
+HV_OPS = hv_ops()
+HV_ABI_VERSION = hv_define("HV_ABI_VERSION")
+HV_OP_FAULT = hv_define("HV_OP_FAULT")
+HV_FAULT_QUERY, HV_FAULT_FAIL, HV_FAULT_HANG, HV_FAULT_CRASH, \
+    HV_FAULT_CLEAR = range(5)
+
+
+class Hv:
+    """One connection to hvsim, for its fault requests (--fault-requests)."""
+
+    HDR = struct.Struct("<IHHIiQ")
+
+    def __init__(self, path):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(30)
+        self.sock.connect(path)
+        self.seq = 0
+        self.call(HV_OPS["hello"], b"")
+
+    def close(self):
+        self.sock.close()
+
+    def _read(self, n):
+        buf = b""
+        while len(buf) < n:
+            chunk = self.sock.recv(n - len(buf))
+            if not chunk:
+                raise ConnectionError("hvsim closed the connection")
+            buf += chunk
+        return buf
+
+    def call(self, op, payload):
+        """(status, reply payload) of one request."""
+        self.seq += 1
+        self.sock.sendall(self.HDR.pack(0x4d535648, HV_ABI_VERSION, op,
+                                        len(payload), 0, self.seq) + payload)
+        magic, ver, rop, n, status, seq = self.HDR.unpack(
+            self._read(self.HDR.size))
+        return status, self._read(n)
+
+    def fault(self, op, nth=1, mode=HV_FAULT_FAIL, errno_=0):
+        """Arm a fault at call `nth` from now of op (a name); the counts."""
+        st, rep = self.call(HV_OP_FAULT, struct.pack(
+            "<HHiII", HV_OPS[op] if op else 0, mode, errno_, nth, 0))
+        if st != 0:
+            raise RuntimeError("fault request: status %d" % st)
+        calls = struct.unpack_from("<32Q", rep)
+        fired, armed = struct.unpack_from("<QI", rep, 256)
+        return {"calls": {name: calls[n] for name, n in HV_OPS.items()},
+                "fired": fired, "armed": armed}
+
+    def counts(self):
+        return self.fault(None, 1, HV_FAULT_QUERY)
+
+    def destroy_all(self):
+        """Destroy every domain but 0 (HV_OP_DOMAIN_LIST, _DESTROY)."""
+        st, rep = self.call(HV_OPS["domain_list"], struct.pack("<II", 0,
+                                                              1024))
+        nr = struct.unpack_from("<I", rep)[0]
+        size = (len(rep) - 8) // nr if nr else 0
+        for i in range(nr):
+            domid = struct.unpack_from("<I", rep, 8 + i * size)[0]
+            if domid != 0:
+                self.call(HV_OPS["domain_destroy"],
+                          struct.pack("<II", domid, 0))
+        return nr
+
+    def clear(self):
+        return self.fault(None, 1, HV_FAULT_CLEAR)
+
+
+def proc_stat(pid):
+    """RSS (bytes), open descriptors, CPU seconds of a process."""
+    with open("/proc/%d/status" % pid) as f:
+        rss = int(re.search(r"^VmRSS:\s+(\d+) kB", f.read(), re.M)
+                  .group(1)) * 1024
+    nfd = len(os.listdir("/proc/%d/fd" % pid))
+    with open("/proc/%d/stat" % pid) as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return rss, nfd, cpu
 
 _n = 0
 _failed = 0
@@ -62,6 +173,17 @@ def ok(cond, name, detail=None):
             for line in str(detail).splitlines()[:20]:
                 print("#   " + line, flush=True)
     return cond
+
+
+def raises(exc, fn, *args, **kwargs):
+    """The exception of type `exc` fn(*args, **kwargs) raised, or None
+    when it returned (other exceptions propagate): ok(raises(...), ...)
+    asserts that a call fails the way it must."""
+    try:
+        fn(*args, **kwargs)
+    except exc as e:
+        return e
+    return None
 
 
 def skip(name, why):
@@ -116,8 +238,13 @@ class Client:
     def close(self):
         self.sock.close()
 
-    def send_raw(self, data):
-        self.sock.sendall(data)
+    def send_raw(self, data, fds=()):
+        """Send bytes; descriptors go with the first byte (SCM_RIGHTS)."""
+        if fds:
+            n = socket.send_fds(self.sock, [data], list(fds))
+            data = data[n:]
+        if data:
+            self.sock.sendall(data)
 
     def read_line(self):
         """One line as bytes; b"" at EOF."""
@@ -151,14 +278,14 @@ class Client:
             if want_id is None or m.get("id") == want_id:
                 return m
 
-    def call(self, method, params=None, **kw):
+    def call(self, method, params=None, fds=(), **kw):
         rid = self.next_id
         self.next_id += 1
         req = {"jsonrpc": "2.0", "id": rid, "method": method}
         if params is not None:
             req["params"] = params
         req.update(kw)
-        self.send_raw((json.dumps(req) + "\n").encode())
+        self.send_raw((json.dumps(req) + "\n").encode(), fds)
         return self.reply(rid)
 
     def result(self, method, params=None):
@@ -215,6 +342,10 @@ class Host:
         self.start_hvsim(hvsim_args)
 
     def start_hvsim(self, args):
+        # A socket left by an hvsim that died would look ready at once.
+        if self.hv is not None and self.hv.poll() is not None and \
+                os.path.exists(self.hv_sock):
+            os.unlink(self.hv_sock)
         log = open(os.path.join(self.dir, "hvsim.log"), "ab")
         self.hv = subprocess.Popen([HVSIM, "--socket", self.hv_sock] +
                                    list(args), stdout=log, stderr=log)
@@ -239,12 +370,18 @@ class Host:
         env = dict(os.environ, NOTIFY_SOCKET=notify_path, **(env or {}))
         log = open(os.path.join(self.dir, "vmbuildd.log"), "ab")
         t0 = time.monotonic()
+        args = self.daemon_args + list(extra)
+        # The test kernel may be named by path: its folder is an image
+        # directory (other files come as descriptors, see send_raw).
+        # VMBD_NO_IMAGE_DIR=1 leaves the option out, to run a test
+        # against a daemon from before it existed.
         self.d = subprocess.Popen(
             list(prefix) + [VMBUILDD, "--hypervisor", "sim:" + self.hv_sock,
              "--socket", self.sock, "--state-dir", self.state,
-             "--foreground", "-v"] + self.daemon_args + list(extra) +
-            ([] if "--metrics" in self.daemon_args + list(extra)
-             else ["--metrics", "none"]),
+             "--foreground", "-v"] + args +
+            ([] if "--metrics" in args else ["--metrics", "none"]) +
+            ([] if os.environ.get("VMBD_NO_IMAGE_DIR") else
+             ["--image-dir", os.path.dirname(KERNEL)]),
             stdout=log, stderr=log, env=env)
         self.notes = []
         try:

@@ -9,12 +9,12 @@ set -u
 . "$(dirname "${BASH_SOURCE[0]}")/../tap.sh"
 
 E2E_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
-BIN=$E2E_TOP/build/bin
+BIN=$E2E_TOP/${VMB_BUILD:-build}/bin
 HVSIM=${HVSIM:-$BIN/hvsim}
 VMBUILDD=${VMBUILDD:-$BIN/vmbuildd}
 VMCTL=${VMCTL:-$BIN/vmctl}
 CONFIGS=$E2E_TOP/configs
-GUEST_KERNEL=$E2E_TOP/build/guest/hello.elf
+GUEST_KERNEL=$E2E_TOP/${VMB_BUILD:-build}/guest/hello.elf
 # The system's Python: a version manager's shim in PATH can cost a second
 # a call on a loaded machine, and the tests call it often.
 PYTHON=${PYTHON:-$(command -v /usr/bin/python3 || command -v python3)}

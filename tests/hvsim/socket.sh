@@ -9,8 +9,8 @@
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/tests/tap.sh"
-hvsim=${HVSIM:-$top/build/bin/hvsim}	# HVSIM=... to test another build
-client=$top/build/tests/hvsim/socket_client
+hvsim=${HVSIM:-$top/${VMB_BUILD:-build}/bin/hvsim}	# HVSIM=... to test another build
+client=$top/${VMB_BUILD:-build}/tests/hvsim/socket_client
 dir=$(mktemp -d)
 pids=()
 cleanup() {

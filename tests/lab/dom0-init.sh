@@ -558,5 +558,11 @@ if echo " $tools " | grep -q " vmb "; then
 	kill $vpid 2>/dev/null
 	sed 's/^/  vmbuildd| /' /tmp/vmbuildd.log | tail -n 40
 fi
+# Further steps brought in by LAB_EXTRA_FILES as /etc/lab/steps/*.sh (the
+# companion lab: tests/lab/companion/): sourced here, with the helpers
+# above; each starts what it needs.
+for s in /etc/lab/steps/*.sh; do
+	[ -f "$s" ] && . "$s"
+done
 xl list
 finish

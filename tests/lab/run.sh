@@ -13,6 +13,8 @@
 # Settings (environment):
 #   LAB_DIR=build/lab        cache and work directory (one run at a time: lock)
 #   LAB_DEBS=$LAB_DIR/debs   the .deb cache (share it between LAB_DIRs)
+#   LAB_ROOT=$LAB_DIR/root   the unpacked .debs (shared by runs one after
+#                            the other, e.g. the companion lab's)
 #   LAB_STEPS="xl vmbuild guest linux"  what dom0 runs: xl, vmbuild (side by
 #                            side), guest (the hello guest's memory-map
 #                            fallbacks, by xl), linux (Debian's kernel as a
@@ -81,7 +83,7 @@ XENVER=4.17
 ARCHLIB=usr/lib/x86_64-linux-gnu
 
 DEBS=${LAB_DEBS:-$LAB_DIR/debs}
-ROOT=$LAB_DIR/root
+ROOT=${LAB_ROOT:-$LAB_DIR/root}
 D0=$LAB_DIR/dom0
 CONSOLE=$LAB_DIR/console.log
 t_start=${EPOCHREALTIME/./}

@@ -10,7 +10,7 @@
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/tests/tap.sh"
-check=$top/build/bin/vmb-config-check
+check=$top/${VMB_BUILD:-build}/bin/vmb-config-check
 dir=$top/configs/tests
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT

@@ -18,6 +18,7 @@ expected() {
 	cat <<EOF
 etc/default/hvsim
 lib/systemd/system/hvsim.service
+lib/systemd/system/vmbuildd-ro.socket
 lib/systemd/system/vmbuildd.service
 lib/systemd/system/vmbuildd.socket
 ${p#/}/bin/vmctl

@@ -10,6 +10,7 @@ rules evaluate; both rule groups are healthy and no alert fires.
 """
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -108,8 +109,9 @@ def ready():
 if not until(ready, "ready"):
     with open(os.path.join(h.dir, "prometheus.log"), errors="replace") as f:
         bail("Prometheus did not start: %s" % f.read()[-1500:])
-ok(True, "Prometheus %s listens on 127.0.0.1:%d" %
-   (get("/api/v1/status/buildinfo")["data"]["version"], pport))
+version = get("/api/v1/status/buildinfo")["data"]["version"]
+ok(re.match(r"^2\.\d+\.\d+", version), "Prometheus %s listens on "
+   "127.0.0.1:%d" % (version, pport))
 
 
 def target_up():

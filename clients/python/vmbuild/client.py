@@ -7,7 +7,7 @@ import os
 import time
 
 from .connection import Connection
-from .errors import Timeout, error_from_reply
+from .errors import ImageDescriptors, Timeout, error_from_reply
 from .events import Subscription
 
 # Interval of task.get while following a task whose events are quiet
@@ -19,6 +19,17 @@ FINISHED = ("done", "failed", "cancelled")
 def _params(**kw):
     """The parameters that were given (None means not given)."""
     return {k: v for k, v in kw.items() if v is not None}
+
+
+def _open_image(path):
+    """A kernel or ramdisk opened with the caller's rights, as vmctl
+    opens it: links resolved, without blocking, a regular file only."""
+    fd = os.open(os.path.realpath(path), os.O_RDONLY | os.O_CLOEXEC |
+                 os.O_NONBLOCK | os.O_NOFOLLOW | os.O_NOCTTY)
+    if not os.path.isfile("/proc/self/fd/%d" % fd):
+        os.close(fd)
+        raise OSError(22, "not a regular file", path)
+    return fd
 
 
 def _vm_ref(vm):
@@ -51,9 +62,34 @@ class Client:
     def __exit__(self, *exc):
         self.close()
 
-    def call(self, method, params=None):
-        """Any method by its JSON-RPC name; returns its result."""
-        return self._conn.call(method, params)
+    def call(self, method, params=None, fds=()):
+        """Any method by its JSON-RPC name; returns its result.  fds:
+        descriptors sent with the request (params names them)."""
+        return self._conn.call(method, params, fds)
+
+    def _create(self, params):
+        """vm.create; when the daemon asks for the kernel and ramdisk as
+        descriptors (error 1014: they are outside its image
+        directories), open them here, with the caller's rights, and
+        send the request again with them."""
+        try:
+            return self.call("vm.create", params)
+        except ImageDescriptors as e:
+            files = e.data.get("files")
+            if not isinstance(files, list):
+                raise
+            fds, names = [], {}
+            try:
+                for f in files:
+                    if not isinstance(f, dict) or \
+                            f.get("key") not in ("kernel", "ramdisk"):
+                        continue
+                    names[f["key"]] = len(fds)
+                    fds.append(_open_image(str(f.get("path"))))
+                return self.call("vm.create", dict(params, fds=names), fds)
+            finally:
+                for fd in fds:
+                    os.close(fd)
 
     # --- server and host ----------------------------------------------
 
@@ -101,7 +137,7 @@ class Client:
                          ignore_unsupported=ignore_unsupported)
         if progress is None:
             params["wait"] = bool(wait)
-            r = self.call("vm.create", params)
+            r = self._create(params)
             if wait and isinstance(r, dict) and isinstance(r.get("task"), int):
                 # The daemon's reply names the task; give the task itself,
                 # as the progress path does.
@@ -111,7 +147,7 @@ class Client:
         # Subscribe before creating, so that no progress is missed.
         with Subscription(self.socket_path, ("task.progress", "task.done"),
                           self.timeout) as sub:
-            created = self.call("vm.create", params)
+            created = self._create(params)
             task = self._follow(sub, created["task"], progress, timeout)
         vm = task.get("domid")
         return {"task": task, "vm": self.vm_info(task["vm"] if vm is None

@@ -60,8 +60,10 @@ class Connection:
         return ConnectionFailed("connection to vmbuildd at %s lost: %s" %
                                 (self.path, why))
 
-    def send(self, method, params=None):
-        """Send a request; returns its id."""
+    def send(self, method, params=None, fds=()):
+        """Send a request; returns its id.  fds: open descriptors sent
+        with the request's first bytes (SCM_RIGHTS), which params name
+        by index (params["fds"])."""
         self.open()
         rid = self._next_id
         self._next_id += 1
@@ -70,7 +72,13 @@ class Connection:
             req["params"] = params
         data = (json.dumps(req, separators=(",", ":")) + "\n").encode()
         try:
-            self._sock.sendall(data)
+            if fds:
+                # The descriptors go with the first bytes of the line,
+                # the rest follows: the daemon ties them to this request.
+                sent = socket.send_fds(self._sock, [data], list(fds))
+                data = data[sent:]
+            if data:
+                self._sock.sendall(data)
         except socket.timeout as e:
             raise self._timeout(method) from e
         except OSError as e:
@@ -140,5 +148,5 @@ class Connection:
                                     (method, msg))
             return msg["result"]
 
-    def call(self, method, params=None):
-        return self.wait_reply(self.send(method, params), method)
+    def call(self, method, params=None, fds=()):
+        return self.wait_reply(self.send(method, params, fds), method)

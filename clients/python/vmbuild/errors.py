@@ -127,14 +127,22 @@ RequestTooLarge = _code(1010, "RequestTooLarge",
 TaskFinished = _code(1011, "TaskFinished", "The task has already ended.")
 BadState = _code(1012, "BadState",
                  "The VM is not in a state that allows this.")
-NoSuchDevice = _code(1013, "NoSuchDevice",
+BadImage = _code(1013, "BadImage",
+                 "A kernel or ramdisk cannot be used (not a PVH image, "
+                 "too large, not a regular file).")
+ImageDescriptors = _code(1014, "ImageDescriptors",
+                         "The daemon opens no file a client names outside "
+                         "its image directories: pass data['files'] as "
+                         "descriptors (vm_create does).")
+NoSuchDevice = _code(1015, "NoSuchDevice",
                      "The VM has no such disk or network interface.")
 
 _BY_CODE = {cls.code: cls for cls in (
     ParseError, InvalidRequest, MethodNotFound, InvalidParams,
     InternalError, PermissionDenied, NoSuchVM, NoSuchTask, ConfigError,
     NoMemory, HypervisorError, Busy, Cancelled, VMExists, Unavailable,
-    RequestTooLarge, TaskFinished, BadState, NoSuchDevice)}
+    RequestTooLarge, TaskFinished, BadState, BadImage, ImageDescriptors,
+    NoSuchDevice)}
 
 
 def error_from_reply(error, method=None, task=None):

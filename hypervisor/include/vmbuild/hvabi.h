@@ -29,7 +29,10 @@
  * 2: HV_OP_MAP only translates (no descriptor is passed: hvsim's memory is
  * its own anonymous mapping); guest memory is read and written with
  * HV_OP_GUEST_READ / HV_OP_GUEST_WRITE (HV_CAP_GUEST_COPY, was HV_CAP_MAP);
- * hv_shadow_workload_reply gained guest_writes.
+ * hv_shadow_workload_reply gained guest_writes; hv_scrub_reply and
+ * hv_populate_reply carry the version (the Xen series returns them from
+ * hypercalls, where no header carries it).  One version for both changes:
+ * neither was released alone.
  */
 #define HV_ABI_VERSION		2
 #define HV_MSG_MAGIC		0x4d535648u	/* "HVSM" little-endian */
@@ -265,8 +268,10 @@ struct hv_populate_stats {
 };
 
 struct hv_populate_reply {
+	uint32_t version;	/* HV_ABI_VERSION of this layout */
 	uint32_t next;		/* index of the first extent not done */
-	uint32_t preempted;	/* 1 if stopped before nr_extents */
+	uint32_t preempted;	/* 1 if stopped before nr_extents (never on Xen) */
+	uint32_t pad;
 	struct hv_populate_stats stats;
 };
 
@@ -319,8 +324,8 @@ struct hv_scrub_node {
 
 struct hv_scrub_reply {
 	uint32_t nr_nodes;	/* hv_scrub_node[nr_nodes] follows */
-	uint32_t pad;
-	uint64_t now_ns;	/* CLOCK_MONOTONIC of the sample */
+	uint32_t version;	/* HV_ABI_VERSION of this layout */
+	uint64_t now_ns;	/* CLOCK_MONOTONIC (Xen: its system time) */
 };
 
 /* ------------------------------------------------------------------ */
@@ -394,16 +399,59 @@ struct hv_shadow_workload_reply {
 };
 
 /* ------------------------------------------------------------------ */
+/* Fault injection (hvsim only; no hypercall of Xen).                  */
+
+/*
+ * A test makes hvsim fail, hang in, or crash at a given call of an op, to
+ * see that the toolstack undoes and loses nothing.  hvsim answers this op
+ * only when started with --fault-requests (else -EPERM).  Its number lies
+ * outside enum hv_op, which numbers the hypercalls.
+ *
+ * hv_fault.op names the op (enum hv_op, or 0 with HV_FAULT_QUERY and
+ * HV_FAULT_CLEAR); `nth` counts that op's calls from now on, over every
+ * connection: 1 is the next one.  The reply gives every op's calls so far.
+ */
+#define HV_OP_FAULT		0x7f01	/* hv_fault -> hv_fault_reply */
+#define HV_FAULT_MAX_OPS	32	/* ops counted in hv_fault_reply */
+
+enum hv_fault_mode {
+	HV_FAULT_QUERY = 0,	/* arm nothing, only report the counts */
+	HV_FAULT_FAIL = 1,	/* the call fails with -error, doing nothing */
+	HV_FAULT_HANG = 2,	/* the call is never answered */
+	HV_FAULT_CRASH = 3,	/* hvsim dies (SIGKILL) instead of answering */
+	HV_FAULT_CLEAR = 4,	/* forget every armed fault */
+};
+
+struct hv_fault {
+	uint16_t op;		/* enum hv_op */
+	uint16_t mode;		/* enum hv_fault_mode */
+	int32_t	 error;		/* HV_FAULT_FAIL: a positive errno; 0: EIO */
+	uint32_t nth;		/* >= 1 */
+	uint32_t pad;
+};
+
+struct hv_fault_reply {
+	uint64_t calls[HV_FAULT_MAX_OPS];	/* by op number, since start */
+	uint64_t fired;		/* faults that went off */
+	uint32_t armed;		/* faults waiting for their call */
+	uint32_t pad;
+};
+
+/* ------------------------------------------------------------------ */
 /* The companion hypercalls on Xen (hypervisor/xen).                   */
 
 /*
- * On Xen, scrub progress and counters are XEN_SYSCTL sub-operations:
- * struct xen_sysctl's cmd is one of these, interface_version is Xen's
- * XEN_SYSCTL_INTERFACE_VERSION, and its union u starts with a
+ * On Xen, scrub progress and counters are XEN_SYSCTL sub-operations
+ * (XEN_SYSCTL_scrub_progress, XEN_SYSCTL_vmstat in the series' public
+ * sysctl.h): struct xen_sysctl's cmd is one of these, interface_version
+ * is Xen's XEN_SYSCTL_INTERFACE_VERSION, and its union u starts with a
  * struct hv_xen_sysctl_buf naming a hypercall buffer that receives the
  * same layout hvsim sends on its socket (hv_scrub_reply followed by
- * hv_scrub_node[nr_nodes], or hv_counters).  Stock Xen answers -ENOSYS
- * to an unknown sysctl, which is how a toolstack probes for them.
+ * hv_scrub_node[nr_nodes], or hv_counters).  A buffer too small gets
+ * -ENOBUFS and size set to what the reply needs.  Stock Xen answers
+ * -ENOSYS to an unknown sysctl, which is how a toolstack probes for
+ * them.  hypervisor/xen/abi-check.c checks that the series' structures
+ * have these layouts.
  */
 #define HV_XEN_SYSCTL_SCRUB_PROGRESS	0x4801
 #define HV_XEN_SYSCTL_COUNTERS		0x4802
@@ -412,6 +460,26 @@ struct hv_xen_sysctl_buf {
 	uint64_t buf;		/* XEN_GUEST_HANDLE_64 of the reply buffer */
 	uint32_t size;		/* IN: bytes at buf; OUT: bytes written */
 	uint32_t pad;
+};
+
+/*
+ * The batched populate is a memory op, XENMEM_populate_batch (number 63,
+ * the last a memory op can have: not a sysctl, since every sysctl runs
+ * under one global lock): HYPERVISOR_memory_op(63, struct hv_xen_populate
+ * *), a hypercall buffer.  The extents are a second hypercall buffer
+ * whose address is in `extents`.  Xen continues a preempted call by
+ * itself, so one call is one batch: it returns 0 when every extent is
+ * done, or -errno with rep.next at the extent that failed (the
+ * hv_populate rules above); rep.stats add up the whole batch, and the
+ * filtered TLB flush is issued at most once per call while the domain is
+ * being built.  Stock Xen answers -ENOSYS (an unknown memory op).
+ */
+#define HV_XEN_XENMEM_POPULATE_BATCH	63
+
+struct hv_xen_populate {
+	struct hv_populate req;	/* IN */
+	uint64_t extents;	/* IN: address of hv_extent[req.nr_extents] */
+	struct hv_populate_reply rep;	/* OUT, also on failure */
 };
 
 #endif /* VMBUILD_HVABI_H */

@@ -19,10 +19,31 @@
 
 struct hvc;
 
-/* Connect to hvsim at `path` and check the ABI version (HV_OP_HELLO). */
+/* A reply that takes longer than this is -ETIMEDOUT (hvc_set_timeout). */
+#define HVC_DEFAULT_TIMEOUT_MS	60000
+
+/*
+ * Connect to hvsim at `path` and check the ABI version (HV_OP_HELLO),
+ * within HVC_DEFAULT_TIMEOUT_MS.
+ */
 int hvc_open(const char *path, struct hvc **ret_conn);
 /* NULL-tolerant. */
 void hvc_close(struct hvc *conn);
+
+/*
+ * Bound every later call (send and reply together) to `timeout_ms`;
+ * <= 0 waits for ever.  A call that times out fails with -ETIMEDOUT and
+ * leaves the connection broken (its stream position is unknown).
+ */
+void hvc_set_timeout(struct hvc *conn, int timeout_ms);
+/*
+ * While a call waits, also watch `fd` (-1: none): once it is readable,
+ * the call gets HVC_CANCEL_GRACE_MS more to be answered, then fails
+ * with -ECANCELED and the connection is broken.  For a build that is
+ * cancelled while the hypervisor does not answer.
+ */
+#define HVC_CANCEL_GRACE_MS	2000
+void hvc_set_cancel_fd(struct hvc *conn, int fd);
 
 /* The hello reply received by hvc_open. */
 const struct hv_hello_reply *hvc_hello(const struct hvc *conn);
@@ -99,5 +120,9 @@ int hvc_counters(struct hvc *conn, struct hv_counters *ret_counters);
 
 int hvc_shadow_workload(struct hvc *conn, const struct hv_shadow_workload *req,
     struct hv_shadow_workload_reply *ret_reply);
+
+/* HV_OP_FAULT (hvsim --fault-requests): arm, clear or read the counts. */
+int hvc_fault(struct hvc *conn, const struct hv_fault *req,
+    struct hv_fault_reply *ret_reply);
 
 #endif /* VMBUILD_HVCLIENT_H */

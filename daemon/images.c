@@ -1,0 +1,341 @@
+/*
+ * images.c - descriptors and image directories (see images.h).
+ *
+ * A path under an image directory is opened relative to the directory's
+ * descriptor with openat2(RESOLVE_BENEATH): no "..", absolute symbolic
+ * link or mount point takes it out of the directory.  It is first opened
+ * O_PATH, which opens nothing (a FIFO does not block, a device node is
+ * not opened, with whatever that would do), and only a regular file is
+ * then opened for reading, through /proc/self/fd.  Kernels without
+ * openat2 (before 5.6) get a walk that refuses symbolic links.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <linux/openat2.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include "images.h"
+#include "json.h"
+#include "log.h"
+#include "proto.h"
+
+#define IMAGES_MAX_DIRS	16
+
+static const char *const image_keys[2] = { "kernel", "ramdisk" };
+
+static struct {
+	struct {
+		char	*path;		/* as given, without trailing '/' */
+		char	*real;		/* resolved, if different */
+		int	fd;		/* O_PATH | O_DIRECTORY */
+	} dirs[IMAGES_MAX_DIRS];
+	unsigned n;
+} I;
+
+int
+images_add_dir(const char *path)
+{
+	size_t len = strlen(path);
+	char *p, *real;
+	int fd;
+
+	if (path[0] != '/') {
+		fprintf(stderr, "vmbuildd: --image-dir %s: an absolute path is "
+		    "needed\n", path);
+		return -1;
+	}
+	if (I.n == IMAGES_MAX_DIRS) {
+		fprintf(stderr, "vmbuildd: --image-dir: at most %d "
+		    "directories\n", IMAGES_MAX_DIRS);
+		return -1;
+	}
+	fd = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		fprintf(stderr, "vmbuildd: --image-dir %s: %s\n", path,
+		    strerror(errno));
+		return -1;
+	}
+	while (len > 1 && path[len - 1] == '/')
+		len--;
+	p = strndup(path, len);
+	real = realpath(path, NULL);
+	if (p == NULL) {
+		close(fd);
+		free(real);
+		return -1;
+	}
+	if (real != NULL && !strcmp(real, p)) {
+		free(real);
+		real = NULL;
+	}
+	I.dirs[I.n].path = p;
+	I.dirs[I.n].real = real;
+	I.dirs[I.n].fd = fd;
+	I.n++;
+	return 0;
+}
+
+void
+images_free(void)
+{
+	for (unsigned i = 0; i < I.n; i++) {
+		free(I.dirs[i].path);
+		free(I.dirs[i].real);
+		close(I.dirs[i].fd);
+	}
+	I.n = 0;
+}
+
+unsigned
+images_ndirs(void)
+{
+	return I.n;
+}
+
+void
+image_req_init(struct image_req *req)
+{
+	for (int i = 0; i < 2; i++) {
+		req->fd[i] = -1;
+		req->dir[i] = -1;
+		req->rel[i] = NULL;
+	}
+}
+
+void
+image_req_done(struct image_req *req)
+{
+	for (int i = 0; i < 2; i++) {
+		if (req->fd[i] >= 0)
+			close(req->fd[i]);
+		free(req->rel[i]);
+	}
+	image_req_init(req);
+}
+
+/* The part of `path` below `dir`, or NULL when it is not below it. */
+static const char *
+below(const char *path, const char *dir)
+{
+	size_t len;
+
+	if (dir == NULL)
+		return NULL;
+	len = strlen(dir);
+	if (len == 1)		/* "/" */
+		return path[1] ? path + 1 : NULL;
+	if (strncmp(path, dir, len) != 0 || path[len] != '/' || !path[len + 1])
+		return NULL;
+	return path + len + 1;
+}
+
+/* params.fds.KEY: a descriptor the request carried, checked. */
+static int
+take_fd(struct call *call, yajl_val fds, int i, int *ret_fd)
+{
+	yajl_val v = jv_get(fds, image_keys[i]);
+	struct stat st;
+	long long idx;
+	int fd, fl;
+
+	*ret_fd = -1;
+	if (v == NULL || YAJL_IS_NULL(v))
+		return 0;
+	if (!YAJL_IS_INTEGER(v) || (idx = YAJL_GET_INTEGER(v)) < 0 ||
+	    idx >= RPC_MAX_FDS)
+		return call_error(call, RPC_INVALID_PARAMS, 0, "params.fds.%s "
+		    "must be the index of a descriptor sent with the request "
+		    "(0 to %d)", image_keys[i], RPC_MAX_FDS - 1);
+	fd = call_take_fd(call, (size_t)idx);
+	if (fd < 0)
+		return call_error(call, RPC_INVALID_PARAMS, 0, "params.fds.%s: "
+		    "no descriptor %lld came with the request (%zu did)",
+		    image_keys[i], idx, call->nfds);
+	*ret_fd = fd;
+	if (fstat(fd, &st) < 0)
+		return call_error(call, E_IMAGE, errno, "params.fds.%s: %s",
+		    image_keys[i], strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return call_error(call, E_IMAGE, 0, "params.fds.%s: not a "
+		    "regular file", image_keys[i]);
+	fl = fcntl(fd, F_GETFL);
+	if (fl < 0 || (fl & O_PATH) || (fl & O_ACCMODE) == O_WRONLY)
+		return call_error(call, E_IMAGE, 0, "params.fds.%s: not open "
+		    "for reading", image_keys[i]);
+	return 0;
+}
+
+/* Where the guest's path of image i is to come from, or a data.files entry. */
+static int
+place_path(struct call *call, const char *path, int i, struct image_req *req,
+    bool *ret_refused)
+{
+	for (unsigned d = 0; path[0] == '/' && d < I.n; d++) {
+		const char *rel = below(path, I.dirs[d].path);
+
+		if (rel == NULL)
+			rel = below(path, I.dirs[d].real);
+		if (rel == NULL)
+			continue;
+		req->dir[i] = (int)d;
+		req->rel[i] = strdup(rel);
+		if (req->rel[i] == NULL)
+			return call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
+			    "out of memory");
+		return 0;
+	}
+	*ret_refused = true;
+	if (call_error_file(call, image_keys[i], path) < 0)
+		return call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
+		    "out of memory");
+	return 0;
+}
+
+int
+images_prepare(struct call *call, const struct vmb_guest *g,
+    struct image_req *req)
+{
+	const char *paths[2] = { g->kernel, g->ramdisk };
+	const char *first = NULL;
+	yajl_val fds = NULL;
+	bool refused = false;
+
+	if (param_object(call, P_FDS, false, &fds) < 0)
+		return -1;
+	for (int i = 0; i < 2; i++) {
+		if (take_fd(call, fds, i, &req->fd[i]) < 0)
+			return -1;
+		if (req->fd[i] >= 0 && paths[i] == NULL)
+			return call_error(call, RPC_INVALID_PARAMS, 0,
+			    "params.fds.%s: the guest has no %s",
+			    image_keys[i], image_keys[i]);
+		if (req->fd[i] >= 0 || paths[i] == NULL)
+			continue;
+		if (place_path(call, paths[i], i, req, &refused) < 0)
+			return -1;
+		if (refused && first == NULL)
+			first = image_keys[i];
+	}
+	if (!refused)
+		return 0;
+	return call_error(call, E_IMAGE_FD, 0, "%s %s: vmbuildd opens no file "
+	    "a client names outside its image directories (%s): pass it as "
+	    "a descriptor (params.fds; vmctl does)", first,
+	    paths[strcmp(first, "kernel") ? 1 : 0], I.n ? "--image-dir" :
+	    "none configured");
+}
+
+/*
+ * openat2() below dirfd, or, where the kernel lacks it, a walk that
+ * takes no symbolic link and no "..".
+ */
+static int
+open_beneath(int dirfd, const char *rel)
+{
+	struct open_how how = { .flags = O_PATH | O_NOFOLLOW | O_CLOEXEC,
+	    .resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS };
+	char buf[PATH_MAX], *save = NULL, *comp, *next;
+	int fd, cur, err = ENOENT;
+
+	fd = (int)syscall(SYS_openat2, dirfd, rel, &how, sizeof(how));
+	if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
+		return fd < 0 ? -errno : fd;
+	if (snprintf(buf, sizeof(buf), "%s", rel) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	cur = dirfd;
+	for (comp = strtok_r(buf, "/", &save); comp != NULL; comp = next) {
+		next = strtok_r(NULL, "/", &save);
+		if (!strcmp(comp, "..")) {
+			err = EXDEV;
+			break;
+		}
+		fd = openat(cur, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC |
+		    (next ? O_DIRECTORY : 0));
+		err = errno;
+		if (cur != dirfd)
+			close(cur);
+		cur = dirfd;
+		if (fd < 0)
+			break;
+		if (next == NULL)
+			return fd;
+		cur = fd;
+	}
+	if (cur != dirfd)
+		close(cur);
+	/* A symbolic link where a directory should be. */
+	return err == ENOTDIR ? -ELOOP : -err;
+}
+
+/* A regular file, opened for reading from an O_PATH descriptor. */
+static int
+reopen_regular(int pfd, char *why, size_t why_len, const char *what,
+    const char *path)
+{
+	struct stat st, st2;
+	char proc[64];
+	int fd;
+
+	if (fstat(pfd, &st) < 0)
+		return -errno;
+	if (S_ISLNK(st.st_mode)) {
+		snprintf(why, why_len, "%s %s: a symbolic link (the daemon "
+		    "does not follow one)", what, path);
+		return -ELOOP;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		snprintf(why, why_len, "%s %s: not a regular file", what, path);
+		return -EINVAL;
+	}
+	snprintf(proc, sizeof(proc), "/proc/self/fd/%d", pfd);
+	fd = open(proc, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0) {
+		snprintf(why, why_len, "%s %s: %s", what, path,
+		    strerror(errno));
+		return -errno;
+	}
+	if (fstat(fd, &st2) < 0 || st2.st_ino != st.st_ino ||
+	    st2.st_dev != st.st_dev) {
+		close(fd);
+		snprintf(why, why_len, "%s %s: changed while opened", what,
+		    path);
+		return -EAGAIN;
+	}
+	return fd;
+}
+
+int
+images_open(struct image_req *req, const struct vmb_guest *g, char *why,
+    size_t why_len)
+{
+	const char *paths[2] = { g->kernel, g->ramdisk };
+
+	for (int i = 0; i < 2; i++) {
+		int pfd, fd;
+
+		if (req->dir[i] < 0 || req->fd[i] >= 0)
+			continue;
+		pfd = open_beneath(I.dirs[req->dir[i]].fd, req->rel[i]);
+		if (pfd < 0) {
+			snprintf(why, why_len, "%s %s: %s", image_keys[i],
+			    paths[i], pfd == -EXDEV ? "leads out of the image "
+			    "directory" : pfd == -ELOOP ? "through a symbolic "
+			    "link the daemon does not follow" : pfd == -ENOENT ?
+			    "no such file in the image directory" :
+			    strerror(-pfd));
+			return pfd;
+		}
+		fd = reopen_regular(pfd, why, why_len, image_keys[i], paths[i]);
+		close(pfd);
+		if (fd < 0)
+			return fd;
+		req->fd[i] = fd;
+	}
+	return 0;
+}

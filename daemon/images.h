@@ -1,0 +1,49 @@
+/*
+ * images.h - where a build's kernel and ramdisk come from.
+ *
+ * The daemon opens nothing a client names with root's rights.  A client
+ * passes its images as descriptors (SCM_RIGHTS with the request, named
+ * by params.fds; vmctl does), or names files under an image directory
+ * the operator configured (--image-dir, repeatable).  Any other path is
+ * refused without being looked at, so that no answer tells whether a
+ * file exists.  Either way only regular files are read, opened without
+ * blocking and not through a final symbolic link.
+ */
+#ifndef VMBUILDD_IMAGES_H
+#define VMBUILDD_IMAGES_H
+
+#include <stddef.h>
+
+#include "rpc.h"
+#include "vmbuild.h"
+
+/* What one build reads its kernel (0) and ramdisk (1) from. */
+struct image_req {
+	int	fd[2];		/* passed or opened; -1: none */
+	int	dir[2];		/* image directory of a path to open; -1 */
+	char	*rel[2];	/* the path below that directory */
+};
+
+/* At start: an absolute directory; -1 after saying why on stderr. */
+int images_add_dir(const char *path);
+void images_free(void);
+unsigned images_ndirs(void);
+
+void image_req_init(struct image_req *req);
+void image_req_done(struct image_req *req);
+/*
+ * On the loop: take the descriptors params.fds names and check the
+ * guest's paths against the image directories.  0, or -1 after
+ * call_error(): -32602 for a bad params.fds, E_IMAGE_FD (data.files)
+ * for paths the daemon will not open.
+ */
+int images_prepare(struct call *call, const struct vmb_guest *g,
+    struct image_req *req);
+/*
+ * On the build thread: open the paths that lie in image directories.
+ * 0, or a negative errno with the reason in `why`.
+ */
+int images_open(struct image_req *req, const struct vmb_guest *g, char *why,
+    size_t why_len);
+
+#endif /* VMBUILDD_IMAGES_H */

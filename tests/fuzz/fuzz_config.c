@@ -1,0 +1,30 @@
+/*
+ * fuzz_config.c - xl.cfg text as the daemon parses it (libvmbuild's
+ * config.c over Xen's libxlutil, then guest.c's keys and checks, without
+ * looking at any file), and the JSON of what it accepts.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "fuzz.h"
+#include "vmbuild.h"
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
+{
+	struct vmb_diags diags = { 0 };
+	struct vmb_guest *g = NULL;
+	char *json = NULL;
+
+	if (vmb_config_parse((const char *)data, len, "fuzz.cfg", "/images",
+	    0, &g, &diags) == 0 && vmb_guest_format_json(g, &json) == 0)
+		free(json);
+	for (size_t i = 0; i < diags.n; i++) {
+		char buf[700];
+
+		vmb_diag_format(&diags.v[i], buf, sizeof(buf));
+	}
+	vmb_guest_free(g);
+	vmb_diags_done(&diags);
+	return 0;
+}

@@ -1,0 +1,28 @@
+/*
+ * fuzz_state.c - a state record file as vmbuildd reads it at start
+ * (state.c: bounded JSON, the uuid against the file's name, domid range,
+ * then the guest and build JSON kept as text).  The first 36 bytes of
+ * the input, when they are a uuid, name the file.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "fuzz.h"
+#include "state.h"
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
+{
+	char name[64] = "00000000-0000-4000-8000-000000000001.json";
+	struct state_record rec;
+
+	if (len >= 36) {
+		snprintf(name, sizeof(name), "%.36s.json", (const char *)data);
+		data += 36;
+		len -= 36;
+	}
+	if (state_parse(name, (const char *)data, len, &rec) == 0)
+		state_record_done(&rec);
+	return 0;
+}

@@ -1,0 +1,124 @@
+#!/bin/bash
+# tests/lab/companion/run.sh - `make check-xen-companion`: the companion
+# hypercalls in a real Xen (hypervisor/xen's series), booted with the lab's
+# recipe (tests/lab/run.sh and its settings), cross-checked with hvsim.
+#
+# Four lab runs, each in its own LAB_DIR under $CMP_DIR (the .debs are
+# shared with `make check-xen` in build/lab/debs), then hvsim, then the
+# judgement (compare.py):
+#
+#   numa        build/xen/xen.gz on two NUMA nodes (4 CPUs, 2 x 3 GiB): boot
+#               scrub, a 512 MiB guest built and destroyed, one re-built over
+#               its pages (dom0.sh, CMP_MODE=numa)
+#   shadow      build/xen/xen-perfc.gz without HAP (-cpu ...,-npt): the hello
+#               guest rewrites its page tables (ptwrite=N); Xen's perf
+#               counters are the reference; then shadow-flood=0 at runtime
+#   shadow-off  build/xen/xen.gz without HAP, shadow-flood=0 on Xen's line
+#   stock       Debian's Xen: the same commands must answer "unavailable"
+#   sim         the numa sequence on hvsim, modelled to the numa run's
+#               topology (sim.sh)
+#
+# Settings: CMP_DIR (build/lab-companion), CMP_RUNS (the runs above, in
+# order), CMP_XEN and CMP_XEN_PERFC (build/xen/xen.gz, xen-perfc.gz),
+# CMP_MB (512), CMP_PTWRITE (1000 rounds), CMP_SCRUB_TIMEOUT (900 s),
+# CMP_TIMEOUT (per run, 1500 s).  Exit 0 only when every run passed the
+# lab's own judge and every check of compare.py passed; its last line is
+#   companion: scrubbed_bytes=N filter_evaluations=N flushes_issued=N
+#   batches=N write_flood=N early=N
+set -uo pipefail
+
+top=$(cd "$(dirname "$0")/../../.." && pwd)
+cd "$top" || exit 2
+here=tests/lab/companion
+CMP_DIR=${CMP_DIR:-build/lab-companion}
+CMP_RUNS=${CMP_RUNS:-numa shadow shadow-off stock sim}
+CMP_MB=${CMP_MB:-512}
+CMP_PTWRITE=${CMP_PTWRITE:-1000}
+CMP_SCRUB_TIMEOUT=${CMP_SCRUB_TIMEOUT:-900}
+CMP_TIMEOUT=${CMP_TIMEOUT:-1500}
+CMP_XEN=${CMP_XEN:-build/xen/xen.gz}
+CMP_XEN_PERFC=${CMP_XEN_PERFC:-build/xen/xen-perfc.gz}
+NUMA_QEMU="-object memory-backend-ram,id=m0,size=3G -object memory-backend-ram,id=m1,size=3G -numa node,nodeid=0,cpus=0-1,memdev=m0 -numa node,nodeid=1,cpus=2-3,memdev=m1"
+t_start=${EPOCHREALTIME/./}
+
+log() {
+	local d=$(( (${EPOCHREALTIME/./} - t_start) / 100000 ))
+	printf '[companion %d.%ds] %s\n' $((d / 10)) $((d % 10)) "$*" >&2
+}
+
+for f in $CMP_XEN $CMP_XEN_PERFC build/bin/vmbuildd \
+    build/bin/vmctl build/bin/hvsim build/guest/hello.elf; do
+	[ -f "$f" ] || { log "missing $f (make all; make -C hypervisor/xen stock perfc)"; exit 2; }
+done
+mkdir -p "$CMP_DIR" || exit 2
+status=$CMP_DIR/status
+: > "$status"
+
+# lab NAME MODE KEY=VALUE...: one boot through tests/lab/run.sh.
+lab() {
+	local name=$1 mode=$2 dir=$CMP_DIR/$1 t0 rc
+	shift 2
+	mkdir -p "$dir"
+	cat > "$dir/companion.conf" <<EOF
+CMP_MODE=$mode
+CMP_MB=$CMP_MB
+CMP_SHADOW_MB=128
+CMP_PTWRITE=$CMP_PTWRITE
+CMP_SCRUB_TIMEOUT=$CMP_SCRUB_TIMEOUT
+CMP_RUNTIME_OFF=${CMP_RUNTIME_OFF:-0}
+CMP_CFG_EXTRA='${CMP_CFG_EXTRA:-}'
+EOF
+	log "run $name: $*"
+	t0=${EPOCHREALTIME/./}
+	env LAB_DIR="$dir" LAB_DEBS=build/lab/debs LAB_ROOT="$CMP_DIR/root" \
+	    LAB_STEPS=companion \
+	    LAB_TESTS= LAB_TIMEOUT="$CMP_TIMEOUT" \
+	    LAB_EXTRA_FILES="$here/dom0.sh:/etc/lab/steps/companion.sh $dir/companion.conf:/etc/lab/steps/companion.conf $CMP_DIR/root/usr/lib/xen-4.17/bin/xenperf:/usr/lib/xen-4.17/bin/xenperf" \
+	    "$@" tests/lab/run.sh > "$dir/run.log" 2>&1
+	rc=$?
+	echo "$name rc=$rc secs=$(( (${EPOCHREALTIME/./} - t0) / 1000000 ))" >> "$status"
+	log "run $name: rc=$rc ($(tail -n 1 "$dir/run.log"))"
+	[ $rc = 0 ] || tail -n 40 "$dir/run.log" | sed "s/^/  $name| /" >&2
+	return $rc
+}
+
+failed=""
+for r in $CMP_RUNS; do
+	case $r in
+	numa)
+		CMP_CFG_EXTRA='cpus = "nodes:1"' lab numa numa \
+		    LAB_XEN=$CMP_XEN LAB_SMP=4 LAB_MEM=6144 \
+		    LAB_QEMU_EXTRA="$NUMA_QEMU" ;;
+	shadow)
+		CMP_CFG_EXTRA='hap = 0' CMP_RUNTIME_OFF=1 lab shadow shadow \
+		    LAB_XEN=$CMP_XEN_PERFC LAB_CPU=max,-smap,-rdtscp,-npt ;;
+	shadow-off)
+		CMP_CFG_EXTRA='hap = 0' lab shadow-off shadow \
+		    LAB_XEN=$CMP_XEN LAB_CPU=max,-smap,-rdtscp,-npt \
+		    LAB_XEN_EXTRA=shadow-flood=0 ;;
+	stock)
+		lab stock stock ;;
+	sim)
+		# The numa run's topology: nodes, CPUs per node, memory per node.
+		topo=$(sed -n 's/^.*CMPJSON host rc=0 //p' "$CMP_DIR/numa/console.log" 2>/dev/null |
+		    tr -d '\r' | python3 -c 'import json, sys
+j = json.load(sys.stdin); n = j["nodes"]
+mib = min(x["total_bytes"] for x in n) >> 20
+print(len(n), max(x["nr_cpus"] for x in n), "%dM" % (mib - mib % 2))' 2>/dev/null)
+		[ -n "$topo" ] || { log "sim: no host record from the numa run; modelling 2 x 2 CPUs x 3G"; topo="2 2 3072M"; }
+		log "sim: hvsim $topo (nodes, CPUs per node, memory per node)"
+		t0=${EPOCHREALTIME/./}
+		$here/sim.sh "$CMP_DIR/sim.log" $topo "$CMP_MB" 'cpus = "nodes:1"' \
+		    > "$CMP_DIR/sim.out" 2>&1
+		rc=$?
+		echo "sim rc=$rc secs=$(( (${EPOCHREALTIME/./} - t0) / 1000000 ))" >> "$status"
+		[ $rc = 0 ] || { cat "$CMP_DIR/sim.out" >&2; false; } ;;
+	*)
+		log "unknown run $r"; false ;;
+	esac || failed="$failed $r"
+done
+log "runs done in $(( (${EPOCHREALTIME/./} - t_start) / 1000000 ))s:$(sed 's/^/ /' "$status" | tr '\n' ';')"
+[ -z "$failed" ] || log "runs that failed the lab's judge:$failed"
+python3 "$here/compare.py" "$CMP_DIR" | tee "$CMP_DIR/report.txt"
+crc=${PIPESTATUS[0]}
+[ -z "$failed" ] && [ "$crc" = 0 ]
