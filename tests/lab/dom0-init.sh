@@ -384,7 +384,7 @@ console_has() {
 
 # linux_devices TOOL TAG ID T0: the guest's devices line (timed from
 # T0, the create's start), dom0 pinging it, its backends as xenstore
-# has them; for vmbuild, hot-plug while it runs.
+# has them; hot-plug while it runs.
 linux_devices() {
 	_ip=$(guest_ip $2)
 	if console_has $2 'vmbuild-linux-dev: disk=' 120; then
@@ -405,33 +405,46 @@ linux_devices() {
 		fail ping-$2 "dom0 cannot ping the $1 guest at $_ip"
 	fi
 	xs_devdump $1 $3
-	[ $1 = vmb ] && hotplug $2 $3
+	hotplug $1 $2 $3
 }
 
-# hotplug TAG ID: a second disk (read-only) and a second vif attached to
-# the running vmbuild guest, seen by it, detached, seen gone.
+# hotplug TOOL TAG ID: a second disk (read-only) and a second vif
+# attached to the running guest, seen by it, detached, seen gone: `xl
+# block-attach` & co. for xl's guest, `vmctl disk-attach` & co. for
+# vmbuild's (timed side by side).  On a failure, what dom0's kernel said.
 hotplug() {
-	timed disk-attach $V disk-attach $1 /guest/disk2.img,raw,xvdb,ro ||
-	    fail disk-attach "vmctl disk-attach rc=$?"
-	console_has $1 'vmbuild-linux-dev: hotplug xvdb=seen' 90 ||
-	    fail disk-attach-seen "the guest did not see xvdb"
-	xenstore-ls -f /local/domain/0/backend/vbd/$2/51728 2>/dev/null |
+	case $1 in
+	xl) _da="xl block-attach $2"; _dd="xl block-detach $2"
+	    _na="xl network-attach $2"; _nd="xl network-detach $2" ;;
+	*) _da="$V disk-attach $2"; _dd="$V disk-detach $2"
+	    _na="$V net-attach $2"; _nd="$V net-detach $2" ;;
+	esac
+	_f0="$FAILED"
+	timed $1-disk-attach $_da /guest/disk2.img,raw,xvdb,ro ||
+	    fail $1-disk-attach "disk-attach rc=$?"
+	console_has $2 'vmbuild-linux-dev: hotplug xvdb=seen' 90 ||
+	    fail $1-disk-attach-seen "the guest did not see xvdb"
+	xenstore-ls -f /local/domain/0/backend/vbd/$3/51728 2>/dev/null |
 	    grep -E '/(params|mode|physical-device|node|state|hotplug-status) ' | sed 's/^/  xvdb| /'
-	timed vmctl-info-hotplug $V info $1
-	timed disk-detach $V disk-detach $1 xvdb || fail disk-detach "vmctl disk-detach rc=$?"
-	console_has $1 'vmbuild-linux-dev: hotplug xvdb=gone' 90 ||
-	    fail disk-detach-seen "the guest still sees xvdb"
-	xenstore-ls /local/domain/0/backend/vbd/$2/51728 >/dev/null 2>&1 &&
-	    fail disk-detach-left "backend of xvdb still in xenstore"
-	timed net-attach $V net-attach $1 bridge=$BR || fail net-attach "vmctl net-attach rc=$?"
-	console_has $1 'vmbuild-linux-dev: hotplug eth1=seen' 90 ||
-	    fail net-attach-seen "the guest did not see eth1"
-	timed net-detach $V net-detach $1 1 || fail net-detach "vmctl net-detach rc=$?"
-	console_has $1 'vmbuild-linux-dev: hotplug eth1=gone' 90 ||
-	    fail net-detach-seen "the guest still sees eth1"
-	tr -d '\r' < /var/log/xen/console/guest-$1.log | grep 'vmbuild-linux-dev: hotplug' |
-	    sed "s/^/  $1| /"
-	echo "INFO hotplug on $1: loop devices now: $(losetup -a | wc -l); vifs: $(ls /sys/class/net | grep -c "^vif$2\.")"
+	[ $1 = vmb ] && timed vmctl-info-hotplug $V info $2
+	timed $1-disk-detach $_dd xvdb || fail $1-disk-detach "disk-detach rc=$?"
+	console_has $2 'vmbuild-linux-dev: hotplug xvdb=gone' 90 ||
+	    fail $1-disk-detach-seen "the guest still sees xvdb"
+	xenstore-ls /local/domain/0/backend/vbd/$3/51728 >/dev/null 2>&1 &&
+	    fail $1-disk-detach-left "backend of xvdb still in xenstore"
+	timed $1-net-attach $_na bridge=$BR || fail $1-net-attach "net-attach rc=$?"
+	console_has $2 'vmbuild-linux-dev: hotplug eth1=seen' 90 ||
+	    fail $1-net-attach-seen "the guest did not see eth1"
+	timed $1-net-detach $_nd 1 || fail $1-net-detach "net-detach rc=$?"
+	console_has $2 'vmbuild-linux-dev: hotplug eth1=gone' 90 ||
+	    fail $1-net-detach-seen "the guest still sees eth1"
+	tr -d '\r' < /var/log/xen/console/guest-$2.log | grep 'vmbuild-linux-dev: hotplug' |
+	    sed "s/^/  $2| /"
+	if [ "$FAILED" != "$_f0" ]; then
+		dmesg | tail -n 30 | sed 's/^/  dom0-dmesg| /'
+		xenstore-ls -f /local/domain/$3/error 2>/dev/null | sed 's/^/  guest-error| /'
+	fi
+	echo "INFO hotplug on $2: loop devices now: $(losetup -a | wc -l); vifs: $(ls /sys/class/net | grep -c "^vif$3\.")"
 }
 
 # xs_devdump TOOL ID: the devices' xenstore entries with their values

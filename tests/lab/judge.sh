@@ -80,8 +80,8 @@ echo "Linux guest, vmbuild: $(linux_said "$vmb_id")"
 dev_said() { grep -E "LINUXDEV tool=$1 " "$clean" | tail -n 1 | sed 's/.*\(vmbuild-linux-dev: .*\)/\1/'; }
 row "  create Linux -> its devices line" "$(num dev-xl-linux)" "$(num dev-vmb-linux)"
 row "  dom0 pings the guest (3 pings)" "$(num ping-xl-linux)" "$(num ping-vmb-linux)"
-row "  disk-attach / disk-detach (running)" "" "$(num disk-attach)/$(num disk-detach)"
-row "  net-attach / net-detach (running)" "" "$(num net-attach)/$(num net-detach)"
+row "  disk-attach / disk-detach (running)" "$(num xl-disk-attach)/$(num xl-disk-detach)" "$(num vmb-disk-attach)/$(num vmb-disk-detach)"
+row "  net-attach / net-detach (running)" "$(num xl-net-attach)/$(num xl-net-detach)" "$(num vmb-net-attach)/$(num vmb-net-detach)"
 echo "Linux devices, xl:      $(dev_said xl)"
 echo "Linux devices, vmbuild: $(dev_said vmb)"
 grep -E 'package [a-z]' "$clean" | sed 's/^\[[ 0-9.]*\] //' 
