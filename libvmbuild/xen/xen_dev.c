@@ -47,7 +47,9 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <linux/capability.h>
 #include <linux/loop.h>
+#include <sys/syscall.h>
 
 #include "vmb_internal.h"
 #include "xen_priv.h"
@@ -607,6 +609,24 @@ teardown(struct xen_be *be, const struct dev *d, bool force, bool script,
 	return rc_close ? rc_close : rc_script;
 }
 
+/*
+ * Does this process have capability `cap` in its effective set?  The
+ * hotplug scripts inherit it: block's losetup needs CAP_SYS_ADMIN,
+ * vif-bridge's bridge CAP_NET_ADMIN.  Under vmbuildd.service's default
+ * sandbox (no capabilities) they would fail half-way; say why up front.
+ */
+static bool
+have_cap(unsigned cap)
+{
+	struct __user_cap_header_struct h = {
+		.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+	struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+
+	if (syscall(SYS_capget, &h, d) != 0)
+		return true;	/* cannot tell: let the script say */
+	return (d[cap / 32].effective >> (cap % 32)) & 1;
+}
+
 int
 xen_device_add(void *priv, uint32_t domid, const struct vmb_dev *v,
     char *why, size_t why_len)
@@ -624,6 +644,16 @@ xen_device_add(void *priv, uint32_t domid, const struct vmb_dev *v,
 		return -EINVAL;
 	dev_init(&d, domid, v->kind, v->devid, v->disk ? v->disk->vdev : NULL);
 	a.d = &d;
+	/* Only for Xen's own scripts: another one may need neither. */
+	if (!have_cap(v->disk ? CAP_SYS_ADMIN : CAP_NET_ADMIN) &&
+	    !(v->disk ? v->disk->script : v->nic->script)) {
+		vmb__why(why, why_len, "%s: the %s hotplug script needs %s, "
+		    "which this process lacks (vmbuildd.service: install the "
+		    "vmbuildd-devices.conf drop-in, vmbuildd(8) SYSTEMD)",
+		    d.name, v->disk ? "block" : "vif-bridge", v->disk ?
+		    "CAP_SYS_ADMIN (losetup)" : "CAP_NET_ADMIN (the bridge)");
+		return -EPERM;
+	}
 	script = script_path(v->disk ? v->disk->script : v->nic->script,
 	    v->disk ? "block" : "vif-bridge");
 	if (!script)
