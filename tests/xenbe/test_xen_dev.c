@@ -25,7 +25,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
+
+#include <linux/capability.h>
 
 #include <cmocka.h>
 
@@ -410,6 +414,50 @@ test_backend_never_comes(void **state)
 	nothing_left("vbd", 51712);
 }
 
+/*
+ * Without CAP_SYS_ADMIN (vmbuildd.service's default sandbox), a disk of
+ * the block script is refused up front, naming the capability, and
+ * nothing is written.  In a child, which drops the capability.
+ */
+static void
+test_no_capability(void **state)
+{
+	struct vmb_dev v = dev_of(&disk, NULL);
+	int status = 0;
+	pid_t pid;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct __user_cap_header_struct h = {
+			.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+		struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+		char why[512] = "";
+		int rc;
+
+		if (syscall(SYS_capget, &h, d) != 0)
+			_exit(10);
+		d[CAP_SYS_ADMIN / 32].effective &=
+		    ~(1u << (CAP_SYS_ADMIN % 32));
+		if (syscall(SYS_capset, &h, d) != 0)
+			_exit(11);
+		rc = xen_device_add(&be, DOMID, &v, why, sizeof(why));
+		if (rc != -EPERM)
+			_exit(12);
+		if (!strstr(why, "disk xvda (vbd 51712): the block hotplug "
+		    "script needs CAP_SYS_ADMIN"))
+			_exit(13);
+		if (fake_xs_count("/local/domain/0/backend") != 0 ||
+		    strcmp(script_log(), "") != 0)
+			_exit(14);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
 /* Hot-plug into a guest that never connects its frontend. */
 static void
 test_guest_never_connects(void **state)
@@ -502,6 +550,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_script_hangs, setup,
 		    teardown_dir),
 		cmocka_unit_test_setup_teardown(test_backend_never_comes, setup,
+		    teardown_dir),
+		cmocka_unit_test_setup_teardown(test_no_capability, setup,
 		    teardown_dir),
 		cmocka_unit_test_setup_teardown(test_guest_never_connects,
 		    setup, teardown_dir),
