@@ -63,6 +63,7 @@ static struct {
 	const char	*metrics;
 	unsigned	max_metrics;
 	unsigned	hv_timeout;	/* s */
+	unsigned	hotplug_timeout;	/* s; 0: libvmbuild's default */
 	size_t		max_output;
 	double		stop_mono;	/* when SIGTERM came */
 	bool		foreground;
@@ -128,6 +129,9 @@ usage(FILE *f)
 "                         complete S s after its first byte (default %d)\n"
 "  --hypervisor-timeout S  fail a hypervisor call after S s (default %d;\n"
 "                         0: wait for ever)\n"
+"  --hotplug-timeout S    how long a device's hotplug script may take\n"
+"                         (default 40, libxl's; the backend's InitWait\n"
+"                         is waited for a quarter of it)\n"
 "  -v, --verbose          debug messages\n"
 "  -h, --help             this text\n"
 "  -V, --version          print the version\n"
@@ -165,7 +169,7 @@ parse_options(int argc, char **argv)
 {
 	enum { O_MAXREQ = 256, O_MAXCONN, O_MAXTASKS, O_POPULATE, O_METRICS,
 	    O_REQTIMEOUT, O_LOGTARGET, O_SCRUBWAIT, O_ROSOCK, O_GROUP,
-	    O_IMAGEDIR, O_MAXOUT, O_MAXMETRICS, O_HVTIMEOUT };
+	    O_IMAGEDIR, O_MAXOUT, O_MAXMETRICS, O_HVTIMEOUT, O_HPTIMEOUT };
 	static const struct option longopts[] = {
 		{ "hypervisor",	     required_argument,	NULL, 'H' },
 		{ "socket",	     required_argument,	NULL, 's' },
@@ -186,6 +190,7 @@ parse_options(int argc, char **argv)
 		{ "max-metrics-connections", required_argument, NULL,
 		    O_MAXMETRICS },
 		{ "hypervisor-timeout", required_argument, NULL, O_HVTIMEOUT },
+		{ "hotplug-timeout", required_argument, NULL, O_HPTIMEOUT },
 		{ "verbose",	     no_argument,	NULL, 'v' },
 		{ "help",	     no_argument,	NULL, 'h' },
 		{ "version",	     no_argument,	NULL, 'V' },
@@ -301,6 +306,12 @@ parse_options(int argc, char **argv)
 			    &v) < 0)
 				return 2;
 			M.hv_timeout = v;
+			break;
+		case O_HPTIMEOUT:
+			if (parse_count("--hotplug-timeout", optarg, 4, 3600,
+			    &v) < 0)
+				return 2;
+			M.hotplug_timeout = v;
 			break;
 		case 'v':
 			M.verbose++;
@@ -560,6 +571,8 @@ main(int argc, char **argv)
 		fatalx("cannot open hypervisor \"%s\": %s", vmbd.hypervisor,
 		    strerror(-rc));
 	vmb_ctx_set_timeout(vmbd.ctx, M.hv_timeout * 1000);
+	if (M.hotplug_timeout)
+		vmb_ctx_set_hotplug_timeout(vmbd.ctx, M.hotplug_timeout * 1000);
 	if (M.verbose)
 		vmb_ctx_set_log(vmbd.ctx, ctx_log, NULL);
 	log_info("vmbuildd %s: hypervisor %s (%s), populate %s", VMB_VERSION,

@@ -13,32 +13,37 @@
 
 #include "vmb_internal.h"
 
+/* The limits: the script's as configured, the backend's a quarter. */
 static void
-dev_disk(struct vmb_dev *v, const struct vmb_disk *disk, uint32_t connect_ms)
+dev_limits(struct vmb_ctx *ctx, struct vmb_dev *v, uint32_t connect_ms)
+{
+	v->hotplug_ms = ctx->hotplug_ms;
+	v->initwait_ms = ctx->hotplug_ms / 4;
+	v->close_ms = ctx->hotplug_ms / 4;
+	v->connect_ms = connect_ms;
+}
+
+static void
+dev_disk(struct vmb_ctx *ctx, struct vmb_dev *v, const struct vmb_disk *disk,
+    uint32_t connect_ms)
 {
 	memset(v, 0, sizeof(*v));
 	v->kind = VMB_DEVICE_DISK;
 	v->devid = disk->devid;
 	v->disk = disk;
-	v->initwait_ms = VMB_DEV_INITWAIT_MS;
-	v->hotplug_ms = VMB_DEV_HOTPLUG_MS;
-	v->connect_ms = connect_ms;
-	v->close_ms = VMB_DEV_CLOSE_MS;
+	dev_limits(ctx, v, connect_ms);
 }
 
 static void
-dev_nic(struct vmb_dev *v, const uint8_t uuid[16], const struct vmb_nic *nic,
-    uint32_t connect_ms)
+dev_nic(struct vmb_ctx *ctx, struct vmb_dev *v, const uint8_t uuid[16],
+    const struct vmb_nic *nic, uint32_t connect_ms)
 {
 	memset(v, 0, sizeof(*v));
 	v->kind = VMB_DEVICE_NIC;
 	v->devid = nic->devid;
 	v->nic = nic;
 	vmb_nic_mac(uuid, nic, v->mac);
-	v->initwait_ms = VMB_DEV_INITWAIT_MS;
-	v->hotplug_ms = VMB_DEV_HOTPLUG_MS;
-	v->connect_ms = connect_ms;
-	v->close_ms = VMB_DEV_CLOSE_MS;
+	dev_limits(ctx, v, connect_ms);
 }
 
 int
@@ -54,14 +59,14 @@ vmb__devices_setup(struct vmb_ctx *ctx, uint32_t domid,
 	if (!ops->device_add)
 		return 0;
 	for (uint32_t i = 0; i < g->nr_disks; i++) {
-		dev_disk(&v, &g->disks[i], 0);
+		dev_disk(ctx, &v, &g->disks[i], 0);
 		rc = ops->device_add(ctx->priv, domid, &v, why, why_len);
 		if (rc)
 			return rc;
 		*ret_disks = i + 1;
 	}
 	for (uint32_t i = 0; i < g->nr_nics; i++) {
-		dev_nic(&v, uuid, &g->nics[i], 0);
+		dev_nic(ctx, &v, uuid, &g->nics[i], 0);
 		rc = ops->device_add(ctx->priv, domid, &v, why, why_len);
 		if (rc)
 			return rc;
@@ -81,12 +86,12 @@ vmb__devices_undo(struct vmb_ctx *ctx, uint32_t domid,
 	while (nr_nics > 0) {
 		nr_nics--;
 		(void)ops->device_remove(ctx->priv, domid, VMB_DEVICE_NIC,
-		    g->nics[nr_nics].devid, true, VMB_DEV_CLOSE_MS, NULL, 0);
+		    g->nics[nr_nics].devid, true, ctx->hotplug_ms / 4, NULL, 0);
 	}
 	while (nr_disks > 0) {
 		nr_disks--;
 		(void)ops->device_remove(ctx->priv, domid, VMB_DEVICE_DISK,
-		    g->disks[nr_disks].devid, true, VMB_DEV_CLOSE_MS, NULL, 0);
+		    g->disks[nr_disks].devid, true, ctx->hotplug_ms / 4, NULL, 0);
 	}
 }
 
@@ -102,7 +107,7 @@ vmb_disk_attach(struct vmb_ctx *ctx, uint32_t domid,
 		return -EINVAL;
 	if (!ctx->ops->device_add)
 		return 0;
-	dev_disk(&v, disk, timeout_ms);
+	dev_disk(ctx, &v, disk, timeout_ms);
 	return ctx->ops->device_add(ctx->priv, domid, &v, why, why_len);
 }
 
@@ -117,7 +122,7 @@ vmb_nic_attach(struct vmb_ctx *ctx, uint32_t domid, const uint8_t uuid[16],
 		return -EINVAL;
 	if (!ctx->ops->device_add)
 		return 0;
-	dev_nic(&v, uuid, nic, timeout_ms);
+	dev_nic(ctx, &v, uuid, nic, timeout_ms);
 	return ctx->ops->device_add(ctx->priv, domid, &v, why, why_len);
 }
 
@@ -132,5 +137,5 @@ vmb_device_detach(struct vmb_ctx *ctx, uint32_t domid,
 	if (!ctx->ops->device_remove)
 		return 0;
 	return ctx->ops->device_remove(ctx->priv, domid, kind, devid, force,
-	    VMB_DEV_CLOSE_MS, why, why_len);
+	    ctx->hotplug_ms / 4, why, why_len);
 }

@@ -34,6 +34,7 @@ struct vmb_ctx {
 	vmb_log_fn *log_fn;
 	void	*log_user;
 	struct vmb__tpool *pool;	/* populate threads */
+	unsigned hotplug_ms;		/* devices: the hotplug script's limit */
 };
 
 /* tpool.c: threads that outlive a build (see there). */

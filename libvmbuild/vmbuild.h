@@ -377,6 +377,14 @@ void vmb_ctx_set_log(struct vmb_ctx *ctx, vmb_log_fn *fn, void *user);
  * that takes longer fails with -ETIMEDOUT.  Default: 30 s (sim).
  */
 void vmb_ctx_set_timeout(struct vmb_ctx *ctx, unsigned ms);
+/*
+ * How long a device's hotplug script may run when it is set up (default
+ * 40 s, libxl's LIBXL_HOTPLUG_TIMEOUT); the backend is waited for to
+ * reach InitWait, and to close when one is taken back, a quarter of it
+ * (libxl's 10 s).  For hosts whose scripts are slow (iSCSI, DRBD, a
+ * loaded dom0).
+ */
+void vmb_ctx_set_hotplug_timeout(struct vmb_ctx *ctx, unsigned ms);
 
 /* ------------------------------------------------------------------ */
 /* Host.                                                               */

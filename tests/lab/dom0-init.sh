@@ -156,8 +156,11 @@ V="vmctl --socket $SOCK"	# word-split on purpose: timeout runs it
 
 # Start vmbuildd on the xen backend; 0 when its socket answers.
 start_vmbuildd() {
+	# --hotplug-timeout: a hotplug script's forks are slow under TCG on
+	# a loaded machine; libxl's fixed 40 s was seen to run out (xl too).
 	vmbuildd --hypervisor xen --socket $SOCK --state-dir /var/lib/vmbuild \
-	    --metrics 127.0.0.1:9741 --foreground $VMBUILDD_ARGS > /tmp/vmbuildd.log 2>&1 &
+	    --metrics 127.0.0.1:9741 --hotplug-timeout 120 --foreground \
+	    $VMBUILDD_ARGS > /tmp/vmbuildd.log 2>&1 &
 	vpid=$!
 	i=0
 	while ! $V host >/dev/null 2>&1; do

@@ -128,7 +128,7 @@ hotplug_watch() {
 			net=gone
 			say "vmbuild-linux-dev: hotplug eth1=gone"
 		fi
-		sleep 1
+		sleep 2
 	done
 }
 
@@ -143,7 +143,7 @@ main() {
 	# A shell on the console (xl console / vmctl console attach here).
 	while :; do
 		setsid sh -c 'exec sh </dev/hvc0 >/dev/hvc0 2>&1'
-		sleep 1
+		sleep 2
 	done
 }
 
