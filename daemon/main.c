@@ -164,40 +164,159 @@ parse_count(const char *opt, const char *arg, unsigned long long min,
 	return 0;
 }
 
+enum { O_MAXREQ = 256, O_MAXCONN, O_MAXTASKS, O_POPULATE, O_METRICS,
+    O_REQTIMEOUT, O_LOGTARGET, O_SCRUBWAIT, O_ROSOCK, O_GROUP, O_IMAGEDIR,
+    O_MAXOUT, O_MAXMETRICS, O_HVTIMEOUT, O_HPTIMEOUT };
+
+static const struct option longopts[] = {
+	{ "hypervisor",	     required_argument,	NULL, 'H' },
+	{ "socket",	     required_argument,	NULL, 's' },
+	{ "state-dir",	     required_argument,	NULL, 'd' },
+	{ "metrics",	     required_argument,	NULL, O_METRICS },
+	{ "foreground",	     no_argument,	NULL, 'f' },
+	{ "log-target",	     required_argument,	NULL, O_LOGTARGET },
+	{ "populate",	     required_argument,	NULL, O_POPULATE },
+	{ "scrub-wait",	     required_argument,	NULL, O_SCRUBWAIT },
+	{ "max-request",     required_argument,	NULL, O_MAXREQ },
+	{ "max-connections", required_argument,	NULL, O_MAXCONN },
+	{ "request-timeout", required_argument,	NULL, O_REQTIMEOUT },
+	{ "max-tasks",	     required_argument,	NULL, O_MAXTASKS },
+	{ "ro-socket",	     required_argument,	NULL, O_ROSOCK },
+	{ "group",	     required_argument,	NULL, O_GROUP },
+	{ "image-dir",	     required_argument,	NULL, O_IMAGEDIR },
+	{ "max-output",	     required_argument,	NULL, O_MAXOUT },
+	{ "max-metrics-connections", required_argument, NULL, O_MAXMETRICS },
+	{ "hypervisor-timeout", required_argument, NULL, O_HVTIMEOUT },
+	{ "hotplug-timeout", required_argument, NULL, O_HPTIMEOUT },
+	{ "verbose",	     no_argument,	NULL, 'v' },
+	{ "help",	     no_argument,	NULL, 'h' },
+	{ "version",	     no_argument,	NULL, 'V' },
+	{ NULL, 0, NULL, 0 }
+};
+
+/*
+ * The options that take a count: their bounds, and where the value goes
+ * (times `scale`).  One line per option, so that a new limit is one line
+ * here and one in longopts.
+ */
+static const struct count_option {
+	int			 id;
+	const char		*name;
+	unsigned long long	 min, max, scale;
+	unsigned		*u;	/* one of u, z is the destination */
+	size_t			*z;
+} count_options[] = {
+	{ O_SCRUBWAIT,	 "--scrub-wait", 0, 3600, 1000, &M.scrub_wait_ms, NULL },
+	{ O_MAXREQ,	 "--max-request", 64, 1ull << 30, 1, NULL,
+	    &vmbd.max_request },
+	{ O_MAXCONN,	 "--max-connections", 1, 65536, 1,
+	    &vmbd.max_connections, NULL },
+	{ O_REQTIMEOUT,	 "--request-timeout", 1, 3600, 1,
+	    &vmbd.request_timeout, NULL },
+	{ O_MAXTASKS,	 "--max-tasks", 1, 4096, 1, &vmbd.max_tasks, NULL },
+	{ O_MAXOUT,	 "--max-output", 1 << 20, 1ull << 34, 1, NULL,
+	    &M.max_output },
+	{ O_MAXMETRICS,	 "--max-metrics-connections", 1, 65536, 1,
+	    &M.max_metrics, NULL },
+	{ O_HVTIMEOUT,	 "--hypervisor-timeout", 0, 86400, 1, &M.hv_timeout,
+	    NULL },
+	{ O_HPTIMEOUT,	 "--hotplug-timeout", 4, 3600, 1, &M.hotplug_timeout,
+	    NULL },
+};
+
+/* A count option: 0 and stored, 1 if `c` is not one, -1 if refused. */
+static int
+parse_count_option(int c, const char *arg)
+{
+	unsigned long long v;
+
+	for (size_t i = 0; i < sizeof(count_options) /
+	    sizeof(count_options[0]); i++) {
+		const struct count_option *o = &count_options[i];
+
+		if (o->id != c)
+			continue;
+		if (parse_count(o->name, arg, o->min, o->max, &v) < 0)
+			return -1;
+		if (o->u != NULL)
+			*o->u = (unsigned)(v * o->scale);
+		else
+			*o->z = (size_t)(v * o->scale);
+		return 0;
+	}
+	return 1;
+}
+
+/* The options that are not counts; 0, or an exit code. */
+static int
+parse_option(int c, const char *arg)
+{
+	switch (c) {
+	case 'H':
+		vmbd.hypervisor = arg;
+		break;
+	case 's':
+		M.socket = arg;
+		break;
+	case 'd':
+		vmbd.state_dir = arg;
+		break;
+	case O_METRICS:
+		if (strcmp(arg, "none") != 0 && strrchr(arg, ':') == NULL) {
+			fprintf(stderr, "vmbuildd: --metrics: expected "
+			    "ADDR:PORT, got \"%s\"\n", arg);
+			return 2;
+		}
+		M.metrics = arg;
+		break;
+	case 'f':
+		M.foreground = true;
+		break;
+	case O_LOGTARGET:
+		if (log_target_parse(arg, &M.log_target) < 0) {
+			fprintf(stderr, "vmbuildd: --log-target: expected auto, "
+			    "journal, syslog or stderr, got \"%s\"\n", arg);
+			return 2;
+		}
+		break;
+	case O_POPULATE:
+		if (vmb_populate_strategy_parse(arg, &vmbd.strategy) < 0) {
+			fprintf(stderr, "vmbuildd: --populate: expected engine "
+			    "or libxl, got \"%s\"\n", arg);
+			return 2;
+		}
+		break;
+	case O_ROSOCK:
+		M.ro_socket = arg;
+		break;
+	case O_GROUP:
+		M.group = arg;
+		break;
+	case O_IMAGEDIR:
+		if (images_add_dir(arg) < 0)
+			return 2;
+		break;
+	case 'v':
+		M.verbose++;
+		break;
+	case 'h':
+		usage(stdout);
+		exit(0);
+	case 'V':
+		printf("vmbuildd (vmbuild) %s, protocol %d\n", VMB_VERSION,
+		    VMBUILD_PROTO_VERSION);
+		exit(0);
+	default:
+		usage(stderr);
+		return 2;
+	}
+	return 0;
+}
+
 static int
 parse_options(int argc, char **argv)
 {
-	enum { O_MAXREQ = 256, O_MAXCONN, O_MAXTASKS, O_POPULATE, O_METRICS,
-	    O_REQTIMEOUT, O_LOGTARGET, O_SCRUBWAIT, O_ROSOCK, O_GROUP,
-	    O_IMAGEDIR, O_MAXOUT, O_MAXMETRICS, O_HVTIMEOUT, O_HPTIMEOUT };
-	static const struct option longopts[] = {
-		{ "hypervisor",	     required_argument,	NULL, 'H' },
-		{ "socket",	     required_argument,	NULL, 's' },
-		{ "state-dir",	     required_argument,	NULL, 'd' },
-		{ "metrics",	     required_argument,	NULL, O_METRICS },
-		{ "foreground",	     no_argument,	NULL, 'f' },
-		{ "log-target",	     required_argument,	NULL, O_LOGTARGET },
-		{ "populate",	     required_argument,	NULL, O_POPULATE },
-		{ "scrub-wait",	     required_argument,	NULL, O_SCRUBWAIT },
-		{ "max-request",     required_argument,	NULL, O_MAXREQ },
-		{ "max-connections", required_argument,	NULL, O_MAXCONN },
-		{ "request-timeout", required_argument,	NULL, O_REQTIMEOUT },
-		{ "max-tasks",	     required_argument,	NULL, O_MAXTASKS },
-		{ "ro-socket",	     required_argument,	NULL, O_ROSOCK },
-		{ "group",	     required_argument,	NULL, O_GROUP },
-		{ "image-dir",	     required_argument,	NULL, O_IMAGEDIR },
-		{ "max-output",	     required_argument,	NULL, O_MAXOUT },
-		{ "max-metrics-connections", required_argument, NULL,
-		    O_MAXMETRICS },
-		{ "hypervisor-timeout", required_argument, NULL, O_HVTIMEOUT },
-		{ "hotplug-timeout", required_argument, NULL, O_HPTIMEOUT },
-		{ "verbose",	     no_argument,	NULL, 'v' },
-		{ "help",	     no_argument,	NULL, 'h' },
-		{ "version",	     no_argument,	NULL, 'V' },
-		{ NULL, 0, NULL, 0 }
-	};
-	unsigned long long v;
-	int c;
+	int c, rc;
 
 	vmbd.hypervisor = "auto";
 	vmbd.state_dir = VMBUILD_DEFAULT_STATE;
@@ -212,121 +331,11 @@ parse_options(int argc, char **argv)
 	M.max_output = VMBUILD_MAX_OUTPUT;
 	while ((c = getopt_long(argc, argv, "H:s:d:fvhV", longopts, NULL))
 	    != -1) {
-		switch (c) {
-		case 'H':
-			vmbd.hypervisor = optarg;
-			break;
-		case 's':
-			M.socket = optarg;
-			break;
-		case 'd':
-			vmbd.state_dir = optarg;
-			break;
-		case O_METRICS:
-			if (strcmp(optarg, "none") != 0 &&
-			    strrchr(optarg, ':') == NULL) {
-				fprintf(stderr, "vmbuildd: --metrics: expected "
-				    "ADDR:PORT, got \"%s\"\n", optarg);
-				return 2;
-			}
-			M.metrics = optarg;
-			break;
-		case 'f':
-			M.foreground = true;
-			break;
-		case O_LOGTARGET:
-			if (log_target_parse(optarg, &M.log_target) < 0) {
-				fprintf(stderr, "vmbuildd: --log-target: "
-				    "expected auto, journal, syslog or stderr, "
-				    "got \"%s\"\n", optarg);
-				return 2;
-			}
-			break;
-		case O_POPULATE:
-			if (vmb_populate_strategy_parse(optarg,
-			    &vmbd.strategy) < 0) {
-				fprintf(stderr, "vmbuildd: --populate: expected "
-				    "engine or libxl, got \"%s\"\n", optarg);
-				return 2;
-			}
-			break;
-		case O_SCRUBWAIT:
-			if (parse_count("--scrub-wait", optarg, 0, 3600,
-			    &v) < 0)
-				return 2;
-			M.scrub_wait_ms = (uint32_t)v * 1000;
-			break;
-		case O_MAXREQ:
-			if (parse_count("--max-request", optarg, 64,
-			    1ull << 30, &v) < 0)
-				return 2;
-			vmbd.max_request = v;
-			break;
-		case O_MAXCONN:
-			if (parse_count("--max-connections", optarg, 1, 65536,
-			    &v) < 0)
-				return 2;
-			vmbd.max_connections = v;
-			break;
-		case O_REQTIMEOUT:
-			if (parse_count("--request-timeout", optarg, 1, 3600,
-			    &v) < 0)
-				return 2;
-			vmbd.request_timeout = v;
-			break;
-		case O_MAXTASKS:
-			if (parse_count("--max-tasks", optarg, 1, 4096, &v) < 0)
-				return 2;
-			vmbd.max_tasks = v;
-			break;
-		case O_ROSOCK:
-			M.ro_socket = optarg;
-			break;
-		case O_GROUP:
-			M.group = optarg;
-			break;
-		case O_IMAGEDIR:
-			if (images_add_dir(optarg) < 0)
-				return 2;
-			break;
-		case O_MAXOUT:
-			if (parse_count("--max-output", optarg, 1 << 20,
-			    1ull << 34, &v) < 0)
-				return 2;
-			M.max_output = v;
-			break;
-		case O_MAXMETRICS:
-			if (parse_count("--max-metrics-connections", optarg, 1,
-			    65536, &v) < 0)
-				return 2;
-			M.max_metrics = v;
-			break;
-		case O_HVTIMEOUT:
-			if (parse_count("--hypervisor-timeout", optarg, 0, 86400,
-			    &v) < 0)
-				return 2;
-			M.hv_timeout = v;
-			break;
-		case O_HPTIMEOUT:
-			if (parse_count("--hotplug-timeout", optarg, 4, 3600,
-			    &v) < 0)
-				return 2;
-			M.hotplug_timeout = v;
-			break;
-		case 'v':
-			M.verbose++;
-			break;
-		case 'h':
-			usage(stdout);
-			exit(0);
-		case 'V':
-			printf("vmbuildd (vmbuild) %s, protocol %d\n",
-			    VMB_VERSION, VMBUILD_PROTO_VERSION);
-			exit(0);
-		default:
-			usage(stderr);
+		rc = parse_count_option(c, optarg);
+		if (rc < 0)
 			return 2;
-		}
+		if (rc > 0 && (rc = parse_option(c, optarg)) != 0)
+			return rc;
 	}
 	if (optind < argc) {
 		fprintf(stderr, "vmbuildd: unexpected argument \"%s\"\n",
