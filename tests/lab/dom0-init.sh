@@ -415,6 +415,14 @@ linux_devices() {
 # attached to the running guest, seen by it, detached, seen gone: `xl
 # block-attach` & co. for xl's guest, `vmctl disk-attach` & co. for
 # vmbuild's (timed side by side).  On a failure, what dom0's kernel said.
+# hp_fail TOOL STEP REASON: a failed hot-plug step.  vmbuild's fail the
+# run; xl's are there to compare with and only reported (xl's scripts
+# were seen to die of SIGSEGV under TCG, as xl itself was).
+hp_fail() {
+	if [ $1 = vmb ]; then fail $2 "$3"
+	else echo "INFO xl hot-plug, not judged: $2: $3"; fi
+}
+
 hotplug() {
 	case $1 in
 	xl) _da="xl block-attach $2"; _dd="xl block-detach $2"
@@ -424,23 +432,23 @@ hotplug() {
 	esac
 	_f0="$FAILED"
 	timed $1-disk-attach $_da /guest/disk2.img,raw,xvdb,ro ||
-	    fail $1-disk-attach "disk-attach rc=$?"
+	    hp_fail $1 $1-disk-attach "disk-attach rc=$?"
 	console_has $2 'vmbuild-linux-dev: hotplug xvdb=seen' 90 ||
-	    fail $1-disk-attach-seen "the guest did not see xvdb"
+	    hp_fail $1 $1-disk-attach-seen "the guest did not see xvdb"
 	xenstore-ls -f /local/domain/0/backend/vbd/$3/51728 2>/dev/null |
 	    grep -E '/(params|mode|physical-device|node|state|hotplug-status) ' | sed 's/^/  xvdb| /'
 	[ $1 = vmb ] && timed vmctl-info-hotplug $V info $2
-	timed $1-disk-detach $_dd xvdb || fail $1-disk-detach "disk-detach rc=$?"
+	timed $1-disk-detach $_dd xvdb || hp_fail $1 $1-disk-detach "disk-detach rc=$?"
 	console_has $2 'vmbuild-linux-dev: hotplug xvdb=gone' 90 ||
-	    fail $1-disk-detach-seen "the guest still sees xvdb"
+	    hp_fail $1 $1-disk-detach-seen "the guest still sees xvdb"
 	xenstore-ls /local/domain/0/backend/vbd/$3/51728 >/dev/null 2>&1 &&
-	    fail $1-disk-detach-left "backend of xvdb still in xenstore"
-	timed $1-net-attach $_na bridge=$BR || fail $1-net-attach "net-attach rc=$?"
+	    hp_fail $1 $1-disk-detach-left "backend of xvdb still in xenstore"
+	timed $1-net-attach $_na bridge=$BR || hp_fail $1 $1-net-attach "net-attach rc=$?"
 	console_has $2 'vmbuild-linux-dev: hotplug eth1=seen' 90 ||
-	    fail $1-net-attach-seen "the guest did not see eth1"
-	timed $1-net-detach $_nd 1 || fail $1-net-detach "net-detach rc=$?"
+	    hp_fail $1 $1-net-attach-seen "the guest did not see eth1"
+	timed $1-net-detach $_nd 1 || hp_fail $1 $1-net-detach "net-detach rc=$?"
 	console_has $2 'vmbuild-linux-dev: hotplug eth1=gone' 90 ||
-	    fail $1-net-detach-seen "the guest still sees eth1"
+	    hp_fail $1 $1-net-detach-seen "the guest still sees eth1"
 	tr -d '\r' < /var/log/xen/console/guest-$2.log | grep 'vmbuild-linux-dev: hotplug' |
 	    sed "s/^/  $2| /"
 	if [ "$FAILED" != "$_f0" ]; then
