@@ -38,7 +38,6 @@ CMP_SCRUB_TIMEOUT=${CMP_SCRUB_TIMEOUT:-900}
 CMP_TIMEOUT=${CMP_TIMEOUT:-1500}
 CMP_XEN=${CMP_XEN:-build/xen/xen.gz}
 CMP_XEN_PERFC=${CMP_XEN_PERFC:-build/xen/xen-perfc.gz}
-NUMA_QEMU="-object memory-backend-ram,id=m0,size=3G -object memory-backend-ram,id=m1,size=3G -numa node,nodeid=0,cpus=0-1,memdev=m0 -numa node,nodeid=1,cpus=2-3,memdev=m1"
 t_start=${EPOCHREALTIME/./}
 
 log() {
@@ -87,8 +86,7 @@ for r in $CMP_RUNS; do
 	case $r in
 	numa)
 		CMP_CFG_EXTRA='cpus = "nodes:1"' lab numa numa \
-		    LAB_XEN=$CMP_XEN LAB_SMP=4 LAB_MEM=6144 \
-		    LAB_QEMU_EXTRA="$NUMA_QEMU" ;;
+		    LAB_XEN=$CMP_XEN LAB_SMP=4 LAB_MEM=6144 LAB_NUMA=2 ;;
 	shadow)
 		CMP_CFG_EXTRA='hap = 0' CMP_RUNTIME_OFF=1 lab shadow shadow \
 		    LAB_XEN=$CMP_XEN_PERFC LAB_CPU=max,-smap,-rdtscp,-npt ;;
