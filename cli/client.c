@@ -40,6 +40,7 @@ struct vmc_client {
 	yajl_gen req;		/* the request being built */
 	struct vmc_event *head, *tail;
 	size_t	nr_queued;
+	int	fd_in;		/* the last descriptor the daemon sent, or -1 */
 };
 
 static long long
@@ -122,6 +123,7 @@ vmc_connect(const char *path, int timeout_ms, struct vmc_client **ret)
 	}
 	c->fd = fd;
 	fd = -1;
+	c->fd_in = -1;
 	c->timeout_ms = timeout_ms;
 	c->next_id = 1;
 	*ret = c;
@@ -150,8 +152,55 @@ vmc_close(struct vmc_client *c)
 		yajl_gen_free(c->req);
 	if (c->fd >= 0)
 		close(c->fd);
+	if (c->fd_in >= 0)
+		close(c->fd_in);
 	free(c->buf);
 	free(c);
+}
+
+/*
+ * recv() that keeps a descriptor the daemon passes with a reply
+ * (SCM_RIGHTS, vm.console): the last one wins, others are closed.
+ */
+static ssize_t
+recv_fds(struct vmc_client *c, char *buf, size_t len)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(4 * sizeof(int))];
+	} cbuf;
+	struct iovec iov = { buf, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+	    .msg_control = cbuf.buf, .msg_controllen = sizeof(cbuf.buf) };
+	struct cmsghdr *cm;
+	ssize_t r;
+
+	r = recvmsg(c->fd, &mh, MSG_CMSG_CLOEXEC);
+	if (r < 0)
+		return r;
+	for (cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm)) {
+		size_t n;
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+		for (size_t i = 0; i < n; i++) {
+			if (c->fd_in >= 0)
+				close(c->fd_in);
+			memcpy(&c->fd_in, CMSG_DATA(cm) + i * sizeof(int),
+			    sizeof(int));
+		}
+	}
+	return r;
+}
+
+int
+vmc_take_fd(struct vmc_client *c)
+{
+	int fd = c->fd_in;
+
+	c->fd_in = -1;
+	return fd;
 }
 
 yajl_gen
@@ -267,7 +316,7 @@ read_msg(struct vmc_client *c, long long deadline, yajl_val *ret)
 			c->buf = b;
 			c->cap = cap;
 		}
-		r = recv(c->fd, c->buf + c->len, c->cap - c->len - 1, 0);
+		r = recv_fds(c, c->buf + c->len, c->cap - c->len - 1);
 		if (r > 0) {
 			c->len += (size_t)r;
 			continue;

@@ -20,7 +20,7 @@
 #define FOLLOW_POLL_MS	1000
 
 /* Add P_VM: a domain id when VM is all digits, else a name. */
-static void
+void
 gen_vm_ref(yajl_gen g, const char *vm)
 {
 	const char *p = vm;
@@ -435,32 +435,39 @@ cmd_create(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 		{ "no-wait", no_argument, NULL, 'n' },
 		{ "paused", no_argument, NULL, 'p' },
 		{ "ignore-unsupported", no_argument, NULL, 'i' },
+		{ "console", no_argument, NULL, 'c' },
 		VMCTL_COMMON_OPTS,
 		{ NULL, 0, NULL, 0 },
 	};
 	struct vmc_client *c = NULL;
 	struct vmc_error err = { 0 };
 	char *text = NULL, abspath[PATH_MAX];
-	bool wait = true, paused = false, ignore = false;
+	bool wait = true, paused = false, ignore = false, console = false;
 	yajl_val res = NULL, warnings;
 	const char *path;
+	char *name = NULL;
 	size_t len;
 	double tid;
 	yajl_gen g;
 	int ch, rc;
 
-	while ((ch = getopt_long(argc, argv, "jh", opts, NULL)) != -1) {
+	while ((ch = getopt_long(argc, argv, "jhc", opts, NULL)) != -1) {
 		if (ch == 'n')
 			wait = false;
 		else if (ch == 'p')
 			paused = true;
 		else if (ch == 'i')
 			ignore = true;
+		else if (ch == 'c')
+			console = true;
 		else if ((rc = vmctl_opt_common(ctl, cmd, ch)) >= 0)
 			return rc;
 	}
 	if ((rc = vmctl_operands(cmd, argc, argv, 1)) >= 0)
 		return rc;
+	if (console && !wait)
+		return vmctl_usage_error(cmd, "--console attaches once the VM "
+		    "is built: not with --no-wait");
 	path = argv[optind];
 	rc = read_file(path, &text, &len);
 	if (rc < 0) {
@@ -545,12 +552,21 @@ cmd_create(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 		rc = VMCTL_EXIT_OK;
 		goto out;
 	}
+	if (console && jstr(res, "vm"))
+		name = strdup(jstr(res, "vm"));
 	rc = follow_task(ctl, c, (long long)tid);
+	/* As xl create -c: the console of the VM just built. */
+	if (rc == VMCTL_EXIT_OK && name) {
+		vmc_close(c);
+		c = NULL;
+		rc = vmctl_console_attach(ctl, name);
+	}
 out:
 	yajl_tree_free(res);
 	vmc_error_done(&err);
 	vmc_close(c);
 	free(text);
+	free(name);
 	return rc;
 }
 

@@ -10,10 +10,12 @@
 
 const struct vmctl_cmd vmctl_cmds[] = {
 	{ "create", cmd_create,
-	  "[--no-wait] [--paused] [--ignore-unsupported] CONFIG",
+	  "[--no-wait] [--paused] [--console] [--ignore-unsupported] CONFIG",
 	  "create a VM from an xl.cfg file and follow its build",
 	  "  --no-wait       print the task id and return at once\n"
 	  "  --paused        leave the new VM paused\n"
+	  "  --console, -c   attach to its console once built (as xl create "
+	  "-c)\n"
 	  "  --ignore-unsupported\n"
 	  "                  build without the xl keys vmbuild does not\n"
 	  "                  implement (sdl, vnc, pci, ...), each printed as a\n"
@@ -39,6 +41,37 @@ const struct vmctl_cmd vmctl_cmds[] = {
 	  OPT_JSON },
 	{ "pause", cmd_pause, "VM", "pause a VM", OPT_JSON },
 	{ "unpause", cmd_unpause, "VM", "unpause a VM", OPT_JSON },
+	{ "shutdown", cmd_shutdown, "[--wait] [--timeout SECONDS] [--force] VM",
+	  "ask a VM's guest to power off (as xl shutdown)",
+	  "  --wait          return when it has shut down and its on_poweroff\n"
+	  "                  action is done (destroyed, preserved, restarted)\n"
+	  "  --timeout SECS  with --wait or --force: how long the guest has\n"
+	  "                  (default 60)\n"
+	  "  --force         if the guest cannot be asked (no PV control) or\n"
+	  "                  does not answer in time, shut it down from the\n"
+	  "                  hypervisor; on_poweroff then applies\n"
+	  OPT_JSON
+	  "The request goes to the guest's PV control node (xenstore\n"
+	  "control/shutdown), if the guest announced control/feature-poweroff.\n"
+	  "A guest that does not answer within the timeout is reported (exit\n"
+	  "1), its request withdrawn, and left running unless --force.\n" },
+	{ "reboot", cmd_reboot, "[--wait] [--timeout SECONDS] [--force] VM",
+	  "ask a VM's guest to reboot (as xl reboot)",
+	  "  --wait          return when it has shut down and its on_reboot\n"
+	  "                  action is done (by default: running again)\n"
+	  "  --timeout SECS  with --wait or --force: how long the guest has\n"
+	  "                  (default 60)\n"
+	  "  --force         if the guest cannot be asked or does not answer\n"
+	  "                  in time, shut it down from the hypervisor with\n"
+	  "                  reason reboot; on_reboot then applies\n"
+	  OPT_JSON
+	  "As shutdown, with control/feature-reboot.\n" },
+	{ "console", cmd_console, "VM",
+	  "attach to a VM's console (as xl console); Ctrl-] detaches",
+	  "On a terminal, the terminal is raw until Ctrl-] detaches;\n"
+	  "otherwise stdin goes to the console until it ends and the console\n"
+	  "to stdout.  One client at a time per VM.  hvsim runs no guest\n"
+	  "code: its VMs have no console (exit 1).\n" },
 	{ "disk-attach", cmd_disk_attach, "[--wait SECONDS] VM DISKSPEC",
 	  "attach a disk to a running VM (xl's disk syntax)",
 	  "  --wait SECS     how long the guest has to connect it (default\n"

@@ -111,6 +111,11 @@ int vmc_call0(struct vmc_client *c, const char *method, yajl_val *ret_result,
 int vmc_next_event(struct vmc_client *c, int timeout_ms, yajl_val *ret_msg);
 void vmc_error_done(struct vmc_error *err);
 /*
+ * The descriptor the daemon passed with its last reply (vm.console),
+ * now the caller's; -1 when none came.
+ */
+int vmc_take_fd(struct vmc_client *c);
+/*
  * Report a client failure on stderr and turn it into an exit code:
  * VMCTL_EXIT_ERROR for daemon errors, VMCTL_EXIT_UNREACHABLE otherwise.
  */
@@ -222,5 +227,15 @@ int cmd_tasks(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
     char **argv);
 int cmd_help(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
     char **argv);
+/* cmd_vm.c: P_VM, a domain id when VM is all digits, else a name. */
+void gen_vm_ref(yajl_gen g, const char *vm);
+/* cmd_life.c: shutdown, reboot, console; create -c attaches with it. */
+int cmd_shutdown(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
+    char **argv);
+int cmd_reboot(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
+    char **argv);
+int cmd_console(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
+    char **argv);
+int vmctl_console_attach(struct vmctl *ctl, const char *vm);
 
 #endif /* VMCTL_H */

@@ -24,6 +24,7 @@
 #include "events.h"
 #include "images.h"
 #include "json.h"
+#include "lifecycle.h"
 #include "log.h"
 #include "metrics.h"
 #include "proto.h"
@@ -43,6 +44,7 @@ struct build_job {
 	enum vmb_populate_strategy strategy;
 	struct state_record rec;
 	struct image_req images;
+	bool		restart;	/* a VM's new domain (lifecycle.c) */
 	/* Results, written by the build thread. */
 	int		rc;
 	const char	*failed_in;	/* "state", "image", or NULL: the build */
@@ -64,27 +66,6 @@ build_init(const struct build_config *cfg)
 {
 	B.cfg = *cfg;
 	B.stopping = false;
-}
-
-void
-build_warnings_done(struct build_warnings *w)
-{
-	for (size_t i = 0; i < w->n; i++)
-		free(w->v[i]);
-	free(w->v);
-	w->v = NULL;
-	w->n = 0;
-}
-
-/* "warnings": [...], in every vm.create result. */
-static void
-gen_warnings(yajl_gen g, const struct build_warnings *w)
-{
-	jg_key(g, "warnings");
-	yajl_gen_array_open(g);
-	for (size_t i = 0; i < w->n; i++)
-		jg_str(g, w->v[i]);
-	yajl_gen_array_close(g);
 }
 
 void
@@ -163,14 +144,16 @@ build_run(struct job *job)
 		bj->rc = rc < 0 ? rc : -EIO;
 		/*
 		 * A domain the undo could not destroy keeps its record:
-		 * reap.c destroys it, a restart would as well.
+		 * reap.c destroys it.  A restart's record: build_done
+		 * decides (it may go on).
 		 */
-		if (bj->result.undo_rc == 0)
+		if (bj->result.undo_rc == 0 && !bj->restart)
 			(void)state_remove(bj->rec.uuid);
 		return;
 	}
 	bj->build_json = build_result_json(&bj->result, bj->strategy);
 	bj->rec.built = true;
+	bj->rec.restart = false;
 	bj->rec.domid = bj->result.domid;
 	bj->rec.build_json = bj->build_json;
 	rc = state_write(&bj->rec);
@@ -200,6 +183,43 @@ build_run(struct job *job)
 }
 
 static void
+build_job_free(struct build_job *bj)
+{
+	if (bj == NULL)
+		return;
+	vmb_build_free(bj->build);
+	vmb_guest_free(bj->guest);
+	image_req_done(&bj->images);
+	free(bj->rec.config_path);
+	free(bj->rec.config_json);
+	free(bj->rec.source_json);
+	free(bj->build_json);
+	build_warnings_done(&bj->warnings);
+	free(bj);
+}
+
+void
+build_warnings_done(struct build_warnings *w)
+{
+	for (size_t i = 0; i < w->n; i++)
+		free(w->v[i]);
+	free(w->v);
+	w->v = NULL;
+	w->n = 0;
+}
+
+/* "warnings": [...], in every vm.create result. */
+static void
+gen_warnings(yajl_gen g, const struct build_warnings *w)
+{
+	jg_key(g, "warnings");
+	yajl_gen_array_open(g);
+	for (size_t i = 0; i < w->n; i++)
+		jg_str(g, w->v[i]);
+	yajl_gen_array_close(g);
+}
+
+static void
 build_done(struct job *job)
 {
 	struct build_job *bj = (struct build_job *)job;
@@ -226,8 +246,11 @@ build_done(struct job *job)
 		 */
 		if (vm != NULL) {
 			vm->domid = bj->result.domid;
+			vm->restart = false;
 			vm_built(vm, bj->have_dom ? &bj->dom : NULL,
 			    bj->build_json);
+			if (bj->restart)
+				lifecycle_restarted(vm, 0, msg);
 		}
 		task_finish(t, TASK_DONE, 0, 0, NULL);
 		metrics_build_done("done", bj->result.total_ns / 1e9,
@@ -280,10 +303,26 @@ build_done(struct job *job)
 			    "could not be destroyed (%s) and will be again "
 			    "until it is gone", strerror(-bj->result.undo_rc));
 		}
-		if (vm != NULL && bj->result.undo_rc != 0)
+		if (vm != NULL && bj->restart && bj->rc == -ECANCELED &&
+		    B.stopping) {
+			/* Its record says "restart": the next daemon goes on. */
+			log_vm(LOG_NOTICE, t->vm, VMB_DOMID_INVALID, t->id,
+			    "restart of %s interrupted: it is built when the "
+			    "daemon starts again", t->vm);
+		} else if (vm != NULL && bj->result.undo_rc != 0) {
+			/* The record stays until reap.c has the domain gone. */
+			if (bj->restart)
+				lifecycle_restarted(vm, bj->rc, msg);
 			reap_start(vm, bj->result.leftover_domid);
-		else if (vm != NULL)
-			vm_remove(vm, true);
+		} else {
+			if (bj->restart) {
+				vm_unrecord(bj->rec.uuid);
+				if (vm != NULL)
+					lifecycle_restarted(vm, bj->rc, msg);
+			}
+			if (vm != NULL)
+				vm_remove(vm, true);
+		}
 		if (bj->failed_in == NULL)
 			t->err_phase = phase;
 		task_finish(t, bj->rc == -ECANCELED ? TASK_CANCELLED :
@@ -300,27 +339,82 @@ build_done(struct job *job)
 	/* A failed build freed memory: scrubbing starts. */
 	if (bj->rc != 0)
 		events_scrub_kick();
-	vmb_build_free(bj->build);
-	vmb_guest_free(bj->guest);
-	image_req_done(&bj->images);
-	free(bj->rec.config_path);
-	free(bj->rec.config_json);
-	free(bj->build_json);
-	build_warnings_done(&bj->warnings);
-	free(bj);
+	build_job_free(bj);
 	status_changed();
+}
+
+/*
+ * A build of `guest` (taken over) as a new task: the library's build,
+ * the job and the record it writes.  0, or a negative errno with the
+ * reason in `why`.
+ */
+static int
+build_prepare(struct vmb_guest *guest, const char *kind,
+    const char *config_path, const char *source, bool paused,
+    struct build_job **ret_bj, char *why, size_t why_len)
+{
+	struct vmb_build_opts opts = { 0 };
+	struct build_job *bj;
+	struct task *t;
+	int rc;
+
+	bj = calloc(1, sizeof(*bj));
+	t = bj != NULL ? task_new(kind, guest->name, guest->uuid) : NULL;
+	if (t == NULL) {
+		free(bj);
+		vmb_guest_free(guest);
+		snprintf(why, why_len, "out of memory");
+		return -ENOMEM;
+	}
+	image_req_init(&bj->images);
+	bj->guest = guest;
+	bj->task = t;
+	opts.strategy = B.cfg.strategy;
+	opts.start_paused = paused;
+	opts.scrub_wait_ms = B.cfg.scrub_wait_ms;
+	rc = vmb_build_new(B.cfg.ctx, guest, &opts, task_progress_cb, t,
+	    &bj->build);
+	if (rc < 0) {
+		snprintf(why, why_len, "cannot prepare the build of %s: %s",
+		    guest->name, strerror(-rc));
+		task_discard(t);
+		build_job_free(bj);
+		return rc;
+	}
+	t->build = bj->build;
+	bj->strategy = B.cfg.strategy;
+	memcpy(bj->rec.uuid, guest->uuid, 16);
+	snprintf(bj->rec.name, sizeof(bj->rec.name), "%s", guest->name);
+	bj->rec.domid = VMB_DOMID_INVALID;
+	bj->rec.created_at = t->created_at;
+	bj->rec.config_path = config_path ? strdup(config_path) : NULL;
+	bj->rec.source_json = source ? strdup(source) : NULL;
+	/* libvmbuild's own JSON of the description: one mapping. */
+	if (vmb_guest_format_json(guest, &bj->rec.config_json) < 0)
+		bj->rec.config_json = NULL;
+	bj->job.run = build_run;
+	bj->job.done = build_done;
+	*ret_bj = bj;
+	return 0;
+}
+
+/* Undo build_prepare() of a build that did not start. */
+static void
+build_unprepare(struct build_job *bj)
+{
+	task_discard(bj->task);
+	build_job_free(bj);
 }
 
 int
 build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
-    struct image_req *images, const char *config_path, bool wait,
-    bool paused, struct build_warnings *warnings)
+    struct image_req *images, const char *config_path, const char *source,
+    bool wait, bool paused, struct build_warnings *warnings)
 {
-	struct vmb_build_opts opts = { 0 };
 	struct build_job *bj = NULL;
-	struct task *t = NULL;
 	struct vm *vm = NULL;
-	char u[VMB_UUID_STRLEN];
+	char u[VMB_UUID_STRLEN], why[300];
+	struct task *t;
 	int rc;
 
 	if (B.stopping) {
@@ -347,57 +441,30 @@ build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
 		    u);
 		goto fail;
 	}
-	bj = calloc(1, sizeof(*bj));
-	if (bj == NULL) {
-		rc = call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
-		    "out of memory");
-		goto fail;
-	}
-	image_req_init(&bj->images);
-	t = task_new(M_VM_CREATE, guest->name, guest->uuid);
-	if (t == NULL) {
-		rc = call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
-		    "out of memory");
-		goto fail;
-	}
-	opts.strategy = B.cfg.strategy;
-	opts.start_paused = paused;
-	opts.scrub_wait_ms = B.cfg.scrub_wait_ms;
-	rc = vmb_build_new(B.cfg.ctx, guest, &opts, task_progress_cb, t,
-	    &bj->build);
+	rc = build_prepare(guest, M_VM_CREATE, config_path, source, paused,
+	    &bj, why, sizeof(why));
+	guest = NULL;
 	if (rc < 0) {
-		rc = call_error(call, build_errno_code(rc), rc,
-		    "cannot prepare the build of %s: %s", guest->name,
-		    strerror(-rc));
+		rc = call_error(call, rc == -ENOMEM ? RPC_INTERNAL_ERROR :
+		    build_errno_code(rc), rc, "%s", why);
 		goto fail;
 	}
-	t->build = bj->build;
-	bj->task = t;
+	t = bj->task;
 	bj->warnings = *warnings;	/* the job's now */
 	warnings->v = NULL;
 	warnings->n = 0;
-	bj->guest = guest;
 	/* The images go with the build (descriptors and all). */
 	bj->images = *images;
 	image_req_init(images);
-	bj->strategy = B.cfg.strategy;
-	memcpy(bj->rec.uuid, guest->uuid, 16);
-	snprintf(bj->rec.name, sizeof(bj->rec.name), "%s", guest->name);
-	bj->rec.domid = VMB_DOMID_INVALID;
-	bj->rec.created_at = t->created_at;
-	bj->rec.config_path = config_path ? strdup(config_path) : NULL;
-	/* libvmbuild's own JSON of the description: one mapping. */
-	if (vmb_guest_format_json(guest, &bj->rec.config_json) < 0)
-		bj->rec.config_json = NULL;
-	bj->job.run = build_run;
-	bj->job.done = build_done;
-	vm = vm_add_building(guest->name, guest->uuid, t->id, config_path,
-	    bj->rec.config_json);
+	vm = vm_add_building(bj->guest->name, bj->guest->uuid, t->id,
+	    config_path, bj->rec.config_json, source);
 	if (vm == NULL) {
 		rc = call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
 		    "out of memory");
 		goto fail;
 	}
+	/* A restart builds from the same descriptors (vm.c keeps them). */
+	vm_keep_images(vm, bj->images.fd);
 	if (wait)
 		bj->call = call;
 	rc = worker_spawn(&bj->job);
@@ -407,18 +474,18 @@ build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
 		    "cannot start a build thread: %s", strerror(-rc));
 		goto fail;
 	}
-	vmb_uuid_to_str(guest->uuid, u);
-	log_vm(LOG_INFO, guest->name, VMB_DOMID_INVALID, t->id, "task %llu: "
-	    "building %s (%s, %llu MiB, %u vCPUs, populate %s)",
-	    (unsigned long long)t->id, guest->name, u,
-	    (unsigned long long)(guest->memory_bytes >> 20), guest->vcpus,
-	    vmb_populate_strategy_name(B.cfg.strategy));
+	vmb_uuid_to_str(bj->guest->uuid, u);
+	log_vm(LOG_INFO, bj->guest->name, VMB_DOMID_INVALID, t->id,
+	    "task %llu: building %s (%s, %llu MiB, %u vCPUs, populate %s)",
+	    (unsigned long long)t->id, bj->guest->name, u,
+	    (unsigned long long)(bj->guest->memory_bytes >> 20),
+	    bj->guest->vcpus, vmb_populate_strategy_name(B.cfg.strategy));
 	status_changed();
 	if (wait)
 		return CALL_DEFERRED;
 	yajl_gen_map_open(g);
 	jg_kv_u64(g, "task", t->id);
-	jg_kv_str(g, "vm", guest->name);
+	jg_kv_str(g, "vm", bj->guest->name);
 	jg_kv_str(g, "uuid", u);
 	gen_warnings(g, &bj->warnings);
 	yajl_gen_map_close(g);
@@ -427,16 +494,51 @@ fail:
 	/* Subscribers saw it "building": tell them it is gone. */
 	if (vm != NULL)
 		vm_remove(vm, true);
-	if (t != NULL)
-		task_discard(t);
-	if (bj != NULL) {
-		vmb_build_free(bj->build);
-		image_req_done(&bj->images);
-		free(bj->rec.config_path);
-		free(bj->rec.config_json);
-		build_warnings_done(&bj->warnings);
-		free(bj);
-	}
+	if (bj != NULL)
+		build_unprepare(bj);
 	vmb_guest_free(guest);
 	return -1;
+}
+
+int
+build_restart(struct vm *vm, struct vmb_guest *guest, const char *reason,
+    char *why, size_t why_len)
+{
+	struct build_job *bj = NULL;
+	int rc;
+
+	if (B.stopping) {
+		vmb_guest_free(guest);
+		snprintf(why, why_len, "the daemon is shutting down");
+		return -ECANCELED;
+	}
+	/* The same VM: its name and uuid, whatever the description says. */
+	snprintf(guest->name, sizeof(guest->name), "%s", vm->name);
+	memcpy(guest->uuid, vm->uuid, 16);
+	rc = build_prepare(guest, "vm.restart", vm->config_path, vm->source,
+	    false, &bj, why, why_len);
+	if (rc < 0)
+		return rc;
+	rc = images_restart(bj->guest, vm->image_fd, &bj->images, why,
+	    why_len);
+	if (rc < 0) {
+		build_unprepare(bj);
+		return rc;
+	}
+	bj->restart = true;
+	bj->rec.restart = true;
+	bj->rec.created_at = vm->created_at;
+	rc = worker_spawn(&bj->job);
+	if (rc < 0) {
+		snprintf(why, why_len, "cannot start a build thread: %s",
+		    strerror(-rc));
+		build_unprepare(bj);
+		return rc;
+	}
+	vm_rebuilding(vm, bj->task->id, reason);
+	log_vm(LOG_INFO, vm->name, VMB_DOMID_INVALID, bj->task->id,
+	    "task %llu: building %s again (%s)",
+	    (unsigned long long)bj->task->id, vm->name, reason);
+	status_changed();
+	return 0;
 }

@@ -29,14 +29,18 @@ void build_stop(void);
 
 /*
  * Start building `guest` (taken over, freed by the build), its kernel and
- * ramdisk from `images` (taken over).  With `wait`
+ * ramdisk from `images` (taken over); `source` (source.h) is recorded
+ * to build it again from.  With `wait`
  * the call is answered when the build ends (CALL_DEFERRED is returned);
  * without, the result {"task":N,...} is written into g and 0 returned.
  * Errors are set on the call (negative return).
  */
+struct image_req;
+/* `images` (images.h) is taken over; *images is left empty. */
 /*
  * The warnings of the configuration ("file:line: key: warning: ..."),
  * answered as the result's "warnings": every key it ignored is there.
+ * build_start takes *warnings over (leaving it empty) once it answers.
  */
 struct build_warnings {
 	char	**v;
@@ -44,14 +48,21 @@ struct build_warnings {
 };
 void build_warnings_done(struct build_warnings *w);
 
-struct image_req;
-/*
- * `images` (images.h) is taken over; *images is left empty.  So is
- * *warnings.
- */
 int build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
-    struct image_req *images, const char *config_path, bool wait,
-    bool paused, struct build_warnings *warnings);
+    struct image_req *images, const char *config_path, const char *source,
+    bool wait, bool paused, struct build_warnings *warnings);
+/*
+ * Build a VM of ours again (on_reboot=restart & co.) from `guest`
+ * (taken over), under its own name and uuid, as a "vm.restart" task;
+ * `reason` is why (the shutdown reason).  Its images are the
+ * descriptors the VM was created with (vm.c keeps them), or files under
+ * --image-dir (images_restart).  The VM is "building" until
+ * lifecycle_restarted() hears how it ended.  0, or a negative errno
+ * with the reason in `why`.
+ */
+struct vm;
+int build_restart(struct vm *vm, struct vmb_guest *guest, const char *reason,
+    char *why, size_t why_len);
 
 /* Map a negative errno from libvmbuild to an application error code. */
 int build_errno_code(int rc);

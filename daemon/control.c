@@ -16,7 +16,8 @@
  * which drops them.  A descriptor belongs to the request whose bytes it
  * came with: Linux delivers it with the first byte of the sendmsg() that
  * carried it, and never merges those bytes with earlier ones in one
- * recvmsg().
+ * recvmsg().  The other way, a reply may carry one descriptor (the
+ * console's pty, conn_send_fd), sent the same way with its first byte.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -342,6 +343,13 @@ out_len(const struct conn *c)
 	return evbuffer_get_length(c->out);
 }
 
+/* Nothing left to send: no bytes, no line waiting with a descriptor. */
+static bool
+conn_idle(const struct conn *c)
+{
+	return out_len(c) == 0 && c->fd_out < 0;
+}
+
 static void
 conn_pause(struct conn *c)
 {
@@ -546,19 +554,27 @@ conn_read_cb(evutil_socket_t fd, short what, void *arg)
 	conn_unref(c);
 }
 
+static void conn_flush_fd(struct conn *c);
+
 static void
 conn_write_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
 
 	(void)what;
-	if (evbuffer_write(c->out, fd) < 0 && errno != EAGAIN &&
-	    errno != EINTR) {
+	if (out_len(c) > 0 && evbuffer_write(c->out, fd) < 0 &&
+	    errno != EAGAIN && errno != EINTR) {
 		log_debug("conn %u: %s", c->serial, strerror(errno));
 		conn_close(c);
 		return;
 	}
-	if (out_len(c) == 0) {
+	/* A line with a descriptor goes once what was before it has. */
+	if (out_len(c) == 0 && c->fd_out >= 0) {
+		conn_flush_fd(c);
+		if (c->closed)
+			return;
+	}
+	if (conn_idle(c)) {
 		event_del(c->ev_write);
 		/* refs > 1: a deferred reply is still to come. */
 		if (c->closing && c->refs <= 1) {
@@ -603,6 +619,7 @@ conn_new(int fd, bool read_only)
 		return NULL;
 	}
 	c->fd = fd;
+	c->fd_out = -1;
 	c->in = evbuffer_new();
 	c->out = evbuffer_new();
 	c->ev_read = event_new(C.base, fd, EV_READ | EV_PERSIST, conn_read_cb,
@@ -772,7 +789,7 @@ conn_unref(struct conn *c)
 	 * client shut down its side) is gone: close now if nothing is left
 	 * to send.  Otherwise the write callback closes it once flushed.
 	 */
-	if (c->refs == 2 && c->closing && !c->closed && out_len(c) == 0) {
+	if (c->refs == 2 && c->closing && !c->closed && conn_idle(c)) {
 		c->refs--;
 		conn_close(c);
 		return;
@@ -780,6 +797,87 @@ conn_unref(struct conn *c)
 	if (--c->refs > 0)
 		return;
 	free(c);
+}
+
+/* ------------------------------------------------------------------ */
+/* Descriptors out (the console's pty): one line at a time.            */
+
+static void
+conn_drop_fd(struct conn *c)
+{
+	if (c->fd_out >= 0)
+		close(c->fd_out);
+	c->fd_out = -1;
+	free(c->fd_line);
+	c->fd_line = NULL;
+	c->fd_len = 0;
+}
+
+/*
+ * Send the waiting line, from the write callback once c->out is empty:
+ * only then, as c->out may hold the rest of a line half written, and
+ * bytes sent around it would cut that line in two.  The descriptor goes
+ * with the first byte that sendmsg() takes; the rest of the line is
+ * queued as plain bytes.  Not written yet (EAGAIN): the write event
+ * stays armed and comes back here.
+ */
+static void
+conn_flush_fd(struct conn *c)
+{
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} cbuf;
+	struct iovec iov = { c->fd_line, c->fd_len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+	    .msg_control = cbuf.buf, .msg_controllen = sizeof(cbuf.buf) };
+	struct cmsghdr *cm;
+	ssize_t n;
+
+	memset(&cbuf, 0, sizeof(cbuf));
+	cm = CMSG_FIRSTHDR(&mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &c->fd_out, sizeof(int));
+	n = sendmsg(c->fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n < 0) {
+		log_debug("conn %u: sending a descriptor: %s", c->serial,
+		    strerror(errno));
+		conn_close(c);
+		return;
+	}
+	evbuffer_add(c->out, c->fd_line + n, c->fd_len - (size_t)n);
+	conn_drop_fd(c);
+}
+
+int
+conn_send_fd(struct conn *c, int fd, const char *line, size_t len)
+{
+	if (c->closed || c->doomed)
+		return -EPIPE;
+	if (c->fd_out >= 0)
+		return -EBUSY;
+	if (len == 0)
+		return -EINVAL;
+	c->fd_line = malloc(len);
+	if (c->fd_line == NULL)
+		return -ENOMEM;
+	c->fd_out = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	if (c->fd_out < 0) {
+		int rc = -errno;
+
+		conn_drop_fd(c);
+		return rc;
+	}
+	memcpy(c->fd_line, line, len);
+	c->fd_len = len;
+	/* Sent from the write callback, after what is queued before it. */
+	if (!event_pending(c->ev_write, EV_WRITE, NULL))
+		event_add(c->ev_write, NULL);
+	return 0;
 }
 
 /* Drop the socket now; the struct lives on while references remain. */
@@ -799,6 +897,7 @@ conn_close(struct conn *c)
 	for (size_t i = 0; i < c->nfds; i++)
 		close(c->fds[i].fd);
 	c->nfds = 0;
+	conn_drop_fd(c);
 	if (c->ev_read != NULL)
 		event_free(c->ev_read);
 	if (c->ev_write != NULL)
@@ -903,6 +1002,6 @@ conn_close_after_flush(struct conn *c)
 	c->closing = true;
 	conn_pause(c);
 	event_del(c->ev_timeout);
-	if (out_len(c) == 0 && c->refs <= 1)
+	if (conn_idle(c) && c->refs <= 1)
 		conn_close(c);
 }

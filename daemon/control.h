@@ -57,6 +57,10 @@ struct conn {
 	gid_t		gid;
 	bool		can_write;	/* root or group vmbuild, not read-only */
 	unsigned	inflight;	/* deferred calls not yet answered */
+	/* A line waiting to carry a descriptor (conn_send_fd). */
+	int		fd_out;		/* ours (a duplicate); -1: none */
+	char		*fd_line;
+	size_t		fd_len;
 	TAILQ_ENTRY(conn) entry;
 };
 
@@ -103,5 +107,15 @@ void conn_unref(struct conn *c);
 void conn_send(struct conn *c, const char *buf, size_t len);
 /* Send what is queued, then close. */
 void conn_close_after_flush(struct conn *c);
+/*
+ * Send one whole line with descriptor `fd` attached to its first byte
+ * (SCM_RIGHTS), after what is already queued: from the loop, once the
+ * output has drained (lines queued meanwhile may go first: they are
+ * whole lines too, and replies are matched by id).  The
+ * descriptor is duplicated; the caller keeps its own.  0, or -EPIPE
+ * (the connection is gone), -EBUSY (a line with a descriptor is waiting
+ * already) or another negative errno.
+ */
+int conn_send_fd(struct conn *c, int fd, const char *line, size_t len);
 
 #endif /* VMBUILDD_CONTROL_H */

@@ -171,10 +171,12 @@ take_fd(struct call *call, yajl_val fds, int i, int *ret_fd)
 	return 0;
 }
 
-/* Where the guest's path of image i is to come from, or a data.files entry. */
+/*
+ * The image directory `path` lies in, for image i of req: 0, -ENOENT
+ * when it lies in none, or -ENOMEM.
+ */
 static int
-place_path(struct call *call, const char *path, int i, struct image_req *req,
-    bool *ret_refused)
+place_in_dir(const char *path, int i, struct image_req *req)
 {
 	for (unsigned d = 0; path[0] == '/' && d < I.n; d++) {
 		const char *rel = below(path, I.dirs[d].path);
@@ -185,11 +187,23 @@ place_path(struct call *call, const char *path, int i, struct image_req *req,
 			continue;
 		req->dir[i] = (int)d;
 		req->rel[i] = strdup(rel);
-		if (req->rel[i] == NULL)
-			return call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
-			    "out of memory");
-		return 0;
+		return req->rel[i] == NULL ? -ENOMEM : 0;
 	}
+	return -ENOENT;
+}
+
+/* Where the guest's path of image i is to come from, or a data.files entry. */
+static int
+place_path(struct call *call, const char *path, int i, struct image_req *req,
+    bool *ret_refused)
+{
+	int rc = place_in_dir(path, i, req);
+
+	if (rc == -ENOMEM)
+		return call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
+		    "out of memory");
+	if (rc == 0)
+		return 0;
 	*ret_refused = true;
 	if (call_error_file(call, image_keys[i], path) < 0)
 		return call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
@@ -229,6 +243,52 @@ images_prepare(struct call *call, const struct vmb_guest *g,
 	    "a descriptor (params.fds; vmctl does)", first,
 	    paths[strcmp(first, "kernel") ? 1 : 0], I.n ? "--image-dir" :
 	    "none configured");
+}
+
+bool
+images_in_dir(const char *path)
+{
+	for (unsigned d = 0; path[0] == '/' && d < I.n; d++)
+		if (below(path, I.dirs[d].path) != NULL ||
+		    below(path, I.dirs[d].real) != NULL)
+			return true;
+	return false;
+}
+
+int
+images_restart(const struct vmb_guest *g, const int kept[2],
+    struct image_req *req, char *why, size_t why_len)
+{
+	const char *paths[2] = { g->kernel, g->ramdisk };
+
+	for (int i = 0; i < 2; i++) {
+		int rc;
+
+		if (paths[i] == NULL)
+			continue;
+		if (kept[i] >= 0) {
+			req->fd[i] = fcntl(kept[i], F_DUPFD_CLOEXEC, 3);
+			if (req->fd[i] < 0) {
+				rc = -errno;
+				snprintf(why, why_len, "%s %s: %s",
+				    image_keys[i], paths[i], strerror(-rc));
+				return rc;
+			}
+			continue;
+		}
+		rc = place_in_dir(paths[i], i, req);
+		if (rc == -ENOENT)
+			snprintf(why, why_len, "%s %s: outside the image "
+			    "directories (%s), and this vmbuildd does not hold "
+			    "the descriptor it came as (it started after the "
+			    "VM was created)", image_keys[i], paths[i],
+			    I.n ? "--image-dir" : "none configured");
+		else if (rc < 0)
+			snprintf(why, why_len, "out of memory");
+		if (rc < 0)
+			return rc == -ENOENT ? -EPERM : rc;
+	}
+	return 0;
 }
 
 /*

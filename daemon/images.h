@@ -12,6 +12,7 @@
 #ifndef VMBUILDD_IMAGES_H
 #define VMBUILDD_IMAGES_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "rpc.h"
@@ -39,6 +40,17 @@ void image_req_done(struct image_req *req);
  */
 int images_prepare(struct call *call, const struct vmb_guest *g,
     struct image_req *req);
+/* Whether `path` lies under an image directory (it could be opened). */
+bool images_in_dir(const char *path);
+/*
+ * On the loop, for a restart (no request): the descriptors the VM was
+ * created with (`kept`, duplicated; -1: none), else the guest's paths
+ * under the image directories.  0, or a negative errno with the reason
+ * in `why` (-EPERM: a path the daemon will not open, as a request would
+ * have been told with E_IMAGE_FD).
+ */
+int images_restart(const struct vmb_guest *g, const int kept[2],
+    struct image_req *req, char *why, size_t why_len);
 /*
  * On the build thread: open the paths that lie in image directories.
  * 0, or a negative errno with the reason in `why`.

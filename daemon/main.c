@@ -30,6 +30,7 @@
 #include "control.h"
 #include "events.h"
 #include "images.h"
+#include "lifecycle.h"
 #include "log.h"
 #include "metrics.h"
 #include "notify.h"
@@ -593,6 +594,7 @@ main(int argc, char **argv)
 	    .status_changed = vmbd_status_changed });
 	if (state_init(vmbd.state_dir) < 0)
 		return 1;
+	lifecycle_open();
 	if (vm_reconcile() < 0)
 		return 1;
 
@@ -631,7 +633,8 @@ main(int argc, char **argv)
 	/* A fatal exit from here on leaves no socket file behind. */
 	atexit(control_unlink);
 	if (task_init(vmbd.base) < 0 || events_init(vmbd.base) < 0 ||
-	    vm_init(vmbd.base) < 0 || control_start(vmbd.base) < 0)
+	    vm_init(vmbd.base) < 0 || lifecycle_start(vmbd.base) < 0 ||
+	    control_start(vmbd.base) < 0)
 		fatalx("cannot set up the event loop");
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
 		M.ev_sig[i] = evsignal_new(vmbd.base, sigs[i], signal_cb, NULL);
@@ -672,6 +675,7 @@ main(int argc, char **argv)
 	event_free(M.ev_trim);
 	event_free(M.ev_stop);
 	metrics_stop();
+	lifecycle_stop();
 	events_stop();
 	task_stop();
 	vm_stop();

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "build.h"
+#include "console.h"
 #include "control.h"
 #include "devices.h"
 #include "events.h"
@@ -23,7 +24,9 @@
 #include "proto.h"
 #include "reap.h"
 #include "report.h"
+#include "source.h"
 #include "rpc.h"
+#include "shutdown.h"
 #include "state.h"
 #include "task.h"
 #include "vm.h"
@@ -280,84 +283,14 @@ config_error(struct call *call, struct vmb_diags *diags)
 	return -1;
 }
 
-/* Lists in a guest description nest this deep at most (vnuma: 3). */
-#define GUEST_MAX_DEPTH	8
-
-/* JSON value to a vmb_value; lists are malloc'd (free with value_done). */
-static int
-value_from_json(yajl_val v, struct vmb_value *out, const char **why,
-    int depth)
-{
-	memset(out, 0, sizeof(*out));
-	if (depth > GUEST_MAX_DEPTH) {
-		*why = "lists nested too deeply";
-		return -EINVAL;
-	}
-	switch (v->type) {
-	case yajl_t_string:
-		out->type = VMB_VALUE_STRING;
-		out->u.s = v->u.string;
-		return 0;
-	case yajl_t_number:
-		if (!YAJL_IS_INTEGER(v)) {
-			*why = "numbers must be integers";
-			return -EINVAL;
-		}
-		out->type = VMB_VALUE_INT;
-		out->u.i = YAJL_GET_INTEGER(v);
-		return 0;
-	case yajl_t_true:
-	case yajl_t_false:
-		out->type = VMB_VALUE_INT;
-		out->u.i = YAJL_IS_TRUE(v);
-		return 0;
-	case yajl_t_array: {
-		struct vmb_value *items;
-		size_t n = v->u.array.len;
-
-		items = calloc(n + 1, sizeof(*items));
-		if (items == NULL) {
-			*why = "out of memory";
-			return -ENOMEM;
-		}
-		out->type = VMB_VALUE_LIST;
-		out->u.list.v = items;
-		out->u.list.n = 0;
-		for (size_t i = 0; i < n; i++) {
-			int rc = value_from_json(v->u.array.values[i],
-			    &items[i], why, depth + 1);
-
-			/* Count the failed item too: it may hold a partly
-			 * built list that value_done() must free. */
-			out->u.list.n++;
-			if (rc < 0)
-				return rc;
-		}
-		return 0;
-	}
-	default:
-		*why = "values must be strings, integers, booleans or lists";
-		return -EINVAL;
-	}
-}
-
-static void
-value_done(struct vmb_value *v)
-{
-	if (v->type != VMB_VALUE_LIST)
-		return;
-	for (size_t i = 0; i < v->u.list.n; i++)
-		value_done((struct vmb_value *)&v->u.list.v[i]);
-	free((void *)v->u.list.v);
-}
-
-/* The guest of params.guest; its warnings stay in *diags. */
+/* The guest of params.guest; its warnings stay in *pdiags. */
 static int
 guest_from_json(struct call *call, yajl_val obj, const char *basedir,
     uint32_t flags, struct vmb_diags *pdiags, struct vmb_guest **ret)
 {
 	struct vmb_diags diags = { 0 };
 	struct vmb_guest *guest = NULL;
+	const char *key = NULL, *why = NULL;
 	int rc;
 
 	rc = vmb_guest_new(&guest);
@@ -365,23 +298,12 @@ guest_from_json(struct call *call, yajl_val obj, const char *basedir,
 		return call_error(call, RPC_INTERNAL_ERROR, rc,
 		    "cannot allocate a guest: %s", strerror(-rc));
 	guest->flags = flags;
-	for (size_t i = 0; i < obj->u.object.len; i++) {
-		const char *key = obj->u.object.keys[i], *why = NULL;
-		/* A scalar type, so that value_done() is a no-op when
-		 * value_from_json() fails before setting it. */
-		struct vmb_value val = { .type = VMB_VALUE_STRING };
-
-		rc = value_from_json(obj->u.object.values[i], &val, &why, 1);
-		if (rc == 0)
-			(void)vmb_guest_set(guest, key, &val, "request",
-			    &diags);
-		value_done(&val);
-		if (rc < 0) {
-			vmb_guest_free(guest);
-			vmb_diags_done(&diags);
-			return call_error(call, RPC_INVALID_PARAMS, 0,
-			    "params.guest.%s: %s", key, why);
-		}
+	rc = source_guest_keys(guest, obj, "request", &diags, &key, &why);
+	if (rc < 0) {
+		vmb_guest_free(guest);
+		vmb_diags_done(&diags);
+		return call_error(call, RPC_INVALID_PARAMS, 0,
+		    "params.guest.%s: %s", key, why);
 	}
 	/* Paths are only named here; images.c decides what is opened. */
 	if (diags.nr_errors == 0)
@@ -428,9 +350,9 @@ m_vm_create(struct call *call, yajl_gen g)
 	const char *text = NULL, *path = NULL;
 	struct vmb_diags diags = { 0 };
 	struct vmb_guest *guest = NULL;
-	struct build_warnings warn = { 0 };
 	struct image_req images;
-	char *dir = NULL, *basedir = NULL;
+	struct build_warnings warn = { 0 };
+	char *dir = NULL, *basedir = NULL, *source = NULL;
 	bool wait = false, paused = false, ignore = false;
 	yajl_val gobj = NULL;
 	uint32_t flags;
@@ -484,16 +406,24 @@ m_vm_create(struct call *call, yajl_gen g)
 	}
 	vmb_diags_done(&diags);
 	/* The daemon is root: only disks its client may open. */
-	if (rc == 0 && (devices_check_guest(call, guest) < 0 ||
-	    images_prepare(call, guest, &images) < 0)) {
+	if (rc == 0 && devices_check_guest(call, guest) < 0) {
 		vmb_guest_free(guest);
 		rc = -1;
+	} else if (rc == 0 && images_prepare(call, guest, &images) < 0) {
+		vmb_guest_free(guest);
+		rc = -1;
+	} else if (rc == 0 && (source = source_json(has_text ? text : NULL,
+	    gobj, path, ignore)) == NULL) {
+		vmb_guest_free(guest);
+		rc = call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
+		    "out of memory");
 	} else if (rc == 0) {
-		rc = build_start(call, g, guest, &images, path, wait, paused,
-		    &warn);
+		rc = build_start(call, g, guest, &images, path, source, wait,
+		    paused, &warn);
 	}
 	build_warnings_done(&warn);
 	image_req_done(&images);
+	free(source);
 	free(dir);
 	return rc;
 }
@@ -683,6 +613,9 @@ m_vm_pause(struct call *call, yajl_gen g)
 	if (vm->have_dom && vm->dom.state == VMB_DOM_PAUSED)
 		return call_error(call, E_BAD_STATE, 0, "%s is already paused",
 		    vm->name);
+	if (vm_shutdown_reason(vm) != NULL)
+		return call_error(call, E_BAD_STATE, 0, "%s is shut down (%s)",
+		    vm->name, vm_shutdown_reason(vm));
 	return hv_call_submit(call, vm, pause_run, pause_reply);
 }
 
@@ -826,6 +759,9 @@ static const struct method methods[] = {
 	{ M_VM_DESTROY,		m_vm_destroy,		true },
 	{ M_VM_PAUSE,		m_vm_pause,		true },
 	{ M_VM_UNPAUSE,		m_vm_unpause,		true },
+	{ M_VM_SHUTDOWN,	m_vm_shutdown,		true },
+	{ M_VM_REBOOT,		m_vm_reboot,		true },
+	{ M_VM_CONSOLE,		m_vm_console,		true },
 	{ M_TASK_LIST,		m_task_list,		false },
 	{ M_TASK_GET,		m_task_get,		false },
 	{ M_TASK_CANCEL,	m_task_cancel,		true },

@@ -18,6 +18,14 @@ struct method {
 };
 
 const struct method *methods_find(const char *name);
+/*
+ * For handlers in other files: the VM params.vm names (NULL after
+ * call_error), and a refusal of operations it cannot take now (being
+ * built, another operation in flight): -1 after call_error, or 0.
+ */
+struct vm;
+struct vm *vm_param(struct call *call);
+int vm_check_idle(struct call *call, struct vm *vm);
 /* Every method name into g as a JSON array. */
 void methods_gen_names(yajl_gen g);
 

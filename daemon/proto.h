@@ -44,6 +44,9 @@
 #define M_VM_DESTROY		"vm.destroy"
 #define M_VM_PAUSE		"vm.pause"
 #define M_VM_UNPAUSE		"vm.unpause"
+#define M_VM_SHUTDOWN		"vm.shutdown"
+#define M_VM_REBOOT		"vm.reboot"
+#define M_VM_CONSOLE		"vm.console"
 #define M_TASK_LIST		"task.list"
 #define M_TASK_GET		"task.get"
 #define M_TASK_CANCEL		"task.cancel"
@@ -81,6 +84,14 @@
  *   vm.net_attach    P_VM, P_VIF (an xl vif specification; default ""),
  *                    P_TIMEOUT
  *   vm.net_detach    P_VM, P_VIF (required: a devid or a MAC), P_FORCE
+ *   vm.shutdown/reboot  P_VM (required); P_WAIT (bool: answer when the
+ *                    domain has shut down and its on_* action is done);
+ *                    P_TIMEOUT (seconds to wait for the guest, 1-3600,
+ *                    default 60); P_FORCE (bool: shut it down from the
+ *                    hypervisor if the guest cannot be asked or does not
+ *                    answer in time)
+ *   vm.console       P_VM (required); the reply carries the pty's
+ *                    descriptor (SCM_RIGHTS, with its first byte)
  *   task.get/cancel  P_TASK (required)
  *   events.subscribe P_EVENTS (list of event names; default: all)
  *   host.scrub, host.info, host.counters, vm.list, task.list,
@@ -100,6 +111,8 @@
 #define P_TIMEOUT		"timeout"
 #define P_FORCE			"force"
 #define P_FDS			"fds"
+#define P_TIMEOUT		"timeout"
+#define P_FORCE			"force"
 
 /* Events (notifications). */
 #define E_TASK_PROGRESS		"task.progress"
@@ -130,7 +143,8 @@
 #define E_BAD_STATE		1012	/* e.g. pause of a paused VM */
 #define E_IMAGE			1013	/* kernel/ramdisk unusable (type, format, size) */
 #define E_IMAGE_FD		1014	/* pass these files as descriptors: data.files */
-#define E_NO_SUCH_DEVICE	1015	/* detach of a disk or vif the VM lacks */
+#define E_TIMEOUT		1015	/* the guest did not do it in time */
+#define E_NO_SUCH_DEVICE	1016	/* detach of a disk or vif the VM lacks */
 
 /* vmctl exit codes. */
 #define VMCTL_EXIT_OK		0

@@ -216,6 +216,26 @@ call_reply(struct call *call, yajl_gen result)
 	call_free(call);
 }
 
+int
+call_reply_fd(struct call *call, yajl_gen result, int fd)
+{
+	const char *text;
+	char *line = NULL;
+	size_t len;
+	int n, rc = 0;
+
+	if (call->id != NULL) {
+		text = jg_text(result, &len);
+		n = asprintf(&line, "%s%s,\"result\":%.*s}\n", reply_head,
+		    call->id, (int)len, text);
+		rc = n < 0 ? -ENOMEM : conn_send_fd(call->conn, fd, line,
+		    (size_t)n);
+		free(line);
+	}
+	call_free(call);
+	return rc;
+}
+
 void
 call_fail(struct call *call)
 {

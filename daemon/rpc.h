@@ -88,6 +88,12 @@ int call_error_file(struct call *call, const char *key, const char *path);
 int call_take_fd(struct call *call, size_t index);
 /* Answer a deferred call and free it. */
 void call_reply(struct call *call, yajl_gen result);
+/*
+ * The same, the reply line carrying descriptor `fd` (duplicated; the
+ * caller closes its own): 0, or a negative errno when it cannot be
+ * sent (the call is freed either way).
+ */
+int call_reply_fd(struct call *call, yajl_gen result, int fd);
 void call_fail(struct call *call);
 void call_free(struct call *call);
 

@@ -94,7 +94,7 @@ int
 state_write(const struct state_record *rec)
 {
 	char path[4200], tmp[4200], u[VMB_UUID_STRLEN];
-	yajl_val build = NULL, config = NULL;
+	yajl_val build = NULL, config = NULL, source = NULL;
 	const char *text;
 	yajl_gen g;
 	size_t len;
@@ -125,6 +125,12 @@ state_write(const struct state_record *rec)
 		    JSON_MAX_DEPTH, NULL, 0);
 	jg_key(g, "build");
 	jg_tree(g, build);
+	if (rec->source_json != NULL)
+		source = jv_parse(rec->source_json, strlen(rec->source_json),
+		    JSON_MAX_DEPTH, NULL, 0);
+	jg_key(g, "source");
+	jg_tree(g, source);
+	jg_kv_bool(g, "restart", rec->restart);
 	yajl_gen_map_close(g);
 	text = jg_text(g, &len);
 
@@ -150,6 +156,7 @@ out:
 		log_warnx("state: cannot write %s: %s", path, strerror(-rc));
 	yajl_tree_free(build);
 	yajl_tree_free(config);
+	yajl_tree_free(source);
 	yajl_gen_free(g);
 	return rc;
 }
@@ -175,7 +182,9 @@ state_record_done(struct state_record *rec)
 	free(rec->config_path);
 	free(rec->build_json);
 	free(rec->config_json);
+	free(rec->source_json);
 	rec->config_path = rec->build_json = rec->config_json = NULL;
+	rec->source_json = NULL;
 }
 
 /* A record file: regular, not through a symbolic link, bounded. */
@@ -288,6 +297,8 @@ state_parse(const char *name, const char *text, size_t len,
 		rec->created_at = YAJL_GET_DOUBLE(v);
 	rec->build_json = tree_text(jv_get(root, "build"));
 	rec->config_json = tree_text(jv_get(root, "config"));
+	rec->source_json = tree_text(jv_get(root, "source"));
+	rec->restart = YAJL_IS_TRUE(jv_get(root, "restart"));
 	yajl_tree_free(root);
 	return 0;
 }

@@ -38,6 +38,18 @@ struct state_record {
 	double		created_at;	/* Unix time */
 	char		*config_json;	/* guest summary as JSON text, or NULL */
 	char		*build_json;	/* build result as JSON text, or NULL */
+	/*
+	 * What the guest was built from, as vm.create got it (source.h),
+	 * to build it again on a restart; NULL in records of an older
+	 * vmbuildd.
+	 */
+	char		*source_json;
+	/*
+	 * Its domain is being replaced (on_reboot=restart & co.): set
+	 * before the old domain is destroyed, so that a daemon that dies
+	 * in between still builds the new one when it starts again.
+	 */
+	bool		restart;
 };
 
 int state_init(const char *dir);

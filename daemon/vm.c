@@ -2,22 +2,24 @@
  * vm.c - the registry of domains (see vm.h).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
+#include "control.h"
 #include "events.h"
 #include "json.h"
+#include "lifecycle.h"
 #include "log.h"
 #include "reap.h"
 #include "state.h"
 #include "vm.h"
 #include "vmbuildd.h"
 #include "worker.h"
-
-#define VM_REFRESH_SEC		2
 
 TAILQ_HEAD(vmq, vm);
 
@@ -43,6 +45,7 @@ static struct {
 	bool		refreshing;
 	bool		list_failing;	/* the last refresh failed */
 	struct event	*ev_refresh;
+	unsigned	refresh_sec;
 	char		*list_text;	/* cached vm.list result */
 	size_t		list_len;
 	bool		list_valid;
@@ -114,8 +117,23 @@ vm_state_name(const struct vm *vm)
 	return vmb_domain_state_name(vm->dom.state);
 }
 
-static void
-vm_announce(const struct vm *vm, const char *state)
+static bool
+is_shutdown(const struct vmb_domain *d)
+{
+	return d->state == VMB_DOM_SHUTDOWN || d->state == VMB_DOM_CRASHED;
+}
+
+const char *
+vm_shutdown_reason(const struct vm *vm)
+{
+	if (vm->building || !vm->have_dom || !is_shutdown(&vm->dom))
+		return NULL;
+	return vmb_shutdown_reason_name(vm->dom.shutdown_reason);
+}
+
+void
+vm_announce(const struct vm *vm, const char *state, const char *reason,
+    const char *action)
 {
 	yajl_gen g;
 
@@ -129,9 +147,53 @@ vm_announce(const struct vm *vm, const char *state)
 	else
 		jg_kv_u64(g, "id", vm->domid);
 	jg_kv_str(g, "state", state != NULL ? state : vm_state_name(vm));
+	jg_kv_str(g, "reason", reason);
+	jg_kv_str(g, "action", action);
 	yajl_gen_map_close(g);
 	events_emit(EVT_VM_STATE, g);
 	yajl_gen_free(g);
+}
+
+/*
+ * A state change seen: announced here, unless the domain shut down,
+ * which lifecycle_check() announces with its reason and action.
+ */
+static void
+vm_changed(const struct vm *vm)
+{
+	if (!vm->building && vm->have_dom && is_shutdown(&vm->dom))
+		return;
+	vm_announce(vm, NULL, NULL, NULL);
+}
+
+/* on_poweroff & co. of a VM of ours, from its configuration's JSON. */
+static void
+vm_actions(struct vm *vm)
+{
+	static const struct {
+		const char *key;
+		enum vmb_shutdown_reason reason;
+	} keys[] = {
+		{ "on_poweroff", VMB_SHUTDOWN_POWEROFF },
+		{ "on_reboot", VMB_SHUTDOWN_REBOOT },
+		{ "on_crash", VMB_SHUTDOWN_CRASH },
+		{ "on_watchdog", VMB_SHUTDOWN_WATCHDOG },
+		{ "on_soft_reset", VMB_SHUTDOWN_SOFT_RESET },
+	};
+	struct vmb_guest *defaults = NULL;
+
+	/* The library's defaults (xl's) for keys not written. */
+	if (vmb_guest_new(&defaults) == 0) {
+		memcpy(vm->on, defaults->on, sizeof(vm->on));
+		vmb_guest_free(defaults);
+	}
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
+		yajl_val v = jv_get(vm->config, keys[i].key);
+		enum vmb_action a;
+
+		if (YAJL_IS_STRING(v) && vmb_action_parse(v->u.string, &a) == 0)
+			vm->on[keys[i].reason] = a;
+	}
 }
 
 /*
@@ -175,6 +237,8 @@ vm_alloc(const char *name)
 		return NULL;
 	snprintf(vm->name, sizeof(vm->name), "%s", name);
 	vm->domid = VMB_DOMID_INVALID;
+	vm->handled = VMB_DOMID_INVALID;
+	vm->image_fd[0] = vm->image_fd[1] = -1;
 	TAILQ_INSERT_TAIL(&V.vms, vm, entry);
 	V.count++;
 	vm_list_invalidate();
@@ -206,7 +270,7 @@ vm_add_foreign(const struct vmb_domain *dom)
 
 struct vm *
 vm_add_building(const char *name, const uint8_t uuid[16], uint64_t task,
-    const char *config_path, const char *config_json)
+    const char *config_path, const char *config_json, const char *source)
 {
 	struct vm *vm = vm_alloc(name);
 
@@ -218,13 +282,27 @@ vm_add_building(const char *name, const uint8_t uuid[16], uint64_t task,
 	vm->task = task;
 	vm->created_at = now_real();
 	vm->config_path = config_path ? strdup(config_path) : NULL;
+	vm->source = source ? strdup(source) : NULL;
 	if (config_json != NULL)
 		vm->config = jv_parse(config_json, strlen(config_json),
 		    JSON_MAX_DEPTH, NULL, 0);
+	vm_actions(vm);
 	V.seq++;
 	vm_list_invalidate();
-	vm_announce(vm, NULL);
+	vm_announce(vm, NULL, NULL, NULL);
 	return vm;
+}
+
+void
+vm_rebuilding(struct vm *vm, uint64_t task, const char *reason)
+{
+	vm->building = true;
+	vm->task = task;
+	vm->have_dom = false;
+	vm->domid = VMB_DOMID_INVALID;
+	V.seq++;
+	vm_list_invalidate();
+	vm_announce(vm, "building", reason, "restart");
 }
 
 void
@@ -256,7 +334,7 @@ vm_built(struct vm *vm, const struct vmb_domain *dom, const char *build_json)
 	}
 	V.seq++;
 	vm_list_invalidate();
-	vm_announce(vm, NULL);
+	vm_announce(vm, NULL, NULL, NULL);
 }
 
 void
@@ -270,7 +348,8 @@ vm_update(struct vm *vm, const struct vmb_domain *dom)
 	V.seq++;
 	vm_list_invalidate();
 	if (changed)
-		vm_announce(vm, NULL);
+		vm_changed(vm);
+	lifecycle_check(vm);
 }
 
 void
@@ -283,7 +362,7 @@ vm_set_reaping(struct vm *vm, struct reap *r, uint32_t domid)
 		vm->domid = domid;
 	V.seq++;
 	vm_list_invalidate();
-	vm_announce(vm, NULL);
+	vm_announce(vm, NULL, NULL, NULL);
 }
 
 void
@@ -291,7 +370,8 @@ vm_remove(struct vm *vm, bool announce)
 {
 	reap_forget(vm);
 	if (announce)
-		vm_announce(vm, "destroyed");
+		vm_announce(vm, "destroyed", NULL, NULL);
+	lifecycle_removed(vm);
 	TAILQ_REMOVE(&V.vms, vm, entry);
 	V.count--;
 	V.seq++;
@@ -299,7 +379,27 @@ vm_remove(struct vm *vm, bool announce)
 	yajl_tree_free(vm->build);
 	yajl_tree_free(vm->config);
 	free(vm->config_path);
+	free(vm->source);
+	conn_unref(vm->console);
+	for (int i = 0; i < 2; i++)
+		if (vm->image_fd[i] >= 0)
+			close(vm->image_fd[i]);
 	free(vm);
+}
+
+void
+vm_keep_images(struct vm *vm, const int fd[2])
+{
+	bool restarts = false;
+
+	for (int r = 0; r < VMB_SHUTDOWN_NR; r++)
+		restarts = restarts || vm->on[r] == VMB_ACTION_RESTART;
+	for (int i = 0; i < 2; i++) {
+		if (vm->image_fd[i] >= 0)
+			close(vm->image_fd[i]);
+		vm->image_fd[i] = restarts && fd[i] >= 0 ?
+		    fcntl(fd[i], F_DUPFD_CLOEXEC, 3) : -1;
+	}
 }
 
 static void
@@ -364,7 +464,26 @@ vm_gen_info(yajl_gen g, const struct vm *vm)
 	jg_kv_str(g, "name", vm->name);
 	jg_kv_str(g, "uuid", u);
 	jg_kv_str(g, "state", vm_state_name(vm));
+	jg_kv_str(g, "shutdown_reason", vm_shutdown_reason(vm));
 	jg_kv_str(g, "origin", vm->ours ? "vmbuildd" : "foreign");
+	if (vm->ours) {
+		jg_key(g, "lifecycle");
+		yajl_gen_map_open(g);
+		jg_kv_str(g, "on_poweroff",
+		    vmb_action_name(vm->on[VMB_SHUTDOWN_POWEROFF]));
+		jg_kv_str(g, "on_reboot",
+		    vmb_action_name(vm->on[VMB_SHUTDOWN_REBOOT]));
+		jg_kv_str(g, "on_crash",
+		    vmb_action_name(vm->on[VMB_SHUTDOWN_CRASH]));
+		jg_kv_str(g, "on_watchdog",
+		    vmb_action_name(vm->on[VMB_SHUTDOWN_WATCHDOG]));
+		jg_kv_str(g, "on_soft_reset",
+		    vmb_action_name(vm->on[VMB_SHUTDOWN_SOFT_RESET]));
+		jg_kv_u64(g, "restarts", vm->restarts);
+		yajl_gen_map_close(g);
+	} else {
+		jg_kv_null(g, "lifecycle");
+	}
 	if (vm->have_dom) {
 		const struct vmb_domain *d = &vm->dom;
 
@@ -486,8 +605,7 @@ unrecord_done(struct job *job)
 	free(job);
 }
 
-/* Remove a record off the loop (a file system call). */
-static void
+void
 vm_unrecord(const uint8_t uuid[16])
 {
 	struct unrecord_job *uj = calloc(1, sizeof(*uj));
@@ -501,10 +619,76 @@ vm_unrecord(const uint8_t uuid[16])
 }
 
 /*
- * Merge a fresh domain list into the registry.  A domain is matched by
- * uuid, or by domid when a uuid is missing on either side: Xen reuses
- * domids, so a new domain must not inherit the name of a dead one.
+ * The registry's entry for a domain: by uuid, or by domid when a uuid
+ * is missing on either side (Xen reuses domids, so a new domain must
+ * not inherit the name of a dead one).
  */
+static struct vm *
+vm_match(const struct vmb_domain *d)
+{
+	struct vm *vm = vm_find_uuid(d->uuid);
+
+	if (vm == NULL) {
+		vm = vm_find_domid(d->domid);
+		if (vm != NULL && !vmb_uuid_is_null(vm->uuid) &&
+		    !vmb_uuid_is_null(d->uuid))
+			vm = NULL;
+	}
+	return vm;
+}
+
+/* A domain we had not seen: a VM of someone else's. */
+static void
+vm_appeared(const struct vmb_domain *d, unsigned generation)
+{
+	struct vm *vm = vm_add_foreign(d);
+
+	if (vm == NULL)
+		return;
+	vm->seen = generation;
+	log_vm(LOG_INFO, vm->name, d->domid, 0, "domain %u (%s) appeared",
+	    d->domid, vm->name);
+	vm_announce(vm, NULL, NULL, NULL);
+	lifecycle_check(vm);
+}
+
+/* What the hypervisor says now of a domain we know. */
+static void
+vm_seen(struct vm *vm, const struct vmb_domain *d)
+{
+	bool changed = !vm->have_dom || vm->dom.state != d->state ||
+	    (is_shutdown(d) && vm->dom.shutdown_reason != d->shutdown_reason);
+
+	if (vm->building) {
+		vm->domid = d->domid;
+		vm->dom = *d;
+		return;
+	}
+	vm->dom = *d;
+	vm->have_dom = true;
+	vm->domid = d->domid;
+	if (changed)
+		vm_changed(vm);
+}
+
+/*
+ * Its domain is gone, and not by an operation of ours (those remove the
+ * VM themselves; a domain replaced by a restart is not gone).
+ */
+static bool
+vm_gone(struct vm *vm)
+{
+	if (vm->building || vm->busy || vm->restart)
+		return false;
+	log_vm(LOG_INFO, vm->name, vm->domid, vm->task,
+	    "domain %u (%s) is gone", vm->domid, vm->name);
+	if (vm->ours)
+		vm_unrecord(vm->uuid);
+	vm_remove(vm, true);
+	return true;
+}
+
+/* Merge a fresh domain list into the registry. */
 static void
 vm_apply(const struct vmb_domain *doms, size_t n)
 {
@@ -515,49 +699,56 @@ vm_apply(const struct vmb_domain *doms, size_t n)
 	/* Memory and states may have moved: rebuild the cached list. */
 	vm_list_invalidate();
 	for (size_t i = 0; i < n; i++) {
-		const struct vmb_domain *d = &doms[i];
-
-		vm = vm_find_uuid(d->uuid);
+		vm = vm_match(&doms[i]);
 		if (vm == NULL) {
-			vm = vm_find_domid(d->domid);
-			if (vm != NULL && !vmb_uuid_is_null(vm->uuid) &&
-			    !vmb_uuid_is_null(d->uuid))
-				vm = NULL;
-		}
-		if (vm == NULL) {
-			vm = vm_add_foreign(d);
-			if (vm != NULL) {
-				vm->seen = generation;
-				log_vm(LOG_INFO, vm->name, d->domid, 0,
-				    "domain %u (%s) appeared", d->domid,
-				    vm->name);
-				vm_announce(vm, NULL);
-			}
+			vm_appeared(&doms[i], generation);
 			continue;
 		}
 		vm->seen = generation;
-		if (vm->building) {
-			vm->domid = d->domid;
-			vm->dom = *d;
-			continue;
-		}
-		if (!vm->have_dom || vm->dom.state != d->state) {
-			vm->dom = *d;
-			vm->have_dom = true;
-			vm_announce(vm, NULL);
-		}
-		vm->dom = *d;
-		vm->domid = d->domid;
+		vm_seen(vm, &doms[i]);
 	}
 	for (vm = TAILQ_FIRST(&V.vms); vm != NULL; vm = next) {
 		next = TAILQ_NEXT(vm, entry);
-		if (vm->seen == generation || vm->building || vm->busy)
-			continue;
-		log_vm(LOG_INFO, vm->name, vm->domid, vm->task,
-		    "domain %u (%s) is gone", vm->domid, vm->name);
-		if (vm->ours)
-			vm_unrecord(vm->uuid);
-		vm_remove(vm, true);
+		if (vm->seen != generation)
+			(void)vm_gone(vm);
+	}
+	/* Level, not edge: a shutdown an event missed is acted on now. */
+	vm_foreach(lifecycle_check);
+}
+
+void
+vm_apply_event(const struct vmb_domain_event *ev)
+{
+	struct vm *vm = vm_match(&ev->dom);
+
+	V.seq++;
+	vm_list_invalidate();
+	switch (ev->type) {
+	case VMB_EVENT_NEW:
+	case VMB_EVENT_CHANGED:
+		if (vm == NULL) {
+			vm_appeared(&ev->dom, 0);
+			return;
+		}
+		vm_seen(vm, &ev->dom);
+		lifecycle_check(vm);
+		return;
+	case VMB_EVENT_GONE:
+		/* Only the domain it had: not one its restart has built. */
+		if (vm != NULL && vm->domid == ev->dom.domid)
+			(void)vm_gone(vm);
+		return;
+	}
+}
+
+void
+vm_foreach(void (*fn)(struct vm *vm))
+{
+	struct vm *vm, *next;
+
+	for (vm = TAILQ_FIRST(&V.vms); vm != NULL; vm = next) {
+		next = TAILQ_NEXT(vm, entry);
+		fn(vm);
 	}
 }
 
@@ -580,6 +771,18 @@ vm_refresh_arm(double sec)
 		evtimer_add(V.ev_refresh, &tv);
 }
 
+/*
+ * The refresh interval: the slow one beside domain events, but while
+ * the hypervisor does not answer, the poll's: only a list that works
+ * tells it is back (events may come from a watch that has its own
+ * connection).
+ */
+static unsigned
+vm_refresh_sec(void)
+{
+	return V.list_failing ? VM_REFRESH_POLL_SEC : V.refresh_sec;
+}
+
 static void
 refresh_done(struct job *job)
 {
@@ -595,7 +798,7 @@ refresh_done(struct job *job)
 	if (rj->rc < 0 && !V.list_failing)
 		log_warnx("the hypervisor does not answer (cannot list domains: "
 		    "%s); VM states may be stale, trying again every %d s",
-		    strerror(-rj->rc), VM_REFRESH_SEC);
+		    strerror(-rj->rc), VM_REFRESH_POLL_SEC);
 	else if (rj->rc == 0 && V.list_failing)
 		log_notice("the hypervisor answers again: reconciling %u VMs "
 		    "with its %zu domains", V.count, rj->n);
@@ -609,7 +812,7 @@ refresh_done(struct job *job)
 	free(rj->doms);
 	free(rj);
 	if (!vmbd.stopping)
-		vm_refresh_arm(VM_REFRESH_SEC);
+		vm_refresh_arm(vm_refresh_sec());
 }
 
 static void
@@ -639,6 +842,14 @@ vm_refresh_kick(void)
 		vm_refresh_arm(0);
 }
 
+void
+vm_refresh_every(unsigned sec)
+{
+	V.refresh_sec = sec;
+	if (!V.refreshing)
+		vm_refresh_arm(vm_refresh_sec());
+}
+
 int
 vm_init(struct event_base *base)
 {
@@ -647,7 +858,9 @@ vm_init(struct event_base *base)
 	V.ev_refresh = evtimer_new(base, refresh_cb, NULL);
 	if (V.ev_refresh == NULL)
 		return -1;
-	vm_refresh_arm(VM_REFRESH_SEC);
+	if (V.refresh_sec == 0)
+		V.refresh_sec = VM_REFRESH_POLL_SEC;
+	vm_refresh_arm(vm_refresh_sec());
 	TAILQ_FOREACH(vm, &V.vms, entry)
 		if (vm->reap_at_start)
 			reap_start(vm, vm->domid);
@@ -690,7 +903,28 @@ vm_from_record(struct state_record *rec, const struct vmb_domain *dom)
 	if (rec->config_json != NULL)
 		vm->config = jv_parse(rec->config_json,
 		    strlen(rec->config_json), JSON_MAX_DEPTH, NULL, 0);
+	vm->restart = rec->restart;
+	vm->source = rec->source_json;
+	rec->source_json = NULL;
+	vm_actions(vm);
 	return vm;
+}
+
+/* A restart whose new domain is still to be built (the old one gone). */
+static int
+vm_restart_pending(struct state_record *rec)
+{
+	char u[VMB_UUID_STRLEN];
+	struct vm *vm = vm_from_record(rec, NULL);
+
+	if (vm == NULL)
+		return -ENOMEM;
+	vm->domid = VMB_DOMID_INVALID;
+	vmb_uuid_to_str(rec->uuid, u);
+	log_vm(LOG_NOTICE, rec->name, VMB_DOMID_INVALID, 0, "%s (%s) was being "
+	    "restarted: its new domain is built once the daemon runs",
+	    rec->name, u);
+	return 0;
 }
 
 /*
@@ -711,6 +945,9 @@ vm_reconcile_building(struct state_record *rec, struct vmb_domain *dom,
 		log_vm(LOG_NOTICE, rec->name, VMB_DOMID_INVALID, 0,
 		    "%s (%s): its build was interrupted before the domain "
 		    "existed", rec->name, u);
+		/* A restart's build is tried again; a create's not. */
+		if (rec->restart)
+			return vm_restart_pending(rec);
 		(void)state_remove(rec->uuid);
 		return 0;
 	}
@@ -719,6 +956,8 @@ vm_reconcile_building(struct state_record *rec, struct vmb_domain *dom,
 		    "(domain %u, %s): its build was interrupted", rec->name,
 		    dom->domid, u);
 		rc = vmb_domain_destroy(vmbd.ctx, dom->domid);
+		if ((rc == 0 || rc == -ESRCH) && rec->restart)
+			return vm_restart_pending(rec);
 		if (rc == 0 || rc == -ESRCH) {
 			(void)state_remove(rec->uuid);
 			return 0;
@@ -784,11 +1023,18 @@ vm_reconcile(void)
 				goto out;
 			continue;
 		}
-		if (listed && dom == NULL) {
+		/* A restart whose new domain was not built yet goes on. */
+		if (listed && dom == NULL && !rec->restart) {
 			log_vm(LOG_NOTICE, rec->name, VMB_DOMID_INVALID, 0,
 			    "%s (%s) no longer exists, forgetting it",
 			    rec->name, u);
 			(void)state_remove(rec->uuid);
+			continue;
+		}
+		if (listed && dom == NULL) {
+			rc = vm_restart_pending(rec);
+			if (rc < 0)
+				goto out;
 			continue;
 		}
 		if (vm_from_record(rec, dom) == NULL) {

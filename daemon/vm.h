@@ -2,10 +2,14 @@
  * vm.h - the registry of domains: what the hypervisor has, merged with
  * what the daemon knows from its own builds (records in the state dir).
  *
- * The registry is owned by the loop.  It is refreshed from the
- * hypervisor every few seconds on a worker, and immediately by every
- * operation of ours; a refresh that raced with one of our operations is
- * discarded (vm_seq), so a stale list never resurrects or drops a VM.
+ * The registry is owned by the loop.  Domain events (lifecycle.c: the
+ * hypervisor's watch) update it as domains appear, shut down and go,
+ * and every operation of ours does at once; a slow refresh from the
+ * hypervisor's list (every VM_REFRESH_SEC, every VM_REFRESH_POLL_SEC
+ * where there are no events) brings what no event tells: memory, CPU
+ * time, pause and unpause by another toolstack.  A refresh that raced
+ * with a change of ours or an event is discarded (vm_seq), so a stale
+ * list never resurrects or drops a VM.
  */
 #ifndef VMBUILDD_VM_H
 #define VMBUILDD_VM_H
@@ -39,8 +43,21 @@ struct vm {
 	struct vmb_placement placement;	/* nodes while building */
 	struct reap	*reap;		/* "destroying": reap.c's */
 	bool		reap_at_start;	/* reconcile: reap once the loop runs */
+	/* Lifecycle (lifecycle.c); the actions and source of ours only. */
+	enum vmb_action	on[VMB_SHUTDOWN_NR];	/* on_poweroff & co. */
+	char		*source;	/* what to build it again from (source.h) */
+	uint32_t	handled;	/* the domain whose shutdown was acted on */
+	bool		restart;	/* its domain is being replaced */
+	unsigned	restarts;	/* by the daemon, since vm.create */
+	double		burst_start;	/* restarts in the current window ... */
+	unsigned	burst;		/* ... that began then (rate limit) */
+	struct conn	*console;	/* the client attached to its console */
+	int		image_fd[2];	/* kernel, ramdisk it came as; -1 */
 	TAILQ_ENTRY(vm) entry;
 };
+
+#define VM_REFRESH_SEC		10
+#define VM_REFRESH_POLL_SEC	2
 
 int vm_init(struct event_base *base);
 void vm_stop(void);
@@ -62,8 +79,12 @@ struct vm *vm_find_domid(uint32_t domid);
 struct vm *vm_find_uuid(const uint8_t uuid[16]);
 unsigned vm_count(void);
 
+/* `source` (source.h) is copied. */
 struct vm *vm_add_building(const char *name, const uint8_t uuid[16],
-    uint64_t task, const char *config_path, const char *config_json);
+    uint64_t task, const char *config_path, const char *config_json,
+    const char *source);
+/* A VM of ours is built again (a restart) as task `task`. */
+void vm_rebuilding(struct vm *vm, uint64_t task, const char *reason);
 /* Loop: progress of a build (learn the domid once created). */
 void vm_building_progress(const uint8_t uuid[16],
     const struct vmb_progress *p);
@@ -76,6 +97,24 @@ void vm_update(struct vm *vm, const struct vmb_domain *dom);
 void vm_remove(struct vm *vm, bool announce);
 /* reap.c took the VM over: it is "destroying" (`domid`: a hint). */
 void vm_set_reaping(struct vm *vm, struct reap *r, uint32_t domid);
+/* Remove a VM's record off the loop (a file system call). */
+void vm_unrecord(const uint8_t uuid[16]);
+/* A domain event (vmb_watch_read) into the registry. */
+void vm_apply_event(const struct vmb_domain_event *ev);
+/*
+ * Tell subscribers (vm.state): `state` (NULL: the VM's own), and for a
+ * shutdown the reason and the action taken (NULL: none).
+ */
+void vm_announce(const struct vm *vm, const char *state, const char *reason,
+    const char *action);
+/* The VM's shutdown reason, or NULL when it is not shut down. */
+const char *vm_shutdown_reason(const struct vm *vm);
+/*
+ * Keep duplicates of the descriptors a VM's kernel and ramdisk came as
+ * (-1: none), for its restarts (on_*="restart"), while it is in the
+ * registry.  Only for a VM with a restart action.
+ */
+void vm_keep_images(struct vm *vm, const int fd[2]);
 
 const char *vm_state_name(const struct vm *vm);
 void vm_gen_summary(yajl_gen g, const struct vm *vm);
@@ -91,5 +130,9 @@ const struct vm *vm_next(const struct vm *vm);
 void vm_count_states(unsigned states[8], unsigned *building);
 /* Ask for a refresh soon. */
 void vm_refresh_kick(void);
+/* Seconds between refreshes (events make the short one unneeded). */
+void vm_refresh_every(unsigned sec);
+/* Each VM in order, for a function that may remove the one it gets. */
+void vm_foreach(void (*fn)(struct vm *vm));
 
 #endif /* VMBUILDD_VM_H */

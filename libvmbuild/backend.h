@@ -236,6 +236,34 @@ struct vmb_backend_ops {
 		    uint32_t close_ms, char *why, size_t why_len);
 	/* Bound each later call to `ms` (0: none); NULL: not applicable. */
 	void	(*set_timeout)(void *priv, unsigned ms);
+
+	/*
+	 * Lifecycle (NULL: not supported, -EOPNOTSUPP).  shutdown_request
+	 * posts VMB_SHUTDOWN_POWEROFF or _REBOOT on the guest's PV control
+	 * node after checking the guest announced it (-EOPNOTSUPP if not);
+	 * shutdown_withdraw takes it back if the guest has not taken it
+	 * (1) or says it has (0); shutdown stops the domain from the
+	 * hypervisor with a reason.
+	 */
+	int	(*shutdown_request)(void *priv, uint32_t domid,
+		    enum vmb_shutdown_reason reason);
+	int	(*shutdown_withdraw)(void *priv, uint32_t domid,
+		    enum vmb_shutdown_reason reason);
+	int	(*shutdown)(void *priv, uint32_t domid,
+		    enum vmb_shutdown_reason reason);
+	/* The guest's PV console opened (vmb_console_open). */
+	int	(*console_open)(void *priv, uint32_t domid, int *ret_fd,
+		    char *ret_path, size_t path_len);
+	/*
+	 * A source of domain events: its descriptor becomes readable when
+	 * something may have changed; watch_drain consumes that and says
+	 * whether anything did fire (1) or not (0).  The core (watch.c)
+	 * lists the domains and tells what changed.
+	 */
+	int	(*watch_open)(void *priv, void **ret_w);
+	int	(*watch_fd)(void *w);
+	int	(*watch_drain)(void *w);
+	void	(*watch_close)(void *w);
 };
 
 extern const struct vmb_backend_ops vmb_backend_sim;

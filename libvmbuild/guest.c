@@ -449,6 +449,75 @@ set_mode(struct vmb_guest *g, const struct key_desc *k,
 	return 0;
 }
 
+/*
+ * The actions of on_poweroff & co.: the three vmbuild carries out, in
+ * enum vmb_action order, and those xl has that it refuses by name.
+ */
+static const char *const action_names[] = {
+	[VMB_ACTION_DESTROY] = "destroy",
+	[VMB_ACTION_RESTART] = "restart",
+	[VMB_ACTION_PRESERVE] = "preserve",
+};
+static const char *const xl_actions[] = {
+	"rename-restart", "coredump-destroy", "coredump-restart", "soft-reset",
+};
+
+const char *
+vmb_action_name(enum vmb_action action)
+{
+	if ((unsigned)action >= sizeof(action_names) / sizeof(action_names[0]))
+		return "unknown";
+	return action_names[action];
+}
+
+int
+vmb_action_parse(const char *name, enum vmb_action *ret_action)
+{
+	if (!name || !ret_action)
+		return -EINVAL;
+	for (size_t i = 0; i < sizeof(action_names) / sizeof(action_names[0]);
+	    i++)
+		if (!strcmp(name, action_names[i])) {
+			*ret_action = (enum vmb_action)i;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+/* on_poweroff, on_reboot, on_crash, on_watchdog, on_soft_reset. */
+static int
+set_action(struct vmb_guest *g, const struct key_desc *k,
+    const struct vmb_value *v, const char *where, struct vmb_diags *diags)
+{
+	static const enum vmb_shutdown_reason reason[] = {
+		[VMB_KEY_ON_POWEROFF - VMB_KEY_ON_POWEROFF] =
+		    VMB_SHUTDOWN_POWEROFF,
+		[VMB_KEY_ON_REBOOT - VMB_KEY_ON_POWEROFF] = VMB_SHUTDOWN_REBOOT,
+		[VMB_KEY_ON_CRASH - VMB_KEY_ON_POWEROFF] = VMB_SHUTDOWN_CRASH,
+		[VMB_KEY_ON_WATCHDOG - VMB_KEY_ON_POWEROFF] =
+		    VMB_SHUTDOWN_WATCHDOG,
+		[VMB_KEY_ON_SOFT_RESET - VMB_KEY_ON_POWEROFF] =
+		    VMB_SHUTDOWN_SOFT_RESET,
+	};
+	enum vmb_action a;
+	const char *s;
+	int rc = get_string(k, v, where, diags, &s);
+
+	if (rc)
+		return rc;
+	if (vmb_action_parse(s, &a) == 0) {
+		g->on[reason[k->key - VMB_KEY_ON_POWEROFF]] = a;
+		return 0;
+	}
+	for (size_t i = 0; i < sizeof(xl_actions) / sizeof(xl_actions[0]); i++)
+		if (!strcmp(s, xl_actions[i]))
+			return vmb__diag_add(diags, VMB_ERROR, where, v->line,
+			    k->name, "\"%s\" is not supported by vmbuild "
+			    "(destroy, restart or preserve)", s);
+	return vmb__diag_add(diags, VMB_ERROR, where, v->line, k->name,
+	    "unknown action \"%.32s\" (destroy, restart or preserve)", s);
+}
+
 /* One "key=value" item of a vnode list. */
 static int
 vnode_item(struct vmb_vnode *vn, unsigned idx, const char *item,
@@ -708,15 +777,11 @@ static const struct key_desc keys[] = {
 	{ "timer_mode",	VMB_KEY_TIMER_MODE,	set_mode },
 	{ "disk",	VMB_KEY_DISK,		set_disks },
 	{ "vif",	VMB_KEY_VIF,		set_vifs },
-};
-
-/*
- * Keys xl knows that vmbuild reads but does not act on yet: accepted
- * with a warning, so that an existing xl.cfg still parses, but never
- * silently.
- */
-static const char *const xl_ignored[] = {
-	"on_poweroff", "on_reboot", "on_crash", "on_watchdog",
+	{ "on_poweroff", VMB_KEY_ON_POWEROFF,	set_action },
+	{ "on_reboot",	VMB_KEY_ON_REBOOT,	set_action },
+	{ "on_crash",	VMB_KEY_ON_CRASH,	set_action },
+	{ "on_watchdog", VMB_KEY_ON_WATCHDOG,	set_action },
+	{ "on_soft_reset", VMB_KEY_ON_SOFT_RESET, set_action },
 };
 
 /*
@@ -740,7 +805,6 @@ static const struct xl_unsupported {
 	{ "claim_mode",		"1",	"vmbuild always claims memory first" },
 	{ "autoballoon",	"0",	"vmbuild never balloons dom0 down" },
 	{ "builder",		NULL,	"use type=\"pvh\"" },
-	{ "on_soft_reset",	NULL,	NULL },
 	{ "serial",		NULL,	"a PVH guest has no emulated UART; "
 	    "its console is the PV console" },
 	{ "vfb",		NULL,	"needs a device model" },
@@ -887,11 +951,6 @@ vmb_guest_set(struct vmb_guest *guest, const char *key,
 		}
 		return rc;
 	}
-	for (size_t i = 0; i < sizeof(xl_ignored) / sizeof(xl_ignored[0]); i++)
-		if (!strcmp(key, xl_ignored[i]))
-			return vmb__diag_add(diags, VMB_WARNING, where,
-			    value->line, key, "xl key not used by vmbuild, "
-			    "ignored");
 	for (size_t i = 0; i < sizeof(xl_unsupported) /
 	    sizeof(xl_unsupported[0]); i++)
 		if (!strcmp(key, xl_unsupported[i].key))
@@ -928,6 +987,16 @@ vmb_guest_new(struct vmb_guest **ret_guest)
 	g->type = VMB_GUEST_PVH;
 	g->hap = true;
 	g->timer_mode = VMB_TIMER_NO_DELAY_FOR_MISSED_TICKS;	/* libxl's */
+	/*
+	 * xl's defaults, but for a soft reset: xl's soft-reset (the domain
+	 * starts again in the memory it has) is not done here, so a soft
+	 * reset is taken for a reboot unless on_soft_reset says otherwise.
+	 */
+	for (int r = 0; r < VMB_SHUTDOWN_NR; r++)
+		g->on[r] = VMB_ACTION_DESTROY;
+	g->on[VMB_SHUTDOWN_REBOOT] = VMB_ACTION_RESTART;
+	g->on[VMB_SHUTDOWN_SOFT_RESET] = VMB_ACTION_RESTART;
+	g->on[VMB_SHUTDOWN_SUSPEND] = VMB_ACTION_PRESERVE;
 	*ret_guest = g;
 	return 0;
 }
@@ -1371,6 +1440,14 @@ vmb_guest_format_json(const struct vmb_guest *g, char **ret_json)
 	vmb__json_str(f, g->cpus_soft);
 	fprintf(f, ",\n  \"tsc_mode\": %d,\n  \"timer_mode\": %d",
 	    (int)g->tsc_mode, (int)g->timer_mode);
+	fprintf(f, ",\n  \"on_poweroff\": \"%s\",\n  \"on_reboot\": \"%s\","
+	    "\n  \"on_crash\": \"%s\",\n  \"on_watchdog\": \"%s\","
+	    "\n  \"on_soft_reset\": \"%s\"",
+	    vmb_action_name(g->on[VMB_SHUTDOWN_POWEROFF]),
+	    vmb_action_name(g->on[VMB_SHUTDOWN_REBOOT]),
+	    vmb_action_name(g->on[VMB_SHUTDOWN_CRASH]),
+	    vmb_action_name(g->on[VMB_SHUTDOWN_WATCHDOG]),
+	    vmb_action_name(g->on[VMB_SHUTDOWN_SOFT_RESET]));
 	fputs(",\n  \"nodes\": [", f);
 	for (unsigned n = 0, first = 1; n < 64; n++)
 		if (g->node_mask >> n & 1) {

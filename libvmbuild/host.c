@@ -135,3 +135,20 @@ vmb_domain_state_name(enum vmb_domain_state state)
 		return "unknown";
 	return names[state];
 }
+
+const char *
+vmb_shutdown_reason_name(enum vmb_shutdown_reason reason)
+{
+	static const char *const names[] = {
+		[VMB_SHUTDOWN_POWEROFF] = "poweroff",
+		[VMB_SHUTDOWN_REBOOT] = "reboot",
+		[VMB_SHUTDOWN_SUSPEND] = "suspend",
+		[VMB_SHUTDOWN_CRASH] = "crash",
+		[VMB_SHUTDOWN_WATCHDOG] = "watchdog",
+		[VMB_SHUTDOWN_SOFT_RESET] = "soft_reset",
+	};
+
+	if ((unsigned)reason >= sizeof(names) / sizeof(names[0]))
+		return "unknown";
+	return names[reason];
+}

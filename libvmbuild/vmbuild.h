@@ -84,8 +84,45 @@ enum vmb_key {
 	VMB_KEY_VCPUS, VMB_KEY_MAXVCPUS, VMB_KEY_KERNEL, VMB_KEY_RAMDISK,
 	VMB_KEY_CMDLINE, VMB_KEY_EXTRA, VMB_KEY_CPUS, VMB_KEY_VNUMA,
 	VMB_KEY_HAP, VMB_KEY_UUID, VMB_KEY_CPUS_SOFT, VMB_KEY_TSC_MODE,
-	VMB_KEY_TIMER_MODE, VMB_KEY_DISK, VMB_KEY_VIF, VMB_KEY_MAX
+	VMB_KEY_TIMER_MODE, VMB_KEY_ON_POWEROFF, VMB_KEY_ON_REBOOT,
+	VMB_KEY_ON_CRASH, VMB_KEY_ON_WATCHDOG, VMB_KEY_ON_SOFT_RESET,
+	VMB_KEY_DISK, VMB_KEY_VIF, VMB_KEY_MAX
 };
+
+/*
+ * Why a domain shut down: Xen's SHUTDOWN_* codes, in their order (the
+ * guest's SCHEDOP_shutdown, or a toolstack's remote shutdown).
+ */
+enum vmb_shutdown_reason {
+	VMB_SHUTDOWN_POWEROFF = 0,
+	VMB_SHUTDOWN_REBOOT,
+	VMB_SHUTDOWN_SUSPEND,
+	VMB_SHUTDOWN_CRASH,
+	VMB_SHUTDOWN_WATCHDOG,
+	VMB_SHUTDOWN_SOFT_RESET,
+	VMB_SHUTDOWN_NR
+};
+
+/* "poweroff", "reboot", "suspend", "crash", "watchdog", "soft_reset". */
+const char *vmb_shutdown_reason_name(enum vmb_shutdown_reason reason);
+
+/*
+ * What the toolstack does with a domain that shut down (xl.cfg's
+ * on_poweroff, on_reboot, on_crash, on_watchdog, on_soft_reset): destroy
+ * it, destroy it and build it again from the same description, or leave
+ * it as it is (shut down, its memory kept) for someone to look at.
+ * xl's rename-restart, coredump-* and soft-reset are refused.
+ */
+enum vmb_action {
+	VMB_ACTION_DESTROY = 0,
+	VMB_ACTION_RESTART,
+	VMB_ACTION_PRESERVE,
+};
+
+/* "destroy", "restart", "preserve". */
+const char *vmb_action_name(enum vmb_action action);
+/* The reverse; -EINVAL for another name. */
+int vmb_action_parse(const char *name, enum vmb_action *ret_action);
 
 /* tsc_mode= (Xen's TSC modes; native_paravirt was removed in 4.12). */
 enum vmb_tsc_mode { VMB_TSC_DEFAULT = 0, VMB_TSC_ALWAYS_EMULATE = 1,
@@ -170,6 +207,12 @@ struct vmb_guest {
 	char	*cpus_soft;	/* soft affinity, same syntax; NULL if none */
 	enum vmb_tsc_mode tsc_mode;
 	enum vmb_timer_mode timer_mode;
+	/*
+	 * on_poweroff & co., by reason: xl's defaults unless written
+	 * (destroy; restart for reboot).  A suspended domain is always
+	 * left as it is: on[VMB_SHUTDOWN_SUSPEND] is PRESERVE and has no key.
+	 */
+	enum vmb_action on[VMB_SHUTDOWN_NR];
 	uint64_t node_mask;	/* nodes allowed by cpus="nodes:..."; 0 = any */
 	uint32_t nr_vnodes;
 	struct vmb_vnode vnodes[VMB_MAX_VNODES];
@@ -215,7 +258,8 @@ int vmb_guest_copy(const struct vmb_guest *src, struct vmb_guest **ret_guest);
 /*
  * Set one key (xl.cfg names: name, type, memory, maxmem, vcpus, maxvcpus,
  * kernel, ramdisk, cmdline, extra, cpus, cpus_soft, vnuma, hap, uuid,
- * tsc_mode, timer_mode, disk, vif).
+ * tsc_mode, timer_mode, on_poweroff, on_reboot, on_crash, on_watchdog,
+ * on_soft_reset, disk, vif).
  * Sizes are in MiB as in xl.cfg.  An unknown key or a bad value adds a
  * diagnostic (file `where`, the value's line) and returns -EINVAL; an
  * unsupported key too, unless guest->flags has
@@ -509,6 +553,8 @@ const char *vmb_domain_state_name(enum vmb_domain_state state);
 struct vmb_domain {
 	uint32_t domid;
 	enum vmb_domain_state state;
+	/* Why it shut down, when state is SHUTDOWN or CRASHED. */
+	enum vmb_shutdown_reason shutdown_reason;
 	uint8_t	uuid[16];
 	char	name[VMB_NAME_LEN];	/* as the hypervisor knows it; may be "" */
 	bool	hap;
@@ -563,6 +609,83 @@ int vmb_nic_attach(struct vmb_ctx *ctx, uint32_t domid,
 int vmb_device_detach(struct vmb_ctx *ctx, uint32_t domid,
     enum vmb_device_kind kind, uint32_t devid, bool force, char *why,
     size_t why_len);
+
+/* ------------------------------------------------------------------ */
+/* Lifecycle: shutdown, domain events, console.                        */
+
+/*
+ * Ask the guest to power off or reboot (VMB_SHUTDOWN_POWEROFF or
+ * _REBOOT), as xl shutdown and xl reboot do: the request goes to the
+ * guest's PV control node (xenstore's control/shutdown), which the
+ * guest's drivers watch; the domain shuts down when the guest is done.
+ * -EOPNOTSUPP when the guest does not announce that it listens
+ * (control/feature-poweroff or feature-reboot), or the hypervisor has
+ * no such node; -EINVAL for another reason.
+ */
+int vmb_domain_shutdown_request(struct vmb_ctx *ctx, uint32_t domid,
+    enum vmb_shutdown_reason reason);
+/*
+ * Withdraw a request the guest has not taken (it was not acted upon):
+ * 1 when it was still there (now withdrawn), 0 when the guest took it.
+ */
+int vmb_domain_shutdown_withdraw(struct vmb_ctx *ctx, uint32_t domid,
+    enum vmb_shutdown_reason reason);
+/*
+ * Shut the domain down from the hypervisor, without asking the guest
+ * (Xen's SCHEDOP_remote_shutdown): its vCPUs stop, its memory stays, and
+ * it is seen as shut down with `reason`, as if the guest had done it.
+ */
+int vmb_domain_shutdown(struct vmb_ctx *ctx, uint32_t domid,
+    enum vmb_shutdown_reason reason);
+
+/*
+ * The guest's PV console, open for reading and writing as `xl console`
+ * opens it: the pseudo-terminal xenconsoled made for it, found in
+ * xenstore (console/tty), waited for up to a few seconds after a build.
+ * *ret_fd is close-on-exec and not the caller's controlling terminal;
+ * *ret_path (may be NULL) gets its name.  -EOPNOTSUPP where guests have
+ * no console (hvsim runs no guest code); -ENOENT when no console daemon
+ * made one; -EPERM when xenstore names something that is not a
+ * pseudo-terminal (it is never opened).
+ */
+int vmb_console_open(struct vmb_ctx *ctx, uint32_t domid, int *ret_fd,
+    char *ret_path, size_t path_len);
+
+/*
+ * Domain events: a descriptor that becomes readable when domains appear,
+ * shut down or go away (on Xen, xenstore's @introduceDomain and
+ * @releaseDomain watches; on hvsim, its domain watch), for an event loop
+ * to watch, and a read function that says what changed since the last
+ * read (or since vmb_watch_open, which takes the first snapshot; when
+ * that list fails, the first read says every domain is new).
+ * vmb_watch_read() may block for a hypervisor call: the daemon runs it
+ * off its loop.  Not thread-safe: one reader at a time.
+ */
+enum vmb_domain_event_type {
+	VMB_EVENT_NEW = 0,	/* a domain appeared */
+	VMB_EVENT_CHANGED,	/* its state changed (shut down, crashed...) */
+	VMB_EVENT_GONE,		/* it no longer exists (dom: as last seen) */
+};
+
+struct vmb_domain_event {
+	enum vmb_domain_event_type type;
+	struct vmb_domain dom;
+};
+
+struct vmb_watch;
+
+/* -EOPNOTSUPP when the hypervisor tells no domain events. */
+int vmb_watch_open(struct vmb_ctx *ctx, struct vmb_watch **ret_watch);
+int vmb_watch_fd(const struct vmb_watch *watch);
+/*
+ * Consume what made the descriptor readable and, when something may
+ * have changed, list the domains: *ret_events (malloc'd, NULL when
+ * *ret_nr is 0) says what changed.  Calling it when the descriptor is
+ * not readable is harmless (nothing changed: 0 events).
+ */
+int vmb_watch_read(struct vmb_watch *watch,
+    struct vmb_domain_event **ret_events, size_t *ret_nr);
+void vmb_watch_free(struct vmb_watch *watch);
 
 /* ------------------------------------------------------------------ */
 /* Placement.                                                          */

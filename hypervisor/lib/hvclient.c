@@ -768,7 +768,57 @@ hvc_fault(struct hvc *conn, const struct hv_fault *req,
 		return rc;
 	if (len != sizeof(rep))
 		return -EPROTO;
+	if (ret_reply != NULL)
+		*ret_reply = rep;
+	return 0;
+}
+
+int
+hvc_domain_shutdown(struct hvc *conn, hv_domid_t domid, uint32_t reason)
+{
+	struct hv_domain_shutdown req = { .domid = domid, .reason = reason };
+
+	return hvc_call(conn, HV_OP_DOMAIN_SHUTDOWN, &req, sizeof(req), NULL,
+	    0, NULL, NULL);
+}
+
+int
+hvc_domain_control(struct hvc *conn, hv_domid_t domid, uint32_t op,
+    uint32_t value, struct hv_domain_control_reply *ret_reply)
+{
+	struct hv_domain_control req = { .domid = domid, .op = op,
+	    .value = value };
+	struct hv_domain_control_reply rep;
+	size_t len = 0;
+	int rc;
+
+	rc = hvc_call(conn, HV_OP_DOMAIN_CONTROL, &req, sizeof(req), &rep,
+	    sizeof(rep), &len, NULL);
+	if (rc < 0)
+		return rc;
+	if (len != sizeof(rep))
+		return -EPROTO;
 	if (ret_reply)
 		*ret_reply = rep;
+	return 0;
+}
+
+int
+hvc_domain_watch(struct hvc *conn, uint64_t since, uint32_t timeout_ms,
+    uint64_t *ret_generation)
+{
+	struct hv_domain_watch req = { .since = since,
+	    .timeout_ms = timeout_ms };
+	struct hv_domain_watch_reply rep;
+	size_t len = 0;
+	int rc;
+
+	rc = hvc_call(conn, HV_OP_DOMAIN_WATCH, &req, sizeof(req), &rep,
+	    sizeof(rep), &len, NULL);
+	if (rc < 0)
+		return rc;
+	if (len != sizeof(rep))
+		return -EPROTO;
+	*ret_generation = rep.generation;
 	return 0;
 }

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "hvsim.h"
 
@@ -26,7 +27,9 @@ dom_init(struct hv *hv)
 	if (!hv->doms)
 		return -ENOMEM;
 	hv->next_domid = HV_DOMID_FIRST;
+	hv->dom_gen = 1;
 	pthread_mutex_init(&hv->dom_lock, NULL);
+	pthread_cond_init(&hv->dom_changed, NULL);
 	pthread_mutex_init(&hv->claim_lock, NULL);
 	hv->avail = hv->heap.total_pages;
 	return 0;
@@ -89,6 +92,7 @@ dom_fini(struct hv *hv)
 	free(hv->doms);
 	hv->doms = NULL;
 	pthread_mutex_destroy(&hv->dom_lock);
+	pthread_cond_destroy(&hv->dom_changed);
 	pthread_mutex_destroy(&hv->claim_lock);
 }
 
@@ -100,6 +104,14 @@ static void
 claim_store(struct domain *d, uint64_t pages)
 {
 	__atomic_store_n(&d->outstanding, pages, __ATOMIC_RELAXED);
+}
+
+/* Under dom_lock: tell the watchers (dom_watch) something changed. */
+static void
+dom_changed(struct hv *hv)
+{
+	hv->dom_gen++;
+	pthread_cond_broadcast(&hv->dom_changed);
 }
 
 int
@@ -125,6 +137,7 @@ dom_create(struct hv *hv, const struct hv_domain_create *req,
 	d->max_vcpus = req->max_vcpus;
 	d->max_pages = req->max_pages;
 	d->created_ns = hv_realtime_ns();
+	d->ctrl_request = HV_CONTROL_NONE;
 	memcpy(d->handle, req->handle, sizeof(d->handle));
 	memcpy(d->name, req->name, HV_NAME_LEN);
 	d->refs = 1;	/* the table's */
@@ -140,6 +153,7 @@ dom_create(struct hv *hv, const struct hv_domain_create *req,
 			hv->doms[id] = d;
 			hv->nr_doms++;
 			hv->next_domid = id + 1;
+			dom_changed(hv);
 			rc = 0;
 			break;
 		}
@@ -194,6 +208,7 @@ dom_destroy(struct hv *hv, hv_domid_t domid)
 		d = hv->doms[domid];
 		hv->doms[domid] = NULL;
 		hv->nr_doms--;
+		dom_changed(hv);
 	}
 	pthread_mutex_unlock(&hv->dom_lock);
 	if (!d)
@@ -251,6 +266,124 @@ dom_pause(struct hv *hv, hv_domid_t domid, bool pause)
 	pthread_mutex_unlock(&d->lock);
 	dom_put(hv, d);
 	return rc;
+}
+
+/*
+ * Lifecycle.  A shut-down domain keeps its memory and counts as not
+ * running (no flush reaches it), as a Xen domain after SCHEDOP_shutdown;
+ * only destroy takes it further.  The reason is stored before the state,
+ * so that whoever sees SHUTDOWN sees its reason.
+ */
+int
+dom_shutdown(struct hv *hv, hv_domid_t domid, uint32_t reason)
+{
+	struct domain *d;
+	bool changed = false;
+	int rc = 0;
+
+	if (reason > HV_SHUTDOWN_MAX)
+		return -EINVAL;
+	d = dom_get(hv, domid);
+	if (!d)
+		return -ESRCH;
+	pthread_mutex_lock(&d->lock);
+	if (d->state == HV_DOMSTATE_DYING) {
+		rc = -ESRCH;
+	} else if (d->state != HV_DOMSTATE_SHUTDOWN) {
+		if (d->state == HV_DOMSTATE_RUNNING)
+			flush_running(&hv->flush, -1);
+		__atomic_store_n(&d->shutdown_reason, reason,
+		    __ATOMIC_RELAXED);
+		__atomic_store_n(&d->state, HV_DOMSTATE_SHUTDOWN,
+		    __ATOMIC_RELEASE);
+		d->ctrl_request = HV_CONTROL_NONE;
+		changed = true;
+	}
+	pthread_mutex_unlock(&d->lock);
+	if (changed) {
+		pthread_mutex_lock(&hv->dom_lock);
+		dom_changed(hv);
+		pthread_mutex_unlock(&hv->dom_lock);
+	}
+	dom_put(hv, d);
+	return rc;
+}
+
+int
+dom_control(struct hv *hv, const struct hv_domain_control *req,
+    struct hv_domain_control_reply *rep)
+{
+	struct domain *d;
+	int rc = 0;
+
+	if (req->pad != 0 || req->op > HV_CONTROL_TAKE ||
+	    (req->op == HV_CONTROL_REQUEST && req->value > HV_SHUTDOWN_MAX) ||
+	    (req->op == HV_CONTROL_ANNOUNCE && (req->value &
+	    ~(HV_CONTROL_FEATURE_POWEROFF | HV_CONTROL_FEATURE_REBOOT))))
+		return -EINVAL;
+	d = dom_get(hv, req->domid);
+	if (!d)
+		return -ESRCH;
+	pthread_mutex_lock(&d->lock);
+	memset(rep, 0, sizeof(*rep));
+	rep->before = d->ctrl_request;
+	if (d->state == HV_DOMSTATE_DYING) {
+		rc = -ESRCH;
+	} else {
+		switch (req->op) {
+		case HV_CONTROL_REQUEST:
+			d->ctrl_request = req->value;
+			break;
+		case HV_CONTROL_WITHDRAW:
+		case HV_CONTROL_TAKE:
+			d->ctrl_request = HV_CONTROL_NONE;
+			break;
+		case HV_CONTROL_ANNOUNCE:
+			d->ctrl_features = req->value;
+			break;
+		default:
+			break;
+		}
+	}
+	rep->features = d->ctrl_features;
+	rep->request = d->ctrl_request;
+	pthread_mutex_unlock(&d->lock);
+	dom_put(hv, d);
+	return rc;
+}
+
+int
+dom_watch(struct hv *hv, uint64_t since, uint32_t timeout_ms,
+    uint64_t *ret_gen)
+{
+	struct timespec until;
+
+	if (timeout_ms > HV_WATCH_MAX_MS)
+		timeout_ms = HV_WATCH_MAX_MS;
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += timeout_ms / 1000;
+	until.tv_nsec += (long)(timeout_ms % 1000) * 1000000;
+	if (until.tv_nsec >= 1000000000) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000;
+	}
+	pthread_mutex_lock(&hv->dom_lock);
+	while (hv->dom_gen <= since && !hv->watch_stop &&
+	    pthread_cond_timedwait(&hv->dom_changed, &hv->dom_lock,
+	    &until) == 0)
+		;
+	*ret_gen = hv->dom_gen;
+	pthread_mutex_unlock(&hv->dom_lock);
+	return 0;
+}
+
+void
+dom_watch_stop(struct hv *hv)
+{
+	pthread_mutex_lock(&hv->dom_lock);
+	hv->watch_stop = true;
+	pthread_cond_broadcast(&hv->dom_changed);
+	pthread_mutex_unlock(&hv->dom_lock);
 }
 
 /*
@@ -384,6 +517,9 @@ dom_info(struct domain *d, struct hv_domain_info *o)
 	o->domid = d->domid;
 	o->state = ATOMIC_LOAD(&d->state);
 	o->flags = d->flags;
+	if (o->state == HV_DOMSTATE_SHUTDOWN)
+		o->flags |= (ATOMIC_LOAD(&d->shutdown_reason) &
+		    HV_DOMINF_SHUTDOWN_MASK) << HV_DOMINF_SHUTDOWN_SHIFT;
 	o->max_vcpus = ATOMIC_LOAD(&d->max_vcpus);
 	o->tot_pages = ATOMIC_LOAD(&d->tot_pages);
 	o->max_pages = ATOMIC_LOAD(&d->max_pages);

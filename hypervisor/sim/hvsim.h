@@ -347,6 +347,10 @@ struct domain {
 	uint64_t resv_pages;	/* their pages, not yet in tot_pages */
 	pthread_cond_t resv_done;	/* a reservation went away */
 	struct shadow *sh;	/* NULL with HAP */
+	/* Lifecycle, under lock (state and reason are read atomically). */
+	uint32_t shutdown_reason;	/* HV_SHUTDOWN_*, in SHUTDOWN */
+	uint32_t ctrl_features;		/* HV_CONTROL_FEATURE_* */
+	uint32_t ctrl_request;		/* HV_CONTROL_NONE or HV_SHUTDOWN_* */
 };
 
 int dom_init(struct hv *hv);
@@ -362,6 +366,20 @@ struct domain *dom_get(struct hv *hv, hv_domid_t domid);
 /* References to running shadow-paged domains (dom_put each). */
 uint32_t dom_snapshot_shadow(struct hv *hv, struct domain **out, uint32_t max);
 void dom_put(struct hv *hv, struct domain *d);
+/* The domain stops with a reason (HV_OP_DOMAIN_SHUTDOWN). */
+int dom_shutdown(struct hv *hv, hv_domid_t domid, uint32_t reason);
+/* Its PV control node (HV_OP_DOMAIN_CONTROL). */
+int dom_control(struct hv *hv, const struct hv_domain_control *req,
+    struct hv_domain_control_reply *rep);
+/*
+ * Wait until the domain generation (bumped by create, shutdown and
+ * destroy) exceeds `since`, `timeout_ms` passed or dom_watch_stop() was
+ * called; *ret_gen is the generation then.
+ */
+int dom_watch(struct hv *hv, uint64_t since, uint32_t timeout_ms,
+    uint64_t *ret_gen);
+/* Wake every dom_watch() for good (hvsim is stopping). */
+void dom_watch_stop(struct hv *hv);
 /* Under d->lock: add a populated extent, -EEXIST on overlap. */
 int dom_p2m_add(struct domain *d, const struct p2m_ext *e);
 /*
@@ -472,6 +490,9 @@ struct hv {
 	struct domain **doms;	/* [HV_DOMID_MAX + 1] */
 	hv_domid_t next_domid;
 	uint32_t nr_doms;
+	uint64_t dom_gen;	/* under dom_lock: create, shutdown, destroy */
+	pthread_cond_t dom_changed;	/* with dom_lock: dom_gen moved */
+	bool	watch_stop;
 	pthread_mutex_t claim_lock;
 	uint64_t outstanding;	/* sum of claims */
 	uint64_t avail;		/* free pages not reserved by allocations */

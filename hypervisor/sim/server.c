@@ -50,7 +50,7 @@ op_hello(struct hv *hv, const void *req, size_t len, void *rep,
 	memset(r, 0, sizeof(*r));
 	r->abi_version = HV_ABI_VERSION;
 	r->caps = HV_CAP_POPULATE_BATCH | HV_CAP_SCRUB_PROGRESS |
-	    HV_CAP_COUNTERS | HV_CAP_SHADOW | HV_CAP_CLAIMS |
+	    HV_CAP_COUNTERS | HV_CAP_SHADOW | HV_CAP_CLAIMS | HV_CAP_LIFECYCLE |
 	    (hv->mem.backing == HV_BACKING_REAL ? HV_CAP_GUEST_COPY : 0);
 	r->backing = hv->mem.backing;
 	r->flush_mode = hv->cfg.flush_mode;
@@ -325,6 +325,50 @@ op_shadow(struct hv *hv, const void *req, size_t len, void *rep,
 	return rc;
 }
 
+static int
+op_shutdown(struct hv *hv, const void *req, size_t len, void *rep,
+    size_t *ret_len, int *ret_fd)
+{
+	const struct hv_domain_shutdown *q = req;
+
+	(void)len, (void)rep, (void)ret_len, (void)ret_fd;
+	return dom_shutdown(hv, q->domid, q->reason);
+}
+
+static int
+op_control(struct hv *hv, const void *req, size_t len, void *rep,
+    size_t *ret_len, int *ret_fd)
+{
+	int rc;
+
+	(void)len, (void)ret_fd;
+	rc = dom_control(hv, req, rep);
+	if (rc == 0)
+		*ret_len = sizeof(struct hv_domain_control_reply);
+	return rc;
+}
+
+/*
+ * Blocks this connection's thread until something changes (bounded by
+ * HV_WATCH_MAX_MS): a client keeps one such call on a connection of its
+ * own.
+ */
+static int
+op_watch(struct hv *hv, const void *req, size_t len, void *rep,
+    size_t *ret_len, int *ret_fd)
+{
+	const struct hv_domain_watch *q = req;
+	struct hv_domain_watch_reply *r = rep;
+
+	(void)len, (void)ret_fd;
+	if (q->pad != 0)
+		return -EINVAL;
+	memset(r, 0, sizeof(*r));
+	dom_watch(hv, q->since, q->timeout_ms, &r->generation);
+	*ret_len = sizeof(*r);
+	return 0;
+}
+
 static const struct op_desc ops[HV_OP_MAX] = {
 	[HV_OP_HELLO] = { 0, false, op_hello },
 	[HV_OP_HOST_INFO] = { 0, false, op_host_info },
@@ -349,6 +393,12 @@ static const struct op_desc ops[HV_OP_MAX] = {
 	    op_guest_read },
 	[HV_OP_GUEST_WRITE] = { sizeof(struct hv_guest_copy), true,
 	    op_guest_write },
+	[HV_OP_DOMAIN_SHUTDOWN] = { sizeof(struct hv_domain_shutdown), false,
+	    op_shutdown },
+	[HV_OP_DOMAIN_CONTROL] = { sizeof(struct hv_domain_control), false,
+	    op_control },
+	[HV_OP_DOMAIN_WATCH] = { sizeof(struct hv_domain_watch), false,
+	    op_watch },
 };
 
 int
@@ -710,6 +760,7 @@ server_run(struct hv *hv, int lfd, volatile int *stop)
 	}
 	pthread_attr_destroy(&attr);
 	/* Wake every connection and wait until they have all gone. */
+	dom_watch_stop(hv);
 	pthread_mutex_lock(&conn_lock);
 	for (i = 0; i < max; i++)
 		if (conn_fds[i] >= 0)

@@ -19,7 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/mman.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "vmbuild/hvclient.h"
@@ -364,12 +366,26 @@ sim_domain_unpause(void *priv, uint32_t domid)
 	return sim_domain_op(priv, HV_OP_DOMAIN_UNPAUSE, domid);
 }
 
+/* hvsim's reasons are Xen's SHUTDOWN_* codes, as ours. */
+static enum vmb_shutdown_reason
+sim_reason(uint32_t flags)
+{
+	uint32_t r = (flags >> HV_DOMINF_SHUTDOWN_SHIFT) &
+	    HV_DOMINF_SHUTDOWN_MASK;
+
+	return r < VMB_SHUTDOWN_NR ? (enum vmb_shutdown_reason)r :
+	    VMB_SHUTDOWN_CRASH;
+}
+
 static enum vmb_domain_state
-sim_state(uint32_t st)
+sim_state(uint32_t st, uint32_t flags)
 {
 	switch (st) {
 	case HV_DOMSTATE_RUNNING:	return VMB_DOM_RUNNING;
 	case HV_DOMSTATE_DYING:		return VMB_DOM_DYING;
+	case HV_DOMSTATE_SHUTDOWN:
+		return sim_reason(flags) == VMB_SHUTDOWN_CRASH ?
+		    VMB_DOM_CRASHED : VMB_DOM_SHUTDOWN;
 	default:			return VMB_DOM_PAUSED;
 	}
 }
@@ -407,7 +423,9 @@ sim_domain_list(void *priv, struct vmb_domain **ret_domains, size_t *ret_nr)
 			continue;	/* the control domain */
 		n++;
 		o->domid = hi->domid;
-		o->state = sim_state(hi->state);
+		o->state = sim_state(hi->state, hi->flags);
+		if (hi->state == HV_DOMSTATE_SHUTDOWN)
+			o->shutdown_reason = sim_reason(hi->flags);
 		memcpy(o->uuid, hi->handle, sizeof(o->uuid));
 		snprintf(o->name, sizeof(o->name), "%.*s",
 		    (int)sizeof(hi->name), hi->name);
@@ -578,6 +596,253 @@ sim_set_timeout(void *priv, unsigned ms)
 	atomic_store(&((struct sim *)priv)->timeout_ms, ms);
 }
 
+/* ------------------------------------------------------------------ */
+/* Lifecycle: hvsim's shutdown op, its model of the PV control node,   */
+/* and its domain watch.                                               */
+
+static bool
+sim_lifecycle(const struct sim *s)
+{
+	return (s->hello.caps & HV_CAP_LIFECYCLE) != 0;
+}
+
+static int
+sim_control(struct sim *s, uint32_t domid, uint32_t op, uint32_t value,
+    struct hv_domain_control_reply *rep)
+{
+	struct hvc *c = NULL;
+	int rc;
+
+	if (!sim_lifecycle(s))
+		return -EOPNOTSUPP;
+	rc = conn_get(s, &c);
+	if (rc)
+		return rc;
+	rc = hvc_domain_control(c, domid, op, value, rep);
+	conn_put(s, c, rc);
+	return rc;
+}
+
+/* Post the request if the guest announced the feature, as on Xen. */
+static int
+sim_shutdown_request(void *priv, uint32_t domid,
+    enum vmb_shutdown_reason reason)
+{
+	uint32_t want = reason == VMB_SHUTDOWN_REBOOT ?
+	    HV_CONTROL_FEATURE_REBOOT : HV_CONTROL_FEATURE_POWEROFF;
+	struct hv_domain_control_reply rep;
+	int rc;
+
+	rc = sim_control(priv, domid, HV_CONTROL_GET, 0, &rep);
+	if (rc)
+		return rc;
+	if (!(rep.features & want))
+		return -EOPNOTSUPP;
+	return sim_control(priv, domid, HV_CONTROL_REQUEST, reason, &rep);
+}
+
+static int
+sim_shutdown_withdraw(void *priv, uint32_t domid,
+    enum vmb_shutdown_reason reason)
+{
+	struct hv_domain_control_reply rep;
+	int rc;
+
+	rc = sim_control(priv, domid, HV_CONTROL_GET, 0, &rep);
+	if (rc)
+		return rc;
+	if (rep.request != (uint32_t)reason)
+		return 0;
+	rc = sim_control(priv, domid, HV_CONTROL_WITHDRAW, 0, &rep);
+	if (rc)
+		return rc;
+	return rep.before == (uint32_t)reason;
+}
+
+static int
+sim_shutdown(void *priv, uint32_t domid, enum vmb_shutdown_reason reason)
+{
+	struct sim *s = priv;
+	struct hvc *c = NULL;
+	int rc;
+
+	if (!sim_lifecycle(s))
+		return -EOPNOTSUPP;
+	rc = conn_get(s, &c);
+	if (rc)
+		return rc;
+	rc = hvc_domain_shutdown(c, domid, reason);
+	conn_put(s, c, rc);
+	return rc;
+}
+
+/*
+ * The domain watch: a thread keeps one HV_OP_DOMAIN_WATCH call
+ * outstanding on a connection of its own and makes an eventfd readable
+ * when the generation moves (or hvsim came back after losing it: what
+ * changed meanwhile is unknown).  The thread is detached and shares its
+ * state with the watch: watch_close only asks it to stop, and whichever
+ * of the two lets go last frees it, so closing never waits for a call
+ * that hvsim holds for up to SIM_WATCH_MS.
+ */
+#define SIM_WATCH_MS		10000
+#define SIM_WATCH_RETRY_MS	1000
+
+struct sim_watch {
+	pthread_mutex_t lock;
+	int	refs;		/* the watch and its thread */
+	bool	stop;
+	int	efd;
+	char	*path;
+};
+
+static void
+sim_watch_unref(struct sim_watch *w)
+{
+	bool last;
+
+	pthread_mutex_lock(&w->lock);
+	last = --w->refs == 0;
+	pthread_mutex_unlock(&w->lock);
+	if (!last)
+		return;
+	close(w->efd);
+	pthread_mutex_destroy(&w->lock);
+	free(w->path);
+	free(w);
+}
+
+static bool
+sim_watch_stopping(struct sim_watch *w)
+{
+	bool stop;
+
+	pthread_mutex_lock(&w->lock);
+	stop = w->stop;
+	pthread_mutex_unlock(&w->lock);
+	return stop;
+}
+
+static void
+sim_watch_signal(struct sim_watch *w)
+{
+	uint64_t one = 1;
+
+	(void)!write(w->efd, &one, sizeof(one));
+}
+
+static void *
+sim_watch_main(void *arg)
+{
+	struct timespec retry = { SIM_WATCH_RETRY_MS / 1000,
+	    (SIM_WATCH_RETRY_MS % 1000) * 1000000L };
+	struct sim_watch *w = arg;
+	struct hvc *c = NULL;
+	uint64_t gen = 0, now;
+	bool lost = false;
+	int rc;
+
+	while (!sim_watch_stopping(w)) {
+		if (!c && hvc_open(w->path, &c) < 0) {
+			c = NULL;
+			lost = true;
+			nanosleep(&retry, NULL);
+			continue;
+		}
+		/* The first call (since 0) answers at once: our baseline. */
+		rc = hvc_domain_watch(c, lost ? 0 : gen, SIM_WATCH_MS, &now);
+		if (rc < 0) {
+			hvc_close(c);
+			c = NULL;
+			lost = true;
+			continue;
+		}
+		if ((gen != 0 && now != gen) || lost)
+			sim_watch_signal(w);
+		gen = now;
+		lost = false;
+	}
+	hvc_close(c);
+	sim_watch_unref(w);
+	return NULL;
+}
+
+static int
+sim_watch_open(void *priv, void **ret_w)
+{
+	struct sim *s = priv;
+	struct sim_watch *w;
+	pthread_attr_t attr;
+	pthread_t th;
+	int rc;
+
+	if (!sim_lifecycle(s))
+		return -EOPNOTSUPP;
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return -ENOMEM;
+	pthread_mutex_init(&w->lock, NULL);
+	w->refs = 2;
+	w->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	w->path = strdup(s->path);
+	if (w->efd < 0 || !w->path) {
+		rc = w->efd < 0 ? -errno : -ENOMEM;
+		goto fail;
+	}
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	rc = -pthread_create(&th, &attr, sim_watch_main, w);
+	pthread_attr_destroy(&attr);
+	if (rc)
+		goto fail;
+	*ret_w = w;
+	return 0;
+fail:
+	if (w->efd >= 0)
+		close(w->efd);
+	free(w->path);
+	pthread_mutex_destroy(&w->lock);
+	free(w);
+	return rc;
+}
+
+static int
+sim_watch_fd(void *vw)
+{
+	return ((struct sim_watch *)vw)->efd;
+}
+
+static int
+sim_watch_drain(void *vw)
+{
+	struct sim_watch *w = vw;
+	uint64_t n = 0;
+
+	if (read(w->efd, &n, sizeof(n)) < 0)
+		return errno == EAGAIN ? 0 : -errno;
+	return n > 0;
+}
+
+static void
+sim_watch_close(void *vw)
+{
+	struct sim_watch *w = vw;
+
+	pthread_mutex_lock(&w->lock);
+	w->stop = true;
+	pthread_mutex_unlock(&w->lock);
+	sim_watch_unref(w);
+}
+
+/* hvsim runs no guest code: no console daemon, no pty, nothing to say. */
+static int
+sim_console_open(void *priv, uint32_t domid, int *ret_fd, char *ret_path,
+    size_t path_len)
+{
+	(void)priv, (void)domid, (void)ret_fd, (void)ret_path, (void)path_len;
+	return -EOPNOTSUPP;
+}
+
 const struct vmb_backend_ops vmb_backend_sim = {
 	.name = "sim",
 	.open = sim_open,
@@ -597,4 +862,12 @@ const struct vmb_backend_ops vmb_backend_sim = {
 	.write = sim_write,
 	.boot = sim_boot,
 	.set_timeout = sim_set_timeout,
+	.shutdown_request = sim_shutdown_request,
+	.shutdown_withdraw = sim_shutdown_withdraw,
+	.shutdown = sim_shutdown,
+	.console_open = sim_console_open,
+	.watch_open = sim_watch_open,
+	.watch_fd = sim_watch_fd,
+	.watch_drain = sim_watch_drain,
+	.watch_close = sim_watch_close,
 };

@@ -484,18 +484,33 @@ xen_domain_unpause(void *priv, uint32_t domid)
 	return xc_domain_unpause(be->xch, domid) < 0 ? -xen_errno() : 0;
 }
 
+/* The shutdown code of domain info flags (Xen's SHUTDOWN_*, ours too). */
+_Static_assert(VMB_SHUTDOWN_POWEROFF == SHUTDOWN_poweroff &&
+    VMB_SHUTDOWN_REBOOT == SHUTDOWN_reboot &&
+    VMB_SHUTDOWN_SUSPEND == SHUTDOWN_suspend &&
+    VMB_SHUTDOWN_CRASH == SHUTDOWN_crash &&
+    VMB_SHUTDOWN_WATCHDOG == SHUTDOWN_watchdog &&
+    VMB_SHUTDOWN_SOFT_RESET == SHUTDOWN_soft_reset,
+    "vmb_shutdown_reason follows Xen's SHUTDOWN_* codes");
+static enum vmb_shutdown_reason
+xen_shutdown_reason(uint32_t flags)
+{
+	unsigned reason = (flags >> XEN_DOMINF_shutdownshift) &
+	    XEN_DOMINF_shutdownmask;
+
+	/* A code newer than this backend: the guest stopped, say crash. */
+	return reason < VMB_SHUTDOWN_NR ? (enum vmb_shutdown_reason)reason :
+	    VMB_SHUTDOWN_CRASH;
+}
+
 static enum vmb_domain_state
 xen_state(uint32_t flags)
 {
 	if (flags & XEN_DOMINF_dying)
 		return VMB_DOM_DYING;
-	if (flags & XEN_DOMINF_shutdown) {
-		unsigned reason = (flags >> XEN_DOMINF_shutdownshift) &
-		    XEN_DOMINF_shutdownmask;
-
-		return reason == SHUTDOWN_crash ? VMB_DOM_CRASHED :
-		    VMB_DOM_SHUTDOWN;
-	}
+	if (flags & XEN_DOMINF_shutdown)
+		return xen_shutdown_reason(flags) == VMB_SHUTDOWN_CRASH ?
+		    VMB_DOM_CRASHED : VMB_DOM_SHUTDOWN;
 	if (flags & XEN_DOMINF_paused)
 		return VMB_DOM_PAUSED;
 	if (flags & XEN_DOMINF_blocked)
@@ -510,6 +525,8 @@ xen_fill_domain(struct xen_be *be, const xc_domaininfo_t *di,
 	memset(d, 0, sizeof(*d));
 	d->domid = di->domain;
 	d->state = xen_state(di->flags);
+	if (di->flags & XEN_DOMINF_shutdown)
+		d->shutdown_reason = xen_shutdown_reason(di->flags);
 	memcpy(d->uuid, di->handle, sizeof(d->uuid));
 	xen_xs_read_name(be, di->domain, d->name, sizeof(d->name));
 	d->hap = (di->flags & XEN_DOMINF_hap) != 0;
@@ -838,4 +855,12 @@ const struct vmb_backend_ops vmb_backend_xen = {
 	.boot = xen_boot,
 	.device_add = xen_device_add,
 	.device_remove = xen_device_remove,
+	.shutdown_request = xen_shutdown_request,
+	.shutdown_withdraw = xen_shutdown_withdraw,
+	.shutdown = xen_shutdown,
+	.console_open = xen_console_open,
+	.watch_open = xen_watch_open,
+	.watch_fd = xen_watch_fd,
+	.watch_drain = xen_watch_drain,
+	.watch_close = xen_watch_close,
 };

@@ -1,6 +1,6 @@
 /*
  * xen_priv.h - state shared by the files of the xen backend
- * (backend_xen.c, xen_boot.c, xen_xs.c, xen_companion.c).
+ * (backend_xen.c, xen_boot.c, xen_xs.c, xen_life.c, xen_companion.c).
  *
  * Nothing outside those files includes this header: the rest of
  * libvmbuild sees only vmb_backend_xen through backend.h.
@@ -103,6 +103,7 @@ struct xs_tx {
 	struct xs_permissions ro[2];	/* dom0 owns, the domain reads */
 	struct xs_permissions rw[1];	/* the domain owns */
 	struct xs_permissions no[1];	/* dom0 only */
+	struct xs_permissions be[2];	/* a backend domain owns, the domain reads */
 };
 typedef void xs_fill_fn(struct xs_tx *tx, const void *arg);
 int xen_xs_transaction(struct xen_be *be, uint32_t domid, xs_fill_fn *fill,
@@ -129,6 +130,29 @@ int xen_xs_introduce(struct xen_be *be, uint32_t domid, uint64_t store_gfn,
 void xen_xs_domain_remove(struct xen_be *be, uint32_t domid);
 void xen_xs_read_name(struct xen_be *be, uint32_t domid, char *buf,
     size_t len);
+/*
+ * Post `cmd` ("poweroff", "reboot") on control/shutdown if the guest
+ * announced control/feature-<cmd> (else -EOPNOTSUPP): 0.  With
+ * `withdraw`, take it back if still posted: 1, or 0 if the guest took it.
+ */
+int xen_xs_control(struct xen_be *be, uint32_t domid, const char *cmd,
+    bool withdraw);
+/* console/tty as xenconsoled wrote it; -ENOENT while there is none. */
+int xen_xs_console_tty(struct xen_be *be, uint32_t domid, char *buf,
+    size_t len);
+
+/* xen_life.c: the lifecycle ops (backend.h). */
+int xen_shutdown_request(void *priv, uint32_t domid,
+    enum vmb_shutdown_reason reason);
+int xen_shutdown_withdraw(void *priv, uint32_t domid,
+    enum vmb_shutdown_reason reason);
+int xen_shutdown(void *priv, uint32_t domid, enum vmb_shutdown_reason reason);
+int xen_console_open(void *priv, uint32_t domid, int *ret_fd, char *ret_path,
+    size_t path_len);
+int xen_watch_open(void *priv, void **ret_w);
+int xen_watch_fd(void *w);
+int xen_watch_drain(void *w);
+void xen_watch_close(void *w);
 
 /* xen_hotplug.c: one hotplug script, as libxl runs it (see there). */
 struct xen_hotplug {

@@ -9,8 +9,14 @@
  *     has it, so xl and its tools read a vmbuild domain as PVH), name,
  *     vm, domid, and the directories and control nodes the guest may
  *     write;
- *   - at boot: memory, store and console rings and ports, vCPU
- *     availability and the start time; then xs_introduce_domain.
+ *   - at boot: memory, store and console rings and ports, the primary
+ *     console as a device (its frontend, xenconsoled's backend directory
+ *     and libxl's copy under /libxl/N/device/console/0, as
+ *     libxl__device_console_add writes them), vCPU availability and the
+ *     start time; then xs_introduce_domain.
+ * Besides, the PV control node (control/shutdown, as xl shutdown and
+ * reboot use it) and the console's pty (console/tty, which xenconsoled
+ * writes and xl console reads).
  * The handle is shared by worker threads: every function holds
  * be->xs_lock for its whole use of it.
  */
@@ -25,6 +31,10 @@
 #include "xen_priv.h"
 
 #define XS_RETRIES	16	/* transactions lost to concurrent writers */
+/* libxl's LIBXL_XENCONSOLE_LIMIT and _PROTOCOL. */
+#define XS_CONSOLE_LIMIT	1048576
+#define XS_CONSOLE_PROTOCOL	"vt100"
+#define XS_STATE_INITIALISING	"1"	/* XenbusStateInitialising */
 
 static void
 tx_fail(struct xs_tx *tx)
@@ -197,6 +207,55 @@ xen_xs_domain_make(struct xen_be *be, uint32_t domid,
 	return xs_run(be, domid, fill_make, &a);
 }
 
+/*
+ * The primary console as a device, as libxl__device_console_add and
+ * libxl__device_generic_add write it: the frontend (what xenconsoled
+ * reads: ring-ref, port, type, limit; it writes tty), which for console
+ * 0 only the backend may write ("which we don't want the guest fiddling
+ * with"); xenconsoled's backend directory; and libxl's copy of the
+ * backend entries under /libxl/N/device/console/0, which xl reads back
+ * (and libxl__devices_destroy removes the backend by).
+ */
+static void
+fill_console(struct xs_tx *tx, const struct xen_xs_boot *b, const char *dom)
+{
+	char front[XS_PATH_MAX], back[XS_PATH_MAX], lx[XS_PATH_MAX];
+	const char *bdir[] = { back, lx };
+
+	tx->be[0].id = b->console_domid;
+	tx->be[0].perms = XS_PERM_NONE;
+	tx->be[1].id = b->domid;
+	tx->be[1].perms = XS_PERM_READ;
+	tx_path(tx, front, "%s/console", dom);
+	tx_path(tx, back, "/local/domain/%u/backend/console/%u/0",
+	    b->console_domid, b->domid);
+	tx_path(tx, lx, "/libxl/%u/device/console/0", b->domid);
+	if (tx->err != 0)
+		return;
+	(void)xs_rm(tx->h, tx->t, back);
+	(void)xs_rm(tx->h, tx->t, lx);
+	tx_write(tx, lx, "", NULL, tx->no, 1);
+	tx_write(tx, lx, "frontend", front, NULL, 0);
+	tx_write(tx, lx, "backend", back, NULL, 0);
+	tx_write(tx, front, "", NULL, tx->be, 2);
+	tx_write(tx, front, "backend", back, NULL, 0);
+	tx_writef(tx, front, "backend-id", "%u", b->console_domid);
+	tx_writef(tx, front, "limit", "%d", XS_CONSOLE_LIMIT);
+	tx_write(tx, front, "type", "xenconsoled", NULL, 0);
+	tx_write(tx, front, "output", "pty", NULL, 0);
+	tx_write(tx, front, "tty", "", NULL, 0);
+	tx_writef(tx, front, "port", "%u", b->console_port);
+	tx_writef(tx, front, "ring-ref", "%" PRIu64, b->console_gfn);
+	tx_write(tx, back, "", NULL, tx->be, 2);
+	tx_write(tx, back, "frontend", front, NULL, 0);
+	for (size_t i = 0; i < sizeof(bdir) / sizeof(bdir[0]); i++) {
+		tx_writef(tx, bdir[i], "frontend-id", "%u", b->domid);
+		tx_write(tx, bdir[i], "online", "1", NULL, 0);
+		tx_write(tx, bdir[i], "state", XS_STATE_INITIALISING, NULL, 0);
+		tx_write(tx, bdir[i], "protocol", XS_CONSOLE_PROTOCOL, NULL, 0);
+	}
+}
+
 static void
 fill_boot(struct xs_tx *tx, const void *varg)
 {
@@ -214,14 +273,7 @@ fill_boot(struct xs_tx *tx, const void *varg)
 	tx_writef(tx, dom, "memory/videoram", "%d", 0);
 	tx_writef(tx, dom, "store/port", "%u", b->store_port);
 	tx_writef(tx, dom, "store/ring-ref", "%" PRIu64, b->store_gfn);
-	/* The primary console, as xenconsoled reads it. */
-	tx_writef(tx, dom, "console/backend-id", "%u", b->console_domid);
-	tx_writef(tx, dom, "console/limit", "%d", 1048576);
-	tx_write(tx, dom, "console/type", "xenconsoled", NULL, 0);
-	tx_write(tx, dom, "console/output", "pty", NULL, 0);
-	tx_write(tx, dom, "console/tty", "", NULL, 0);
-	tx_writef(tx, dom, "console/port", "%u", b->console_port);
-	tx_writef(tx, dom, "console/ring-ref", "%" PRIu64, b->console_gfn);
+	fill_console(tx, b, dom);
 	for (i = 0; i < b->max_vcpus && tx->err == 0; i++) {
 		snprintf(rel, sizeof(rel), "cpu/%u/availability", i);
 		tx_write(tx, dom, rel, i < b->vcpus ? "online" : "offline",
@@ -245,6 +297,37 @@ int
 xen_xs_domain_boot(struct xen_be *be, const struct xen_xs_boot *xb)
 {
 	return xs_run(be, xb->domid, fill_boot, xb);
+}
+
+/*
+ * The console's backend directory (in the console daemon's domain), as
+ * libxl's copy under /libxl/N names it: dom0's own tree, which the guest
+ * cannot write, checked to be the directory this layout writes.
+ */
+static void
+remove_console_backend(struct xs_tx *tx, uint32_t domid)
+{
+	char path[XS_PATH_MAX], want[64], *back;
+	unsigned len, cd;
+	int n = -1;
+
+	tx_path(tx, path, "/libxl/%u/device/console/0/backend", domid);
+	if (tx->err != 0)
+		return;
+	back = xs_read(tx->h, tx->t, path, &len);
+	if (back == NULL)
+		return;
+	snprintf(want, sizeof(want), "/backend/console/%u/0", domid);
+	if (sscanf(back, "/local/domain/%u%n", &cd, &n) == 1 && n > 0 &&
+	    strcmp(back + n, want) == 0) {
+		back[strlen(back) - 2] = '\0';	/* .../console/N */
+		if (!xs_rm(tx->h, tx->t, back) && errno != ENOENT)
+			tx_fail(tx);
+	}
+	free(back);
+	tx_path(tx, path, "/libxl/%u/device/console", domid);
+	if (tx->err == 0 && !xs_rm(tx->h, tx->t, path) && errno != ENOENT)
+		tx_fail(tx);
 }
 
 static void
@@ -271,6 +354,7 @@ fill_boot_undo(struct xs_tx *tx, const void *varg)
 		    errno != ENOENT)
 			tx_fail(tx);
 	}
+	remove_console_backend(tx, b->domid);
 }
 
 /* Take back what xen_xs_domain_boot wrote (the create-time entries stay). */
@@ -304,6 +388,7 @@ fill_remove(struct xs_tx *tx, const void *varg)
 	tx_path(tx, path, "%s/vm", dom);
 	if (tx->err != 0)
 		return;
+	remove_console_backend(tx, *domid);
 	vm = xs_read(tx->h, tx->t, path, &len);
 	/* Only what this layout wrote: never a path outside /vm/. */
 	if (vm != NULL && strncmp(vm, "/vm/", 4) == 0 && strlen(vm) > 4)
@@ -387,4 +472,86 @@ xen_xs_tx_write(struct xs_tx *tx, const char *base, const char *rel,
     const char *value, struct xs_permissions *perms, unsigned nperms)
 {
 	tx_write(tx, base, rel, value, perms, nperms);
+}
+
+struct control_arg {
+	uint32_t domid;
+	const char *cmd;	/* "poweroff", "reboot" */
+	bool	withdraw;
+	int	result;		/* withdraw: 1 if it was still posted */
+};
+
+/*
+ * Post `cmd` on control/shutdown, as libxl__domain_pvcontrol does, once
+ * the guest has announced it listens (control/feature-<cmd> = 1, which
+ * Linux's xenbus shutdown watcher writes): libxl posts blindly and waits
+ * a minute for an acknowledgement that will never come from a guest
+ * without the driver.  Or withdraw it, if still posted.
+ */
+static void
+fill_control(struct xs_tx *tx, const void *varg)
+{
+	struct control_arg *a = (struct control_arg *)varg;
+	char path[XS_PATH_MAX], *v;
+	unsigned len;
+
+	if (a->withdraw) {
+		tx_path(tx, path, "/local/domain/%u/control/shutdown",
+		    a->domid);
+		if (tx->err != 0)
+			return;
+		v = xs_read(tx->h, tx->t, path, &len);
+		a->result = v != NULL && strcmp(v, a->cmd) == 0;
+		free(v);
+		if (a->result)
+			tx_write(tx, path, "", "", NULL, 0);
+		return;
+	}
+	tx_path(tx, path, "/local/domain/%u/control/feature-%s", a->domid,
+	    a->cmd);
+	if (tx->err != 0)
+		return;
+	v = xs_read(tx->h, tx->t, path, &len);
+	if (v == NULL || strcmp(v, "1") != 0) {
+		free(v);
+		tx->err = -EOPNOTSUPP;
+		return;
+	}
+	free(v);
+	tx_path(tx, path, "/local/domain/%u/control/shutdown", a->domid);
+	tx_write(tx, path, "", a->cmd, NULL, 0);
+}
+
+int
+xen_xs_control(struct xen_be *be, uint32_t domid, const char *cmd,
+    bool withdraw)
+{
+	struct control_arg a = { domid, cmd, withdraw, 0 };
+	int rc = xs_run(be, domid, fill_control, &a);
+
+	return rc < 0 ? rc : a.result;
+}
+
+/*
+ * The console's pty, as xenconsoled wrote it (console/tty, in a
+ * directory only the console's backend may write): -ENOENT while there
+ * is none yet.
+ */
+int
+xen_xs_console_tty(struct xen_be *be, uint32_t domid, char *buf, size_t len)
+{
+	char path[XS_PATH_MAX], *v;
+	unsigned n;
+	int rc = 0;
+
+	snprintf(path, sizeof(path), "/local/domain/%u/console/tty", domid);
+	pthread_mutex_lock(&be->xs_lock);
+	v = xs_read(be->xsh, XBT_NULL, path, &n);
+	pthread_mutex_unlock(&be->xs_lock);
+	if (v == NULL || v[0] == '\0')
+		rc = -ENOENT;
+	else if ((size_t)snprintf(buf, len, "%s", v) >= len)
+		rc = -ENAMETOOLONG;
+	free(v);
+	return rc;
 }

@@ -142,6 +142,10 @@ WRITES = [("vm.create", {"config": cfg, "wait": True,
           ("vm.pause", {"vm": "target"}, None),
           ("vm.unpause", {"vm": "target"}, None),
           ("task.cancel", {"task": task}, None),
+          # Lifecycle (issue 8): the guest's power and its terminal.
+          ("vm.shutdown", {"vm": "target"}, None),
+          ("vm.reboot", {"vm": "target"}, None),
+          ("vm.console", {"vm": "target"}, None),
           ("vm.destroy", {"vm": "mine"}, None)]
 
 
@@ -183,9 +187,12 @@ check_refused("member, read-only socket", res, "read-only")
 res = as_user(m_uid, m_gid, [gid], h.sock, READS + WRITES)
 check_reads("member", res)
 cs = codes(res)[len(READS):]
-ok(cs == [None, None, None, E_TASK_FINISHED, None],
+ok(cs == [None, None, None, E_TASK_FINISHED, E_UNAVAILABLE, E_UNAVAILABLE,
+          E_UNAVAILABLE, None],
    "member: vm.create (kernel passed as a descriptor), vm.pause, "
    "vm.unpause, task.cancel (of an ended task: E_TASK_FINISHED, not "
+   "E_PERMISSION), vm.shutdown, vm.reboot and vm.console (hvsim's "
+   "guest has no PV control node and no console: E_UNAVAILABLE, not "
    "E_PERMISSION) and vm.destroy are all allowed", res)
 # Listed in /etc/group but without the group in its process: it cannot
 # open a 0660 socket; through one opened to all, the listing counts.

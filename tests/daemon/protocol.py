@@ -63,9 +63,10 @@ def expect_error(r, code, what, needle=None):
 hello = c.result("server.hello")
 methods = ["server.hello", "host.info", "host.scrub", "host.counters",
            "vm.create", "vm.list", "vm.info", "vm.destroy", "vm.pause",
-           "vm.unpause", "task.list", "task.get", "task.cancel",
-           "events.subscribe", "vm.disk_attach", "vm.disk_detach",
-           "vm.net_attach", "vm.net_detach"]
+           "vm.unpause", "vm.shutdown", "vm.reboot", "vm.console",
+           "task.list", "task.get", "task.cancel", "events.subscribe",
+           "vm.disk_attach", "vm.disk_detach", "vm.net_attach",
+           "vm.net_detach"]
 ok(sorted(hello["methods"]) == sorted(methods),
    "server.hello lists every method", hello["methods"])
 ok(hello["protocol"] == 1 and hello["backend"] == "sim" and
@@ -470,6 +471,8 @@ if pid == 0:
         out["list"] = u.call("vm.list")
         out["destroy"] = u.call("vm.destroy", {"vm": "p1"})
         out["cancel"] = u.call("task.cancel", {"task": 1})
+        for m in ("vm.shutdown", "vm.reboot", "vm.console"):
+            out[m] = u.call(m, {"vm": "p1", "force": True})
     except Exception as e:  # report, do not crash the child
         out["exc"] = repr(e)
     os.write(wfd, json.dumps(out).encode())
@@ -487,6 +490,8 @@ out = json.loads(data or b"{}")
 ok("result" in (out.get("list") or {}), "uid 65534 may call vm.list", out)
 expect_error(out.get("destroy"), E_PERMISSION, "vm.destroy by uid 65534")
 expect_error(out.get("cancel"), E_PERMISSION, "task.cancel by uid 65534")
+for m in ("vm.shutdown", "vm.reboot", "vm.console"):
+    expect_error(out.get(m), E_PERMISSION, m + " by uid 65534")
 ok(any(v["name"] == "p1" for v in c.result("vm.list")["vms"]),
    "p1 survived the refused destroy")
 

@@ -155,7 +155,10 @@ ok(records() == [], "and its record is gone", records())
 c.result("vm.create", {"config": guest_cfg("keep", 64), "wait": True})
 c.close()
 ok(h.stop_daemon() == 0, "SIGTERM: clean exit")
+# Both lists of a start fail: the domain watch's first snapshot
+# (lifecycle_open) and the reconciliation's.
 hv.fault("domain_list", 1)
+hv.fault("domain_list", 2)
 h.start_daemon()
 c = h.client()
 hello = c.result("server.hello")
@@ -165,6 +168,9 @@ ok("keep" in vms and hello.get("hypervisor_up") is False,
    "is listed, and the hypervisor reported down", (hello, vms))
 ok("reconciling once it answers" in h.log_tail(n=200),
    "the log says it will reconcile")
+ok("domain events from the hypervisor" in h.log_tail(n=200) and
+   "cannot watch domain events" not in h.log_tail(n=200),
+   "the domain watch is on all the same (its first read lists again)")
 up = False
 for _ in range(100):
     if c.result("server.hello").get("hypervisor_up"):

@@ -89,7 +89,16 @@ class Hv:
     def __init__(self, path):
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(30)
-        self.sock.connect(path)
+        # hvsim binds its socket before it listens: on a busy machine
+        # the file can be there a moment before connections are taken.
+        for tries in range(100):
+            try:
+                self.sock.connect(path)
+                break
+            except ConnectionRefusedError:
+                if tries == 99:
+                    raise
+                time.sleep(0.05)
         self.seq = 0
         self.call(HV_OPS["hello"], b"")
 
@@ -540,3 +549,77 @@ class HoldProxy:
         finally:
             client.close()
             server.close()
+
+
+def hv_ops(path=os.path.join(TOP, "hypervisor", "include", "vmbuild",
+                             "hvabi.h")):
+    """enum hv_op of hvabi.h: {name: number}, counted as C counts them."""
+    with open(path) as f:
+        body = re.search(r"enum hv_op \{(.*?)\};", f.read(), re.S).group(1)
+    ops, n = {}, 0
+    for m in re.finditer(r"^\s*(HV_OP_[A-Z_]+)(?:\s*=\s*(\d+))?,", body, re.M):
+        n = int(m.group(2)) if m.group(2) else n + 1
+        ops[m.group(1)] = n
+    return ops
+
+
+class HvGuest:
+    """Plays a guest's part on hvsim, which runs no guest code: what a
+    guest does with SCHEDOP_shutdown (HV_OP_DOMAIN_SHUTDOWN) and with
+    its PV control node (HV_OP_DOMAIN_CONTROL: announce features, take
+    the toolstack's request).  Speaks hvabi.h's framing."""
+
+    HDR = struct.Struct("<IHHIiQ")
+    MAGIC = 0x4d535648
+    POWEROFF, REBOOT, SUSPEND, CRASH, WATCHDOG, SOFT_RESET = range(6)
+    GET, REQUEST, WITHDRAW, ANNOUNCE, TAKE = range(5)
+    F_POWEROFF, F_REBOOT = 1, 2
+    NONE = 0xffffffff
+
+    def __init__(self, path):
+        self.ops = hv_ops()
+        with open(os.path.join(TOP, "hypervisor", "include", "vmbuild",
+                               "hvabi.h")) as f:
+            self.VERSION = int(re.search(r"#define HV_ABI_VERSION\s+(\d+)",
+                                         f.read()).group(1))
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.settimeout(30)
+        self.sock.connect(path)
+        self.seq = 0
+
+    def call(self, op, payload):
+        self.seq += 1
+        self.sock.sendall(self.HDR.pack(self.MAGIC, self.VERSION,
+                                        self.ops[op], len(payload), 0,
+                                        self.seq) + payload)
+        hdr = HoldProxy.recv_exact(self.sock, self.HDR.size)
+        status, length = self.HDR.unpack(hdr)[4], self.HDR.unpack(hdr)[3]
+        body = HoldProxy.recv_exact(self.sock, length) if length else b""
+        return status, body
+
+    def shutdown(self, domid, reason):
+        """The guest shuts down with `reason`: 0 or -errno."""
+        return self.call("HV_OP_DOMAIN_SHUTDOWN",
+                         struct.pack("<II", domid, reason))[0]
+
+    def control(self, domid, op, value=0):
+        """(status, features, request, before) of the control node."""
+        st, body = self.call("HV_OP_DOMAIN_CONTROL",
+                             struct.pack("<IIII", domid, op, value, 0))
+        if st != 0:
+            return (st, None, None, None)
+        return (st,) + struct.unpack("<III", body[:12])
+
+    def create(self, name, handle=b"\0" * 16):
+        """A domain of no toolstack's (a "foreign" one): its domid."""
+        req = struct.pack("<IIQ16s64s", 3, 1, 16384, handle,
+                          name.encode())
+        st, body = self.call("HV_OP_DOMAIN_CREATE", req)
+        return struct.unpack("<I", body[:4])[0] if st == 0 else None
+
+    def destroy(self, domid):
+        return self.call("HV_OP_DOMAIN_DESTROY",
+                         struct.pack("<II", domid, 0))[0]
+
+    def close(self):
+        self.sock.close()

@@ -6,6 +6,7 @@
  * Prints TAP lines.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -860,6 +861,126 @@ test_inline_host(void)
 	hvc_close(c);
 }
 
+/* ------------------------------------------------------------------ */
+/* Lifecycle: shutdown with a reason, the PV control node, the watch.  */
+
+static long
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+struct watch_arg {
+	struct hvc *c;
+	uint64_t since, gen;
+	int rc;
+};
+
+static void *
+watch_thread(void *arg)
+{
+	struct watch_arg *w = arg;
+
+	w->rc = hvc_domain_watch(w->c, w->since, 20000, &w->gen);
+	return NULL;
+}
+
+static void
+test_lifecycle(void)
+{
+	struct hv_domain_control_reply cr;
+	struct hv_domain_info info;
+	struct hvc *c = conn("real"), *wc = conn("real");
+	struct watch_arg wa;
+	uint64_t g0, g1;
+	pthread_t th;
+	hv_domid_t d, e;
+	long waited;
+	int rc;
+
+	if (!c || !wc)
+		return;
+	ok((hvc_hello(c)->caps & HV_CAP_LIFECYCLE) != 0,
+	    "hello announces the lifecycle ops");
+	ok(hvc_domain_watch(wc, 0, 1000, &g0) == 0 && g0 > 0,
+	    "watch since 0 answers at once with the generation");
+	d = create(c, "life", HV_DOMF_HVM | HV_DOMF_HAP, 1 << 20);
+	ok(hvc_domain_watch(wc, g0, 1000, &g1) == 0 && g1 > g0,
+	    "a create moves the generation");
+	/* A watch that waits, woken by a shutdown. */
+	wa = (struct watch_arg){ .c = wc, .since = g1 };
+	pthread_create(&th, NULL, watch_thread, &wa);
+	sleep_ms(200);
+	ok(hvc_domain_op(c, HV_OP_DOMAIN_UNPAUSE, d) == 0 &&
+	    hvc_domain_shutdown(c, d, HV_SHUTDOWN_REBOOT) == 0,
+	    "shut a running domain down (reboot)");
+	pthread_join(th, NULL);
+	ok(wa.rc == 0 && wa.gen > g1, "the waiting watch returns on the "
+	    "shutdown (generation %llu -> %llu)", (unsigned long long)g1,
+	    (unsigned long long)wa.gen);
+	ok(find_dom(c, d, &info) == 0 && info.state == HV_DOMSTATE_SHUTDOWN &&
+	    ((info.flags >> HV_DOMINF_SHUTDOWN_SHIFT) &
+	    HV_DOMINF_SHUTDOWN_MASK) == HV_SHUTDOWN_REBOOT &&
+	    (info.flags & HV_DOMF_HAP),
+	    "listed as shut down, the reason in the flags beside HV_DOMF_*");
+	ok(hvc_domain_shutdown(c, d, HV_SHUTDOWN_CRASH) == 0 &&
+	    find_dom(c, d, &info) == 0 && ((info.flags >>
+	    HV_DOMINF_SHUTDOWN_SHIFT) & 0xff) == HV_SHUTDOWN_REBOOT,
+	    "a second shutdown keeps the first reason (as Xen)");
+	ok(hvc_domain_op(c, HV_OP_DOMAIN_UNPAUSE, d) == 0 &&
+	    find_dom(c, d, &info) == 0 && info.state == HV_DOMSTATE_SHUTDOWN,
+	    "unpause does not bring a shut-down domain back");
+	ok(hvc_domain_shutdown(c, d, 9) == -EINVAL &&
+	    hvc_domain_shutdown(c, 4242, 0) == -ESRCH,
+	    "shutdown: unknown reason -EINVAL, unknown domain -ESRCH");
+
+	/* The control node: toolstack and guest sides. */
+	e = create(c, "ctl", HV_DOMF_HVM | HV_DOMF_HAP, 1 << 20);
+	ok(hvc_domain_control(c, e, HV_CONTROL_GET, 0, &cr) == 0 &&
+	    cr.features == 0 && cr.request == HV_CONTROL_NONE,
+	    "a new domain announces nothing and has no request");
+	ok(hvc_domain_control(c, e, HV_CONTROL_ANNOUNCE,
+	    HV_CONTROL_FEATURE_POWEROFF, &cr) == 0 &&
+	    cr.features == HV_CONTROL_FEATURE_POWEROFF,
+	    "the guest side announces feature-poweroff");
+	ok(hvc_domain_control(c, e, HV_CONTROL_REQUEST, HV_SHUTDOWN_POWEROFF,
+	    &cr) == 0 && cr.request == HV_SHUTDOWN_POWEROFF &&
+	    cr.before == HV_CONTROL_NONE, "the toolstack posts poweroff");
+	ok(hvc_domain_control(c, e, HV_CONTROL_TAKE, 0, &cr) == 0 &&
+	    cr.before == HV_SHUTDOWN_POWEROFF && cr.request == HV_CONTROL_NONE,
+	    "the guest takes it");
+	ok(hvc_domain_control(c, e, HV_CONTROL_WITHDRAW, 0, &cr) == 0 &&
+	    cr.before == HV_CONTROL_NONE,
+	    "withdrawing a taken request finds nothing");
+	ok(hvc_domain_control(c, e, HV_CONTROL_REQUEST, 7, &cr) == -EINVAL &&
+	    hvc_domain_control(c, e, HV_CONTROL_ANNOUNCE, 0x10, &cr) ==
+	    -EINVAL && hvc_domain_control(c, e, 99, 0, &cr) == -EINVAL,
+	    "control: bad request, feature or op -EINVAL");
+	ok(hvc_domain_control(c, e, HV_CONTROL_REQUEST, HV_SHUTDOWN_REBOOT,
+	    &cr) == 0 && hvc_domain_shutdown(c, e, HV_SHUTDOWN_POWEROFF) == 0 &&
+	    hvc_domain_control(c, e, HV_CONTROL_GET, 0, &cr) == 0 &&
+	    cr.request == HV_CONTROL_NONE,
+	    "a shutdown clears a posted request");
+
+	/* Destroy moves the generation; a watch without change times out. */
+	hvc_domain_watch(wc, 0, 1000, &g0);
+	ok(hvc_domain_op(c, HV_OP_DOMAIN_DESTROY, d) == 0 &&
+	    hvc_domain_op(c, HV_OP_DOMAIN_DESTROY, e) == 0 &&
+	    hvc_domain_watch(wc, g0, 1000, &g1) == 0 && g1 >= g0 + 2,
+	    "destroys move the generation");
+	waited = now_ms();
+	rc = hvc_domain_watch(wc, g1, 1000, &g0);
+	waited = now_ms() - waited;
+	ok(rc == 0 && g0 == g1 && waited >= 900,
+	    "a watch with nothing new returns the same generation after its "
+	    "timeout (%ld ms)", waited);
+	hvc_close(wc);
+	hvc_close(c);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -871,6 +992,7 @@ main(int argc, char **argv)
 	test_real();
 	test_malformed();
 	test_domain_ops();
+	test_lifecycle();
 	test_flush_modes();
 	test_phantom(argv[2]);
 	test_inline_host();

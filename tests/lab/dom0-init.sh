@@ -160,7 +160,7 @@ start_vmbuildd() {
 	# a loaded machine; libxl's fixed 40 s was seen to run out (xl too).
 	vmbuildd --hypervisor xen --socket $SOCK --state-dir /var/lib/vmbuild \
 	    --metrics 127.0.0.1:9741 --hotplug-timeout 120 --foreground \
-	    $VMBUILDD_ARGS > /tmp/vmbuildd.log 2>&1 &
+	    $VMBUILDD_ARGS >> /tmp/vmbuildd.log 2>&1 &
 	vpid=$!
 	i=0
 	while ! $V host >/dev/null 2>&1; do
@@ -212,6 +212,7 @@ small() {
 	vmb)
 		if timed vmb-create-small $V create /etc/lab/vmb-small.cfg; then
 			wait_guest vmb-small done 120
+			lifecycle_preserved vmb-small
 			timed vmctl-list $V list || fail vmctl-list "vmctl list"
 			# Domain-0 first, as xl list has it.
 			grep -qE '^ +0 +Domain-0 +[a-z]+ ' /tmp/out.vmctl-list ||
@@ -284,7 +285,7 @@ xs_dump() {
 # xs_gone TOOL ID: nothing of the domain left in xenstore after destroy.
 xs_gone() {
 	_uuid=$(cat /tmp/xs-uuid-$1)
-	for _p in /local/domain/$2 /libxl/$2 /vm/$_uuid; do
+	for _p in /local/domain/$2 /libxl/$2 /vm/$_uuid /local/domain/0/backend/console/$2; do
 		xenstore-ls $_p >/dev/null 2>&1 &&
 		    fail $1-xenstore-left "$_p still in xenstore after destroy"
 	done
@@ -304,7 +305,8 @@ linux() {
 	*) _create="$V create"; _destroy="$V destroy" ;;
 	esac
 	mklinux $_tag
-	echo "INFO before $_tag: dom0 $(free -m | awk '/^Mem:/ { print $4 }') MiB free; Xen $(xl info | awk '/^free_memory/ { print $3 }') MiB free"
+	_free0=$(xl info | awk '/^free_memory/ { print $3 }')
+	echo "INFO before $_tag: dom0 $(free -m | awk '/^Mem:/ { print $4 }') MiB free; Xen $_free0 MiB free"
 	_tc=$(up)
 	timed $1-create-linux $_create /etc/lab/$_tag.cfg ||
 		{ fail $1-create-linux "create rc=$?"; return 1; }
@@ -336,6 +338,14 @@ linux() {
 	linux_devices $1 $_tag $_id $_tc
 	[ $1 = vmb ] && timed vmctl-info-linux $V info $_tag
 	xs_dump $1 $_id
+	# vmbuild's guest is powered off and reaped (and shows the rest of
+	# its lifecycle) rather than destroyed.
+	if [ $1 = vmb ]; then
+		linux_lifecycle $_tag $_id $_free0
+		# Reaped by on_poweroff: its devices must be gone as well.
+		devices_gone $1 $_id
+		return
+	fi
 	timed $1-destroy-linux $_destroy $_tag || fail $1-destroy-linux "destroy rc=$?"
 	gone $_tag 60 || fail $_tag-gone "$_tag still listed after destroy"
 	xs_gone $1 $_id
@@ -526,6 +536,139 @@ scrub_wait() {
 	echo "INFO waited $(secs $_t0 $(up)) s for Xen to scrub freed memory: $(grep 'unscrubbed pages' /tmp/dmesg-H | tr -s ' ' | tail -n 2 | tr '\n' ';')"
 }
 
+# ------------------------------------------------- lifecycle and console
+# (issue 8) vmbuildd's domain events, on_* actions, vmctl shutdown and
+# console, a daemon restarted while guests run.  The hello guest (cheap)
+# shows preserve and restart; the Linux guest vmbuild already boots, the
+# console, the daemon's restart and shutdown --wait with its reap.
+
+# Every vm.state event, as vmctl --json events prints them.
+EVLOG=/tmp/vmb-events.log
+events_log() {
+	$V --json events >> $EVLOG 2>&1 &
+}
+
+# has_event VM STATE REASON ACTION: a vm.state event like that was seen.
+has_event() {
+	grep '"vm.state"' $EVLOG | grep "\"vm\":\"$1\"" | grep "\"state\":\"$2\"" |
+	    grep "\"reason\":\"$3\"" | grep -q "\"action\":\"$4\""
+}
+
+# The vmbuild hello guest powers off with on_poweroff = "preserve".
+lifecycle_cfgs() {
+	sed -i 's/^on_poweroff = .*/on_poweroff = "preserve"/' /etc/lab/vmb-small.cfg
+}
+
+# vm_field VM KEY: a line of vmctl info (KEY: VALUE), the value.
+vm_field() {
+	$V info "$1" 2>/dev/null | sed -n "s/^ *$2: *//p" | head -n 1
+}
+
+# lifecycle_preserved TAG: the guest powered itself off and stays, shut
+# down, for the destroy that follows (on_poweroff = "preserve").
+lifecycle_preserved() {
+	_i=0
+	while [ "$(vm_field $1 state)" != shutdown ] && [ $_i -lt 50 ]; do
+		usleep 200000; _i=$((_i + 1))
+	done
+	sleep 2
+	_st=$(vm_field $1 state) _why=$(vm_field $1 shutdown_reason)
+	_xl=$(xl list $1 2>/dev/null | awk 'NR == 2 { print $5 }')
+	echo "INFO lifecycle $1: vmctl state=$_st reason=$_why; xl state $_xl"
+	[ "$_st" = shutdown ] && [ "$_why" = poweroff ] && echo "$_xl" | grep -q s ||
+	    fail lifecycle-preserve "$1 not preserved as shut down (state '$_st', reason '$_why', xl '$_xl')"
+	has_event $1 shutdown poweroff preserve ||
+	    fail lifecycle-preserve-event "no vm.state shutdown/poweroff/preserve event for $1"
+}
+
+# lifecycle_restart: a hello guest with on_poweroff = "restart" is built
+# again after its poweroff (a new domain, the same uuid) and says hello
+# from it; then it is destroyed (between two of its restarts).
+lifecycle_restart() {
+	mkcfg vmb-again 64
+	sed -i 's/^on_poweroff = .*/on_poweroff = "restart"/' /etc/lab/vmb-again.cfg
+	timed vmb-create-again $V create /etc/lab/vmb-again.cfg ||
+		{ fail vmb-create-again "vmctl create rc=$?"; return 1; }
+	_d1=$(xl domid vmb-again 2>/dev/null)
+	_u1=$(xenstore-read /local/domain/$_d1/vm 2>/dev/null)
+	_t0=$(up); _d2=""
+	while [ "$(awk -v a=$_t0 -v b=$(up) 'BEGIN { print (b - a > 120) }')" = 0 ]; do
+		xsync
+		_d2=$(xl domid vmb-again 2>/dev/null)
+		[ -n "$_d2" ] && [ "$_d2" != "$_d1" ] &&
+		    grep -q "(d$_d2).*vmbuild-guest: hello from domain $_d2\$" $XLOG && break
+		_d2=""
+		usleep 500000
+	done
+	echo "MARK step=run-vmb-again rc=0 secs=$(secs $_t0 $(up)) domid=$_d1,$_d2"
+	if [ -z "$_d2" ]; then
+		fail lifecycle-restart "no hello from a restarted vmb-again (first domain $_d1)"
+	else
+		grep "(d$_d2).*vmbuild-guest: hello" $XLOG | sed "s/^/  guest| /"
+		_u2=$(xenstore-read /local/domain/$_d2/vm 2>/dev/null)
+		echo "INFO lifecycle restart: domain $_d1 -> $_d2, $_u1 -> $_u2, restarts $(vm_field vmb-again restarts)"
+		[ "$_u1" = "$_u2" ] || fail lifecycle-restart-uuid "the restart changed the uuid ($_u1 -> $_u2)"
+		xenstore-ls /local/domain/$_d1 >/dev/null 2>&1 &&
+		    fail lifecycle-restart-xs "domain $_d1's entries outlived it"
+		has_event vmb-again shutdown poweroff restart ||
+		    fail lifecycle-restart-event "no vm.state shutdown/poweroff/restart event"
+	fi
+	# It keeps restarting: destroy it while it runs (not while built).
+	_i=0
+	until $V destroy vmb-again >/dev/null 2>&1; do
+		_i=$((_i + 1)); [ $_i -gt 60 ] && break
+		sleep 1
+	done
+	gone vmb-again 30 || fail lifecycle-restart-gone "vmb-again still listed after destroy"
+}
+
+# restart_vmbuildd: kill -9 the daemon and start it again.
+restart_vmbuildd() {
+	kill -9 $vpid 2>/dev/null
+	wait $vpid 2>/dev/null
+	_t0=$(up)
+	start_vmbuildd || return 1
+	echo "MARK step=vmbuildd-restart rc=0 secs=$(secs $_t0 $(up))"
+	events_log
+}
+
+# linux_lifecycle TAG ID FREE: the Linux guest vmbuild built, up: its
+# console answers a command; vmbuildd is killed and started again and
+# still lists it; vmctl shutdown --wait powers it off and on_poweroff =
+# "destroy" reaps it: the domain, its xenstore entries, its memory
+# (FREE: Xen's free MiB before it was built).
+linux_lifecycle() {
+	_tag=$1 _id=$2 _free0=$3
+	# A command through vmctl console, its answer read back.
+	( sleep 3; printf '\n'; sleep 2; echo 'echo lab-console-$((6*7))'; sleep 10 ) |
+	    timed vmb-console-linux $V console $_tag
+	tr -d '\r' < /tmp/out.vmb-console-linux | grep -qx 'lab-console-42' &&
+	    echo "INFO lifecycle console: the guest answered lab-console-42" ||
+	    fail vmb-console-linux "no lab-console-42 from the guest's shell on vmctl console"
+	# vmbuildd killed while the guest runs: the next one lists it.
+	restart_vmbuildd || { fail vmbuildd-restart "vmbuildd did not start again"; return 1; }
+	timed vmctl-list-restarted $V list
+	grep -qE "^ *$_id +$_tag +(running|blocked) " /tmp/out.vmctl-list-restarted ||
+	    fail vmbuildd-restart-list "the restarted vmbuildd does not list $_tag (domain $_id) running"
+	[ "$(vm_field $_tag on_poweroff)" = destroy ] ||
+	    fail vmbuildd-restart-settings "on_poweroff of $_tag not read back from its record"
+	# Powered off by vmctl through control/shutdown; on_poweroff reaps it.
+	echo "INFO $_tag control/feature-poweroff=$(xenstore-read /local/domain/$_id/control/feature-poweroff 2>&1)"
+	timed vmb-shutdown-linux $V shutdown --wait --timeout 100 $_tag ||
+		fail vmb-shutdown-linux "vmctl shutdown --wait rc=$?"
+	grep -q 'powered off after .*on_poweroff: destroyed' /tmp/out.vmb-shutdown-linux ||
+	    fail vmb-shutdown-linux "not powered off and destroyed"
+	xl list $_tag >/dev/null 2>&1 && fail vmb-linux-reaped "$_tag still listed by xl"
+	xs_gone vmb $_id
+	_free1=$(xl info | awk '/^free_memory/ { print $3 }')
+	echo "INFO lifecycle reap: Xen free memory $_free0 MiB before the build, $_free1 MiB after the reap"
+	[ "$_free1" -ge $((_free0 - 16)) ] ||
+	    fail vmb-linux-memory "memory not back after the reap ($_free1 < $_free0 MiB)"
+	has_event $_tag destroyed poweroff destroy ||
+	    fail vmb-linux-event "no vm.state destroyed/poweroff/destroy event for $_tag"
+}
+
+
 devices_setup
 tools=""
 echo " $LAB_STEPS " | grep -q " xl " && tools="xl"
@@ -537,15 +680,18 @@ if echo " $LAB_STEPS " | grep -q " vmbuild "; then
 		else echo "LAB-SKIP what=vmbuild reason=vmbuildd/vmctl not built"; fi
 	elif start_vmbuildd; then
 		tools="$tools vmb"
+		events_log
 	fi
 fi
 for t in xl vmb; do mkcfg $t-small $SMALL_MB; mkcfg $t-big $BIG_MB hold; done
+lifecycle_cfgs
 # Interleaved, A B B A, so that neither toolstack always goes first on a
 # cold or busy machine.
 rev=""; for t in $tools; do rev="$t $rev"; done
 if [ "$HELLO" = 1 ]; then
 	for t in $tools; do small $t; done
 	for t in $rev; do big $t; done
+	echo " $tools " | grep -q " vmb " && lifecycle_restart
 fi
 if echo " $LAB_STEPS " | grep -q " linux "; then
 	echo " $tools " | grep -q " vmb " && rollback

@@ -74,6 +74,10 @@ xl_id=$(linux_id xl) vmb_id=$(linux_id vmb)
 row "  create Linux (command returns)" "$(num xl-create-linux)" "$(num vmb-create-linux)"
 row "  create Linux -> its line on console" "$(linux_light xl xl-create-linux)" "$(linux_light vmb vmb-create-linux)"
 row "  destroy Linux (running)" "$(num xl-destroy-linux)" "$(num vmb-destroy-linux)"
+row "  vmctl console: a command answered" "" "$(num vmb-console-linux)"
+row "  vmbuildd killed -9, started again" "" "$(num vmbuildd-restart)"
+row "  vmctl shutdown --wait (off + reaped)" "" "$(num vmb-shutdown-linux)"
+row "  hello, on_poweroff=restart: 2nd hello" "" "$(grep -E 'MARK step=run-vmb-again ' "$clean" | tail -n 1 | sed -n 's/.* secs=\([0-9.]*\).*/\1/p')"
 echo "Linux guest, xl:      $(linux_said "$xl_id")"
 echo "Linux guest, vmbuild: $(linux_said "$vmb_id")"
 # Its devices (a disk, a vif on dom0's bridge), hot-plug on vmbuild's.

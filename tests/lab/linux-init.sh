@@ -132,8 +132,21 @@ hotplug_watch() {
 	done
 }
 
+# The PV control node: Linux's xenbus shutdown watcher announces
+# control/feature-poweroff and feature-reboot and, asked through
+# control/shutdown (vmctl shutdown, xl shutdown), runs the kernel's
+# poweroff_cmd, /sbin/poweroff (reboot_cmd, /sbin/reboot): busybox's,
+# forced, as this init is no init busybox could signal.
+pv_control() {
+	mkdir -p /sbin
+	printf '#!/bin/sh\nexec /bin/busybox poweroff -f\n' > /sbin/poweroff
+	printf '#!/bin/sh\nexec /bin/busybox reboot -f\n' > /sbin/reboot
+	chmod +x /sbin/poweroff /sbin/reboot
+}
+
 main() {
 	mounts
+	pv_control
 	facts
 	details
 	devices
@@ -143,7 +156,7 @@ main() {
 	# A shell on the console (xl console / vmctl console attach here).
 	while :; do
 		setsid sh -c 'exec sh </dev/hvc0 >/dev/hvc0 2>&1'
-		sleep 2
+		sleep 1
 	done
 }
 

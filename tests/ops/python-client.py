@@ -86,6 +86,27 @@ ok(isinstance(c.host_info()["nodes"], list) and
    isinstance(c.host_scrub()["nodes"], list) and
    "tlb_flushes" in c.host_counters(), "host_info, host_scrub, host_counters")
 ok(c.vm_list() == {"vms": []}, "vm_list() on an empty host")
+# The lifecycle methods: hvsim runs no guest code (no console), and a
+# guest that announced no PV control cannot be asked to shut down.
+c.vm_create(config=guest_cfg("py0", 64), wait=True)
+try:
+    c.vm_console("py0")
+    ok(False, "vm_console on hvsim raises Unavailable")
+except vmbuild.Unavailable as e:
+    ok("runs no guest code" in str(e), "vm_console on hvsim raises "
+       "Unavailable", e)
+try:
+    c.vm_shutdown("py0", wait=True, timeout=1)
+    ok(False, "vm_shutdown of a guest without PV control raises Unavailable")
+except vmbuild.Unavailable as e:
+    ok("feature-poweroff" in str(e), "vm_shutdown of a guest without PV "
+       "control raises Unavailable", e)
+r = c.vm_reboot("py0", force=True)
+ok(r["forced"] and r["action"] == "restart" and r["new_id"] and
+   r["reason"] == "reboot", "vm_reboot(force=True): restarted", r)
+ok(issubclass(vmbuild.GuestTimeout, vmbuild.DaemonError) and
+   vmbuild.GuestTimeout.code == 1015, "GuestTimeout is code 1015")
+c.vm_destroy("py0")
 
 # A build followed with progress callbacks.  The relay holds the build
 # after its first populate call, so that progress events come however

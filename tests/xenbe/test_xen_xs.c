@@ -7,12 +7,14 @@
  * included), and after remove nothing of the domain may be left.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <cmocka.h>
 
@@ -113,6 +115,40 @@ test_layout_and_remove(void **state)
 	assert_string_equal(val("/local/domain/5/memory/target"), "4718592");
 	assert_string_equal(val("/local/domain/5/store/ring-ref"), "1044476");
 	assert_string_equal(val("/local/domain/5/console/backend-id"), "7");
+	/* The console as a device, as libxl__device_console_add has it. */
+	assert_string_equal(val("/local/domain/5/console/backend"),
+	    "/local/domain/7/backend/console/5/0");
+	assert_string_equal(val("/local/domain/5/console/type"),
+	    "xenconsoled");
+	assert_string_equal(val("/local/domain/5/console/limit"), "1048576");
+	assert_string_equal(val("/local/domain/5/console/port"), "2");
+	assert_string_equal(val("/local/domain/5/console/ring-ref"),
+	    "1044479");
+	assert_string_equal(val("/local/domain/5/console/tty"), "");
+	perms_are("/local/domain/5/console", 7, XS_PERM_NONE, 5);
+	perms_are("/local/domain/5/console/tty", 7, XS_PERM_NONE, 5);
+	assert_string_equal(val("/local/domain/7/backend/console/5/0/"
+	    "frontend"), "/local/domain/5/console");
+	perms_are("/local/domain/7/backend/console/5/0", 7, XS_PERM_NONE, 5);
+	static const char *const lx[][2] = {
+		{ "frontend", "/local/domain/5/console" },
+		{ "backend", "/local/domain/7/backend/console/5/0" },
+		{ "frontend-id", "5" }, { "online", "1" }, { "state", "1" },
+		{ "protocol", "vt100" },
+	};
+	for (size_t i = 0; i < sizeof(lx) / sizeof(lx[0]); i++) {
+		char p[128];
+
+		snprintf(p, sizeof(p), "/libxl/5/device/console/0/%s",
+		    lx[i][0]);
+		assert_string_equal(val(p), lx[i][1]);
+		if (i >= 2) {
+			snprintf(p, sizeof(p),
+			    "/local/domain/7/backend/console/5/0/%s", lx[i][0]);
+			assert_string_equal(val(p), lx[i][1]);
+		}
+	}
+	perms_are("/libxl/5/device/console/0", 0, XS_PERM_NONE, -1);
 	assert_string_equal(val("/local/domain/5/cpu/0/availability"),
 	    "online");
 	assert_string_equal(val("/local/domain/5/cpu/1/availability"),
@@ -127,6 +163,7 @@ test_layout_and_remove(void **state)
 	assert_int_equal(count_under("/local/domain/5"), 0);
 	assert_int_equal(count_under("/libxl/5"), 0);
 	assert_int_equal(count_under("/vm/" UUID_STR), 0);
+	assert_int_equal(count_under("/local/domain/7/backend/console/5"), 0);
 	assert_string_equal(val("/tool/xenconsoled/domid"), "7");
 	assert_int_equal(fake_xs.released, 1);
 }
@@ -153,12 +190,80 @@ test_leftovers(void **state)
 	assert_int_equal(sd, 0);
 }
 
+/* control/shutdown: posted only to a guest that listens, withdrawn. */
+static void
+test_control(void **state)
+{
+	(void)state;
+	__wrap_xs_write(NULL, 0, "/local/domain/5/control/shutdown", "", 0);
+	assert_int_equal(xen_xs_control(&be, 5, "poweroff", false),
+	    -EOPNOTSUPP);
+	assert_string_equal(val("/local/domain/5/control/shutdown"), "");
+	/* Linux's xenbus shutdown watcher writes these. */
+	__wrap_xs_write(NULL, 0, "/local/domain/5/control/feature-poweroff",
+	    "1", 1);
+	assert_int_equal(xen_xs_control(&be, 5, "reboot", false),
+	    -EOPNOTSUPP);
+	assert_int_equal(xen_xs_control(&be, 5, "poweroff", false), 0);
+	assert_string_equal(val("/local/domain/5/control/shutdown"),
+	    "poweroff");
+	/* Not taken: withdrawn (1); then nothing left to withdraw (0). */
+	assert_int_equal(xen_xs_control(&be, 5, "poweroff", true), 1);
+	assert_string_equal(val("/local/domain/5/control/shutdown"), "");
+	assert_int_equal(xen_xs_control(&be, 5, "poweroff", true), 0);
+	/* Taken by the guest (it clears the node): 0, left alone. */
+	assert_int_equal(xen_xs_control(&be, 5, "poweroff", false), 0);
+	__wrap_xs_write(NULL, 0, "/local/domain/5/control/shutdown", "", 0);
+	assert_int_equal(xen_xs_control(&be, 5, "poweroff", true), 0);
+}
+
+/* console/tty: opened only when it names a pty slave. */
+static void
+test_console(void **state)
+{
+	char path[64], *name;
+	int m, fd = -1;
+
+	(void)state;
+	__wrap_xs_write(NULL, 0, "/local/domain/5/console/tty", "/etc/passwd",
+	    11);
+	assert_int_equal(xen_console_open(&be, 5, &fd, path, sizeof(path)),
+	    -EPERM);
+	__wrap_xs_write(NULL, 0, "/local/domain/5/console/tty",
+	    "/dev/pts/../../etc/shadow", 25);
+	assert_int_equal(xen_console_open(&be, 5, &fd, NULL, 0), -EPERM);
+	__wrap_xs_write(NULL, 0, "/local/domain/5/console/tty", "/dev/null",
+	    9);
+	assert_int_equal(xen_console_open(&be, 5, &fd, NULL, 0), -EPERM);
+	assert_int_equal(fd, -1);
+	assert_int_equal(xen_console_open(&be, 0, &fd, NULL, 0), -EINVAL);
+	/* A real pty, as xenconsoled makes one. */
+	m = posix_openpt(O_RDWR | O_NOCTTY);
+	if (m < 0 || grantpt(m) < 0 || unlockpt(m) < 0 ||
+	    (name = ptsname(m)) == NULL) {
+		if (m >= 0)
+			close(m);
+		skip();
+	}
+	__wrap_xs_write(NULL, 0, "/local/domain/5/console/tty", name,
+	    strlen(name));
+	assert_int_equal(xen_console_open(&be, 5, &fd, path, sizeof(path)), 0);
+	assert_string_equal(path, name);
+	assert_true(isatty(fd));
+	assert_true(fcntl(fd, F_GETFD) & FD_CLOEXEC);
+	assert_int_equal(write(fd, "x", 1), 1);
+	close(fd);
+	close(m);
+}
+
 int
 main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_layout_and_remove, setup),
 		cmocka_unit_test_setup(test_leftovers, setup),
+		cmocka_unit_test_setup(test_control, setup),
+		cmocka_unit_test_setup(test_console, setup),
 	};
 
 	return cmocka_run_group_tests_name("xen-xenstore", tests, NULL, NULL);

@@ -205,6 +205,48 @@ class Client:
         return self.call("vm.net_detach", _params(vm=_vm_ref(vm), vif=vif,
                                                   force=force))
 
+    def _shutdown(self, method, vm, wait, timeout, force):
+        params = _params(vm=_vm_ref(vm), wait=wait, timeout=timeout,
+                         force=force)
+        # Answered when the guest has done it: wait that long, and for
+        # a restart's build.
+        slack = None
+        if wait or force:
+            slack = (timeout or 60) + 60 + (600 if method == "vm.reboot"
+                                            else 0)
+        return self._conn.call(method, params, timeout=slack)
+
+    def vm_shutdown(self, vm, wait=None, timeout=None, force=None):
+        """Ask the guest to power off, as xl shutdown: through its PV
+        control node, if it announced control/feature-poweroff (else
+        Unavailable).  wait=True returns when it has shut down and its
+        on_poweroff action is done: {"vm", "id", "request", "forced",
+        "state", "reason", "action", "new_id", "seconds"}; a guest that
+        does not answer within timeout (s, default 60) raises
+        GuestTimeout and is left running.  force=True shuts it down
+        from the hypervisor instead, with the same reason."""
+        return self._shutdown("vm.shutdown", vm, wait, timeout, force)
+
+    def vm_reboot(self, vm, wait=None, timeout=None, force=None):
+        """As vm_shutdown, for a reboot (control/feature-reboot; the
+        on_reboot action, by default a restart: "new_id" is the new
+        domain)."""
+        return self._shutdown("vm.reboot", vm, wait, timeout, force)
+
+    def vm_console(self, vm):
+        """The guest's PV console: (result, fd), result {"vm", "id",
+        "tty"} and fd the pty's descriptor, passed by the daemon, the
+        caller's to read, write and close (os.close).  One client at a
+        time per VM: the console is free again when this Client's
+        connection closes.  Unavailable where guests have no console
+        (hvsim runs no guest code)."""
+        r = self.call("vm.console", {"vm": _vm_ref(vm)})
+        fd = self._conn.take_fd()
+        if fd is None:
+            from .errors import ProtocolError
+            raise ProtocolError("vm.console: no descriptor with the reply")
+        return r, fd
+
     # --- tasks -----------------------------------------------------------
 
     def task_list(self):

@@ -2,6 +2,7 @@
 one JSON object per line.  Replies are matched to requests by id;
 notifications (events) that arrive meanwhile are queued.
 """
+import array
 import collections
 import json
 import os
@@ -31,6 +32,7 @@ class Connection:
         self._sock = None
         self._buf = b""
         self._next_id = 1
+        self._fd = None         # the last descriptor the daemon passed
         self.notifications = collections.deque()
 
     def open(self):
@@ -51,6 +53,29 @@ class Connection:
             self._sock.close()
             self._sock = None
         self._buf = b""
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+
+    def take_fd(self):
+        """The descriptor the daemon passed with its last reply
+        (vm.console), now the caller's; None when none came."""
+        fd, self._fd = self._fd, None
+        return fd
+
+    def _recv(self):
+        """recv() that keeps a descriptor passed with the bytes."""
+        data, anc, _, _ = self._sock.recvmsg(1 << 16,
+                                             socket.CMSG_SPACE(4 * 4))
+        for level, kind, raw in anc:
+            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                fds = array.array("i")
+                fds.frombytes(raw[:len(raw) - len(raw) % fds.itemsize])
+                for fd in fds:
+                    if self._fd is not None:
+                        os.close(self._fd)
+                    self._fd = fd
+        return data
 
     def fileno(self):
         return self._sock.fileno() if self._sock else -1
@@ -106,7 +131,7 @@ class Connection:
                     return None
                 self._sock.settimeout(left)
             try:
-                chunk = self._sock.recv(1 << 16)
+                chunk = self._recv()
             except socket.timeout as e:
                 if end is not None:
                     return None
@@ -148,5 +173,19 @@ class Connection:
                                     (method, msg))
             return msg["result"]
 
-    def call(self, method, params=None, fds=()):
-        return self.wait_reply(self.send(method, params, fds), method)
+    def call(self, method, params=None, fds=(), timeout=None):
+        """A request and its result.  fds: descriptors sent with the
+        request (see send); timeout (s) replaces the connection's for
+        this one reply (an answer that comes when the guest has done
+        something)."""
+        if timeout is None:
+            return self.wait_reply(self.send(method, params, fds), method)
+        saved, self.timeout = self.timeout, max(self.timeout, timeout)
+        try:
+            rid = self.send(method, params, fds)
+            self._sock.settimeout(self.timeout)
+            return self.wait_reply(rid, method)
+        finally:
+            self.timeout = saved
+            if self._sock is not None:
+                self._sock.settimeout(saved)

@@ -13,7 +13,9 @@ __all__ = [
     "InvalidParams", "InternalError", "PermissionDenied", "NoSuchVM",
     "NoSuchTask", "ConfigError", "NoMemory", "HypervisorError", "Busy",
     "Cancelled", "VMExists", "Unavailable", "RequestTooLarge",
-    "TaskFinished", "BadState", "Diagnostic", "error_from_reply",
+    "TaskFinished", "BadState", "BadImage", "ImageDescriptors",
+    "GuestTimeout", "Diagnostic",
+    "error_from_reply",
 ]
 
 
@@ -134,7 +136,9 @@ ImageDescriptors = _code(1014, "ImageDescriptors",
                          "The daemon opens no file a client names outside "
                          "its image directories: pass data['files'] as "
                          "descriptors (vm_create does).")
-NoSuchDevice = _code(1015, "NoSuchDevice",
+GuestTimeout = _code(1015, "GuestTimeout",
+                     "The guest did not do what was asked in time.")
+NoSuchDevice = _code(1016, "NoSuchDevice",
                      "The VM has no such disk or network interface.")
 
 _BY_CODE = {cls.code: cls for cls in (
@@ -142,7 +146,7 @@ _BY_CODE = {cls.code: cls for cls in (
     InternalError, PermissionDenied, NoSuchVM, NoSuchTask, ConfigError,
     NoMemory, HypervisorError, Busy, Cancelled, VMExists, Unavailable,
     RequestTooLarge, TaskFinished, BadState, BadImage, ImageDescriptors,
-    NoSuchDevice)}
+    GuestTimeout, NoSuchDevice)}
 
 
 def error_from_reply(error, method=None, task=None):

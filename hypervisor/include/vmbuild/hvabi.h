@@ -8,7 +8,9 @@
  *     counters;
  *   - the domain operations a toolstack needs from hvsim (create, destroy,
  *     pause, unpause, list, max vCPUs, max memory, claims, access to guest
- *     memory for image loading);
+ *     memory for image loading), and the lifecycle a toolstack reacts to
+ *     (a domain shutting down with a reason, the PV control node a
+ *     shutdown request goes through, a wait for domain changes);
  *   - the framing hvsim uses to carry them on its Unix socket.
  *
  * Rules that keep it usable as a Xen hypercall buffer as well as a socket
@@ -85,6 +87,9 @@ enum hv_op {
 	HV_OP_SHADOW_WORKLOAD,	/* hv_shadow_workload -> hv_shadow_workload_reply */
 	HV_OP_GUEST_READ,	/* hv_guest_copy -> len bytes */
 	HV_OP_GUEST_WRITE,	/* hv_guest_copy + len bytes -> nothing */
+	HV_OP_DOMAIN_SHUTDOWN,	/* hv_domain_shutdown (HV_CAP_LIFECYCLE) */
+	HV_OP_DOMAIN_CONTROL,	/* hv_domain_control -> hv_domain_control_reply */
+	HV_OP_DOMAIN_WATCH,	/* hv_domain_watch -> hv_domain_watch_reply */
 	HV_OP_MAX
 };
 
@@ -95,6 +100,8 @@ enum hv_op {
 #define HV_CAP_GUEST_COPY	(1u << 3)	/* HV_OP_GUEST_READ/WRITE work */
 #define HV_CAP_SHADOW		(1u << 4)	/* shadow paging model */
 #define HV_CAP_CLAIMS		(1u << 5)
+/* HV_OP_DOMAIN_SHUTDOWN, _CONTROL, _WATCH and HV_DOMSTATE_SHUTDOWN. */
+#define HV_CAP_LIFECYCLE	(1u << 6)
 
 enum hv_backing {
 	HV_BACKING_REAL = 1,	/* memory is mapped; pages are real */
@@ -177,7 +184,34 @@ enum hv_domain_state {
 	HV_DOMSTATE_PAUSED = 1,	/* created domains start paused */
 	HV_DOMSTATE_RUNNING = 2,
 	HV_DOMSTATE_DYING = 3,
+	/*
+	 * Shut down (HV_OP_DOMAIN_SHUTDOWN): its vCPUs stopped for good,
+	 * its memory kept until the toolstack destroys it, as Xen keeps a
+	 * domain after SCHEDOP_shutdown.  The reason is in the flags.
+	 */
+	HV_DOMSTATE_SHUTDOWN = 4,
 };
+
+/*
+ * Why a domain shut down: Xen's SHUTDOWN_* codes (public/sched.h), the
+ * value a guest passes to SCHEDOP_shutdown.
+ */
+#define HV_SHUTDOWN_POWEROFF	0
+#define HV_SHUTDOWN_REBOOT	1
+#define HV_SHUTDOWN_SUSPEND	2
+#define HV_SHUTDOWN_CRASH	3
+#define HV_SHUTDOWN_WATCHDOG	4
+#define HV_SHUTDOWN_SOFT_RESET	5
+#define HV_SHUTDOWN_MAX		5
+
+/*
+ * hv_domain_info.flags holds, besides the HV_DOMF_* a domain was created
+ * with, the reason of a domain in HV_DOMSTATE_SHUTDOWN in these bits, as
+ * Xen's domain info flags carry it (XEN_DOMINF_shutdownshift): the
+ * layout of hv_domain_info is unchanged.
+ */
+#define HV_DOMINF_SHUTDOWN_SHIFT	16
+#define HV_DOMINF_SHUTDOWN_MASK		0xffu
 
 struct hv_domid {
 	hv_domid_t domid;
@@ -225,6 +259,75 @@ struct hv_domain_info {
 struct hv_domain_list_reply {
 	uint32_t nr;		/* hv_domain_info[nr] follows */
 	uint32_t more;		/* 1 if domains past the last returned exist */
+};
+
+/* ------------------------------------------------------------------ */
+/* Lifecycle (HV_CAP_LIFECYCLE).                                       */
+
+/*
+ * Shut a running or paused domain down with a reason (HV_SHUTDOWN_*):
+ * what a guest does with SCHEDOP_shutdown, or a toolstack with
+ * SCHEDOP_remote_shutdown.  hvsim runs no guest code, so a test plays
+ * the guest with this op.  A domain already shut down keeps its first
+ * reason (0 is returned, as Xen does); a dying one is -ESRCH.
+ */
+struct hv_domain_shutdown {
+	hv_domid_t domid;
+	uint32_t reason;	/* HV_SHUTDOWN_* */
+};
+
+/*
+ * The PV control node of a domain, what Xen's xenstore holds under
+ * /local/domain/N/control: the features the guest's drivers announced
+ * (feature-poweroff, feature-reboot) and the request a toolstack posted
+ * (control/shutdown), which the guest takes (acknowledges) before it
+ * acts.  hvsim only stores them: the toolstack side posts and withdraws
+ * requests, the guest side (a test) announces features and takes them.
+ */
+enum hv_control_op {
+	HV_CONTROL_GET = 0,	/* change nothing */
+	HV_CONTROL_REQUEST,	/* toolstack: post `value` (HV_SHUTDOWN_*) */
+	HV_CONTROL_WITHDRAW,	/* toolstack: drop the request if not taken */
+	HV_CONTROL_ANNOUNCE,	/* guest: features = `value` */
+	HV_CONTROL_TAKE,	/* guest: take the request */
+};
+#define HV_CONTROL_FEATURE_POWEROFF	(1u << 0)
+#define HV_CONTROL_FEATURE_REBOOT	(1u << 1)
+#define HV_CONTROL_NONE		0xffffffffu	/* no request posted */
+
+struct hv_domain_control {
+	hv_domid_t domid;
+	uint32_t op;		/* enum hv_control_op */
+	uint32_t value;
+	uint32_t pad;
+};
+
+struct hv_domain_control_reply {
+	uint32_t features;	/* HV_CONTROL_FEATURE_* */
+	uint32_t request;	/* posted and not taken, or HV_CONTROL_NONE */
+	uint32_t before;	/* `request` as it was before this op */
+	uint32_t pad;
+};
+
+/*
+ * Wait until the set of domains or their lifecycle changed: created,
+ * shut down or destroyed (what Xen's @introduceDomain and @releaseDomain
+ * watches tell), that is until the domain generation exceeds `since`, or
+ * `timeout_ms` passed (at most HV_WATCH_MAX_MS).  The reply is the
+ * generation then; `since` 0 answers at once.  A toolstack keeps one
+ * such call outstanding on a connection of its own and lists the
+ * domains when it returns with a new generation.
+ */
+#define HV_WATCH_MAX_MS		30000
+
+struct hv_domain_watch {
+	uint64_t since;
+	uint32_t timeout_ms;
+	uint32_t pad;
+};
+
+struct hv_domain_watch_reply {
+	uint64_t generation;
 };
 
 /* ------------------------------------------------------------------ */

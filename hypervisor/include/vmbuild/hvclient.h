@@ -125,4 +125,16 @@ int hvc_shadow_workload(struct hvc *conn, const struct hv_shadow_workload *req,
 int hvc_fault(struct hvc *conn, const struct hv_fault *req,
     struct hv_fault_reply *ret_reply);
 
+/* Lifecycle (HV_CAP_LIFECYCLE): shut a domain down with a reason. */
+int hvc_domain_shutdown(struct hvc *conn, hv_domid_t domid, uint32_t reason);
+/* Its PV control node: op and value as struct hv_domain_control. */
+int hvc_domain_control(struct hvc *conn, hv_domid_t domid, uint32_t op,
+    uint32_t value, struct hv_domain_control_reply *ret_reply);
+/*
+ * Wait (up to timeout_ms, at most HV_WATCH_MAX_MS) until the domain
+ * generation exceeds `since`; the connection is busy meanwhile.
+ */
+int hvc_domain_watch(struct hvc *conn, uint64_t since, uint32_t timeout_ms,
+    uint64_t *ret_generation);
+
 #endif /* VMBUILD_HVCLIENT_H */

@@ -1,0 +1,506 @@
+/*
+ * lifecycle.c - domain events and the on_* actions (see lifecycle.h).
+ *
+ * Why a slow refresh remains beside the events: xenstored says when a
+ * domain is introduced, shuts down or goes, but nothing when another
+ * toolstack pauses or unpauses one, when a vCPU blocks, or how memory
+ * and CPU time move, which vm.list, vm.info and the per-VM metrics
+ * show; and a domain that was never introduced to xenstored (another
+ * toolstack's build that failed half way) fires no watch when it goes.
+ * So the registry is still listed every VM_REFRESH_SEC (rather than
+ * every VM_REFRESH_POLL_SEC, as where there are no events), and a
+ * shutdown it finds is acted on as if an event had told it.
+ *
+ * A restart is crash safe: the record says "restart" before the old
+ * domain is destroyed, and keeps saying it while the new one is built,
+ * so a daemon that dies in between finishes the restart when it starts
+ * again (vm_reconcile, then start_pending here).
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "build.h"
+#include "events.h"
+#include "images.h"
+#include "json.h"
+#include "lifecycle.h"
+#include "log.h"
+#include "proto.h"
+#include "shutdown.h"
+#include "source.h"
+#include "state.h"
+#include "vm.h"
+#include "vmbuildd.h"
+#include "worker.h"
+
+/*
+ * A VM restarted this many times within the window is left shut down:
+ * a guest that crashes as it boots, with on_crash="restart", would
+ * otherwise keep a build going for ever.
+ */
+#define RESTART_BURST		10
+#define RESTART_WINDOW_SEC	600
+
+struct watch_job {
+	struct job	job;
+	int		rc;
+	struct vmb_domain_event *ev;
+	size_t		n;
+};
+
+/*
+ * Destroy a shut-down domain (on_*=destroy), or replace it (restart:
+ * the record says so first, the domain goes, the description is parsed
+ * again; the loop then starts the build).
+ */
+struct act_job {
+	struct job	job;
+	uint8_t		uuid[16];
+	char		name[VMB_NAME_LEN];
+	uint32_t	domid;		/* VMB_DOMID_INVALID: already gone */
+	enum vmb_action	action;
+	const char	*reason;	/* vmb_shutdown_reason_name(); NULL */
+	struct state_record rec;	/* restart: rec.source_json parsed */
+	bool		record;		/* restart: write rec first */
+	int		rc;
+	struct vmb_guest *guest;	/* restart: the guest to build */
+	char		why[300];
+};
+
+static struct {
+	struct vmb_watch *watch;
+	struct event	*ev;
+	bool		reading;
+	bool		failing;	/* the last read failed */
+} L;
+
+/* ------------------------------------------------------------------ */
+/* Events.                                                             */
+
+static void
+watch_arm(void)
+{
+	/* One shot: the descriptor stays readable until a worker drains it. */
+	if (L.ev != NULL && !vmbd.stopping)
+		event_add(L.ev, NULL);
+}
+
+static void
+watch_run(struct job *job)
+{
+	struct watch_job *wj = (struct watch_job *)job;
+
+	wj->rc = vmb_watch_read(L.watch, &wj->ev, &wj->n);
+}
+
+static void
+watch_done(struct job *job)
+{
+	struct watch_job *wj = (struct watch_job *)job;
+
+	L.reading = false;
+	if (wj->rc < 0 && !L.failing)
+		log_warnx("cannot read domain events: %s; the refresh every "
+		    "%d s goes on", strerror(-wj->rc), VM_REFRESH_SEC);
+	L.failing = wj->rc < 0;
+	for (size_t i = 0; wj->rc == 0 && i < wj->n; i++)
+		vm_apply_event(&wj->ev[i]);
+	if (wj->rc == 0 && wj->n > 0) {
+		events_scrub_kick();
+		vmbd_status_changed();
+	}
+	free(wj->ev);
+	free(wj);
+	watch_arm();
+}
+
+static void
+watch_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct watch_job *wj;
+
+	(void)fd;
+	(void)what;
+	(void)arg;
+	if (L.reading || vmbd.stopping)
+		return;
+	wj = calloc(1, sizeof(*wj));
+	if (wj == NULL) {
+		watch_arm();
+		return;
+	}
+	wj->job.run = watch_run;
+	wj->job.done = watch_done;
+	L.reading = true;
+	worker_submit(&wj->job);
+}
+
+void
+lifecycle_open(void)
+{
+	int rc = vmb_watch_open(vmbd.ctx, &L.watch);
+
+	if (rc == 0)
+		return;
+	L.watch = NULL;
+	if (rc == -EOPNOTSUPP)
+		log_notice("the hypervisor tells no domain events: domains "
+		    "are listed every %d s", VM_REFRESH_POLL_SEC);
+	else
+		log_warnx("cannot watch domain events: %s; domains are "
+		    "listed every %d s", strerror(-rc), VM_REFRESH_POLL_SEC);
+}
+
+/* ------------------------------------------------------------------ */
+/* Actions.                                                            */
+
+static void start_pending(struct vm *vm);
+
+static bool
+shut_down(const struct vm *vm)
+{
+	return vm->have_dom && (vm->dom.state == VMB_DOM_SHUTDOWN ||
+	    vm->dom.state == VMB_DOM_CRASHED);
+}
+
+/* A tree of the registry back to text, for a record (NULL: none). */
+static char *
+tree_text(yajl_val v)
+{
+	yajl_gen g;
+
+	if (v == NULL || (g = jg_new()) == NULL)
+		return NULL;
+	jg_tree(g, v);
+	return jg_finish(g);
+}
+
+/* The VM's record as it stands, saying its domain is being replaced. */
+static void
+restart_record(const struct vm *vm, struct state_record *rec)
+{
+	memset(rec, 0, sizeof(*rec));
+	memcpy(rec->uuid, vm->uuid, 16);
+	snprintf(rec->name, sizeof(rec->name), "%s", vm->name);
+	rec->built = true;
+	rec->domid = vm->domid;
+	rec->config_path = vm->config_path ? strdup(vm->config_path) : NULL;
+	rec->created_at = vm->created_at;
+	rec->config_json = tree_text(vm->config);
+	rec->build_json = tree_text(vm->build);
+	rec->source_json = vm->source ? strdup(vm->source) : NULL;
+	rec->restart = true;
+}
+
+static void
+act_run(struct job *job)
+{
+	struct act_job *aj = (struct act_job *)job;
+
+	aj->rc = 0;
+	if (aj->record && (aj->rc = state_write(&aj->rec)) < 0) {
+		snprintf(aj->why, sizeof(aj->why), "cannot write its record: "
+		    "%s", strerror(-aj->rc));
+		return;
+	}
+	if (aj->domid != VMB_DOMID_INVALID) {
+		aj->rc = vmb_domain_destroy(vmbd.ctx, aj->domid);
+		if (aj->rc == -ESRCH || aj->rc == -ENOENT)
+			aj->rc = 0;
+		if (aj->rc < 0) {
+			snprintf(aj->why, sizeof(aj->why), "cannot destroy "
+			    "domain %u: %s", aj->domid, strerror(-aj->rc));
+			return;
+		}
+	}
+	if (aj->action == VMB_ACTION_DESTROY) {
+		(void)state_remove(aj->uuid);
+		return;
+	}
+	/* Parsed as vm.create parses (no file is looked at), off the loop. */
+	if (source_parse(aj->rec.source_json, &aj->guest, aj->why,
+	    sizeof(aj->why)) < 0)
+		(void)state_remove(aj->uuid);
+}
+
+/* A restart that cannot go on: the VM has no domain left, so it goes. */
+static void
+restart_failed(struct vm *vm, const char *why)
+{
+	log_vm(LOG_ERR, vm->name, VMB_DOMID_INVALID, 0, "cannot build %s "
+	    "again: %s; it is gone", vm->name, why);
+	shutdown_failed(vm->uuid, E_HYPERVISOR, 0, why);
+	vm_unrecord(vm->uuid);
+	vm_remove(vm, true);
+}
+
+static void
+act_done(struct job *job)
+{
+	struct act_job *aj = (struct act_job *)job;
+	struct vm *vm = vm_find_uuid(aj->uuid);
+	char why[400];
+
+	if (vm != NULL)
+		vm->busy = false;
+	if (aj->rc < 0) {
+		/* The domain stays as it is, shut down, for someone to see. */
+		log_vm(LOG_ERR, aj->name, aj->domid, 0, "%s: on_%s=%s: %s",
+		    aj->name, aj->reason ? aj->reason : "restart",
+		    vmb_action_name(aj->action), aj->why);
+		shutdown_failed(aj->uuid, E_HYPERVISOR, -aj->rc, aj->why);
+		if (vm != NULL)
+			vm->restart = false;
+	} else if (vm == NULL) {
+		/* Removed meanwhile: nothing to build or to announce. */
+	} else if (aj->action == VMB_ACTION_DESTROY) {
+		log_vm(LOG_INFO, vm->name, aj->domid, 0, "%s (domain %u) "
+		    "destroyed (on_%s)", vm->name, aj->domid, aj->reason);
+		shutdown_outcome(vm->uuid, "destroyed", aj->reason, "destroy",
+		    VMB_DOMID_INVALID);
+		vm_announce(vm, "destroyed", aj->reason, "destroy");
+		vm_remove(vm, false);
+		events_scrub_kick();
+	} else if (aj->guest == NULL) {
+		restart_failed(vm, aj->why);
+		events_scrub_kick();
+	} else if (vmbd.stopping) {
+		/* Its record says "restart": the next daemon builds it. */
+		log_vm(LOG_NOTICE, vm->name, VMB_DOMID_INVALID, 0, "%s is "
+		    "built again when the daemon starts again", vm->name);
+	} else if (build_restart(vm, aj->guest, aj->reason, why,
+	    sizeof(why)) < 0) {
+		aj->guest = NULL;
+		restart_failed(vm, why);
+	} else {
+		aj->guest = NULL;
+		vm->restarts++;
+		events_scrub_kick();
+	}
+	vmb_guest_free(aj->guest);
+	state_record_done(&aj->rec);
+	free(aj);
+	vmbd_status_changed();
+}
+
+static int
+act_submit(struct vm *vm, enum vmb_action action, const char *reason)
+{
+	struct act_job *aj = calloc(1, sizeof(*aj));
+
+	if (aj == NULL)
+		return -ENOMEM;
+	memcpy(aj->uuid, vm->uuid, 16);
+	snprintf(aj->name, sizeof(aj->name), "%s", vm->name);
+	aj->domid = vm->have_dom ? vm->domid : VMB_DOMID_INVALID;
+	aj->action = action;
+	aj->reason = reason;
+	if (action == VMB_ACTION_RESTART) {
+		restart_record(vm, &aj->rec);
+		/* A restart left half done by a daemon: recorded already. */
+		aj->record = aj->domid != VMB_DOMID_INVALID;
+		vm->restart = true;
+	}
+	aj->job.run = act_run;
+	aj->job.done = act_done;
+	vm->busy = true;
+	worker_submit(&aj->job);
+	return 0;
+}
+
+/* Another restart within the burst limit? */
+static bool
+restart_allowed(struct vm *vm)
+{
+	double now = now_mono();
+
+	if (vm->burst == 0 || now - vm->burst_start > RESTART_WINDOW_SEC) {
+		vm->burst_start = now;
+		vm->burst = 0;
+	}
+	if (vm->burst >= RESTART_BURST)
+		return false;
+	vm->burst++;
+	return true;
+}
+
+/*
+ * Why a restart could not read the VM's kernel or ramdisk (NULL: it
+ * can): it came as a descriptor this daemon does not hold (started
+ * since the VM was created) and lies outside --image-dir.  Checked
+ * before the old domain is destroyed, so that it stays, shut down.
+ */
+static const char *
+restart_images_why(const struct vm *vm)
+{
+	static const char *const keys[2] = { "kernel", "ramdisk" };
+
+	for (int i = 0; i < 2; i++) {
+		yajl_val v = jv_get(vm->config, keys[i]);
+
+		if (!YAJL_IS_STRING(v) || vm->image_fd[i] >= 0 ||
+		    images_in_dir(v->u.string))
+			continue;
+		return i == 0 ? "its kernel came as a descriptor, which this "
+		    "vmbuildd (started since) does not hold, and lies "
+		    "outside --image-dir" : "its ramdisk came as a "
+		    "descriptor, which this vmbuildd (started since) does "
+		    "not hold, and lies outside --image-dir";
+	}
+	return NULL;
+}
+
+/* The action for a VM of ours that shut down, and why if not on_*'s. */
+static enum vmb_action
+action_for(struct vm *vm, enum vmb_shutdown_reason r, const char **why)
+{
+	enum vmb_action a = vm->on[r];
+
+	*why = NULL;
+	if (a != VMB_ACTION_RESTART)
+		return a;
+	if (vm->source == NULL) {
+		*why = "no description to build it from is recorded (a "
+		    "VM of an older vmbuildd)";
+		return VMB_ACTION_PRESERVE;
+	}
+	if ((*why = restart_images_why(vm)) != NULL)
+		return VMB_ACTION_PRESERVE;
+	if (!restart_allowed(vm)) {
+		*why = "it was restarted too often (10 times in 10 min)";
+		return VMB_ACTION_PRESERVE;
+	}
+	return a;
+}
+
+void
+lifecycle_check(struct vm *vm)
+{
+	enum vmb_shutdown_reason r;
+	enum vmb_action a;
+	const char *rn, *state, *why;
+
+	if (vm->restart && !vm->have_dom) {
+		start_pending(vm);
+		return;
+	}
+	/* reap.c's: a failed build's domain, destroyed until gone. */
+	if (vm->reap != NULL || vm->reap_at_start)
+		return;
+	if (vm->building || vm->busy || !shut_down(vm) ||
+	    vm->handled == vm->domid)
+		return;
+	vm->handled = vm->domid;
+	r = vm->dom.shutdown_reason;
+	rn = vmb_shutdown_reason_name(r);
+	state = vmb_domain_state_name(vm->dom.state);
+	shutdown_seen(vm->uuid, rn);
+	if (!vm->ours) {
+		log_vm(LOG_INFO, vm->name, vm->domid, 0, "%s (domain %u, not "
+		    "built here) shut down (%s): left to its toolstack",
+		    vm->name, vm->domid, rn);
+		vm_announce(vm, NULL, rn, NULL);
+		shutdown_outcome(vm->uuid, state, rn, NULL, VMB_DOMID_INVALID);
+		return;
+	}
+	a = action_for(vm, r, &why);
+	if (why != NULL)
+		log_vm(LOG_WARNING, vm->name, vm->domid, 0, "%s (domain %u) "
+		    "shut down (%s): not restarted, left shut down: %s",
+		    vm->name, vm->domid, rn, why);
+	else
+		log_vm(LOG_NOTICE, vm->name, vm->domid, 0, "%s (domain %u) "
+		    "shut down (%s): %s", vm->name, vm->domid, rn,
+		    vmb_action_name(a));
+	vm_announce(vm, NULL, rn, vmb_action_name(a));
+	if (a == VMB_ACTION_PRESERVE) {
+		shutdown_outcome(vm->uuid, state, rn, "preserve",
+		    VMB_DOMID_INVALID);
+		return;
+	}
+	if (act_submit(vm, a, rn) < 0) {
+		log_vm(LOG_ERR, vm->name, vm->domid, 0, "%s: out of memory, "
+		    "left shut down", vm->name);
+		shutdown_failed(vm->uuid, RPC_INTERNAL_ERROR, ENOMEM,
+		    "out of memory");
+	}
+}
+
+void
+lifecycle_removed(struct vm *vm)
+{
+	/* Destroyed by someone else (vm.destroy, xl destroy). */
+	shutdown_outcome(vm->uuid, "destroyed", vm_shutdown_reason(vm), NULL,
+	    VMB_DOMID_INVALID);
+}
+
+void
+lifecycle_restarted(struct vm *vm, int rc, const char *msg)
+{
+	if (rc == 0) {
+		log_vm(LOG_NOTICE, vm->name, vm->domid, vm->task, "%s "
+		    "restarted: domain %u", vm->name, vm->domid);
+		shutdown_outcome(vm->uuid, "running", NULL, "restart",
+		    vm->domid);
+	} else {
+		log_vm(LOG_ERR, vm->name, VMB_DOMID_INVALID, vm->task,
+		    "restart of %s failed: %s; it is gone", vm->name, msg);
+		shutdown_failed(vm->uuid, E_HYPERVISOR, -rc, msg);
+	}
+}
+
+/*
+ * A restart a previous daemon left half done: its build is to come.
+ * Not before the hypervisor's list is known (the old domain may still
+ * be there): lifecycle_check() calls this again once it answers.
+ */
+static void
+start_pending(struct vm *vm)
+{
+	if (!vm->restart || vm->have_dom || vm->building || vm->busy ||
+	    vm->reap != NULL || vm->reap_at_start || !vm_backend_up())
+		return;
+	if (vm->source == NULL) {
+		restart_failed(vm, "no description to build it from is "
+		    "recorded");
+		return;
+	}
+	if (act_submit(vm, VMB_ACTION_RESTART, NULL) < 0)
+		log_vm(LOG_ERR, vm->name, VMB_DOMID_INVALID, 0, "%s: out of "
+		    "memory, not restarted", vm->name);
+}
+
+int
+lifecycle_start(struct event_base *base)
+{
+	if (L.watch != NULL) {
+		L.ev = event_new(base, vmb_watch_fd(L.watch), EV_READ,
+		    watch_cb, NULL);
+		if (L.ev == NULL)
+			return -ENOMEM;
+		vm_refresh_every(VM_REFRESH_SEC);
+		log_info("domain events from the hypervisor; full refresh "
+		    "every %d s", VM_REFRESH_SEC);
+		watch_arm();
+	} else {
+		vm_refresh_every(VM_REFRESH_POLL_SEC);
+	}
+	vm_foreach(start_pending);
+	vm_foreach(lifecycle_check);
+	return 0;
+}
+
+void
+lifecycle_stop(void)
+{
+	shutdown_stop();
+	if (L.ev != NULL)
+		event_free(L.ev);
+	L.ev = NULL;
+	vmb_watch_free(L.watch);
+	L.watch = NULL;
+}

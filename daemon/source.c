@@ -1,0 +1,213 @@
+/*
+ * source.c - what a VM is built from, kept to build it again (see
+ * source.h).
+ */
+#include <errno.h>
+#include <libgen.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "json.h"
+#include "source.h"
+
+/* Lists in a guest description nest this deep at most (vnuma: 3). */
+#define GUEST_MAX_DEPTH	8
+
+int
+value_from_json(yajl_val v, struct vmb_value *out, const char **why,
+    int depth)
+{
+	memset(out, 0, sizeof(*out));
+	if (depth > GUEST_MAX_DEPTH) {
+		*why = "lists nested too deeply";
+		return -EINVAL;
+	}
+	switch (v->type) {
+	case yajl_t_string:
+		out->type = VMB_VALUE_STRING;
+		out->u.s = v->u.string;
+		return 0;
+	case yajl_t_number:
+		if (!YAJL_IS_INTEGER(v)) {
+			*why = "numbers must be integers";
+			return -EINVAL;
+		}
+		out->type = VMB_VALUE_INT;
+		out->u.i = YAJL_GET_INTEGER(v);
+		return 0;
+	case yajl_t_true:
+	case yajl_t_false:
+		out->type = VMB_VALUE_INT;
+		out->u.i = YAJL_IS_TRUE(v);
+		return 0;
+	case yajl_t_array: {
+		struct vmb_value *items;
+		size_t n = v->u.array.len;
+
+		items = calloc(n + 1, sizeof(*items));
+		if (items == NULL) {
+			*why = "out of memory";
+			return -ENOMEM;
+		}
+		out->type = VMB_VALUE_LIST;
+		out->u.list.v = items;
+		out->u.list.n = 0;
+		for (size_t i = 0; i < n; i++) {
+			int rc = value_from_json(v->u.array.values[i],
+			    &items[i], why, depth + 1);
+
+			/* Count the failed item too: it may hold a partly
+			 * built list that value_done() must free. */
+			out->u.list.n++;
+			if (rc < 0)
+				return rc;
+		}
+		return 0;
+	}
+	default:
+		*why = "values must be strings, integers, booleans or lists";
+		return -EINVAL;
+	}
+}
+
+void
+value_done(struct vmb_value *v)
+{
+	if (v->type != VMB_VALUE_LIST)
+		return;
+	for (size_t i = 0; i < v->u.list.n; i++)
+		value_done((struct vmb_value *)&v->u.list.v[i]);
+	free((void *)v->u.list.v);
+}
+
+int
+source_guest_keys(struct vmb_guest *guest, yajl_val obj, const char *where,
+    struct vmb_diags *diags, const char **ret_key, const char **ret_why)
+{
+	for (size_t i = 0; i < obj->u.object.len; i++) {
+		const char *key = obj->u.object.keys[i], *why = NULL;
+		/* A scalar type, so that value_done() is a no-op when
+		 * value_from_json() fails before setting it. */
+		struct vmb_value val = { .type = VMB_VALUE_STRING };
+		int rc;
+
+		rc = value_from_json(obj->u.object.values[i], &val, &why, 1);
+		if (rc == 0)
+			(void)vmb_guest_set(guest, key, &val, where, diags);
+		value_done(&val);
+		if (rc < 0) {
+			*ret_key = key;
+			*ret_why = why;
+			return rc;
+		}
+	}
+	return 0;
+}
+
+char *
+source_json(const char *config, yajl_val guest, const char *config_path,
+    bool ignore_unsupported)
+{
+	yajl_gen g = jg_new();
+
+	if (g == NULL)
+		return NULL;
+	yajl_gen_map_open(g);
+	if (config != NULL)
+		jg_kv_str(g, "config", config);
+	else {
+		jg_key(g, "guest");
+		jg_tree(g, guest);
+	}
+	if (config_path != NULL)
+		jg_kv_str(g, "config_path", config_path);
+	if (ignore_unsupported)
+		jg_kv_bool(g, "ignore_unsupported", true);
+	yajl_gen_map_close(g);
+	return jg_finish(g);
+}
+
+static const char *
+str_member(yajl_val v, const char *key)
+{
+	yajl_val m = jv_get(v, key);
+
+	return YAJL_IS_STRING(m) ? m->u.string : NULL;
+}
+
+static void
+first_error(const struct vmb_diags *diags, char *why, size_t len)
+{
+	for (size_t i = 0; i < diags->n; i++)
+		if (diags->v[i].severity == VMB_ERROR) {
+			vmb_diag_format(&diags->v[i], why, len);
+			return;
+		}
+	snprintf(why, len, "invalid description");
+}
+
+int
+source_parse(const char *json, struct vmb_guest **ret_guest, char *why,
+    size_t why_len)
+{
+	struct vmb_diags diags = { 0 };
+	struct vmb_guest *guest = NULL;
+	const char *text, *path, *key = NULL, *what = NULL;
+	char *dir = NULL, *basedir = NULL;
+	yajl_val root, obj;
+	unsigned flags = 0;
+	int rc;
+
+	root = json != NULL ? jv_parse(json, strlen(json), JSON_MAX_DEPTH,
+	    NULL, 0) : NULL;
+	if (root == NULL) {
+		snprintf(why, why_len, "no recorded description");
+		return -ENOENT;
+	}
+	text = str_member(root, "config");
+	path = str_member(root, "config_path");
+	obj = jv_get(root, "guest");
+	if (YAJL_IS_TRUE(jv_get(root, "ignore_unsupported")))
+		flags = VMB_CONFIG_IGNORE_UNSUPPORTED;
+	if (path != NULL && path[0] == '/' && (dir = strdup(path)) != NULL)
+		basedir = dirname(dir);
+	if (text != NULL) {
+		/* As vm.create: no file is looked at (images.c opens). */
+		rc = vmb_config_parse(text, strlen(text),
+		    path != NULL ? path : "request", basedir, flags, &guest,
+		    &diags);
+	} else if (YAJL_IS_OBJECT(obj)) {
+		rc = vmb_guest_new(&guest);
+		if (rc == 0)
+			guest->flags = flags;
+		if (rc == 0)
+			rc = source_guest_keys(guest, obj, "request", &diags,
+			    &key, &what);
+		if (rc == 0 && diags.nr_errors == 0)
+			rc = vmb_guest_check(guest, basedir, "request", 0,
+			    &diags);
+		if (rc == 0 && diags.nr_errors > 0)
+			rc = -EINVAL;
+	} else {
+		rc = -EINVAL;
+		snprintf(why, why_len, "the recorded description is neither "
+		    "xl.cfg text nor a guest object");
+		goto out;
+	}
+	if (rc < 0 && key != NULL)
+		snprintf(why, why_len, "guest.%s: %s", key, what);
+	else if (rc < 0 && diags.nr_errors > 0)
+		first_error(&diags, why, why_len);
+	else if (rc < 0)
+		snprintf(why, why_len, "%s", strerror(-rc));
+out:
+	if (rc == 0)
+		*ret_guest = guest;
+	else
+		vmb_guest_free(guest);
+	vmb_diags_done(&diags);
+	yajl_tree_free(root);
+	free(dir);
+	return rc;
+}

@@ -1,0 +1,55 @@
+/*
+ * source.h - what a VM is built from, kept to build it again.
+ *
+ * vm.create takes the guest as xl.cfg text (params.config, with
+ * params.config_path) or as an object of xl.cfg keys (params.guest).
+ * The daemon records that as the VM's source and, when on_reboot (or
+ * another on_* key) says restart, parses it again the way vm.create
+ * did, so the new domain is the guest that was created, whatever
+ * happened to the file it was read from since (xl restarts from the
+ * configuration it created the domain with, too).
+ */
+#ifndef VMBUILDD_SOURCE_H
+#define VMBUILDD_SOURCE_H
+
+#include <stddef.h>
+
+#include <yajl/yajl_tree.h>
+
+#include "vmbuild.h"
+
+/*
+ * A JSON value of a guest object as a libvmbuild value, at list depth
+ * `depth` (1 for a key's value; at most 8); lists are malloc'd
+ * (value_done frees them).  -EINVAL with *why set for a value no xl.cfg
+ * key takes.
+ */
+int value_from_json(yajl_val v, struct vmb_value *out, const char **why,
+    int depth);
+void value_done(struct vmb_value *v);
+/*
+ * Every member of a guest object into `guest` (vmb_guest_set, errors
+ * in diags as from `where`).  -EINVAL with *ret_key and *ret_why for
+ * a value of the wrong kind (not a config error: a request error).
+ */
+int source_guest_keys(struct vmb_guest *guest, yajl_val obj,
+    const char *where, struct vmb_diags *diags, const char **ret_key,
+    const char **ret_why);
+
+/*
+ * The source as JSON text: {"config":TEXT} or {"guest":{...}}, with
+ * "config_path" when given and "ignore_unsupported": true when the VM
+ * was created so (a restart reads its keys the same way).  NULL when
+ * out of memory.
+ */
+char *source_json(const char *config, yajl_val guest,
+    const char *config_path, bool ignore_unsupported);
+/*
+ * A recorded source back into a validated guest.  -EINVAL (or another
+ * negative errno) with the reason in `why` (the first configuration
+ * error, file:line: key: message).
+ */
+int source_parse(const char *json, struct vmb_guest **ret_guest, char *why,
+    size_t why_len);
+
+#endif /* VMBUILDD_SOURCE_H */
