@@ -195,13 +195,12 @@ static void
 test_control(void **state)
 {
 	(void)state;
-	__wrap_xs_write(NULL, 0, "/local/domain/5/control/shutdown", "", 0);
+	fake_xs_set("/local/domain/5/control/shutdown", "");
 	assert_int_equal(xen_xs_control(&be, 5, "poweroff", false),
 	    -EOPNOTSUPP);
 	assert_string_equal(val("/local/domain/5/control/shutdown"), "");
 	/* Linux's xenbus shutdown watcher writes these. */
-	__wrap_xs_write(NULL, 0, "/local/domain/5/control/feature-poweroff",
-	    "1", 1);
+	fake_xs_set("/local/domain/5/control/feature-poweroff", "1");
 	assert_int_equal(xen_xs_control(&be, 5, "reboot", false),
 	    -EOPNOTSUPP);
 	assert_int_equal(xen_xs_control(&be, 5, "poweroff", false), 0);
@@ -213,7 +212,7 @@ test_control(void **state)
 	assert_int_equal(xen_xs_control(&be, 5, "poweroff", true), 0);
 	/* Taken by the guest (it clears the node): 0, left alone. */
 	assert_int_equal(xen_xs_control(&be, 5, "poweroff", false), 0);
-	__wrap_xs_write(NULL, 0, "/local/domain/5/control/shutdown", "", 0);
+	fake_xs_set("/local/domain/5/control/shutdown", "");
 	assert_int_equal(xen_xs_control(&be, 5, "poweroff", true), 0);
 }
 
@@ -225,15 +224,12 @@ test_console(void **state)
 	int m, fd = -1;
 
 	(void)state;
-	__wrap_xs_write(NULL, 0, "/local/domain/5/console/tty", "/etc/passwd",
-	    11);
+	fake_xs_set("/local/domain/5/console/tty", "/etc/passwd");
 	assert_int_equal(xen_console_open(&be, 5, &fd, path, sizeof(path)),
 	    -EPERM);
-	__wrap_xs_write(NULL, 0, "/local/domain/5/console/tty",
-	    "/dev/pts/../../etc/shadow", 25);
+	fake_xs_set("/local/domain/5/console/tty", "/dev/pts/../../etc/shadow");
 	assert_int_equal(xen_console_open(&be, 5, &fd, NULL, 0), -EPERM);
-	__wrap_xs_write(NULL, 0, "/local/domain/5/console/tty", "/dev/null",
-	    9);
+	fake_xs_set("/local/domain/5/console/tty", "/dev/null");
 	assert_int_equal(xen_console_open(&be, 5, &fd, NULL, 0), -EPERM);
 	assert_int_equal(fd, -1);
 	assert_int_equal(xen_console_open(&be, 0, &fd, NULL, 0), -EINVAL);
@@ -245,8 +241,7 @@ test_console(void **state)
 			close(m);
 		skip();
 	}
-	__wrap_xs_write(NULL, 0, "/local/domain/5/console/tty", name,
-	    strlen(name));
+	fake_xs_set("/local/domain/5/console/tty", name);
 	assert_int_equal(xen_console_open(&be, 5, &fd, path, sizeof(path)), 0);
 	assert_string_equal(path, name);
 	assert_true(isatty(fd));
