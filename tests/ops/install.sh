@@ -21,7 +21,6 @@ lib/systemd/system/hvsim.service
 lib/systemd/system/vmbuildd-ro.socket
 lib/systemd/system/vmbuildd.service
 lib/systemd/system/vmbuildd.socket
-lib/systemd/system/vmbuildd-ro.socket
 ${p#/}/bin/vmctl
 ${p#/}/include/vmbuild/vmbuild.h
 $(sed -n 's/^#include "\([^"]*\)".*/\1/p' libvmbuild/vmbuild.h | sed "s|^|${p#/}/include/vmbuild/|")
