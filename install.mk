@@ -30,7 +30,7 @@ SED_PATHS = sed -e 's|/usr/sbin/vmbuildd|$(SBINDIR)/vmbuildd|g' \
 		-e 's|"\.\./build/guest/hello\.elf"|"$(PKGLIBDIR)/hello.elf"|'
 
 PY_FILES := $(wildcard clients/python/vmbuild/*.py)
-EXAMPLES := $(wildcard configs/*.cfg)
+EXAMPLES := $(wildcard configs/*.cfg) systemd/vmbuildd-devices.conf
 PROM_RULES := $(wildcard contrib/prometheus/*.rules.yml)
 
 # The archives are static: a program links what libvmbuild links, the

@@ -162,7 +162,7 @@ open_images(const char *cfg, yajl_val files, int *fds, const char **keys,
 /* vm.create for the config; with descriptors, params.fds names them. */
 static int
 send_create(struct vmc_client *c, const char *text, const char *path,
-    bool paused, const int *fds, const char **keys, size_t nfds,
+    bool paused, bool ignore, const int *fds, const char **keys, size_t nfds,
     yajl_val *ret_res, struct vmc_error *err)
 {
 	yajl_gen g = vmc_request(c, M_VM_CREATE);
@@ -173,6 +173,8 @@ send_create(struct vmc_client *c, const char *text, const char *path,
 		jg_kv_bool(g, P_WAIT, false);
 		if (paused)
 			jg_kv_bool(g, P_PAUSED, true);
+		if (ignore)
+			jg_kv_bool(g, P_IGNORE_UNSUPPORTED, true);
 		if (nfds > 0) {
 			jg_key(g, P_FDS);
 			yajl_gen_map_open(g);
@@ -432,6 +434,7 @@ cmd_create(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 	static const struct option opts[] = {
 		{ "no-wait", no_argument, NULL, 'n' },
 		{ "paused", no_argument, NULL, 'p' },
+		{ "ignore-unsupported", no_argument, NULL, 'i' },
 		{ "console", no_argument, NULL, 'c' },
 		VMCTL_COMMON_OPTS,
 		{ NULL, 0, NULL, 0 },
@@ -439,8 +442,8 @@ cmd_create(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 	struct vmc_client *c = NULL;
 	struct vmc_error err = { 0 };
 	char *text = NULL, abspath[PATH_MAX];
-	bool wait = true, paused = false, console = false;
-	yajl_val res = NULL;
+	bool wait = true, paused = false, ignore = false, console = false;
+	yajl_val res = NULL, warnings;
 	const char *path;
 	char *name = NULL;
 	size_t len;
@@ -453,6 +456,8 @@ cmd_create(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 			wait = false;
 		else if (ch == 'p')
 			paused = true;
+		else if (ch == 'i')
+			ignore = true;
 		else if (ch == 'c')
 			console = true;
 		else if ((rc = vmctl_opt_common(ctl, cmd, ch)) >= 0)
@@ -497,7 +502,8 @@ cmd_create(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 		yajl_tree_free(res);
 		res = NULL;
 	}
-	rc = send_create(c, text, abspath, paused, NULL, NULL, 0, &res, &err);
+	rc = send_create(c, text, abspath, paused, ignore, NULL, NULL, 0, &res,
+	    &err);
 	if (rc == VMC_RPC_ERROR && err.code == E_IMAGE_FD) {
 		/*
 		 * The daemon opens no file outside its image directories:
@@ -513,8 +519,8 @@ cmd_create(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 		if (rc != VMCTL_EXIT_OK)
 			goto out;
 		vmc_error_done(&err);
-		rc = send_create(c, text, abspath, paused, fds, keys, nfds,
-		    &res, &err);
+		rc = send_create(c, text, abspath, paused, ignore, fds, keys,
+		    nfds, &res, &err);
 		while (nfds > 0)
 			close(fds[--nfds]);
 	}
@@ -522,6 +528,13 @@ cmd_create(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 		rc = vmc_report(ctl, "create", rc, &err);
 		goto out;
 	}
+	/* What the daemon ignored, as "file:line: key: warning: ...". */
+	warnings = jget(res, "warnings");
+	for (size_t i = 0; YAJL_IS_ARRAY(warnings) &&
+	    i < warnings->u.array.len; i++)
+		if (jstr(warnings->u.array.values[i], NULL))
+			fprintf(stderr, "%s\n",
+			    jstr(warnings->u.array.values[i], NULL));
 	if (!jnum(res, P_TASK, &tid)) {
 		/* A daemon that built synchronously: show what it says. */
 		if (ctl->json)

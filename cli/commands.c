@@ -9,18 +9,24 @@
 #define OPT_JSON "  --json          machine output (JSON) on stdout\n"
 
 const struct vmctl_cmd vmctl_cmds[] = {
-	{ "create", cmd_create, "[--no-wait] [--paused] [--console] CONFIG",
+	{ "create", cmd_create,
+	  "[--no-wait] [--paused] [--console] [--ignore-unsupported] CONFIG",
 	  "create a VM from an xl.cfg file and follow its build",
 	  "  --no-wait       print the task id and return at once\n"
 	  "  --paused        leave the new VM paused\n"
 	  "  --console, -c   attach to its console once built (as xl create "
 	  "-c)\n"
+	  "  --ignore-unsupported\n"
+	  "                  build without the xl keys vmbuild does not\n"
+	  "                  implement (sdl, vnc, pci, ...), each printed as a\n"
+	  "                  warning, instead of refusing the file\n"
 	  OPT_JSON
 	  "Reads CONFIG (xl.cfg syntax) and sends it to the daemon, which\n"
 	  "checks it, places the VM and builds it as a task.  vmctl follows\n"
 	  "the task: a progress bar on a terminal, plain lines otherwise\n"
 	  "(both on stderr), then prints the new VM's id and name.\n"
-	  "Configuration errors are printed as file:line: key: message.\n" },
+	  "Configuration errors and warnings are printed as\n"
+	  "file:line: key: message.\n" },
 	{ "list", cmd_list, "",
 	  "list VMs",
 	  OPT_JSON
@@ -66,6 +72,33 @@ const struct vmctl_cmd vmctl_cmds[] = {
 	  "otherwise stdin goes to the console until it ends and the console\n"
 	  "to stdout.  One client at a time per VM.  hvsim runs no guest\n"
 	  "code: its VMs have no console (exit 1).\n" },
+	{ "disk-attach", cmd_disk_attach, "[--wait SECONDS] VM DISKSPEC",
+	  "attach a disk to a running VM (xl's disk syntax)",
+	  "  --wait SECS     how long the guest has to connect it (default\n"
+	  "                  30; 0: do not wait for the guest)\n"
+	  OPT_JSON
+	  "DISKSPEC is xl's (xl-disk-configuration(5)), e.g.\n"
+	  "/srv/data.img,raw,xvdb,rw; a relative image path is taken from\n"
+	  "the current directory.  The daemon attaches only an image you\n"
+	  "may open yourself (read-write for rw).\n" },
+	{ "disk-detach", cmd_disk_detach, "[--force] VM VDEV",
+	  "detach a disk from a running VM",
+	  "  --force         do not ask the guest to let go of it first\n"
+	  OPT_JSON
+	  "VDEV is the disk's name (xvdb) or vbd number.  The guest is asked\n"
+	  "to close it; after 10 s it is taken away regardless.\n" },
+	{ "net-attach", cmd_net_attach, "[--wait SECONDS] VM [VIFSPEC]",
+	  "attach a network interface to a running VM (xl's vif syntax)",
+	  "  --wait SECS     how long the guest has to connect it (default\n"
+	  "                  30; 0: do not wait for the guest)\n"
+	  OPT_JSON
+	  "VIFSPEC is xl's (xl-network-configuration(5)), e.g.\n"
+	  "bridge=xenbr0,mac=00:16:3e:01:02:03; empty: bridge xenbr0 and a\n"
+	  "MAC in Xen's range, the lowest free devid.\n" },
+	{ "net-detach", cmd_net_detach, "[--force] VM DEVID|MAC",
+	  "detach a network interface from a running VM",
+	  "  --force         do not ask the guest to let go of it first\n"
+	  OPT_JSON },
 	{ "host", cmd_host, "",
 	  "show the host: topology, memory per node",
 	  OPT_JSON },
@@ -145,7 +178,7 @@ vmctl_usage_all(FILE *out, const char *prog)
 	    "\n"
 	    "Commands:\n", prog, VMBUILD_SOCKET_ENV, VMBUILD_DEFAULT_SOCKET);
 	for (c = vmctl_cmds; c->name; c++)
-		fprintf(out, "  %-9s %s\n", c->name, c->summary);
+		fprintf(out, "  %-11s %s\n", c->name, c->summary);
 	fprintf(out,
 	    "\n"
 	    "Exit status:\n"

@@ -204,6 +204,15 @@ int cmd_pause(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
     char **argv);
 int cmd_unpause(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
     char **argv);
+/* cmd_dev.c */
+int cmd_disk_attach(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
+    char **argv);
+int cmd_disk_detach(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
+    char **argv);
+int cmd_net_attach(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
+    char **argv);
+int cmd_net_detach(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
+    char **argv);
 int cmd_host(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
     char **argv);
 int cmd_scrub(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,

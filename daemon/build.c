@@ -53,6 +53,7 @@ struct build_job {
 	struct vmb_domain dom;
 	bool		have_dom;
 	char		*build_json;
+	struct build_warnings warnings;	/* of the configuration */
 };
 
 static struct {
@@ -193,7 +194,29 @@ build_job_free(struct build_job *bj)
 	free(bj->rec.config_json);
 	free(bj->rec.source_json);
 	free(bj->build_json);
+	build_warnings_done(&bj->warnings);
 	free(bj);
+}
+
+void
+build_warnings_done(struct build_warnings *w)
+{
+	for (size_t i = 0; i < w->n; i++)
+		free(w->v[i]);
+	free(w->v);
+	w->v = NULL;
+	w->n = 0;
+}
+
+/* "warnings": [...], in every vm.create result. */
+static void
+gen_warnings(yajl_gen g, const struct build_warnings *w)
+{
+	jg_key(g, "warnings");
+	yajl_gen_array_open(g);
+	for (size_t i = 0; i < w->n; i++)
+		jg_str(g, w->v[i]);
+	yajl_gen_array_close(g);
 }
 
 static void
@@ -244,6 +267,7 @@ build_done(struct job *job)
 				vm_gen_info(g, vm);
 			else
 				yajl_gen_null(g);
+			gen_warnings(g, &bj->warnings);
 			yajl_gen_map_close(g);
 			call_reply(bj->call, g);
 			yajl_gen_free(g);
@@ -385,7 +409,7 @@ build_unprepare(struct build_job *bj)
 int
 build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
     struct image_req *images, const char *config_path, const char *source,
-    bool wait, bool paused)
+    bool wait, bool paused, struct build_warnings *warnings)
 {
 	struct build_job *bj = NULL;
 	struct vm *vm = NULL;
@@ -426,6 +450,9 @@ build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
 		goto fail;
 	}
 	t = bj->task;
+	bj->warnings = *warnings;	/* the job's now */
+	warnings->v = NULL;
+	warnings->n = 0;
 	/* The images go with the build (descriptors and all). */
 	bj->images = *images;
 	image_req_init(images);
@@ -460,6 +487,7 @@ build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
 	jg_kv_u64(g, "task", t->id);
 	jg_kv_str(g, "vm", bj->guest->name);
 	jg_kv_str(g, "uuid", u);
+	gen_warnings(g, &bj->warnings);
 	yajl_gen_map_close(g);
 	return 0;
 fail:

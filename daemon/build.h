@@ -37,9 +37,20 @@ void build_stop(void);
  */
 struct image_req;
 /* `images` (images.h) is taken over; *images is left empty. */
+/*
+ * The warnings of the configuration ("file:line: key: warning: ..."),
+ * answered as the result's "warnings": every key it ignored is there.
+ * build_start takes *warnings over (leaving it empty) once it answers.
+ */
+struct build_warnings {
+	char	**v;
+	size_t	n;
+};
+void build_warnings_done(struct build_warnings *w);
+
 int build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
     struct image_req *images, const char *config_path, const char *source,
-    bool wait, bool paused);
+    bool wait, bool paused, struct build_warnings *warnings);
 /*
  * Build a VM of ours again (on_reboot=restart & co.) from `guest`
  * (taken over), under its own name and uuid, as a "vm.restart" task;

@@ -64,6 +64,7 @@ static struct {
 	const char	*metrics;
 	unsigned	max_metrics;
 	unsigned	hv_timeout;	/* s */
+	unsigned	hotplug_timeout;	/* s; 0: libvmbuild's default */
 	size_t		max_output;
 	double		stop_mono;	/* when SIGTERM came */
 	bool		foreground;
@@ -129,6 +130,9 @@ usage(FILE *f)
 "                         complete S s after its first byte (default %d)\n"
 "  --hypervisor-timeout S  fail a hypervisor call after S s (default %d;\n"
 "                         0: wait for ever)\n"
+"  --hotplug-timeout S    how long a device's hotplug script may take\n"
+"                         (default 40, libxl's; the backend's InitWait\n"
+"                         is waited for a quarter of it)\n"
 "  -v, --verbose          debug messages\n"
 "  -h, --help             this text\n"
 "  -V, --version          print the version\n"
@@ -163,7 +167,7 @@ parse_count(const char *opt, const char *arg, unsigned long long min,
 
 enum { O_MAXREQ = 256, O_MAXCONN, O_MAXTASKS, O_POPULATE, O_METRICS,
     O_REQTIMEOUT, O_LOGTARGET, O_SCRUBWAIT, O_ROSOCK, O_GROUP, O_IMAGEDIR,
-    O_MAXOUT, O_MAXMETRICS, O_HVTIMEOUT };
+    O_MAXOUT, O_MAXMETRICS, O_HVTIMEOUT, O_HPTIMEOUT };
 
 static const struct option longopts[] = {
 	{ "hypervisor",	     required_argument,	NULL, 'H' },
@@ -184,6 +188,7 @@ static const struct option longopts[] = {
 	{ "max-output",	     required_argument,	NULL, O_MAXOUT },
 	{ "max-metrics-connections", required_argument, NULL, O_MAXMETRICS },
 	{ "hypervisor-timeout", required_argument, NULL, O_HVTIMEOUT },
+	{ "hotplug-timeout", required_argument, NULL, O_HPTIMEOUT },
 	{ "verbose",	     no_argument,	NULL, 'v' },
 	{ "help",	     no_argument,	NULL, 'h' },
 	{ "version",	     no_argument,	NULL, 'V' },
@@ -215,6 +220,8 @@ static const struct count_option {
 	{ O_MAXMETRICS,	 "--max-metrics-connections", 1, 65536, 1,
 	    &M.max_metrics, NULL },
 	{ O_HVTIMEOUT,	 "--hypervisor-timeout", 0, 86400, 1, &M.hv_timeout,
+	    NULL },
+	{ O_HPTIMEOUT,	 "--hotplug-timeout", 4, 3600, 1, &M.hotplug_timeout,
 	    NULL },
 };
 
@@ -574,6 +581,8 @@ main(int argc, char **argv)
 		fatalx("cannot open hypervisor \"%s\": %s", vmbd.hypervisor,
 		    strerror(-rc));
 	vmb_ctx_set_timeout(vmbd.ctx, M.hv_timeout * 1000);
+	if (M.hotplug_timeout)
+		vmb_ctx_set_hotplug_timeout(vmbd.ctx, M.hotplug_timeout * 1000);
 	if (M.verbose)
 		vmb_ctx_set_log(vmbd.ctx, ctx_log, NULL);
 	log_info("vmbuildd %s: hypervisor %s (%s), populate %s", VMB_VERSION,

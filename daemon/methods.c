@@ -16,6 +16,7 @@
 #include "build.h"
 #include "console.h"
 #include "control.h"
+#include "devices.h"
 #include "events.h"
 #include "images.h"
 #include "json.h"
@@ -132,6 +133,7 @@ static const struct {
 	{ VMB_CAP_SHADOW,		"shadow" },
 	{ VMB_CAP_HAP,			"hap" },
 	{ VMB_CAP_HOST_TOPOLOGY,	"host_topology" },
+	{ VMB_CAP_DEVICES,		"devices" },
 };
 
 static int
@@ -257,7 +259,7 @@ m_host_counters(struct call *call, yajl_gen g)
 /* vm.create                                                           */
 
 /* Diagnostics to E_CONFIG with data.errors. */
-static int
+int
 config_error(struct call *call, struct vmb_diags *diags)
 {
 	char **list = NULL, first[700] = "";
@@ -281,9 +283,10 @@ config_error(struct call *call, struct vmb_diags *diags)
 	return -1;
 }
 
+/* The guest of params.guest; its warnings stay in *pdiags. */
 static int
 guest_from_json(struct call *call, yajl_val obj, const char *basedir,
-    struct vmb_guest **ret)
+    uint32_t flags, struct vmb_diags *pdiags, struct vmb_guest **ret)
 {
 	struct vmb_diags diags = { 0 };
 	struct vmb_guest *guest = NULL;
@@ -294,6 +297,7 @@ guest_from_json(struct call *call, yajl_val obj, const char *basedir,
 	if (rc < 0)
 		return call_error(call, RPC_INTERNAL_ERROR, rc,
 		    "cannot allocate a guest: %s", strerror(-rc));
+	guest->flags = flags;
 	rc = source_guest_keys(guest, obj, "request", &diags, &key, &why);
 	if (rc < 0) {
 		vmb_guest_free(guest);
@@ -310,8 +314,33 @@ guest_from_json(struct call *call, yajl_val obj, const char *basedir,
 		vmb_diags_done(&diags);
 		return -1;
 	}
-	vmb_diags_done(&diags);
+	*pdiags = diags;
 	*ret = guest;
+	return 0;
+}
+
+/*
+ * The warnings of a configuration ("file:line: key: warning: ..."), for
+ * the result of vm.create: every key it ignored is listed there.
+ */
+static int
+config_warnings(const struct vmb_diags *diags, struct build_warnings *w)
+{
+	w->v = NULL;
+	w->n = 0;
+	if (diags->n > diags->nr_errors &&
+	    !(w->v = calloc(diags->n - diags->nr_errors, sizeof(*w->v))))
+		return -ENOMEM;
+	for (size_t i = 0; i < diags->n; i++) {
+		char buf[700];
+
+		if (diags->v[i].severity != VMB_WARNING)
+			continue;
+		vmb_diag_format(&diags->v[i], buf, sizeof(buf));
+		if (!(w->v[w->n] = strdup(buf)))
+			return -ENOMEM;
+		w->n++;
+	}
 	return 0;
 }
 
@@ -322,9 +351,11 @@ m_vm_create(struct call *call, yajl_gen g)
 	struct vmb_diags diags = { 0 };
 	struct vmb_guest *guest = NULL;
 	struct image_req images;
+	struct build_warnings warn = { 0 };
 	char *dir = NULL, *basedir = NULL, *source = NULL;
-	bool wait = false, paused = false;
+	bool wait = false, paused = false, ignore = false;
 	yajl_val gobj = NULL;
+	uint32_t flags;
 	int has_text, has_guest, rc;
 
 	image_req_init(&images);
@@ -333,8 +364,10 @@ m_vm_create(struct call *call, yajl_gen g)
 	    param_string(call, P_CONFIG_PATH, false, &path) < 0 ||
 	    (has_guest = param_object(call, P_GUEST, false, &gobj)) < 0 ||
 	    param_bool(call, P_WAIT, &wait) < 0 ||
-	    param_bool(call, P_PAUSED, &paused) < 0)
+	    param_bool(call, P_PAUSED, &paused) < 0 ||
+	    param_bool(call, P_IGNORE_UNSUPPORTED, &ignore) < 0)
 		return -1;
+	flags = ignore ? VMB_CONFIG_IGNORE_UNSUPPORTED : 0;
 	if (has_text && has_guest)
 		return call_error(call, RPC_INVALID_PARAMS, 0,
 		    "give params.config or params.guest, not both");
@@ -356,28 +389,39 @@ m_vm_create(struct call *call, yajl_gen g)
 	if (has_text) {
 		/* No file is looked at: images.c decides what is opened. */
 		rc = vmb_config_parse(text, strlen(text), path != NULL ? path :
-		    "request", basedir, 0, &guest, &diags);
+		    "request", basedir, flags, &guest, &diags);
 		if (rc < 0 && diags.nr_errors > 0)
 			rc = config_error(call, &diags);
 		else if (rc < 0)
 			rc = call_error(call, E_CONFIG, rc,
 			    "invalid configuration: %s", strerror(-rc));
-		vmb_diags_done(&diags);
 	} else {
-		rc = guest_from_json(call, gobj, basedir, &guest);
+		rc = guest_from_json(call, gobj, basedir, flags, &diags,
+		    &guest);
 	}
-	if (rc == 0 && images_prepare(call, guest, &images) < 0) {
+	if (rc == 0 && config_warnings(&diags, &warn) < 0) {
+		vmb_guest_free(guest);
+		rc = call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
+		    "out of memory");
+	}
+	vmb_diags_done(&diags);
+	/* The daemon is root: only disks its client may open. */
+	if (rc == 0 && devices_check_guest(call, guest) < 0) {
+		vmb_guest_free(guest);
+		rc = -1;
+	} else if (rc == 0 && images_prepare(call, guest, &images) < 0) {
 		vmb_guest_free(guest);
 		rc = -1;
 	} else if (rc == 0 && (source = source_json(has_text ? text : NULL,
-	    gobj, path)) == NULL) {
+	    gobj, path, ignore)) == NULL) {
 		vmb_guest_free(guest);
 		rc = call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
 		    "out of memory");
 	} else if (rc == 0) {
 		rc = build_start(call, g, guest, &images, path, source, wait,
-		    paused);
+		    paused, &warn);
 	}
+	build_warnings_done(&warn);
 	image_req_done(&images);
 	free(source);
 	free(dir);
@@ -724,6 +768,10 @@ static const struct method methods[] = {
 	{ M_TASK_GET,		m_task_get,		false },
 	{ M_TASK_CANCEL,	m_task_cancel,		true },
 	{ M_EVENTS_SUBSCRIBE,	m_events_subscribe,	false },
+	{ M_VM_DISK_ATTACH,	m_vm_disk_attach,	true },
+	{ M_VM_DISK_DETACH,	m_vm_disk_detach,	true },
+	{ M_VM_NET_ATTACH,	m_vm_net_attach,	true },
+	{ M_VM_NET_DETACH,	m_vm_net_detach,	true },
 };
 
 const struct method *

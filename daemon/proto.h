@@ -51,6 +51,10 @@
 #define M_TASK_GET		"task.get"
 #define M_TASK_CANCEL		"task.cancel"
 #define M_EVENTS_SUBSCRIBE	"events.subscribe"
+#define M_VM_DISK_ATTACH	"vm.disk_attach"
+#define M_VM_DISK_DETACH	"vm.disk_detach"
+#define M_VM_NET_ATTACH		"vm.net_attach"
+#define M_VM_NET_DETACH		"vm.net_detach"
 
 /*
  * Parameters (keys of "params"; all optional unless marked).
@@ -67,8 +71,19 @@
  *                    P_PAUSED (bool: leave the domain paused);
  *                    P_FDS ({"kernel":I,"ramdisk":J}: the images are the
  *                    I-th and J-th descriptors sent with the request's
- *                    bytes, SCM_RIGHTS; see daemon/README.md).
+ *                    bytes, SCM_RIGHTS; see daemon/README.md);
+ *                    P_IGNORE_UNSUPPORTED (bool: xl keys vmbuild does
+ *                    not implement are warnings, listed in the result's
+ *                    "warnings", not errors).
  *   vm.info/destroy/pause/unpause   P_VM (required)
+ *   vm.disk_attach   P_VM, P_DISK (required: an xl disk specification
+ *                    with an absolute target), P_TIMEOUT (s the guest has
+ *                    to connect its frontend, default 30, 0: no wait)
+ *   vm.disk_detach   P_VM, P_DISK (required: a vdev or a vbd number),
+ *                    P_FORCE (bool: do not ask the guest first)
+ *   vm.net_attach    P_VM, P_VIF (an xl vif specification; default ""),
+ *                    P_TIMEOUT
+ *   vm.net_detach    P_VM, P_VIF (required: a devid or a MAC), P_FORCE
  *   vm.shutdown/reboot  P_VM (required); P_WAIT (bool: answer when the
  *                    domain has shut down and its on_* action is done);
  *                    P_TIMEOUT (seconds to wait for the guest, 1-3600,
@@ -90,6 +105,11 @@
 #define P_WAIT			"wait"
 #define P_PAUSED		"paused"
 #define P_EVENTS		"events"
+#define P_IGNORE_UNSUPPORTED	"ignore_unsupported"
+#define P_DISK			"disk"
+#define P_VIF			"vif"
+#define P_TIMEOUT		"timeout"
+#define P_FORCE			"force"
 #define P_FDS			"fds"
 #define P_TIMEOUT		"timeout"
 #define P_FORCE			"force"
@@ -124,6 +144,7 @@
 #define E_IMAGE			1013	/* kernel/ramdisk unusable (type, format, size) */
 #define E_IMAGE_FD		1014	/* pass these files as descriptors: data.files */
 #define E_TIMEOUT		1015	/* the guest did not do it in time */
+#define E_NO_SUCH_DEVICE	1016	/* detach of a disk or vif the VM lacks */
 
 /* vmctl exit codes. */
 #define VMCTL_EXIT_OK		0

@@ -106,7 +106,8 @@ source_guest_keys(struct vmb_guest *guest, yajl_val obj, const char *where,
 }
 
 char *
-source_json(const char *config, yajl_val guest, const char *config_path)
+source_json(const char *config, yajl_val guest, const char *config_path,
+    bool ignore_unsupported)
 {
 	yajl_gen g = jg_new();
 
@@ -121,6 +122,8 @@ source_json(const char *config, yajl_val guest, const char *config_path)
 	}
 	if (config_path != NULL)
 		jg_kv_str(g, "config_path", config_path);
+	if (ignore_unsupported)
+		jg_kv_bool(g, "ignore_unsupported", true);
 	yajl_gen_map_close(g);
 	return jg_finish(g);
 }
@@ -153,6 +156,7 @@ source_parse(const char *json, struct vmb_guest **ret_guest, char *why,
 	const char *text, *path, *key = NULL, *what = NULL;
 	char *dir = NULL, *basedir = NULL;
 	yajl_val root, obj;
+	unsigned flags = 0;
 	int rc;
 
 	root = json != NULL ? jv_parse(json, strlen(json), JSON_MAX_DEPTH,
@@ -164,15 +168,19 @@ source_parse(const char *json, struct vmb_guest **ret_guest, char *why,
 	text = str_member(root, "config");
 	path = str_member(root, "config_path");
 	obj = jv_get(root, "guest");
+	if (YAJL_IS_TRUE(jv_get(root, "ignore_unsupported")))
+		flags = VMB_CONFIG_IGNORE_UNSUPPORTED;
 	if (path != NULL && path[0] == '/' && (dir = strdup(path)) != NULL)
 		basedir = dirname(dir);
 	if (text != NULL) {
 		/* As vm.create: no file is looked at (images.c opens). */
 		rc = vmb_config_parse(text, strlen(text),
-		    path != NULL ? path : "request", basedir, 0, &guest,
+		    path != NULL ? path : "request", basedir, flags, &guest,
 		    &diags);
 	} else if (YAJL_IS_OBJECT(obj)) {
 		rc = vmb_guest_new(&guest);
+		if (rc == 0)
+			guest->flags = flags;
 		if (rc == 0)
 			rc = source_guest_keys(guest, obj, "request", &diags,
 			    &key, &what);

@@ -38,10 +38,12 @@ int source_guest_keys(struct vmb_guest *guest, yajl_val obj,
 
 /*
  * The source as JSON text: {"config":TEXT} or {"guest":{...}}, with
- * "config_path" when given.  NULL when out of memory.
+ * "config_path" when given and "ignore_unsupported": true when the VM
+ * was created so (a restart reads its keys the same way).  NULL when
+ * out of memory.
  */
 char *source_json(const char *config, yajl_val guest,
-    const char *config_path);
+    const char *config_path, bool ignore_unsupported);
 /*
  * A recorded source back into a validated guest.  -EINVAL (or another
  * negative errno) with the reason in `why` (the first configuration

@@ -132,6 +132,27 @@ struct vmb_boot {
 	struct vmb_memmap_entry memmap[VMB_MEMMAP_MAX];
 };
 
+/*
+ * One device for the backend's device_add (device.c fills it): a disk
+ * or a nic of the guest's description, the MAC it gets (vmb_nic_mac),
+ * and how long each step may take.
+ */
+#define VMB_DEV_INITWAIT_MS	10000	/* libxl's LIBXL_INIT_TIMEOUT */
+#define VMB_DEV_HOTPLUG_MS	40000	/* LIBXL_HOTPLUG_TIMEOUT */
+#define VMB_DEV_CLOSE_MS	10000	/* LIBXL_DESTROY_TIMEOUT */
+
+struct vmb_dev {
+	enum vmb_device_kind kind;
+	uint32_t devid;
+	const struct vmb_disk *disk;	/* VMB_DEVICE_DISK */
+	const struct vmb_nic *nic;	/* VMB_DEVICE_NIC */
+	uint8_t	mac[6];			/* VMB_DEVICE_NIC */
+	uint32_t initwait_ms;		/* backend to InitWait */
+	uint32_t hotplug_ms;		/* the hotplug script */
+	uint32_t connect_ms;		/* both ends Connected; 0: no wait */
+	uint32_t close_ms;		/* on failure: backend to Closed */
+};
+
 struct vmb_backend_ops {
 	const char *name;		/* "sim", "xen" */
 	/* arg: what followed "sim:" (a socket path), or NULL. */
@@ -199,6 +220,20 @@ struct vmb_backend_ops {
 	 */
 	int	(*boot)(void *priv, uint32_t domid, const struct vmb_boot *boot);
 
+	/*
+	 * Devices; NULL where the hypervisor has no I/O (hvsim): devices
+	 * are then only recorded.  device_add sets one up completely or
+	 * takes back what it did, saying why (naming the device) in `why`;
+	 * -EEXIST when the domain has it.  device_remove tears one down:
+	 * asks the guest first unless `force`, forces after close_ms;
+	 * -ENOENT when there is none.  domain_destroy tears down every
+	 * device the domain has.
+	 */
+	int	(*device_add)(void *priv, uint32_t domid,
+		    const struct vmb_dev *dev, char *why, size_t why_len);
+	int	(*device_remove)(void *priv, uint32_t domid,
+		    enum vmb_device_kind kind, uint32_t devid, bool force,
+		    uint32_t close_ms, char *why, size_t why_len);
 	/* Bound each later call to `ms` (0: none); NULL: not applicable. */
 	void	(*set_timeout)(void *priv, unsigned ms);
 

@@ -9,6 +9,7 @@
  *             populating most of it
  *   populate  the engine or the libxl pattern (populate.c)
  *   load      kernel, ramdisk, command line, start info (loader.c)
+ *   devices   disks and vifs: backends, hotplug scripts (device.c)
  *   boot      the backend's last step, then unpause unless start_paused
  *
  * Each phase is a function over the state of one run (struct run) and,
@@ -108,6 +109,7 @@ struct run {
 	struct vmb_boot boot;		/* filled by load, used by boot */
 	uint32_t domid;			/* VMB_DOMID_INVALID until created */
 	bool	claimed;
+	uint32_t disks_up, nics_up;	/* devices set up, for undo */
 	bool	bad_image;		/* the failure is the image's */
 	int	undo_rc;		/* 0: nothing of the build is left */
 	/*
@@ -599,6 +601,27 @@ phase_load(struct run *r)
 	return 0;
 }
 
+/*
+ * Every disk, then every vif, before the first unpause (libxl adds
+ * them in domcreate); the hotplug scripts read the domain's entries of
+ * the create phase.  A device that fails takes itself back; undo takes
+ * the others.
+ */
+static int
+phase_devices(struct run *r)
+{
+	return vmb__devices_setup(r->b->ctx, r->domid, r->res.uuid,
+	    r->b->guest, &r->disks_up, &r->nics_up, r->why, sizeof(r->why));
+}
+
+static void
+undo_devices(struct run *r)
+{
+	vmb__devices_undo(r->b->ctx, r->domid, r->b->guest, r->disks_up,
+	    r->nics_up);
+	r->disks_up = r->nics_up = 0;
+}
+
 static int
 phase_boot(struct run *r)
 {
@@ -635,6 +658,7 @@ static const struct phase {
 	[VMB_PHASE_CLAIM]	= { "claim",	phase_claim,	undo_claim },
 	[VMB_PHASE_POPULATE]	= { "populate",	phase_populate,	NULL },
 	[VMB_PHASE_LOAD]	= { "load",	phase_load,	NULL },
+	[VMB_PHASE_DEVICES]	= { "devices",	phase_devices,	undo_devices },
 	[VMB_PHASE_BOOT]	= { "boot",	phase_boot,	NULL },
 };
 #define NR_PHASES	(sizeof(phases) / sizeof(phases[0]))

@@ -22,7 +22,7 @@ EXTRA_CFLAGS_libvmbuild/tools/ += -Ilibvmbuild
 LIBVMB_XEN_LDLIBS := $(shell $(PKG) --libs $(LIBVMB_XEN_PKGS) xentoollog)
 
 LIBVMB_LDLIBS := $(LIB)/libvmbuild.a $(LIB)/libhvclient.a \
-	$(shell $(PKG) --libs xlutil uuid liblzma zlib) $(LIBVMB_XEN_LDLIBS) -pthread
+	$(shell $(PKG) --libs xlutil xenlight uuid liblzma zlib) $(LIBVMB_XEN_LDLIBS) -pthread
 
 $(LIBVMB_LIB): $(LIBVMB_OBJS)
 	@mkdir -p $(dir $@)

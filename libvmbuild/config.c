@@ -33,11 +33,20 @@
 
 enum value_kind { KIND_NUMBER, KIND_STRING, KIND_LIST };
 
+#define ITEM_LINES	64	/* lines kept of a list's first items */
+
 struct scanned_key {
 	char	name[64];
 	int	line;
 	enum value_kind kind;
 	bool	superseded;	/* set again further down */
+	/*
+	 * The line each item of a list starts on (its first ITEM_LINES),
+	 * so that an error in the third disk of a list written over ten
+	 * lines names the third disk's line.
+	 */
+	int	item_line[ITEM_LINES];
+	unsigned nr_items;
 };
 
 struct scan {
@@ -64,6 +73,8 @@ scan_keys(const char *t, size_t len, struct scan *sc)
 		size_t start, qstart = 0;
 		int depth = 0, qline = 0;
 		char quote = 0;
+		bool item_open = false;
+		struct scanned_key *cur = NULL;	/* this statement's key */
 
 		/* Skip blanks, empty statements and comments. */
 		while (i < len && (t[i] == ' ' || t[i] == '\t' || t[i] == '\r' ||
@@ -106,6 +117,8 @@ scan_keys(const char *t, size_t len, struct scan *sc)
 					    t[j] == '\'') ? KIND_STRING :
 					    j < len && t[j] == '[' ? KIND_LIST :
 					    KIND_NUMBER;
+					k->nr_items = 0;
+					cur = k;
 				}
 			}
 		}
@@ -113,6 +126,18 @@ scan_keys(const char *t, size_t len, struct scan *sc)
 		while (i < len) {
 			char c = t[i];
 
+			/* An item of the key's list starts here. */
+			if (!quote && depth == 1 && cur && cur->kind ==
+			    KIND_LIST && c != ' ' && c != '\t' && c != '\n' &&
+			    c != '\r' && c != ',' && c != ']' && c != '#' &&
+			    !item_open) {
+				if (cur->nr_items < ITEM_LINES)
+					cur->item_line[cur->nr_items] = line;
+				cur->nr_items++;
+				item_open = true;
+			}
+			if (!quote && depth == 1 && c == ',')
+				item_open = false;
 			if (quote) {
 				if (c == '\\' && quote == '"' && i + 1 < len)
 					i++;
@@ -205,7 +230,8 @@ static void free_value(struct vmb_value *v);
 /* An XLU list into a vmb_value list; items of lists are strings. */
 static int
 convert_list(const XLU_Config *cfg, const XLU_ConfigList *l, int line,
-    int depth, size_t *budget, struct vmb_value *out)
+    const struct scanned_key *k, int depth, size_t *budget,
+    struct vmb_value *out)
 {
 	struct vmb_value *items = NULL;
 	size_t n = 0;
@@ -238,8 +264,8 @@ convert_list(const XLU_Config *cfg, const XLU_ConfigList *l, int line,
 
 			rc = xlu_cfg_value_get_list(cfg, v, &sub, 1);
 			if (!rc)
-				rc = convert_list(cfg, sub, line, depth + 1,
-				    budget, &items[n]);
+				rc = convert_list(cfg, sub, line, NULL,
+				    depth + 1, budget, &items[n]);
 			else
 				rc = -rc;
 		} else {
@@ -247,7 +273,9 @@ convert_list(const XLU_Config *cfg, const XLU_ConfigList *l, int line,
 
 			rc = xlu_cfg_value_get_string(cfg, v, &s, 1);
 			items[n].type = VMB_VALUE_STRING;
-			items[n].line = line;
+			/* Where the item is, when the scan saw it. */
+			items[n].line = k && n < ITEM_LINES && n < k->nr_items ?
+			    k->item_line[n] : line;
 			items[n].u.s = s;
 			rc = rc ? -rc : 0;
 		}
@@ -293,7 +321,7 @@ set_key(struct vmb_guest *g, const XLU_Config *cfg,
 		rc = xlu_cfg_get_list(cfg, k->name, &l, NULL, 1);
 		if (rc)
 			return 0;	/* libxlutil did not keep it */
-		rc = convert_list(cfg, l, k->line, 0, &budget, &v);
+		rc = convert_list(cfg, l, k->line, k, 0, &budget, &v);
 		if (rc == -E2BIG)
 			rc = vmb__diag_add(diags, VMB_ERROR, where, k->line,
 			    k->name, "list too large or too deeply nested");
@@ -366,6 +394,7 @@ vmb_config_parse(const char *text, size_t len, const char *where,
 		rc = -ENOMEM;
 		goto out;
 	}
+	g->flags = flags;
 	scan_keys(text, len, sc);
 	if (sc->longest > CONFIG_MAX_STRING + 2) {
 		rc = vmb__diag_add(diags, VMB_ERROR, where, sc->longest_line, "",
@@ -454,6 +483,13 @@ int
 vmb_config_parse_file(const char *path, struct vmb_guest **ret_guest,
     struct vmb_diags *diags)
 {
+	return vmb_config_load(path, VMB_CHECK_FILES, ret_guest, diags);
+}
+
+int
+vmb_config_load(const char *path, unsigned flags, struct vmb_guest **ret_guest,
+    struct vmb_diags *diags)
+{
 	char *text = NULL, *dircopy = NULL;
 	FILE *f = NULL;
 	struct stat st;
@@ -497,7 +533,7 @@ vmb_config_parse_file(const char *path, struct vmb_guest **ret_guest,
 		goto out;
 	}
 	/* Relative kernel paths are relative to the config's directory. */
-	rc = vmb_config_parse_text(text, len, path, dirname(dircopy),
+	rc = vmb_config_parse(text, len, path, dirname(dircopy), flags,
 	    ret_guest, diags);
 out:
 	if (f)

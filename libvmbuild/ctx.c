@@ -92,6 +92,9 @@ vmb_ctx_open(const char *hypervisor, struct vmb_ctx **ret_ctx)
 		return rc;
 	}
 	ctx->caps = ops->caps ? ops->caps(ctx->priv) : 0;
+	ctx->hotplug_ms = VMB_DEV_HOTPLUG_MS;
+	if (ops->device_add)
+		ctx->caps |= VMB_CAP_DEVICES;
 	/*
 	 * Not VMB_CAP_HOST_TOPOLOGY for Xen: its CPUs are physical CPUs,
 	 * but this process runs on dom0's vCPUs, whose numbers (and sysfs
@@ -144,6 +147,13 @@ vmb_ctx_set_log(struct vmb_ctx *ctx, vmb_log_fn *fn, void *user)
 	ctx->log_fn = fn;
 	ctx->log_user = user;
 	pthread_mutex_unlock(&ctx->log_lock);
+}
+
+void
+vmb_ctx_set_hotplug_timeout(struct vmb_ctx *ctx, unsigned ms)
+{
+	if (ctx && ms >= 4)
+		ctx->hotplug_ms = ms;
 }
 
 void

@@ -657,6 +657,106 @@ set_vnuma(struct vmb_guest *g, const struct key_desc *k,
 	return 0;
 }
 
+/* Every disk= item: xl's syntax (devspec.c); checked in validation. */
+static int
+set_disks(struct vmb_guest *g, const struct key_desc *k,
+    const struct vmb_value *v, const char *where, struct vmb_diags *diags)
+{
+	struct vmb_disk *disks;
+	size_t n = 0;
+	int rc = 0;
+
+	if (v->type != VMB_VALUE_LIST)
+		return vmb__diag_add(diags, VMB_ERROR, where, v->line, k->name,
+		    "expected a list of disk specifications, got %s",
+		    value_type_name(v));
+	if (v->u.list.n > VMB_MAX_DISKS)
+		return vmb__diag_add(diags, VMB_ERROR, where, v->line, k->name,
+		    "%zu disks (at most %d)", v->u.list.n, VMB_MAX_DISKS);
+	disks = calloc(v->u.list.n + 1, sizeof(*disks));
+	if (!disks)
+		return -ENOMEM;
+	for (size_t i = 0; i < v->u.list.n; i++) {
+		const struct vmb_value *it = &v->u.list.v[i];
+		int r;
+
+		if (it->type != VMB_VALUE_STRING) {
+			rc = vmb__diag_add(diags, VMB_ERROR, where, v->line,
+			    k->name, "item %zu is %s, expected a disk "
+			    "specification string", i, value_type_name(it));
+			continue;
+		}
+		r = vmb_disk_parse(it->u.s, where, it->line ? it->line :
+		    v->line, &disks[n], diags);
+		if (r == 0)
+			n++;
+		else
+			rc = r;
+	}
+	if (rc) {
+		while (n > 0)
+			vmb_disk_done(&disks[--n]);
+		free(disks);
+		return rc;
+	}
+	for (uint32_t i = 0; i < g->nr_disks; i++)
+		vmb_disk_done(&g->disks[i]);
+	free(g->disks);
+	g->disks = disks;
+	g->nr_disks = (uint32_t)n;
+	return 0;
+}
+
+/* Every vif= item; each one's devid is its index unless devid= says. */
+static int
+set_vifs(struct vmb_guest *g, const struct key_desc *k,
+    const struct vmb_value *v, const char *where, struct vmb_diags *diags)
+{
+	struct vmb_nic *nics;
+	size_t n = 0;
+	int rc = 0;
+
+	if (v->type != VMB_VALUE_LIST)
+		return vmb__diag_add(diags, VMB_ERROR, where, v->line, k->name,
+		    "expected a list of vif specifications, got %s",
+		    value_type_name(v));
+	if (v->u.list.n > VMB_MAX_NICS)
+		return vmb__diag_add(diags, VMB_ERROR, where, v->line, k->name,
+		    "%zu vifs (at most %d)", v->u.list.n, VMB_MAX_NICS);
+	nics = calloc(v->u.list.n + 1, sizeof(*nics));
+	if (!nics)
+		return -ENOMEM;
+	for (size_t i = 0; i < v->u.list.n; i++) {
+		const struct vmb_value *it = &v->u.list.v[i];
+		int r;
+
+		if (it->type != VMB_VALUE_STRING) {
+			rc = vmb__diag_add(diags, VMB_ERROR, where, v->line,
+			    k->name, "item %zu is %s, expected a vif "
+			    "specification string", i, value_type_name(it));
+			continue;
+		}
+		r = vmb_nic_parse(it->u.s, (uint32_t)i, g->flags, where,
+		    it->line ? it->line : v->line, &nics[n], diags);
+		if (r == 0)
+			n++;
+		else
+			rc = r;
+	}
+	if (rc) {
+		while (n > 0)
+			vmb_nic_done(&nics[--n]);
+		free(nics);
+		return rc;
+	}
+	for (uint32_t i = 0; i < g->nr_nics; i++)
+		vmb_nic_done(&g->nics[i]);
+	free(g->nics);
+	g->nics = nics;
+	g->nr_nics = (uint32_t)n;
+	return 0;
+}
+
 static const struct key_desc keys[] = {
 	{ "name",	VMB_KEY_NAME,		set_name },
 	{ "type",	VMB_KEY_TYPE,		set_type },
@@ -675,6 +775,8 @@ static const struct key_desc keys[] = {
 	{ "cpus_soft",	VMB_KEY_CPUS_SOFT,	set_cpus },
 	{ "tsc_mode",	VMB_KEY_TSC_MODE,	set_mode },
 	{ "timer_mode",	VMB_KEY_TIMER_MODE,	set_mode },
+	{ "disk",	VMB_KEY_DISK,		set_disks },
+	{ "vif",	VMB_KEY_VIF,		set_vifs },
 	{ "on_poweroff", VMB_KEY_ON_POWEROFF,	set_action },
 	{ "on_reboot",	VMB_KEY_ON_REBOOT,	set_action },
 	{ "on_crash",	VMB_KEY_ON_CRASH,	set_action },
@@ -683,23 +785,124 @@ static const struct key_desc keys[] = {
 };
 
 /*
- * Keys xl knows that vmbuild does not act on: accepted with a warning, so
- * that an existing xl.cfg still parses, but never silently.
+ * Keys xl knows that vmbuild does not implement: refused, "not
+ * supported" (a warning under VMB_CONFIG_IGNORE_UNSUPPORTED).  Where
+ * one value is what vmbuild does anyway (`same`: xl's value written as
+ * a string, an integer's in decimal), that value is accepted: it is
+ * honoured, not dropped.  `why` is for vmbuild.cfg(5) and the message.
  */
-static const char *const xl_ignored[] = {
-	"builder", "disk", "vif", "serial", "vfb", "vkb", "vga",
-	"videoram", "boot", "pci", "localtime", "acpi", "apic", "pae",
-	"viridian", "usb", "usbdevice", "usbctrl", "sdl", "vnc", "vnclisten",
-	"vncpasswd", "root", "bootloader", "bootloader_args", "cpu_weight",
-	"cpu_cap", "shadow_memory", "nestedhvm", "seclabel",
-	"pool", "channel", "p9", "tee", "max_grant_frames",
-	"max_maptrack_frames", "device_model_version", "device_model_override",
-	"xen_platform_pci", "stdvga", "hpet",
-	"nomigrate", "driver_domain", "device_tree", "firmware",
-	"acpi_firmware", "smbios_firmware", "vtpm", "vdispl", "vsnd",
-	"dtdev", "irqs", "iomem", "ioports", "rdm", "e820_host",
-	"claim_mode", "autoballoon", "console",
+static const struct xl_unsupported {
+	const char *key;
+	const char *same;	/* the value vmbuild honours, or NULL */
+	const char *why;
+} xl_unsupported[] = {
+	{ "acpi",		"1",	"PVH guests always get ACPI tables" },
+	{ "nomigrate",		"0",	"vmbuild's CPUID policy is libxl's "
+	    "for a migratable guest" },
+	{ "pool",		"Pool-0", "guests run in Xen's default "
+	    "cpupool" },
+	{ "driver_domain",	"0",	"vmbuild builds no driver domains" },
+	{ "claim_mode",		"1",	"vmbuild always claims memory first" },
+	{ "autoballoon",	"0",	"vmbuild never balloons dom0 down" },
+	{ "builder",		NULL,	"use type=\"pvh\"" },
+	{ "serial",		NULL,	"a PVH guest has no emulated UART; "
+	    "its console is the PV console" },
+	{ "vfb",		NULL,	"needs a device model" },
+	{ "vkb",		NULL,	"needs a device model" },
+	{ "vga",		NULL,	"HVM only" },
+	{ "videoram",		NULL,	"HVM only" },
+	{ "stdvga",		NULL,	"HVM only" },
+	{ "boot",		NULL,	"HVM only" },
+	{ "localtime",		NULL,	"HVM only" },
+	{ "apic",		NULL,	"HVM only" },
+	{ "pae",		NULL,	"HVM only" },
+	{ "hpet",		NULL,	"HVM only" },
+	{ "viridian",		NULL,	"HVM only" },
+	{ "nestedhvm",		NULL,	NULL },
+	{ "xen_platform_pci",	NULL,	"HVM only" },
+	{ "usb",		NULL,	"needs a device model" },
+	{ "usbdevice",		NULL,	"needs a device model" },
+	{ "usbctrl",		NULL,	NULL },
+	{ "usbdev",		NULL,	NULL },
+	{ "sdl",		NULL,	"needs a device model" },
+	{ "vnc",		NULL,	"needs a device model" },
+	{ "vnclisten",		NULL,	"needs a device model" },
+	{ "vncpasswd",		NULL,	"needs a device model" },
+	{ "vncdisplay",		NULL,	"needs a device model" },
+	{ "vncunused",		NULL,	"needs a device model" },
+	{ "keymap",		NULL,	"needs a device model" },
+	{ "soundhw",		NULL,	"needs a device model" },
+	{ "spice",		NULL,	"needs a device model" },
+	{ "device_model_version", NULL,	"vmbuild runs no device model" },
+	{ "device_model_override", NULL, "vmbuild runs no device model" },
+	{ "device_model_args",	NULL,	"vmbuild runs no device model" },
+	{ "pci",		NULL,	"no PCI passthrough" },
+	{ "dtdev",		NULL,	"no device passthrough" },
+	{ "irqs",		NULL,	"no device passthrough" },
+	{ "iomem",		NULL,	"no device passthrough" },
+	{ "ioports",		NULL,	"no device passthrough" },
+	{ "rdm",		NULL,	"no device passthrough" },
+	{ "e820_host",		NULL,	"no device passthrough" },
+	{ "root",		NULL,	"write root= in cmdline" },
+	{ "bootloader",		NULL,	"give the kernel itself" },
+	{ "bootloader_args",	NULL,	"give the kernel itself" },
+	{ "cpu_weight",		NULL,	NULL },
+	{ "cpu_cap",		NULL,	NULL },
+	{ "shadow_memory",	NULL,	"vmbuild sizes the paging pool" },
+	{ "seclabel",		NULL,	"no XSM labels" },
+	{ "channel",		NULL,	NULL },
+	{ "p9",			NULL,	NULL },
+	{ "tee",		NULL,	NULL },
+	{ "max_grant_frames",	NULL,	"Xen's default is used" },
+	{ "max_maptrack_frames", NULL,	"Xen's default is used" },
+	{ "device_tree",	NULL,	"Arm only" },
+	{ "firmware",		NULL,	"the kernel is loaded directly" },
+	{ "acpi_firmware",	NULL,	NULL },
+	{ "smbios_firmware",	NULL,	NULL },
+	{ "vtpm",		NULL,	NULL },
+	{ "vdispl",		NULL,	NULL },
+	{ "vsnd",		NULL,	NULL },
+	{ "vscsi",		NULL,	NULL },
+	{ "console",		NULL,	NULL },
 };
+
+/* Is `v` the value vmbuild honours for this key anyway? */
+static bool
+unsupported_same(const struct xl_unsupported *u, const struct vmb_value *v)
+{
+	char num[24];
+
+	if (!u->same)
+		return false;
+	if (v->type == VMB_VALUE_STRING)
+		return !strcmp(v->u.s, u->same) ||
+		    (!strcmp(u->same, "0") && !strcmp(v->u.s, "off"));
+	if (v->type == VMB_VALUE_INT) {
+		snprintf(num, sizeof(num), "%lld", v->u.i);
+		return !strcmp(num, u->same);
+	}
+	return false;
+}
+
+/* An xl key vmbuild does not implement: refused, or ignored on request. */
+static int
+set_unsupported(struct vmb_guest *g, const struct xl_unsupported *u,
+    const struct vmb_value *v, const char *where, struct vmb_diags *diags)
+{
+	char why[160] = "";
+
+	if (unsupported_same(u, v))
+		return 0;
+	if (u->same)
+		snprintf(why, sizeof(why), " (only %s: %s)", u->same, u->why);
+	else if (u->why)
+		snprintf(why, sizeof(why), " (%s)", u->why);
+	if (g->flags & VMB_CONFIG_IGNORE_UNSUPPORTED)
+		return vmb__diag_add(diags, VMB_WARNING, where, v->line, u->key,
+		    "not supported, ignored%s", why);
+	return vmb__diag_add(diags, VMB_ERROR, where, v->line, u->key,
+	    "not supported%s", why);
+}
 
 static size_t
 edit_distance(const char *a, const char *b)
@@ -748,11 +951,11 @@ vmb_guest_set(struct vmb_guest *guest, const char *key,
 		}
 		return rc;
 	}
-	for (size_t i = 0; i < sizeof(xl_ignored) / sizeof(xl_ignored[0]); i++)
-		if (!strcmp(key, xl_ignored[i]))
-			return vmb__diag_add(diags, VMB_WARNING, where,
-			    value->line, key, "xl key not used by vmbuild, "
-			    "ignored");
+	for (size_t i = 0; i < sizeof(xl_unsupported) /
+	    sizeof(xl_unsupported[0]); i++)
+		if (!strcmp(key, xl_unsupported[i].key))
+			return set_unsupported(guest, &xl_unsupported[i],
+			    value, where, diags);
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
 		size_t d = edit_distance(key, keys[i].name);
 
@@ -809,6 +1012,12 @@ vmb_guest_free(struct vmb_guest *g)
 	free(g->cpus);
 	free(g->cpus_soft);
 	free(g->source);
+	for (uint32_t i = 0; i < g->nr_disks; i++)
+		vmb_disk_done(&g->disks[i]);
+	free(g->disks);
+	for (uint32_t i = 0; i < g->nr_nics; i++)
+		vmb_nic_done(&g->nics[i]);
+	free(g->nics);
 	free(g);
 }
 
@@ -820,6 +1029,49 @@ dup_or_null(const char *s, char **ret)
 		return 0;
 	*ret = strdup(s);
 	return *ret ? 0 : -ENOMEM;
+}
+
+/* Deep copies of src's disks and nics into g (which has none). */
+static int
+copy_devices(const struct vmb_guest *src, struct vmb_guest *g)
+{
+	int rc;
+
+	if (src->nr_disks) {
+		g->disks = calloc(src->nr_disks, sizeof(*g->disks));
+		if (!g->disks)
+			return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < src->nr_disks; i++) {
+		struct vmb_disk *d = &g->disks[i];
+
+		*d = src->disks[i];
+		d->target = d->script = d->spec = NULL;
+		g->nr_disks = i + 1;
+		if ((rc = dup_or_null(src->disks[i].target, &d->target)) ||
+		    (rc = dup_or_null(src->disks[i].script, &d->script)) ||
+		    (rc = dup_or_null(src->disks[i].spec, &d->spec)))
+			return rc;
+	}
+	if (src->nr_nics) {
+		g->nics = calloc(src->nr_nics, sizeof(*g->nics));
+		if (!g->nics)
+			return -ENOMEM;
+	}
+	for (uint32_t i = 0; i < src->nr_nics; i++) {
+		struct vmb_nic *n = &g->nics[i];
+
+		*n = src->nics[i];
+		n->ip = n->script = n->gatewaydev = n->spec = NULL;
+		g->nr_nics = i + 1;
+		if ((rc = dup_or_null(src->nics[i].ip, &n->ip)) ||
+		    (rc = dup_or_null(src->nics[i].script, &n->script)) ||
+		    (rc = dup_or_null(src->nics[i].gatewaydev,
+		    &n->gatewaydev)) ||
+		    (rc = dup_or_null(src->nics[i].spec, &n->spec)))
+			return rc;
+	}
+	return 0;
 }
 
 int
@@ -836,12 +1088,16 @@ vmb_guest_copy(const struct vmb_guest *src, struct vmb_guest **ret_guest)
 	*g = *src;
 	g->kernel = g->ramdisk = g->cmdline = g->cpus = g->source = NULL;
 	g->cpus_soft = NULL;
+	g->disks = NULL;
+	g->nics = NULL;
+	g->nr_disks = g->nr_nics = 0;
 	if ((rc = dup_or_null(src->kernel, &g->kernel)) ||
 	    (rc = dup_or_null(src->ramdisk, &g->ramdisk)) ||
 	    (rc = dup_or_null(src->cmdline, &g->cmdline)) ||
 	    (rc = dup_or_null(src->cpus, &g->cpus)) ||
 	    (rc = dup_or_null(src->cpus_soft, &g->cpus_soft)) ||
-	    (rc = dup_or_null(src->source, &g->source)))
+	    (rc = dup_or_null(src->source, &g->source)) ||
+	    (rc = copy_devices(src, g)))
 		goto fail;
 	*ret_guest = g;
 	return 0;
@@ -896,6 +1152,60 @@ out:
 	free(real);
 	free(joined);
 	return rc;
+}
+
+/*
+ * The devices as a whole: each disk servable (vmb_disk_check), no vbd
+ * or vif devid twice, no MAC twice.  Returns the number of errors.
+ */
+static int
+validate_devices(struct vmb_guest *g, const char *basedir,
+    const char *where, struct vmb_diags *diags)
+{
+	int line, errors = 0;
+
+	for (uint32_t i = 0; i < g->nr_disks; i++) {
+		struct vmb_disk *d = &g->disks[i];
+
+		if (vmb_disk_check(d, basedir, where, diags) != 0) {
+			errors++;
+			continue;
+		}
+		for (uint32_t j = 0; j < i; j++)
+			if (g->disks[j].devid == d->devid) {
+				vmb__diag_add(diags, VMB_ERROR, where, d->line,
+				    "disk", "vdev %s is the vbd of %s (%u), "
+				    "given before", d->vdev, g->disks[j].vdev,
+				    d->devid);
+				errors++;
+				break;
+			}
+	}
+	for (uint32_t i = 0; i < g->nr_nics; i++) {
+		const struct vmb_nic *n = &g->nics[i];
+
+		line = n->line;
+		for (uint32_t j = 0; j < i; j++) {
+			const struct vmb_nic *o = &g->nics[j];
+
+			if (o->devid == n->devid) {
+				vmb__diag_add(diags, VMB_ERROR, where, line,
+				    "vif", "devid %u given twice", n->devid);
+				errors++;
+				break;
+			}
+			if (n->mac_set && o->mac_set &&
+			    !memcmp(n->mac, o->mac, 6)) {
+				vmb__diag_add(diags, VMB_ERROR, where, line,
+				    "vif", "mac %02x:%02x:%02x:%02x:%02x:%02x "
+				    "given twice", n->mac[0], n->mac[1],
+				    n->mac[2], n->mac[3], n->mac[4], n->mac[5]);
+				errors++;
+				break;
+			}
+		}
+	}
+	return errors;
 }
 
 int
@@ -1007,6 +1317,7 @@ vmb_guest_check(struct vmb_guest *g, const char *basedir, const char *where,
 	    keys[VMB_KEY_RAMDISK].name, line_of(g, VMB_KEY_RAMDISK), where,
 	    flags, diags))
 		errors++;
+	errors += validate_devices(g, basedir, where, diags);
 #undef ERR
 	return errors ? -EINVAL : 0;
 }
@@ -1025,8 +1336,9 @@ vmb_guest_type_name(enum vmb_guest_type type)
 	return "unknown";
 }
 
-static void
-json_str(FILE *f, const char *s)
+/* s as a JSON string, or null; devspec.c writes devices with it. */
+void
+vmb__json_str(FILE *f, const char *s)
 {
 	if (!s) {
 		fputs("null", f);
@@ -1067,12 +1379,39 @@ ranges_str(FILE *f, const uint64_t *bits, unsigned nbits)
 	fputc('"', f);
 }
 
+/* "disks" and "vifs", each device in its one JSON form (devspec.c). */
+static int
+format_devices(FILE *f, const struct vmb_guest *g)
+{
+	char *one;
+	int rc;
+
+	fputs(",\n  \"disks\": [", f);
+	for (uint32_t i = 0; i < g->nr_disks; i++) {
+		if ((rc = vmb_disk_format_json(&g->disks[i], &one)) != 0)
+			return rc;
+		fprintf(f, "%s\n    %s", i ? "," : "", one);
+		free(one);
+	}
+	fputs(g->nr_disks ? "\n  ]" : "]", f);
+	fputs(",\n  \"vifs\": [", f);
+	for (uint32_t i = 0; i < g->nr_nics; i++) {
+		if ((rc = vmb_nic_format_json(g->uuid, &g->nics[i], &one)) != 0)
+			return rc;
+		fprintf(f, "%s\n    %s", i ? "," : "", one);
+		free(one);
+	}
+	fputs(g->nr_nics ? "\n  ]" : "]", f);
+	return 0;
+}
+
 int
 vmb_guest_format_json(const struct vmb_guest *g, char **ret_json)
 {
 	char *buf = NULL, uuid[VMB_UUID_STRLEN];
 	size_t len = 0;
 	FILE *f;
+	int rc;
 
 	if (!g || !ret_json)
 		return -EINVAL;
@@ -1080,7 +1419,7 @@ vmb_guest_format_json(const struct vmb_guest *g, char **ret_json)
 	if (!f)
 		return -ENOMEM;
 	fputs("{\n  \"name\": ", f);
-	json_str(f, g->name);
+	vmb__json_str(f, g->name);
 	fprintf(f, ",\n  \"type\": \"%s\"", vmb_guest_type_name(g->type));
 	fprintf(f, ",\n  \"memory_bytes\": %llu",
 	    (unsigned long long)g->memory_bytes);
@@ -1090,15 +1429,15 @@ vmb_guest_format_json(const struct vmb_guest *g, char **ret_json)
 	    g->maxvcpus);
 	fprintf(f, ",\n  \"hap\": %s", g->hap ? "true" : "false");
 	fputs(",\n  \"kernel\": ", f);
-	json_str(f, g->kernel);
+	vmb__json_str(f, g->kernel);
 	fputs(",\n  \"ramdisk\": ", f);
-	json_str(f, g->ramdisk);
+	vmb__json_str(f, g->ramdisk);
 	fputs(",\n  \"cmdline\": ", f);
-	json_str(f, g->cmdline);
+	vmb__json_str(f, g->cmdline);
 	fputs(",\n  \"cpus\": ", f);
-	json_str(f, g->cpus);
+	vmb__json_str(f, g->cpus);
 	fputs(",\n  \"cpus_soft\": ", f);
-	json_str(f, g->cpus_soft);
+	vmb__json_str(f, g->cpus_soft);
 	fprintf(f, ",\n  \"tsc_mode\": %d,\n  \"timer_mode\": %d",
 	    (int)g->tsc_mode, (int)g->timer_mode);
 	fprintf(f, ",\n  \"on_poweroff\": \"%s\",\n  \"on_reboot\": \"%s\","
@@ -1133,12 +1472,13 @@ vmb_guest_format_json(const struct vmb_guest *g, char **ret_json)
 		fputs("null", f);
 	} else {
 		vmb_uuid_to_str(g->uuid, uuid);
-		json_str(f, uuid);
+		vmb__json_str(f, uuid);
 	}
+	rc = format_devices(f, g);
 	fputs("\n}\n", f);
-	if (fclose(f) != 0) {
+	if (fclose(f) != 0 || rc) {
 		free(buf);
-		return -ENOMEM;
+		return rc ? rc : -ENOMEM;
 	}
 	*ret_json = buf;
 	return 0;

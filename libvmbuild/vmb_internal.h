@@ -13,6 +13,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "backend.h"
 #include "vmbuild.h"
@@ -33,6 +34,7 @@ struct vmb_ctx {
 	vmb_log_fn *log_fn;
 	void	*log_user;
 	struct vmb__tpool *pool;	/* populate threads */
+	unsigned hotplug_ms;		/* devices: the hotplug script's limit */
 };
 
 /* tpool.c: threads that outlive a build (see there). */
@@ -155,6 +157,20 @@ int vmb__layout(const struct vmb_guest *guest,
  */
 int vmb__memmap(const struct vmb_layout *layout,
     const struct vmb_firmware *fw, struct vmb_memmap_entry *out, size_t cap);
+
+/*
+ * device.c: the build's devices phase.  Sets up the guest's disks, then
+ * its vifs, on the backend (nothing on one without device ops); on
+ * failure *ret_disks and *ret_nics say how many are up, for undo.
+ */
+int vmb__devices_setup(struct vmb_ctx *ctx, uint32_t domid,
+    const uint8_t uuid[16], const struct vmb_guest *guest,
+    uint32_t *ret_disks, uint32_t *ret_nics, char *why, size_t why_len);
+/* guest.c: s as a JSON string (escaped), or null when NULL. */
+void vmb__json_str(FILE *f, const char *s);
+/* Tear down the first nr_disks disks and nr_nics vifs, last first. */
+void vmb__devices_undo(struct vmb_ctx *ctx, uint32_t domid,
+    const struct vmb_guest *guest, uint32_t nr_disks, uint32_t nr_nics);
 
 /* platform.c: build steps (see there); `why` says what failed. */
 int vmb__step_paging(const struct vmb_guest *guest, uint32_t caps,

@@ -86,7 +86,7 @@ enum vmb_key {
 	VMB_KEY_HAP, VMB_KEY_UUID, VMB_KEY_CPUS_SOFT, VMB_KEY_TSC_MODE,
 	VMB_KEY_TIMER_MODE, VMB_KEY_ON_POWEROFF, VMB_KEY_ON_REBOOT,
 	VMB_KEY_ON_CRASH, VMB_KEY_ON_WATCHDOG, VMB_KEY_ON_SOFT_RESET,
-	VMB_KEY_MAX
+	VMB_KEY_DISK, VMB_KEY_VIF, VMB_KEY_MAX
 };
 
 /*
@@ -141,6 +141,52 @@ struct vmb_vnode {
 	uint8_t	distances[VMB_MAX_VNODES];
 };
 
+/*
+ * Devices: xl's disk= and vif= (xl-disk-configuration(5),
+ * xl-network-configuration(5)).  On Xen, dom0's blkback and netback
+ * serve them, set up by the hotplug scripts in /etc/xen/scripts as
+ * libxl runs them; on hvsim, which has no I/O, they are only recorded.
+ */
+#define VMB_MAX_DISKS		64
+#define VMB_MAX_NICS		32
+#define VMB_VDEV_LEN		32	/* "xvda", "d536p37", ... */
+#define VMB_IFNAME_LEN		16	/* IFNAMSIZ */
+
+enum vmb_disk_format { VMB_DISK_RAW = 0, VMB_DISK_QCOW, VMB_DISK_QCOW2,
+	VMB_DISK_VHD, VMB_DISK_QED, VMB_DISK_EMPTY };
+
+struct vmb_disk {
+	char	*target;	/* image file or block device */
+	char	vdev[VMB_VDEV_LEN];	/* as written: "xvda", "hdc", "d1p2" */
+	uint32_t devid;		/* the vbd number (xen-vbd-interface(7)) */
+	enum vmb_disk_format format;
+	bool	readonly;
+	bool	cdrom;		/* devtype=cdrom (refused at validation) */
+	bool	discard;	/* advertise discard; default: not readonly */
+	bool	trusted;	/* default true */
+	bool	direct_io_safe;
+	char	*script;	/* script=; NULL: "block" */
+	char	*spec;		/* the specification as written */
+	int	line;		/* where it was written; 0 unknown */
+};
+
+struct vmb_nic {
+	uint32_t devid;		/* its index in vif=, or devid= */
+	uint8_t	mac[6];		/* mac=, valid when mac_set */
+	bool	mac_set;	/* else derived at build (vmb_nic_mac) */
+	bool	trusted;	/* default true */
+	char	bridge[VMB_IFNAME_LEN];		/* default "xenbr0" */
+	char	vifname[VMB_IFNAME_LEN];	/* "": vifDOMID.DEVID */
+	char	*ip;		/* ip=, for the script; NULL if none */
+	char	*script;	/* script=; NULL: "vif-bridge" */
+	char	*gatewaydev;	/* gatewaydev= (netdev=); NULL if none */
+	uint32_t mtu;		/* 0: the bridge's */
+	uint64_t rate_bytes;	/* rate=: bytes per interval; 0 none */
+	uint32_t rate_usecs;	/* rate=: the interval */
+	char	*spec;		/* the specification as written */
+	int	line;
+};
+
 struct vmb_guest {
 	char	name[VMB_NAME_LEN];
 	enum vmb_guest_type type;
@@ -171,7 +217,12 @@ struct vmb_guest {
 	uint32_t nr_vnodes;
 	struct vmb_vnode vnodes[VMB_MAX_VNODES];
 	uint8_t	uuid[16];	/* all zero: generated at build */
+	uint32_t nr_disks;
+	struct vmb_disk *disks;	/* nr_disks, in the order written */
+	uint32_t nr_nics;
+	struct vmb_nic *nics;
 	char	*source;	/* file the description came from, or NULL */
+	uint32_t flags;		/* VMB_CONFIG_* the keys were read with */
 	uint32_t keys_set;	/* bitmap of 1 << enum vmb_key */
 	int	key_line[VMB_KEY_MAX];	/* line each key was set on; 0 unknown */
 };
@@ -197,12 +248,22 @@ void vmb_guest_free(struct vmb_guest *guest);
 int vmb_guest_copy(const struct vmb_guest *src, struct vmb_guest **ret_guest);
 
 /*
+ * How keys are read (guest->flags, and the flags of vmb_config_parse).
+ * An xl key vmbuild does not implement (pci, vfb, sdl, vnc, usb, ...) is
+ * an error, "not supported", unless VMB_CONFIG_IGNORE_UNSUPPORTED makes
+ * it a warning naming it: never dropped without a word.
+ */
+#define VMB_CONFIG_IGNORE_UNSUPPORTED	(1u << 8)	/* apart from VMB_CHECK_* */
+
+/*
  * Set one key (xl.cfg names: name, type, memory, maxmem, vcpus, maxvcpus,
  * kernel, ramdisk, cmdline, extra, cpus, cpus_soft, vnuma, hap, uuid,
  * tsc_mode, timer_mode, on_poweroff, on_reboot, on_crash, on_watchdog,
- * on_soft_reset).
- * Sizes are in MiB as in xl.cfg.  An unknown key or a bad value adds a diagnostic
- * (file `where`, the value's line) and returns -EINVAL.
+ * on_soft_reset, disk, vif).
+ * Sizes are in MiB as in xl.cfg.  An unknown key or a bad value adds a
+ * diagnostic (file `where`, the value's line) and returns -EINVAL; an
+ * unsupported key too, unless guest->flags has
+ * VMB_CONFIG_IGNORE_UNSUPPORTED (then a warning and 0).
  */
 int vmb_guest_set(struct vmb_guest *guest, const char *key,
     const struct vmb_value *value, const char *where, struct vmb_diags *diags);
@@ -245,10 +306,73 @@ int vmb_config_parse_file(const char *path, struct vmb_guest **ret_guest,
 int vmb_config_parse_text(const char *text, size_t len, const char *where,
     const char *basedir, struct vmb_guest **ret_guest,
     struct vmb_diags *diags);
-/* vmb_config_parse_text() with vmb_guest_check()'s flags. */
+/*
+ * vmb_config_parse_text() with flags: vmb_guest_check()'s
+ * (VMB_CHECK_FILES) and how keys are read (VMB_CONFIG_*).
+ */
 int vmb_config_parse(const char *text, size_t len, const char *where,
     const char *basedir, unsigned flags, struct vmb_guest **ret_guest,
     struct vmb_diags *diags);
+/* vmb_config_parse_file() with those flags. */
+int vmb_config_load(const char *path, unsigned flags,
+    struct vmb_guest **ret_guest, struct vmb_diags *diags);
+
+/*
+ * One disk specification in xl's syntax (xl-disk-configuration(5),
+ * parsed by Xen's own libxlutil): positional "target,format,vdev,access",
+ * key=value, flags and the deprecated prefixes ("phy:", "file:", ...).
+ * What vmbuild cannot serve (qcow2, cdrom, other backends) is refused
+ * by vmb_disk_check(), not here.  `where` and `line` name it in
+ * diagnostics; the key is "disk".  Free with vmb_disk_done().
+ */
+int vmb_disk_parse(const char *spec, const char *where, int line,
+    struct vmb_disk *ret_disk, struct vmb_diags *diags);
+/*
+ * Can vmbuild serve it: raw format, a disk not a cdrom, a vdev it knows,
+ * a target that exists (a regular file or a block device; relative
+ * paths are made absolute against basedir) and that this process may
+ * read (and write, for a read-write disk).  A disk is never dropped:
+ * --ignore-unsupported does not apply to these errors.
+ */
+int vmb_disk_check(struct vmb_disk *disk, const char *basedir,
+    const char *where, struct vmb_diags *diags);
+void vmb_disk_done(struct vmb_disk *disk);
+/*
+ * The vbd number of a vdev name ("xvda" 51712, "xvdq" 268439552, "hdc",
+ * "sdb3", "d1p2", or the number itself), as xen-vbd-interface(7);
+ * -EINVAL for anything else.
+ */
+int vmb_vdev_number(const char *vdev, uint32_t *ret_devid);
+
+/*
+ * One vif specification (xl-network-configuration(5)): comma-separated
+ * mac=, bridge=, ip=, script=, vifname=, gatewaydev=, mtu=, rate=,
+ * devid=, type=vif, backend=0, trusted/untrusted.  `devid` is its index
+ * in vif= (devid= overrides it).  Keys of HVM guests and driver domains
+ * (model=, type=ioemu, backend=other) are refused as not supported,
+ * unless `flags` has VMB_CONFIG_IGNORE_UNSUPPORTED.
+ */
+int vmb_nic_parse(const char *spec, uint32_t devid, uint32_t flags,
+    const char *where, int line, struct vmb_nic *ret_nic,
+    struct vmb_diags *diags);
+void vmb_nic_done(struct vmb_nic *nic);
+/*
+ * The MAC the nic gets: mac= as written, else one in Xen's OUI
+ * 00:16:3e derived from the domain's UUID and the devid, so that a VM
+ * keeps its MACs as long as its UUID (a restarted daemon, a re-created
+ * VM with uuid=).
+ */
+void vmb_nic_mac(const uint8_t uuid[16], const struct vmb_nic *nic,
+    uint8_t ret_mac[6]);
+
+/*
+ * One device as JSON (the members of vm.info's config.disks[] and
+ * config.vifs[]); a nic's MAC as vmb_nic_mac() gives it for `uuid`, or
+ * null while the UUID is unknown (all zero).  *ret_json is malloc'd.
+ */
+int vmb_disk_format_json(const struct vmb_disk *disk, char **ret_json);
+int vmb_nic_format_json(const uint8_t uuid[16], const struct vmb_nic *nic,
+    char **ret_json);
 
 /* ------------------------------------------------------------------ */
 /* Context and backends.                                               */
@@ -272,6 +396,11 @@ struct vmb_ctx;
  * toolstack runs on dom0's vCPUs, not on the host's CPUs.
  */
 #define VMB_CAP_HOST_TOPOLOGY	(1u << 7)
+/*
+ * Disks and vifs are set up (Xen: blkback, netback, hotplug scripts);
+ * without it (hvsim, which has no I/O) they are only recorded.
+ */
+#define VMB_CAP_DEVICES		(1u << 9)
 
 /*
  * Open a backend: "sim:PATH" (hvsim's socket), "xen", or "auto" (xen if
@@ -292,6 +421,14 @@ void vmb_ctx_set_log(struct vmb_ctx *ctx, vmb_log_fn *fn, void *user);
  * that takes longer fails with -ETIMEDOUT.  Default: 30 s (sim).
  */
 void vmb_ctx_set_timeout(struct vmb_ctx *ctx, unsigned ms);
+/*
+ * How long a device's hotplug script may run when it is set up (default
+ * 40 s, libxl's LIBXL_HOTPLUG_TIMEOUT); the backend is waited for to
+ * reach InitWait, and to close when one is taken back, a quarter of it
+ * (libxl's 10 s).  For hosts whose scripts are slow (iSCSI, DRBD, a
+ * loaded dom0).
+ */
+void vmb_ctx_set_hotplug_timeout(struct vmb_ctx *ctx, unsigned ms);
 
 /* ------------------------------------------------------------------ */
 /* Host.                                                               */
@@ -445,6 +582,34 @@ int vmb_domain_destroy(struct vmb_ctx *ctx, uint32_t domid);
 int vmb_domain_pause(struct vmb_ctx *ctx, uint32_t domid);
 int vmb_domain_unpause(struct vmb_ctx *ctx, uint32_t domid);
 
+/*
+ * Devices of a running (or paused) domain: hot-plug, as `xl
+ * block-attach` and `network-attach` do.  On Xen: the xenstore entries
+ * libxl writes, the backend followed to InitWait, the hotplug script
+ * (block, vif-bridge) run as libxl runs it, then, when timeout_ms is
+ * not 0, the front and back ends followed to Connected (4): a guest
+ * without PV drivers never gets there.  Any failure takes everything
+ * back and says why (naming the device) in `why`.  On a hypervisor
+ * without I/O (hvsim) nothing is set up: 0, the caller records it.
+ *
+ * Detach: the backend is asked to close (online 0, state Closing) and
+ * followed to Closed for up to 10 s; after that, or at once with
+ * `force`, the frontend is taken away from the guest.  The hotplug
+ * script then runs with remove/offline (loop devices are released)
+ * and the entries go.  -ENOENT when the domain has no such device.
+ */
+enum vmb_device_kind { VMB_DEVICE_DISK = 0, VMB_DEVICE_NIC };
+
+int vmb_disk_attach(struct vmb_ctx *ctx, uint32_t domid,
+    const struct vmb_disk *disk, uint32_t timeout_ms, char *why,
+    size_t why_len);
+int vmb_nic_attach(struct vmb_ctx *ctx, uint32_t domid,
+    const uint8_t uuid[16], const struct vmb_nic *nic, uint32_t timeout_ms,
+    char *why, size_t why_len);
+int vmb_device_detach(struct vmb_ctx *ctx, uint32_t domid,
+    enum vmb_device_kind kind, uint32_t devid, bool force, char *why,
+    size_t why_len);
+
 /* ------------------------------------------------------------------ */
 /* Lifecycle: shutdown, domain events, console.                        */
 
@@ -574,6 +739,7 @@ enum vmb_build_phase {
 	VMB_PHASE_CLAIM,
 	VMB_PHASE_POPULATE,
 	VMB_PHASE_LOAD,
+	VMB_PHASE_DEVICES,
 	VMB_PHASE_BOOT,
 	VMB_PHASE_DONE,
 	VMB_PHASE_UNDO,		/* rolling back after failure or cancel */

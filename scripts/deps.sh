@@ -26,7 +26,8 @@ pk[check]="libcmocka-dev prometheus systemd procps util-linux python3
 	   python3-wheel strace clang-14 libclang-rt-14-dev iproute2 passwd"
 # bench: gnuplot draws bench/results/*.svg (gnuplot-nox: no X11 needed).
 pk[bench]="gnuplot-nox python3"
-pk[lab]="qemu-system-x86 busybox-static cpio xz-utils zstd gzip"
+# lab: e2fsprogs makes the Linux guest's disk image (mke2fs -d).
+pk[lab]="qemu-system-x86 busybox-static cpio xz-utils zstd gzip e2fsprogs"
 # demo: python3 picks a free port and reads JSON and the metrics.
 pk[demo]="python3"
 # xen: Xen's hypervisor build (its Kconfig needs bison and flex, its

@@ -2,7 +2,9 @@
  * vmb-config-check - parse an xl.cfg file as vmbuild would.
  *
  * Prints every diagnostic on stderr as "file:line: key: message" and, when
- * the file is valid, the guest description as JSON on stdout.  Exit 0 when
+ * the file is valid, the guest description as JSON on stdout.  With
+ * --ignore-unsupported, xl keys vmbuild does not implement are warnings
+ * (vmctl create --ignore-unsupported), not errors.  Exit 0 when
  * valid, 1 when not, 2 on usage errors.  The golden tests of
  * configs/tests run it; it is also handy before `vmctl create`.
  */
@@ -18,13 +20,20 @@ main(int argc, char **argv)
 	struct vmb_diags diags = { 0 };
 	struct vmb_guest *guest = NULL;
 	char *json = NULL, line[700];
+	unsigned flags = VMB_CHECK_FILES;
 	int rc;
 
+	if (argc == 3 && !strcmp(argv[1], "--ignore-unsupported")) {
+		flags |= VMB_CONFIG_IGNORE_UNSUPPORTED;
+		argv++;
+		argc--;
+	}
 	if (argc != 2 || argv[1][0] == '-') {
-		fprintf(stderr, "usage: vmb-config-check FILE\n");
+		fprintf(stderr, "usage: vmb-config-check [--ignore-unsupported] "
+		    "FILE\n");
 		return 2;
 	}
-	rc = vmb_config_parse_file(argv[1], &guest, &diags);
+	rc = vmb_config_load(argv[1], flags, &guest, &diags);
 	for (size_t i = 0; i < diags.n; i++) {
 		vmb_diag_format(&diags.v[i], line, sizeof(line));
 		fprintf(stderr, "%s\n", line);

@@ -454,6 +454,12 @@ xen_domain_destroy(void *priv, uint32_t domid)
 	rc = xc_domain_destroy(be->xch, domid) < 0 ? -xen_errno() : 0;
 	if (rc < 0 && rc != -ESRCH)
 		return rc;
+	/*
+	 * Then its devices (libxl takes them down before, with the domain
+	 * paused; a dying domain's backends let go just the same), while
+	 * the entries their hotplug scripts read are still there.
+	 */
+	xen_devices_destroy(be, domid);
 	xen_xs_domain_remove(be, domid);
 	return rc;
 }
@@ -847,6 +853,8 @@ const struct vmb_backend_ops vmb_backend_xen = {
 	.platform = xen_platform,
 	.firmware = xen_firmware,
 	.boot = xen_boot,
+	.device_add = xen_device_add,
+	.device_remove = xen_device_remove,
 	.shutdown_request = xen_shutdown_request,
 	.shutdown_withdraw = xen_shutdown_withdraw,
 	.shutdown = xen_shutdown,

@@ -87,7 +87,31 @@ int xen_companion_populate(struct xen_be *be, uint32_t domid, uint32_t flags,
     const struct vmb_extent *ext, size_t nr,
     struct vmb_populate_stats *stats, size_t *ret_done);
 
-/* xen_xs.c: every function takes be->xs_lock itself. */
+/*
+ * xen_xs.c: every function takes be->xs_lock itself.
+ *
+ * One transaction (xen_xs_transaction): `fill` writes into it, retried
+ * from scratch when another writer won; the first failure sticks in
+ * tx->err and makes later writes no-ops.
+ */
+#define XS_PATH_MAX	256
+
+struct xs_tx {
+	struct xs_handle *h;
+	xs_transaction_t t;
+	int	err;		/* first -errno */
+	struct xs_permissions ro[2];	/* dom0 owns, the domain reads */
+	struct xs_permissions rw[1];	/* the domain owns */
+	struct xs_permissions no[1];	/* dom0 only */
+	struct xs_permissions be[2];	/* a backend domain owns, the domain reads */
+};
+typedef void xs_fill_fn(struct xs_tx *tx, const void *arg);
+int xen_xs_transaction(struct xen_be *be, uint32_t domid, xs_fill_fn *fill,
+    const void *arg);
+/* base/rel = value (NULL: a directory), perms NULL: the parent's. */
+void xen_xs_tx_write(struct xs_tx *tx, const char *base, const char *rel,
+    const char *value, struct xs_permissions *perms, unsigned nperms);
+
 int xen_xs_domain_make(struct xen_be *be, uint32_t domid,
     const struct vmb_dom_config *cfg);
 struct xen_xs_boot {
@@ -129,6 +153,32 @@ int xen_watch_open(void *priv, void **ret_w);
 int xen_watch_fd(void *w);
 int xen_watch_drain(void *w);
 void xen_watch_close(void *w);
+
+/* xen_hotplug.c: one hotplug script, as libxl runs it (see there). */
+struct xen_hotplug {
+	const char *script;	/* absolute path */
+	const char *action;	/* add, remove (vbd); online, offline (vif) */
+	const char *kind;	/* "vbd", "vif" */
+	uint32_t domid, devid;
+	const char *vif;	/* vifDOMID.DEVID for a vif, else NULL */
+	const char *netdev;	/* a vif's gatewaydev, or NULL */
+};
+/*
+ * Run it, at most timeout_ms (then its process group is killed:
+ * -ETIMEDOUT); *ret_status as waitpid() gives it, out[] the end of what
+ * it wrote on stdout and stderr.
+ */
+int xen_hotplug_run(const struct xen_hotplug *h, uint32_t timeout_ms,
+    int *ret_status, char *out, size_t out_len);
+
+/* xen_dev.c: the device ops (backend.h) and teardown at destroy. */
+int xen_device_add(void *priv, uint32_t domid, const struct vmb_dev *dev,
+    char *why, size_t why_len);
+int xen_device_remove(void *priv, uint32_t domid, enum vmb_device_kind kind,
+    uint32_t devid, bool force, uint32_t close_ms, char *why,
+    size_t why_len);
+/* Every device of a domain being destroyed, forced, all at once. */
+void xen_devices_destroy(struct xen_be *be, uint32_t domid);
 
 /* xen_boot.c */
 int xen_boot(void *priv, uint32_t domid, const struct vmb_boot *boot);

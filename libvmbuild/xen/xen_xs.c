@@ -30,23 +30,11 @@
 
 #include "xen_priv.h"
 
-#define XS_PATH_MAX	256
 #define XS_RETRIES	16	/* transactions lost to concurrent writers */
 /* libxl's LIBXL_XENCONSOLE_LIMIT and _PROTOCOL. */
 #define XS_CONSOLE_LIMIT	1048576
 #define XS_CONSOLE_PROTOCOL	"vt100"
 #define XS_STATE_INITIALISING	"1"	/* XenbusStateInitialising */
-
-/* One open transaction: the first failure sticks, later calls do nothing. */
-struct xs_tx {
-	struct xs_handle *h;
-	xs_transaction_t t;
-	int	err;		/* first -errno */
-	struct xs_permissions ro[2];	/* dom0 owns, the domain reads */
-	struct xs_permissions rw[1];	/* the domain owns */
-	struct xs_permissions no[1];	/* dom0 only */
-	struct xs_permissions be[2];	/* a backend domain owns, the domain reads */
-};
 
 static void
 tx_fail(struct xs_tx *tx)
@@ -123,8 +111,6 @@ tx_init(struct xs_tx *tx, struct xen_be *be, uint32_t domid)
 	tx->no[0].id = 0;
 	tx->no[0].perms = XS_PERM_NONE;
 }
-
-typedef void xs_fill_fn(struct xs_tx *tx, const void *arg);
 
 /* Run `fill` in a transaction, retrying when another writer won. */
 static int
@@ -471,6 +457,21 @@ xen_xs_tool_domids(struct xen_be *be, uint32_t *store, uint32_t *console)
 	*store = tool_domid(be, "/tool/xenstored/domid");
 	*console = tool_domid(be, "/tool/xenconsoled/domid");
 	pthread_mutex_unlock(&be->xs_lock);
+}
+
+/* The transaction helpers above, for xen_dev.c. */
+int
+xen_xs_transaction(struct xen_be *be, uint32_t domid, xs_fill_fn *fill,
+    const void *arg)
+{
+	return xs_run(be, domid, fill, arg);
+}
+
+void
+xen_xs_tx_write(struct xs_tx *tx, const char *base, const char *rel,
+    const char *value, struct xs_permissions *perms, unsigned nperms)
+{
+	tx_write(tx, base, rel, value, perms, nperms);
 }
 
 struct control_arg {

@@ -64,7 +64,9 @@ hello = c.result("server.hello")
 methods = ["server.hello", "host.info", "host.scrub", "host.counters",
            "vm.create", "vm.list", "vm.info", "vm.destroy", "vm.pause",
            "vm.unpause", "vm.shutdown", "vm.reboot", "vm.console",
-           "task.list", "task.get", "task.cancel", "events.subscribe"]
+           "task.list", "task.get", "task.cancel", "events.subscribe",
+           "vm.disk_attach", "vm.disk_detach", "vm.net_attach",
+           "vm.net_detach"]
 ok(sorted(hello["methods"]) == sorted(methods),
    "server.hello lists every method", hello["methods"])
 ok(hello["protocol"] == 1 and hello["backend"] == "sim" and

@@ -103,6 +103,10 @@ gone() {
 
 finish() {
 	xsync
+	# What the hotplug scripts said (their stderr; xl's and vmbuild's).
+	_n=40; [ "$HOTPLUG_TRACE" = 1 ] && _n=100000
+	[ -s /var/log/xen/xen-hotplug.log ] &&
+	    tail -n $_n /var/log/xen/xen-hotplug.log | sed 's/^/  hotplug-log| /'
 	echo "MARK dom0-done uptime=$(up)"
 	if [ -z "$FAILED" ]; then echo "LAB-RESULT PASS failed="; else echo "LAB-RESULT FAIL failed=$(echo $FAILED | tr ' ' ',')"; fi
 	sync
@@ -113,6 +117,10 @@ finish() {
 # --------------------------------------------------------------- dom0 setup
 mount -t proc proc /proc; mount -t sysfs sys /sys; mount -t devtmpfs dev /dev
 mkdir -p /dev/pts /dev/shm; mount -t devpts devpts /dev/pts
+# What udev would add to devtmpfs: the hotplug scripts' locking.sh stats
+# /dev/stdin, and loops for ever without it.
+ln -s /proc/self/fd /dev/fd; ln -s fd/0 /dev/stdin; ln -s fd/1 /dev/stdout
+ln -s fd/2 /dev/stderr
 mount -t tmpfs tmpfs /run; mount -t tmpfs tmpfs /var; mount -t tmpfs tmpfs /tmp
 mkdir -p /var/run/xen /var/run/xenstored /var/lib/xen /var/lib/xenstored \
     /var/log/xen/console /var/lock /run/vmbuild /var/lib/vmbuild
@@ -148,8 +156,11 @@ V="vmctl --socket $SOCK"	# word-split on purpose: timeout runs it
 
 # Start vmbuildd on the xen backend; 0 when its socket answers.
 start_vmbuildd() {
+	# --hotplug-timeout: a hotplug script's forks are slow under TCG on
+	# a loaded machine; libxl's fixed 40 s was seen to run out (xl too).
 	vmbuildd --hypervisor xen --socket $SOCK --state-dir /var/lib/vmbuild \
-	    --metrics 127.0.0.1:9741 --foreground $VMBUILDD_ARGS >> /tmp/vmbuildd.log 2>&1 &
+	    --metrics 127.0.0.1:9741 --hotplug-timeout 120 --foreground \
+	    $VMBUILDD_ARGS >> /tmp/vmbuildd.log 2>&1 &
 	vpid=$!
 	i=0
 	while ! $V host >/dev/null 2>&1; do
@@ -246,9 +257,11 @@ big() {
 
 # ------------------------------------------------------------ Linux guest
 # mklinux TAG: linux.cfg with its own name, LINUX_MB split over 2 vnodes.
+# Each guest its own address on the bridge (lab_ip=): .2 xl's, .3 vmbuild's.
 mklinux() {
 	sed -e "s/^name = .*/name = \"$1\"/" -e "s/^memory = .*/memory = $LINUX_MB/" \
 	    -e "s/size=[0-9]*/size=$((LINUX_MB / 2))/g" /etc/lab/linux.cfg > /etc/lab/$1.cfg
+	case $1 in vmb-*) sed -i 's/lab_ip=10\.99\.0\.2/lab_ip=10.99.0.3/' /etc/lab/$1.cfg ;; esac
 }
 
 # linux_line TAG: the guest's line on its PV console (xenconsoled's log).
@@ -294,6 +307,7 @@ linux() {
 	mklinux $_tag
 	_free0=$(xl info | awk '/^free_memory/ { print $3 }')
 	echo "INFO before $_tag: dom0 $(free -m | awk '/^Mem:/ { print $4 }') MiB free; Xen $_free0 MiB free"
+	_tc=$(up)
 	timed $1-create-linux $_create /etc/lab/$_tag.cfg ||
 		{ fail $1-create-linux "create rc=$?"; return 1; }
 	_id=$(xl domid $_tag 2>/dev/null); _t0=$(up); _n=0
@@ -321,17 +335,189 @@ linux() {
 	tr -d '\r' < /var/log/xen/console/guest-$_tag.log 2>/dev/null |
 	    grep -E 'vmbuild-linux: node|BIOS-e820|ACPI: (SRAT|SLIT|APIC|XSDT|RSDP)|ACPI Error|NUMA|SCI' |
 	    sed "s/^/  $_tag| /" | head -n 40
+	linux_devices $1 $_tag $_id $_tc
 	[ $1 = vmb ] && timed vmctl-info-linux $V info $_tag
 	xs_dump $1 $_id
 	# vmbuild's guest is powered off and reaped (and shows the rest of
 	# its lifecycle) rather than destroyed.
 	if [ $1 = vmb ]; then
 		linux_lifecycle $_tag $_id $_free0
+		# Reaped by on_poweroff: its devices must be gone as well.
+		devices_gone $1 $_id
 		return
 	fi
 	timed $1-destroy-linux $_destroy $_tag || fail $1-destroy-linux "destroy rc=$?"
 	gone $_tag 60 || fail $_tag-gone "$_tag still listed after destroy"
 	xs_gone $1 $_id
+	devices_gone $1 $_id
+}
+
+# ---------------------------------------------------- Linux guest: devices
+# The Linux guest's disk (xvda: /guest/disk.img) and vif (on xenbr0,
+# dom0 10.99.0.1, the guest lab_ip= of its command line), as linux.cfg
+# gives them to both toolstacks.  Its /init prints
+# "vmbuild-linux-dev: disk=ok net=ok" (linux-init.sh, devices()).
+BR=xenbr0
+BR_IP=10.99.0.1
+
+# devices_setup: blkback, netback, loop, the bridge; once, at start.
+devices_setup() {
+	for m in $(cat /lib/modules/devices.order 2>/dev/null); do
+		insmod /lib/modules/$m.ko || fail insmod-$m "insmod $m"
+	done
+	# busybox's brctl has only addbr/delbr/addif/delif: STP off and no
+	# forwarding delay through sysfs, so a vif forwards at once.
+	brctl addbr $BR && echo 0 > /sys/class/net/$BR/bridge/stp_state &&
+	    echo 0 > /sys/class/net/$BR/bridge/forward_delay &&
+	    ip addr add $BR_IP/24 dev $BR && ip link set $BR up ||
+	    fail bridge "cannot set up $BR"
+	echo "INFO devices: modules $(cat /lib/modules/devices.order | tr '\n' ' '); bridge $BR $BR_IP; hotplug scripts $(ls /etc/xen/scripts | wc -l) in /etc/xen/scripts"
+}
+
+# guest_ip TAG: the address linux.cfg (as mklinux wrote it) gives the guest.
+guest_ip() {
+	sed -n '/^cmdline/s/^.*lab_ip=\([0-9.]*\).*$/\1/p' /etc/lab/$1.cfg | head -n 1
+}
+
+# dev_line TAG: the guest's devices line on its PV console.
+dev_line() {
+	tr -d '\r' < /var/log/xen/console/guest-$1.log 2>/dev/null |
+	    sed -n 's/^.*\(vmbuild-linux-dev: disk=[^ ]* net=.*\)$/\1/p' | head -n 1
+}
+
+# console_has TAG PATTERN SECS: wait for a line of the guest's console.
+console_has() {
+	_w0=$(up)
+	while ! tr -d '\r' < /var/log/xen/console/guest-$1.log 2>/dev/null | grep -q "$2"; do
+		[ "$(awk -v a=$_w0 -v b=$(up) -v l=$3 'BEGIN { print (b - a > l) }')" = 1 ] && return 1
+		sleep 2
+	done
+	return 0
+}
+
+# linux_devices TOOL TAG ID T0: the guest's devices line (timed from
+# T0, the create's start), dom0 pinging it, its backends as xenstore
+# has them; hot-plug while it runs.
+linux_devices() {
+	_ip=$(guest_ip $2)
+	if console_has $2 'vmbuild-linux-dev: disk=' 120; then
+		echo "MARK step=dev-$2 rc=0 secs=$(secs $4 $(up))"
+	else
+		fail dev-$2 "no vmbuild-linux-dev line from domain $3"
+	fi
+	echo "LINUXDEV tool=$1 domid=$3 $(dev_line $2)"
+	tr -d '\r' < /var/log/xen/console/guest-$2.log | grep 'vmbuild-linux-dev:' |
+	    sed "s/^/  $2| /"
+	case "$(dev_line $2)" in
+	*"disk=ok net=ok"*) ;;
+	*) fail dev-$2 "the guest says: $(dev_line $2)" ;;
+	esac
+	if timed ping-$2 ping -c 3 -W 5 $_ip; then
+		echo "INFO dom0 pings the $1 guest at $_ip: ok"
+	else
+		fail ping-$2 "dom0 cannot ping the $1 guest at $_ip"
+	fi
+	xs_devdump $1 $3
+	hotplug $1 $2 $3
+}
+
+# hotplug TOOL TAG ID: a second disk (read-only) and a second vif
+# attached to the running guest, seen by it, detached, seen gone: `xl
+# block-attach` & co. for xl's guest, `vmctl disk-attach` & co. for
+# vmbuild's (timed side by side).  On a failure, what dom0's kernel said.
+# hp_fail TOOL STEP REASON: a failed hot-plug step.  vmbuild's fail the
+# run; xl's are there to compare with and only reported (xl's scripts
+# were seen to die of SIGSEGV under TCG, as xl itself was).
+hp_fail() {
+	if [ $1 = vmb ]; then fail $2 "$3"
+	else echo "INFO xl hot-plug, not judged: $2: $3"; fi
+}
+
+hotplug() {
+	case $1 in
+	xl) _da="xl block-attach $2"; _dd="xl block-detach $2"
+	    _na="xl network-attach $2"; _nd="xl network-detach $2" ;;
+	*) _da="$V disk-attach $2"; _dd="$V disk-detach $2"
+	    _na="$V net-attach $2"; _nd="$V net-detach $2" ;;
+	esac
+	_f0="$FAILED"
+	timed $1-disk-attach $_da /guest/disk2.img,raw,xvdb,ro ||
+	    hp_fail $1 $1-disk-attach "disk-attach rc=$?"
+	console_has $2 'vmbuild-linux-dev: hotplug xvdb=seen' 90 ||
+	    hp_fail $1 $1-disk-attach-seen "the guest did not see xvdb"
+	xenstore-ls -f /local/domain/0/backend/vbd/$3/51728 2>/dev/null |
+	    grep -E '/(params|mode|physical-device|node|state|hotplug-status) ' | sed 's/^/  xvdb| /'
+	[ $1 = vmb ] && timed vmctl-info-hotplug $V info $2
+	timed $1-disk-detach $_dd xvdb || hp_fail $1 $1-disk-detach "disk-detach rc=$?"
+	console_has $2 'vmbuild-linux-dev: hotplug xvdb=gone' 90 ||
+	    hp_fail $1 $1-disk-detach-seen "the guest still sees xvdb"
+	xenstore-ls /local/domain/0/backend/vbd/$3/51728 >/dev/null 2>&1 &&
+	    hp_fail $1 $1-disk-detach-left "backend of xvdb still in xenstore"
+	timed $1-net-attach $_na bridge=$BR || hp_fail $1 $1-net-attach "net-attach rc=$?"
+	console_has $2 'vmbuild-linux-dev: hotplug eth1=seen' 90 ||
+	    hp_fail $1 $1-net-attach-seen "the guest did not see eth1"
+	timed $1-net-detach $_nd 1 || hp_fail $1 $1-net-detach "net-detach rc=$?"
+	console_has $2 'vmbuild-linux-dev: hotplug eth1=gone' 90 ||
+	    hp_fail $1 $1-net-detach-seen "the guest still sees eth1"
+	tr -d '\r' < /var/log/xen/console/guest-$2.log | grep 'vmbuild-linux-dev: hotplug' |
+	    sed "s/^/  $2| /"
+	if [ "$FAILED" != "$_f0" ]; then
+		dmesg | tail -n 30 | sed 's/^/  dom0-dmesg| /'
+		xenstore-ls -f /local/domain/$3/error 2>/dev/null | sed 's/^/  guest-error| /'
+	fi
+	echo "INFO hotplug on $2: loop devices now: $(losetup -a | wc -l); vifs: $(ls /sys/class/net | grep -c "^vif$3\.")"
+}
+
+# xs_devdump TOOL ID: the devices' xenstore entries with their values
+# (the domain's id as N in paths, vif names and frontend-id), for
+# tests/xenbe/xl-devices.layout.
+xs_devdump() {
+	for _p in /local/domain/0/backend/vbd/$2 /local/domain/0/backend/vif/$2 \
+	    /local/domain/$2/device/vbd /local/domain/$2/device/vif /libxl/$2/device; do
+		xenstore-ls -f $_p 2>/dev/null
+	done | sed -e "s|/backend/\([a-z]*\)/$2/|/backend/\1/N/|g; s|/local/domain/$2/|/local/domain/N/|g" \
+	    -e "s|/libxl/$2/|/libxl/N/|; s|/frontend-id = \"$2\"|/frontend-id = \"N\"|; s|vif$2\.|vifN.|g" |
+	    sed "s/^/XSDEV tool=$1 /"
+}
+
+# devices_gone TOOL ID: after the destroy, nothing of the domain's
+# devices: backend entries, loop devices, vifs.
+devices_gone() {
+	for _k in vbd vif; do
+		xenstore-ls /local/domain/0/backend/$_k/$2 >/dev/null 2>&1 &&
+		    fail $1-backend-left "/local/domain/0/backend/$_k/$2 still in xenstore"
+	done
+	[ -n "$(losetup -a)" ] && fail $1-loop-left "loop devices left: $(losetup -a | tr '\n' ' ')"
+	ls /sys/class/net | grep -q "^vif$2\." && fail $1-vif-left "vif$2.* still in dom0"
+	echo "INFO devices of $1 domain $2 after destroy: backends $(xenstore-ls /local/domain/0/backend 2>/dev/null | grep -c "^ *$2 "), loop devices $(losetup -a | wc -l), vifs $(ls /sys/class/net | grep -c "^vif$2\.")"
+}
+
+# rollback: a vmbuild guest whose second disk's hotplug script fails
+# (script=/bin/false) after the first one got its loop device: the build
+# fails in phase devices naming that disk, and nothing of it is left: no
+# domain, no loop device, no backend entry, Xen's free memory as before.
+rollback() {
+	mkcfg vmb-rb 64
+	echo "disk = [ '/guest/disk2.img,raw,xvda,ro', '/guest/disk2.img,raw,xvdb,ro,script=/bin/false' ]" >> /etc/lab/vmb-rb.cfg
+	scrub_wait 60
+	_free0=$(xl info | awk '/^free_memory/ { print $3 }')
+	_loops0=$(losetup -a | wc -l)
+	if timed vmb-create-rollback $V create /etc/lab/vmb-rb.cfg; then
+		fail rollback "a build whose hotplug script fails succeeded"
+		$V destroy vmb-rb >/dev/null 2>&1
+		return 1
+	fi
+	grep -q 'failed in phase devices: disk xvdb (vbd 51728): hotplug script /bin/false add exited with status 1' \
+	    /tmp/out.vmb-create-rollback || fail rollback-why "the error does not name xvdb and its script"
+	xl list vmb-rb >/dev/null 2>&1 && fail rollback-domain "domain vmb-rb left after the failed build"
+	[ "$(losetup -a | wc -l)" = "$_loops0" ] ||
+	    fail rollback-loop "loop devices left: $(losetup -a | tr '\n' ' ')"
+	[ -n "$(xenstore-list /local/domain/0/backend/vbd 2>/dev/null)" ] &&
+	    fail rollback-backend "backend entries left: $(xenstore-ls -f /local/domain/0/backend/vbd | head -n 3 | tr '\n' ' ')"
+	scrub_wait 60
+	_free1=$(xl info | awk '/^free_memory/ { print $3 }')
+	[ "$_free1" -ge "$_free0" ] || fail rollback-memory "Xen had $_free0 MiB free before, $_free1 MiB after"
+	echo "INFO rollback: build failed in phase devices as it should; loop devices $_loops0 -> $(losetup -a | wc -l), Xen free $_free0 -> $_free1 MiB"
 }
 
 # scrub_wait SECS: wait until Xen has scrubbed the memory a destroy freed
@@ -482,6 +668,8 @@ linux_lifecycle() {
 	    fail vmb-linux-event "no vm.state destroyed/poweroff/destroy event for $_tag"
 }
 
+
+devices_setup
 tools=""
 echo " $LAB_STEPS " | grep -q " xl " && tools="xl"
 if echo " $LAB_STEPS " | grep -q " vmbuild "; then
@@ -506,6 +694,7 @@ if [ "$HELLO" = 1 ]; then
 	echo " $tools " | grep -q " vmb " && lifecycle_restart
 fi
 if echo " $LAB_STEPS " | grep -q " linux "; then
+	echo " $tools " | grep -q " vmb " && rollback
 	for t in $tools; do scrub_wait 300; linux $t; done
 	# What libxl writes that vmbuild does not, and the reverse.
 	if [ -f /tmp/xs-xl ] && [ -f /tmp/xs-vmb ]; then

@@ -80,6 +80,14 @@ row "  vmctl shutdown --wait (off + reaped)" "" "$(num vmb-shutdown-linux)"
 row "  hello, on_poweroff=restart: 2nd hello" "" "$(grep -E 'MARK step=run-vmb-again ' "$clean" | tail -n 1 | sed -n 's/.* secs=\([0-9.]*\).*/\1/p')"
 echo "Linux guest, xl:      $(linux_said "$xl_id")"
 echo "Linux guest, vmbuild: $(linux_said "$vmb_id")"
+# Its devices (a disk, a vif on dom0's bridge), hot-plug on vmbuild's.
+dev_said() { grep -E "LINUXDEV tool=$1 " "$clean" | tail -n 1 | sed 's/.*\(vmbuild-linux-dev: .*\)/\1/'; }
+row "  create Linux -> its devices line" "$(num dev-xl-linux)" "$(num dev-vmb-linux)"
+row "  dom0 pings the guest (3 pings)" "$(num ping-xl-linux)" "$(num ping-vmb-linux)"
+row "  disk-attach / disk-detach (running)" "$(num xl-disk-attach)/$(num xl-disk-detach)" "$(num vmb-disk-attach)/$(num vmb-disk-detach)"
+row "  net-attach / net-detach (running)" "$(num xl-net-attach)/$(num xl-net-detach)" "$(num vmb-net-attach)/$(num vmb-net-detach)"
+echo "Linux devices, xl:      $(dev_said xl)"
+echo "Linux devices, vmbuild: $(dev_said vmb)"
 grep -E 'package [a-z]' "$clean" | sed 's/^\[[ 0-9.]*\] //' 
 grep -E '^\[[ 0-9.]*\]   vmctl-(scrub|stats)\| ' "$clean" | sed 's/^\[[ 0-9.]*\]   /reported by vmbuild: /'
 # How vmbuild populated each guest (calls and extents by order), from vmctl info.
@@ -164,6 +172,17 @@ if [[ " ${LAB_STEPS:-linux} " == *" linux "* ]]; then
 		ok=0
 		echo "FAIL: the same Linux guest saw different things: xl '$seen_xl', vmbuild '$seen_vmb' (memtotal_kib cpus nodes)"
 	fi
+fi
+# Both Linux guests saw their disk and their network.
+if [[ " ${LAB_STEPS:-linux} " == *" linux "* ]]; then
+	for t in xl vmb; do
+		[ $t = vmb ] && { [ "${LAB_VMBUILD:-require}" = off ] || [[ " ${LAB_STEPS:-vmbuild} " != *" vmbuild "* ]]; } && continue
+		[ $t = xl ] && [[ " ${LAB_STEPS:-xl} " != *" xl "* ]] && continue
+		if ! dev_said $t | grep -q 'vmbuild-linux-dev: disk=ok net=ok$'; then
+			ok=0
+			echo "FAIL: the Linux guest $t built did not say 'disk=ok net=ok': $(dev_said $t)"
+		fi
+	done
 fi
 if [ $ok = 1 ]; then
 	echo "lab: PASS"

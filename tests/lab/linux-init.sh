@@ -52,6 +52,86 @@ details() {
 	    sed 's/^\[[ 0-9.]*\] //' > /dev/console
 }
 
+# arg NAME: the value of NAME= on the kernel command line.
+arg() {
+	sed -n "s/^.*[ ]$1=\([^ ]*\).*$/\1/p" /proc/cmdline
+}
+
+# The PV devices linux.cfg gives (xvda: an ext2 image holding
+# payload.bin and its md5; eth0 on dom0's bridge), one line:
+#   vmbuild-linux-dev: disk=ok net=ok    (=fail(why) otherwise)
+devices() {
+	for m in $(cat /lib/modules/devices.order 2>/dev/null); do
+		insmod /lib/modules/$m.ko 2>/dev/null
+	done
+	disk=$(dev_disk)
+	net=$(dev_net)
+	say "vmbuild-linux-dev: disk=$disk net=$net"
+	hotplug_watch &
+}
+
+# wait_for PATH SECS
+wait_for() {
+	i=0
+	while [ ! -e "$1" ] && [ $i -lt $2 ]; do sleep 1; i=$((i + 1)); done
+	[ -e "$1" ]
+}
+
+# xvda: mount it, check payload.bin against payload.md5, write a file
+# (read-write), read it back after a read-only remount.
+dev_disk() {
+	wait_for /dev/xvda 30 || { echo "fail(no-xvda)"; return; }
+	mkdir -p /mnt
+	mount -t ext4 /dev/xvda /mnt 2>/dev/null || { echo "fail(mount)"; return; }
+	(cd /mnt && md5sum -c payload.md5 >/dev/null 2>&1) ||
+	    { umount /mnt; echo "fail(md5)"; return; }
+	echo "$domid" > /mnt/written-by-domain && sync && umount /mnt &&
+	    mount -t ext4 -o ro /dev/xvda /mnt &&
+	    [ "$(cat /mnt/written-by-domain)" = "$domid" ] ||
+	    { umount /mnt 2>/dev/null; echo "fail(write)"; return; }
+	umount /mnt
+	say "vmbuild-linux-dev: xvda $(cat /sys/block/xvda/size) sectors, payload.bin md5 ok, written and read back"
+	echo ok
+}
+
+# eth0: lab_ip=/24 on it, then dom0 (lab_peer=) must answer a ping.
+dev_net() {
+	ip=$(arg lab_ip) peer=$(arg lab_peer)
+	wait_for /sys/class/net/eth0 30 || { echo "fail(no-eth0)"; return; }
+	ip link set eth0 up && ip addr add $ip/24 dev eth0 ||
+	    { echo "fail(ip)"; return; }
+	i=0
+	until ping -c 1 -W 2 $peer >/dev/null 2>&1; do
+		i=$((i + 1))
+		[ $i -ge 15 ] && { echo "fail(ping-$peer)"; return; }
+	done
+	say "vmbuild-linux-dev: eth0 $(cat /sys/class/net/eth0/address) $ip pings $peer"
+	echo ok
+}
+
+# Devices that come and go while it runs (vmctl disk-attach, net-attach):
+# xvdb (its first line), eth1.
+hotplug_watch() {
+	disk=gone net=gone
+	while :; do
+		if [ -b /dev/xvdb ] && [ $disk = gone ]; then
+			disk=seen
+			say "vmbuild-linux-dev: hotplug xvdb=seen $(cat /sys/block/xvdb/ro 2>/dev/null | sed 's/1/ro/;s/0/rw/') $(head -n 1 /dev/xvdb 2>/dev/null)"
+		elif [ ! -b /dev/xvdb ] && [ $disk = seen ]; then
+			disk=gone
+			say "vmbuild-linux-dev: hotplug xvdb=gone"
+		fi
+		if [ -e /sys/class/net/eth1 ] && [ $net = gone ]; then
+			net=seen
+			say "vmbuild-linux-dev: hotplug eth1=seen $(cat /sys/class/net/eth1/address)"
+		elif [ ! -e /sys/class/net/eth1 ] && [ $net = seen ]; then
+			net=gone
+			say "vmbuild-linux-dev: hotplug eth1=gone"
+		fi
+		sleep 2
+	done
+}
+
 # The PV control node: Linux's xenbus shutdown watcher announces
 # control/feature-poweroff and feature-reboot and, asked through
 # control/shutdown (vmctl shutdown, xl shutdown), runs the kernel's
@@ -69,6 +149,7 @@ main() {
 	pv_control
 	facts
 	details
+	devices
 	case " $(cat /proc/cmdline) " in
 	*" lab_poweroff "*) poweroff -f ;;
 	esac

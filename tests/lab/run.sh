@@ -41,6 +41,9 @@
 #                            tests/lab/xl-vnuma-shim.c preloaded (libxl 4.17
 #                            cannot build a PVH guest with vnuma= without it);
 #                            0: plain xl (its create of that guest fails)
+#   LAB_HOTPLUG_TRACE=0      1: the hotplug scripts run with `set -x`
+#                            (their trace in dom0's xen-hotplug.log, shown
+#                            whole at the end of the run)
 #   LAB_TESTS="..."          hvsim-free test programs (paths under build/) run
 #                            in dom0 from a copy of the tree at /tree; default:
 #                            the xen backend, placement, populate-plan and
@@ -73,6 +76,7 @@ LAB_DOM0_EXTRA=${LAB_DOM0_EXTRA:-loglevel=4}
 LAB_EXTRA_FILES=${LAB_EXTRA_FILES:-}
 LAB_VMBUILDD_ARGS=${LAB_VMBUILDD_ARGS:-}
 LAB_XL_SHIM=${LAB_XL_SHIM:-1}
+LAB_HOTPLUG_TRACE=${LAB_HOTPLUG_TRACE:-0}
 LAB_HELLO=${LAB_HELLO:-1}
 LAB_TESTS=${LAB_TESTS-build/tests/xenbe/test_xen_backend build/tests/lib/test_placement build/tests/lib/test_populate_plan build/tests/lib/test_loader}
 XENVER=4.17
@@ -127,7 +131,8 @@ pkgs="xen-hypervisor-$XENVER-amd64 $kpkg busybox-static xen-utils-$XENVER
       xenstore-utils libxenmisc$XENVER libxencall1 libxenevtchn1
       libxenforeignmemory1 libxengnttab1 libxenstore4 libxentoollog1
       libxenhypfs1 libxendevicemodel1 libxentoolcore1 libyajl2
-      libevent-2.1-7 libevent-pthreads-2.1-7 libsystemd0 libnuma1"
+      libevent-2.1-7 libevent-pthreads-2.1-7 libsystemd0 libnuma1
+      xen-utils-common"
 missing=""
 for p in $pkgs; do
 	ls "$DEBS/${p}_"*.deb >/dev/null 2>&1 || missing="$missing $p"
@@ -158,14 +163,21 @@ done
 # ------------------------------------------------------------- unpack
 # Re-extracted only when the set of .debs changed.
 step=unpack
-stamp=$(ls "$DEBS"/*.deb | md5sum | cut -d' ' -f1)
+# The set of .debs, and what is taken from the kernel's (DEV_MODULES).
+DEV_MODULES="drivers/block/loop.ko drivers/block/xen-blkfront.ko
+    drivers/block/xen-blkback/xen-blkback.ko drivers/net/xen-netfront.ko
+    drivers/net/xen-netback/xen-netback.ko net/bridge/bridge.ko
+    net/802/stp.ko net/llc/llc.ko fs/ext4/ext4.ko fs/jbd2/jbd2.ko
+    fs/mbcache.ko lib/crc16.ko crypto/crc32c_generic.ko"
+stamp=$( (ls "$DEBS"/*.deb; echo $DEV_MODULES) | md5sum | cut -d' ' -f1)
 if [ "$(cat "$ROOT/.stamp" 2>/dev/null)" != "$stamp" ]; then
 	rm -rf "$ROOT" && mkdir -p "$ROOT" || fail $step "cannot create $ROOT"
 	for d in "$DEBS"/*.deb; do
 		case "$d" in
-		*/linux-image-*)	# only the kernel and Xen's modules
+		*/linux-image-*)	# only the kernel, Xen's and the devices' modules
 			dpkg-deb --fsys-tarfile "$d" | tar -x -C "$ROOT" --wildcards \
-			    './boot/vmlinuz-*' './lib/modules/*/kernel/drivers/xen/*' ;;
+			    './boot/vmlinuz-*' './lib/modules/*/kernel/drivers/xen/*' \
+			    $(for m in $DEV_MODULES; do echo "./lib/modules/*/kernel/$m*"; done) ;;
 		*)
 			dpkg-deb -x "$d" "$ROOT" ;;
 		esac || fail $step "unpack $d"
@@ -188,6 +200,43 @@ else
 fi
 case "$xen" in *.gz) zcat "$xen" > "$LAB_DIR/xen.custom" || fail $step "zcat $xen"; xen=$LAB_DIR/xen.custom;; esac
 
+# ------------------------------------------------------------- devices
+# Kernel modules with what they depend on (the "depends=" of their
+# .modinfo: the package ships no modules.dep), uncompressed, into
+# DIR/lib/modules, their names in load order appended to
+# DIR/lib/modules/devices.order.
+kmods() {
+	local dir=$1 m f dep; shift
+	mkdir -p "$dir/lib/modules" || return 1
+	for m in "$@"; do
+		grep -qx "$m" "$dir/lib/modules/devices.order" 2>/dev/null && continue
+		f=$(find "$ROOT/lib/modules/$kver/kernel" -name "$m.ko*" | head -n 1)
+		[ -n "$f" ] || { log "module $m not in $kpkg"; return 1; }
+		case "$f" in
+		*.xz) xz -dc "$f" ;; *.zst) zstd -qdc "$f" ;; *) cat "$f" ;;
+		esac > "$dir/lib/modules/$m.ko" || return 1
+		for dep in $(tr '\0' '\n' < "$dir/lib/modules/$m.ko" |
+		    sed -n 's/^depends=//p' | head -n 1 | tr ',' ' '); do
+			kmods "$dir" "$dep" || return 1
+		done
+		echo "$m" >> "$dir/lib/modules/devices.order"
+	done
+}
+# The Linux guest's disks: disk.img, ext2 (the ext4 driver mounts it)
+# holding 1 MiB of random bytes and their md5, for xvda; disk2.img, a
+# raw 1 MiB with a known first line, hot-plugged as xvdb.
+step=disks
+rm -rf "$LAB_DIR/disks" && mkdir -p "$LAB_DIR/disks/root" || fail $step "mkdir"
+head -c 1048576 /dev/urandom > "$LAB_DIR/disks/root/payload.bin" &&
+    (cd "$LAB_DIR/disks/root" && md5sum payload.bin > payload.md5) &&
+    truncate -s 8M "$LAB_DIR/disks/disk.img" &&
+    mke2fs -q -F -t ext2 -L vmbuild-lab -d "$LAB_DIR/disks/root" \
+	"$LAB_DIR/disks/disk.img" ||
+    fail $step "mke2fs -d (e2fsprogs; scripts/deps.sh lab)"
+{ echo vmbuild-hotplug-disk; head -c 1048576 /dev/zero; } | head -c 1048576 \
+    > "$LAB_DIR/disks/disk2.img" || fail $step "disk2.img"
+log "disks: disk.img (ext2, payload.bin md5 $(cut -d' ' -f1 "$LAB_DIR/disks/root/payload.md5")), disk2.img"
+
 # ------------------------------------------------------------- Linux guest
 # The Linux guest's initramfs: busybox, /init = linux-init.sh, and
 # xenstore-read with its libraries (the guest reads its domid).  Its
@@ -209,6 +258,9 @@ for l in $llibs; do
 	esac || fail $step "copy $l"
 done
 ln -s ../$ARCHLIB "$LG/lib/x86_64-linux-gnu" || fail $step "lib link"
+# Its PV disk and network drivers and the file system of its disk.
+kmods "$LG" xen-blkfront xen-netfront ext4 crc32c_generic ||
+    fail $step "the guest's device modules"
 (cd "$LG" && find . | cpio -o -H newc 2>/dev/null | gzip -1) > "$LAB_DIR/linux-initrd.gz" ||
     fail $step "cpio"
 
@@ -221,7 +273,7 @@ for b in xl xenstored xenconsoled xen-init-dom0; do
 	cp "$xenbin/$b" "$D0/usr/lib/xen-$XENVER/bin/" || fail $step "copy $b"
 done
 cp "$ROOT/usr/bin/xenstore" "$D0/bin/" || fail $step "copy xenstore"
-for t in read write ls list rm; do ln -sf xenstore "$D0/bin/xenstore-$t"; done
+for t in read write ls list rm exists chmod; do ln -sf xenstore "$D0/bin/xenstore-$t"; done
 cp build/guest/hello.elf "$D0/guest/hello.elf" || fail $step "copy hello.elf"
 cp "$here/hello.cfg" "$D0/etc/lab/hello.cfg" || fail $step "copy hello.cfg"
 cp "$kernel" "$D0/guest/vmlinuz" && cp "$LAB_DIR/linux-initrd.gz" "$D0/guest/" &&
@@ -232,6 +284,23 @@ if [ "$LAB_XL_SHIM" = 1 ]; then
 	    fail $step "build xl-vnuma-shim.so"
 fi
 cp "$here/dom0-init.sh" "$D0/init" && chmod +x "$D0/init" || fail $step "copy dom0-init.sh"
+# Devices: blkback, netback, loop and the bridge; Debian's hotplug
+# scripts (xen-utils-common) with what they call that busybox lacks or
+# does differently (bash, util-linux's losetup and flock: locking.sh
+# locks with it, and busybox-static has none; from this Debian host);
+# the guest's disk images.
+kmods "$D0" xen-blkback xen-netback loop bridge || fail $step "dom0's device modules"
+mkdir -p "$D0/etc/xen" "$D0/usr/sbin" &&
+    cp -a "$ROOT/etc/xen/scripts" "$D0/etc/xen/" &&
+    cp /usr/bin/bash "$D0/bin/bash" && cp "$(command -v losetup)" "$D0/usr/sbin/losetup" &&
+    cp "$(command -v flock)" "$D0/usr/sbin/flock" &&
+    cp "$LAB_DIR/disks/disk.img" "$LAB_DIR/disks/disk2.img" "$D0/guest/" ||
+    fail $step "copy the hotplug scripts, bash, losetup, the disk images"
+if [ "$LAB_HOTPLUG_TRACE" = 1 ]; then
+	for f in block vif-bridge; do
+		sed -i '1a set -x' "$D0/etc/xen/scripts/$f" || fail $step "trace $f"
+	done
+fi
 have_vmbuild=0
 if [ -x build/bin/vmbuildd ] && [ -x build/bin/vmctl ]; then
 	cp build/bin/vmbuildd build/bin/vmctl "$D0/bin/" || fail $step "copy vmbuildd/vmctl"
@@ -255,7 +324,7 @@ done
 # the rest (glibc & co., same Debian release) from this host; plus
 # libgcc_s, which glibc dlopens for pthread_cancel (xl aborts without it).
 libpath=$PWD/$ROOT/$ARCHLIB:$PWD/$ROOT/lib/x86_64-linux-gnu
-bins=$(ls "$D0"/usr/lib/xen-$XENVER/bin/* "$D0/bin/xenstore"; [ $have_vmbuild = 1 ] && ls "$D0/bin/vmbuildd" "$D0/bin/vmctl")
+bins=$(ls "$D0"/usr/lib/xen-$XENVER/bin/* "$D0/bin/xenstore" "$D0/bin/bash" "$D0/usr/sbin/losetup" "$D0/usr/sbin/flock"; [ $have_vmbuild = 1 ] && ls "$D0/bin/vmbuildd" "$D0/bin/vmctl")
 for t in $tests; do bins="$bins $D0/tree/$t"; done
 for f in $LAB_EXTRA_FILES; do ldd "$D0/${f#*:}" >/dev/null 2>&1 && bins="$bins $D0/${f#*:}"; done
 libs=$(for b in $bins; do
@@ -294,6 +363,7 @@ LINUX_MB=$LAB_LINUX_MB
 XENVER=$XENVER
 VMBUILDD_ARGS="$LAB_VMBUILDD_ARGS"
 XL_SHIM=$LAB_XL_SHIM
+HOTPLUG_TRACE=$LAB_HOTPLUG_TRACE
 HELLO=$LAB_HELLO
 XS_TRACE=${LAB_XS_TRACE:-}
 TESTS="$tests"

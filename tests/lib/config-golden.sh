@@ -5,7 +5,8 @@
 # NAME.json on stdout (the parsed description; the test directory's
 # absolute path written as @DIR@) and exit 0, or, without NAME.json,
 # exit 1.  Its diagnostics on stderr must equal NAME.err (empty when
-# there is no NAME.err).  One TAP line per config.
+# there is no NAME.err).  NAME.args, when there is one, holds options
+# given before the file (--ignore-unsupported).  One TAP line per config.
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/tests/tap.sh"
@@ -18,7 +19,8 @@ n=0
 for cfg in *.cfg; do
 	name=${cfg%.cfg}
 	n=$((n + 1))
-	"$check" "$cfg" >"$tmp/out" 2>"$tmp/err"
+	args=$(cat "$name.args" 2>/dev/null)
+	"$check" $args "$cfg" >"$tmp/out" 2>"$tmp/err"
 	rc=$?
 	sed -i "s|$dir|@DIR@|g" "$tmp/out" "$tmp/err"
 	good=1

@@ -661,6 +661,114 @@ test_failed_phase_and_error(void **state)
 	assert_non_null(strstr(res.error, "the guest has 1024 KiB"));
 }
 
+/*
+ * Devices, on a backend that sets them up: hvsim's ops with device
+ * ops of the test's (hvsim itself has no I/O, and records only).  The
+ * second device fails as a hotplug script would: the build fails in
+ * phase devices saying why, the first device is taken down, the domain
+ * is destroyed and every page comes back.
+ */
+static struct {
+	int	added, removed, fail_at;
+	uint32_t removed_devid[8];
+} fakedev;
+
+static int
+fake_device_add(void *priv, uint32_t domid, const struct vmb_dev *dev,
+    char *why, size_t why_len)
+{
+	(void)priv; (void)domid;
+	if (++fakedev.added == fakedev.fail_at) {
+		snprintf(why, why_len, "disk %s (vbd %u): hotplug script "
+		    "/etc/xen/scripts/block add exited with status 1",
+		    dev->disk ? dev->disk->vdev : "?", dev->devid);
+		return -EIO;
+	}
+	return 0;
+}
+
+static int
+fake_device_remove(void *priv, uint32_t domid, enum vmb_device_kind kind,
+    uint32_t devid, bool force, uint32_t close_ms, char *why, size_t why_len)
+{
+	(void)priv; (void)domid; (void)kind; (void)force; (void)close_ms;
+	(void)why; (void)why_len;
+	if (fakedev.removed < 8)
+		fakedev.removed_devid[fakedev.removed] = devid;
+	fakedev.removed++;
+	return 0;
+}
+
+static void
+test_devices_rollback(void **state)
+{
+	const struct vmb_backend_ops *sim_ops = real_sim.ctx->ops;
+	struct vmb_backend_ops ops = *sim_ops;
+	struct vmb_disk disks[2] = {
+		{ .target = (char *)kernel_path, .vdev = "xvda", .devid = 51712 },
+		{ .target = (char *)kernel_path, .vdev = "xvdb", .devid = 51728,
+		  .readonly = true },
+	};
+	struct vmb_nic nic = { .devid = 0, .bridge = "xenbr0" };
+	struct vmb_build_result res;
+	struct vmb_domain *doms = NULL;
+	struct prog pr = { 0 };
+	struct vmb_guest g;
+	size_t nr = 0;
+
+	(void)state;
+	NEED_HVSIM();
+	guest_init(&g, "devfail", 256 * MIB);
+	g.disks = disks;
+	g.nr_disks = 2;
+	g.nics = &nic;
+	g.nr_nics = 1;
+	/* hvsim alone: devices recorded, nothing set up, the build goes on. */
+	assert_false(vmb_ctx_caps(real_sim.ctx) & VMB_CAP_DEVICES);
+	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
+	    &res), 0);
+	assert_int_equal(vmb_domain_destroy(real_sim.ctx, res.domid), 0);
+
+	ops.device_add = fake_device_add;
+	ops.device_remove = fake_device_remove;
+	real_sim.ctx->ops = &ops;
+	memset(&fakedev, 0, sizeof(fakedev));
+	fakedev.fail_at = 2;
+	memset(&pr, 0, sizeof(pr));
+	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
+	    &res), -EIO);
+	real_sim.ctx->ops = sim_ops;
+	print_message("# error: %s\n", res.error);
+	assert_int_equal(res.failed_phase, VMB_PHASE_DEVICES);
+	assert_non_null(strstr(res.error, "disk xvdb (vbd 51728): hotplug "
+	    "script"));
+	assert_int_equal(res.domid, VMB_DOMID_INVALID);
+	/* The disk that was up came down; the one that failed took itself. */
+	assert_int_equal(fakedev.removed, 1);
+	assert_int_equal(fakedev.removed_devid[0], 51712);
+	assert_true(atomic_load(&pr.phases_seen) & (1 << VMB_PHASE_UNDO));
+	/* No domain left, every page back. */
+	assert_int_equal(vmb_domain_list(real_sim.ctx, &doms, &nr), 0);
+	for (size_t i = 0; i < nr; i++)
+		assert_string_not_equal(doms[i].name, "devfail");
+	free(doms);
+	wait_scrubbed(real_sim.ctx);
+	assert_int_equal(host_free(real_sim.ctx), start_free);
+
+	/* The vif fails: both disks come down, last first. */
+	memset(&fakedev, 0, sizeof(fakedev));
+	fakedev.fail_at = 3;
+	real_sim.ctx->ops = &ops;
+	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
+	    &res), -EIO);
+	real_sim.ctx->ops = sim_ops;
+	assert_int_equal(fakedev.removed, 2);
+	assert_int_equal(fakedev.removed_devid[0], 51728);
+	assert_int_equal(fakedev.removed_devid[1], 51712);
+	wait_scrubbed(real_sim.ctx);
+	assert_int_equal(host_free(real_sim.ctx), start_free);
+}
+
 struct par {
 	struct vmb_guest g;
 	struct vmb_build_result res;
@@ -900,6 +1008,7 @@ main(void)
 		cmocka_unit_test(test_claim_fails_before_populate),
 		cmocka_unit_test(test_claim_refused_names_claim),
 		cmocka_unit_test(test_failed_phase_and_error),
+		cmocka_unit_test(test_devices_rollback),
 		cmocka_unit_test(test_concurrent_builds),
 		cmocka_unit_test(test_numa2_config),
 		cmocka_unit_test(test_all_memory_back),

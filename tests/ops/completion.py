@@ -31,6 +31,13 @@ for name in ("web-1", "web-2", "db"):
     r = c.call("vm.create", {"config": guest_cfg(name, 32), "wait": True})
     if r is None or "result" not in r:
         bail("create %s: %r" % (name, r))
+# A disk on db (hvsim records it), for disk-detach's VDEV.
+img = os.path.join(h.dir, "data.img")
+with open(img, "wb") as f:
+    f.truncate(1 << 20)
+r = c.call("vm.disk_attach", {"vm": "db", "disk": img + ",raw,xvdb,rw"})
+if r is None or "result" not in r:
+    bail("disk_attach: %r" % (r,))
 c.close()
 
 
@@ -98,6 +105,13 @@ expect("vmctl --socket %s info db " % sock, [],
        "one VM operand, then nothing")
 expect("vmctl --socket %s/none info " % h.dir, [],
        "no daemon: no names")
+expect("vmctl --socket %s disk-detach db " % sock, ["xvdb"],
+       "disk-detach VM: the VM's disks from the daemon")
+expect("vmctl --socket %s disk-attach --wait 5 d" % sock, ["db"],
+       "disk-attach: VM names first, after an option's argument")
+got, err = complete("vmctl disk-attach db configs/h")
+ok(got == ["configs/hello.cfg"] and not err.strip(),
+   "disk-attach VM: files", (got, err))
 got, err = complete("vmctl create configs/h")
 ok(got == ["configs/hello.cfg"] and not err.strip(),
    "create: files", (got, err))

@@ -38,6 +38,7 @@ ${p#/}/sbin/vmbuildd
 ${p#/}/share/ansible/plugins/modules/vmbuild_vm.py
 ${p#/}/share/bash-completion/completions/vmctl
 $(for f in configs/*.cfg; do echo "${p#/}/share/doc/vmbuild/examples/${f##*/}"; done)
+${p#/}/share/doc/vmbuild/examples/vmbuildd-devices.conf
 ${p#/}/share/man/man1/vmctl.1
 ${p#/}/share/man/man5/vmbuild.cfg.5
 ${p#/}/share/man/man8/hvsim.8

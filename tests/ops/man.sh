@@ -5,7 +5,7 @@
 # understands (lexgrog); the pages document what the programs really
 # have: every option of vmctl, its commands and their options, vmbuildd
 # and hvsim (from their --help), and every xl.cfg key libvmbuild reads or
-# accepts with a warning (from libvmbuild/guest.c).
+# refuses as not supported (from libvmbuild/guest.c).
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top" || exit 1
@@ -64,12 +64,11 @@ want_words hvsim.8 "hvsim's options" $("$bin/hvsim" --help | opts_of)
 # xl.cfg keys: the table of keys and the list of xl keys accepted with
 # a warning, as libvmbuild/guest.c has them.
 keys=$(sed -n '/^static const struct key_desc keys\[\]/,/^};/s/^\t{ "\([a-z_]*\)".*/\1/p' libvmbuild/guest.c)
-ignored=$(sed -n '/^static const char \*const xl_ignored\[\]/,/^};/p' libvmbuild/guest.c |
-	grep -o '"[a-z_0-9]*"' | tr -d '"')
+unsupported=$(sed -n '/^} xl_unsupported\[\] = {/,/^};/s/^\t{ "\([a-z_0-9]*\)".*/\1/p' libvmbuild/guest.c)
 [ "$(wc -w <<<"$keys")" -ge 10 ] || not_ok "found the keys in guest.c ($keys)"
-[ "$(wc -w <<<"$ignored")" -ge 10 ] || not_ok "found the ignored keys in guest.c"
+[ "$(wc -w <<<"$unsupported")" -ge 10 ] || not_ok "found the unsupported keys in guest.c"
 want_words vmbuild.cfg.5 "the keys vmbuild reads" $keys
-want_words vmbuild.cfg.5 "the xl keys it ignores with a warning" $ignored
+want_words vmbuild.cfg.5 "the xl keys it does not support" $unsupported
 
 # The man page is vmctl's only manual: cli/vmctl.md points to it.
 if grep -q 'man/vmctl.1.scd' cli/vmctl.md && ! grep -q '^| `create' cli/vmctl.md; then

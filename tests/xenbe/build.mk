@@ -4,7 +4,8 @@
 XENBE_TEST_BIN := $(B)/tests/xenbe
 # The backend's objects and the parts of the core they call.
 XENBE_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(sort $(wildcard libvmbuild/xen/*.c))) \
-	$(OBJ)/libvmbuild/counters.o $(OBJ)/libvmbuild/uuid.o
+	$(OBJ)/libvmbuild/counters.o $(OBJ)/libvmbuild/uuid.o \
+	$(OBJ)/libvmbuild/diag.o
 XENBE_WRAP := -Wl,--wrap=xc_domain_populate_physmap -Wl,--wrap=xc_interface_open \
 	-Wl,--wrap=xc_domain_getinfolist -Wl,--wrap=xs_read
 EXTRA_CFLAGS_tests/xenbe/ += -Ilibvmbuild -Ilibvmbuild/xen \
@@ -29,16 +30,19 @@ $(XENBE_TEST_BIN)/test_xen_acpi: $(OBJ)/tests/xenbe/test_xen_acpi.o \
 TESTS += $(XENBE_TEST_BIN)/test_xen_acpi
 TESTS_DEPS += $(XENBE_TEST_BIN)/test_xen_acpi
 
-# The xenstore entries of a domain, against an in-memory xenstore:
-# libxenstore's calls are wrapped at link time.
+# The xenstore entries of a domain (test_xen_xs) and of its devices
+# (test_xen_dev: backends, hotplug scripts, rollback, teardown, and the
+# layout xl wrote in the lab, xl-devices.layout), against an in-memory
+# xenstore (fake_xs.c): libxenstore's calls are wrapped at link time.
 XENBE_XS_WRAP := $(foreach f,xs_transaction_start xs_transaction_end \
-	xs_write xs_mkdir xs_set_permissions xs_rm xs_read \
-	xs_introduce_domain xs_release_domain,-Wl,--wrap=$(f))
-$(XENBE_TEST_BIN)/test_xen_xs: $(OBJ)/tests/xenbe/test_xen_xs.o \
-		$(XENBE_OBJS)
+	xs_write xs_mkdir xs_set_permissions xs_rm xs_read xs_directory \
+	xs_introduce_domain xs_release_domain xs_open xs_close xs_watch \
+	xs_unwatch xs_fileno xs_check_watch,-Wl,--wrap=$(f))
+$(XENBE_TEST_BIN)/test_xen_%: $(OBJ)/tests/xenbe/test_xen_%.o \
+		$(OBJ)/tests/xenbe/fake_xs.o $(XENBE_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(XENBE_XS_WRAP) -o $@ $^ $(LIBVMB_XEN_LDLIBS) -luuid \
 		$(shell $(PKG) --libs cmocka) $(LDLIBS_COMMON)
 
-TESTS += $(XENBE_TEST_BIN)/test_xen_xs
-TESTS_DEPS += $(XENBE_TEST_BIN)/test_xen_xs
+TESTS += $(XENBE_TEST_BIN)/test_xen_xs $(XENBE_TEST_BIN)/test_xen_dev
+TESTS_DEPS += $(XENBE_TEST_BIN)/test_xen_xs $(XENBE_TEST_BIN)/test_xen_dev

@@ -1,7 +1,7 @@
 /*
  * test_xen_xs.c - the xenstore entries the xen backend writes for a PVH
- * domain (xen_xs.c), against a small in-memory xenstore: libxenstore's
- * calls are replaced at link time (-Wl,--wrap, see build.mk).  What
+ * domain (xen_xs.c), against a small in-memory xenstore (fake_xs.c):
+ * libxenstore's calls are replaced at link time (-Wl,--wrap, build.mk).  What
  * libxl__domain_make and libxl__build_post write must be there, with
  * their permissions (/libxl/N/type and the /tool/... domain ids
  * included), and after remove nothing of the domain may be left.
@@ -18,185 +18,8 @@
 
 #include <cmocka.h>
 
+#include "fake_xs.h"
 #include "xen_priv.h"
-
-#define MAX_NODES	256
-
-struct node {
-	char	path[256];
-	char	value[256];
-	struct xs_permissions perms[4];
-	unsigned nperms;
-};
-
-static struct {
-	struct node n[MAX_NODES];
-	unsigned nr;
-	unsigned introduced, released;
-} xs;
-
-xs_transaction_t __wrap_xs_transaction_start(struct xs_handle *h);
-bool __wrap_xs_transaction_end(struct xs_handle *h, xs_transaction_t t,
-    bool abort);
-bool __wrap_xs_write(struct xs_handle *h, xs_transaction_t t,
-    const char *path, const void *data, unsigned int len);
-bool __wrap_xs_mkdir(struct xs_handle *h, xs_transaction_t t,
-    const char *path);
-bool __wrap_xs_set_permissions(struct xs_handle *h, xs_transaction_t t,
-    const char *path, struct xs_permissions *perms, unsigned int num);
-bool __wrap_xs_rm(struct xs_handle *h, xs_transaction_t t, const char *path);
-void *__wrap_xs_read(struct xs_handle *h, xs_transaction_t t,
-    const char *path, unsigned int *len);
-bool __wrap_xs_introduce_domain(struct xs_handle *h, unsigned int domid,
-    unsigned long mfn, unsigned int eventchn);
-bool __wrap_xs_release_domain(struct xs_handle *h, unsigned int domid);
-
-static struct node *
-lookup(const char *path)
-{
-	for (unsigned i = 0; i < xs.nr; i++)
-		if (!strcmp(xs.n[i].path, path))
-			return &xs.n[i];
-	return NULL;
-}
-
-/* Create path and its missing parents (inheriting perms), as xenstored. */
-static struct node *
-create(const char *path)
-{
-	char parent[256];
-	struct node *n = lookup(path), *p = NULL;
-	char *slash;
-
-	if (n)
-		return n;
-	snprintf(parent, sizeof(parent), "%s", path);
-	slash = strrchr(parent, '/');
-	if (slash && slash != parent) {
-		*slash = '\0';
-		p = create(parent);
-	}
-	assert_true(xs.nr < MAX_NODES);
-	n = &xs.n[xs.nr++];
-	memset(n, 0, sizeof(*n));
-	snprintf(n->path, sizeof(n->path), "%s", path);
-	if (p) {
-		memcpy(n->perms, p->perms, sizeof(n->perms));
-		n->nperms = p->nperms;
-	} else {
-		n->perms[0] = (struct xs_permissions){ 0, XS_PERM_NONE };
-		n->nperms = 1;
-	}
-	return n;
-}
-
-xs_transaction_t
-__wrap_xs_transaction_start(struct xs_handle *h)
-{
-	(void)h;
-	return 1;
-}
-
-bool
-__wrap_xs_transaction_end(struct xs_handle *h, xs_transaction_t t,
-    bool abort)
-{
-	(void)h; (void)t; (void)abort;
-	return true;
-}
-
-bool
-__wrap_xs_write(struct xs_handle *h, xs_transaction_t t, const char *path,
-    const void *data, unsigned int len)
-{
-	struct node *n = create(path);
-
-	(void)h; (void)t;
-	assert_true(len < sizeof(n->value));
-	memcpy(n->value, data, len);
-	n->value[len] = '\0';
-	return true;
-}
-
-bool
-__wrap_xs_mkdir(struct xs_handle *h, xs_transaction_t t, const char *path)
-{
-	(void)h; (void)t;
-	create(path);
-	return true;
-}
-
-bool
-__wrap_xs_set_permissions(struct xs_handle *h, xs_transaction_t t,
-    const char *path, struct xs_permissions *perms, unsigned int num)
-{
-	struct node *n = lookup(path);
-
-	(void)h; (void)t;
-	if (!n) {
-		errno = ENOENT;
-		return false;
-	}
-	assert_true(num <= 4);
-	memcpy(n->perms, perms, num * sizeof(*perms));
-	n->nperms = num;
-	return true;
-}
-
-bool
-__wrap_xs_rm(struct xs_handle *h, xs_transaction_t t, const char *path)
-{
-	size_t len = strlen(path);
-	bool found = false;
-
-	(void)h; (void)t;
-	for (unsigned i = 0; i < xs.nr; ) {
-		const char *p = xs.n[i].path;
-
-		if (!strncmp(p, path, len) && (p[len] == '\0' || p[len] == '/')) {
-			xs.n[i] = xs.n[--xs.nr];
-			found = true;
-		} else {
-			i++;
-		}
-	}
-	if (!found)
-		errno = ENOENT;
-	return found;
-}
-
-void *
-__wrap_xs_read(struct xs_handle *h, xs_transaction_t t, const char *path,
-    unsigned int *len)
-{
-	struct node *n = lookup(path);
-
-	(void)h; (void)t;
-	if (!n) {
-		errno = ENOENT;
-		return NULL;
-	}
-	if (len)
-		*len = (unsigned)strlen(n->value);
-	return strdup(n->value);
-}
-
-bool
-__wrap_xs_introduce_domain(struct xs_handle *h, unsigned int domid,
-    unsigned long mfn, unsigned int eventchn)
-{
-	(void)h; (void)domid; (void)mfn; (void)eventchn;
-	xs.introduced++;
-	return true;
-}
-
-bool
-__wrap_xs_release_domain(struct xs_handle *h, unsigned int domid)
-{
-	(void)h; (void)domid;
-	xs.released++;
-	return true;
-}
 
 static struct xen_be be;
 
@@ -204,26 +27,20 @@ static int
 setup(void **state)
 {
 	(void)state;
-	memset(&xs, 0, sizeof(xs));
+	fake_xs_reset();
 	memset(&be, 0, sizeof(be));
-	be.xsh = (struct xs_handle *)&xs;	/* never dereferenced */
+	be.xsh = (struct xs_handle *)&fake_xs;	/* never dereferenced */
 	pthread_mutex_init(&be.xs_lock, NULL);
 	return 0;
 }
 
-static const char *
-val(const char *path)
-{
-	struct node *n = lookup(path);
-
-	return n ? n->value : NULL;
-}
+#define val(path)	fake_xs_val(path)
 
 static void
 perms_are(const char *path, unsigned owner, unsigned owner_perm,
     int reader)
 {
-	struct node *n = lookup(path);
+	struct fake_node *n = fake_xs_lookup(path);
 
 	assert_non_null(n);
 	assert_int_equal(n->perms[0].id, owner);
@@ -237,15 +54,7 @@ perms_are(const char *path, unsigned owner, unsigned owner_perm,
 	}
 }
 
-static unsigned
-count_under(const char *prefix)
-{
-	unsigned c = 0;
-
-	for (unsigned i = 0; i < xs.nr; i++)
-		c += !strncmp(xs.n[i].path, prefix, strlen(prefix));
-	return c;
-}
+#define count_under(prefix)	fake_xs_count(prefix)
 
 #define UUID_STR	"00112233-4455-6677-8899-aabbccddeeff"
 
@@ -257,8 +66,8 @@ test_layout_and_remove(void **state)
 	uint32_t sd = 99, cd = 99;
 
 	(void)state;
-	__wrap_xs_write(NULL, 0, "/tool/xenstored/domid", "0", 1);
-	__wrap_xs_write(NULL, 0, "/tool/xenconsoled/domid", "7", 1);
+	fake_xs_set("/tool/xenstored/domid", "0");
+	fake_xs_set("/tool/xenconsoled/domid", "7");
 	memset(&cfg, 0, sizeof(cfg));
 	snprintf(cfg.name, sizeof(cfg.name), "guest1");
 	for (int i = 0; i < 16; i++)
@@ -347,7 +156,7 @@ test_layout_and_remove(void **state)
 	assert_non_null(val("/vm/" UUID_STR "/start_time"));
 	assert_int_equal(xen_xs_introduce(&be, 5, xb.store_gfn,
 	    xb.store_port), 0);
-	assert_int_equal(xs.introduced, 1);
+	assert_int_equal(fake_xs.introduced, 1);
 
 	/* Destroy: nothing of the domain is left, /tool is. */
 	xen_xs_domain_remove(&be, 5);
@@ -356,7 +165,7 @@ test_layout_and_remove(void **state)
 	assert_int_equal(count_under("/vm/" UUID_STR), 0);
 	assert_int_equal(count_under("/local/domain/7/backend/console/5"), 0);
 	assert_string_equal(val("/tool/xenconsoled/domid"), "7");
-	assert_int_equal(xs.released, 1);
+	assert_int_equal(fake_xs.released, 1);
 }
 
 /* Leftovers of an earlier domain with the same id go at create. */
@@ -367,9 +176,9 @@ test_leftovers(void **state)
 	uint32_t sd, cd;
 
 	(void)state;
-	__wrap_xs_write(NULL, 0, "/libxl/5/stale", "x", 1);
-	__wrap_xs_write(NULL, 0, "/local/domain/5/stale", "x", 1);
-	__wrap_xs_write(NULL, 0, "/tool/xenconsoled/domid", "junk", 4);
+	fake_xs_set("/libxl/5/stale", "x");
+	fake_xs_set("/local/domain/5/stale", "x");
+	fake_xs_set("/tool/xenconsoled/domid", "junk");
 	memset(&cfg, 0, sizeof(cfg));
 	snprintf(cfg.name, sizeof(cfg.name), "guest2");
 	assert_int_equal(xen_xs_domain_make(&be, 5, &cfg), 0);
@@ -386,13 +195,12 @@ static void
 test_control(void **state)
 {
 	(void)state;
-	__wrap_xs_write(NULL, 0, "/local/domain/5/control/shutdown", "", 0);
+	fake_xs_set("/local/domain/5/control/shutdown", "");
 	assert_int_equal(xen_xs_control(&be, 5, "poweroff", false),
 	    -EOPNOTSUPP);
 	assert_string_equal(val("/local/domain/5/control/shutdown"), "");
 	/* Linux's xenbus shutdown watcher writes these. */
-	__wrap_xs_write(NULL, 0, "/local/domain/5/control/feature-poweroff",
-	    "1", 1);
+	fake_xs_set("/local/domain/5/control/feature-poweroff", "1");
 	assert_int_equal(xen_xs_control(&be, 5, "reboot", false),
 	    -EOPNOTSUPP);
 	assert_int_equal(xen_xs_control(&be, 5, "poweroff", false), 0);
@@ -404,7 +212,7 @@ test_control(void **state)
 	assert_int_equal(xen_xs_control(&be, 5, "poweroff", true), 0);
 	/* Taken by the guest (it clears the node): 0, left alone. */
 	assert_int_equal(xen_xs_control(&be, 5, "poweroff", false), 0);
-	__wrap_xs_write(NULL, 0, "/local/domain/5/control/shutdown", "", 0);
+	fake_xs_set("/local/domain/5/control/shutdown", "");
 	assert_int_equal(xen_xs_control(&be, 5, "poweroff", true), 0);
 }
 
@@ -416,15 +224,12 @@ test_console(void **state)
 	int m, fd = -1;
 
 	(void)state;
-	__wrap_xs_write(NULL, 0, "/local/domain/5/console/tty", "/etc/passwd",
-	    11);
+	fake_xs_set("/local/domain/5/console/tty", "/etc/passwd");
 	assert_int_equal(xen_console_open(&be, 5, &fd, path, sizeof(path)),
 	    -EPERM);
-	__wrap_xs_write(NULL, 0, "/local/domain/5/console/tty",
-	    "/dev/pts/../../etc/shadow", 25);
+	fake_xs_set("/local/domain/5/console/tty", "/dev/pts/../../etc/shadow");
 	assert_int_equal(xen_console_open(&be, 5, &fd, NULL, 0), -EPERM);
-	__wrap_xs_write(NULL, 0, "/local/domain/5/console/tty", "/dev/null",
-	    9);
+	fake_xs_set("/local/domain/5/console/tty", "/dev/null");
 	assert_int_equal(xen_console_open(&be, 5, &fd, NULL, 0), -EPERM);
 	assert_int_equal(fd, -1);
 	assert_int_equal(xen_console_open(&be, 0, &fd, NULL, 0), -EINVAL);
@@ -436,8 +241,7 @@ test_console(void **state)
 			close(m);
 		skip();
 	}
-	__wrap_xs_write(NULL, 0, "/local/domain/5/console/tty", name,
-	    strlen(name));
+	fake_xs_set("/local/domain/5/console/tty", name);
 	assert_int_equal(xen_console_open(&be, 5, &fd, path, sizeof(path)), 0);
 	assert_string_equal(path, name);
 	assert_true(isatty(fd));

@@ -112,7 +112,8 @@ class Client:
     # --- VMs -------------------------------------------------------------
 
     def vm_create(self, config=None, config_path=None, guest=None,
-                  wait=False, paused=None, progress=None, timeout=None):
+                  wait=False, paused=None, progress=None, timeout=None,
+                  ignore_unsupported=None):
         """Create a VM from xl.cfg text (config, with config_path naming
         the file it came from: relative kernel paths and messages) or a
         guest description (guest: a dict with xl.cfg key names).
@@ -127,9 +128,13 @@ class Client:
         for or scrubs inline).  timeout bounds
         that wait (seconds; None: no bound).  A failed build raises the
         task's error (e.g. NoMemory, with .phase and .task).
+        ignore_unsupported=True builds without the xl keys vmbuild does
+        not implement (sdl, vnc, pci, ...) instead of refusing them; the
+        result's "warnings" lists each ("file:line: key: warning: ...").
         """
         params = _params(config=config, config_path=config_path,
-                         guest=guest, paused=paused)
+                         guest=guest, paused=paused,
+                         ignore_unsupported=ignore_unsupported)
         if progress is None:
             params["wait"] = bool(wait)
             r = self._create(params)
@@ -173,6 +178,32 @@ class Client:
 
     def vm_unpause(self, vm):
         return self.call("vm.unpause", {"vm": _vm_ref(vm)})
+
+    # --- devices (hot-plug) ----------------------------------------------
+
+    def vm_disk_attach(self, vm, disk, timeout=None):
+        """Attach a disk (xl's disk syntax, absolute target) to a running
+        VM; timeout: seconds the guest has to connect it (daemon default
+        30, 0: no wait).  The daemon attaches only an image the caller
+        may open.  {"vm", "id", "disk", "devid", "state",
+        "recorded_only"}."""
+        return self.call("vm.disk_attach", _params(vm=_vm_ref(vm), disk=disk,
+                                                   timeout=timeout))
+
+    def vm_disk_detach(self, vm, disk, force=None):
+        """Detach a disk by vdev ("xvdb") or vbd number."""
+        return self.call("vm.disk_detach", _params(vm=_vm_ref(vm), disk=disk,
+                                                   force=force))
+
+    def vm_net_attach(self, vm, vif="", timeout=None):
+        """Attach a vif (xl's vif syntax; "" for the defaults)."""
+        return self.call("vm.net_attach", _params(vm=_vm_ref(vm), vif=vif,
+                                                  timeout=timeout))
+
+    def vm_net_detach(self, vm, vif, force=None):
+        """Detach a vif by devid or MAC."""
+        return self.call("vm.net_detach", _params(vm=_vm_ref(vm), vif=vif,
+                                                  force=force))
 
     def _shutdown(self, method, vm, wait, timeout, force):
         params = _params(vm=_vm_ref(vm), wait=wait, timeout=timeout,

@@ -138,13 +138,15 @@ ImageDescriptors = _code(1014, "ImageDescriptors",
                          "descriptors (vm_create does).")
 GuestTimeout = _code(1015, "GuestTimeout",
                      "The guest did not do what was asked in time.")
+NoSuchDevice = _code(1016, "NoSuchDevice",
+                     "The VM has no such disk or network interface.")
 
 _BY_CODE = {cls.code: cls for cls in (
     ParseError, InvalidRequest, MethodNotFound, InvalidParams,
     InternalError, PermissionDenied, NoSuchVM, NoSuchTask, ConfigError,
     NoMemory, HypervisorError, Busy, Cancelled, VMExists, Unavailable,
     RequestTooLarge, TaskFinished, BadState, BadImage, ImageDescriptors,
-    GuestTimeout)}
+    GuestTimeout, NoSuchDevice)}
 
 
 def error_from_reply(error, method=None, task=None):

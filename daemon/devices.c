@@ -1,0 +1,628 @@
+/*
+ * devices.c - hot-plug on a running VM: vm.disk_attach, vm.disk_detach,
+ * vm.net_attach, vm.net_detach (xl block-attach, block-detach,
+ * network-attach, network-detach), and the check that a client may
+ * use the disks it names (here and in vm.create).
+ *
+ * A handler checks on the loop what it can (the VM, the specification,
+ * the client's rights to the image, a free device number), then the
+ * library does the work on a thread of its own: it may take up to a
+ * minute (backend to InitWait, the hotplug script, the guest's frontend
+ * connecting), and the worker pool serves quick calls.  The VM is busy
+ * meanwhile.  On success the thread writes the VM's record with the
+ * device added or taken out of its configuration (config.disks,
+ * config.vifs: what vm.info shows and a restarted daemon reads back),
+ * undoing the attach if the record cannot be written; the loop then
+ * swaps the VM's configuration.  On hvsim, which has no I/O, the
+ * library does nothing and the device is only recorded.
+ */
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+
+#include "control.h"
+#include "devices.h"
+#include "json.h"
+#include "log.h"
+#include "methods.h"
+#include "proto.h"
+#include "rpc.h"
+#include "state.h"
+#include "vm.h"
+#include "vmbuildd.h"
+#include "worker.h"
+
+#define CONNECT_TIMEOUT_DEFAULT	30	/* s for the guest's frontend */
+#define CONNECT_TIMEOUT_MAX	600
+
+/* ------------------------------------------------------------------ */
+/* The client's rights to an image                                     */
+
+/* Does uid (primary gid, supplementary groups) have `want` (4 r, 2 w, 1 x) on st? */
+static bool
+peer_bits(const struct stat *st, uid_t uid, const gid_t *groups, int ngroups,
+    unsigned want)
+{
+	unsigned mode = st->st_mode;
+	bool in_group = false;
+
+	if (st->st_uid == uid)
+		return ((mode >> 6) & want) == want;
+	for (int i = 0; i < ngroups; i++)
+		if (groups[i] == st->st_gid)
+			in_group = true;
+	if (in_group)
+		return ((mode >> 3) & want) == want;
+	return (mode & want) == want;
+}
+
+int
+devices_peer_may_use(const struct conn *c, const char *path, bool write,
+    char *why, size_t why_len)
+{
+	gid_t groups[NGROUPS_MAX + 1];
+	socklen_t len = sizeof(groups) - sizeof(gid_t);
+	int ngroups = 1;
+	struct stat st;
+	char *p, *slash;
+
+	if (c->uid == 0) {
+		/* Root may use anything there is; say so if there is none. */
+		if (stat(path, &st) != 0) {
+			int e = errno;
+
+			snprintf(why, why_len, "%s: %s", path, strerror(e));
+			return -e;
+		}
+		return 0;
+	}
+	/*
+	 * The groups the peer's process has (SO_PEERGROUPS), as the socket
+	 * saw them: no NSS lookup on the loop.
+	 */
+	groups[0] = c->gid;
+	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERGROUPS, groups + 1, &len) == 0)
+		ngroups += (int)(len / sizeof(gid_t));
+	if (path[0] != '/' || !(p = strdup(path)))
+		return -EINVAL;
+	/* Every directory on the way must let the client through. */
+	for (slash = strchr(p + 1, '/'); slash; slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		if (stat(p, &st) != 0 || !peer_bits(&st, c->uid, groups,
+		    ngroups, 1)) {
+			snprintf(why, why_len, "uid %u may not enter %s",
+			    (unsigned)c->uid, p);
+			free(p);
+			return -EACCES;
+		}
+		*slash = '/';
+	}
+	free(p);
+	if (stat(path, &st) != 0) {
+		int e = errno;
+
+		snprintf(why, why_len, "%s: %s", path, strerror(e));
+		return -e;
+	}
+	if (!peer_bits(&st, c->uid, groups, ngroups, write ? 6 : 4)) {
+		snprintf(why, why_len, "uid %u may not %s %s", (unsigned)c->uid,
+		    write ? "read and write" : "read", path);
+		return -EACCES;
+	}
+	return 0;
+}
+
+int
+devices_check_guest(struct call *call, const struct vmb_guest *guest)
+{
+	char why[512];
+
+	for (uint32_t i = 0; i < guest->nr_disks; i++) {
+		const struct vmb_disk *d = &guest->disks[i];
+
+		/* A script's target is no path of this host. */
+		if (d->script && strcmp(d->script, "block") != 0)
+			continue;
+		if (devices_peer_may_use(call->conn, d->target, !d->readonly,
+		    why, sizeof(why)) < 0)
+			return call_error(call, RPC_INVALID_PARAMS, EACCES,
+			    "disk %s: %s (the daemon attaches only what its "
+			    "client may open)", d->vdev, why);
+	}
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The VM's configuration with a device added or taken out             */
+
+/*
+ * vm->config as text with `member` ("disks", "vifs") changed: the entry
+ * whose "devid" is drop_devid taken out (UINT32_MAX: none), `add` (the
+ * device's JSON text, or NULL) appended.  NULL when out of memory.
+ */
+static char *
+config_with(yajl_val config, const char *member, uint32_t drop_devid,
+    const char *add)
+{
+	yajl_val add_tree = NULL, list;
+	bool seen = false;
+	yajl_gen g;
+	char *text;
+
+	if (add && !(add_tree = yajl_tree_parse(add, NULL, 0)))
+		return NULL;
+	if (!(g = jg_new())) {
+		yajl_tree_free(add_tree);
+		return NULL;
+	}
+	yajl_gen_map_open(g);
+	for (size_t i = 0; YAJL_IS_OBJECT(config) && i < config->u.object.len;
+	    i++) {
+		const char *k = config->u.object.keys[i];
+
+		jg_key(g, k);
+		if (strcmp(k, member) != 0) {
+			jg_tree(g, config->u.object.values[i]);
+			continue;
+		}
+		seen = true;
+		list = config->u.object.values[i];
+		yajl_gen_array_open(g);
+		for (size_t j = 0; YAJL_IS_ARRAY(list) && j < list->u.array.len;
+		    j++) {
+			yajl_val e = list->u.array.values[j], id;
+
+			id = jv_get(e, "devid");
+			if (YAJL_IS_INTEGER(id) &&
+			    YAJL_GET_INTEGER(id) == (long long)drop_devid)
+				continue;
+			jg_tree(g, e);
+		}
+		if (add_tree)
+			jg_tree(g, add_tree);
+		yajl_gen_array_close(g);
+	}
+	if (!seen) {
+		/* A record of an older vmbuildd: no device lists yet. */
+		jg_key(g, member);
+		yajl_gen_array_open(g);
+		if (add_tree)
+			jg_tree(g, add_tree);
+		yajl_gen_array_close(g);
+	}
+	yajl_gen_map_close(g);
+	text = jg_finish(g);
+	yajl_tree_free(add_tree);
+	return text;
+}
+
+/* The entry of config.disks/vifs with that devid, or NULL. */
+static yajl_val
+config_find(yajl_val config, const char *member, const char *key,
+    const char *name, long long devid)
+{
+	yajl_val list = jv_get(config, member);
+
+	for (size_t i = 0; YAJL_IS_ARRAY(list) && i < list->u.array.len; i++) {
+		yajl_val e = list->u.array.values[i], v;
+
+		v = jv_get(e, "devid");
+		if (devid >= 0 && YAJL_IS_INTEGER(v) &&
+		    YAJL_GET_INTEGER(v) == devid)
+			return e;
+		v = jv_get(e, key);
+		if (name && YAJL_IS_STRING(v) && !strcasecmp(v->u.string, name))
+			return e;
+	}
+	return NULL;
+}
+
+/* ------------------------------------------------------------------ */
+/* The job                                                             */
+
+struct dev_job {
+	struct job	job;
+	struct call	*call;
+	struct vm	*vm;
+	bool		attach;
+	enum vmb_device_kind kind;
+	struct vmb_disk	disk;
+	struct vmb_nic	nic;
+	uint32_t	devid;
+	char		label[VMB_VDEV_LEN + 8];	/* "xvdb", "vif 1" */
+	bool		force;
+	uint32_t	timeout_ms;
+	uint32_t	domid;
+	uint8_t		uuid[16];
+	char		*dev_json;	/* attach: the device's JSON */
+	struct state_record rec;	/* the record to write on success */
+	/* results */
+	int		rc;
+	bool		record_failed;
+	char		why[512];
+};
+
+static void
+dev_job_free(struct dev_job *j)
+{
+	vmb_disk_done(&j->disk);
+	vmb_nic_done(&j->nic);
+	free(j->dev_json);
+	free(j->rec.config_path);
+	free(j->rec.config_json);
+	free(j->rec.build_json);
+	free(j);
+}
+
+static void
+dev_run(struct job *job)
+{
+	struct dev_job *j = (struct dev_job *)job;
+
+	if (j->attach && j->kind == VMB_DEVICE_DISK)
+		j->rc = vmb_disk_attach(vmbd.ctx, j->domid, &j->disk,
+		    j->timeout_ms, j->why, sizeof(j->why));
+	else if (j->attach)
+		j->rc = vmb_nic_attach(vmbd.ctx, j->domid, j->uuid, &j->nic,
+		    j->timeout_ms, j->why, sizeof(j->why));
+	else
+		j->rc = vmb_device_detach(vmbd.ctx, j->domid, j->kind,
+		    j->devid, j->force, j->why, sizeof(j->why));
+	/* Detaching what the backend no longer has: drop it from the record. */
+	if (!j->attach && j->rc == -ENOENT)
+		j->rc = 0;
+	if (j->rc != 0 || !j->rec.config_json)
+		return;
+	if (state_write(&j->rec) < 0) {
+		j->record_failed = true;
+		if (j->attach) {
+			(void)vmb_device_detach(vmbd.ctx, j->domid, j->kind,
+			    j->devid, true, NULL, 0);
+			j->rc = -EIO;
+		}
+	}
+}
+
+static void
+dev_done(struct job *job)
+{
+	struct dev_job *j = (struct dev_job *)job;
+	struct vm *vm = vm_find_uuid(j->uuid);
+	const char *what = j->kind == VMB_DEVICE_DISK ? "disk" : "vif";
+	yajl_gen g;
+
+	if (vm)
+		vm->busy = false;
+	if (j->rc != 0) {
+		if (!j->why[0])
+			snprintf(j->why, sizeof(j->why), "%s %s: %s", what,
+			    j->label, strerror(-j->rc));
+		log_vm(LOG_WARNING, j->vm->name, j->domid, 0, "%s %s %s: %s",
+		    j->attach ? "attach of" : "detach of", what, j->label,
+		    j->record_failed ? "cannot write the record" : j->why);
+		call_error(j->call, j->rc == -EEXIST ? E_EXISTS :
+		    j->rc == -ENOENT ? E_NO_SUCH_DEVICE : E_HYPERVISOR, j->rc,
+		    "%s", j->record_failed ? "cannot write the VM's record; "
+		    "the device was taken back" : j->why);
+		call_fail(j->call);
+		dev_job_free(j);
+		return;
+	}
+	/* The record on disk has it: so does the VM's configuration. */
+	if (vm && j->rec.config_json) {
+		yajl_val c = yajl_tree_parse(j->rec.config_json, NULL, 0);
+
+		if (c) {
+			yajl_tree_free(vm->config);
+			vm->config = c;
+		}
+	}
+	if (j->record_failed)
+		log_vm(LOG_WARNING, j->vm->name, j->domid, 0, "detach of %s %s: "
+		    "cannot rewrite the record; a restarted daemon will still "
+		    "list it", what, j->label);
+	log_vm(LOG_INFO, j->vm->name, j->domid, 0, "%s %s %s", what, j->label,
+	    j->attach ? "attached" : "detached");
+	g = jg_new();
+	yajl_gen_map_open(g);
+	jg_kv_str(g, "vm", j->vm->name);
+	jg_kv_u64(g, "id", j->domid);
+	jg_key(g, what);
+	if (j->attach) {
+		yajl_val d = yajl_tree_parse(j->dev_json, NULL, 0);
+
+		jg_tree(g, d);
+		yajl_tree_free(d);
+	} else {
+		jg_str(g, j->label);
+	}
+	jg_kv_u64(g, "devid", j->devid);
+	jg_kv_str(g, "state", j->attach ? "attached" : "detached");
+	/* hvsim has no I/O: the device is in the record, nowhere else. */
+	jg_kv_bool(g, "recorded_only",
+	    !(vmb_ctx_caps(vmbd.ctx) & VMB_CAP_DEVICES));
+	yajl_gen_map_close(g);
+	call_reply(j->call, g);
+	yajl_gen_free(g);
+	dev_job_free(j);
+}
+
+/* The VM to change: ours, built, running or paused, and idle. */
+static struct vm *
+dev_vm(struct call *call)
+{
+	struct vm *vm = vm_param(call);
+
+	if (vm == NULL || vm_check_idle(call, vm) < 0)
+		return NULL;
+	if (!vm->ours || vm->domid == VMB_DOMID_INVALID) {
+		call_error(call, E_BAD_STATE, 0, "%s was not built by vmbuildd: "
+		    "its devices are not vmbuild's to change", vm->name);
+		return NULL;
+	}
+	if (vm->have_dom && (vm->dom.state == VMB_DOM_DYING ||
+	    vm->dom.state == VMB_DOM_SHUTDOWN ||
+	    vm->dom.state == VMB_DOM_CRASHED)) {
+		call_error(call, E_BAD_STATE, 0, "%s is %s", vm->name,
+		    vm_state_name(vm));
+		return NULL;
+	}
+	return vm;
+}
+
+static struct dev_job *
+dev_job_new(struct call *call, struct vm *vm, bool attach,
+    enum vmb_device_kind kind)
+{
+	struct dev_job *j = calloc(1, sizeof(*j));
+
+	if (!j) {
+		call_error(call, RPC_INTERNAL_ERROR, ENOMEM, "out of memory");
+		return NULL;
+	}
+	j->call = call;
+	j->vm = vm;
+	j->attach = attach;
+	j->kind = kind;
+	j->domid = vm->domid;
+	memcpy(j->uuid, vm->uuid, 16);
+	j->timeout_ms = CONNECT_TIMEOUT_DEFAULT * 1000;
+	return j;
+}
+
+/* The record as it will be once the job succeeds; then spawn it. */
+static int
+dev_job_start(struct call *call, struct dev_job *j, const char *member)
+{
+	struct vm *vm = j->vm;
+	yajl_gen g;
+
+	memcpy(j->rec.uuid, vm->uuid, 16);
+	snprintf(j->rec.name, sizeof(j->rec.name), "%s", vm->name);
+	j->rec.built = true;
+	j->rec.domid = vm->domid;
+	j->rec.created_at = vm->created_at;
+	j->rec.config_path = vm->config_path ? strdup(vm->config_path) : NULL;
+	j->rec.config_json = config_with(vm->config, member, j->attach ?
+	    UINT32_MAX : j->devid, j->attach ? j->dev_json : NULL);
+	if (vm->build && (g = jg_new()) != NULL) {
+		jg_tree(g, vm->build);
+		j->rec.build_json = jg_finish(g);
+	}
+	if (!j->rec.config_json || (vm->build && !j->rec.build_json)) {
+		dev_job_free(j);
+		return call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
+		    "out of memory");
+	}
+	j->job.run = dev_run;
+	j->job.done = dev_done;
+	vm->busy = true;
+	if (worker_spawn(&j->job) < 0) {
+		vm->busy = false;
+		dev_job_free(j);
+		return call_error(call, RPC_INTERNAL_ERROR, EAGAIN,
+		    "cannot start a thread");
+	}
+	return CALL_DEFERRED;
+}
+
+/* params.timeout: seconds for the guest to connect its frontend. */
+static int
+param_timeout(struct call *call, struct dev_job *j)
+{
+	uint64_t t;
+	int rc = param_u64(call, P_TIMEOUT, false, &t);
+
+	if (rc < 0)
+		return -1;
+	if (rc > 0 && t > CONNECT_TIMEOUT_MAX)
+		return call_error(call, RPC_INVALID_PARAMS, 0, "params.%s: at "
+		    "most %d seconds", P_TIMEOUT, CONNECT_TIMEOUT_MAX);
+	if (rc > 0)
+		j->timeout_ms = (uint32_t)t * 1000;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ */
+/* The methods                                                         */
+
+int
+m_vm_disk_attach(struct call *call, yajl_gen g)
+{
+	struct vmb_diags diags = { 0 };
+	struct dev_job *j;
+	const char *spec;
+	struct vm *vm;
+	char why[512];
+
+	(void)g;
+	if (param_string(call, P_DISK, true, &spec) < 0 ||
+	    (vm = dev_vm(call)) == NULL || !(j = dev_job_new(call, vm, true,
+	    VMB_DEVICE_DISK)))
+		return -1;
+	if (param_timeout(call, j) < 0)
+		goto fail;
+	/* The daemon has no working directory of the client's. */
+	if (vmb_disk_parse(spec, "request", 0, &j->disk, &diags) != 0 ||
+	    vmb_disk_check(&j->disk, NULL, "request", &diags) != 0) {
+		config_error(call, &diags);
+		goto fail;
+	}
+	if (j->disk.target[0] != '/') {
+		call_error(call, RPC_INVALID_PARAMS, 0, "params.disk: the "
+		    "target must be an absolute path");
+		goto fail;
+	}
+	if ((!j->disk.script || !strcmp(j->disk.script, "block")) &&
+	    devices_peer_may_use(call->conn, j->disk.target,
+	    !j->disk.readonly, why, sizeof(why)) < 0) {
+		call_error(call, RPC_INVALID_PARAMS, EACCES, "disk %s: %s (the "
+		    "daemon attaches only what its client may open)",
+		    j->disk.vdev, why);
+		goto fail;
+	}
+	if (config_find(vm->config, "disks", "vdev", NULL, j->disk.devid)) {
+		call_error(call, E_EXISTS, EEXIST, "%s has a disk with vbd %u "
+		    "already (%s)", vm->name, j->disk.devid, j->disk.vdev);
+		goto fail;
+	}
+	j->devid = j->disk.devid;
+	snprintf(j->label, sizeof(j->label), "%s", j->disk.vdev);
+	if (vmb_disk_format_json(&j->disk, &j->dev_json) < 0) {
+		call_error(call, RPC_INTERNAL_ERROR, ENOMEM, "out of memory");
+		goto fail;
+	}
+	vmb_diags_done(&diags);
+	return dev_job_start(call, j, "disks");
+fail:
+	vmb_diags_done(&diags);
+	dev_job_free(j);
+	return -1;
+}
+
+int
+m_vm_net_attach(struct call *call, yajl_gen g)
+{
+	struct vmb_diags diags = { 0 };
+	struct dev_job *j;
+	const char *spec = "";
+	uint32_t devid = 0;
+	struct vm *vm;
+
+	(void)g;
+	if (param_string(call, P_VIF, false, &spec) < 0 ||
+	    (vm = dev_vm(call)) == NULL || !(j = dev_job_new(call, vm, true,
+	    VMB_DEVICE_NIC)))
+		return -1;
+	if (param_timeout(call, j) < 0)
+		goto fail;
+	/* As xl: the lowest devid free, unless devid= says. */
+	while (config_find(vm->config, "vifs", "mac", NULL, devid))
+		devid++;
+	if (vmb_nic_parse(spec ? spec : "", devid, 0, "request", 0, &j->nic,
+	    &diags) != 0) {
+		config_error(call, &diags);
+		goto fail;
+	}
+	if (config_find(vm->config, "vifs", "mac", NULL, j->nic.devid)) {
+		call_error(call, E_EXISTS, EEXIST, "%s has a vif %u already",
+		    vm->name, j->nic.devid);
+		goto fail;
+	}
+	j->devid = j->nic.devid;
+	snprintf(j->label, sizeof(j->label), "%u", j->devid);
+	if (vmb_nic_format_json(vm->uuid, &j->nic, &j->dev_json) < 0) {
+		call_error(call, RPC_INTERNAL_ERROR, ENOMEM, "out of memory");
+		goto fail;
+	}
+	{
+		yajl_val d = yajl_tree_parse(j->dev_json, NULL, 0);
+		yajl_val mac = jv_get(d, "mac");
+		bool dup = YAJL_IS_STRING(mac) && config_find(vm->config,
+		    "vifs", "mac", mac->u.string, -1);
+
+		yajl_tree_free(d);
+		if (dup) {
+			call_error(call, E_EXISTS, EEXIST, "%s has a vif with "
+			    "that MAC already", vm->name);
+			goto fail;
+		}
+	}
+	vmb_diags_done(&diags);
+	return dev_job_start(call, j, "vifs");
+fail:
+	vmb_diags_done(&diags);
+	dev_job_free(j);
+	return -1;
+}
+
+/*
+ * disk-detach: params.disk a vdev ("xvdb") or a vbd number; net-detach:
+ * params.vif a devid or a MAC.  Either as a string or an integer.
+ */
+static int
+detach(struct call *call, enum vmb_device_kind kind)
+{
+	const char *key = kind == VMB_DEVICE_DISK ? P_DISK : P_VIF;
+	const char *member = kind == VMB_DEVICE_DISK ? "disks" : "vifs";
+	yajl_val v = jv_get(call->params, key), e, id, name;
+	const char *s = NULL;
+	long long devid = -1;
+	struct dev_job *j;
+	struct vm *vm;
+	uint32_t num;
+	bool force = false;
+
+	if (YAJL_IS_INTEGER(v)) {
+		devid = YAJL_GET_INTEGER(v);
+	} else if (YAJL_IS_STRING(v)) {
+		s = v->u.string;
+		if (kind == VMB_DEVICE_DISK && vmb_vdev_number(s, &num) == 0)
+			devid = num;
+		else if (kind == VMB_DEVICE_NIC && s[0] >= '0' && s[0] <= '9' &&
+		    strspn(s, "0123456789") == strlen(s))
+			devid = strtoll(s, NULL, 10);
+	} else {
+		return call_error(call, RPC_INVALID_PARAMS, 0, "params.%s is "
+		    "required: %s", key, kind == VMB_DEVICE_DISK ? "a vdev "
+		    "(\"xvdb\") or a vbd number" : "a devid or a MAC");
+	}
+	if (param_bool(call, P_FORCE, &force) < 0 ||
+	    (vm = dev_vm(call)) == NULL)
+		return -1;
+	e = config_find(vm->config, member, kind == VMB_DEVICE_DISK ? "vdev" :
+	    "mac", s, devid);
+	id = jv_get(e, "devid");
+	if (!e || !YAJL_IS_INTEGER(id))
+		return call_error(call, E_NO_SUCH_DEVICE, ENOENT, "%s has no "
+		    "%s %s", vm->name, kind == VMB_DEVICE_DISK ? "disk" : "vif",
+		    s ? s : "with that number");
+	if (!(j = dev_job_new(call, vm, false, kind)))
+		return -1;
+	j->devid = (uint32_t)YAJL_GET_INTEGER(id);
+	j->force = force;
+	name = jv_get(e, "vdev");
+	if (kind == VMB_DEVICE_DISK && YAJL_IS_STRING(name))
+		snprintf(j->label, sizeof(j->label), "%s", name->u.string);
+	else
+		snprintf(j->label, sizeof(j->label), "%u", j->devid);
+	return dev_job_start(call, j, member);
+}
+
+int
+m_vm_disk_detach(struct call *call, yajl_gen g)
+{
+	(void)g;
+	return detach(call, VMB_DEVICE_DISK);
+}
+
+int
+m_vm_net_detach(struct call *call, yajl_gen g)
+{
+	(void)g;
+	return detach(call, VMB_DEVICE_NIC);
+}

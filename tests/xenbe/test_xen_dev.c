@@ -1,0 +1,567 @@
+/*
+ * test_xen_dev.c - PV disks and vifs on the xen backend (xen_dev.c,
+ * xen_hotplug.c) without a Xen: the in-memory xenstore of fake_xs.c,
+ * whose fake backend drivers move through the XenbusStates as blkback
+ * and netback do (or do not, when a test says so), and hotplug scripts
+ * that are real programs, run from a directory of the test's
+ * (VMBUILD_XEN_SCRIPT_DIR), logging how they were called.
+ *
+ *   - the entries of a disk and a vif are the ones `xl create` wrote in
+ *     the lab for the same devices (xl-devices.layout, recorded from a
+ *     real run: `make check-xen` prints them as XSDEV lines), but for
+ *     what the kernel and the hotplug scripts write there;
+ *   - the scripts run as libxl runs them: arguments, environment;
+ *   - a failing script, a backend that never reaches InitWait, a guest
+ *     that never connects: an error naming the device, and nothing
+ *     left (entries, or a loop device: the remove script ran);
+ *   - detach, forced when the backend does not close, and the
+ *     teardown of every device at destroy.
+ */
+#include <errno.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <linux/capability.h>
+
+#include <cmocka.h>
+
+#include "fake_xs.h"
+#include "xen_priv.h"
+
+#define DOMID		5
+#define LAYOUT		"tests/xenbe/xl-devices.layout"
+
+static struct xen_be be;
+static char dir[64], logpath[96];
+
+static void
+write_script(const char *name, const char *body)
+{
+	char path[128];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f, "#!/bin/sh\n"
+	    "echo \"$(basename $0) $* XENBUS_PATH=$XENBUS_PATH "
+	    "XENBUS_TYPE=$XENBUS_TYPE XENBUS_BASE_PATH=$XENBUS_BASE_PATH "
+	    "script=$script vif=$vif netdev=$netdev env=$(env | grep -cv "
+	    "'^\\(PWD\\|SHLVL\\|_\\)=')\" >> %s\n%s\n", logpath, body);
+	assert_int_equal(fclose(f), 0);
+	assert_int_equal(chmod(path, 0755), 0);
+}
+
+static int
+setup(void **state)
+{
+	(void)state;
+	fake_xs_reset();
+	memset(&be, 0, sizeof(be));
+	be.xsh = (struct xs_handle *)&fake_xs;	/* never dereferenced */
+	pthread_mutex_init(&be.xs_lock, NULL);
+	snprintf(dir, sizeof(dir), "/tmp/vmb-xendev-XXXXXX");
+	assert_non_null(mkdtemp(dir));
+	snprintf(logpath, sizeof(logpath), "%s/log", dir);
+	setenv("VMBUILD_XEN_SCRIPT_DIR", dir, 1);
+	write_script("block", "exit 0");
+	write_script("vif-bridge", "exit 0");
+	write_script("block-broken", "echo 'losetup: no free loop device' >&2; "
+	    "exit 1");
+	write_script("block-slow", "exec sleep 30");
+	/* What libxl__domain_make leaves for the devices. */
+	fake_xs_set("/local/domain/5/device", "");
+	fake_xs_set("/libxl/5/device", "");
+	fake_xs_set("/local/domain/5/vm", "/vm/0");
+	return 0;
+}
+
+static int
+teardown_dir(void **state)
+{
+	char cmd[128];
+
+	(void)state;
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	assert_int_equal(system(cmd), 0);
+	return 0;
+}
+
+/* The scripts' log, "" when none ran. */
+static const char *
+script_log(void)
+{
+	static char buf[4096];
+	FILE *f = fopen(logpath, "r");
+	size_t n = 0;
+
+	buf[0] = '\0';
+	if (f) {
+		n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+	}
+	buf[n] = '\0';
+	return buf;
+}
+
+static struct vmb_disk disk = { .target = (char *)"/guest/disk.img",
+	.vdev = "xvda", .devid = 51712, .discard = true, .trusted = true };
+static struct vmb_nic nic = { .devid = 0, .trusted = true,
+	.bridge = "xenbr0" };
+
+static struct vmb_dev
+dev_of(const struct vmb_disk *d, const struct vmb_nic *n)
+{
+	struct vmb_dev v = { .initwait_ms = 2000, .hotplug_ms = 10000,
+	    .close_ms = 2000 };
+
+	v.kind = d ? VMB_DEVICE_DISK : VMB_DEVICE_NIC;
+	v.devid = d ? d->devid : n->devid;
+	v.disk = d;
+	v.nic = n;
+	if (n)
+		memcpy(v.mac, (uint8_t[]){ 0x00, 0x16, 0x3e, 0x4c, 0x1b, 0x7f },
+		    6);
+	return v;
+}
+
+/* Nothing of the device left: backend, frontend, libxl's record. */
+static void
+nothing_left(const char *kind, uint32_t devid)
+{
+	char p[128];
+
+	snprintf(p, sizeof(p), "/local/domain/0/backend/%s/%u", kind, DOMID);
+	assert_int_equal(fake_xs_count(p), 0);
+	snprintf(p, sizeof(p), "/local/domain/%u/device/%s/%u", DOMID, kind,
+	    devid);
+	assert_int_equal(fake_xs_count(p), 0);
+	snprintf(p, sizeof(p), "/libxl/%u/device/%s/%u", DOMID, kind, devid);
+	assert_int_equal(fake_xs_count(p), 0);
+}
+
+/*
+ * Keys the kernel (blkback, netback, the guest's frontends) and the
+ * hotplug scripts write, not the toolstack: in the lab's record, not in
+ * what the toolstack writes.
+ */
+static bool
+written_by_others(const char *path)
+{
+	static const char *const others[] = {
+		"feature-", "sectors", "info", "sector-size",
+		"physical-sector-size", "hotplug-status", "physical-device",
+		"physical-device-path", "node", "max-ring-page-order",
+		"multi-queue-", "ring-ref", "event-channel", "protocol",
+		"ring-page-order", "tx-ring-ref", "rx-ring-ref",
+		"request-rx-copy", "queue-", "discard-granularity",
+		"discard-alignment", "discard-secure", "ctrl-ring-ref",
+		"request-multicast-control", "persistent", "backend-features",
+		"xdp-headroom",
+	};
+	const char *key = strrchr(path, '/') + 1;
+
+	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++)
+		if (!strncmp(key, others[i], strlen(others[i])))
+			return true;
+	/* Whatever lies under a queue of a multi-queue device. */
+	return strstr(path, "/queue-") != NULL;
+}
+
+/*
+ * "path" in the fake store with the lab's domid N for DOMID, and the
+ * value, as the layout file writes them: PATH = "VALUE".
+ */
+static void
+normalise(const char *path, char *out, size_t len)
+{
+	char tmp[300];
+	const char *p = path;
+	size_t o = 0;
+
+	while (*p && o + 1 < sizeof(tmp)) {
+		if (!strncmp(p, "/5/", 3) || !strcmp(p, "/5")) {
+			o += (size_t)snprintf(tmp + o, sizeof(tmp) - o, "/N");
+			p += 2;
+		} else {
+			tmp[o++] = *p++;
+		}
+	}
+	tmp[o] = '\0';
+	snprintf(out, len, "%s", tmp);
+}
+
+/*
+ * Compare what the backend wrote under `prefix` (kind/devid) with the
+ * lab's xl record: the same keys, the same values, but for the keys
+ * others write, the states (the lab's guest was running), and MACs.
+ */
+static void
+same_as_xl(const char *kind, uint32_t devid)
+{
+	char line[700], prefixes[3][128];
+	FILE *f = fopen(LAYOUT, "r");
+	unsigned nwant = 0, matched = 0, ours = 0;
+
+	assert_non_null(f);
+	snprintf(prefixes[0], sizeof(prefixes[0]),
+	    "/local/domain/0/backend/%s/N/%u/", kind, devid);
+	snprintf(prefixes[1], sizeof(prefixes[1]),
+	    "/local/domain/N/device/%s/%u/", kind, devid);
+	snprintf(prefixes[2], sizeof(prefixes[2]), "/libxl/N/device/%s/%u/",
+	    kind, devid);
+	while (fgets(line, sizeof(line), f)) {
+		char *eq, path[700], *value, *end;
+		bool found = false;
+
+		line[strcspn(line, "\n")] = '\0';
+		if (strncmp(line, "XSDEV tool=xl ", 14) != 0)
+			continue;
+		memmove(line, line + 14, strlen(line + 14) + 1);
+		eq = strstr(line, " = \"");
+		if (!eq)
+			continue;
+		*eq = '\0';
+		value = eq + 4;
+		end = strrchr(value, '"');
+		if (end)
+			*end = '\0';
+		snprintf(path, sizeof(path), "%s", line);
+		if (strncmp(path, prefixes[0], strlen(prefixes[0])) &&
+		    strncmp(path, prefixes[1], strlen(prefixes[1])) &&
+		    strncmp(path, prefixes[2], strlen(prefixes[2])))
+			continue;
+		if (written_by_others(path))
+			continue;
+		nwant++;
+		for (unsigned i = 0; i < fake_xs.nr; i++) {
+			char np[700];
+
+			normalise(fake_xs.n[i].path, np, sizeof(np));
+			if (strcmp(np, path) != 0)
+				continue;
+			found = true;
+			/* States move; MACs are the device's own. */
+			if (strstr(path, "/state") || strstr(path, "/mac"))
+				break;
+			/* The domain's id: N in the recording. */
+			if (!strcmp(value, "N")) {
+				assert_string_equal(fake_xs.n[i].value, "5");
+				break;
+			}
+			normalise(fake_xs.n[i].value, np, sizeof(np));
+			/* Our scripts run from the test's directory. */
+			if (!strncmp(np, dir, strlen(dir)) &&
+			    np[strlen(dir)] == '/') {
+				char sp[300];
+
+				snprintf(sp, sizeof(sp), "/etc/xen/scripts%s",
+				    np + strlen(dir));
+				snprintf(np, sizeof(np), "%s", sp);
+			}
+			if (strcmp(np, value) != 0)
+				print_error("%s: xl wrote \"%s\", vmbuild \"%s\"\n",
+				    path, value, fake_xs.n[i].value);
+			assert_string_equal(np, value);
+			break;
+		}
+		if (!found)
+			print_error("xl wrote %s, vmbuild did not\n", path);
+		assert_true(found);
+		matched++;
+	}
+	fclose(f);
+	assert_true(nwant >= 8);
+	/* And nothing of ours that xl did not write. */
+	for (unsigned i = 0; i < fake_xs.nr; i++) {
+		char np[300], l[400];
+		bool in_xl = false;
+
+		normalise(fake_xs.n[i].path, np, sizeof(np));
+		if (strncmp(np, prefixes[0], strlen(prefixes[0])) &&
+		    strncmp(np, prefixes[1], strlen(prefixes[1])) &&
+		    strncmp(np, prefixes[2], strlen(prefixes[2])))
+			continue;
+		if (written_by_others(np))
+			continue;
+		ours++;
+		f = fopen(LAYOUT, "r");
+		assert_non_null(f);
+		snprintf(l, sizeof(l), "XSDEV tool=xl %s = ", np);
+		while (!in_xl && fgets(line, sizeof(line), f))
+			in_xl = !strncmp(line, l, strlen(l));
+		fclose(f);
+		if (!in_xl)
+			print_error("vmbuild wrote %s, xl did not\n", np);
+		assert_true(in_xl);
+	}
+	assert_int_equal(ours, matched);
+}
+
+static void
+test_disk_as_xl(void **state)
+{
+	struct vmb_dev v = dev_of(&disk, NULL);
+	char why[256] = "";
+
+	(void)state;
+	assert_int_equal(xen_device_add(&be, DOMID, &v, why, sizeof(why)), 0);
+	same_as_xl("vbd", 51712);
+	/* Permissions as libxl: dom0 owns the backend, the guest its end. */
+	assert_int_equal(fake_xs_lookup("/local/domain/0/backend/vbd/5/51712")
+	    ->perms[0].id, 0);
+	assert_int_equal(fake_xs_lookup("/local/domain/0/backend/vbd/5/51712")
+	    ->perms[1].id, 5);
+	assert_int_equal(fake_xs_lookup("/local/domain/5/device/vbd/51712")
+	    ->perms[0].id, 5);
+	/* The script as libxl runs it, in an environment of its own. */
+	assert_non_null(strstr(script_log(), "block add XENBUS_PATH="
+	    "backend/vbd/5/51712 XENBUS_TYPE=vbd XENBUS_BASE_PATH=backend "
+	    "script="));
+	assert_non_null(strstr(script_log(), "/block vif= netdev= env=5"));
+	/* Twice the same vbd: refused, the first one untouched. */
+	assert_int_equal(xen_device_add(&be, DOMID, &v, why, sizeof(why)),
+	    -EEXIST);
+	assert_non_null(strstr(why, "disk xvda (vbd 51712)"));
+	assert_string_equal(fake_xs_val("/local/domain/0/backend/vbd/5/51712/"
+	    "params"), "/guest/disk.img");
+}
+
+static void
+test_vif_as_xl(void **state)
+{
+	struct vmb_dev v = dev_of(NULL, &nic);
+	char why[256] = "";
+
+	(void)state;
+	assert_int_equal(xen_device_add(&be, DOMID, &v, why, sizeof(why)), 0);
+	same_as_xl("vif", 0);
+	assert_string_equal(fake_xs_val("/local/domain/5/device/vif/0/mac"),
+	    "00:16:3e:4c:1b:7f");
+	assert_non_null(strstr(script_log(), "vif-bridge online type_if=vif "
+	    "XENBUS_PATH=backend/vif/5/0 XENBUS_TYPE=vif "
+	    "XENBUS_BASE_PATH=backend script="));
+	assert_non_null(strstr(script_log(), "/vif-bridge vif=vif5.0 netdev= "
+	    "env=7"));
+}
+
+/* A script that fails: why names the device, the script, its words. */
+static void
+test_script_fails(void **state)
+{
+	struct vmb_disk d = disk;
+	struct vmb_dev v;
+	char why[512] = "";
+
+	(void)state;
+	d.vdev[3] = 'b';
+	d.devid = 51728;
+	d.script = (char *)"block-broken";
+	v = dev_of(&d, NULL);
+	assert_int_equal(xen_device_add(&be, DOMID, &v, why, sizeof(why)),
+	    -EIO);
+	assert_non_null(strstr(why, "disk xvdb (vbd 51728): hotplug script "));
+	assert_non_null(strstr(why, "/block-broken add exited with status 1: "
+	    "losetup: no free loop device"));
+	/* Taken back: the remove ran (a loop device goes), no entry left. */
+	assert_non_null(strstr(script_log(), "block-broken add "));
+	assert_non_null(strstr(script_log(), "block-broken remove "));
+	nothing_left("vbd", 51728);
+}
+
+/* A script that hangs is killed after its time. */
+static void
+test_script_hangs(void **state)
+{
+	struct vmb_disk d = disk;
+	struct vmb_dev v;
+	char why[512] = "";
+
+	(void)state;
+	d.script = (char *)"block-slow";
+	v = dev_of(&d, NULL);
+	v.hotplug_ms = 300;
+	assert_int_equal(xen_device_add(&be, DOMID, &v, why, sizeof(why)),
+	    -ETIMEDOUT);
+	assert_non_null(strstr(why, "/block-slow add did not finish in 0.3 "
+	    "s; killed"));
+	nothing_left("vbd", 51712);
+}
+
+/* No blkback in dom0: the backend never reaches InitWait. */
+static void
+test_backend_never_comes(void **state)
+{
+	struct vmb_dev v = dev_of(&disk, NULL);
+	char why[512] = "";
+
+	(void)state;
+	fake_xs.backend = FAKE_BE_DEAD;
+	v.initwait_ms = 300;
+	assert_int_equal(xen_device_add(&be, DOMID, &v, why, sizeof(why)),
+	    -ETIMEDOUT);
+	assert_non_null(strstr(why, "disk xvda (vbd 51712): the backend did "
+	    "not reach InitWait in 0.3 s (state 1): is xen-blkback loaded"));
+	assert_string_equal(script_log(), "");	/* no script ran */
+	nothing_left("vbd", 51712);
+}
+
+/*
+ * Without CAP_SYS_ADMIN (vmbuildd.service's default sandbox), a disk of
+ * the block script is refused up front, naming the capability, and
+ * nothing is written.  In a child, which drops the capability.
+ */
+static void
+test_no_capability(void **state)
+{
+	struct vmb_dev v = dev_of(&disk, NULL);
+	int status = 0;
+	pid_t pid;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct __user_cap_header_struct h = {
+			.version = _LINUX_CAPABILITY_VERSION_3, .pid = 0 };
+		struct __user_cap_data_struct d[_LINUX_CAPABILITY_U32S_3];
+		char why[512] = "";
+		int rc;
+
+		if (syscall(SYS_capget, &h, d) != 0)
+			_exit(10);
+		d[CAP_SYS_ADMIN / 32].effective &=
+		    ~(1u << (CAP_SYS_ADMIN % 32));
+		if (syscall(SYS_capset, &h, d) != 0)
+			_exit(11);
+		rc = xen_device_add(&be, DOMID, &v, why, sizeof(why));
+		if (rc != -EPERM)
+			_exit(12);
+		if (!strstr(why, "disk xvda (vbd 51712): the block hotplug "
+		    "script needs CAP_SYS_ADMIN"))
+			_exit(13);
+		if (fake_xs_count("/local/domain/0/backend") != 0 ||
+		    strcmp(script_log(), "") != 0)
+			_exit(14);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
+}
+
+/* Hot-plug into a guest that never connects its frontend. */
+static void
+test_guest_never_connects(void **state)
+{
+	struct vmb_dev v = dev_of(NULL, &nic);
+	char why[512] = "";
+
+	(void)state;
+	v.connect_ms = 300;
+	assert_int_equal(xen_device_add(&be, DOMID, &v, why, sizeof(why)),
+	    -ETIMEDOUT);
+	assert_non_null(strstr(why, "vif 0 (vif5.0): not connected in time "
+	    "(backend state 2, frontend state 1): does the guest run its PV "
+	    "drivers?"));
+	assert_non_null(strstr(script_log(), "vif-bridge online "));
+	assert_non_null(strstr(script_log(), "vif-bridge offline "));
+	nothing_left("vif", 0);
+}
+
+/* Hot-plug into a guest that connects; then detach, asked. */
+static void
+test_attach_detach(void **state)
+{
+	struct vmb_dev v = dev_of(&disk, NULL);
+	char why[512] = "";
+
+	(void)state;
+	fake_xs.backend = FAKE_BE_CONNECT;
+	v.connect_ms = 2000;
+	assert_int_equal(xen_device_add(&be, DOMID, &v, why, sizeof(why)), 0);
+	assert_string_equal(fake_xs_val("/local/domain/5/device/vbd/51712/"
+	    "state"), "4");
+	assert_int_equal(xen_device_remove(&be, DOMID, VMB_DEVICE_DISK, 51712,
+	    false, 2000, why, sizeof(why)), 0);
+	assert_non_null(strstr(script_log(), "block remove "));
+	nothing_left("vbd", 51712);
+	/* The directories it left empty went too, the domain's did not. */
+	assert_null(fake_xs_lookup("/local/domain/0/backend/vbd"));
+	assert_non_null(fake_xs_lookup("/local/domain/5/device"));
+	assert_non_null(fake_xs_lookup("/libxl/5/device"));
+	/* Once more: there is none. */
+	assert_int_equal(xen_device_remove(&be, DOMID, VMB_DEVICE_DISK, 51712,
+	    false, 2000, why, sizeof(why)), -ENOENT);
+}
+
+/* A backend that does not close: forced, and the script still runs. */
+static void
+test_detach_stuck(void **state)
+{
+	struct vmb_dev v = dev_of(&disk, NULL);
+	char why[512] = "";
+
+	(void)state;
+	assert_int_equal(xen_device_add(&be, DOMID, &v, why, sizeof(why)), 0);
+	fake_xs.backend = FAKE_BE_STUCK;
+	assert_int_equal(xen_device_remove(&be, DOMID, VMB_DEVICE_DISK, 51712,
+	    false, 200, why, sizeof(why)), 0);
+	assert_non_null(strstr(script_log(), "block remove "));
+	nothing_left("vbd", 51712);
+}
+
+/* A destroyed domain's devices, every one. */
+static void
+test_destroy_takes_all(void **state)
+{
+	struct vmb_dev d = dev_of(&disk, NULL), n = dev_of(NULL, &nic);
+	char why[512] = "";
+
+	(void)state;
+	assert_int_equal(xen_device_add(&be, DOMID, &d, why, sizeof(why)), 0);
+	assert_int_equal(xen_device_add(&be, DOMID, &n, why, sizeof(why)), 0);
+	xen_devices_destroy(&be, DOMID);
+	assert_non_null(strstr(script_log(), "block remove "));
+	assert_non_null(strstr(script_log(), "vif-bridge offline "));
+	nothing_left("vbd", 51712);
+	nothing_left("vif", 0);
+	assert_int_equal(fake_xs_count("/local/domain/0/backend/"), 0);
+}
+
+int
+main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_disk_as_xl, setup,
+		    teardown_dir),
+		cmocka_unit_test_setup_teardown(test_vif_as_xl, setup,
+		    teardown_dir),
+		cmocka_unit_test_setup_teardown(test_script_fails, setup,
+		    teardown_dir),
+		cmocka_unit_test_setup_teardown(test_script_hangs, setup,
+		    teardown_dir),
+		cmocka_unit_test_setup_teardown(test_backend_never_comes, setup,
+		    teardown_dir),
+		cmocka_unit_test_setup_teardown(test_no_capability, setup,
+		    teardown_dir),
+		cmocka_unit_test_setup_teardown(test_guest_never_connects,
+		    setup, teardown_dir),
+		cmocka_unit_test_setup_teardown(test_attach_detach, setup,
+		    teardown_dir),
+		cmocka_unit_test_setup_teardown(test_detach_stuck, setup,
+		    teardown_dir),
+		cmocka_unit_test_setup_teardown(test_destroy_takes_all, setup,
+		    teardown_dir),
+	};
+
+	return cmocka_run_group_tests_name("xen-devices", tests, NULL, NULL);
+}
