@@ -305,6 +305,12 @@ res = r.get("result", {})
 ok(res.get("forced") is True and res.get("reason") == "reboot" and
    res.get("state") == "running" and res.get("action") == "restart",
    "force, no answer within the timeout: forced reboot, restarted", r)
+# The registry learns the new domain's state from its next list (the
+# restart's build leaves it paused for a moment): wait for "running".
+for _ in range(100):
+    if c.result("vm.info", {"vm": "mute"}).get("state") == "running":
+        break
+    time.sleep(0.1)
 c.result("vm.pause", {"vm": "mute"})
 r = c.call("vm.shutdown", {"vm": "mute"})
 ok(err_code(r) == E_BAD_STATE and "paused" in r["error"]["message"],

@@ -248,9 +248,11 @@ ok(err_code(r) is not None, "a build fails while it is down", r)
 h.start_hvsim(HVSIM_ARGS)
 hv = Hv(h.hv_sock)
 back = False
-for _ in range(100):
+for _ in range(300):
+    # The record goes after the registry entry (a state write of its
+    # own): wait for both.
     if c.result("server.hello").get("hypervisor_up") and \
-            c.result("vm.list") == {"vms": []}:
+            c.result("vm.list") == {"vms": []} and records() == []:
         back = True
         break
     time.sleep(0.1)
