@@ -222,6 +222,7 @@ wait_for_scrubber(struct run *r)
 	struct vmb_scrub *scrub = &r->scrub;
 	uint64_t t0 = vmb__now_ns(), deadline, last_progress = t0;
 	uint64_t last_dirty = UINT64_MAX, last_scrubbed = 0;
+	bool waited = false;
 
 	deadline = t0 + (uint64_t)b->opts.scrub_wait_ms * 1000000ull;
 	while (short_of_clean(&res->placement, r->host, scrub)) {
@@ -252,6 +253,7 @@ wait_for_scrubber(struct run *r)
 		if (now >= deadline || now - last_progress > stall_ns)
 			break;
 		nanosleep(&ts, NULL);
+		waited = true;
 		if (vmb_scrub_progress(b->ctx, scrub) != 0 ||
 		    vmb_host_info(b->ctx, &h) != 0)
 			break;
@@ -262,7 +264,8 @@ wait_for_scrubber(struct run *r)
 		    &pl) == 0)
 			res->placement = pl;
 	}
-	res->scrub_wait_ns = vmb__now_ns() - t0;
+	/* Only time spent asleep for the scrubber is a wait. */
+	res->scrub_wait_ns = waited ? vmb__now_ns() - t0 : 0;
 	if (res->scrub_wait_ns >= step_ns) {
 		size_t len = strlen(res->placement.reason);
 
