@@ -601,8 +601,14 @@ lifecycle_restart() {
 	sed -i 's/^on_poweroff = .*/on_poweroff = "restart"/' /etc/lab/vmb-again.cfg
 	timed vmb-create-again $V create /etc/lab/vmb-again.cfg ||
 		{ fail vmb-create-again "vmctl create rc=$?"; return 1; }
-	_d1=$(xl domid vmb-again 2>/dev/null)
-	_u1=$(xenstore-read /local/domain/$_d1/vm 2>/dev/null)
+	# The guest says hello and powers off within a second, and is then
+	# built again: by the time xl or xenstore is asked, the first domain
+	# may be gone.  Its number is the one vmctl create printed, and the
+	# uuid that must survive the restarts is the one vmbuildd holds.
+	_d1=$(sed -n 's/^created VM \([0-9]*\) .*/\1/p' /tmp/out.vmb-create-again)
+	_u1=/vm/$(vm_field vmb-again uuid)
+	[ -n "$_d1" ] && [ "$_u1" != /vm/ ] ||
+		{ fail lifecycle-restart "no domain ($_d1) or uuid ($_u1) for vmb-again"; return 1; }
 	_t0=$(up); _d2=""
 	while [ "$(awk -v a=$_t0 -v b=$(up) 'BEGIN { print (b - a > 120) }')" = 0 ]; do
 		xsync
