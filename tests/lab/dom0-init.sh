@@ -609,21 +609,26 @@ lifecycle_restart() {
 	_u1=/vm/$(vm_field vmb-again uuid)
 	[ -n "$_d1" ] && [ "$_u1" != /vm/ ] ||
 		{ fail lifecycle-restart "no domain ($_d1) or uuid ($_u1) for vmb-again"; return 1; }
-	_t0=$(up); _d2=""
+	# A later domain of the VM, its xenstore /vm read while it lives (it
+	# too is gone within a second or two), and its hello from the log.
+	_t0=$(up); _d2="" _u2="" _ok=""
 	while [ "$(awk -v a=$_t0 -v b=$(up) 'BEGIN { print (b - a > 120) }')" = 0 ]; do
 		xsync
-		_d2=$(xl domid vmb-again 2>/dev/null)
-		[ -n "$_d2" ] && [ "$_d2" != "$_d1" ] &&
-		    grep -q "(d$_d2).*vmbuild-guest: hello from domain $_d2\$" $XLOG && break
-		_d2=""
-		usleep 500000
+		_d=$(xl domid vmb-again 2>/dev/null)
+		if [ -n "$_d" ] && [ "$_d" != "$_d1" ] && [ "$_d" != "$_d2" ]; then
+			_u=$(xenstore-read /local/domain/$_d/vm 2>/dev/null)
+			[ -n "$_u" ] && _d2=$_d _u2=$_u
+		fi
+		[ -n "$_d2" ] &&
+		    grep -q "(d$_d2).*vmbuild-guest: hello from domain $_d2\$" $XLOG &&
+		    { _ok=1; break; }
+		usleep 300000
 	done
 	echo "MARK step=run-vmb-again rc=0 secs=$(secs $_t0 $(up)) domid=$_d1,$_d2"
-	if [ -z "$_d2" ]; then
-		fail lifecycle-restart "no hello from a restarted vmb-again (first domain $_d1)"
+	if [ -z "$_ok" ]; then
+		fail lifecycle-restart "no hello from a restarted vmb-again (first domain $_d1, later ${_d2:-none})"
 	else
 		grep "(d$_d2).*vmbuild-guest: hello" $XLOG | sed "s/^/  guest| /"
-		_u2=$(xenstore-read /local/domain/$_d2/vm 2>/dev/null)
 		echo "INFO lifecycle restart: domain $_d1 -> $_d2, $_u1 -> $_u2, restarts $(vm_field vmb-again restarts)"
 		[ "$_u1" = "$_u2" ] || fail lifecycle-restart-uuid "the restart changed the uuid ($_u1 -> $_u2)"
 		xenstore-ls /local/domain/$_d1 >/dev/null 2>&1 &&
