@@ -22,14 +22,16 @@ up() { cut -d' ' -f1 /proc/uptime; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
 fail() { echo "LAB-FAIL step=$1 reason=$2"; FAILED="$FAILED $1"; }
 
-# timed NAME CMD...: run (at most STEP_LIMIT s), show its output, print its
-# MARKs (the begin line lets the host time it against Xen's console), keep rc.
+# timed NAME CMD...: run (at most STEP_LIMIT s, or LIMIT s for the next
+# one if set), show its output, print its MARKs (the begin line lets the
+# host time it against Xen's console), keep rc.  timeout's SIGTERM ends
+# a command with 143, or 130 for vmctl, which catches it ("interrupted").
 STEP_LIMIT=120
 timed() {
-	_n=$1; shift
+	_n=$1 _l=${LIMIT:-$STEP_LIMIT}; shift; LIMIT=""
 	echo "MARK begin step=$_n"
-	_t0=$(up); timeout $STEP_LIMIT "$@" > /tmp/out.$_n 2>&1; _rc=$?; _t1=$(up)
-	[ $_rc = 143 ] && fail $_n "killed after ${STEP_LIMIT}s (hung?)"
+	_t0=$(up); timeout $_l "$@" > /tmp/out.$_n 2>&1; _rc=$?; _t1=$(up)
+	case $_rc in 130|143) fail $_n "killed after ${_l}s (hung, or a very slow machine?)" ;; esac
 	sed "s/^/  $_n| /" /tmp/out.$_n
 	echo "MARK step=$_n rc=$_rc secs=$(secs $_t0 $_t1)"
 	return $_rc
@@ -308,7 +310,9 @@ linux() {
 	_free0=$(xl info | awk '/^free_memory/ { print $3 }')
 	echo "INFO before $_tag: dom0 $(free -m | awk '/^Mem:/ { print $4 }') MiB free; Xen $_free0 MiB free"
 	_tc=$(up)
-	timed $1-create-linux $_create /etc/lab/$_tag.cfg
+	# Its devices' hotplug scripts fork a lot, slow under TCG: 20 s on a
+	# quiet machine, over 120 s seen on a loaded one.
+	LIMIT=600 timed $1-create-linux $_create /etc/lab/$_tag.cfg
 	_rc=$?
 	# libxl gives a hotplug script a fixed 40 s (vmbuildd here gets
 	# --hotplug-timeout 120): under TCG on a loaded machine the block
@@ -318,7 +322,7 @@ linux() {
 		echo "INFO xl's block script outlasted libxl's fixed 40 s under emulation; destroying and retrying once"
 		xl destroy $_tag >/dev/null 2>&1; gone $_tag 60
 		_tc=$(up)
-		timed $1-create-linux $_create /etc/lab/$_tag.cfg
+		LIMIT=600 timed $1-create-linux $_create /etc/lab/$_tag.cfg
 		_rc=$?
 	fi
 	[ $_rc = 0 ] || { fail $1-create-linux "create rc=$_rc"; return 1; }
@@ -453,22 +457,22 @@ hotplug() {
 	    _na="$V net-attach $2"; _nd="$V net-detach $2" ;;
 	esac
 	_f0="$FAILED"
-	timed $1-disk-attach $_da /guest/disk2.img,raw,xvdb,ro ||
+	LIMIT=300 timed $1-disk-attach $_da /guest/disk2.img,raw,xvdb,ro ||
 	    hp_fail $1 $1-disk-attach "disk-attach rc=$?"
 	console_has $2 'vmbuild-linux-dev: hotplug xvdb=seen' 90 ||
 	    hp_fail $1 $1-disk-attach-seen "the guest did not see xvdb"
 	xenstore-ls -f /local/domain/0/backend/vbd/$3/51728 2>/dev/null |
 	    grep -E '/(params|mode|physical-device|node|state|hotplug-status) ' | sed 's/^/  xvdb| /'
 	[ $1 = vmb ] && timed vmctl-info-hotplug $V info $2
-	timed $1-disk-detach $_dd xvdb || hp_fail $1 $1-disk-detach "disk-detach rc=$?"
+	LIMIT=300 timed $1-disk-detach $_dd xvdb || hp_fail $1 $1-disk-detach "disk-detach rc=$?"
 	console_has $2 'vmbuild-linux-dev: hotplug xvdb=gone' 90 ||
 	    hp_fail $1 $1-disk-detach-seen "the guest still sees xvdb"
 	xenstore-ls /local/domain/0/backend/vbd/$3/51728 >/dev/null 2>&1 &&
 	    hp_fail $1 $1-disk-detach-left "backend of xvdb still in xenstore"
-	timed $1-net-attach $_na bridge=$BR || hp_fail $1 $1-net-attach "net-attach rc=$?"
+	LIMIT=300 timed $1-net-attach $_na bridge=$BR || hp_fail $1 $1-net-attach "net-attach rc=$?"
 	console_has $2 'vmbuild-linux-dev: hotplug eth1=seen' 90 ||
 	    hp_fail $1 $1-net-attach-seen "the guest did not see eth1"
-	timed $1-net-detach $_nd 1 || hp_fail $1 $1-net-detach "net-detach rc=$?"
+	LIMIT=300 timed $1-net-detach $_nd 1 || hp_fail $1 $1-net-detach "net-detach rc=$?"
 	console_has $2 'vmbuild-linux-dev: hotplug eth1=gone' 90 ||
 	    hp_fail $1 $1-net-detach-seen "the guest still sees eth1"
 	tr -d '\r' < /var/log/xen/console/guest-$2.log | grep 'vmbuild-linux-dev: hotplug' |

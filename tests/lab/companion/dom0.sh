@@ -40,7 +40,7 @@ cmp_perf() {
 # cmp_scrub_wait NAME: wait until no node has dirty memory (boot scrub,
 # or a destroyed guest's pages), then record the scrub state.
 cmp_scrub_wait() {
-	timed cmp-wait-$1 $V scrub --wait --timeout $CMP_SCRUB_TIMEOUT ||
+	LIMIT=$((CMP_SCRUB_TIMEOUT + 30)) timed cmp-wait-$1 $V scrub --wait --timeout $CMP_SCRUB_TIMEOUT ||
 	    fail cmp-wait-$1 "dirty memory not scrubbed within ${CMP_SCRUB_TIMEOUT}s"
 	cmp_cap scrub-$1 $V --json scrub
 }
@@ -50,7 +50,7 @@ cmp_build() {
 	_ct=$1 _cmb=$2 _cw=$3; shift 3
 	mkcfg $_ct $_cmb "$*"
 	[ -n "$CMP_CFG_EXTRA" ] && echo "$CMP_CFG_EXTRA" >> /etc/lab/$_ct.cfg
-	timed cmp-create-$_ct $V create /etc/lab/$_ct.cfg ||
+	LIMIT=600 timed cmp-create-$_ct $V create /etc/lab/$_ct.cfg ||
 	    { fail cmp-create-$_ct "vmctl create rc=$?"; return 1; }
 	wait_guest $_ct $_cw 600 || return 1
 	cmp_cap info-$_ct $V --json info $_ct
