@@ -308,8 +308,12 @@ int vmb_config_parse_text(const char *text, size_t len, const char *where,
     struct vmb_diags *diags);
 /*
  * vmb_config_parse_text() with flags: vmb_guest_check()'s
- * (VMB_CHECK_FILES) and how keys are read (VMB_CONFIG_*).
+ * (VMB_CHECK_FILES) and how keys are read (VMB_CONFIG_*).  With
+ * VMB_CONFIG_NO_CHECK the keys are only read: the caller changes the
+ * description (vmbuildd: a restart puts in the devices the VM has now)
+ * and calls vmb_guest_check() itself.
  */
+#define VMB_CONFIG_NO_CHECK		(1u << 9)
 int vmb_config_parse(const char *text, size_t len, const char *where,
     const char *basedir, unsigned flags, struct vmb_guest **ret_guest,
     struct vmb_diags *diags);
