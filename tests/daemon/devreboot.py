@@ -24,7 +24,6 @@ hvsim's socket (HvGuest), as lifecycle.py does.  Checked:
   stays shut down, its record does not say "restart", the log says
   why.
 """
-import json
 import os
 import signal
 import sys
@@ -62,22 +61,7 @@ def devs(name):
     return cfg.get("disks"), cfg.get("vifs")
 
 
-def record(uuid):
-    try:
-        with open(os.path.join(h.state, uuid + ".json")) as f:
-            return json.load(f)
-    except (OSError, ValueError):
-        return None
-
-
-def wait_for(pred, timeout=60):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.05)
-    return None
+record = h.record
 
 
 def running_again(name, old_id, timeout=60):
