@@ -248,7 +248,7 @@ build_done(struct job *job)
 			vm->domid = bj->result.domid;
 			vm->restart = false;
 			vm_built(vm, bj->have_dom ? &bj->dom : NULL,
-			    bj->build_json);
+			    bj->rec.config_json, bj->build_json);
 			if (bj->restart)
 				lifecycle_restarted(vm, 0, msg);
 		}

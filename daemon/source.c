@@ -306,30 +306,25 @@ nic_from_json(yajl_val e, void *dev, const char **bad)
 	return 0;
 }
 
-static void
-disk_done(void *dev)
-{
-	vmb_disk_done(dev);
-}
-
-static void
-nic_done(void *dev)
-{
-	vmb_nic_done(dev);
-}
-
 static const struct dev_kind {
 	const char	*member;	/* of the VM's configuration */
 	size_t		max;
 	size_t		size;
 	int		(*from_json)(yajl_val e, void *dev, const char **bad);
-	void		(*done)(void *dev);
 } dev_kinds[2] = {
-	{ "disks", VMB_MAX_DISKS, sizeof(struct vmb_disk), disk_from_json,
-	    disk_done },
-	{ "vifs", VMB_MAX_NICS, sizeof(struct vmb_nic), nic_from_json,
-	    nic_done },
+	{ "disks", VMB_MAX_DISKS, sizeof(struct vmb_disk), disk_from_json },
+	{ "vifs", VMB_MAX_NICS, sizeof(struct vmb_nic), nic_from_json },
 };
+
+/* Free what a device of that kind holds. */
+static void
+dev_done(const struct dev_kind *k, void *dev)
+{
+	if (k == &dev_kinds[0])
+		vmb_disk_done(dev);
+	else
+		vmb_nic_done(dev);
+}
 
 /*
  * config.disks or config.vifs as an array of devices in *ret (*ret_n
@@ -366,7 +361,7 @@ dev_list(yajl_val config, const struct dev_kind *k, void **ret,
 		    k->member, i - 1, bad, rc == -ENOMEM ? "out of memory" :
 		    "missing or invalid");
 		while (i > 0)
-			k->done(devs + --i * k->size);
+			dev_done(k, devs + --i * k->size);
 		free(devs);
 		return rc;
 	}
@@ -388,21 +383,11 @@ devices_now(struct vmb_guest *g, yajl_val config, char *why, size_t why_len)
 	size_t n;
 	int rc;
 
-	if ((rc = dev_list(config, &dev_kinds[0], &v, &n, why, why_len)) > 0) {
-		for (uint32_t i = 0; i < g->nr_disks; i++)
-			vmb_disk_done(&g->disks[i]);
-		free(g->disks);
-		g->disks = v;
-		g->nr_disks = (uint32_t)n;
-	}
+	if ((rc = dev_list(config, &dev_kinds[0], &v, &n, why, why_len)) > 0)
+		vmb_guest_take_disks(g, v, (uint32_t)n);
 	if (rc >= 0 && (rc = dev_list(config, &dev_kinds[1], &v, &n, why,
-	    why_len)) > 0) {
-		for (uint32_t i = 0; i < g->nr_nics; i++)
-			vmb_nic_done(&g->nics[i]);
-		free(g->nics);
-		g->nics = v;
-		g->nr_nics = (uint32_t)n;
-	}
+	    why_len)) > 0)
+		vmb_guest_take_nics(g, v, (uint32_t)n);
 	return rc < 0 ? rc : 0;
 }
 

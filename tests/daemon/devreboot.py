@@ -22,8 +22,11 @@ hvsim's socket (HvGuest), as lifecycle.py does.  Checked:
   devices;
 - a VM whose attached disk's image is gone is not rebuilt: its domain
   stays shut down, its record does not say "restart", the log says
-  why.
+  why;
+- a record whose configuration has no device lists (a vmbuildd from
+  before hot-plug): the description's devices.
 """
+import json
 import os
 import signal
 import sys
@@ -191,7 +194,29 @@ ok(wait_for(lambda: "xvdb: cannot use" in h.log_tail(n=100) and
 ok("result" in c.call("vm.destroy", {"vm": "gone"}),
    "gone is destroyed on demand")
 
-for n in ("rd", "obj"):
+# ----------------------- a record of a vmbuildd before hot-plug existed
+# Its configuration has no device lists: the description's stand.
+r = c.call("vm.create", {"config": guest_cfg("older", 64, extra=[
+    "disk = [ '%s,raw,xvda,ro' ]" % imgs["a"], "vif = [ 'bridge=br7' ]"]),
+    "wait": True})
+older = r.get("result", {}).get("vm", {})
+c.close()
+h.stop_daemon()
+rec = record(older["uuid"])
+del rec["config"]["disks"], rec["config"]["vifs"]
+with open(os.path.join(h.state, older["uuid"] + ".json"), "w") as f:
+    json.dump(rec, f)
+h.start_daemon()
+c = h.client()
+ok(g.shutdown(older["id"], g.REBOOT) == 0, "older's guest reboots")
+i = running_again("older", older["id"])
+d, v = devs("older")
+ok(i is not None and [x["vdev"] for x in d or []] == ["xvda"] and
+   [x["bridge"] for x in v or []] == ["br7"],
+   "a record without device lists: restarted with the description's",
+   (i, d, v))
+
+for n in ("rd", "obj", "older"):
     ok("result" in c.call("vm.destroy", {"vm": n}), "destroy " + n)
 g.close()
 done()
