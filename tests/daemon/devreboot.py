@@ -218,5 +218,9 @@ ok(i is not None and [x["vdev"] for x in d or []] == ["xvda"] and
 
 for n in ("rd", "obj", "older"):
     ok("result" in c.call("vm.destroy", {"vm": n}), "destroy " + n)
+# The build the kill -9 interrupted left no domain behind (one would be
+# listed, as not ours).
+ok(wait_for(lambda: c.result("vm.list")["vms"] == []),
+   "no domain left", c.result("vm.list"))
 g.close()
 done()
