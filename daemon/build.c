@@ -248,7 +248,7 @@ build_done(struct job *job)
 			vm->domid = bj->result.domid;
 			vm->restart = false;
 			vm_built(vm, bj->have_dom ? &bj->dom : NULL,
-			    bj->build_json);
+			    bj->rec.config_json, bj->build_json);
 			if (bj->restart)
 				lifecycle_restarted(vm, 0, msg);
 		}
@@ -538,7 +538,8 @@ build_restart(struct vm *vm, struct vmb_guest *guest, const char *reason,
 	vm_rebuilding(vm, bj->task->id, reason);
 	log_vm(LOG_INFO, vm->name, VMB_DOMID_INVALID, bj->task->id,
 	    "task %llu: building %s again (%s)",
-	    (unsigned long long)bj->task->id, vm->name, reason);
+	    (unsigned long long)bj->task->id, vm->name, reason != NULL ?
+	    reason : "a restart a previous vmbuildd left half done");
 	status_changed();
 	return 0;
 }

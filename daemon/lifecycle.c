@@ -14,7 +14,11 @@
  * A restart is crash safe: the record says "restart" before the old
  * domain is destroyed, and keeps saying it while the new one is built,
  * so a daemon that dies in between finishes the restart when it starts
- * again (vm_reconcile, then start_pending here).
+ * again (vm_reconcile, then start_pending here).  The new domain gets
+ * the devices the VM has, not those it was created with: the record
+ * written then holds the VM's configuration, whose disks and vifs
+ * hot-plug keeps current (devices.c), and the build reads them from it
+ * (source_parse), in this daemon or the next.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -54,8 +58,9 @@ struct watch_job {
 
 /*
  * Destroy a shut-down domain (on_*=destroy), or replace it (restart:
- * the record says so first, the domain goes, the description is parsed
- * again; the loop then starts the build).
+ * the description is parsed again with the devices the VM has now,
+ * then the record says "restart", the domain goes; the loop then
+ * starts the build).
  */
 struct act_job {
 	struct job	job;
@@ -64,7 +69,7 @@ struct act_job {
 	uint32_t	domid;		/* VMB_DOMID_INVALID: already gone */
 	enum vmb_action	action;
 	const char	*reason;	/* vmb_shutdown_reason_name(); NULL */
-	struct state_record rec;	/* restart: rec.source_json parsed */
+	struct state_record rec;	/* restart: source and config parsed */
 	bool		record;		/* restart: write rec first */
 	int		rc;
 	struct vmb_guest *guest;	/* restart: the guest to build */
@@ -209,6 +214,23 @@ act_run(struct job *job)
 	struct act_job *aj = (struct act_job *)job;
 
 	aj->rc = 0;
+	/*
+	 * The guest to build first, as vm.create parses it (no file is
+	 * looked at), from its description with the disks and vifs of its
+	 * configuration, hot-plugged since or not: a VM that cannot be
+	 * built again (an image of its gone) keeps its shut-down domain,
+	 * for someone to see; a restart a previous daemon left half done
+	 * has none left, so the VM goes.
+	 */
+	if (aj->action == VMB_ACTION_RESTART && (aj->rc = source_parse(
+	    aj->rec.source_json, aj->rec.config_json, &aj->guest, aj->why,
+	    sizeof(aj->why))) < 0) {
+		if (aj->domid == VMB_DOMID_INVALID) {
+			aj->rc = 0;
+			(void)state_remove(aj->uuid);
+		}
+		return;
+	}
 	if (aj->record && (aj->rc = state_write(&aj->rec)) < 0) {
 		snprintf(aj->why, sizeof(aj->why), "cannot write its record: "
 		    "%s", strerror(-aj->rc));
@@ -224,13 +246,7 @@ act_run(struct job *job)
 			return;
 		}
 	}
-	if (aj->action == VMB_ACTION_DESTROY) {
-		(void)state_remove(aj->uuid);
-		return;
-	}
-	/* Parsed as vm.create parses (no file is looked at), off the loop. */
-	if (source_parse(aj->rec.source_json, &aj->guest, aj->why,
-	    sizeof(aj->why)) < 0)
+	if (aj->action == VMB_ACTION_DESTROY)
 		(void)state_remove(aj->uuid);
 }
 
@@ -256,9 +272,10 @@ act_done(struct job *job)
 		vm->busy = false;
 	if (aj->rc < 0) {
 		/* The domain stays as it is, shut down, for someone to see. */
-		log_vm(LOG_ERR, aj->name, aj->domid, 0, "%s: on_%s=%s: %s",
-		    aj->name, aj->reason ? aj->reason : "restart",
-		    vmb_action_name(aj->action), aj->why);
+		log_vm(LOG_ERR, aj->name, aj->domid, 0, "%s: on_%s=%s: %s; "
+		    "domain %u left shut down", aj->name, aj->reason ?
+		    aj->reason : "restart", vmb_action_name(aj->action),
+		    aj->why, aj->domid);
 		shutdown_failed(aj->uuid, E_HYPERVISOR, -aj->rc, aj->why);
 		if (vm != NULL)
 			vm->restart = false;

@@ -7,7 +7,9 @@
  * another on_* key) says restart, parses it again the way vm.create
  * did, so the new domain is the guest that was created, whatever
  * happened to the file it was read from since (xl restarts from the
- * configuration it created the domain with, too).
+ * configuration it created the domain with, too), with the disks and
+ * vifs the VM has when it restarts (hot-plugged since, or detached),
+ * as xl keeps a domain's current devices across a reboot.
  */
 #ifndef VMBUILDD_SOURCE_H
 #define VMBUILDD_SOURCE_H
@@ -45,11 +47,19 @@ int source_guest_keys(struct vmb_guest *guest, yajl_val obj,
 char *source_json(const char *config, yajl_val guest,
     const char *config_path, bool ignore_unsupported);
 /*
- * A recorded source back into a validated guest.  -EINVAL (or another
+ * A recorded source back into a validated guest.  With `config_json`
+ * (the VM's configuration as recorded: vm.info's config), the guest
+ * gets the disks and vifs listed there, the ones the VM has now, in
+ * place of those of the description (hot-plug changes the
+ * configuration, not the source); a configuration without such lists
+ * (a record of an older vmbuildd) leaves the description's.  The whole
+ * is validated once the devices are in, so a disk detached since,
+ * whose image is gone, is not looked for.  -EINVAL (or another
  * negative errno) with the reason in `why` (the first configuration
- * error, file:line: key: message).
+ * error, file:line: key: message, or the configuration's member that
+ * is wrong).
  */
-int source_parse(const char *json, struct vmb_guest **ret_guest, char *why,
-    size_t why_len);
+int source_parse(const char *json, const char *config_json,
+    struct vmb_guest **ret_guest, char *why, size_t why_len);
 
 #endif /* VMBUILDD_SOURCE_H */

@@ -351,13 +351,21 @@ vm_building_progress(const uint8_t uuid[16], const struct vmb_progress *p)
 }
 
 void
-vm_built(struct vm *vm, const struct vmb_domain *dom, const char *build_json)
+vm_built(struct vm *vm, const struct vmb_domain *dom, const char *config_json,
+    const char *build_json)
 {
+	yajl_val config;
+
 	vm->building = false;
 	if (dom != NULL) {
 		vm->dom = *dom;
 		vm->have_dom = true;
 		vm->domid = dom->domid;
+	}
+	if (config_json != NULL && (config = jv_parse(config_json,
+	    strlen(config_json), JSON_MAX_DEPTH, NULL, 0)) != NULL) {
+		yajl_tree_free(vm->config);
+		vm->config = config;
 	}
 	if (build_json != NULL) {
 		yajl_tree_free(vm->build);

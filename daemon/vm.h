@@ -88,9 +88,13 @@ void vm_rebuilding(struct vm *vm, uint64_t task, const char *reason);
 /* Loop: progress of a build (learn the domid once created). */
 void vm_building_progress(const uint8_t uuid[16],
     const struct vmb_progress *p);
-/* A build finished well: `dom` as the hypervisor reports it. */
+/*
+ * A build finished well: `dom` as the hypervisor reports it, the
+ * configuration it was built with (a restart's has the devices the VM
+ * had, which its record before may lack) and the build's result.
+ */
 void vm_built(struct vm *vm, const struct vmb_domain *dom,
-    const char *build_json);
+    const char *config_json, const char *build_json);
 /* Our operation changed a domain (pause, unpause). */
 void vm_update(struct vm *vm, const struct vmb_domain *dom);
 /* Forget a VM (destroyed, or its build failed). */

@@ -394,7 +394,7 @@ vmb_config_parse(const char *text, size_t len, const char *where,
 		rc = -ENOMEM;
 		goto out;
 	}
-	g->flags = flags;
+	g->flags = flags & ~VMB_CONFIG_NO_CHECK;
 	scan_keys(text, len, sc);
 	if (sc->longest > CONFIG_MAX_STRING + 2) {
 		rc = vmb__diag_add(diags, VMB_ERROR, where, sc->longest_line, "",
@@ -458,7 +458,9 @@ vmb_config_parse(const char *text, size_t len, const char *where,
 			rc = -ENOMEM;
 			goto out;
 		}
-		rc = vmb_guest_check(g, basedir, where, flags, diags);
+		/* VMB_CONFIG_NO_CHECK: the caller changes it, then checks. */
+		rc = (flags & VMB_CONFIG_NO_CHECK) ? 0 :
+		    vmb_guest_check(g, basedir, where, flags, diags);
 	} else {
 		rc = -EINVAL;
 	}

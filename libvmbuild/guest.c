@@ -657,24 +657,111 @@ set_vnuma(struct vmb_guest *g, const struct key_desc *k,
 	return 0;
 }
 
-/* Every disk= item: xl's syntax (devspec.c); checked in validation. */
+/* A device list key (disk=, vif=): its items, how one is read and kept. */
+struct dev_list {
+	const char	*what;		/* "disk", "vif" */
+	size_t		size;		/* of one device */
+	size_t		max;
+	int		(*parse)(const struct vmb_guest *g, const char *spec,
+			    uint32_t index, const char *where, int line,
+			    void *dev, struct vmb_diags *diags);
+	void		(*done)(void *dev);
+	void		(*take)(struct vmb_guest *g, void *devs, uint32_t n);
+};
+
 static int
-set_disks(struct vmb_guest *g, const struct key_desc *k,
-    const struct vmb_value *v, const char *where, struct vmb_diags *diags)
+disk_parse(const struct vmb_guest *g, const char *spec, uint32_t index,
+    const char *where, int line, void *dev, struct vmb_diags *diags)
 {
-	struct vmb_disk *disks;
+	(void)g;
+	(void)index;
+	return vmb_disk_parse(spec, where, line, dev, diags);
+}
+
+/* Each vif's devid is its index unless devid= says. */
+static int
+nic_parse(const struct vmb_guest *g, const char *spec, uint32_t index,
+    const char *where, int line, void *dev, struct vmb_diags *diags)
+{
+	return vmb_nic_parse(spec, index, g->flags, where, line, dev, diags);
+}
+
+static void
+disk_done(void *dev)
+{
+	vmb_disk_done(dev);
+}
+
+static void
+nic_done(void *dev)
+{
+	vmb_nic_done(dev);
+}
+
+void
+vmb_guest_take_disks(struct vmb_guest *g, struct vmb_disk *disks, uint32_t n)
+{
+	for (uint32_t i = 0; i < g->nr_disks; i++)
+		vmb_disk_done(&g->disks[i]);
+	free(g->disks);
+	g->disks = disks;
+	g->nr_disks = n;
+}
+
+void
+vmb_guest_take_nics(struct vmb_guest *g, struct vmb_nic *nics, uint32_t n)
+{
+	for (uint32_t i = 0; i < g->nr_nics; i++)
+		vmb_nic_done(&g->nics[i]);
+	free(g->nics);
+	g->nics = nics;
+	g->nr_nics = n;
+}
+
+static void
+disks_take(struct vmb_guest *g, void *devs, uint32_t n)
+{
+	vmb_guest_take_disks(g, devs, n);
+}
+
+static void
+nics_take(struct vmb_guest *g, void *devs, uint32_t n)
+{
+	vmb_guest_take_nics(g, devs, n);
+}
+
+static const struct dev_list disk_list = {
+	"disk", sizeof(struct vmb_disk), VMB_MAX_DISKS, disk_parse, disk_done,
+	disks_take
+};
+static const struct dev_list nic_list = {
+	"vif", sizeof(struct vmb_nic), VMB_MAX_NICS, nic_parse, nic_done,
+	nics_take
+};
+
+/*
+ * Every item of a device list key parsed, in the order written, in
+ * place of the guest's devices of that kind; every bad item is
+ * reported.  0, or the error, the guest unchanged.
+ */
+static int
+set_dev_list(struct vmb_guest *g, const struct key_desc *k,
+    const struct vmb_value *v, const char *where, struct vmb_diags *diags,
+    const struct dev_list *dl)
+{
+	char *devs;
 	size_t n = 0;
 	int rc = 0;
 
 	if (v->type != VMB_VALUE_LIST)
 		return vmb__diag_add(diags, VMB_ERROR, where, v->line, k->name,
-		    "expected a list of disk specifications, got %s",
+		    "expected a list of %s specifications, got %s", dl->what,
 		    value_type_name(v));
-	if (v->u.list.n > VMB_MAX_DISKS)
+	if (v->u.list.n > dl->max)
 		return vmb__diag_add(diags, VMB_ERROR, where, v->line, k->name,
-		    "%zu disks (at most %d)", v->u.list.n, VMB_MAX_DISKS);
-	disks = calloc(v->u.list.n + 1, sizeof(*disks));
-	if (!disks)
+		    "%zu %ss (at most %zu)", v->u.list.n, dl->what, dl->max);
+	devs = calloc(v->u.list.n + 1, dl->size);
+	if (!devs)
 		return -ENOMEM;
 	for (size_t i = 0; i < v->u.list.n; i++) {
 		const struct vmb_value *it = &v->u.list.v[i];
@@ -682,12 +769,13 @@ set_disks(struct vmb_guest *g, const struct key_desc *k,
 
 		if (it->type != VMB_VALUE_STRING) {
 			rc = vmb__diag_add(diags, VMB_ERROR, where, v->line,
-			    k->name, "item %zu is %s, expected a disk "
-			    "specification string", i, value_type_name(it));
+			    k->name, "item %zu is %s, expected a %s "
+			    "specification string", i, value_type_name(it),
+			    dl->what);
 			continue;
 		}
-		r = vmb_disk_parse(it->u.s, where, it->line ? it->line :
-		    v->line, &disks[n], diags);
+		r = dl->parse(g, it->u.s, (uint32_t)i, where, it->line ?
+		    it->line : v->line, devs + n * dl->size, diags);
 		if (r == 0)
 			n++;
 		else
@@ -695,16 +783,20 @@ set_disks(struct vmb_guest *g, const struct key_desc *k,
 	}
 	if (rc) {
 		while (n > 0)
-			vmb_disk_done(&disks[--n]);
-		free(disks);
+			dl->done(devs + --n * dl->size);
+		free(devs);
 		return rc;
 	}
-	for (uint32_t i = 0; i < g->nr_disks; i++)
-		vmb_disk_done(&g->disks[i]);
-	free(g->disks);
-	g->disks = disks;
-	g->nr_disks = (uint32_t)n;
+	dl->take(g, devs, (uint32_t)n);
 	return 0;
+}
+
+/* Every disk= item: xl's syntax (devspec.c); checked in validation. */
+static int
+set_disks(struct vmb_guest *g, const struct key_desc *k,
+    const struct vmb_value *v, const char *where, struct vmb_diags *diags)
+{
+	return set_dev_list(g, k, v, where, diags, &disk_list);
 }
 
 /* Every vif= item; each one's devid is its index unless devid= says. */
@@ -712,49 +804,7 @@ static int
 set_vifs(struct vmb_guest *g, const struct key_desc *k,
     const struct vmb_value *v, const char *where, struct vmb_diags *diags)
 {
-	struct vmb_nic *nics;
-	size_t n = 0;
-	int rc = 0;
-
-	if (v->type != VMB_VALUE_LIST)
-		return vmb__diag_add(diags, VMB_ERROR, where, v->line, k->name,
-		    "expected a list of vif specifications, got %s",
-		    value_type_name(v));
-	if (v->u.list.n > VMB_MAX_NICS)
-		return vmb__diag_add(diags, VMB_ERROR, where, v->line, k->name,
-		    "%zu vifs (at most %d)", v->u.list.n, VMB_MAX_NICS);
-	nics = calloc(v->u.list.n + 1, sizeof(*nics));
-	if (!nics)
-		return -ENOMEM;
-	for (size_t i = 0; i < v->u.list.n; i++) {
-		const struct vmb_value *it = &v->u.list.v[i];
-		int r;
-
-		if (it->type != VMB_VALUE_STRING) {
-			rc = vmb__diag_add(diags, VMB_ERROR, where, v->line,
-			    k->name, "item %zu is %s, expected a vif "
-			    "specification string", i, value_type_name(it));
-			continue;
-		}
-		r = vmb_nic_parse(it->u.s, (uint32_t)i, g->flags, where,
-		    it->line ? it->line : v->line, &nics[n], diags);
-		if (r == 0)
-			n++;
-		else
-			rc = r;
-	}
-	if (rc) {
-		while (n > 0)
-			vmb_nic_done(&nics[--n]);
-		free(nics);
-		return rc;
-	}
-	for (uint32_t i = 0; i < g->nr_nics; i++)
-		vmb_nic_done(&g->nics[i]);
-	free(g->nics);
-	g->nics = nics;
-	g->nr_nics = (uint32_t)n;
-	return 0;
+	return set_dev_list(g, k, v, where, diags, &nic_list);
 }
 
 static const struct key_desc keys[] = {
@@ -1012,12 +1062,8 @@ vmb_guest_free(struct vmb_guest *g)
 	free(g->cpus);
 	free(g->cpus_soft);
 	free(g->source);
-	for (uint32_t i = 0; i < g->nr_disks; i++)
-		vmb_disk_done(&g->disks[i]);
-	free(g->disks);
-	for (uint32_t i = 0; i < g->nr_nics; i++)
-		vmb_nic_done(&g->nics[i]);
-	free(g->nics);
+	vmb_guest_take_disks(g, NULL, 0);
+	vmb_guest_take_nics(g, NULL, 0);
 	free(g);
 }
 

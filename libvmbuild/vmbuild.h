@@ -267,6 +267,17 @@ int vmb_guest_copy(const struct vmb_guest *src, struct vmb_guest **ret_guest);
  */
 int vmb_guest_set(struct vmb_guest *guest, const char *key,
     const struct vmb_value *value, const char *where, struct vmb_diags *diags);
+/*
+ * Put `n` disks (vifs) in place of the guest's, which are freed; the
+ * array (malloc'd, NULL when n is 0) and what it points to are the
+ * guest's now.  For a caller that holds devices read some other way
+ * than from disk= and vif= (vmbuildd's restart: from the VM's current
+ * configuration); vmb_guest_check() checks them as any.
+ */
+void vmb_guest_take_disks(struct vmb_guest *guest, struct vmb_disk *disks,
+    uint32_t n);
+void vmb_guest_take_nics(struct vmb_guest *guest, struct vmb_nic *nics,
+    uint32_t n);
 
 /*
  * Check the description as a whole (mandatory keys, memory <= maxmem,
@@ -308,8 +319,12 @@ int vmb_config_parse_text(const char *text, size_t len, const char *where,
     struct vmb_diags *diags);
 /*
  * vmb_config_parse_text() with flags: vmb_guest_check()'s
- * (VMB_CHECK_FILES) and how keys are read (VMB_CONFIG_*).
+ * (VMB_CHECK_FILES) and how keys are read (VMB_CONFIG_*).  With
+ * VMB_CONFIG_NO_CHECK the keys are only read: the caller changes the
+ * description (vmbuildd: a restart puts in the devices the VM has now)
+ * and calls vmb_guest_check() itself.
  */
+#define VMB_CONFIG_NO_CHECK		(1u << 9)
 int vmb_config_parse(const char *text, size_t len, const char *where,
     const char *basedir, unsigned flags, struct vmb_guest **ret_guest,
     struct vmb_diags *diags);

@@ -85,22 +85,7 @@ def listed(name):
     return any(v["name"] == name for v in c.result("vm.list")["vms"])
 
 
-def record(uuid):
-    try:
-        with open(os.path.join(h.state, uuid + ".json")) as f:
-            return json.load(f)
-    except OSError:
-        return None
-
-
-def wait_for(pred, timeout=30):
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
-        v = pred()
-        if v:
-            return v
-        time.sleep(0.05)
-    return None
+record = h.record
 
 
 hello = c.result("server.hello")

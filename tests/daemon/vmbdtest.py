@@ -217,6 +217,18 @@ def bail(msg):
     done()
 
 
+def wait_for(pred, timeout=30):
+    """pred()'s first true value, asked every 50 ms; None after timeout
+    seconds."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.05)
+    return None
+
+
 def free_port():
     """A free TCP port on loopback."""
     s = socket.socket()
@@ -421,6 +433,14 @@ class Host:
 
     def client(self, timeout=60):
         return Client(self.sock, timeout)
+
+    def record(self, uuid):
+        """The VM's state record (parsed), or None."""
+        try:
+            with open(os.path.join(self.state, uuid + ".json")) as f:
+                return json.load(f)
+        except (OSError, ValueError):
+            return None
 
     def log_tail(self, name="vmbuildd.log", n=30):
         try:
