@@ -908,6 +908,11 @@ test_scrub_wait(void **state)
 	(void)state;
 	NEED_HVSIM();
 	wait_scrubbed(real_sim.ctx);
+	/* All clean: each 1280 MiB node has its one 1 GiB block clean. */
+	assert_int_equal(vmb_scrub_progress(real_sim.ctx, &sc), 0);
+	assert_true(sc.have & VMB_SCRUB_HAVE_BLOCKS);
+	for (uint32_t n = 0; n < sc.nr_nodes; n++)
+		assert_int_equal(sc.nodes[n].clean_1g_bytes, GIB);
 	guest_init(&g, "dirtier", 600 * MIB);
 	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
 	    &res), 0);
