@@ -308,8 +308,10 @@ wait_for_scrubber(struct run *r)
 		sleep_ns(step_ns);
 		waited = true;
 		if (vmb_scrub_progress(b->ctx, scrub) != 0 ||
-		    vmb_host_info(b->ctx, &h) != 0)
+		    vmb_host_info(b->ctx, &h) != 0) {
+			gave_up = "the hypervisor's figures could not be read";
 			break;
+		}
 		vmb_host_free(r->host);
 		r->host = h;
 		/* Memory may have gone to others meanwhile: keep the old. */
