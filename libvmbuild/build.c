@@ -181,32 +181,81 @@ placed_dirty(const struct vmb_placement *pl, const struct vmb_scrub *scrub,
 /* ------------------------------------------------------------------ */
 /* place                                                               */
 
-/* Would the populate have to scrub pages inline on some placed node? */
-static bool
-short_of_clean(const struct vmb_placement *pl, const struct vmb_host *host,
-    const struct vmb_scrub *scrub)
+/* Pages of a range that vmb__split_extents() makes 1 GiB extents. */
+static uint64_t
+range_1g_pages(const struct vmb__range *rg)
 {
+	const uint64_t p1g = 1ull << VMB_EXT_ORDER_1G;
+	uint64_t lo = (rg->gfn + p1g - 1) & ~(p1g - 1);
+	uint64_t hi = (rg->gfn + rg->pages) & ~(p1g - 1);
+
+	return hi > lo ? hi - lo : 0;
+}
+
+/*
+ * Would the populate have to scrub pages inline on some placed node?  It
+ * would when the node's clean memory is less than it takes, and also
+ * when the node's 1 GiB extents are more than its free 1 GiB blocks
+ * without a dirty page (when the hypervisor says, VMB_SCRUB_HAVE_BLOCKS):
+ * a 1 GiB extent takes a whole free 1 GiB block, and the dirty pages in
+ * it are scrubbed inline however much is clean elsewhere on the node
+ * (seen: 56 MiB, after a placement that counted enough clean pages).
+ * With 1 GiB extents served by clean 1 GiB blocks, the rest (2 MiB and
+ * 4 KiB extents, which the allocator takes smallest block first) fits
+ * in the rest of the clean memory.  Only a node with dirty memory is
+ * short: what is missing otherwise no scrubber will bring.
+ */
+static bool
+short_of_clean(const struct vmb_placement *pl, const struct vmb_guest *g,
+    const struct vmb_host *host, const struct vmb_scrub *scrub)
+{
+	struct vmb__range rg[VMB_MAX_RANGES];
+	uint64_t need_1g[VMB_MAX_NODES] = { 0 };
+	int nr = vmb__layout(g, pl, rg);
+
+	/* A placement the layout refuses fails in plan_layout, later. */
+	for (int i = 0; i < nr; i++)
+		if (rg[i].node < VMB_MAX_NODES)
+			need_1g[rg[i].node] += range_1g_pages(&rg[i]) <<
+			    VMB_PAGE_SHIFT;
 	for (uint32_t i = 0; i < pl->nr_nodes; i++) {
 		uint32_t n = pl->nodes[i];
-		uint64_t free = n < host->nr_nodes ?
-		    host->nodes[n].free_bytes : 0;
-		uint64_t dirty = 0;
 
-		for (uint32_t k = 0; k < scrub->nr_nodes; k++)
-			if (scrub->nodes[k].node == n)
-				dirty = scrub->nodes[k].dirty_bytes;
-		if (dirty && pl->node_bytes[i] + dirty > free)
-			return true;
+		for (uint32_t k = 0; k < scrub->nr_nodes; k++) {
+			const struct vmb_scrub_node *sn = &scrub->nodes[k];
+
+			if (sn->node != n || !sn->dirty_bytes)
+				continue;
+			if (pl->node_bytes[i] > vmb__clean_bytes(host, scrub, n))
+				return true;
+			if ((scrub->have & VMB_SCRUB_HAVE_BLOCKS) &&
+			    n < VMB_MAX_NODES && need_1g[n] > sn->clean_1g_bytes)
+				return true;
+		}
 	}
 	return false;
+}
+
+/* Sleep ns nanoseconds, whatever signals arrive meanwhile. */
+static void
+sleep_ns(uint64_t ns)
+{
+	struct timespec ts = { (time_t)(ns / 1000000000ull),
+	    (long)(ns % 1000000000ull) };
+
+	while (nanosleep(&ts, &ts) == -1 && errno == EINTR)
+		;
 }
 
 /*
  * Wait, up to opts.scrub_wait_ms, for the background scrubber to make
  * enough memory clean, placing again each time it has made progress.
  * Stops early when the scrubber makes no progress for a while (nothing
- * more will turn clean), and on cancel.  On return res.placement is the
- * latest placement; waiting itself never fails the build.
+ * more will turn clean), and on cancel.  Every step waited is announced
+ * first (a progress report naming the dirty memory waited for), and a
+ * build that waited says so in its placement's reason, as one that gave
+ * up waiting does.  On return res.placement is the latest placement;
+ * waiting itself never fails the build.
  */
 static int
 wait_for_scrubber(struct run *r)
@@ -222,11 +271,12 @@ wait_for_scrubber(struct run *r)
 	struct vmb_scrub *scrub = &r->scrub;
 	uint64_t t0 = vmb__now_ns(), deadline, last_progress = t0;
 	uint64_t last_dirty = UINT64_MAX, last_scrubbed = 0;
+	const char *gave_up = NULL;
 	bool waited = false;
+	size_t len;
 
 	deadline = t0 + (uint64_t)b->opts.scrub_wait_ms * 1000000ull;
-	while (short_of_clean(&res->placement, r->host, scrub)) {
-		struct timespec ts = { 0, (long)step_ns };
+	while (short_of_clean(&res->placement, b->guest, r->host, scrub)) {
 		struct vmb_progress p = { .phase = VMB_PHASE_PLACE,
 		    .domid = VMB_DOMID_INVALID, .total = b->guest->memory_bytes };
 		struct vmb_placement pl;
@@ -235,11 +285,6 @@ wait_for_scrubber(struct run *r)
 
 		if (atomic_load(&b->cancel))
 			return -ECANCELED;
-		/* Say what we wait for: which node, how much is dirty. */
-		if (b->progress && placed_dirty(&res->placement, scrub, &p)) {
-			p.scrub = VMB_PROGRESS_SCRUB_WAIT;
-			b->progress(b->user, &p);
-		}
 		for (uint32_t k = 0; k < scrub->nr_nodes; k++) {
 			dirty += scrub->nodes[k].dirty_bytes;
 			scrubbed += scrub->nodes[k].scrubbed_bytes_total;
@@ -250,13 +295,23 @@ wait_for_scrubber(struct run *r)
 			last_progress = now;
 		last_dirty = dirty;
 		last_scrubbed = scrubbed;
-		if (now >= deadline || now - last_progress > stall_ns)
+		if (now >= deadline || now - last_progress > stall_ns) {
+			gave_up = now >= deadline ? "its time was up" :
+			    "the scrubber made no progress for 10 s";
 			break;
-		nanosleep(&ts, NULL);
+		}
+		/* Say what we wait for: which node, how much is dirty. */
+		if (b->progress && placed_dirty(&res->placement, scrub, &p)) {
+			p.scrub = VMB_PROGRESS_SCRUB_WAIT;
+			b->progress(b->user, &p);
+		}
+		sleep_ns(step_ns);
 		waited = true;
 		if (vmb_scrub_progress(b->ctx, scrub) != 0 ||
-		    vmb_host_info(b->ctx, &h) != 0)
+		    vmb_host_info(b->ctx, &h) != 0) {
+			gave_up = "the hypervisor's figures could not be read";
 			break;
+		}
 		vmb_host_free(r->host);
 		r->host = h;
 		/* Memory may have gone to others meanwhile: keep the old. */
@@ -266,14 +321,16 @@ wait_for_scrubber(struct run *r)
 	}
 	/* Only time spent asleep for the scrubber is a wait. */
 	res->scrub_wait_ns = waited ? vmb__now_ns() - t0 : 0;
-	if (res->scrub_wait_ns >= step_ns) {
-		size_t len = strlen(res->placement.reason);
-
-		snprintf(res->placement.reason + len,
-		    sizeof(res->placement.reason) - len, "; waited %llu ms for "
-		    "background scrubbing", (unsigned long long)
+	len = strlen(res->placement.reason);
+	if (waited)
+		len += (size_t)snprintf(res->placement.reason + len,
+		    sizeof(res->placement.reason) - len, "; waited %llu ms "
+		    "for background scrubbing", (unsigned long long)
 		    (res->scrub_wait_ns / 1000000));
-	}
+	if (gave_up && len < sizeof(res->placement.reason))
+		snprintf(res->placement.reason + len,
+		    sizeof(res->placement.reason) - len, "; stopped waiting "
+		    "short of clean memory: %s", gave_up);
 	return 0;
 }
 
@@ -537,8 +594,8 @@ phase_populate(struct run *r)
 	job.progress = b->progress ? populate_progress : NULL;
 	job.user = r;
 	job.ctx = b->ctx;
-	r->scrub_inline = r->have_scrub &&
-	    short_of_clean(&r->res.placement, r->host, &r->scrub);
+	r->scrub_inline = r->have_scrub && short_of_clean(&r->res.placement,
+	    b->guest, r->host, &r->scrub);
 	/* The placed nodes' clean memory covers the guest: see populate.c. */
 	job.clean = r->have_scrub && !r->scrub_inline;
 	if (job.progress)

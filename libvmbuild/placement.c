@@ -327,6 +327,32 @@ allowed_nodes(const struct vmb_host *host, const struct vmb_guest *g,
 	return 0;
 }
 
+uint64_t
+vmb__clean_bytes(const struct vmb_host *host, const struct vmb_scrub *scrub,
+    uint32_t node)
+{
+	uint64_t free = node < host->nr_nodes ?
+	    host->nodes[node].free_bytes : 0, clean;
+
+	if (!scrub || !(scrub->have & VMB_SCRUB_HAVE_DIRTY))
+		return free;
+	for (uint32_t i = 0; i < scrub->nr_nodes; i++) {
+		const struct vmb_scrub_node *s = &scrub->nodes[i];
+
+		if (s->node != node)
+			continue;
+		/*
+		 * The scrubber's free and dirty counts are one snapshot; the
+		 * host's free count was read at another time.  Memory freed
+		 * (dirty) in between is not clean, memory taken in between
+		 * may have been: the lower free count, less dirty, is clean.
+		 */
+		clean = s->free_bytes < free ? s->free_bytes : free;
+		return clean > s->dirty_bytes ? clean - s->dirty_bytes : 0;
+	}
+	return free;
+}
+
 /*
  * What placement sees of each node: free and clean memory, CPUs, and the
  * vCPUs of the domains that have memory there.  Returns the host's free
@@ -347,15 +373,8 @@ node_views(const struct vmb_host *host, const struct vmb_scrub *scrub,
 		nv[n].cpus = host->nodes[n].nr_cpus;
 		total_free += nv[n].free;
 	}
-	if (scrub && (scrub->have & VMB_SCRUB_HAVE_DIRTY))
-		for (uint32_t i = 0; i < scrub->nr_nodes; i++) {
-			const struct vmb_scrub_node *s = &scrub->nodes[i];
-
-			if (s->node < nn)
-				nv[s->node].clean = s->dirty_bytes >=
-				    nv[s->node].free ? 0 :
-				    nv[s->node].free - s->dirty_bytes;
-		}
+	for (uint32_t n = 0; n < nn; n++)
+		nv[n].clean = vmb__clean_bytes(host, scrub, n);
 	for (size_t d = 0; d < nr_domains; d++)
 		for (uint32_t n = 0; n < nn && n < domains[d].nr_nodes; n++)
 			if (domains[d].node_bytes[n])

@@ -109,6 +109,13 @@ int vmb__cpus_resolve(const char *key, const char *s,
 int vmb__place(const struct vmb_host *host, const struct vmb_scrub *scrub,
     const struct vmb_domain *domains, size_t nr_domains,
     const struct vmb_guest *guest, struct vmb_placement *ret_placement);
+/*
+ * Free memory of `node` that is surely clean: the lower of the host's
+ * and the scrubber's free counts, less the scrubber's dirty count; the
+ * host's free count when `scrub` (may be NULL) has no dirty counts.
+ */
+uint64_t vmb__clean_bytes(const struct vmb_host *host,
+    const struct vmb_scrub *scrub, uint32_t node);
 /* The same; on failure, says why in `why` (may be NULL) for the user. */
 int vmb__place_why(const struct vmb_host *host, const struct vmb_scrub *scrub,
     const struct vmb_domain *domains, size_t nr_domains,

@@ -479,6 +479,8 @@ void vmb_host_free(struct vmb_host *host);
 #define VMB_SCRUB_HAVE_SCRUBBED	(1u << 1)
 #define VMB_SCRUB_HAVE_RATE	(1u << 2)
 #define VMB_SCRUB_HAVE_BOOT	(1u << 3)
+/* clean_1g_bytes: free memory in wholly clean 1 GiB blocks. */
+#define VMB_SCRUB_HAVE_BLOCKS	(1u << 4)
 
 struct vmb_scrub_node {
 	uint32_t node;
@@ -488,6 +490,11 @@ struct vmb_scrub_node {
 	uint64_t dirty_bytes;
 	uint64_t scrubbed_bytes_total;
 	uint64_t rate_bytes_per_sec;
+	/*
+	 * Of the clean memory, what is in free 1 GiB blocks without a dirty
+	 * page: only that serves 1 GiB extents without inline scrubbing.
+	 */
+	uint64_t clean_1g_bytes;
 	bool	boot_scrub_done;
 };
 

@@ -59,6 +59,8 @@ list_add(struct hnode *n, uint32_t idx, struct pinfo *p)
 		pi(n, *head)->prev = idx;
 	*head = idx;
 	p->flags |= PIF_FREE;
+	if (p->kind == PG_CLEAN && p->order == HV_MAX_ORDER)
+		n->clean_top_blocks++;
 }
 
 static void
@@ -72,6 +74,8 @@ list_del(struct hnode *n, struct pinfo *p)
 		pi(n, p->next)->prev = p->prev;
 	p->flags &= ~PIF_FREE;
 	p->next = p->prev = NIL;
+	if (p->kind == PG_CLEAN && p->order == HV_MAX_ORDER)
+		n->clean_top_blocks--;
 }
 
 /* Give a chunk per-page metadata before a block in it goes below order 9. */
@@ -593,6 +597,7 @@ heap_check(struct heap *h, uint32_t node)
 {
 	struct hnode *n = &h->nodes[node];
 	uint64_t listed = 0, listed_dirty = 0, pg;
+	uint32_t top = 0;
 	uint8_t *seen;
 	int l, rc = 0;
 	uint32_t j;
@@ -636,13 +641,16 @@ heap_check(struct heap *h, uint32_t node)
 				listed += 1ull << j;
 				if (l)
 					listed_dirty += 1ull << j;
+				else if (j == HV_MAX_ORDER)
+					top++;
 				prev = idx;
 				idx = p->next;
 			}
 		}
 	if (rc == 0 && (listed + n->scrubbing_pages != n->free_pages ||
 	    listed_dirty + n->scrubbing_pages != n->dirty_pages ||
-	    n->free_pages > n->pages || n->boot_dirty_pages > n->dirty_pages))
+	    top != n->clean_top_blocks || n->free_pages > n->pages ||
+	    n->boot_dirty_pages > n->dirty_pages))
 		rc = -EUCLEAN;
 	pthread_mutex_unlock(&n->lock);
 	free(seen);

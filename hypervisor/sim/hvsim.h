@@ -173,6 +173,11 @@ struct hnode {
 	uint64_t dirty_pages;	/* dirty on lists + being scrubbed */
 	uint64_t boot_dirty_pages;
 	uint64_t scrubbing_pages;	/* off the lists, being scrubbed */
+	/*
+	 * Clean free blocks of HV_MAX_ORDER (1 GiB) on the lists: what
+	 * 1 GiB extents can take without scrubbing (scrub progress).
+	 */
+	uint32_t clean_top_blocks;
 	struct scrub_job *jobs;		/* background scrubs in flight */
 	uint32_t alloc_waiters;		/* allocators waiting for those */
 	uint64_t scrubbed_total;	/* atomic */

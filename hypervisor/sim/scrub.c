@@ -253,6 +253,7 @@ scrub_node_progress(struct hv *hv, uint32_t node, struct hv_scrub_node *out)
 		.scrubbed_pages_total = tot,
 		.rate_pages_per_sec = n->rate,
 		.boot_scrub_done = n->boot_done,
+		.clean_1g_blocks = n->clean_top_blocks,
 	};
 	pthread_mutex_unlock(&n->lock);
 }

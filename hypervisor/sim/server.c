@@ -51,6 +51,7 @@ op_hello(struct hv *hv, const void *req, size_t len, void *rep,
 	r->abi_version = HV_ABI_VERSION;
 	r->caps = HV_CAP_POPULATE_BATCH | HV_CAP_SCRUB_PROGRESS |
 	    HV_CAP_COUNTERS | HV_CAP_SHADOW | HV_CAP_CLAIMS | HV_CAP_LIFECYCLE |
+	    HV_CAP_SCRUB_BLOCKS |
 	    (hv->mem.backing == HV_BACKING_REAL ? HV_CAP_GUEST_COPY : 0);
 	r->backing = hv->mem.backing;
 	r->flush_mode = hv->cfg.flush_mode;

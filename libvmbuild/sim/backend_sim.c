@@ -266,6 +266,8 @@ sim_scrub(void *priv, struct vmb_scrub *ret)
 	memset(ret, 0, sizeof(*ret));
 	ret->have = VMB_SCRUB_HAVE_DIRTY | VMB_SCRUB_HAVE_SCRUBBED |
 	    VMB_SCRUB_HAVE_RATE | VMB_SCRUB_HAVE_BOOT;
+	if (s->hello.caps & HV_CAP_SCRUB_BLOCKS)
+		ret->have |= VMB_SCRUB_HAVE_BLOCKS;
 	ret->nr_nodes = r->nr_nodes;
 	n = hvc_scrub_nodes(r);
 	for (uint32_t i = 0; i < r->nr_nodes; i++) {
@@ -279,6 +281,8 @@ sim_scrub(void *priv, struct vmb_scrub *ret)
 			    n[i].scrubbed_pages_total << HV_PAGE_SHIFT,
 			.rate_bytes_per_sec =
 			    n[i].rate_pages_per_sec << HV_PAGE_SHIFT,
+			.clean_1g_bytes = (uint64_t)n[i].clean_1g_blocks <<
+			    (HV_PAGE_SHIFT + HV_ORDER_1G),
 			.boot_scrub_done = n[i].boot_scrub_done != 0,
 		};
 	}

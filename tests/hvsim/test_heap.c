@@ -424,6 +424,57 @@ test_scrub_partial(void **state)
 	heap_fini(&h);
 }
 
+/*
+ * Clean 1 GiB blocks are counted apart from clean pages: 2 MiB left dirty
+ * in the only 1 GiB block leave 1022 MiB clean there and no clean 1 GiB
+ * block, until they are scrubbed and the halves merge again.
+ */
+static void
+test_clean_1g_blocks(void **state)
+{
+	const uint64_t g = 1ull << HV_ORDER_1G;
+	struct scrub_job job;
+	struct hblock b;
+	struct heap h;
+	uint64_t inl = 0;
+
+	(void)state;
+	/* 1 GiB and an order-16 (256 MiB) block. */
+	assert_int_equal(heap_init(&h, NULL, &phantom, 1, g + (1u << 16),
+	    false), 0);
+	assert_int_equal(h.nodes[0].clean_top_blocks, 1);
+	/* A 2 MiB extent comes from the smaller block. */
+	assert_int_equal(heap_alloc(&h, 0, 9, false, &b, &inl), 0);
+	assert_int_equal(b.mfn, g);
+	assert_int_equal(h.nodes[0].clean_top_blocks, 1);
+	heap_free(&h, &b);
+	/* A 1 GiB extent takes the block; given back dirty, it is none. */
+	assert_int_equal(heap_alloc(&h, 0, HV_ORDER_1G, false, &b, &inl), 0);
+	assert_int_equal(h.nodes[0].clean_top_blocks, 0);
+	b.kind = PG_DIRTY;
+	heap_free(&h, &b);
+	assert_int_equal(h.nodes[0].clean_top_blocks, 0);
+	assert_int_equal(heap_check(&h, 0), 0);
+	/* All but the last 2 MiB step scrubbed: still no clean 1 GiB. */
+	memset(&job, 0, sizeof(job));
+	assert_int_equal(heap_take_dirty(&h, 0, HV_ORDER_1G, &job), 0);
+	assert_int_equal(job.b.order, HV_ORDER_1G);
+	job.done = g - 512;
+	heap_put_scrubbed(&h, &job);
+	assert_int_equal(heap_dirty_pages(&h, 0), 512);
+	assert_int_equal(h.nodes[0].clean_top_blocks, 0);
+	assert_int_equal(heap_check(&h, 0), 0);
+	/* The last step: one clean 1 GiB block again. */
+	assert_int_equal(heap_take_dirty(&h, 0, HV_ORDER_1G, &job), 0);
+	assert_int_equal(job.b.order, 9);
+	job.done = 512;
+	heap_put_scrubbed(&h, &job);
+	assert_int_equal(h.nodes[0].clean_top_blocks, 1);
+	assert_int_equal(heap_check(&h, 0), 0);
+	assert_int_equal(inl, 0);
+	heap_fini(&h);
+}
+
 int
 main(void)
 {
@@ -436,6 +487,7 @@ main(void)
 		cmocka_unit_test(test_domains_random),
 		cmocka_unit_test(test_scrub_abort),
 		cmocka_unit_test(test_scrub_partial),
+		cmocka_unit_test(test_clean_1g_blocks),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);

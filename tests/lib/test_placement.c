@@ -93,6 +93,40 @@ test_prefers_clean_node(void **state)
 	assert_int_equal(p.nodes[0], 0);
 }
 
+/*
+ * Host and scrub progress are read one after the other: memory freed
+ * dirty in between shows in one free count only, and is not clean.
+ */
+static void
+test_clean_two_reads(void **state)
+{
+	struct fixture f;
+	struct vmb_placement p;
+	uint64_t free_mib[] = { 1536, 1024 };
+
+	(void)state;
+	host_init(&f, 2, free_mib);
+	/* Scrub progress read first; then 512 MiB freed (dirty) on node 0. */
+	f.scrub.nodes[0].free_bytes = 1024 * MIB;
+	assert_int_equal(vmb__clean_bytes(&f.host, &f.scrub, 0), 1024 * MIB);
+	f.scrub.nodes[0].dirty_bytes = 256 * MIB;
+	assert_int_equal(vmb__clean_bytes(&f.host, &f.scrub, 0), 768 * MIB);
+	/* The other way round: the scrubber saw the freed memory dirty. */
+	f.scrub.nodes[1].free_bytes = 1536 * MIB;
+	f.scrub.nodes[1].dirty_bytes = 512 * MIB;
+	assert_int_equal(vmb__clean_bytes(&f.host, &f.scrub, 1), 512 * MIB);
+	/* Placement sees the same. */
+	guest_mib(&f, 1100);
+	assert_int_equal(vmb__place(&f.host, &f.scrub, NULL, 0, &f.guest, &p), 0);
+	assert_int_equal(p.nr_nodes, 2);
+	assert_non_null(strstr(p.reason, "node 0: 588 MiB (768 MiB clean"));
+	assert_non_null(strstr(p.reason, "node 1: 512 MiB (512 MiB clean"));
+	/* Without dirty counts, the host's free memory is clean. */
+	f.scrub.have = 0;
+	assert_int_equal(vmb__clean_bytes(&f.host, &f.scrub, 0), 1536 * MIB);
+	assert_int_equal(vmb__clean_bytes(&f.host, NULL, 1), 1024 * MIB);
+}
+
 static void
 test_prefers_fewer_nodes(void **state)
 {
@@ -339,6 +373,7 @@ main(void)
 		cmocka_unit_test(test_no_room),
 		cmocka_unit_test(test_large_spread_aligned),
 		cmocka_unit_test(test_random_invariants),
+		cmocka_unit_test(test_clean_two_reads),
 	};
 
 	return cmocka_run_group_tests_name("placement", tests, NULL, NULL);

@@ -102,6 +102,8 @@ enum hv_op {
 #define HV_CAP_CLAIMS		(1u << 5)
 /* HV_OP_DOMAIN_SHUTDOWN, _CONTROL, _WATCH and HV_DOMSTATE_SHUTDOWN. */
 #define HV_CAP_LIFECYCLE	(1u << 6)
+/* hv_scrub_node.clean_1g_blocks is reported (it was `pad`, always 0). */
+#define HV_CAP_SCRUB_BLOCKS	(1u << 7)
 
 enum hv_backing {
 	HV_BACKING_REAL = 1,	/* memory is mapped; pages are real */
@@ -422,7 +424,15 @@ struct hv_scrub_node {
 	uint64_t scrubbed_pages_total;	/* since boot, background + inline + boot */
 	uint64_t rate_pages_per_sec;	/* over the last sampling window */
 	uint32_t boot_scrub_done;
-	uint32_t pad;
+	/*
+	 * Free 1 GiB blocks that are wholly clean (HV_CAP_SCRUB_BLOCKS):
+	 * what a 1 GiB extent can take without scrubbing inline.  Clean
+	 * pages are not enough: dirty pages inside the only free 1 GiB
+	 * block are scrubbed inline however much is clean elsewhere.  This
+	 * was `pad`, which had to be zero: the layout and size are
+	 * unchanged, so HV_ABI_VERSION stays the same.
+	 */
+	uint32_t clean_1g_blocks;
 };
 
 struct hv_scrub_reply {
