@@ -9,6 +9,7 @@
  * guest description only, and every call here succeeds.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "vmb_internal.h"
@@ -46,52 +47,151 @@ dev_nic(struct vmb_ctx *ctx, struct vmb_dev *v, const uint8_t uuid[16],
 	dev_limits(ctx, v, connect_ms);
 }
 
+/*
+ * The devices of a build are set up side by side, as libxl's multidev
+ * does: each waits for its backend and its hotplug script (forks of a
+ * shell script: seconds each, tens of seconds on a loaded dom0), and a
+ * guest with a disk and a vif paid the sum of both.  At most
+ * DEV_PARALLEL at a time, on the context's thread pool; the backend's
+ * device ops take its xenstore lock themselves.
+ */
+#define DEV_PARALLEL	16
+
+struct dev_job {
+	struct vmb_ctx	*ctx;
+	uint32_t	domid;
+	struct vmb_dev	v;
+	bool		remove;		/* undo: take it away (force) */
+	int		rc;
+	char		why[256];
+};
+
+static void
+dev_job_run(void *arg)
+{
+	struct dev_job *j = arg;
+	const struct vmb_backend_ops *ops = j->ctx->ops;
+
+	if (j->remove)
+		j->rc = ops->device_remove(j->ctx->priv, j->domid, j->v.kind,
+		    j->v.devid, true, j->ctx->hotplug_ms / 4, j->why,
+		    sizeof(j->why));
+	else
+		j->rc = ops->device_add(j->ctx->priv, j->domid, &j->v, j->why,
+		    sizeof(j->why));
+}
+
+/* Run the jobs, DEV_PARALLEL at a time; one of each wave on this thread. */
+static void
+dev_jobs_run(struct vmb_ctx *ctx, struct dev_job *jobs, size_t n)
+{
+	struct vmb__task tasks[DEV_PARALLEL];
+
+	for (size_t at = 0; at < n; at += DEV_PARALLEL) {
+		size_t k = n - at < DEV_PARALLEL ? n - at : DEV_PARALLEL;
+
+		for (size_t i = 1; i < k; i++) {
+			memset(&tasks[i - 1], 0, sizeof(tasks[i - 1]));
+			tasks[i - 1].fn = dev_job_run;
+			tasks[i - 1].arg = &jobs[at + i];
+		}
+		/* No thread to be had: one after the other, here. */
+		if (vmb__tpool_run(ctx->pool, tasks, k - 1, dev_job_run,
+		    &jobs[at]) != 0)
+			for (size_t i = 0; i < k; i++)
+				dev_job_run(&jobs[at + i]);
+	}
+}
+
+/* The guest's disks, then its vifs, as jobs (NULL: out of memory). */
+static struct dev_job *
+dev_jobs(struct vmb_ctx *ctx, uint32_t domid, const uint8_t uuid[16],
+    const struct vmb_guest *g, uint32_t nr_disks, uint32_t nr_nics,
+    bool remove)
+{
+	struct dev_job *jobs = calloc((size_t)nr_disks + nr_nics + 1,
+	    sizeof(*jobs));
+
+	if (!jobs)
+		return NULL;
+	for (uint32_t i = 0; i < nr_disks; i++)
+		dev_disk(ctx, &jobs[i].v, &g->disks[i], 0);
+	for (uint32_t i = 0; i < nr_nics; i++) {
+		if (uuid)
+			dev_nic(ctx, &jobs[nr_disks + i].v, uuid, &g->nics[i],
+			    0);
+		else {
+			jobs[nr_disks + i].v.kind = VMB_DEVICE_NIC;
+			jobs[nr_disks + i].v.devid = g->nics[i].devid;
+		}
+	}
+	for (size_t i = 0; i < (size_t)nr_disks + nr_nics; i++) {
+		jobs[i].ctx = ctx;
+		jobs[i].domid = domid;
+		jobs[i].remove = remove;
+	}
+	return jobs;
+}
+
 int
 vmb__devices_setup(struct vmb_ctx *ctx, uint32_t domid,
     const uint8_t uuid[16], const struct vmb_guest *g, uint32_t *ret_disks,
     uint32_t *ret_nics, char *why, size_t why_len)
 {
-	const struct vmb_backend_ops *ops = ctx->ops;
-	struct vmb_dev v;
-	int rc;
+	size_t n = (size_t)g->nr_disks + g->nr_nics;
+	struct dev_job *jobs;
+	int rc = 0;
 
 	*ret_disks = *ret_nics = 0;
-	if (!ops->device_add)
+	if (!ctx->ops->device_add || n == 0)
 		return 0;
-	for (uint32_t i = 0; i < g->nr_disks; i++) {
-		dev_disk(ctx, &v, &g->disks[i], 0);
-		rc = ops->device_add(ctx->priv, domid, &v, why, why_len);
-		if (rc)
-			return rc;
-		*ret_disks = i + 1;
-	}
-	for (uint32_t i = 0; i < g->nr_nics; i++) {
-		dev_nic(ctx, &v, uuid, &g->nics[i], 0);
-		rc = ops->device_add(ctx->priv, domid, &v, why, why_len);
-		if (rc)
-			return rc;
-		*ret_nics = i + 1;
-	}
-	return 0;
+	jobs = dev_jobs(ctx, domid, uuid, g, g->nr_disks, g->nr_nics, false);
+	if (!jobs)
+		return -ENOMEM;
+	/* Every one tried: undo takes them all (see vmb__devices_undo). */
+	*ret_disks = g->nr_disks;
+	*ret_nics = g->nr_nics;
+	dev_jobs_run(ctx, jobs, n);
+	/* The first failure in the guest's order names the build's. */
+	for (size_t i = 0; i < n; i++)
+		if (jobs[i].rc) {
+			rc = jobs[i].rc;
+			vmb__why(why, why_len, "%s", jobs[i].why);
+			break;
+		}
+	free(jobs);
+	return rc;
 }
 
+/*
+ * A device whose setup failed took itself back: its removal finds no
+ * backend and does nothing, so undo may be given every device tried.
+ */
 void
 vmb__devices_undo(struct vmb_ctx *ctx, uint32_t domid,
     const struct vmb_guest *g, uint32_t nr_disks, uint32_t nr_nics)
 {
-	const struct vmb_backend_ops *ops = ctx->ops;
+	struct dev_job *jobs;
 
-	if (!ops->device_remove)
+	if (!ctx->ops->device_remove || nr_disks + nr_nics == 0)
 		return;
+	jobs = dev_jobs(ctx, domid, NULL, g, nr_disks, nr_nics, true);
+	if (jobs) {
+		dev_jobs_run(ctx, jobs, (size_t)nr_disks + nr_nics);
+		free(jobs);
+		return;
+	}
+	/* No memory for the jobs: one by one, last first. */
 	while (nr_nics > 0) {
 		nr_nics--;
-		(void)ops->device_remove(ctx->priv, domid, VMB_DEVICE_NIC,
+		(void)ctx->ops->device_remove(ctx->priv, domid, VMB_DEVICE_NIC,
 		    g->nics[nr_nics].devid, true, ctx->hotplug_ms / 4, NULL, 0);
 	}
 	while (nr_disks > 0) {
 		nr_disks--;
-		(void)ops->device_remove(ctx->priv, domid, VMB_DEVICE_DISK,
-		    g->disks[nr_disks].devid, true, ctx->hotplug_ms / 4, NULL, 0);
+		(void)ctx->ops->device_remove(ctx->priv, domid,
+		    VMB_DEVICE_DISK, g->disks[nr_disks].devid, true,
+		    ctx->hotplug_ms / 4, NULL, 0);
 	}
 }
 

@@ -166,16 +166,17 @@ int vmb__memmap(const struct vmb_layout *layout,
     const struct vmb_firmware *fw, struct vmb_memmap_entry *out, size_t cap);
 
 /*
- * device.c: the build's devices phase.  Sets up the guest's disks, then
- * its vifs, on the backend (nothing on one without device ops); on
- * failure *ret_disks and *ret_nics say how many are up, for undo.
+ * device.c: the build's devices phase.  Sets up the guest's disks and
+ * vifs on the backend, side by side (nothing on one without device
+ * ops); the first failure in the guest's order is the one returned.
+ * *ret_disks and *ret_nics say how many were tried, for undo.
  */
 int vmb__devices_setup(struct vmb_ctx *ctx, uint32_t domid,
     const uint8_t uuid[16], const struct vmb_guest *guest,
     uint32_t *ret_disks, uint32_t *ret_nics, char *why, size_t why_len);
 /* guest.c: s as a JSON string (escaped), or null when NULL. */
 void vmb__json_str(FILE *f, const char *s);
-/* Tear down the first nr_disks disks and nr_nics vifs, last first. */
+/* Tear down the first nr_disks disks and nr_nics vifs, side by side. */
 void vmb__devices_undo(struct vmb_ctx *ctx, uint32_t domid,
     const struct vmb_guest *guest, uint32_t nr_disks, uint32_t nr_nics);
 
