@@ -562,12 +562,23 @@ scrub_wait() {
 EVLOG=/tmp/vmb-events.log
 events_log() {
 	$V --json events >> $EVLOG 2>&1 &
+	evpid=$!
 }
 
-# has_event VM STATE REASON ACTION: a vm.state event like that was seen.
+# has_event VM STATE REASON ACTION: a vm.state event like that was seen
+# (within 10 s: the subscriber writes its log on its own time).  If not,
+# what the subscriber did see of VM, and whether it still runs.
 has_event() {
-	grep '"vm.state"' $EVLOG | grep "\"vm\":\"$1\"" | grep "\"state\":\"$2\"" |
-	    grep "\"reason\":\"$3\"" | grep -q "\"action\":\"$4\""
+	_i=0
+	while [ $_i -lt 20 ]; do
+		grep '"vm.state"' $EVLOG | grep "\"vm\":\"$1\"" | grep "\"state\":\"$2\"" |
+		    grep "\"reason\":\"$3\"" | grep -q "\"action\":\"$4\"" && return 0
+		usleep 500000; _i=$((_i + 1))
+	done
+	echo "INFO events: no $2/$3/$4 for $1; subscriber $evpid $(kill -0 $evpid 2>/dev/null && echo runs || echo GONE); $(wc -l < $EVLOG) lines, of $1:"
+	grep "\"vm\":\"$1\"" $EVLOG | tail -n 12 | cut -c1-200 | sed 's/^/  events| /'
+	tail -n 3 $EVLOG | cut -c1-200 | sed 's/^/  events-tail| /'
+	return 1
 }
 
 # The vmbuild hello guest powers off with on_poweroff = "preserve".

@@ -82,7 +82,12 @@ wait_for() {
 dev_disk() {
 	wait_for /dev/xvda 30 || { echo "fail(no-xvda)"; return; }
 	mkdir -p /mnt
-	mount -t ext4 /dev/xvda /mnt 2>/dev/null || { echo "fail(mount)"; return; }
+	# Its error, and the kernel's last words, say why if it cannot.
+	if ! mount -t ext4 /dev/xvda /mnt 2>/tmp/mount.err; then
+		say "vmbuild-linux-dev: mount xvda: $(cat /tmp/mount.err); size $(cat /sys/block/xvda/size) sectors"
+		dmesg | tail -n 8 | sed 's/^/vmbuild-linux-dev: dmesg: /' | while read -r l; do say "$l"; done
+		echo "fail(mount)"; return
+	fi
 	(cd /mnt && md5sum -c payload.md5 >/dev/null 2>&1) ||
 	    { umount /mnt; echo "fail(md5)"; return; }
 	echo "$domid" > /mnt/written-by-domain && sync && umount /mnt &&
