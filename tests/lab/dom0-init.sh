@@ -449,6 +449,19 @@ hp_fail() {
 	else echo "INFO xl hot-plug, not judged: $2: $3"; fi
 }
 
+# hp_step NAME CMD...: a hot-plug step, timed; once more if the hotplug
+# script's own shell could not run its helpers ("command not found":
+# vif-bridge once found neither findCommand nor log, its $(dirname)
+# having failed in a dom0 busy under TCG), saying so.
+hp_step() {
+	_hn=$1; shift
+	LIMIT=300 timed $_hn "$@" && return 0
+	_hrc=$?
+	grep -q 'command not found' /tmp/out.$_hn || return $_hrc
+	echo "INFO $_hn: the hotplug script's shell could not run its helpers (dom0 $(free -m | awk '/^Mem:/ { print $4 }') MiB free); once more"
+	LIMIT=300 timed $_hn "$@"
+}
+
 hotplug() {
 	case $1 in
 	xl) _da="xl block-attach $2"; _dd="xl block-detach $2"
@@ -457,22 +470,22 @@ hotplug() {
 	    _na="$V net-attach $2"; _nd="$V net-detach $2" ;;
 	esac
 	_f0="$FAILED"
-	LIMIT=300 timed $1-disk-attach $_da /guest/disk2.img,raw,xvdb,ro ||
+	hp_step $1-disk-attach $_da /guest/disk2.img,raw,xvdb,ro ||
 	    hp_fail $1 $1-disk-attach "disk-attach rc=$?"
 	console_has $2 'vmbuild-linux-dev: hotplug xvdb=seen' 90 ||
 	    hp_fail $1 $1-disk-attach-seen "the guest did not see xvdb"
 	xenstore-ls -f /local/domain/0/backend/vbd/$3/51728 2>/dev/null |
 	    grep -E '/(params|mode|physical-device|node|state|hotplug-status) ' | sed 's/^/  xvdb| /'
 	[ $1 = vmb ] && timed vmctl-info-hotplug $V info $2
-	LIMIT=300 timed $1-disk-detach $_dd xvdb || hp_fail $1 $1-disk-detach "disk-detach rc=$?"
+	hp_step $1-disk-detach $_dd xvdb || hp_fail $1 $1-disk-detach "disk-detach rc=$?"
 	console_has $2 'vmbuild-linux-dev: hotplug xvdb=gone' 90 ||
 	    hp_fail $1 $1-disk-detach-seen "the guest still sees xvdb"
 	xenstore-ls /local/domain/0/backend/vbd/$3/51728 >/dev/null 2>&1 &&
 	    hp_fail $1 $1-disk-detach-left "backend of xvdb still in xenstore"
-	LIMIT=300 timed $1-net-attach $_na bridge=$BR || hp_fail $1 $1-net-attach "net-attach rc=$?"
+	hp_step $1-net-attach $_na bridge=$BR || hp_fail $1 $1-net-attach "net-attach rc=$?"
 	console_has $2 'vmbuild-linux-dev: hotplug eth1=seen' 90 ||
 	    hp_fail $1 $1-net-attach-seen "the guest did not see eth1"
-	LIMIT=300 timed $1-net-detach $_nd 1 || hp_fail $1 $1-net-detach "net-detach rc=$?"
+	hp_step $1-net-detach $_nd 1 || hp_fail $1 $1-net-detach "net-detach rc=$?"
 	console_has $2 'vmbuild-linux-dev: hotplug eth1=gone' 90 ||
 	    hp_fail $1 $1-net-detach-seen "the guest still sees eth1"
 	tr -d '\r' < /var/log/xen/console/guest-$2.log | grep 'vmbuild-linux-dev: hotplug' |
