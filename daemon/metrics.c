@@ -48,6 +48,13 @@ static const double create_buckets[] = {
 };
 #define NBUCKETS	(sizeof(create_buckets) / sizeof(create_buckets[0]))
 
+/* The per-VM series as text, shared by the replies that send it. */
+struct vms_text {
+	unsigned	refs;
+	size_t		len;
+	char		text[];
+};
+
 struct snap_job {
 	struct job	job;
 	int		rc_counters, rc_scrub;
@@ -80,6 +87,8 @@ static struct {
 	double		dur_sum;
 	uint64_t	populated[VMB_MAX_NODES];
 	uint64_t	scrapes;
+	struct vms_text	*vms;		/* per-VM series, see vms_text() */
+	uint64_t	vms_generation;	/* vm_generation() they show */
 } MX;
 
 void
@@ -364,6 +373,67 @@ render_vms(struct evbuffer *b)
 	}
 }
 
+static void
+vms_text_put(const void *data, size_t len, void *arg)
+{
+	struct vms_text *t = arg;
+
+	(void)data;
+	(void)len;
+	if (t != NULL && --t->refs == 0)
+		free(t);
+}
+
+/*
+ * The per-VM series, about 11 a VM, are most of a big host's scrape:
+ * rendered once per change of the registry (vm_generation(), which
+ * moves at each event, operation and domain list, as vm.list's cache
+ * is dropped), not once per scrape.  Replies reference the text rather
+ * than copy it, each holding a reference until evhttp has sent it, so
+ * that a rebuild never changes a reply still queued.  NULL: no memory.
+ */
+static struct vms_text *
+vms_text(void)
+{
+	struct vms_text *t;
+	struct evbuffer *b;
+	size_t len;
+
+	if (MX.vms != NULL && MX.vms_generation == vm_generation())
+		return MX.vms;
+	if ((b = evbuffer_new()) == NULL)
+		return NULL;
+	render_vms(b);
+	len = evbuffer_get_length(b);
+	t = malloc(sizeof(*t) + len);
+	if (t != NULL) {
+		t->refs = 1;
+		t->len = len;
+		evbuffer_copyout(b, t->text, len);
+		vms_text_put(NULL, 0, MX.vms);
+		MX.vms = t;
+		MX.vms_generation = vm_generation();
+	}
+	evbuffer_free(b);
+	return t;
+}
+
+/* The per-VM series into `b`: the cached text, or rendered there. */
+static void
+render_vms_cached(struct evbuffer *b)
+{
+	struct vms_text *t = vms_text();
+
+	if (t != NULL) {
+		t->refs++;
+		if (evbuffer_add_reference(b, t->text, t->len, vms_text_put,
+		    t) == 0)
+			return;
+		t->refs--;
+	}
+	render_vms(b);
+}
+
 /* A family of one series without labels; `fmt` prints the value. */
 static void
 single(struct evbuffer *b, const char *name, const char *type,
@@ -427,7 +497,7 @@ render(struct evbuffer *b)
 		render_scrub(b, &MX.scrub);
 	render_builds(b);
 	render_daemon(b);
-	render_vms(b);
+	render_vms_cached(b);
 	render_process(b);
 }
 
@@ -758,4 +828,6 @@ metrics_stop(void)
 	free(MX.socks);
 	MX.socks = NULL;
 	MX.nsocks = MX.cap = 0;
+	vms_text_put(NULL, 0, MX.vms);
+	MX.vms = NULL;
 }
