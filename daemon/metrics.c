@@ -41,12 +41,20 @@
 #include "worker.h"
 
 #define METRICS_REFRESH_SEC	2
+#define METRICS_WRITE_MAX	(1 << 20)	/* bytes a write at most */
 
 /* Upper bounds of the create-duration histogram, in seconds. */
 static const double create_buckets[] = {
 	0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120,
 };
 #define NBUCKETS	(sizeof(create_buckets) / sizeof(create_buckets[0]))
+
+/* The per-VM series as text, shared by the replies that send it. */
+struct vms_text {
+	unsigned	refs;
+	size_t		len;
+	char		text[];
+};
 
 struct snap_job {
 	struct job	job;
@@ -80,6 +88,10 @@ static struct {
 	double		dur_sum;
 	uint64_t	populated[VMB_MAX_NODES];
 	uint64_t	scrapes;
+	/* What the registry gives a scrape, see vms_update(). */
+	struct vms_text	*vms;		/* the per-VM series */
+	uint64_t	vms_generation;	/* the vm_generation() they show */
+	unsigned	states[8], building;	/* vm_count_states() */
 } MX;
 
 void
@@ -244,15 +256,12 @@ render_builds(struct evbuffer *b)
 static void
 render_daemon(struct evbuffer *b)
 {
-	unsigned states[8] = { 0 }, building = 0;
-
-	vm_count_states(states, &building);
 	family(b, "vmbuild_vms", "gauge", "VMs by state.");
 	evbuffer_add_printf(b, "vmbuild_vms{state=\"building\"} %u\n",
-	    building);
+	    MX.building);
 	for (int i = VMB_DOM_PAUSED; i <= VMB_DOM_CRASHED; i++)
 		evbuffer_add_printf(b, "vmbuild_vms{state=\"%s\"} %u\n",
-		    vmb_domain_state_name(i), states[i]);
+		    vmb_domain_state_name(i), MX.states[i]);
 	family(b, "vmbuild_tasks_running", "gauge", "Tasks running.");
 	evbuffer_add_printf(b, "vmbuild_tasks_running %u\n", task_running());
 	family(b, "vmbuild_control_connections", "gauge",
@@ -364,6 +373,71 @@ render_vms(struct evbuffer *b)
 	}
 }
 
+static void
+vms_text_put(const void *data, size_t len, void *arg)
+{
+	struct vms_text *t = arg;
+
+	(void)data;
+	(void)len;
+	if (t != NULL && --t->refs == 0)
+		free(t);
+}
+
+/*
+ * The per-VM series, about 10 a VM, are most of a big host's scrape,
+ * and counting VMs by state walks them all: both are done once per
+ * change of the registry (vm_generation(), which moves at each event,
+ * operation and domain list, where vm.list's cache is dropped), not
+ * once per scrape.  Replies reference the text rather than copy it,
+ * each holding a reference until evhttp has sent it, so that a newer
+ * rendering never changes a reply still queued.  Without memory for
+ * the text, MX.vms stays NULL and render_vms_cached() renders it.
+ */
+static void
+vms_update(void)
+{
+	struct vms_text *t;
+	struct evbuffer *b;
+	size_t len;
+
+	if (MX.vms != NULL && MX.vms_generation == vm_generation())
+		return;
+	memset(MX.states, 0, sizeof(MX.states));
+	MX.building = 0;
+	vm_count_states(MX.states, &MX.building);
+	vms_text_put(NULL, 0, MX.vms);
+	MX.vms = NULL;
+	if ((b = evbuffer_new()) == NULL)
+		return;
+	render_vms(b);
+	len = evbuffer_get_length(b);
+	if ((t = malloc(sizeof(*t) + len)) != NULL) {
+		t->refs = 1;
+		t->len = len;
+		evbuffer_copyout(b, t->text, len);
+		MX.vms = t;
+		MX.vms_generation = vm_generation();
+	}
+	evbuffer_free(b);
+}
+
+/* The per-VM series into `b`: the cached text, or rendered there. */
+static void
+render_vms_cached(struct evbuffer *b)
+{
+	struct vms_text *t = MX.vms;
+
+	if (t != NULL) {
+		t->refs++;
+		if (evbuffer_add_reference(b, t->text, t->len, vms_text_put,
+		    t) == 0)
+			return;
+		t->refs--;
+	}
+	render_vms(b);
+}
+
 /* A family of one series without labels; `fmt` prints the value. */
 static void
 single(struct evbuffer *b, const char *name, const char *type,
@@ -409,6 +483,7 @@ render_process(struct evbuffer *b)
 static void
 render(struct evbuffer *b)
 {
+	vms_update();
 	family(b, "vmbuild_build_info", "gauge",
 	    "Version of vmbuildd and the backend it runs on.");
 	evbuffer_add_printf(b, "vmbuild_build_info{version=\"%s\","
@@ -427,7 +502,7 @@ render(struct evbuffer *b)
 		render_scrub(b, &MX.scrub);
 	render_builds(b);
 	render_daemon(b);
-	render_vms(b);
+	render_vms_cached(b);
 	render_process(b);
 }
 
@@ -625,6 +700,11 @@ metrics_bevcb(struct event_base *base, void *arg)
 	sock = bufferevent_socket_new(base, -1, BEV_OPT_CLOSE_ON_FREE);
 	if (sock == NULL)
 		return NULL;
+	/*
+	 * A big host's scrape is half a megabyte: out in as few writev()
+	 * calls as the socket takes, not libevent's 16 KB a loop round.
+	 */
+	(void)bufferevent_set_max_single_write(sock, METRICS_WRITE_MAX);
 	bufferevent_incref(sock);
 	MX.socks[MX.nsocks++] = sock;
 	MX.nconns = (unsigned)MX.nsocks;
@@ -758,4 +838,6 @@ metrics_stop(void)
 	free(MX.socks);
 	MX.socks = NULL;
 	MX.nsocks = MX.cap = 0;
+	vms_text_put(NULL, 0, MX.vms);
+	MX.vms = NULL;
 }

@@ -4,6 +4,9 @@
  * A scrape never talks to the hypervisor: it renders a snapshot that the
  * loop refreshes every few seconds on a worker (counters, scrub
  * progress), plus what the loop itself knows (VMs, tasks, builds).
+ * The per-VM series are kept as text from one scrape to the next until
+ * the registry changes (vm_generation()); everything else is rendered
+ * at each scrape.
  */
 #ifndef VMBUILDD_METRICS_H
 #define VMBUILDD_METRICS_H

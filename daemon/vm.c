@@ -48,6 +48,7 @@ static struct {
 	unsigned	refresh_sec;
 	struct list_text *list;		/* cached vm.list result */
 	bool		list_valid;
+	uint64_t	generation;	/* bumped by each visible change */
 	/*
 	 * The control domain, shown beside the VMs as `xl list` shows it,
 	 * never one of them: not in the registry, so nothing that manages
@@ -198,12 +199,20 @@ vm_actions(struct vm *vm)
 /*
  * vm.list is the most frequent request of a busy host (every `vmctl
  * list`, every dashboard): its reply is kept as text and rebuilt only
- * after the registry changed.
+ * after the registry changed.  So are the metrics' per-VM series, by
+ * vm_generation().
  */
 static void
 vm_list_invalidate(void)
 {
 	V.list_valid = false;
+	V.generation++;
+}
+
+uint64_t
+vm_generation(void)
+{
+	return V.generation;
 }
 
 /*

@@ -132,6 +132,12 @@ void vm_gen_list(yajl_gen g);
  */
 const char *vm_list_text(size_t *ret_len, void **ret_ref);
 void vm_list_text_put(const void *buf, size_t len, void *ref);
+/*
+ * Changes with every change of the registry that vm.list shows (VMs
+ * added or removed, states, domids, what the hypervisor reported), at
+ * the points that drop vm.list's text: for other caches of it.
+ */
+uint64_t vm_generation(void);
 /* The registry in order, for readers on the loop (NULL at the end). */
 const struct vm *vm_first(void);
 const struct vm *vm_next(const struct vm *vm);

@@ -7,12 +7,15 @@ counters follow builds; per-VM gauges (memory, vCPUs, CPU seconds,
 state) labelled by name and id follow the VMs; the process_* families
 of Prometheus' client libraries describe the daemon; no family counts
 pages; other paths are 404, POST is 405, both with a text/plain body.
+The per-VM series, kept between scrapes, follow every change of a VM
+(ours, or the hypervisor's) on the very next scrape.
 """
 import os
 import re
 import shutil
 import subprocess
 import sys
+import time
 import urllib.error
 import urllib.request
 
@@ -113,6 +116,103 @@ if promtool:
                        capture_output=True, text=True)
     ok(p.returncode == 0, "promtool check metrics after builds",
        p.stdout + p.stderr)
+
+
+# The per-VM series are rendered once per change of the registry and
+# kept between scrapes: every change, by an operation of ours or by the
+# hypervisor (a domain another toolstack made, shut down, destroyed),
+# shows on the very next scrape, and what is host-wide stays live.
+VM_FAMILIES = ("vmbuild_vm_memory_bytes", "vmbuild_vm_vcpus",
+               "vmbuild_vm_cpu_seconds_total", "vmbuild_vm_state")
+
+
+def vm_lines(text):
+    return [ln for ln in text.splitlines()
+            if ln.split("{")[0] in VM_FAMILIES]
+
+
+def vm_state(text, name):
+    """{state: value} of VM `name`'s state set, {} if it has none."""
+    return {m.group(1): float(m.group(2)) for m in re.finditer(
+        r'^vmbuild_vm_state\{name="%s",id="\d+",state="(\w+)"\} (\S+)$'
+        % re.escape(name), text, re.M)}
+
+
+def has_series(text, name):
+    return any('{name="%s",' % name in ln for ln in vm_lines(text))
+
+
+def vm_listed_state(name):
+    for v in c.result("vm.list")["vms"]:
+        if v["name"] == name:
+            return v["state"]
+    return None
+
+
+def wait_listed(name, want, timeout=30):
+    """Until vm.list shows VM `name` in state `want` (None: gone)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if vm_listed_state(name) == want:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+_, t1 = scrape()
+_, t2 = scrape()
+ok(vm_lines(t1) == vm_lines(t2) and len(vm_lines(t1)) == 2 * 10,
+   "two scrapes without a change: the same per-VM series (10 a VM)",
+   len(vm_lines(t1)))
+ok(value(t2, "vmbuild_metrics_scrapes_total") ==
+   value(t1, "vmbuild_metrics_scrapes_total") + 1,
+   "host-wide series stay live between cached scrapes (scrapes_total)")
+c.result("vm.unpause", {"vm": "m2"})
+_, text = scrape()
+st = vm_state(text, "m2")
+ok(st.get("paused") == 0 and st.get("running", 0) +
+   st.get("blocked", 0) == 1 and
+   value(text, "vmbuild_vms", '{state="paused"}') == 0,
+   "vm.unpause shows on the next scrape", st)
+c.result("vm.pause", {"vm": "m1"})
+_, text = scrape()
+ok(vm_state(text, "m1").get("paused") == 1,
+   "vm.pause shows on the next scrape", vm_state(text, "m1"))
+c.result("vm.unpause", {"vm": "m1"})
+c.result("vm.create", {"config": guest_cfg("m3", 16), "wait": True})
+m3 = c.result("vm.info", {"vm": "m3"})["id"]
+_, text = scrape()
+ok(value(text, "vmbuild_vm_memory_bytes", '{name="m3",id="%d"}' % m3)
+   == 16 * MIB and sum(vm_state(text, "m3").values()) == 1,
+   "a new VM has its series on the next scrape", vm_state(text, "m3"))
+if promtool:
+    p = subprocess.run([promtool, "check", "metrics"], input=text,
+                       capture_output=True, text=True)
+    ok(p.returncode == 0, "promtool check metrics with 3 VMs",
+       p.stdout + p.stderr)
+c.result("vm.destroy", {"vm": "m3"})
+_, text = scrape()
+ok(not has_series(text, "m3") and len(vm_lines(text)) == 2 * 10,
+   "a destroyed VM's series are gone on the next scrape")
+g = HvGuest(h.hv_sock)
+fid = g.create("outsider")
+ok(fid is not None and wait_listed("outsider", "paused"),
+   "a domain of another toolstack is listed")
+_, text = scrape()
+ok(vm_state(text, "outsider").get("paused") == 1,
+   "... and has its series on the next scrape", vm_state(text, "outsider"))
+ok(g.shutdown(fid, g.POWEROFF) == 0 and wait_listed("outsider", "shutdown"),
+   "it shuts down by itself")
+_, text = scrape()
+ok(vm_state(text, "outsider").get("shutdown") == 1 and
+   vm_state(text, "outsider").get("paused") == 0,
+   "... which shows on the next scrape", vm_state(text, "outsider"))
+ok(g.destroy(fid) == 0 and wait_listed("outsider", None),
+   "its toolstack destroys it")
+_, text = scrape()
+ok(not has_series(text, "outsider"),
+   "... and its series are gone on the next scrape")
+g.close()
 
 
 
