@@ -10,10 +10,12 @@
  * While hvsim is not built every test reports SKIP.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -669,40 +671,113 @@ test_failed_phase_and_error(void **state)
 
 /*
  * Devices, on a backend that sets them up: hvsim's ops with device
- * ops of the test's (hvsim itself has no I/O, and records only).  The
- * second device fails as a hotplug script would: the build fails in
- * phase devices saying why, the first device is taken down, the domain
- * is destroyed and every page comes back.
+ * ops of the test's (hvsim itself has no I/O, and records only).  They
+ * keep which devices are up, as a real backend's xenstore entries do:
+ * a failed add leaves nothing, removing what is not there is -ENOENT.
+ * One device fails as a hotplug script would: the build fails in phase
+ * devices saying why, every device that came up is taken down, the
+ * domain is destroyed and every page comes back.  The adds of one
+ * build meet at a rendezvous: they must run side by side.
  */
+#define FAKEDEV_MAX	4
+
 static struct {
-	int	added, removed, fail_at;
-	uint32_t removed_devid[8];
-} fakedev;
+	pthread_mutex_t	lock;
+	pthread_cond_t	cond;
+	uint32_t	fail_devid;	/* the disk whose add fails */
+	uint32_t	expect;		/* adds that meet */
+	uint32_t	arrived, max_inside, inside;
+	bool		met;		/* every add was in at once */
+	uint32_t	up_disk[FAKEDEV_MAX], up_nic[FAKEDEV_MAX];
+	uint32_t	nr_up_disk, nr_up_nic;
+	uint32_t	removed, absent;
+} fakedev = { .lock = PTHREAD_MUTEX_INITIALIZER,
+    .cond = PTHREAD_COND_INITIALIZER };
+
+static void
+fakedev_reset(uint32_t fail_devid, uint32_t expect)
+{
+	pthread_mutex_lock(&fakedev.lock);
+	fakedev.fail_devid = fail_devid;
+	fakedev.expect = expect;
+	fakedev.arrived = fakedev.max_inside = fakedev.inside = 0;
+	fakedev.met = false;
+	fakedev.nr_up_disk = fakedev.nr_up_nic = 0;
+	fakedev.removed = fakedev.absent = 0;
+	pthread_mutex_unlock(&fakedev.lock);
+}
+
+/* Take devid out of list (of *nr): true if it was there. */
+static bool
+fakedev_take(uint32_t *list, uint32_t *nr, uint32_t devid)
+{
+	for (uint32_t i = 0; i < *nr; i++)
+		if (list[i] == devid) {
+			list[i] = list[--*nr];
+			return true;
+		}
+	return false;
+}
 
 static int
 fake_device_add(void *priv, uint32_t domid, const struct vmb_dev *dev,
     char *why, size_t why_len)
 {
+	struct timespec until;
+	int rc = 0;
+
 	(void)priv; (void)domid;
-	if (++fakedev.added == fakedev.fail_at) {
+	/* At most 10 s for the others: a bound, not a measure. */
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
+	pthread_mutex_lock(&fakedev.lock);
+	fakedev.arrived++;
+	fakedev.inside++;
+	if (fakedev.inside > fakedev.max_inside)
+		fakedev.max_inside = fakedev.inside;
+	if (fakedev.arrived == fakedev.expect) {
+		fakedev.met = true;
+		pthread_cond_broadcast(&fakedev.cond);
+	}
+	while (!fakedev.met && pthread_cond_timedwait(&fakedev.cond,
+	    &fakedev.lock, &until) == 0)
+		;
+	fakedev.inside--;
+	if (dev->kind == VMB_DEVICE_DISK && dev->devid == fakedev.fail_devid) {
 		snprintf(why, why_len, "disk %s (vbd %u): hotplug script "
 		    "/etc/xen/scripts/block add exited with status 1",
 		    dev->disk ? dev->disk->vdev : "?", dev->devid);
-		return -EIO;
+		rc = -EIO;
+	} else if (dev->kind == VMB_DEVICE_DISK &&
+	    fakedev.nr_up_disk < FAKEDEV_MAX) {
+		fakedev.up_disk[fakedev.nr_up_disk++] = dev->devid;
+	} else if (dev->kind == VMB_DEVICE_NIC &&
+	    fakedev.nr_up_nic < FAKEDEV_MAX) {
+		fakedev.up_nic[fakedev.nr_up_nic++] = dev->devid;
 	}
-	return 0;
+	pthread_mutex_unlock(&fakedev.lock);
+	return rc;
 }
 
 static int
 fake_device_remove(void *priv, uint32_t domid, enum vmb_device_kind kind,
     uint32_t devid, bool force, uint32_t close_ms, char *why, size_t why_len)
 {
-	(void)priv; (void)domid; (void)kind; (void)force; (void)close_ms;
+	bool was;
+
+	(void)priv; (void)domid; (void)force; (void)close_ms;
 	(void)why; (void)why_len;
-	if (fakedev.removed < 8)
-		fakedev.removed_devid[fakedev.removed] = devid;
-	fakedev.removed++;
-	return 0;
+	pthread_mutex_lock(&fakedev.lock);
+	if (kind == VMB_DEVICE_DISK)
+		was = fakedev_take(fakedev.up_disk, &fakedev.nr_up_disk, devid);
+	else
+		was = fakedev_take(fakedev.up_nic, &fakedev.nr_up_nic, devid);
+	if (was)
+		fakedev.removed++;
+	else
+		fakedev.absent++;
+	pthread_mutex_unlock(&fakedev.lock);
+	return was ? 0 : -ENOENT;
 }
 
 static void
@@ -737,21 +812,38 @@ test_devices_rollback(void **state)
 
 	ops.device_add = fake_device_add;
 	ops.device_remove = fake_device_remove;
+
+	/* All three up, side by side; the destroy is the backend's. */
+	fakedev_reset(VMB_DOMID_INVALID, 3);
 	real_sim.ctx->ops = &ops;
-	memset(&fakedev, 0, sizeof(fakedev));
-	fakedev.fail_at = 2;
+	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
+	    &res), 0);
+	real_sim.ctx->ops = sim_ops;
+	assert_true(fakedev.met);
+	assert_int_equal(fakedev.max_inside, 3);
+	assert_int_equal(fakedev.nr_up_disk, 2);
+	assert_int_equal(fakedev.nr_up_nic, 1);
+	assert_int_equal(fakedev.removed + fakedev.absent, 0);
+	assert_int_equal(vmb_domain_destroy(real_sim.ctx, res.domid), 0);
+	wait_scrubbed(real_sim.ctx);
+
+	/* The second disk fails: the first disk and the vif come down. */
+	fakedev_reset(51728, 3);
 	memset(&pr, 0, sizeof(pr));
+	real_sim.ctx->ops = &ops;
 	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
 	    &res), -EIO);
 	real_sim.ctx->ops = sim_ops;
 	print_message("# error: %s\n", res.error);
+	assert_true(fakedev.met);
 	assert_int_equal(res.failed_phase, VMB_PHASE_DEVICES);
 	assert_non_null(strstr(res.error, "disk xvdb (vbd 51728): hotplug "
 	    "script"));
 	assert_int_equal(res.domid, VMB_DOMID_INVALID);
-	/* The disk that was up came down; the one that failed took itself. */
-	assert_int_equal(fakedev.removed, 1);
-	assert_int_equal(fakedev.removed_devid[0], 51712);
+	/* Every device up came down; the failed one had taken itself. */
+	assert_int_equal(fakedev.removed, 2);
+	assert_int_equal(fakedev.nr_up_disk + fakedev.nr_up_nic, 0);
+	assert_int_equal(fakedev.absent, 1);
 	assert_true(atomic_load(&pr.phases_seen) & (1 << VMB_PHASE_UNDO));
 	/* No domain left, every page back. */
 	assert_int_equal(vmb_domain_list(real_sim.ctx, &doms, &nr), 0);
@@ -761,16 +853,15 @@ test_devices_rollback(void **state)
 	wait_scrubbed(real_sim.ctx);
 	assert_int_equal(host_free(real_sim.ctx), start_free);
 
-	/* The vif fails: both disks come down, last first. */
-	memset(&fakedev, 0, sizeof(fakedev));
-	fakedev.fail_at = 3;
+	/* The first disk fails: its error is the build's, both others down. */
+	fakedev_reset(51712, 3);
 	real_sim.ctx->ops = &ops;
 	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
 	    &res), -EIO);
 	real_sim.ctx->ops = sim_ops;
+	assert_non_null(strstr(res.error, "disk xvda (vbd 51712)"));
 	assert_int_equal(fakedev.removed, 2);
-	assert_int_equal(fakedev.removed_devid[0], 51728);
-	assert_int_equal(fakedev.removed_devid[1], 51712);
+	assert_int_equal(fakedev.nr_up_disk + fakedev.nr_up_nic, 0);
 	wait_scrubbed(real_sim.ctx);
 	assert_int_equal(host_free(real_sim.ctx), start_free);
 }
