@@ -662,10 +662,10 @@ phase_load(struct run *r)
 }
 
 /*
- * Every disk, then every vif, before the first unpause (libxl adds
- * them in domcreate); the hotplug scripts read the domain's entries of
- * the create phase.  A device that fails takes itself back; undo takes
- * the others.
+ * Every disk and vif, side by side, before the first unpause (libxl
+ * adds them in domcreate, with its multidev); the hotplug scripts read
+ * the domain's entries of the create phase.  A device that fails takes
+ * itself back; undo takes the others (device.c).
  */
 static int
 phase_devices(struct run *r)

@@ -1,7 +1,7 @@
 /*
  * device.c - a guest's disks and vifs on the backend: the build's
- * devices phase (all of them, before the first unpause, as libxl adds
- * them in domcreate) and hot-plug on a running domain (xl
+ * devices phase (all of them, side by side, before the first unpause,
+ * as libxl adds them in domcreate) and hot-plug on a running domain (xl
  * block-attach, network-attach, block-detach, network-detach).
  *
  * The backend does the work (xen/xen_dev.c); a backend without device
