@@ -266,9 +266,21 @@ mklinux() {
 	case $1 in vmb-*) sed -i 's/lab_ip=10\.99\.0\.2/lab_ip=10.99.0.3/' /etc/lab/$1.cfg ;; esac
 }
 
-# linux_line TAG: the guest's line on its PV console (xenconsoled's log).
+# console_lines TAG: the guest's PV console (xenconsoled's log), whole
+# lines only: a last line xenconsoled is still writing is left out (one
+# was read as "disk=ok net=o" and judged before its end came).
+console_lines() {
+	_cf=/var/log/xen/console/guest-$1.log
+	if [ "$(tail -c 1 $_cf 2>/dev/null | wc -l)" = 1 ]; then
+		tr -d '\r' < $_cf
+	else
+		tr -d '\r' < $_cf 2>/dev/null | sed '$d'
+	fi
+}
+
+# linux_line TAG: the guest's line on its PV console.
 linux_line() {
-	tr -d '\r' < /var/log/xen/console/guest-$1.log 2>/dev/null |
+	console_lines $1 |
 	    sed -n 's/^.*\(vmbuild-linux: domid=[0-9]* .*\)$/\1/p' | head -n 1
 }
 
@@ -397,14 +409,14 @@ guest_ip() {
 
 # dev_line TAG: the guest's devices line on its PV console.
 dev_line() {
-	tr -d '\r' < /var/log/xen/console/guest-$1.log 2>/dev/null |
+	console_lines $1 |
 	    sed -n 's/^.*\(vmbuild-linux-dev: disk=[^ ]* net=.*\)$/\1/p' | head -n 1
 }
 
 # console_has TAG PATTERN SECS: wait for a line of the guest's console.
 console_has() {
 	_w0=$(up)
-	while ! tr -d '\r' < /var/log/xen/console/guest-$1.log 2>/dev/null | grep -q "$2"; do
+	while ! console_lines $1 | grep -q "$2"; do
 		[ "$(awk -v a=$_w0 -v b=$(up) -v l=$3 'BEGIN { print (b - a > l) }')" = 1 ] && return 1
 		sleep 2
 	done
