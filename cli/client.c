@@ -276,6 +276,24 @@ send_all(struct vmc_client *c, const unsigned char *p, size_t n,
 	return 0;
 }
 
+/* Say why a message from the daemon is no JSON object, and its start. */
+static void
+bad_msg(const char *line, size_t len, const char *why)
+{
+	char start[161];
+	size_t i, n = len < sizeof(start) - 1 ? len : sizeof(start) - 1;
+	const char *nl;
+
+	for (i = 0; i < n; i++)
+		start[i] = line[i] >= 0x20 && line[i] < 0x7f ? line[i] : '?';
+	start[n] = '\0';
+	/* yajl's error text runs over lines: its first is enough. */
+	nl = strchr(why, '\n');
+	vmctl_warnx("a message of %zu bytes from the daemon is not JSON "
+	    "(%.*s); it began: %s", len, nl ? (int)(nl - why) : (int)strlen(why),
+	    why, start);
+}
+
 /*
  * Read one line (one JSON message) and parse it.  `deadline` in ms of
  * the monotonic clock, or <0 for none.
@@ -296,12 +314,17 @@ read_msg(struct vmc_client *c, long long deadline, yajl_val *ret)
 			n = (size_t)(nl - c->buf) + 1;
 			v = jv_parse(c->buf, n - 1, JSON_MAX_DEPTH, errbuf,
 			    sizeof(errbuf));
-			memmove(c->buf, c->buf + n, c->len - n);
-			c->len -= n;
 			if (!v || !YAJL_IS_OBJECT(v)) {
+				/* What it was, for the report that follows. */
+				bad_msg(c->buf, n - 1, v ? "not an object" :
+				    errbuf);
+				memmove(c->buf, c->buf + n, c->len - n);
+				c->len -= n;
 				yajl_tree_free(v);
 				return -EPROTO;
 			}
+			memmove(c->buf, c->buf + n, c->len - n);
+			c->len -= n;
 			*ret = v;
 			return 0;
 		}

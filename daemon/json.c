@@ -1,6 +1,7 @@
 /*
  * json.c - helpers around yajl (see json.h).
  */
+#include <math.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -71,11 +72,21 @@ jg_kv_i64(yajl_gen g, const char *key, int64_t v)
 	yajl_gen_integer(g, v);
 }
 
+/* JSON has no NaN or infinity: yajl would emit nothing, breaking the map. */
+void
+jg_dbl(yajl_gen g, double v)
+{
+	if (isfinite(v))
+		yajl_gen_double(g, v);
+	else
+		yajl_gen_null(g);
+}
+
 void
 jg_kv_dbl(yajl_gen g, const char *key, double v)
 {
 	jg_key(g, key);
-	yajl_gen_double(g, v);
+	jg_dbl(g, v);
 }
 
 void

@@ -18,6 +18,7 @@ void jg_key(yajl_gen g, const char *key);
 void jg_kv_str(yajl_gen g, const char *key, const char *s);
 void jg_kv_u64(yajl_gen g, const char *key, uint64_t v);
 void jg_kv_i64(yajl_gen g, const char *key, int64_t v);
+void jg_dbl(yajl_gen g, double v);
 void jg_kv_dbl(yajl_gen g, const char *key, double v);
 void jg_kv_bool(yajl_gen g, const char *key, bool b);
 void jg_kv_null(yajl_gen g, const char *key);

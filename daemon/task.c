@@ -462,7 +462,7 @@ task_gen(yajl_gen g, struct task *t)
 	if (t->state == TASK_RUNNING)
 		yajl_gen_null(g);
 	else
-		yajl_gen_double(g, t->finished_at);
+		jg_dbl(g, t->finished_at);
 	jg_kv_dbl(g, "elapsed_seconds", end - t->started_mono);
 	jg_key(g, "error");
 	if (t->state == TASK_FAILED || t->state == TASK_CANCELLED) {

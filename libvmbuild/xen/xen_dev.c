@@ -473,6 +473,26 @@ out:
 	return rc;
 }
 
+/*
+ * Linux's netback switches the backend to InitWait and then creates
+ * the vifD.N network device (netback_probe), and vif-bridge online
+ * fails on a device that is not there yet.  Wait for it, at most timeout_ms; past that the
+ * script runs anyway and says what is missing.
+ */
+static void
+wait_netdev(const struct dev *d, uint32_t timeout_ms)
+{
+	uint64_t deadline = now_ms() + timeout_ms;
+	char path[64];
+
+	snprintf(path, sizeof(path), "/sys/class/net/%s", d->vif);
+	while (access(path, F_OK) != 0 && now_ms() < deadline) {
+		struct timespec ts = { 0, 20 * 1000000L };
+
+		nanosleep(&ts, NULL);
+	}
+}
+
 /* ------------------------------------------------------------------ */
 /* Hotplug scripts                                                     */
 
@@ -678,6 +698,8 @@ xen_device_add(void *priv, uint32_t domid, const struct vmb_dev *v,
 		    "xen-blkback" : "xen-netback");
 		goto undo;
 	}
+	if (v->kind == VMB_DEVICE_NIC)
+		wait_netdev(&d, v->initwait_ms);
 	ran = true;
 	rc = run_script(be, &d, v->disk ? "add" : "online", v->hotplug_ms,
 	    why, why_len);
