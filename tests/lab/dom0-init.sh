@@ -587,8 +587,19 @@ scrub_wait() {
 
 # Every vm.state event, as vmctl --json events prints them.
 EVLOG=/tmp/vmb-events.log
+# One subscriber for the whole run: started again when it ends (the
+# daemon restarted; or, seen once and not explained, vmctl refusing a
+# message it could not parse, which it now shows and this says aloud).
 events_log() {
-	$V --json events >> $EVLOG 2>&1 &
+	[ -n "$evpid" ] && kill -0 $evpid 2>/dev/null && return 0
+	(
+		while :; do
+			$V --json events >> $EVLOG 2>&1
+			tail -n 1 $EVLOG | grep -q 'not JSON\|malformed' &&
+			    echo "INFO events: the subscriber stopped: $(tail -n 1 $EVLOG | cut -c1-400); started again"
+			sleep 1
+		done
+	) &
 	evpid=$!
 }
 
