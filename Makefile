@@ -148,7 +148,7 @@ asan ubsan tsan: deps
 san-check:
 	$(MAKE) build-all $(filter-out $(FUZZ_BINS),$(TESTS_DEPS))
 	VMB_BUILD=$(B) HVSIM=$(CURDIR)/$(B)/bin/hvsim $(SAN_ENV) scripts/run-tests $(or $(SAN_TESTS_$(SAN)),\
-		$(filter-out tests/fuzz/replay.sh,$(TESTS)))
+		$(filter-out tests/fuzz/replay.sh $(OPS_SAN_SKIP),$(TESTS)))
 
 FUZZ_SECONDS ?= 60
 fuzz: deps
