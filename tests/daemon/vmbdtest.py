@@ -449,6 +449,19 @@ class Host:
         except OSError:
             return ""
 
+    def log_has(self, text, name="vmbuildd.log", timeout=10):
+        """Whether text shows up in the log within timeout seconds.  The
+        daemon handles signals and idle timers from its event loop, so
+        their log lines may trail a reply the test already has."""
+        def seen():
+            try:
+                with open(os.path.join(self.dir, name),
+                          errors="replace") as f:
+                    return text in f.read()
+            except OSError:
+                return False
+        return wait_for(seen, timeout) is not None
+
     def cleanup(self):
         for p in (self.d, self.hv):
             if p is not None and p.poll() is None:
