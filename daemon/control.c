@@ -1000,7 +1000,12 @@ conn_send_room(struct conn *c, size_t len)
 	}
 	if (C.out_total + len > C.opts.max_output) {
 		control_shed(len);
-		if (c->closed)
+		/*
+		 * c itself may be the one shed: its queue is gone, and a
+		 * part of a message queued now would reach the client
+		 * without the parts before it.
+		 */
+		if (c->closed || c->doomed)
 			return false;
 	}
 	return true;
