@@ -266,15 +266,15 @@ static void
 scrub_table(yajl_val nodes)
 {
 	static const char *const hdr[] = { "NODE", "TOTAL", "FREE", "DIRTY",
-		"CLEAN", "SCRUBBED", "RATE", "BOOT SCRUB" };
-	char a[16], b[32], c[32], d[32], e[16], f[32], g[32];
+		"CLEAN", "CLEAN 1G", "SCRUBBED", "RATE", "BOOT SCRUB" };
+	char a[16], b[32], c[32], d[32], e[16], f[32], g[32], h[32];
 	uint64_t freeb, dirty, rate;
-	struct table *t = table_new(8, hdr);
+	struct table *t = table_new(9, hdr);
 	bool boot;
 	yajl_val n;
 	size_t i;
 
-	for (i = 1; i < 7; i++)
+	for (i = 1; i < 8; i++)
 		table_right(t, (int)i);
 	for (i = 0; i < nodes->u.array.len; i++) {
 		n = nodes->u.array.values[i];
@@ -288,6 +288,7 @@ scrub_table(yajl_val nodes)
 		    opt_size(n, "total_bytes", b, sizeof(b)),
 		    opt_size(n, "free_bytes", c, sizeof(c)),
 		    opt_size(n, "dirty_bytes", d, sizeof(d)), e,
+		    opt_size(n, "clean_1g_bytes", h, sizeof(h)),
 		    opt_size(n, "scrubbed_bytes_total", f, sizeof(f)),
 		    ju64(n, "scrub_rate_bytes_per_second", &rate) ?
 		    fmt_rate((double)rate, g, sizeof(g)) : "-",

@@ -192,6 +192,10 @@ static const struct {
 	{ "vmbuild_scrub_rate_bytes_per_second", "gauge",
 	  "Current scrub rate.", VMB_SCRUB_HAVE_RATE,
 	  offsetof(struct vmb_scrub_node, rate_bytes_per_sec) },
+	{ "vmbuild_scrub_clean_1g_bytes", "gauge",
+	  "Free memory in wholly clean 1 GiB blocks: what 1 GiB extents "
+	  "take without scrubbing inline.", VMB_SCRUB_HAVE_BLOCKS,
+	  offsetof(struct vmb_scrub_node, clean_1g_bytes) },
 };
 
 static void

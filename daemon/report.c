@@ -36,6 +36,8 @@ report_scrub(yajl_gen g, const struct vmb_scrub *s)
 		    s->have & VMB_SCRUB_HAVE_SCRUBBED, n->scrubbed_bytes_total);
 		kv_maybe(g, "scrub_rate_bytes_per_second",
 		    s->have & VMB_SCRUB_HAVE_RATE, n->rate_bytes_per_sec);
+		kv_maybe(g, "clean_1g_bytes", s->have & VMB_SCRUB_HAVE_BLOCKS,
+		    n->clean_1g_bytes);
 		jg_key(g, "boot_scrub_done");
 		if (s->have & VMB_SCRUB_HAVE_BOOT)
 			yajl_gen_bool(g, n->boot_scrub_done);

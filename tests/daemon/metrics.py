@@ -52,7 +52,8 @@ else:
     skip("promtool check metrics", "promtool not installed")
 for fam in ("vmbuild_build_info", "vmbuild_tlb_flushes_total",
             "vmbuild_unshadow_total", "vmbuild_scrub_dirty_bytes",
-            "vmbuild_node_free_bytes", "vmbuild_populate_bytes_total",
+            "vmbuild_node_free_bytes", "vmbuild_scrub_clean_1g_bytes",
+            "vmbuild_populate_bytes_total",
             "vmbuild_vm_create_duration_seconds", "vmbuild_vms"):
     ok("# TYPE %s " % fam in text, "family " + fam)
 ok(value(text, "vmbuild_build_info",

@@ -48,10 +48,17 @@ c = h.client()
 # All of the node: hvsim counts a clean extent as one unit of work and a
 # dirty one by its pages, so only then is its first call exactly
 # PREEMPT_PAGES of dirty pages.
+n0 = c.result("host.scrub")["nodes"][0]
+ok(n0["clean_1g_bytes"] == 2048 * MIB and n0["dirty_bytes"] == 0,
+   "host.scrub: both 1 GiB blocks of the clean node are clean_1g_bytes",
+   n0)
 c.result("vm.create", {"config": guest_cfg("dirtier", 2048), "wait": True})
 c.result("vm.destroy", {"vm": "dirtier"})
-dirty0 = c.result("host.scrub")["nodes"][0]["dirty_bytes"]
+n0 = c.result("host.scrub")["nodes"][0]
+dirty0 = n0["dirty_bytes"]
 ok(dirty0 == 2048 * MIB, "all 2 GiB dirty after a destroy (%s)" % dirty0)
+ok(n0["clean_1g_bytes"] == 0 and n0["free_bytes"] == 2048 * MIB,
+   "host.scrub: free but dirty, no clean 1 GiB block", n0)
 
 ev = h.client()
 ev.result("events.subscribe", {"events": ["task.progress", "task.done"]})

@@ -143,6 +143,8 @@ all(set(n) == {"node", "total_bytes", "free_bytes", "dirty_bytes",
     "scrubbed_bytes_total", "scrub_rate_bytes_per_second",
     "boot_scrub_done"} for n in j["nodes"]) and len(j["nodes"]) == 2')
 check "scrub --json has exactly the documented shape" test "$shape" = True
+check "vmctl scrub shows the clean 1 GiB blocks column" \
+    grep -q "CLEAN 1G" <("$VMCTL" scrub)
 shape=$("$VMCTL" --json stats | py '
 {"issued", "filtered", "filter_evaluations"} <= set(j["tlb_flushes"])
 and {"write_flood", "early", "other"} <= set(j["unshadow"])
