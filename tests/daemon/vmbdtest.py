@@ -445,7 +445,8 @@ class Host:
     def log_tail(self, name="vmbuildd.log", n=30):
         try:
             with open(os.path.join(self.dir, name), errors="replace") as f:
-                return "".join(f.readlines()[-n:])
+                return f.read() if n is None else \
+                    "".join(f.readlines()[-n:])
         except OSError:
             return ""
 
@@ -454,12 +455,7 @@ class Host:
         daemon handles signals and idle timers from its event loop, so
         their log lines may trail a reply the test already has."""
         def seen():
-            try:
-                with open(os.path.join(self.dir, name),
-                          errors="replace") as f:
-                    return text in f.read()
-            except OSError:
-                return False
+            return text in self.log_tail(name, n=None)
         return wait_for(seen, timeout) is not None
 
     def cleanup(self):
