@@ -298,32 +298,32 @@ yajl_type_name(yajl_val v)
 	}
 }
 
-/* Descriptors the request carried go to its call (closed with it). */
-static void
-rpc_dispatch(struct conn *c, yajl_val root, int *fds, size_t nfds)
+/*
+ * The envelope of a request: an object, with an id that is a string, a
+ * number or null (or none: a notification), jsonrpc "2.0", a method
+ * name, and params that are an object or null.  *ret_idtext gets the id
+ * as JSON text (the caller frees it) as soon as it is known, so that a
+ * later error can name it.  0, or -1 with the error sent.
+ */
+static int
+rpc_envelope(struct conn *c, yajl_val root, char **ret_idtext,
+    const char **ret_method, yajl_val *ret_params)
 {
-	yajl_val id = NULL, v, params;
-	const struct method *m;
-	struct call *call = NULL;
-	yajl_gen g = NULL;
-	char *idtext = NULL;
-	char name[68];
-	bool has_id;
-	int rc;
+	yajl_val id, v, params;
+	bool has_id = false;
 
 	if (YAJL_IS_ARRAY(root)) {
 		rpc_send_error(c, NULL, RPC_INVALID_REQUEST,
 		    "batch requests are not supported: send one object per "
 		    "line");
-		goto out;
+		return -1;
 	}
 	if (!YAJL_IS_OBJECT(root)) {
 		rpc_send_error(c, NULL, RPC_INVALID_REQUEST,
 		    "a request must be a JSON object");
-		goto out;
+		return -1;
 	}
 	id = jv_get(root, "id");
-	has_id = false;
 	for (size_t i = 0; i < root->u.object.len; i++)
 		if (strcmp(root->u.object.keys[i], "id") == 0)
 			has_id = true;
@@ -331,29 +331,29 @@ rpc_dispatch(struct conn *c, yajl_val root, int *fds, size_t nfds)
 	    YAJL_IS_NULL(id))) {
 		rpc_send_error(c, NULL, RPC_INVALID_REQUEST,
 		    "id must be a string, a number or null");
-		goto out;
+		return -1;
 	}
-	if (has_id && (idtext = rpc_id_text(id)) == NULL)
-		goto out;
+	if (has_id && (*ret_idtext = rpc_id_text(id)) == NULL)
+		return -1;
 	v = jv_get(root, "jsonrpc");
 	if (!YAJL_IS_STRING(v) || strcmp(v->u.string, "2.0") != 0) {
-		rpc_send_error(c, idtext, RPC_INVALID_REQUEST,
+		rpc_send_error(c, *ret_idtext, RPC_INVALID_REQUEST,
 		    "jsonrpc must be \"2.0\"");
-		goto out;
+		return -1;
 	}
 	v = jv_get(root, "method");
 	if (v == NULL) {
-		rpc_send_error(c, idtext, RPC_INVALID_REQUEST,
+		rpc_send_error(c, *ret_idtext, RPC_INVALID_REQUEST,
 		    "method is missing");
-		goto out;
+		return -1;
 	}
 	if (!YAJL_IS_STRING(v)) {
 		char msg[64];
 
 		snprintf(msg, sizeof(msg), "method must be a string, not %s",
 		    yajl_type_name(v));
-		rpc_send_error(c, idtext, RPC_INVALID_REQUEST, msg);
-		goto out;
+		rpc_send_error(c, *ret_idtext, RPC_INVALID_REQUEST, msg);
+		return -1;
 	}
 	params = jv_get(root, "params");
 	if (params != NULL && !YAJL_IS_OBJECT(params) && !YAJL_IS_NULL(params)) {
@@ -361,22 +361,33 @@ rpc_dispatch(struct conn *c, yajl_val root, int *fds, size_t nfds)
 
 		snprintf(msg, sizeof(msg), "params must be an object, not %s",
 		    yajl_type_name(params));
-		rpc_send_error(c, idtext, RPC_INVALID_PARAMS, msg);
-		goto out;
+		rpc_send_error(c, *ret_idtext, RPC_INVALID_PARAMS, msg);
+		return -1;
 	}
-	m = methods_find(v->u.string);
-	if (m == NULL) {
-		char msg[128];
+	*ret_method = v->u.string;
+	*ret_params = YAJL_IS_OBJECT(params) ? params : NULL;
+	return 0;
+}
 
+/*
+ * The method `name` of the table, if this connection may call it now
+ * (it may change the host, and it has fewer than RPC_MAX_INFLIGHT calls
+ * waiting); NULL with the error sent.
+ */
+static const struct method *
+rpc_method(struct conn *c, const char *idtext, const char *name)
+{
+	const struct method *m;
+	char msg[160];
+
+	m = methods_find(name);
+	if (m == NULL) {
 		/* Quote at most 64 bytes of what the client sent. */
-		snprintf(name, sizeof(name), "%.64s", v->u.string);
-		snprintf(msg, sizeof(msg), "unknown method \"%s\"", name);
+		snprintf(msg, sizeof(msg), "unknown method \"%.64s\"", name);
 		rpc_send_error(c, idtext, RPC_METHOD_NOT_FOUND, msg);
-		goto out;
+		return NULL;
 	}
 	if (m->needs_write && !c->can_write) {
-		char msg[160];
-
 		if (c->read_only)
 			snprintf(msg, sizeof(msg), "%s changes the host: not on "
 			    "the read-only socket", m->name);
@@ -385,31 +396,45 @@ rpc_dispatch(struct conn *c, yajl_val root, int *fds, size_t nfds)
 			    "needs root or group vmbuild (peer uid %u)",
 			    m->name, (unsigned)c->uid);
 		rpc_send_error(c, idtext, E_PERMISSION, msg);
-		goto out;
+		return NULL;
 	}
 	if (c->inflight >= RPC_MAX_INFLIGHT) {
-		char msg[96];
-
 		snprintf(msg, sizeof(msg), "%u requests of this connection "
 		    "are in progress; wait for their replies", c->inflight);
 		rpc_send_error(c, idtext, E_BUSY, msg);
-		goto out;
+		return NULL;
 	}
+	return m;
+}
+
+/*
+ * Run m and reply: its result or error now, or later from whoever ends
+ * a deferred call.  The call takes idtext and the descriptors the
+ * request carried (closed with it).
+ */
+static void
+rpc_call(struct conn *c, const struct method *m, char *idtext,
+    yajl_val params, int *fds, size_t nfds)
+{
+	struct call *call;
+	yajl_gen g;
+	int rc;
+
 	log_debug("conn %u: %s", c->serial, m->name);
 	call = calloc(1, sizeof(*call));
 	g = jg_new();
 	if (call == NULL || g == NULL) {
 		rpc_send_error(c, idtext, RPC_INTERNAL_ERROR, "out of memory");
+		free(idtext);
+		close_fds(fds, nfds);
 		goto out;
 	}
 	call->conn = conn_ref(c);
 	call->id = idtext;
-	idtext = NULL;
 	memcpy(call->fds, fds, nfds * sizeof(*fds));
 	call->nfds = nfds;
-	nfds = 0;
 	call->method = m->name;
-	call->params = YAJL_IS_OBJECT(params) ? params : NULL;
+	call->params = params;
 	rc = m->fn(call, g);
 	call->params = NULL;
 	if (rc == CALL_DEFERRED) {
@@ -435,8 +460,25 @@ out:
 	if (g != NULL)
 		yajl_gen_free(g);
 	call_free(call);
-	free(idtext);
-	close_fds(fds, nfds);
+}
+
+/* Descriptors the request carried go to its call (closed with it). */
+static void
+rpc_dispatch(struct conn *c, yajl_val root, int *fds, size_t nfds)
+{
+	const struct method *m = NULL;
+	const char *method = NULL;
+	yajl_val params = NULL;
+	char *idtext = NULL;
+
+	if (rpc_envelope(c, root, &idtext, &method, &params) == 0)
+		m = rpc_method(c, idtext, method);
+	if (m == NULL) {
+		free(idtext);
+		close_fds(fds, nfds);
+		return;
+	}
+	rpc_call(c, m, idtext, params, fds, nfds);
 }
 
 static uint64_t requests;

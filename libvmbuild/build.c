@@ -26,9 +26,10 @@
  * the domain being forgotten with its memory.
  *
  * A cancel is a flag seen between phases and populate requests, and an
- * eventfd that hypervisor calls waiting on the sim backend watch
- * (vmb__cancel_fd, per thread), so that it ends a wait on a hypervisor
- * that does not answer at once.
+ * eventfd that hypervisor calls waiting on the sim backend watch: the
+ * build hands it to its thread's part of the context (vmb__set_cancel_fd,
+ * ctx.c), so that it ends a wait on a hypervisor that does not answer at
+ * once.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -52,20 +53,6 @@ struct vmb_build {
 	int	cancel_fd;		/* eventfd, readable once cancelled */
 	int	kernel_fd, ramdisk_fd;	/* vmb_build_set_images; -1: paths */
 };
-
-static _Thread_local int tls_cancel_fd = -1;
-
-int
-vmb__cancel_fd(void)
-{
-	return tls_cancel_fd;
-}
-
-void
-vmb__set_cancel_fd(int fd)
-{
-	tls_cancel_fd = fd;
-}
 
 const char *
 vmb_populate_strategy_name(enum vmb_populate_strategy s)

@@ -5,6 +5,12 @@
  * A context is shared by the daemon's threads: the backend is opened once
  * and its ops are themselves thread-safe (backend.h); the only mutable
  * state here is the log hook, under log_lock.
+ *
+ * What differs between the threads that use a context is which build
+ * they work for: each has the cancel descriptor of its build, which the
+ * backend's calls watch (vmb__cancel_fd).  It is per thread, not in
+ * struct vmb_ctx, because builds share a context and the backend's ops
+ * are not told which build calls them.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -14,6 +20,20 @@
 #include <unistd.h>
 
 #include "vmb_internal.h"
+
+static _Thread_local int tls_cancel_fd = -1;
+
+int
+vmb__cancel_fd(void)
+{
+	return tls_cancel_fd;
+}
+
+void
+vmb__set_cancel_fd(int fd)
+{
+	tls_cancel_fd = fd;
+}
 
 /* The backend table: sim/ and xen/ each provide one ops table. */
 static const struct vmb_backend_ops *const backends[] = {

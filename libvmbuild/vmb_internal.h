@@ -58,6 +58,16 @@ void vmb__tpool_free(struct vmb__tpool *pool);
 void vmb__log(struct vmb_ctx *ctx, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 
+/*
+ * ctx.c: the cancel descriptor of the build this thread works for (-1:
+ * none), set by the build's thread and its populate workers.  Backends
+ * whose calls can wait on a hypervisor watch it (the sim backend passes
+ * it to hvclient), so that a cancel interrupts a call that would
+ * otherwise wait for its timeout.
+ */
+int vmb__cancel_fd(void);
+void vmb__set_cancel_fd(int fd);
+
 /* counters.c */
 struct hv_counters;
 /*
@@ -293,15 +303,6 @@ int vmb__image_load_env(const struct vmb_backend_ops *ops, void *priv,
     uint32_t domid, const struct vmb__image *img,
     const struct vmb__load_env *env, struct vmb_boot *ret_boot, char *why,
     size_t why_len);
-
-/*
- * build.c: the cancel descriptor of the build this thread works for
- * (-1: none).  Backends whose calls can wait on a hypervisor watch it
- * (the sim backend passes it to hvclient), so that a cancel interrupts
- * a call that would otherwise wait for its timeout.
- */
-int vmb__cancel_fd(void);
-void vmb__set_cancel_fd(int fd);
 
 /* Time */
 uint64_t vmb__now_ns(void);

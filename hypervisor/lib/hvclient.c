@@ -17,6 +17,11 @@
  * call the hypervisor is working on ends well within that, and its
  * outcome is then known (an abandoned populate would still hold pages
  * when the caller's undo has already run), while a hung one is left.
+ *
+ * Above the transport, every op goes through hvc_op, which takes the
+ * sizes of its request and reply from hvops.def, the table hvsim's
+ * server checks them by: a typed helper only builds its request and
+ * checks what the table cannot (counts, versions).
  */
 #include <errno.h>
 #include <poll.h>
@@ -30,6 +35,7 @@
 #include <unistd.h>
 
 #include "vmbuild/hvclient.h"
+#include "vmbuild/hvops.h"
 
 struct hvc {
 	int fd;
@@ -432,36 +438,77 @@ hvc_populate_calls(const struct hvc *conn)
 	return conn->populate_calls;
 }
 
+
+/* ------------------------------------------------------------------ */
+/* Ops, as hvops.def describes them.                                   */
+
+int
+hvc_op(struct hvc *conn, uint16_t op, const void *req, size_t req_len,
+    void *rep, size_t rep_cap, size_t *ret_len)
+{
+	const struct hv_op_desc *d = hv_op_desc(op);
+	size_t len = 0;
+	int rc;
+
+	if (ret_len)
+		*ret_len = 0;
+	if (!d || (d->req_tail ? req_len < d->req_len : req_len != d->req_len) ||
+	    rep_cap < d->rep_len || (!d->rep_tail && rep_cap != d->rep_len))
+		return -EINVAL;
+	rc = hvc_call(conn, op, req, req_len, rep, rep_cap, &len, NULL);
+	if (rc == 0 && (d->rep_tail ? len < d->rep_len : len != d->rep_len))
+		rc = -EPROTO;
+	if (ret_len)
+		*ret_len = len;
+	return rc;
+}
+
+/*
+ * An op whose reply has an array: into a buffer of `cap` bytes,
+ * malloc'd here, that *ret_rep gets on success (the caller frees it and
+ * checks the count against *ret_len).
+ */
+static int
+op_alloc(struct hvc *conn, uint16_t op, const void *req, size_t req_len,
+    size_t cap, void **ret_rep, size_t *ret_len)
+{
+	void *rep = malloc(cap);
+	int rc;
+
+	if (!rep)
+		return -ENOMEM;
+	rc = hvc_op(conn, op, req, req_len, rep, cap, ret_len);
+	if (rc < 0) {
+		free(rep);
+		return rc;
+	}
+	*ret_rep = rep;
+	return 0;
+}
+
 int
 hvc_host_info(struct hvc *conn, struct hv_host_info **ret_info)
 {
 	size_t cap = sizeof(struct hv_host_info) +
 	    HV_MAX_NODES * sizeof(struct hv_node_info) +
 	    HV_MAX_CPUS * sizeof(struct hv_cpu_info);
-	struct hv_host_info *info;
+	struct hv_host_info *info = NULL;
 	size_t len = 0;
 	int rc;
 
-	info = malloc(cap);
-	if (!info)
-		return -ENOMEM;
-	rc = hvc_call(conn, HV_OP_HOST_INFO, NULL, 0, info, cap, &len, NULL);
+	rc = op_alloc(conn, HV_OP_HOST_INFO, NULL, 0, cap, (void **)&info,
+	    &len);
 	if (rc < 0)
-		goto fail;
-	if (len < sizeof(*info) || info->nr_nodes > HV_MAX_NODES ||
-	    info->nr_cpus > HV_MAX_CPUS ||
+		return rc;
+	if (info->nr_nodes > HV_MAX_NODES || info->nr_cpus > HV_MAX_CPUS ||
 	    len != sizeof(*info) +
 	    info->nr_nodes * sizeof(struct hv_node_info) +
 	    info->nr_cpus * sizeof(struct hv_cpu_info)) {
-		rc = -EPROTO;
-		goto fail;
+		free(info);
+		return -EPROTO;
 	}
 	*ret_info = info;
 	return 0;
-
-fail:
-	free(info);
-	return rc;
 }
 
 struct hv_node_info *
@@ -481,18 +528,13 @@ hvc_domain_create(struct hvc *conn, const struct hv_domain_create *req,
     hv_domid_t *ret_domid)
 {
 	struct hv_domain_create_reply rep;
-	size_t len = 0;
 	int rc;
 
-	rc = hvc_call(conn, HV_OP_DOMAIN_CREATE, req, sizeof(*req), &rep,
-	    sizeof(rep), &len, NULL);
-	if (rc < 0)
-		return rc;
-	if (len != sizeof(rep))
-		return -EPROTO;
-	if (ret_domid)
+	rc = hvc_op(conn, HV_OP_DOMAIN_CREATE, req, sizeof(*req), &rep,
+	    sizeof(rep), NULL);
+	if (rc == 0 && ret_domid)
 		*ret_domid = rep.domid;
-	return 0;
+	return rc;
 }
 
 int
@@ -503,7 +545,7 @@ hvc_domain_op(struct hvc *conn, uint16_t op, hv_domid_t domid)
 	if (op != HV_OP_DOMAIN_DESTROY && op != HV_OP_DOMAIN_PAUSE &&
 	    op != HV_OP_DOMAIN_UNPAUSE)
 		return -EINVAL;
-	return hvc_call(conn, op, &req, sizeof(req), NULL, 0, NULL, NULL);
+	return hvc_op(conn, op, &req, sizeof(req), NULL, 0, NULL);
 }
 
 int
@@ -515,7 +557,7 @@ hvc_domain_set(struct hvc *conn, uint16_t op, hv_domid_t domid,
 	if (op != HV_OP_DOMAIN_MAX_VCPUS && op != HV_OP_DOMAIN_MAX_MEM &&
 	    op != HV_OP_CLAIM)
 		return -EINVAL;
-	return hvc_call(conn, op, &req, sizeof(req), NULL, 0, NULL, NULL);
+	return hvc_op(conn, op, &req, sizeof(req), NULL, 0, NULL);
 }
 
 int
@@ -537,12 +579,11 @@ hvc_domain_list(struct hvc *conn, struct hv_domain_info **ret_info,
 	for (;;) {
 		struct hv_domain_info *info = (struct hv_domain_info *)(rep + 1);
 
-		len = 0;
-		rc = hvc_call(conn, HV_OP_DOMAIN_LIST, &req, sizeof(req), rep,
-		    cap, &len, NULL);
+		rc = hvc_op(conn, HV_OP_DOMAIN_LIST, &req, sizeof(req), rep,
+		    cap, &len);
 		if (rc < 0)
 			goto fail;
-		if (len < sizeof(*rep) || rep->nr > HV_MAX_LIST ||
+		if (rep->nr > HV_MAX_LIST ||
 		    len != sizeof(*rep) + rep->nr * sizeof(*info)) {
 			rc = -EPROTO;
 			goto fail;
@@ -627,11 +668,11 @@ hvc_populate_step(struct hvc *conn, hv_domid_t domid, uint32_t flags,
 		};
 		memcpy(req + 1, ext + base, n * sizeof(*ext));
 		while (req->start < n) {
-			len = 0;
 			conn->populate_calls++;
-			rc = hvc_call(conn, HV_OP_POPULATE, req,
+			/* A failed call's reply still says how far it got. */
+			rc = hvc_op(conn, HV_OP_POPULATE, req,
 			    sizeof(*req) + n * sizeof(*ext), &rep, sizeof(rep),
-			    &len, NULL);
+			    &len);
 			if (len == sizeof(rep) &&
 			    rep.version == HV_ABI_VERSION) {
 				if (stats)
@@ -677,13 +718,13 @@ hvc_map(struct hvc *conn, hv_domid_t domid, uint64_t gfn, uint32_t nr,
 	if (nr == 0 || nr > HV_MAX_MAP_PAGES || !mfns)
 		return -EINVAL;
 	cap = sizeof(*rep) + (size_t)nr * sizeof(uint64_t);
-	rep = malloc(cap);
-	if (!rep)
-		return -ENOMEM;
-	rc = hvc_call(conn, HV_OP_MAP, &req, sizeof(req), rep, cap, &len, NULL);
-	if (rc == 0 && (len != cap || rep->nr != nr))
+	rc = op_alloc(conn, HV_OP_MAP, &req, sizeof(req), cap, (void **)&rep,
+	    &len);
+	if (rc < 0)
+		return rc;
+	if (len != cap || rep->nr != nr)
 		rc = -EPROTO;
-	if (rc == 0)
+	else
 		memcpy(mfns, rep + 1, (size_t)nr * sizeof(uint64_t));
 	free(rep);
 	return rc;
@@ -703,8 +744,8 @@ hvc_guest_read(struct hvc *conn, hv_domid_t domid, uint64_t gpa, void *buf,
 		    .len = len < HV_MAX_COPY ? (uint32_t)len : HV_MAX_COPY };
 		size_t got = 0;
 
-		rc = hvc_call(conn, HV_OP_GUEST_READ, &req, sizeof(req), p,
-		    req.len, &got, NULL);
+		rc = hvc_op(conn, HV_OP_GUEST_READ, &req, sizeof(req), p,
+		    req.len, &got);
 		if (rc == 0 && got != req.len)
 			rc = -EPROTO;
 		p += req.len;
@@ -731,8 +772,8 @@ hvc_guest_write(struct hvc *conn, hv_domid_t domid, uint64_t gpa,
 		*req = (struct hv_guest_copy){ .domid = domid, .gpa = gpa,
 		    .len = len < HV_MAX_COPY ? (uint32_t)len : HV_MAX_COPY };
 		memcpy(req + 1, p, req->len);
-		rc = hvc_call(conn, HV_OP_GUEST_WRITE, req,
-		    sizeof(*req) + req->len, NULL, 0, NULL, NULL);
+		rc = hvc_op(conn, HV_OP_GUEST_WRITE, req,
+		    sizeof(*req) + req->len, NULL, 0, NULL);
 		p += req->len;
 		gpa += req->len;
 		len -= req->len;
@@ -746,29 +787,21 @@ hvc_scrub_progress(struct hvc *conn, struct hv_scrub_reply **ret_reply)
 {
 	size_t cap = sizeof(struct hv_scrub_reply) +
 	    HV_MAX_NODES * sizeof(struct hv_scrub_node);
-	struct hv_scrub_reply *rep;
+	struct hv_scrub_reply *rep = NULL;
 	size_t len = 0;
 	int rc;
 
-	rep = malloc(cap);
-	if (!rep)
-		return -ENOMEM;
-	rc = hvc_call(conn, HV_OP_SCRUB_PROGRESS, NULL, 0, rep, cap, &len,
-	    NULL);
+	rc = op_alloc(conn, HV_OP_SCRUB_PROGRESS, NULL, 0, cap, (void **)&rep,
+	    &len);
 	if (rc < 0)
-		goto fail;
-	if (len < sizeof(*rep) || rep->version != HV_ABI_VERSION ||
-	    rep->nr_nodes > HV_MAX_NODES ||
+		return rc;
+	if (rep->version != HV_ABI_VERSION || rep->nr_nodes > HV_MAX_NODES ||
 	    len != sizeof(*rep) + rep->nr_nodes * sizeof(struct hv_scrub_node)) {
-		rc = -EPROTO;
-		goto fail;
+		free(rep);
+		return -EPROTO;
 	}
 	*ret_reply = rep;
 	return 0;
-
-fail:
-	free(rep);
-	return rc;
 }
 
 struct hv_scrub_node *
@@ -781,16 +814,14 @@ int
 hvc_counters(struct hvc *conn, struct hv_counters *ret_counters)
 {
 	struct hv_counters c;
-	size_t len = 0;
 	int rc;
 
-	rc = hvc_call(conn, HV_OP_COUNTERS, NULL, 0, &c, sizeof(c), &len, NULL);
-	if (rc < 0)
-		return rc;
-	if (len != sizeof(c) || c.version != HV_ABI_VERSION)
-		return -EPROTO;
-	*ret_counters = c;
-	return 0;
+	rc = hvc_op(conn, HV_OP_COUNTERS, NULL, 0, &c, sizeof(c), NULL);
+	if (rc == 0 && c.version != HV_ABI_VERSION)
+		rc = -EPROTO;
+	if (rc == 0)
+		*ret_counters = c;
+	return rc;
 }
 
 int
@@ -798,36 +829,13 @@ hvc_shadow_workload(struct hvc *conn, const struct hv_shadow_workload *req,
     struct hv_shadow_workload_reply *ret_reply)
 {
 	struct hv_shadow_workload_reply rep;
-	size_t len = 0;
 	int rc;
 
-	rc = hvc_call(conn, HV_OP_SHADOW_WORKLOAD, req, sizeof(*req), &rep,
-	    sizeof(rep), &len, NULL);
-	if (rc < 0)
-		return rc;
-	if (len != sizeof(rep))
-		return -EPROTO;
-	*ret_reply = rep;
-	return 0;
-}
-
-int
-hvc_fault(struct hvc *conn, const struct hv_fault *req,
-    struct hv_fault_reply *ret_reply)
-{
-	struct hv_fault_reply rep;
-	size_t len = 0;
-	int rc;
-
-	rc = hvc_call(conn, HV_OP_FAULT, req, sizeof(*req), &rep, sizeof(rep),
-	    &len, NULL);
-	if (rc < 0)
-		return rc;
-	if (len != sizeof(rep))
-		return -EPROTO;
-	if (ret_reply != NULL)
+	rc = hvc_op(conn, HV_OP_SHADOW_WORKLOAD, req, sizeof(*req), &rep,
+	    sizeof(rep), NULL);
+	if (rc == 0)
 		*ret_reply = rep;
-	return 0;
+	return rc;
 }
 
 int
@@ -835,8 +843,8 @@ hvc_domain_shutdown(struct hvc *conn, hv_domid_t domid, uint32_t reason)
 {
 	struct hv_domain_shutdown req = { .domid = domid, .reason = reason };
 
-	return hvc_call(conn, HV_OP_DOMAIN_SHUTDOWN, &req, sizeof(req), NULL,
-	    0, NULL, NULL);
+	return hvc_op(conn, HV_OP_DOMAIN_SHUTDOWN, &req, sizeof(req), NULL, 0,
+	    NULL);
 }
 
 int
@@ -846,18 +854,13 @@ hvc_domain_control(struct hvc *conn, hv_domid_t domid, uint32_t op,
 	struct hv_domain_control req = { .domid = domid, .op = op,
 	    .value = value };
 	struct hv_domain_control_reply rep;
-	size_t len = 0;
 	int rc;
 
-	rc = hvc_call(conn, HV_OP_DOMAIN_CONTROL, &req, sizeof(req), &rep,
-	    sizeof(rep), &len, NULL);
-	if (rc < 0)
-		return rc;
-	if (len != sizeof(rep))
-		return -EPROTO;
-	if (ret_reply)
+	rc = hvc_op(conn, HV_OP_DOMAIN_CONTROL, &req, sizeof(req), &rep,
+	    sizeof(rep), NULL);
+	if (rc == 0 && ret_reply)
 		*ret_reply = rep;
-	return 0;
+	return rc;
 }
 
 int
@@ -867,15 +870,11 @@ hvc_domain_watch(struct hvc *conn, uint64_t since, uint32_t timeout_ms,
 	struct hv_domain_watch req = { .since = since,
 	    .timeout_ms = timeout_ms };
 	struct hv_domain_watch_reply rep;
-	size_t len = 0;
 	int rc;
 
-	rc = hvc_call(conn, HV_OP_DOMAIN_WATCH, &req, sizeof(req), &rep,
-	    sizeof(rep), &len, NULL);
-	if (rc < 0)
-		return rc;
-	if (len != sizeof(rep))
-		return -EPROTO;
-	*ret_generation = rep.generation;
-	return 0;
+	rc = hvc_op(conn, HV_OP_DOMAIN_WATCH, &req, sizeof(req), &rep,
+	    sizeof(rep), NULL);
+	if (rc == 0)
+		*ret_generation = rep.generation;
+	return rc;
 }

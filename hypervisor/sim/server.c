@@ -29,16 +29,12 @@
 #include <unistd.h>
 
 #include "hvsim.h"
+#include "vmbuild/hvops.h"
 #include "version.h"
 
 typedef int (*op_fn)(struct hv *hv, const void *req, size_t len, void *rep,
     size_t *ret_len, int *ret_fd);
 
-struct op_desc {
-	size_t req_len;		/* fixed size, or the minimum if counted */
-	bool counted;		/* a trailing array sized by a count */
-	op_fn fn;
-};
 
 static int
 op_hello(struct hv *hv, const void *req, size_t len, void *rep,
@@ -102,7 +98,7 @@ op_host_info(struct hv *hv, const void *req, size_t len, void *rep,
 }
 
 static int
-op_create(struct hv *hv, const void *req, size_t len, void *rep,
+op_domain_create(struct hv *hv, const void *req, size_t len, void *rep,
     size_t *ret_len, int *ret_fd)
 {
 	struct hv_domain_create_reply *r = rep;
@@ -136,7 +132,7 @@ op_domid(struct hv *hv, uint16_t op, const void *req)
 }
 
 static int
-op_destroy(struct hv *hv, const void *req, size_t len, void *rep,
+op_domain_destroy(struct hv *hv, const void *req, size_t len, void *rep,
     size_t *ret_len, int *ret_fd)
 {
 	(void)len, (void)rep, (void)ret_len, (void)ret_fd;
@@ -144,7 +140,7 @@ op_destroy(struct hv *hv, const void *req, size_t len, void *rep,
 }
 
 static int
-op_pause(struct hv *hv, const void *req, size_t len, void *rep,
+op_domain_pause(struct hv *hv, const void *req, size_t len, void *rep,
     size_t *ret_len, int *ret_fd)
 {
 	(void)len, (void)rep, (void)ret_len, (void)ret_fd;
@@ -152,7 +148,7 @@ op_pause(struct hv *hv, const void *req, size_t len, void *rep,
 }
 
 static int
-op_unpause(struct hv *hv, const void *req, size_t len, void *rep,
+op_domain_unpause(struct hv *hv, const void *req, size_t len, void *rep,
     size_t *ret_len, int *ret_fd)
 {
 	(void)len, (void)rep, (void)ret_len, (void)ret_fd;
@@ -160,7 +156,7 @@ op_unpause(struct hv *hv, const void *req, size_t len, void *rep,
 }
 
 static int
-op_list(struct hv *hv, const void *req, size_t len, void *rep,
+op_domain_list(struct hv *hv, const void *req, size_t len, void *rep,
     size_t *ret_len, int *ret_fd)
 {
 	struct hv_domain_list_reply *r = rep;
@@ -188,7 +184,7 @@ op_set(struct hv *hv, uint16_t op, const void *req)
 }
 
 static int
-op_max_vcpus(struct hv *hv, const void *req, size_t len, void *rep,
+op_domain_max_vcpus(struct hv *hv, const void *req, size_t len, void *rep,
     size_t *ret_len, int *ret_fd)
 {
 	(void)len, (void)rep, (void)ret_len, (void)ret_fd;
@@ -196,7 +192,7 @@ op_max_vcpus(struct hv *hv, const void *req, size_t len, void *rep,
 }
 
 static int
-op_max_mem(struct hv *hv, const void *req, size_t len, void *rep,
+op_domain_max_mem(struct hv *hv, const void *req, size_t len, void *rep,
     size_t *ret_len, int *ret_fd)
 {
 	(void)len, (void)rep, (void)ret_len, (void)ret_fd;
@@ -273,7 +269,7 @@ op_guest_write(struct hv *hv, const void *req, size_t len, void *rep,
 }
 
 static int
-op_scrub(struct hv *hv, const void *req, size_t len, void *rep,
+op_scrub_progress(struct hv *hv, const void *req, size_t len, void *rep,
     size_t *ret_len, int *ret_fd)
 {
 	struct hv_scrub_reply *r = rep;
@@ -302,7 +298,7 @@ op_counters(struct hv *hv, const void *req, size_t len, void *rep,
 }
 
 static int
-op_shadow(struct hv *hv, const void *req, size_t len, void *rep,
+op_shadow_workload(struct hv *hv, const void *req, size_t len, void *rep,
     size_t *ret_len, int *ret_fd)
 {
 	const struct hv_shadow_workload *q = req;
@@ -327,7 +323,7 @@ op_shadow(struct hv *hv, const void *req, size_t len, void *rep,
 }
 
 static int
-op_shutdown(struct hv *hv, const void *req, size_t len, void *rep,
+op_domain_shutdown(struct hv *hv, const void *req, size_t len, void *rep,
     size_t *ret_len, int *ret_fd)
 {
 	const struct hv_domain_shutdown *q = req;
@@ -337,7 +333,7 @@ op_shutdown(struct hv *hv, const void *req, size_t len, void *rep,
 }
 
 static int
-op_control(struct hv *hv, const void *req, size_t len, void *rep,
+op_domain_control(struct hv *hv, const void *req, size_t len, void *rep,
     size_t *ret_len, int *ret_fd)
 {
 	int rc;
@@ -355,7 +351,7 @@ op_control(struct hv *hv, const void *req, size_t len, void *rep,
  * own.
  */
 static int
-op_watch(struct hv *hv, const void *req, size_t len, void *rep,
+op_domain_watch(struct hv *hv, const void *req, size_t len, void *rep,
     size_t *ret_len, int *ret_fd)
 {
 	const struct hv_domain_watch *q = req;
@@ -370,52 +366,29 @@ op_watch(struct hv *hv, const void *req, size_t len, void *rep,
 	return 0;
 }
 
-static const struct op_desc ops[HV_OP_MAX] = {
-	[HV_OP_HELLO] = { 0, false, op_hello },
-	[HV_OP_HOST_INFO] = { 0, false, op_host_info },
-	[HV_OP_DOMAIN_CREATE] = { sizeof(struct hv_domain_create), false,
-	    op_create },
-	[HV_OP_DOMAIN_DESTROY] = { sizeof(struct hv_domid), false, op_destroy },
-	[HV_OP_DOMAIN_PAUSE] = { sizeof(struct hv_domid), false, op_pause },
-	[HV_OP_DOMAIN_UNPAUSE] = { sizeof(struct hv_domid), false, op_unpause },
-	[HV_OP_DOMAIN_LIST] = { sizeof(struct hv_domain_list), false, op_list },
-	[HV_OP_DOMAIN_MAX_VCPUS] = { sizeof(struct hv_domain_set), false,
-	    op_max_vcpus },
-	[HV_OP_DOMAIN_MAX_MEM] = { sizeof(struct hv_domain_set), false,
-	    op_max_mem },
-	[HV_OP_CLAIM] = { sizeof(struct hv_domain_set), false, op_claim },
-	[HV_OP_POPULATE] = { sizeof(struct hv_populate), true, op_populate },
-	[HV_OP_MAP] = { sizeof(struct hv_map), false, op_map },
-	[HV_OP_SCRUB_PROGRESS] = { 0, false, op_scrub },
-	[HV_OP_COUNTERS] = { 0, false, op_counters },
-	[HV_OP_SHADOW_WORKLOAD] = { sizeof(struct hv_shadow_workload), false,
-	    op_shadow },
-	[HV_OP_GUEST_READ] = { sizeof(struct hv_guest_copy), false,
-	    op_guest_read },
-	[HV_OP_GUEST_WRITE] = { sizeof(struct hv_guest_copy), true,
-	    op_guest_write },
-	[HV_OP_DOMAIN_SHUTDOWN] = { sizeof(struct hv_domain_shutdown), false,
-	    op_shutdown },
-	[HV_OP_DOMAIN_CONTROL] = { sizeof(struct hv_domain_control), false,
-	    op_control },
-	[HV_OP_DOMAIN_WATCH] = { sizeof(struct hv_domain_watch), false,
-	    op_watch },
+/* The handler of each op is op_<name> of hvops.def. */
+static const op_fn ops[HV_OP_MAX] = {
+#define HV_OPDEF(OP, name, req, req_tail, rep, rep_tail) \
+	[HV_OP_##OP] = op_##name,
+#include "vmbuild/hvops.def"
+#undef HV_OPDEF
 };
 
 int
 server_dispatch(struct hv *hv, uint16_t op, const void *req, size_t len,
     void *rep, size_t *ret_len, int *ret_fd)
 {
-	const struct op_desc *d;
+	const struct hv_op_desc *d;
 
 	*ret_len = 0;
 	*ret_fd = -1;
-	if (op == 0 || op >= HV_OP_MAX || !ops[op].fn)
+	if (op == 0 || op >= HV_OP_MAX)
 		return -ENOSYS;
-	d = &ops[op];
-	if (d->counted ? len < d->req_len : len != d->req_len)
+	/* A fixed size, or the minimum when an array follows. */
+	d = hv_op_desc(op);
+	if (d->req_tail ? len < d->req_len : len != d->req_len)
 		return -EINVAL;
-	return d->fn(hv, req, len, rep, ret_len, ret_fd);
+	return ops[op](hv, req, len, rep, ret_len, ret_fd);
 }
 
 /* HV_OP_FAULT: arm, clear or only report; never counted itself. */

@@ -5,8 +5,9 @@
  * here are called from many threads at once (one populate worker per
  * node and several batches in flight on each).  So the backend keeps a
  * mutex-protected pool of idle connections: a call takes one (or opens a
- * new one), uses it alone, and gives it back.  A connection that saw a
- * transport error is closed instead of being reused.
+ * new one), uses it alone, and gives it back (sim_call, which every op
+ * goes through).  A connection that saw a transport error is closed
+ * instead of being reused.
  *
  * Every call is bounded (set_timeout, 30 s by default) and watches the
  * calling thread's build cancel descriptor (vmb__cancel_fd): a hvsim that
@@ -106,6 +107,50 @@ conn_put(struct sim *s, struct hvc *c, int rc)
 	hvc_close(c);
 }
 
+/*
+ * Every call of this backend: fn(c, arg) on a connection of the pool,
+ * which it has alone meanwhile.
+ */
+static int
+sim_call(struct sim *s, int (*fn)(struct hvc *c, void *arg), void *arg)
+{
+	struct hvc *c = NULL;
+	int rc;
+
+	rc = conn_get(s, &c);
+	if (rc)
+		return rc;
+	rc = fn(c, arg);
+	conn_put(s, c, rc);
+	return rc;
+}
+
+/* One op whose sizes hvops.def gives (no array in its reply). */
+struct sim_op {
+	uint16_t op;
+	const void *req;
+	size_t	req_len;
+	void	*rep;
+	size_t	rep_cap;
+};
+
+static int
+sim_op_call(struct hvc *c, void *arg)
+{
+	const struct sim_op *o = arg;
+
+	return hvc_op(c, o->op, o->req, o->req_len, o->rep, o->rep_cap, NULL);
+}
+
+static int
+sim_op(struct sim *s, uint16_t op, const void *req, size_t req_len,
+    void *rep, size_t rep_cap)
+{
+	struct sim_op o = { op, req, req_len, rep, rep_cap };
+
+	return sim_call(s, sim_op_call, &o);
+}
+
 static void
 sim_close(void *priv)
 {
@@ -188,6 +233,12 @@ sim_describe(void *priv)
 }
 
 static int
+host_info_call(struct hvc *c, void *ret_hi)
+{
+	return hvc_host_info(c, ret_hi);
+}
+
+static int
 sim_host_info(void *priv, struct vmb_host **ret_host)
 {
 	struct sim *s = priv;
@@ -195,14 +246,9 @@ sim_host_info(void *priv, struct vmb_host **ret_host)
 	struct hv_node_info *ni;
 	struct hv_cpu_info *ci;
 	struct vmb_host *h = NULL;
-	struct hvc *c = NULL;
 	int rc;
 
-	rc = conn_get(s, &c);
-	if (rc)
-		return rc;
-	rc = hvc_host_info(c, &hi);
-	conn_put(s, c, rc);
+	rc = sim_call(s, host_info_call, &hi);
 	if (rc)
 		return rc;
 	if (hi->nr_nodes == 0 || hi->nr_nodes > VMB_MAX_NODES) {
@@ -244,19 +290,20 @@ out:
 }
 
 static int
+scrub_call(struct hvc *c, void *ret_reply)
+{
+	return hvc_scrub_progress(c, ret_reply);
+}
+
+static int
 sim_scrub(void *priv, struct vmb_scrub *ret)
 {
 	struct sim *s = priv;
 	struct hv_scrub_reply *r = NULL;
 	struct hv_scrub_node *n;
-	struct hvc *c = NULL;
 	int rc;
 
-	rc = conn_get(s, &c);
-	if (rc)
-		return rc;
-	rc = hvc_scrub_progress(c, &r);
-	conn_put(s, c, rc);
+	rc = sim_call(s, scrub_call, &r);
 	if (rc)
 		return rc;
 	if (r->nr_nodes > VMB_MAX_NODES) {
@@ -291,19 +338,20 @@ sim_scrub(void *priv, struct vmb_scrub *ret)
 }
 
 static int
+counters_call(struct hvc *c, void *ret_counters)
+{
+	return hvc_counters(c, ret_counters);
+}
+
+static int
 sim_counters(void *priv, struct vmb_counters *ret)
 {
 	struct sim *s = priv;
 	struct hv_counters hc;
-	struct hvc *c = NULL;
 	uint32_t have;
 	int rc;
 
-	rc = conn_get(s, &c);
-	if (rc)
-		return rc;
-	rc = hvc_counters(c, &hc);
-	conn_put(s, c, rc);
+	rc = sim_call(s, counters_call, &hc);
 	if (rc)
 		return rc;
 	have = VMB_CNT_HAVE_FLUSH | VMB_CNT_HAVE_POPULATE | VMB_CNT_HAVE_SCRUB;
@@ -318,8 +366,7 @@ sim_domain_create(void *priv, const struct vmb_dom_config *cfg,
 {
 	struct sim *s = priv;
 	struct hv_domain_create req;
-	struct hvc *c = NULL;
-	hv_domid_t domid;
+	struct hv_domain_create_reply rep;
 	int rc;
 
 	memset(&req, 0, sizeof(req));
@@ -328,28 +375,19 @@ sim_domain_create(void *priv, const struct vmb_dom_config *cfg,
 	req.max_pages = cfg->max_pages;
 	memcpy(req.handle, cfg->uuid, sizeof(req.handle));
 	snprintf(req.name, sizeof(req.name), "%s", cfg->name);
-	rc = conn_get(s, &c);
-	if (rc)
-		return rc;
-	rc = hvc_domain_create(c, &req, &domid);
-	conn_put(s, c, rc);
+	rc = sim_op(s, HV_OP_DOMAIN_CREATE, &req, sizeof(req), &rep,
+	    sizeof(rep));
 	if (!rc)
-		*ret_domid = domid;
+		*ret_domid = rep.domid;
 	return rc;
 }
 
 static int
 sim_domain_op(struct sim *s, uint16_t op, uint32_t domid)
 {
-	struct hvc *c = NULL;
-	int rc;
+	struct hv_domid req = { .domid = domid };
 
-	rc = conn_get(s, &c);
-	if (rc)
-		return rc;
-	rc = hvc_domain_op(c, op, domid);
-	conn_put(s, c, rc);
-	return rc;
+	return sim_op(s, op, &req, sizeof(req), NULL, 0);
 }
 
 static int
@@ -394,24 +432,34 @@ sim_state(uint32_t st, uint32_t flags)
 	}
 }
 
+struct list_call {
+	struct hv_domain_info *info;
+	uint32_t nr;
+};
+
+static int
+list_call(struct hvc *c, void *arg)
+{
+	struct list_call *l = arg;
+
+	return hvc_domain_list(c, &l->info, &l->nr);
+}
+
 static int
 sim_domain_list(void *priv, struct vmb_domain **ret_domains, size_t *ret_nr)
 {
-	struct sim *s = priv;
-	struct hv_domain_info *info = NULL;
+	struct list_call l = { NULL, 0 };
+	struct hv_domain_info *info;
 	struct vmb_domain *d = NULL;
-	struct hvc *c = NULL;
-	uint32_t nr = 0;
+	uint32_t nr;
 	size_t n = 0;
 	int rc;
 
-	rc = conn_get(s, &c);
+	rc = sim_call(priv, list_call, &l);
 	if (rc)
 		return rc;
-	rc = hvc_domain_list(c, &info, &nr);
-	conn_put(s, c, rc);
-	if (rc)
-		return rc;
+	info = l.info;
+	nr = l.nr;
 	if (nr) {
 		d = calloc(nr, sizeof(*d));
 		if (!d) {
@@ -431,8 +479,10 @@ sim_domain_list(void *priv, struct vmb_domain **ret_domains, size_t *ret_nr)
 		if (hi->state == HV_DOMSTATE_SHUTDOWN)
 			o->shutdown_reason = sim_reason(hi->flags);
 		memcpy(o->uuid, hi->handle, sizeof(o->uuid));
+		/* hvsim's name need not end in a NUL: ours does. */
 		snprintf(o->name, sizeof(o->name), "%.*s",
-		    (int)sizeof(hi->name), hi->name);
+		    (int)(sizeof(o->name) - 1 < sizeof(hi->name) ?
+		    sizeof(o->name) - 1 : sizeof(hi->name)), hi->name);
 		o->hap = (hi->flags & HV_DOMF_HAP) != 0;
 		o->vcpus = hi->max_vcpus;
 		o->memory_bytes = hi->tot_pages << HV_PAGE_SHIFT;
@@ -457,16 +507,9 @@ sim_domain_list(void *priv, struct vmb_domain **ret_domains, size_t *ret_nr)
 static int
 sim_claim(void *priv, uint32_t domid, uint64_t pages)
 {
-	struct sim *s = priv;
-	struct hvc *c = NULL;
-	int rc;
+	struct hv_domain_set req = { .domid = domid, .value = pages };
 
-	rc = conn_get(s, &c);
-	if (rc)
-		return rc;
-	rc = hvc_domain_set(c, HV_OP_CLAIM, domid, pages);
-	conn_put(s, c, rc);
-	return rc;
+	return sim_op(priv, HV_OP_CLAIM, &req, sizeof(req), NULL, 0);
 }
 
 static enum vmb_order_class
@@ -486,17 +529,42 @@ sim_step(void *arg, uint32_t done)
 	step->fn(step->arg, done);
 }
 
+struct populate_call {
+	hv_domid_t domid;
+	uint32_t flags;			/* HV_POPF_* */
+	const struct hv_extent *ext;
+	uint32_t nr;
+	const struct vmb__popstep *step;
+	/* outputs */
+	bool	ran;			/* a connection was had */
+	struct hv_populate_stats stats;
+	uint32_t done;
+	uint64_t calls;
+};
+
+static int
+populate_call(struct hvc *c, void *arg)
+{
+	struct populate_call *p = arg;
+	uint64_t calls0 = hvc_populate_calls(c);
+	int rc;
+
+	p->ran = true;
+	rc = hvc_populate_step(c, p->domid, p->flags, p->ext, p->nr,
+	    &p->stats, &p->done, p->step ? sim_step : NULL, (void *)p->step);
+	/* Every request, continuations included, as hvclient made them. */
+	p->calls = hvc_populate_calls(c) - calls0;
+	return rc;
+}
+
 static int
 sim_populate(void *priv, uint32_t domid, uint32_t flags,
     const struct vmb_extent *ext, size_t nr, struct vmb_populate_stats *st,
     size_t *ret_done, const struct vmb__popstep *step)
 {
-	struct sim *s = priv;
-	struct hv_populate_stats hs;
+	struct populate_call p = { .domid = domid, .step = step };
 	struct hv_extent *he = NULL;
-	struct hvc *c = NULL;
-	uint32_t hflags = 0, done = 0;
-	uint64_t calls0;
+	uint32_t done;
 	int rc;
 
 	*ret_done = 0;
@@ -514,28 +582,21 @@ sim_populate(void *priv, uint32_t domid, uint32_t flags,
 		    HV_NODE_ANY : ext[i].node);
 	}
 	if (flags & VMB_POPF_EXACT_NODE)
-		hflags |= HV_POPF_EXACT_NODE;
+		p.flags |= HV_POPF_EXACT_NODE;
 	if (flags & VMB_POPF_ALLOW_DIRTY)
-		hflags |= HV_POPF_ALLOW_DIRTY;
-	memset(&hs, 0, sizeof(hs));
-	rc = conn_get(s, &c);
-	if (rc)
+		p.flags |= HV_POPF_ALLOW_DIRTY;
+	p.ext = he;
+	p.nr = (uint32_t)nr;
+	rc = sim_call(priv, populate_call, &p);
+	if (!p.ran)
 		goto out;
-	calls0 = hvc_populate_calls(c);
-	rc = hvc_populate_step(c, domid, hflags, he, (uint32_t)nr, &hs, &done,
-	    step ? sim_step : NULL, (void *)step);
-	/* Every request, continuations included, as hvclient made them. */
-	st->calls += hvc_populate_calls(c) - calls0;
-	conn_put(s, c, rc);
-	if (rc == 0)
-		done = (uint32_t)nr;
-	if (done > nr)
-		done = (uint32_t)nr;
-	st->pages_scrubbed_inline += hs.pages_scrubbed_inline;
-	st->pages_fallback += hs.pages_fallback;
-	st->flushes_issued += hs.flushes_issued;
-	st->flushes_avoided += hs.flushes_avoided;
-	st->filter_evaluations += hs.filter_evaluations;
+	st->calls += p.calls;
+	done = rc == 0 || p.done > nr ? (uint32_t)nr : p.done;
+	st->pages_scrubbed_inline += p.stats.pages_scrubbed_inline;
+	st->pages_fallback += p.stats.pages_fallback;
+	st->flushes_issued += p.stats.flushes_issued;
+	st->flushes_avoided += p.stats.flushes_avoided;
+	st->filter_evaluations += p.stats.filter_evaluations;
 	/* hvsim counts all of these, whatever its flush mode. */
 	st->have |= VMB_POPSTAT_HAVE_SCRUBBED_INLINE |
 	    VMB_POPSTAT_HAVE_FALLBACK | VMB_POPSTAT_HAVE_FLUSHES |
@@ -552,6 +613,33 @@ out:
 	return rc;
 }
 
+struct write_call {
+	uint32_t domid;
+	uint64_t paddr;
+	const void *src;		/* NULL: zeroes */
+	uint64_t len;
+};
+
+static int
+write_call(struct hvc *c, void *arg)
+{
+	static const uint8_t zeroes[64 << 10];
+	const struct write_call *w = arg;
+	uint64_t paddr = w->paddr, len = w->len;
+	int rc = 0;
+
+	if (w->src)
+		return hvc_guest_write(c, w->domid, paddr, w->src, len);
+	while (len > 0 && rc == 0) {
+		uint64_t n = len < sizeof(zeroes) ? len : sizeof(zeroes);
+
+		rc = hvc_guest_write(c, w->domid, paddr, zeroes, n);
+		paddr += n;
+		len -= n;
+	}
+	return rc;
+}
+
 /*
  * hvsim's memory is its own anonymous mapping, which no other process can
  * map: the image goes in by copies (HV_OP_GUEST_WRITE), zeroes included.
@@ -560,28 +648,13 @@ static int
 sim_write(void *priv, uint32_t domid, uint64_t paddr, const void *src,
     uint64_t len)
 {
-	static const uint8_t zeroes[64 << 10];
+	struct write_call w = { domid, paddr, src, len };
 	struct sim *s = priv;
-	struct hvc *c = NULL;
-	int rc;
 
 	/* Phantom memory has no bytes to copy into: hvsim said so at hello. */
 	if (!(s->hello.caps & HV_CAP_GUEST_COPY))
 		return -EOPNOTSUPP;
-	rc = conn_get(s, &c);
-	if (rc)
-		return rc;
-	if (src)
-		rc = hvc_guest_write(c, domid, paddr, src, len);
-	while (!src && len > 0 && rc == 0) {
-		uint64_t n = len < sizeof(zeroes) ? len : sizeof(zeroes);
-
-		rc = hvc_guest_write(c, domid, paddr, zeroes, n);
-		paddr += n;
-		len -= n;
-	}
-	conn_put(s, c, rc);
-	return rc;
+	return sim_call(s, write_call, &w);
 }
 
 /*
@@ -617,17 +690,13 @@ static int
 sim_control(struct sim *s, uint32_t domid, uint32_t op, uint32_t value,
     struct hv_domain_control_reply *rep)
 {
-	struct hvc *c = NULL;
-	int rc;
+	struct hv_domain_control req = { .domid = domid, .op = op,
+	    .value = value };
 
 	if (!sim_lifecycle(s))
 		return -EOPNOTSUPP;
-	rc = conn_get(s, &c);
-	if (rc)
-		return rc;
-	rc = hvc_domain_control(c, domid, op, value, rep);
-	conn_put(s, c, rc);
-	return rc;
+	return sim_op(s, HV_OP_DOMAIN_CONTROL, &req, sizeof(req), rep,
+	    sizeof(*rep));
 }
 
 /* Post the request if the guest announced the feature, as on Xen. */
@@ -669,18 +738,11 @@ sim_shutdown_withdraw(void *priv, uint32_t domid,
 static int
 sim_shutdown(void *priv, uint32_t domid, enum vmb_shutdown_reason reason)
 {
-	struct sim *s = priv;
-	struct hvc *c = NULL;
-	int rc;
+	struct hv_domain_shutdown req = { .domid = domid, .reason = reason };
 
-	if (!sim_lifecycle(s))
+	if (!sim_lifecycle(priv))
 		return -EOPNOTSUPP;
-	rc = conn_get(s, &c);
-	if (rc)
-		return rc;
-	rc = hvc_domain_shutdown(c, domid, reason);
-	conn_put(s, c, rc);
-	return rc;
+	return sim_op(priv, HV_OP_DOMAIN_SHUTDOWN, &req, sizeof(req), NULL, 0);
 }
 
 /*

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "vmbuild/hvclient.h"
+#include "vmbuild/hvops.h"
 
 #include "../tap.h"
 
@@ -981,6 +982,78 @@ test_lifecycle(void)
 	hvc_close(c);
 }
 
+/*
+ * hvops.def is the one description of the ops: hvsim refuses a request
+ * of any other size than its line gives (one byte short, one byte over
+ * when no array follows), and hvc_op refuses to send one, or to take a
+ * reply into a buffer of another size, without breaking the connection.
+ */
+static void
+test_op_table(void)
+{
+	struct hv_hello_reply hello;
+	struct hv_counters ctr;
+	struct hv_domid dom = { .domid = 4242 };
+	uint8_t req[sizeof(struct hv_domain_create) + 1], rep[4096];
+	unsigned bad = 0, checked = 0;
+	struct hvc *c = conn("real");
+
+	ok(c != NULL, "op table: connect");
+	if (!c)
+		return;
+	memset(req, 0, sizeof(req));
+	for (uint16_t op = 1; op < HV_OP_MAX; op++) {
+		const struct hv_op_desc *d = hv_op_desc(op);
+		size_t len = 0;
+
+		if (d == NULL || d->req_len + 1 > sizeof(req)) {
+			diag("op %u: no line, or a request over %zu bytes", op,
+			    sizeof(req) - 1);
+			bad++;
+			continue;
+		}
+		if (d->req_len > 0) {
+			checked++;
+			if (hvc_call(c, op, req, d->req_len - 1, rep, sizeof(rep),
+			    &len, NULL) != -EINVAL) {
+				diag("%s: %u bytes taken", d->name,
+				    d->req_len - 1);
+				bad++;
+			}
+		}
+		if (!d->req_tail) {
+			checked++;
+			if (hvc_call(c, op, req, d->req_len + 1, rep, sizeof(rep),
+			    &len, NULL) != -EINVAL) {
+				diag("%s: %u bytes taken", d->name,
+				    d->req_len + 1);
+				bad++;
+			}
+		}
+	}
+	ok(bad == 0 && checked > HV_OP_MAX,
+	    "hvsim takes each op's request at the size of hvops.def only "
+	    "(%u sizes checked)", checked);
+	ok(hvc_op(c, HV_OP_DOMAIN_DESTROY, &dom, sizeof(dom) - 1, NULL, 0,
+	    NULL) == -EINVAL &&
+	    hvc_op(c, HV_OP_DOMAIN_DESTROY, &dom, sizeof(dom), rep, 8,
+	    NULL) == -EINVAL &&
+	    hvc_op(c, HV_OP_COUNTERS, NULL, 0, &ctr, sizeof(ctr) - 8,
+	    NULL) == -EINVAL &&
+	    hvc_op(c, 0, NULL, 0, NULL, 0, NULL) == -EINVAL &&
+	    hvc_op(c, HV_OP_MAX, NULL, 0, NULL, 0, NULL) == -EINVAL &&
+	    hvc_counters(c, &ctr) == 0,
+	    "hvc_op: a request or reply buffer of another size than "
+	    "hvops.def's, or an unknown op, is -EINVAL; the connection "
+	    "stays usable");
+	ok(hvc_op(c, HV_OP_HELLO, NULL, 0, &hello, sizeof(hello), NULL) == 0 &&
+	    hello.abi_version == HV_ABI_VERSION &&
+	    hvc_op(c, HV_OP_DOMAIN_DESTROY, &dom, sizeof(dom), NULL, 0,
+	    NULL) == -ESRCH,
+	    "hvc_op: hello, and a destroy of an unknown domain is -ESRCH");
+	hvc_close(c);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -991,6 +1064,7 @@ main(int argc, char **argv)
 	snprintf(dir, sizeof(dir), "%s", argv[1]);
 	test_real();
 	test_malformed();
+	test_op_table();
 	test_domain_ops();
 	test_lifecycle();
 	test_flush_modes();

@@ -59,7 +59,19 @@ int hvc_call(struct hvc *conn, uint16_t op, const void *req, size_t req_len,
     void *rep, size_t rep_cap, size_t *ret_len, int *ret_fd);
 
 /*
- * Typed helpers.  Variable-sized replies are malloc'd; the caller frees
+ * One op as hvops.def describes it: the request must have the op's size
+ * (at least its fixed part when an array follows) and `rep_cap` the
+ * reply's (at least its fixed part when an array follows), else -EINVAL
+ * without a call; a successful reply of another size is -EPROTO.
+ * *ret_len (if not NULL) gets the reply's length, also when the call
+ * failed (a failed populate says how far it got), 0 if none came.  Also
+ * for HV_OP_FAULT.
+ */
+int hvc_op(struct hvc *conn, uint16_t op, const void *req, size_t req_len,
+    void *rep, size_t rep_cap, size_t *ret_len);
+
+/*
+ * Typed helpers over hvc_op.  Variable-sized replies are malloc'd; the caller frees
  * them with free().
  */
 int hvc_host_info(struct hvc *conn, struct hv_host_info **ret_info);
@@ -120,10 +132,6 @@ int hvc_counters(struct hvc *conn, struct hv_counters *ret_counters);
 
 int hvc_shadow_workload(struct hvc *conn, const struct hv_shadow_workload *req,
     struct hv_shadow_workload_reply *ret_reply);
-
-/* HV_OP_FAULT (hvsim --fault-requests): arm, clear or read the counts. */
-int hvc_fault(struct hvc *conn, const struct hv_fault *req,
-    struct hv_fault_reply *ret_reply);
 
 /* Lifecycle (HV_CAP_LIFECYCLE): shut a domain down with a reason. */
 int hvc_domain_shutdown(struct hvc *conn, hv_domid_t domid, uint32_t reason);
