@@ -31,6 +31,7 @@
 #include "methods.h"
 #include "proto.h"
 #include "rpc.h"
+#include "source.h"
 #include "state.h"
 #include "vm.h"
 #include "vmbuildd.h"
@@ -62,7 +63,7 @@ peer_bits(const struct stat *st, uid_t uid, const gid_t *groups, int ngroups,
 
 int
 devices_peer_may_use(const struct conn *c, const char *path, bool write,
-    char *why, size_t why_len)
+    struct stat *ret_st, char *why, size_t why_len)
 {
 	gid_t groups[NGROUPS_MAX + 1];
 	socklen_t len = sizeof(groups) - sizeof(gid_t);
@@ -78,6 +79,8 @@ devices_peer_may_use(const struct conn *c, const char *path, bool write,
 			snprintf(why, why_len, "%s: %s", path, strerror(e));
 			return -e;
 		}
+		if (ret_st)
+			*ret_st = st;
 		return 0;
 	}
 	/*
@@ -113,27 +116,102 @@ devices_peer_may_use(const struct conn *c, const char *path, bool write,
 		    write ? "read and write" : "read", path);
 		return -EACCES;
 	}
+	if (ret_st)
+		*ret_st = st;
 	return 0;
+}
+
+/* A name in the hotplug script directory: no '/', not "." or "..". */
+static bool
+script_name_ok(const char *s)
+{
+	return *s && !strchr(s, '/') && strcmp(s, ".") && strcmp(s, "..");
+}
+
+/*
+ * script= of a device (`what` "disk xvdb", "vif 1"): the root daemon
+ * runs it, so a client other than root names one in the hotplug script
+ * directory, and only root may give an absolute path (vmbuildd(8)).
+ */
+static int
+check_script(struct call *call, const char *what, const char *script)
+{
+	if (!script || script_name_ok(script) ||
+	    (call->conn->uid == 0 && script[0] == '/'))
+		return 0;
+	return call_error(call, RPC_INVALID_PARAMS, EACCES, "%s: script "
+	    "\"%.64s\": %s", what, script, script[0] == '/' ? "only root may "
+	    "give a hotplug script by path; name one of the hotplug script "
+	    "directory (/etc/xen/scripts)" : "a name in the hotplug script "
+	    "directory (no '/', not \".\" or \"..\")");
+}
+
+/*
+ * A disk a client may have: its script (check_script) and its target,
+ * which a client other than root must be able to open itself (for
+ * writing too unless read-only) whatever the script: a script is run
+ * by root with the target.  Root's own non-block script may take a
+ * target that is no path of this host (an iSCSI name).
+ */
+static int
+check_disk(struct call *call, const struct vmb_disk *d)
+{
+	char what[VMB_VDEV_LEN + 8], why[512];
+
+	snprintf(what, sizeof(what), "disk %s", d->vdev);
+	if (check_script(call, what, d->script) < 0)
+		return -1;
+	if (call->conn->uid == 0 && d->script && strcmp(d->script, "block"))
+		return 0;
+	if (!d->target || d->target[0] != '/')
+		return call_error(call, RPC_INVALID_PARAMS, EACCES, "%s: target "
+		    "\"%.200s\" is not an absolute path (the daemon attaches "
+		    "only files and devices its client may open)", what,
+		    d->target ? d->target : "");
+	if (devices_peer_may_use(call->conn, d->target, !d->readonly, NULL,
+	    why, sizeof(why)) < 0)
+		return call_error(call, RPC_INVALID_PARAMS, EACCES, "%s: %s "
+		    "(the daemon attaches only what its client may open)",
+		    what, why);
+	return 0;
+}
+
+static int
+check_nic(struct call *call, const struct vmb_nic *n)
+{
+	char what[32];
+
+	snprintf(what, sizeof(what), "vif %u", n->devid);
+	return check_script(call, what, n->script);
 }
 
 int
 devices_check_guest(struct call *call, const struct vmb_guest *guest)
 {
-	char why[512];
-
-	for (uint32_t i = 0; i < guest->nr_disks; i++) {
-		const struct vmb_disk *d = &guest->disks[i];
-
-		/* A script's target is no path of this host. */
-		if (d->script && strcmp(d->script, "block") != 0)
-			continue;
-		if (devices_peer_may_use(call->conn, d->target, !d->readonly,
-		    why, sizeof(why)) < 0)
-			return call_error(call, RPC_INVALID_PARAMS, EACCES,
-			    "disk %s: %s (the daemon attaches only what its "
-			    "client may open)", d->vdev, why);
-	}
+	for (uint32_t i = 0; i < guest->nr_disks; i++)
+		if (check_disk(call, &guest->disks[i]) < 0)
+			return -1;
+	for (uint32_t i = 0; i < guest->nr_nics; i++)
+		if (check_nic(call, &guest->nics[i]) < 0)
+			return -1;
 	return 0;
+}
+
+/*
+ * A script by path (root's) hot-plugged into a VM that a client other
+ * than root created: a restart of the VM could not tell who gave the
+ * path (source_parse runs none a root client did not give), so it is
+ * refused now rather than then.
+ */
+static int
+check_vm_scripts(struct call *call, const struct vm *vm, const char *script)
+{
+	if (!script || script[0] != '/' || !vm->source ||
+	    source_by_root(vm->source))
+		return 0;
+	return call_error(call, RPC_INVALID_PARAMS, EACCES, "script \"%.64s\": "
+	    "%s was created by a client other than root: its devices name "
+	    "hotplug scripts of the script directory only", script, vm->name);
 }
 
 /* ------------------------------------------------------------------ */
@@ -457,7 +535,6 @@ m_vm_disk_attach(struct call *call, yajl_gen g)
 	struct dev_job *j;
 	const char *spec;
 	struct vm *vm;
-	char why[512];
 
 	(void)g;
 	if (param_string(call, P_DISK, true, &spec) < 0 ||
@@ -477,14 +554,9 @@ m_vm_disk_attach(struct call *call, yajl_gen g)
 		    "target must be an absolute path");
 		goto fail;
 	}
-	if ((!j->disk.script || !strcmp(j->disk.script, "block")) &&
-	    devices_peer_may_use(call->conn, j->disk.target,
-	    !j->disk.readonly, why, sizeof(why)) < 0) {
-		call_error(call, RPC_INVALID_PARAMS, EACCES, "disk %s: %s (the "
-		    "daemon attaches only what its client may open)",
-		    j->disk.vdev, why);
+	if (check_disk(call, &j->disk) < 0 ||
+	    check_vm_scripts(call, vm, j->disk.script) < 0)
 		goto fail;
-	}
 	if (config_find(vm->config, "disks", "vdev", NULL, j->disk.devid)) {
 		call_error(call, E_EXISTS, EEXIST, "%s has a disk with vbd %u "
 		    "already (%s)", vm->name, j->disk.devid, j->disk.vdev);
@@ -528,6 +600,9 @@ m_vm_net_attach(struct call *call, yajl_gen g)
 		config_error(call, &diags);
 		goto fail;
 	}
+	if (check_nic(call, &j->nic) < 0 ||
+	    check_vm_scripts(call, vm, j->nic.script) < 0)
+		goto fail;
 	if (config_find(vm->config, "vifs", "mac", NULL, j->nic.devid)) {
 		call_error(call, E_EXISTS, EEXIST, "%s has a vif %u already",
 		    vm->name, j->nic.devid);

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/stat.h>
 
 #include <yajl/yajl_gen.h>
 
@@ -27,11 +28,17 @@ int m_vm_net_detach(struct call *call, yajl_gen g);
  * itself, judged by the mode bits of every directory on the way and of
  * the file for the peer's uid and groups (its primary group and
  * SO_PEERGROUPS; ACLs are not consulted).  For root, only that it exists.
- * 0, or -EACCES/-errno with why.
+ * 0 (and what stat(2) says of it in *ret_st unless NULL), or
+ * -EACCES/-errno with why.
  */
 int devices_peer_may_use(const struct conn *c, const char *path, bool write,
-    char *why, size_t why_len);
-/* The same for every disk of a guest; -1 after an error on the call. */
+    struct stat *ret_st, char *why, size_t why_len);
+/*
+ * Every device of a guest a client may have: a client other than root
+ * names hotplug scripts of the script directory (no path) and may open
+ * every disk's target itself, whatever its script; root may give a
+ * script by absolute path.  -1 after an error on the call.
+ */
 int devices_check_guest(struct call *call, const struct vmb_guest *guest);
 
 #endif /* VMBUILDD_DEVICES_H */

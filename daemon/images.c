@@ -20,6 +20,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include "control.h"
+#include "devices.h"
 #include "images.h"
 #include "json.h"
 #include "log.h"
@@ -105,6 +107,8 @@ image_req_init(struct image_req *req)
 		req->fd[i] = -1;
 		req->dir[i] = -1;
 		req->rel[i] = NULL;
+		req->dev[i] = 0;
+		req->ino[i] = 0;
 	}
 }
 
@@ -198,10 +202,27 @@ place_path(struct call *call, const char *path, int i, struct image_req *req,
     bool *ret_refused)
 {
 	int rc = place_in_dir(path, i, req);
+	struct stat st;
+	char why[512];
 
 	if (rc == -ENOMEM)
 		return call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
 		    "out of memory");
+	/*
+	 * The daemon reads as root: a client other than root gets only a
+	 * file it could read itself (a root-only file of the directory is
+	 * not its), and images_open checks it opens that very file.
+	 */
+	if (rc == 0 && call->conn->uid != 0) {
+		rc = devices_peer_may_use(call->conn, path, false, &st, why,
+		    sizeof(why));
+		if (rc < 0)
+			return call_error(call, E_IMAGE, -rc, "%s %s: %s (the "
+			    "daemon loads from an image directory only what "
+			    "its client may read)", image_keys[i], path, why);
+		req->dev[i] = st.st_dev;
+		req->ino[i] = st.st_ino;
+	}
 	if (rc == 0)
 		return 0;
 	*ret_refused = true;
@@ -370,6 +391,15 @@ reopen_regular(int pfd, char *why, size_t why_len, const char *what,
 	return fd;
 }
 
+/* Is fd the file (dev, ino)? */
+static bool
+same_file(int fd, dev_t dev, ino_t ino)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
+}
+
 int
 images_open(struct image_req *req, const struct vmb_guest *g, char *why,
     size_t why_len)
@@ -396,6 +426,12 @@ images_open(struct image_req *req, const struct vmb_guest *g, char *why,
 		if (fd < 0)
 			return fd;
 		req->fd[i] = fd;
+		if (req->ino[i] && !same_file(fd, req->dev[i], req->ino[i])) {
+			snprintf(why, why_len, "%s %s: not the file its client "
+			    "was found to be able to read (changed since)",
+			    image_keys[i], paths[i]);
+			return -EAGAIN;
+		}
 	}
 	return 0;
 }

@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "rpc.h"
 #include "vmbuild.h"
@@ -23,6 +24,9 @@ struct image_req {
 	int	fd[2];		/* passed or opened; -1: none */
 	int	dir[2];		/* image directory of a path to open; -1 */
 	char	*rel[2];	/* the path below that directory */
+	/* The file a client other than root was found to be able to read */
+	dev_t	dev[2];
+	ino_t	ino[2];
 };
 
 /* At start: an absolute directory; -1 after saying why on stderr. */
@@ -34,9 +38,13 @@ void image_req_init(struct image_req *req);
 void image_req_done(struct image_req *req);
 /*
  * On the loop: take the descriptors params.fds names and check the
- * guest's paths against the image directories.  0, or -1 after
- * call_error(): -32602 for a bad params.fds, E_IMAGE_FD (data.files)
- * for paths the daemon will not open.
+ * guest's paths against the image directories.  A client other than
+ * root gets a file of an image directory only when it could open it
+ * itself (devices_peer_may_use: the mode bits of the file and of every
+ * directory on the way), and images_open then opens that same file.
+ * 0, or -1 after call_error(): -32602 for a bad params.fds, E_IMAGE_FD
+ * (data.files) for paths the daemon will not open, E_IMAGE (EACCES) for
+ * one in an image directory the client may not read.
  */
 int images_prepare(struct call *call, const struct vmb_guest *g,
     struct image_req *req);

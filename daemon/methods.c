@@ -413,7 +413,7 @@ m_vm_create(struct call *call, yajl_gen g)
 		vmb_guest_free(guest);
 		rc = -1;
 	} else if (rc == 0 && (source = source_json(has_text ? text : NULL,
-	    gobj, path, ignore)) == NULL) {
+	    gobj, path, ignore, call->conn->uid == 0)) == NULL) {
 		vmb_guest_free(guest);
 		rc = call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
 		    "out of memory");

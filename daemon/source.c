@@ -108,7 +108,7 @@ source_guest_keys(struct vmb_guest *guest, yajl_val obj, const char *where,
 
 char *
 source_json(const char *config, yajl_val guest, const char *config_path,
-    bool ignore_unsupported)
+    bool ignore_unsupported, bool by_root)
 {
 	yajl_gen g = jg_new();
 
@@ -125,6 +125,8 @@ source_json(const char *config, yajl_val guest, const char *config_path,
 		jg_kv_str(g, "config_path", config_path);
 	if (ignore_unsupported)
 		jg_kv_bool(g, "ignore_unsupported", true);
+	if (by_root)
+		jg_kv_bool(g, "by_root", true);
 	yajl_gen_map_close(g);
 	return jg_finish(g);
 }
@@ -391,6 +393,41 @@ devices_now(struct vmb_guest *g, yajl_val config, char *why, size_t why_len)
 	return rc < 0 ? rc : 0;
 }
 
+bool
+source_by_root(const char *json)
+{
+	yajl_val root = json ? jv_parse(json, strlen(json), JSON_MAX_DEPTH,
+	    NULL, 0) : NULL;
+	bool yes = YAJL_IS_TRUE(jv_get(root, "by_root"));
+
+	yajl_tree_free(root);
+	return yes;
+}
+
+/*
+ * A hotplug script by path in a guest that no root client created:
+ * -EPERM with why (source_parse).
+ */
+static int
+scripts_by_path(const struct vmb_guest *g, char *why, size_t why_len)
+{
+	for (uint32_t i = 0; i < g->nr_disks; i++)
+		if (g->disks[i].script && g->disks[i].script[0] == '/') {
+			snprintf(why, why_len, "disk %s: script \"%.64s\" is a "
+			    "path, and no root client created the VM: not run",
+			    g->disks[i].vdev, g->disks[i].script);
+			return -EPERM;
+		}
+	for (uint32_t i = 0; i < g->nr_nics; i++)
+		if (g->nics[i].script && g->nics[i].script[0] == '/') {
+			snprintf(why, why_len, "vif %u: script \"%.64s\" is a "
+			    "path, and no root client created the VM: not run",
+			    g->nics[i].devid, g->nics[i].script);
+			return -EPERM;
+		}
+	return 0;
+}
+
 static void
 first_error(const struct vmb_diags *diags, char *why, size_t len)
 {
@@ -456,6 +493,9 @@ source_parse(const char *json, const char *config_json,
 		rc = -EINVAL;
 	if (rc == 0 && config != NULL &&
 	    (rc = devices_now(guest, config, why, why_len)) < 0)
+		goto out;
+	if (rc == 0 && !YAJL_IS_TRUE(jv_get(root, "by_root")) &&
+	    (rc = scripts_by_path(guest, why, why_len)) < 0)
 		goto out;
 	/* As vm.create: no file is looked at (images.c opens). */
 	if (rc == 0)

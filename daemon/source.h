@@ -14,6 +14,7 @@
 #ifndef VMBUILDD_SOURCE_H
 #define VMBUILDD_SOURCE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include <yajl/yajl_tree.h>
@@ -40,12 +41,16 @@ int source_guest_keys(struct vmb_guest *guest, yajl_val obj,
 
 /*
  * The source as JSON text: {"config":TEXT} or {"guest":{...}}, with
- * "config_path" when given and "ignore_unsupported": true when the VM
- * was created so (a restart reads its keys the same way).  NULL when
- * out of memory.
+ * "config_path" when given, "ignore_unsupported": true when the VM
+ * was created so (a restart reads its keys the same way), and
+ * "by_root": true when a root client created it (only then may its
+ * devices run hotplug scripts by absolute path).  NULL when out of
+ * memory.
  */
 char *source_json(const char *config, yajl_val guest,
-    const char *config_path, bool ignore_unsupported);
+    const char *config_path, bool ignore_unsupported, bool by_root);
+/* Does the recorded source say a root client created the VM? */
+bool source_by_root(const char *json);
 /*
  * A recorded source back into a validated guest.  With `config_json`
  * (the VM's configuration as recorded: vm.info's config), the guest
@@ -54,7 +59,10 @@ char *source_json(const char *config, yajl_val guest,
  * configuration, not the source); a configuration without such lists
  * (a record of an older vmbuildd) leaves the description's.  The whole
  * is validated once the devices are in, so a disk detached since,
- * whose image is gone, is not looked for.  -EINVAL (or another
+ * whose image is gone, is not looked for.  A hotplug script by absolute
+ * path is refused (-EPERM) unless a root client created the VM: a
+ * record (of an older vmbuildd, say) does not let a path that no root
+ * client gave run as root.  -EINVAL (or another
  * negative errno) with the reason in `why` (the first configuration
  * error, file:line: key: message, or the configuration's member that
  * is wrong).

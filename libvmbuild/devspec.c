@@ -107,6 +107,28 @@ vmb_vdev_number(const char *vdev, uint32_t *ret_devid)
 }
 
 /* ------------------------------------------------------------------ */
+/* Hotplug scripts                                                     */
+
+/*
+ * script= of a disk or a vif: a name looked up in the hotplug script
+ * directory (no '/', not "." or "..", printable), or an absolute path.
+ * The library runs what its caller gives; vmbuildd takes a path from
+ * a root client only (vmbuildd(8)).
+ */
+static bool
+script_ok(const char *s)
+{
+	if (!*s || strlen(s) > 255)
+		return false;
+	for (const char *p = s; *p; p++)
+		if (!isgraph((unsigned char)*p))
+			return false;
+	if (s[0] == '/')
+		return true;
+	return !strchr(s, '/') && strcmp(s, ".") && strcmp(s, "..");
+}
+
+/* ------------------------------------------------------------------ */
 /* disk=                                                               */
 
 void
@@ -293,12 +315,16 @@ vmb_disk_check(struct vmb_disk *d, const char *basedir, const char *where,
 	if (!d->target)
 		return DERR("%s: no target (an image file or a block device)",
 		    d->vdev);
-	/* libxl looks a name up in the script directory. */
-	if (d->script && (!*d->script || (d->script[0] != '/' &&
-	    strchr(d->script, '/'))))
-		return DERR("%s: script \"%.64s\": a name in /etc/xen/scripts "
+	/* As libxl: a name is looked up in the script directory. */
+	if (d->script && !script_ok(d->script))
+		return DERR("%s: script \"%.64s\": a name in the hotplug "
+		    "script directory (/etc/xen/scripts; no '/', not \"..\") "
 		    "or an absolute path", d->vdev, d->script);
-	/* A script= disk's target is the script's to interpret. */
+	/*
+	 * A script= disk's target is the script's to interpret (an iSCSI
+	 * name, say).  vmbuildd checks its client's rights on every
+	 * target whatever the script (devices.c).
+	 */
 	if (d->script && strcmp(d->script, "block") != 0)
 		return 0;
 	if (d->target[0] != '/' && basedir && *basedir &&
@@ -431,9 +457,10 @@ nic_item(struct vmb_nic *n, const char *item, uint32_t flags,
 		if (!(n->ip = strdup(val)))
 			return -ENOMEM;
 	} else if (!strcmp(key, "script")) {
-		if (!*val || (strchr(val, '/') && val[0] != '/'))
-			return NERR("script \"%.64s\": a name in "
-			    "/etc/xen/scripts or an absolute path", val);
+		if (!script_ok(val))
+			return NERR("script \"%.64s\": a name in the hotplug "
+			    "script directory (/etc/xen/scripts; no '/', not "
+			    "\"..\") or an absolute path", val);
 		free(n->script);
 		if (!(n->script = strdup(val)))
 			return -ENOMEM;

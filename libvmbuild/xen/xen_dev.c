@@ -109,20 +109,34 @@ dev_init(struct dev *d, uint32_t domid, enum vmb_device_kind kind,
 		    d->vif);
 }
 
-/* SCRIPT_DIR/name, or the absolute path as it is; NULL: no memory. */
-static char *
-script_path(const char *script, const char *dflt)
+/*
+ * The script to run: the script directory (SCRIPT_DIR, or the absolute
+ * directory in SCRIPT_DIR_ENV of this process's environment, which only
+ * whoever started it sets) and the name, or an absolute path as it is
+ * (vmbuildd takes one from a root client only).  A name with a '/' or
+ * that is "." or ".." is refused here again, whoever checked it before:
+ * what runs is always inside the directory.  -EINVAL, or -ENOMEM.
+ */
+static int
+script_path(const char *script, const char *dflt, char **ret)
 {
 	const char *dir = getenv(SCRIPT_DIR_ENV);
-	char *p;
 
+	*ret = NULL;
 	if (!script || !*script)
 		script = dflt;
 	if (script[0] == '/')
-		return strdup(script);
-	if (asprintf(&p, "%s/%s", dir && *dir ? dir : SCRIPT_DIR, script) < 0)
-		return NULL;
-	return p;
+		return (*ret = strdup(script)) ? 0 : -ENOMEM;
+	if (strchr(script, '/') || !strcmp(script, ".") ||
+	    !strcmp(script, ".."))
+		return -EINVAL;
+	if (!dir || dir[0] != '/')
+		dir = SCRIPT_DIR;
+	if (asprintf(ret, "%s/%s", dir, script) < 0) {
+		*ret = NULL;
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 /* One read on the shared handle; NULL when absent. */
@@ -674,10 +688,14 @@ xen_device_add(void *priv, uint32_t domid, const struct vmb_dev *v,
 		    "CAP_SYS_ADMIN (losetup)" : "CAP_NET_ADMIN (the bridge)");
 		return -EPERM;
 	}
-	script = script_path(v->disk ? v->disk->script : v->nic->script,
-	    v->disk ? "block" : "vif-bridge");
-	if (!script)
-		return -ENOMEM;
+	rc = script_path(v->disk ? v->disk->script : v->nic->script,
+	    v->disk ? "block" : "vif-bridge", &script);
+	if (rc == -EINVAL)
+		vmb__why(why, why_len, "%s: hotplug script \"%.64s\" is neither "
+		    "a name in the script directory nor an absolute path",
+		    d.name, v->disk ? v->disk->script : v->nic->script);
+	if (rc)
+		return rc;
 	a.script = script;
 	rc = xen_xs_transaction(be, domid, fill_add, &a);
 	if (rc == -EEXIST) {

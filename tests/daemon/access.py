@@ -19,6 +19,7 @@ import stat
 import struct
 import subprocess
 import sys
+import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -60,8 +61,16 @@ gid = grp.getgrnam(group).gr_gid
 m_uid, m_gid = pwd.getpwnam(member).pw_uid, pwd.getpwnam(member).pw_gid
 o_uid, o_gid = pwd.getpwnam(other).pw_uid, pwd.getpwnam(other).pw_gid
 
+# An image directory with a kernel anyone may read and one only root may.
+imgdir = tempfile.mkdtemp(prefix="vmbd-acc-img.")
+atexit.register(shutil.rmtree, imgdir, True)
+os.chmod(imgdir, 0o755)
+for n, mode in (("pub.elf", 0o644), ("secret.elf", 0o600)):
+    shutil.copy(KERNEL, os.path.join(imgdir, n))
+    os.chmod(os.path.join(imgdir, n), mode)
+
 h = Host(["--nodes", "2", "--cpus-per-node", "2", "--mem-per-node", "256M",
-          "--backing", "real"], ["--group", group])
+          "--backing", "real"], ["--group", group, "--image-dir", imgdir])
 os.chmod(h.dir, 0o755)
 h.start_daemon()
 ro_sock = h.sock.replace(".sock", "-ro.sock")
@@ -204,6 +213,146 @@ res = as_user(m_uid, m_gid, [], h.sock, [("vm.pause", {"vm": "target"},
 ok(codes(res) == [None, None], "member listed in /etc/group only: "
    "allowed", res)
 os.chmod(h.sock, 0o660)
+# The group only in the process (SO_PEERGROUPS), not in /etc/group's
+# list: `other` is not listed, so only peer_in_group lets it write.
+ok(other not in grp.getgrnam(group).gr_mem and o_gid != gid,
+   "(%s is not listed in /etc/group for %s)" % (other, group))
+res = as_user(o_uid, o_gid, [gid], h.sock, [("vm.pause", {"vm": "target"},
+                                             None),
+                                            ("vm.unpause", {"vm": "target"},
+                                             None)])
+ok(codes(res) == [None, None], "a user with the group as a supplementary "
+   "group of its process only (not in /etc/group): allowed", res)
+
+# ------------------------------------- devices: hotplug scripts, targets
+# The daemon is root and runs a device's hotplug script with its target:
+# a member names a script of the script directory, never a path, and
+# gets only targets it could open itself, whatever the script (issue 17).
+pub = os.path.join(h.dir, "pub.img")
+secret = os.path.join(h.dir, "secret.img")
+for p_, mode in ((pub, 0o644), (secret, 0o600)):
+    with open(p_, "wb") as f:
+        f.truncate(1 << 20)
+    os.chmod(p_, mode)
+# (target= takes the rest of an xl disk spec: it comes last.)
+BAD_DISKS = [
+    ("script=/etc/xen/scripts/block, target /etc/shadow",
+     "vdev=xvdc,access=ro,script=/etc/xen/scripts/block,target=/etc/shadow",
+     "only root"),
+    ("script=/tmp/x.sh", "vdev=xvdc,access=ro,script=/tmp/x.sh,target=%s"
+     % pub, "only root"),
+    ("script=block, a root-only target",
+     "vdev=xvdc,access=ro,script=block,target=%s" % secret, "may not read"),
+    ("script=block-iscsi (a name), a root-only target",
+     "vdev=xvdc,access=ro,script=block-iscsi,target=%s" % secret,
+     "may not read"),
+    ("script=../x", "vdev=xvdc,access=ro,script=../x,target=%s" % pub,
+     "script"),
+    ("script=block, rw on a read-only target",
+     "vdev=xvdc,access=rw,script=block,target=%s" % pub,
+     "may not read and write")]
+BAD_VIFS = [("vif script=/tmp/x.sh", "bridge=br0,script=/tmp/x.sh",
+             "only root"),
+            ("vif script=../x", "bridge=br0,script=../x", "script"),
+            ("vif script=..", "bridge=br0,script=..", "script")]
+GOOD_DISK = "vdev=xvdc,access=ro,script=block,target=%s" % pub
+GOOD_VIF = "bridge=br0,script=vif-bridge"
+
+
+def dev_cfg(name, disk=None, vif=None):
+    extra = ["disk = [ '%s' ]" % disk] if disk else []
+    extra += ["vif = [ '%s' ]" % vif] if vif else []
+    return guest_cfg(name, 16, extra=extra).replace(
+        'kernel = "%s"' % KERNEL, 'kernel = "%s"' % kernel)
+
+
+def dev_reqs():
+    """(label, request, None if it should pass else a word of the
+    refusal) for create and hot-plug."""
+    out = []
+    for i, (what, spec, why) in enumerate(BAD_DISKS):
+        out.append(("vm.create, disk " + what, ("vm.create", {
+            "config": dev_cfg("bad%d" % i, disk=spec), "wait": True,
+            "fds": {"kernel": 0}}, kernel), why))
+        out.append(("vm.disk_attach, " + what, ("vm.disk_attach", {
+            "vm": "target", "disk": spec}, None), why))
+    for i, (what, spec, why) in enumerate(BAD_VIFS):
+        out.append(("vm.create, " + what, ("vm.create", {
+            "config": dev_cfg("badv%d" % i, vif=spec), "wait": True,
+            "fds": {"kernel": 0}}, kernel), why))
+        out.append(("vm.net_attach, " + what, ("vm.net_attach", {
+            "vm": "target", "vif": spec}, None), why))
+    out.append(("vm.create, script=block on a readable image", ("vm.create", {
+        "config": dev_cfg("good", disk=GOOD_DISK, vif=GOOD_VIF),
+        "wait": True, "fds": {"kernel": 0}}, kernel), None))
+    out.append(("vm.disk_attach, script=block on a readable image",
+                ("vm.disk_attach", {"vm": "target", "disk": GOOD_DISK},
+                 None), None))
+    out.append(("vm.net_attach, script=vif-bridge", ("vm.net_attach", {
+        "vm": "target", "vif": GOOD_VIF}, None), None))
+    return out
+
+
+DEVS = dev_reqs()
+res = as_user(m_uid, m_gid, [gid], ro_sock, [r for _, r, _ in DEVS])
+cs = codes(res)
+ok(len(cs) == len(DEVS) and all(c == E_PERMISSION for c in cs),
+   "member, read-only socket: every device request is refused", res)
+res = as_user(m_uid, m_gid, [gid], h.sock, [r for _, r, _ in DEVS])
+replies = res.get("replies") or []
+ok(len(replies) == len(DEVS), "member: a reply to every device request",
+   res)
+for (what, _, why), r in zip(DEVS, replies):
+    if why is None:
+        ok(r and "result" in r, "member, %s: accepted" % what, r)
+    else:
+        ok(r and "error" in r and "result" not in r and
+           r["error"].get("code") != E_PERMISSION and
+           why in r["error"].get("message", ""),
+           "member, %s: refused (\"%s\")" % (what, why), r)
+ok(all("/etc/shadow" not in json.dumps(d) for d in
+       root.result("vm.info", {"vm": "target"})["config"]["disks"]),
+   "target has no disk of /etc/shadow")
+root.call("vm.destroy", {"vm": "good"})
+root.call("vm.disk_detach", {"vm": "target", "disk": "xvdc"})
+root.call("vm.net_detach", {"vm": "target", "vif": 0})
+# Root may give a script by path (vmbuildd(8)), on a VM root created.
+r = root.call("vm.disk_attach", {"vm": "target", "disk":
+                                 "vdev=xvdc,access=ro,script=/etc/xen/"
+                                 "scripts/block,target=%s" % secret})
+ok("result" in r, "root: a script by absolute path is accepted", r)
+root.call("vm.disk_detach", {"vm": "target", "disk": "xvdc"})
+res = as_user(m_uid, m_gid, [gid], h.sock, [("vm.create", {
+    "config": dev_cfg("mvm"), "wait": True, "fds": {"kernel": 0}}, kernel)])
+ok(codes(res) == [None], "member: a VM of its own", res)
+r = root.call("vm.disk_attach", {"vm": "mvm", "disk":
+                                 "vdev=xvdc,access=ro,script=/etc/xen/"
+                                 "scripts/block,target=%s" % pub})
+ok(err_code(r) == RPC_INVALID_PARAMS and "root" in
+   r["error"]["message"], "root: no script by path on a member's VM (its "
+   "restart could not tell who gave it)", r)
+r = root.call("vm.net_attach", {"vm": "mvm", "vif": "script=/bin/true"})
+ok(err_code(r) == RPC_INVALID_PARAMS, "nor a vif's", r)
+root.call("vm.destroy", {"vm": "mvm"})
+
+# ------------------------------------------ images of an image directory
+IMGS = [("vm.create", {"config": guest_cfg("ipub", 16).replace(
+            KERNEL, os.path.join(imgdir, "pub.elf")), "wait": True}, None),
+        ("vm.create", {"config": guest_cfg("isec", 16).replace(
+            KERNEL, os.path.join(imgdir, "secret.elf")), "wait": True},
+         None)]
+res = as_user(m_uid, m_gid, [gid], h.sock, IMGS)
+rs = res.get("replies") or [None, None]
+ok(rs[0] and "result" in rs[0], "member: a world-readable kernel of the "
+   "image directory loads", res)
+ok(rs[1] and (rs[1].get("error") or {}).get("code") == E_IMAGE and
+   "may not read" in rs[1]["error"].get("message", ""),
+   "member: a root-only (0600) kernel of the image directory is refused "
+   "(E_IMAGE, the client may not read it)", res)
+r = root.call("vm.create", IMGS[1][1])
+ok("result" in r, "root loads it", r)
+for n in ("ipub", "isec"):
+    root.call("vm.destroy", {"vm": n})
 
 # --------------------------------------------------------- root, vmctl
 rr = Client(ro_sock)

@@ -24,7 +24,9 @@ hvsim's socket (HvGuest), as lifecycle.py does.  Checked:
   stays shut down, its record does not say "restart", the log says
   why;
 - a record whose configuration has no device lists (a vmbuildd from
-  before hot-plug): the description's devices.
+  before hot-plug): the description's devices;
+- hotplug scripts by absolute path (root's): restarted as given when
+  the source says root created the VM, not rebuilt when it does not.
 """
 import json
 import os
@@ -216,7 +218,45 @@ ok(i is not None and [x["vdev"] for x in d or []] == ["xvda"] and
    "a record without device lists: restarted with the description's",
    (i, d, v))
 
-for n in ("rd", "obj", "older"):
+# ----------------------------------- hotplug scripts by path at a restart
+# Root may give a script by absolute path; the VM's source records that
+# root created it, and its restart runs the same.  A record that does not
+# say so (an older vmbuildd's, where any member could give a path) is
+# not rebuilt: no path that no root client gave is run as root.
+r = c.call("vm.create", {"config": guest_cfg("scr", 64, extra=[
+    "on_reboot = 'restart'",
+    "disk = [ 'vdev=xvda,access=ro,script=/etc/xen/scripts/block,"
+    "target=%s' ]" % imgs["a"],
+    "vif = [ 'bridge=br8,script=/etc/xen/scripts/vif-bridge' ]"]),
+    "wait": True})
+ok("result" in r, "root: vm.create with scripts by absolute path", r)
+scr = r.get("result", {}).get("vm", {})
+ok((record(scr["uuid"]) or {}).get("source", {}).get("by_root") is True,
+   "its source records that root created it")
+ok(g.shutdown(scr["id"], g.REBOOT) == 0, "scr's guest reboots")
+i = running_again("scr", scr["id"])
+ok(i is not None and devs("scr")[0][0]["script"] ==
+   "/etc/xen/scripts/block", "restarted, its scripts as root gave them",
+   (i, devs("scr")))
+c.close()
+h.stop_daemon()
+rec = record(scr["uuid"])
+del rec["source"]["by_root"]
+with open(os.path.join(h.state, scr["uuid"] + ".json"), "w") as f:
+    json.dump(rec, f)
+h.start_daemon()
+c = h.client()
+ok(g.shutdown(i["id"], g.REBOOT) == 0, "scr's guest reboots, its record "
+   "not saying root created it")
+ok(wait_for(lambda: "no root client created the VM" in h.log_tail(n=100)
+            and "left shut down" in h.log_tail(n=100), 30),
+   "not rebuilt: a script by path of a VM no root client created is not "
+   "run; the log says why", h.log_tail())
+i2 = info("scr")
+ok(i2 and i2["state"] == "shutdown" and i2["id"] == i["id"],
+   "the domain is left shut down", i2)
+
+for n in ("rd", "obj", "older", "scr"):
     ok("result" in c.call("vm.destroy", {"vm": n}), "destroy " + n)
 # The build the kill -9 interrupted left no domain behind (one would be
 # listed, as not ours).

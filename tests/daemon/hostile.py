@@ -178,6 +178,20 @@ r, _ = create("rd", os.path.join(images, "hello.elf"),
 ok(err_code(r) == E_IMAGE_FD and r["error"]["data"]["files"] ==
    [{"key": "ramdisk", "path": "/etc/shadow"}],
    "ramdisk = \"/etc/shadow\" is refused as well", r)
+# A sibling whose name starts with the image directory's (…/img-x for
+# …/img) is not below it: a path is below a directory only at a '/'.
+sibling = images + "-x"
+os.mkdir(sibling, 0o755)
+atexit.register(shutil.rmtree, sibling, True)
+shutil.copy(KERNEL, os.path.join(sibling, "hello.elf"))
+for name, path in (("sibling", os.path.join(sibling, "hello.elf")),
+                   ("sibling-dir", sibling),
+                   ("prefix", images + "hello.elf")):
+    r, _ = create(name, path)
+    ok(err_code(r) == E_IMAGE_FD and
+       r["error"]["data"]["files"] == [{"key": "kernel", "path": path}],
+       "%s: a path that only starts with the image directory's name is "
+       "outside it (E_IMAGE_FD)" % path.replace(images, "IMG"), r)
 r, _ = create("rel", "relative/k.elf")
 ok(err_code(r) == E_IMAGE_FD, "a relative path without config_path is "
    "refused", r)

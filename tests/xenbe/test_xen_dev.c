@@ -377,6 +377,42 @@ test_script_fails(void **state)
 	nothing_left("vbd", 51728);
 }
 
+/*
+ * A script's name never leaves the script directory, whoever checked
+ * it before: "../DIR/block" (which would be the directory's own block)
+ * and ".." are refused before anything is written or run.
+ */
+static void
+test_script_name_only(void **state)
+{
+	const char *names[] = { NULL, "..", "block/" };
+	char up[96];
+	struct vmb_disk d = disk;
+	struct vmb_nic n = nic;
+	struct vmb_dev v;
+	char why[512];
+
+	(void)state;
+	snprintf(up, sizeof(up), "../%s/block", strrchr(dir, '/') + 1);
+	names[0] = up;
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		d.script = (char *)names[i];
+		v = dev_of(&d, NULL);
+		why[0] = '\0';
+		assert_int_equal(xen_device_add(&be, DOMID, &v, why,
+		    sizeof(why)), -EINVAL);
+		assert_non_null(strstr(why, "neither a name in the script "
+		    "directory nor an absolute path"));
+		nothing_left("vbd", 51712);
+	}
+	n.script = up;
+	v = dev_of(NULL, &n);
+	assert_int_equal(xen_device_add(&be, DOMID, &v, why, sizeof(why)),
+	    -EINVAL);
+	nothing_left("vif", 0);
+	assert_string_equal(script_log(), "");
+}
+
 /* A script that hangs is killed after its time. */
 static void
 test_script_hangs(void **state)
@@ -544,6 +580,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_disk_as_xl, setup,
 		    teardown_dir),
 		cmocka_unit_test_setup_teardown(test_vif_as_xl, setup,
+		    teardown_dir),
+		cmocka_unit_test_setup_teardown(test_script_name_only, setup,
 		    teardown_dir),
 		cmocka_unit_test_setup_teardown(test_script_fails, setup,
 		    teardown_dir),
