@@ -21,6 +21,8 @@ struct vmb_dom_config {
 	bool	hvm;
 	bool	hap;		/* decided by the build (vmb__paging_mode) */
 	uint32_t max_vcpus;
+	/* max_event_channels= (Xen's max_evtchn_port); 0: libxl's 1023 */
+	uint32_t max_evtchn_port;
 	uint64_t max_pages;	/* 4 KiB pages */
 	uint64_t target_pages;	/* pages that will be populated */
 	uint32_t nr_nodes;	/* placement: the nodes the domain may use */

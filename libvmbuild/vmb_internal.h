@@ -88,6 +88,61 @@ int vmb__diag_add(struct vmb_diags *diags, enum vmb_severity sev,
     const char *file, int line, const char *key, const char *fmt, ...)
     __attribute__((format(printf, 6, 7)));
 
+/*
+ * keys.c: the keys of keys.def as a table, in that order, indexed by
+ * enum vmb_key: the parser's, and what guest.c (copy, free),
+ * guest_check.c and guest_json.c know of each key.
+ */
+enum vmb__key_kind { VMB__KIND_SIZE, VMB__KIND_COUNT, VMB__KIND_STRING,
+	VMB__KIND_LIST, VMB__KIND_ENUM, VMB__KIND_DEVICE };
+enum vmb__json_form { VMB__JSON_STRING, VMB__JSON_NUMBER, VMB__JSON_BOOL,
+	VMB__JSON_TYPE, VMB__JSON_ACTION, VMB__JSON_UUID, VMB__JSON_VNUMA,
+	VMB__JSON_DISKS, VMB__JSON_VIFS };
+
+struct vmb__key;
+/* A key's setter: checks the value, adds a diagnostic naming k->name. */
+typedef int vmb__key_set_fn(struct vmb_guest *g, const struct vmb__key *k,
+    const struct vmb_value *v, const char *where, struct vmb_diags *diags);
+
+struct vmb__key {
+	const char *name;		/* xl.cfg's */
+	enum vmb_key key;
+	enum vmb__key_kind kind;
+	const char *unit;		/* "" for none */
+	const char *def;		/* default as in xl.cfg; NULL none */
+	bool	daemon;			/* vmbuildd acts on it */
+	vmb__key_set_fn *set;
+	const char *json;		/* member of the JSON form; NULL none */
+	enum vmb__json_form form;
+	const char *man;		/* its line in vmbuild.cfg(5) */
+	size_t	offset, size;		/* of its field in struct vmb_guest */
+	bool	owned;			/* the field is a char * the guest owns */
+};
+extern const struct vmb__key vmb__keys[VMB_KEY_MAX];
+
+/* keys.c: the defaults of keys.def, set into a new guest. */
+int vmb__keys_default(struct vmb_guest *g);
+/* keys.c: value access for the setters, each adding a diagnostic. */
+const char *vmb__value_type_name(const struct vmb_value *v);
+int vmb__get_string(const struct vmb__key *k, const struct vmb_value *v,
+    const char *where, struct vmb_diags *diags, const char **ret);
+/* keys_list.c: the list keys' setters. */
+vmb__key_set_fn vmb__set_vnuma, vmb__set_disks, vmb__set_vifs;
+/* keys.c, keys_list.c: sizes in MiB are at most this (16 TiB). */
+#define VMB_MEMORY_MAX_MIB	(16ull << 20)
+
+/*
+ * unsupported.c: xl's keys vmbuild does not implement: the entry for
+ * `key` (NULL when it is none of them), and what setting one does (an
+ * error, a warning under VMB_CONFIG_IGNORE_UNSUPPORTED, nothing for
+ * the value vmbuild honours anyway).
+ */
+struct vmb__unsupported;
+const struct vmb__unsupported *vmb__unsupported_find(const char *key);
+int vmb__unsupported_set(struct vmb_guest *g,
+    const struct vmb__unsupported *u, const struct vmb_value *v,
+    const char *where, struct vmb_diags *diags);
+
 /* guest.c */
 /* "0-3,5" into a bitmap of `nbits`; -EINVAL on syntax, -ERANGE past nbits. */
 int vmb__parse_ranges(const char *s, uint64_t *bits, unsigned nbits);
@@ -184,7 +239,7 @@ int vmb__memmap(const struct vmb_layout *layout,
 int vmb__devices_setup(struct vmb_ctx *ctx, uint32_t domid,
     const uint8_t uuid[16], const struct vmb_guest *guest,
     uint32_t *ret_disks, uint32_t *ret_nics, char *why, size_t why_len);
-/* guest.c: s as a JSON string (escaped), or null when NULL. */
+/* guest_json.c: s as a JSON string (escaped), or null when NULL. */
 void vmb__json_str(FILE *f, const char *s);
 /* Tear down the first nr_disks disks and nr_nics vifs, side by side. */
 void vmb__devices_undo(struct vmb_ctx *ctx, uint32_t domid,

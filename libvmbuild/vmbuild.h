@@ -32,6 +32,12 @@
 #define VMB_MAX_NODES		64
 #define VMB_MAX_VNODES		16
 #define VMB_MAX_VCPUS		256
+/*
+ * max_event_channels: the toolstack itself takes two ports (xenstore,
+ * console); no guest can use more than the FIFO ABI's 2^17 - 1.
+ */
+#define VMB_MIN_EVENT_CHANNELS	2
+#define VMB_MAX_EVENT_CHANNELS	131071
 #define VMB_NAME_LEN		64	/* including the NUL */
 #define VMB_DOMID_INVALID	0x7ff4u
 
@@ -78,15 +84,17 @@ bool vmb_uuid_is_null(const uint8_t uuid[16]);
 
 enum vmb_guest_type { VMB_GUEST_PVH = 0, VMB_GUEST_HVM, VMB_GUEST_PV };
 
-/* The keys of the key/value interface, to remember where each was set. */
+/*
+ * The keys of the key/value interface, defined once in keys.def (xl
+ * name, field, kind, unit, default, JSON member, man-page line), to
+ * remember where each was set.
+ */
 enum vmb_key {
-	VMB_KEY_NAME = 0, VMB_KEY_TYPE, VMB_KEY_MEMORY, VMB_KEY_MAXMEM,
-	VMB_KEY_VCPUS, VMB_KEY_MAXVCPUS, VMB_KEY_KERNEL, VMB_KEY_RAMDISK,
-	VMB_KEY_CMDLINE, VMB_KEY_EXTRA, VMB_KEY_CPUS, VMB_KEY_VNUMA,
-	VMB_KEY_HAP, VMB_KEY_UUID, VMB_KEY_CPUS_SOFT, VMB_KEY_TSC_MODE,
-	VMB_KEY_TIMER_MODE, VMB_KEY_ON_POWEROFF, VMB_KEY_ON_REBOOT,
-	VMB_KEY_ON_CRASH, VMB_KEY_ON_WATCHDOG, VMB_KEY_ON_SOFT_RESET,
-	VMB_KEY_DISK, VMB_KEY_VIF, VMB_KEY_MAX
+#define VMB_KEY(id, xl, field, kind, unit, def, daemon, set, json, form, man) \
+	VMB_KEY_##id,
+#include "keys.def"
+#undef VMB_KEY
+	VMB_KEY_MAX
 };
 
 /*
@@ -195,6 +203,12 @@ struct vmb_guest {
 	uint32_t vcpus;
 	uint32_t maxvcpus;	/* >= vcpus */
 	/*
+	 * The highest event channel port the guest may use (xl's
+	 * max_event_channels, default 1023 as libxl's): Xen's
+	 * max_evtchn_port at domain creation.
+	 */
+	uint32_t max_event_channels;
+	/*
 	 * hap=1/0 (keys_set says whether it was written): HAP or shadow
 	 * paging.  Unset, the build takes HAP where the host has it, else
 	 * shadow paging, as libxl does.
@@ -256,10 +270,10 @@ int vmb_guest_copy(const struct vmb_guest *src, struct vmb_guest **ret_guest);
 #define VMB_CONFIG_IGNORE_UNSUPPORTED	(1u << 8)	/* apart from VMB_CHECK_* */
 
 /*
- * Set one key (xl.cfg names: name, type, memory, maxmem, vcpus, maxvcpus,
- * kernel, ramdisk, cmdline, extra, cpus, cpus_soft, vnuma, hap, uuid,
- * tsc_mode, timer_mode, on_poweroff, on_reboot, on_crash, on_watchdog,
- * on_soft_reset, disk, vif).
+ * Set one key (the xl.cfg names of keys.def: name, type, memory, maxmem,
+ * vcpus, maxvcpus, max_event_channels, hap, kernel, ramdisk, cmdline,
+ * extra, cpus, cpus_soft, tsc_mode, timer_mode, on_poweroff, on_reboot,
+ * on_crash, on_watchdog, on_soft_reset, vnuma, uuid, disk, vif).
  * Sizes are in MiB as in xl.cfg.  An unknown key or a bad value adds a
  * diagnostic (file `where`, the value's line) and returns -EINVAL; an
  * unsupported key too, unless guest->flags has

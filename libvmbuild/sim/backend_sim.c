@@ -372,6 +372,10 @@ sim_domain_create(void *priv, const struct vmb_dom_config *cfg,
 	memset(&req, 0, sizeof(req));
 	req.flags = (cfg->hvm ? HV_DOMF_HVM : 0) | (cfg->hap ? HV_DOMF_HAP : 0);
 	req.max_vcpus = cfg->max_vcpus;
+	/*
+	 * hvsim has no event channels: cfg->max_evtchn_port limits nothing
+	 * there, and is only shown (vm.info's config.max_event_channels).
+	 */
 	req.max_pages = cfg->max_pages;
 	memcpy(req.handle, cfg->uuid, sizeof(req.handle));
 	snprintf(req.name, sizeof(req.name), "%s", cfg->name);

@@ -32,7 +32,8 @@
 
 #define XEN_LIST_CHUNK		256	/* domains per getinfolist call */
 #define XEN_MAXMEM_SLACK_KB	1024	/* as libxl's LIBXL_MAXMEM_CONSTANT */
-#define XEN_MAX_EVTCHN_PORT	1023	/* libxl's default */
+/* max_evtchn_port for a description that gives none (libxl's default). */
+#define XEN_MAX_EVTCHN_PORT	1023
 
 static void
 xen_log_vmessage(xentoollog_logger *logger, xentoollog_level level,
@@ -386,8 +387,9 @@ out:
 
 /*
  * Create a paused PVH domain: hvm (+hap), LAPIC emulation only, grant
- * table v1, then its limits and paging pool, node affinity and the
- * xenstore skeleton.  Any failure destroys the domain again.
+ * table v1, its highest event channel port (max_event_channels), then
+ * its limits and paging pool, node affinity and the xenstore skeleton.
+ * Any failure destroys the domain again.
  */
 static int
 xen_domain_create(void *priv, const struct vmb_dom_config *cfg,
@@ -410,7 +412,9 @@ xen_domain_create(void *priv, const struct vmb_dom_config *cfg,
 	memcpy(dc.handle, cfg->uuid, sizeof(dc.handle));
 	dc.flags = XEN_DOMCTL_CDF_hvm | (cfg->hap ? XEN_DOMCTL_CDF_hap : 0);
 	dc.max_vcpus = cfg->max_vcpus;
-	dc.max_evtchn_port = XEN_MAX_EVTCHN_PORT;
+	/* As libxl: 0 is the default (a description always has one). */
+	dc.max_evtchn_port = cfg->max_evtchn_port ? cfg->max_evtchn_port :
+	    XEN_MAX_EVTCHN_PORT;
 	dc.max_grant_frames = -1;
 	dc.max_maptrack_frames = -1;
 	dc.grant_opts = XEN_DOMCTL_GRANT_version(be->gnttab_version);

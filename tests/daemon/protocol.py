@@ -171,6 +171,20 @@ ok("result" in r and sorted(r["result"]["vm"]["nodes"]) == [0, 1] and
 r = c.call("vm.destroy", {"vm": "p4"})
 ok("result" in r, "vm.destroy p4", r)
 
+# max_event_channels is kept in the description vm.info shows (hvsim has
+# no event channels: there it is only recorded); 1023 when not given.
+r = c.call("vm.create", {"guest": {"name": "p5", "memory": 32,
+                                   "kernel": KERNEL,
+                                   "max_event_channels": 2048},
+                         "wait": True})
+cfg5 = c.result("vm.info", {"vm": "p5"})["config"] if "result" in r else {}
+cfg3 = c.result("vm.info", {"vm": "p3"})["config"]
+ok(cfg5.get("max_event_channels") == 2048 and
+   cfg3.get("max_event_channels") == 1023,
+   "vm.info: config.max_event_channels as given, else 1023", r)
+r = c.call("vm.destroy", {"vm": "p5"})
+ok("result" in r, "vm.destroy p5", r)
+
 vl = c.result("vm.list")
 names = sorted(v["name"] for v in vl["vms"])
 ok(names == ["p1", "p2", "p3"], "vm.list: the three VMs", vl)

@@ -5,7 +5,7 @@
 # understands (lexgrog); the pages document what the programs really
 # have: every option of vmctl, its commands and their options, vmbuildd
 # and hvsim (from their --help), and every xl.cfg key libvmbuild reads or
-# refuses as not supported (from libvmbuild/guest.c).
+# refuses as not supported (from libvmbuild/keys.def and unsupported.c).
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top" || exit 1
@@ -61,12 +61,12 @@ done
 want_words vmbuildd.8 "vmbuildd's options" $("$bin/vmbuildd" --help | opts_of)
 want_words hvsim.8 "hvsim's options" $("$bin/hvsim" --help | opts_of)
 
-# xl.cfg keys: the table of keys and the list of xl keys accepted with
-# a warning, as libvmbuild/guest.c has them.
-keys=$(sed -n '/^static const struct key_desc keys\[\]/,/^};/s/^\t{ "\([a-z_]*\)".*/\1/p' libvmbuild/guest.c)
-unsupported=$(sed -n '/^} xl_unsupported\[\] = {/,/^};/s/^\t{ "\([a-z_0-9]*\)".*/\1/p' libvmbuild/guest.c)
-[ "$(wc -w <<<"$keys")" -ge 10 ] || not_ok "found the keys in guest.c ($keys)"
-[ "$(wc -w <<<"$unsupported")" -ge 10 ] || not_ok "found the unsupported keys in guest.c"
+# xl.cfg keys: the keys of libvmbuild/keys.def and the xl keys accepted
+# with a warning, as libvmbuild/unsupported.c has them.
+keys=$(sed -n 's/^VMB_KEY([A-Z_]*, "\([a-z_]*\)".*/\1/p' libvmbuild/keys.def)
+unsupported=$(sed -n '/^} xl_unsupported\[\] = {/,/^};/s/^\t{ "\([a-z_0-9]*\)".*/\1/p' libvmbuild/unsupported.c)
+[ "$(wc -w <<<"$keys")" -ge 10 ] || not_ok "found the keys in keys.def ($keys)"
+[ "$(wc -w <<<"$unsupported")" -ge 10 ] || not_ok "found the unsupported keys in unsupported.c"
 want_words vmbuild.cfg.5 "the keys vmbuild reads" $keys
 want_words vmbuild.cfg.5 "the xl keys it does not support" $unsupported
 

@@ -7,7 +7,8 @@ XENBE_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(sort $(wildcard libvmbuild/xen/*.c))) 
 	$(OBJ)/libvmbuild/counters.o $(OBJ)/libvmbuild/uuid.o \
 	$(OBJ)/libvmbuild/diag.o
 XENBE_WRAP := -Wl,--wrap=xc_domain_populate_physmap -Wl,--wrap=xc_interface_open \
-	-Wl,--wrap=xc_domain_getinfolist -Wl,--wrap=xs_read
+	-Wl,--wrap=xc_domain_getinfolist -Wl,--wrap=xs_read \
+	-Wl,--wrap=xc_domain_create
 EXTRA_CFLAGS_tests/xenbe/ += -Ilibvmbuild -Ilibvmbuild/xen \
 	$(shell $(PKG) --cflags $(LIBVMB_XEN_PKGS))
 

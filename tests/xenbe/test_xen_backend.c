@@ -2,11 +2,13 @@
  * test_xen_backend.c - the xen backend without a Xen: how populate groups
  * extents into XENMEM_populate_physmap calls, which node flags it passes,
  * how it splits an extent Xen cannot give whole, how it reports partial
- * failure, that open without Xen is a clean -errno, and how it reports
- * the control domain (Domain-0, as `xl list` names it).
+ * failure, that open without Xen is a clean -errno, how it reports
+ * the control domain (Domain-0, as `xl list` names it), and what it asks
+ * of Xen's domain creation (max_event_channels).
  *
- * xc_domain_populate_physmap, xc_interface_open, xc_domain_getinfolist
- * and xs_read are wrapped at link time (see build.mk); the populate fake
+ * xc_domain_populate_physmap, xc_interface_open, xc_domain_getinfolist,
+ * xs_read and xc_domain_create are wrapped at link time (see build.mk);
+ * the populate fake
  * records every call and answers from a
  * small script: a per-order limit on how many extents of one call it
  * grants, and whether a refusal is "0 done" or "-1, ENOMEM" (Xen gives
@@ -33,6 +35,8 @@ int __wrap_xc_domain_getinfolist(xc_interface *xch, uint32_t first_domain,
     unsigned int max_domains, xc_domaininfo_t *info);
 void *__wrap_xs_read(struct xs_handle *h, xs_transaction_t t,
     const char *path, unsigned int *len);
+int __wrap_xc_domain_create(xc_interface *xch, uint32_t *pdomid,
+    struct xen_domctl_createdomain *config);
 
 #define MAX_CALLS	64
 
@@ -120,6 +124,24 @@ __wrap_xs_read(struct xs_handle *h, xs_transaction_t t, const char *path,
 	return strdup(doms.name);
 }
 
+/* What the backend asked xc_domain_create; the fake then refuses. */
+static struct {
+	unsigned	nr;
+	struct xen_domctl_createdomain dc;
+} created;
+
+int
+__wrap_xc_domain_create(xc_interface *xch, uint32_t *pdomid,
+    struct xen_domctl_createdomain *config)
+{
+	(void)xch;
+	(void)pdomid;
+	created.nr++;
+	created.dc = *config;
+	errno = EPERM;		/* nothing to undo after a refused create */
+	return -1;
+}
+
 static struct xen_be be;
 
 static int
@@ -129,6 +151,7 @@ setup(void **state)
 	memset(&fake, 0, sizeof(fake));
 	memset(fake.limit, 0xff, sizeof(fake.limit));	/* all -1 */
 	memset(&doms, 0, sizeof(doms));
+	memset(&created, 0, sizeof(created));
 	memset(&be, 0, sizeof(be));
 	be.xch = (xc_interface *)&fake;	/* never dereferenced by the fake */
 	return 0;
@@ -311,6 +334,36 @@ test_create_refusals(void **state)
 }
 
 /*
+ * max_event_channels reaches Xen as the domain's max_evtchn_port; a
+ * configuration without one (0) gets libxl's default, 1023.
+ */
+static void
+test_create_event_channels(void **state)
+{
+	struct vmb_dom_config cfg;
+	uint32_t domid = 77;
+
+	(void)state;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.hvm = cfg.hap = true;
+	cfg.max_vcpus = 1;
+	cfg.max_pages = cfg.target_pages = 32768;
+	cfg.max_evtchn_port = 2047;
+	be.have_hap = true;
+	assert_int_equal(vmb_backend_xen.domain_create(&be, &cfg, &domid),
+	    -EPERM);
+	assert_int_equal(created.nr, 1);
+	assert_int_equal(created.dc.max_evtchn_port, 2047);
+	assert_int_equal(created.dc.max_vcpus, 1);
+	cfg.max_evtchn_port = 0;
+	assert_int_equal(vmb_backend_xen.domain_create(&be, &cfg, &domid),
+	    -EPERM);
+	assert_int_equal(created.nr, 2);
+	assert_int_equal(created.dc.max_evtchn_port, 1023);
+	assert_int_equal(domid, 77);
+}
+
+/*
  * Domain 0 as `xl list` shows it: its name from xenstore, its memory,
  * vCPUs and CPU time; "Domain-0" when xenstore has no name; -ESRCH when
  * Xen lists no domain 0.  The domain list itself leaves it out.
@@ -359,6 +412,7 @@ main(void)
 		cmocka_unit_test_setup(test_partial_failure, setup),
 		cmocka_unit_test_setup(test_bad_extent, setup),
 		cmocka_unit_test_setup(test_create_refusals, setup),
+		cmocka_unit_test_setup(test_create_event_channels, setup),
 		cmocka_unit_test_setup(test_control_domain, setup),
 	};
 

@@ -1,0 +1,230 @@
+/*
+ * guest_check.c - a guest description checked as a whole, once all its
+ * keys are set: the keys every guest needs, the defaults that follow
+ * from other keys (maxmem from memory, maxvcpus from vcpus), the keys
+ * that must agree (vnuma with memory, vcpus and cpus), the kernel and
+ * ramdisk paths, and the devices together.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "vmb_internal.h"
+
+/* ------------------------------------------------------------------ */
+/* Validation of the whole description.                                */
+
+static int
+line_of(const struct vmb_guest *g, enum vmb_key k)
+{
+	return g->key_line[k];
+}
+
+/*
+ * Make `path` absolute against basedir; with VMB_CHECK_FILES resolve it
+ * (symbolic links too) and check that it can be read, else only join
+ * the strings and look at nothing.
+ */
+static int
+resolve_path(char **path, const char *basedir, const char *key, int line,
+    const char *where, unsigned flags, struct vmb_diags *diags)
+{
+	char *joined = NULL, *real = NULL;
+	int rc;
+
+	if ((*path)[0] != '/' && basedir && *basedir) {
+		if (asprintf(&joined, "%s/%s", basedir, *path) < 0)
+			return -ENOMEM;
+	}
+	if (!(flags & VMB_CHECK_FILES)) {
+		if (joined) {
+			free(*path);
+			*path = joined;
+		}
+		return 0;
+	}
+	real = realpath(joined ? joined : *path, NULL);
+	if (!real || access(real, R_OK) != 0) {
+		rc = vmb__diag_add(diags, VMB_ERROR, where, line, key,
+		    "cannot read \"%s\": %s", *path, strerror(errno));
+		goto out;
+	}
+	free(*path);
+	*path = real;
+	real = NULL;
+	rc = 0;
+out:
+	free(real);
+	free(joined);
+	return rc;
+}
+
+/*
+ * The devices as a whole: each disk servable (vmb_disk_check), no vbd
+ * or vif devid twice, no MAC twice.  Returns the number of errors.
+ */
+static int
+validate_devices(struct vmb_guest *g, const char *basedir,
+    const char *where, struct vmb_diags *diags)
+{
+	int line, errors = 0;
+
+	for (uint32_t i = 0; i < g->nr_disks; i++) {
+		struct vmb_disk *d = &g->disks[i];
+
+		if (vmb_disk_check(d, basedir, where, diags) != 0) {
+			errors++;
+			continue;
+		}
+		for (uint32_t j = 0; j < i; j++)
+			if (g->disks[j].devid == d->devid) {
+				vmb__diag_add(diags, VMB_ERROR, where, d->line,
+				    "disk", "vdev %s is the vbd of %s (%u), "
+				    "given before", d->vdev, g->disks[j].vdev,
+				    d->devid);
+				errors++;
+				break;
+			}
+	}
+	for (uint32_t i = 0; i < g->nr_nics; i++) {
+		const struct vmb_nic *n = &g->nics[i];
+
+		line = n->line;
+		for (uint32_t j = 0; j < i; j++) {
+			const struct vmb_nic *o = &g->nics[j];
+
+			if (o->devid == n->devid) {
+				vmb__diag_add(diags, VMB_ERROR, where, line,
+				    "vif", "devid %u given twice", n->devid);
+				errors++;
+				break;
+			}
+			if (n->mac_set && o->mac_set &&
+			    !memcmp(n->mac, o->mac, 6)) {
+				vmb__diag_add(diags, VMB_ERROR, where, line,
+				    "vif", "mac %02x:%02x:%02x:%02x:%02x:%02x "
+				    "given twice", n->mac[0], n->mac[1],
+				    n->mac[2], n->mac[3], n->mac[4], n->mac[5]);
+				errors++;
+				break;
+			}
+		}
+	}
+	return errors;
+}
+
+int
+vmb_guest_validate(struct vmb_guest *g, const char *basedir,
+    const char *where, struct vmb_diags *diags)
+{
+	return vmb_guest_check(g, basedir, where, VMB_CHECK_FILES, diags);
+}
+
+int
+vmb_guest_check(struct vmb_guest *g, const char *basedir, const char *where,
+    unsigned flags, struct vmb_diags *diags)
+{
+	int errors = 0;
+
+	if (!g)
+		return -EINVAL;
+	if (!where)
+		where = g->source ? g->source : "request";
+#define ERR(key, ...) do { \
+	vmb__diag_add(diags, VMB_ERROR, where, line_of(g, key), \
+	    vmb__keys[key].name, __VA_ARGS__); errors++; } while (0)
+
+	if (!(g->keys_set & (1u << VMB_KEY_NAME)))
+		ERR(VMB_KEY_NAME, "missing (every guest needs a name)");
+	if (!(g->keys_set & (1u << VMB_KEY_MEMORY)))
+		ERR(VMB_KEY_MEMORY, "missing (guest memory in MiB)");
+	if (!g->kernel)
+		ERR(VMB_KEY_KERNEL, "missing (path of the guest kernel)");
+	if (!(g->keys_set & (1u << VMB_KEY_VCPUS)))
+		g->vcpus = 1;
+	if (!(g->keys_set & (1u << VMB_KEY_MAXVCPUS)))
+		g->maxvcpus = g->vcpus;
+	if (!(g->keys_set & (1u << VMB_KEY_MAXMEM)))
+		g->maxmem_bytes = g->memory_bytes;
+	if (g->memory_bytes > g->maxmem_bytes)
+		ERR(VMB_KEY_MAXMEM, "memory (%llu MiB) is larger than maxmem "
+		    "(%llu MiB)", (unsigned long long)(g->memory_bytes / VMB_MIB),
+		    (unsigned long long)(g->maxmem_bytes / VMB_MIB));
+	else if (g->memory_bytes < g->maxmem_bytes)
+		ERR(VMB_KEY_MAXMEM, "maxmem (%llu MiB) above memory (%llu MiB) "
+		    "makes xl populate the guest on demand, which vmbuild does "
+		    "not do; leave maxmem out or set it to memory",
+		    (unsigned long long)(g->maxmem_bytes / VMB_MIB),
+		    (unsigned long long)(g->memory_bytes / VMB_MIB));
+	if (g->vcpus > g->maxvcpus)
+		ERR(VMB_KEY_MAXVCPUS, "vcpus (%u) is larger than maxvcpus (%u)",
+		    g->vcpus, g->maxvcpus);
+	if (g->nr_vnodes) {
+		uint64_t sum = 0, cover[4] = { 0 };
+		bool overlap = false;
+
+		for (uint32_t i = 0; i < g->nr_vnodes; i++) {
+			sum += g->vnodes[i].size_bytes;
+			for (int w = 0; w < 4; w++) {
+				if (cover[w] & g->vnodes[i].vcpus[w])
+					overlap = true;
+				cover[w] |= g->vnodes[i].vcpus[w];
+			}
+		}
+		if (sum != g->memory_bytes)
+			ERR(VMB_KEY_VNUMA, "vnode sizes add up to %llu MiB, "
+			    "memory is %llu MiB",
+			    (unsigned long long)(sum / VMB_MIB),
+			    (unsigned long long)(g->memory_bytes / VMB_MIB));
+		if (overlap)
+			ERR(VMB_KEY_VNUMA, "a vCPU is in more than one vnode");
+		/* As libxl__vnuma_config_check: local is the nearest. */
+		for (uint32_t i = 0; i < g->nr_vnodes; i++)
+			for (uint32_t j = 0; j < g->nr_vnodes; j++)
+				if (g->vnodes[i].distances[j] <
+				    g->vnodes[i].distances[i]) {
+					ERR(VMB_KEY_VNUMA, "vnode %u: distance "
+					    "to vnode %u (%u) is smaller than "
+					    "its local distance (%u)", i, j,
+					    g->vnodes[i].distances[j],
+					    g->vnodes[i].distances[i]);
+					i = j = g->nr_vnodes;
+				}
+		for (uint32_t c = 0; c < VMB_MAX_VCPUS; c++) {
+			bool in = cover[c / 64] & (1ull << (c % 64));
+
+			/* As xl: the vnodes hold every vCPU up to maxvcpus. */
+			if (c < g->maxvcpus && !in) {
+				ERR(VMB_KEY_VNUMA, "vCPU %u is in no vnode", c);
+				break;
+			}
+			if (c >= g->maxvcpus && in) {
+				ERR(VMB_KEY_VNUMA, "vnode vCPU %u, but the guest "
+				    "has %u vcpus", c, g->maxvcpus);
+				break;
+			}
+		}
+		if (g->node_mask) {
+			for (uint32_t i = 0; i < g->nr_vnodes; i++)
+				if (!(g->node_mask >> g->vnodes[i].pnode & 1)) {
+					ERR(VMB_KEY_VNUMA, "vnode %u is on node "
+					    "%u, which cpus=\"%s\" excludes", i,
+					    g->vnodes[i].pnode, g->cpus);
+					break;
+				}
+		}
+	}
+	if (g->kernel && resolve_path(&g->kernel, basedir,
+	    vmb__keys[VMB_KEY_KERNEL].name, line_of(g, VMB_KEY_KERNEL), where,
+	    flags, diags))
+		errors++;
+	if (g->ramdisk && resolve_path(&g->ramdisk, basedir,
+	    vmb__keys[VMB_KEY_RAMDISK].name, line_of(g, VMB_KEY_RAMDISK), where,
+	    flags, diags))
+		errors++;
+	errors += validate_devices(g, basedir, where, diags);
+#undef ERR
+	return errors ? -EINVAL : 0;
+}
