@@ -112,7 +112,10 @@ stderr_is_journal(void)
 	return st.st_dev == (dev_t)dev && st.st_ino == (ino_t)ino;
 }
 
-/* The syslog socket, connected; -1 without one.  Under L.lock. */
+/*
+ * Connect L.syslog_fd to /dev/log; it stays -1 without a syslog daemon
+ * (and the next message tries again).  Under L.lock.
+ */
 static void
 syslog_connect(void)
 {
