@@ -13,7 +13,9 @@
  *
  * log_warn() and fatal() append strerror(errno) (and give ERRNO=).  The
  * functions are macros, so that each message knows where it was said;
- * all of them keep errno, and all are thread-safe.
+ * all of them keep errno, and all are thread-safe.  None of them blocks:
+ * a message its destination does not take at once is dropped, counted,
+ * and the count logged once messages go through again.
  */
 #ifndef VMBUILDD_LOG_H
 #define VMBUILDD_LOG_H
@@ -46,6 +48,13 @@ const char *log_target_name(void);
  * messages that went there go to syslog from now on.
  */
 void log_detach(void);
+
+/*
+ * Messages lost since start because where they go was not taking them
+ * (a stalled journald or syslog daemon, a full stderr pipe): logging
+ * never blocks.
+ */
+unsigned long long log_dropped(void);
 
 void log_emit(int prio, int errnum, const char *vm, uint32_t domid,
     uint64_t task, const char *file, int line, const char *func,

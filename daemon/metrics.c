@@ -287,6 +287,10 @@ render_daemon(struct evbuffer *b)
 	    "Scrapes of this endpoint.");
 	evbuffer_add_printf(b, "vmbuild_metrics_scrapes_total %llu\n",
 	    (unsigned long long)MX.scrapes);
+	family(b, "vmbuild_log_dropped_total", "counter",
+	    "Log messages dropped: the journal, syslog or stderr was full.");
+	evbuffer_add_printf(b, "vmbuild_log_dropped_total %llu\n",
+	    log_dropped());
 }
 
 /* A label value as the text format wants it: \\, \" and \n escaped. */

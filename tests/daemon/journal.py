@@ -17,15 +17,26 @@ No journald runs here (nor in CI): the daemon runs in a private mount
 namespace where /run/systemd/journal/socket and dev-log (which /dev/log
 points to on a systemd host) are sockets this test binds.  That needs
 root and unshare(1); without them those checks are skipped.
+
+The test's sockets are read all the time, by a thread each, as journald
+reads its own: a datagram socket's queue holds as few as
+net.unix.max_dgram_qlen datagrams (10 on some machines).  A journal
+that is never read (a stalled journald) must not stop the daemon: the
+control socket keeps answering, and vmbuild_log_dropped_total counts
+what was lost.
 """
 import os
 import pty
+import queue
+import re
 import signal
 import socket
 import struct
 import subprocess
 import sys
+import threading
 import time
+import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from vmbdtest import *  # noqa: E402,F401,F403
@@ -50,14 +61,34 @@ def parse_native(data):
     return fields
 
 
-def drain(sock, want, timeout=30):
+class Reader:
+    """Reads a datagram socket from a thread of its own, all the time, so
+    that the sender never finds its queue full; get() takes what came."""
+
+    def __init__(self, sock):
+        self.sock, self.q = sock, queue.Queue()
+        threading.Thread(target=self.run, daemon=True).start()
+
+    def run(self):
+        while True:
+            try:
+                self.q.put(self.sock.recv(1 << 20))
+            except OSError:
+                return
+
+    def get(self, timeout):
+        try:
+            return self.q.get(timeout=max(0.01, timeout))
+        except queue.Empty:
+            return None
+
+
+def drain(reader, want, timeout=30):
     """Datagrams until one satisfies want(datagram) or time runs out."""
     got, end = [], time.monotonic() + timeout
     while time.monotonic() < end:
-        sock.settimeout(max(0.05, end - time.monotonic()))
-        try:
-            d = sock.recv(1 << 20)
-        except socket.timeout:
+        d = reader.get(end - time.monotonic())
+        if d is None:
             break
         got.append(d)
         if want(d):
@@ -76,9 +107,13 @@ jsock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 jsock.bind(jpath)
 ssock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 ssock.bind(spath)
-wrap = os.path.join(h.dir, "ns.sh")
-with open(wrap, "w") as f:
-    f.write("""#!/bin/sh
+jread, sread = Reader(jsock), Reader(ssock)
+# A journal and a syslog that take nothing: bound, never read.
+stalled_socks = {n: socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+           for n in ("journal", "syslog")}
+for n, sk in stalled_socks.items():
+    sk.bind(os.path.join(h.dir, "stalled-%s.sock" % n))
+NS_SCRIPT = """#!/bin/sh
 # Run "$@" where journald's sockets are the test's: a tmpfs over
 # /run/systemd (or /run) in this private mount namespace, and /dev/log
 # there too when it is a socket of its own.
@@ -96,8 +131,22 @@ if [ -S /dev/log ] && [ ! -L /dev/log ]; then
 	mount --bind %(s)s /dev/log
 fi
 exec "$@"
-""" % {"j": jpath, "s": spath})
-os.chmod(wrap, 0o755)
+"""
+
+
+def ns_wrapper(name, j, s):
+    """A script that runs "$@" with journald's sockets at j and s."""
+    path = os.path.join(h.dir, name)
+    with open(path, "w") as f:
+        f.write(NS_SCRIPT % {"j": j, "s": s})
+    os.chmod(path, 0o755)
+    return path
+
+
+wrap = ns_wrapper("ns.sh", jpath, spath)
+wrap_stalled = ns_wrapper("ns-stalled.sh",
+                          stalled_socks["journal"].getsockname(),
+                          stalled_socks["syslog"].getsockname())
 devlog = os.path.realpath("/dev/log") if os.path.lexists("/dev/log") else ""
 ns_ok = (os.geteuid() == 0 and shutil.which("unshare") is not None and
          subprocess.run(["unshare", "--mount", wrap, "true"],
@@ -106,6 +155,7 @@ syslog_ok = ns_ok and (devlog.startswith("/run/systemd/journal/") or
                        (os.path.exists("/dev/log") and
                         not os.path.islink("/dev/log")))
 NS = ["unshare", "--mount", "--propagation", "private", wrap]
+NS_STALLED = NS[:-1] + [wrap_stalled]
 if not ns_ok:
     diag("no private mount namespace here (needs root and unshare): "
          "the journal and syslog checks are skipped")
@@ -130,7 +180,7 @@ if ns_ok:
                                "wait": True})
     c.result("vm.destroy", {"vm": "j1"})
     c.close()
-    raw = drain(jsock, lambda d: b"(domain %d) destroyed" % domid in d)
+    raw = drain(jread, lambda d: b"(domain %d) destroyed" % domid in d)
     got = [parse_native(d) for d in raw]
     msgs = [g.get("MESSAGE", "") for g in got]
     building = [g for g in got if "building j1" in g.get("MESSAGE", "")]
@@ -172,20 +222,101 @@ if ns_ok:
        "PRIORITY=5)", msgs)
     ok("building j1" not in log_text(), "journal: nothing of it on stderr")
     ok(h.stop_daemon() == 0, "SIGTERM: clean exit")
-    drain(jsock, lambda d: False, 0.2)
+    drain(jread, lambda d: False, 0.2)
 
     # --log-target journal, with stderr anything.
     h.start_daemon(prefix=NS, extra=["--log-target", "journal"])
     got = [parse_native(d) for d in drain(
-        jsock, lambda d: b"MESSAGE=ready" in d)]
+        jread, lambda d: b"MESSAGE=ready" in d)]
     ok(any(g.get("MESSAGE", "").startswith("ready") for g in got),
        "--log-target journal: entries in the journal without "
        "JOURNAL_STREAM")
     ok(h.stop_daemon() == 0, "SIGTERM: clean exit")
-    drain(jsock, lambda d: False, 0.2)
+    drain(jread, lambda d: False, 0.2)
 else:
     for name in ("journal: entries with fields", "--log-target journal"):
         skip(name, "needs root and unshare")
+
+
+def dropped_total(port):
+    """vmbuild_log_dropped_total of the daemon's /metrics, or None."""
+    try:
+        with urllib.request.urlopen("http://127.0.0.1:%d/metrics" % port,
+                                    timeout=30) as r:
+            text = r.read().decode()
+    except OSError as e:
+        diag("metrics: %r" % e)
+        return None
+    for ln in text.splitlines():
+        if ln.startswith("vmbuild_log_dropped_total "):
+            return float(ln.split()[1])
+    return None
+
+
+def stalled(target):
+    """--log-target `target` where it takes nothing (journald or the
+    syslog daemon stalled, their queues full): the daemon keeps
+    answering, counts what it drops, and says so once it can log again.
+    Each request is logged (-v: "conn N: server.hello")."""
+    port = free_port()
+    start = len(log_text()) if os.path.exists(log_path) else 0
+    h.start_daemon(prefix=NS_STALLED, extra=[
+        "--log-target", target, "--metrics", "127.0.0.1:%d" % port])
+    answered, n = 0, 200
+    try:
+        c = h.client(timeout=20)
+        for _ in range(n):
+            c.result("server.hello")
+            answered += 1
+        c.close()
+    except (OSError, RuntimeError) as e:
+        diag("request %d: %r" % (answered + 1, e))
+    ok(answered == n, "%s takes nothing: the control socket answers all "
+       "%d requests (%d)" % (target, n, answered))
+    before = dropped_total(port)
+    ok("server.hello" not in log_text()[start:],
+       "%s takes nothing: nothing of it on stderr" % target)
+    ok(before is not None and before > 0,
+       "%s takes nothing: vmbuild_log_dropped_total counts the messages "
+       "dropped (%s)" % (target, before))
+    # journald catches up: what it still holds is read, then the next
+    # message is followed by the count of those dropped.
+    sk = stalled_socks[target]
+    sk.setblocking(False)
+    try:
+        while True:
+            sk.recv(1 << 20)
+    except BlockingIOError:
+        pass
+    sk.setblocking(True)
+    reader = Reader(sk)
+    c = h.client(timeout=20)
+    got = []
+    for _ in range(10):
+        c.result("server.hello")
+        got += drain(reader, lambda d: b"log messages dropped" in d, 3)
+        if any(b"log messages dropped" in d for d in got):
+            break
+    c.close()
+    said = [d.decode(errors="replace") for d in got
+            if b"log messages dropped" in d]
+    m = re.search(r"(\d+) log messages dropped: %s was not taking them "
+                  r"\((\d+) since start\)" % target, said[0]) \
+        if len(said) == 1 else None
+    ok(m and int(m.group(1)) > 0 and int(m.group(2)) >= before,
+       "%s takes messages again: one line says how many were dropped" %
+       target, said or got[-3:])
+    ok(h.stop_daemon() == 0, "SIGTERM: clean exit")
+
+
+if ns_ok:
+    stalled("journal")
+else:
+    skip("a journal that takes nothing", "needs root and unshare")
+if syslog_ok:
+    stalled("syslog")
+else:
+    skip("a syslog that takes nothing", "needs root, unshare and /dev/log")
 
 # ----------------------------------- JOURNAL_STREAM names another stream
 before = len(log_text()) if os.path.exists(log_path) else 0
@@ -201,7 +332,7 @@ ok("<6>task " in text and "building s1" in text and "<5>ready" in text,
    "another stream in JOURNAL_STREAM: lines on stderr with their level",
    text[-2000:])
 if ns_ok:
-    got = drain(jsock, lambda d: False, 0.5)
+    got = drain(jread, lambda d: False, 0.5)
     ok(not got, "and nothing in the journal", got[:3])
 
 # ------------------------------------------------------ daemonised
@@ -240,9 +371,9 @@ if pid is not None:
        "no controlling terminal, and no session leader that could get one "
        "(session %s, tty %s)" % (stat[3], stat[4]))
     if syslog_ok:
-        drain(ssock, lambda d: False, 0.2)
+        drain(sread, lambda d: False, 0.2)
         os.kill(pid, signal.SIGHUP)
-        got = drain(ssock, lambda d: b"SIGHUP" in d)
+        got = drain(sread, lambda d: b"SIGHUP" in d)
         line = [d.decode(errors="replace") for d in got if b"SIGHUP" in d]
         # <30>: facility daemon (3) * 8 + info (6).
         ok(len(line) == 1 and line[0].startswith("<30>") and

@@ -11,7 +11,8 @@ need_binaries
 require "hvsim starts (2 nodes, real memory)" \
 	start_hvsim --nodes 2 --cpus-per-node 2 --threads-per-core 1 \
 	--mem-per-node 256M --backing real
-require "vmbuildd starts and answers vmctl" start_daemon
+# -v: the log says when the events subscription below is in place.
+require "vmbuildd starts and answers vmctl" start_daemon -v
 
 # The boot scrub must be over before "free at start" means anything.
 "$VMCTL" scrub --wait --timeout 60 >/dev/null 2>&1 || bail "boot scrub ends"
@@ -77,7 +78,12 @@ check "vmctl destroy e2e-d" test $? -eq 0
 # Events: a subscriber sees the state changes below.
 "$VMCTL" --json events >"$RUN/events.json" 2>"$RUN/events.err" &
 ev_pid=$!
-sleep 0.5
+# Subscribed once the daemon has read the request (its debug line): no
+# fixed sleep, which a busy machine can overrun.
+for i in $(seq 300); do
+	grep -q ': events.subscribe$' "$RUN/vmbuildd.log" && break
+	sleep 0.1
+done
 
 state() {
 	"$VMCTL" --json info "$1" | py 'j["state"]'
@@ -107,7 +113,12 @@ check "vmctl unpause" test $? -eq 0
 s2=$(state e2e-a)
 check "state after unpause is not paused ($s2)" test "$s2" != paused
 
-sleep 0.5
+# The subscriber prints (and flushes) each event as it reads it: wait
+# for the pause's and the unpause's before stopping it.
+for i in $(seq 300); do
+	[ "$(grep -c '"vm.state"' "$RUN/events.json")" -ge 2 ] && break
+	sleep 0.1
+done
 kill -TERM "$ev_pid"
 wait "$ev_pid"
 check "vmctl events stops on SIGTERM with exit 0" test $? -eq 0

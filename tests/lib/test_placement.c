@@ -359,6 +359,66 @@ test_random_invariants(void **state)
 	}
 }
 
+/*
+ * The boundary of "covers": a node whose clean memory is exactly the
+ * guest's size takes the whole guest, clean, and is not passed over for
+ * a pair of nodes whose clean memory is larger.  One page more and the
+ * pair wins.
+ */
+static void
+test_exact_fit_clean(void **state)
+{
+	struct fixture f;
+	struct vmb_placement p;
+	uint64_t free_mib[] = { 2048, 1024 };
+
+	(void)state;
+	host_init(&f, 2, free_mib);
+	f.scrub.nodes[0].dirty_bytes = 1536 * MIB;	/* 512 MiB clean */
+	f.scrub.nodes[1].dirty_bytes = 724 * MIB;	/* 300 MiB clean */
+	assert_int_equal(vmb__clean_bytes(&f.host, &f.scrub, 0), 512 * MIB);
+	guest_mib(&f, 512);
+	assert_int_equal(vmb__place(&f.host, &f.scrub, NULL, 0, &f.guest, &p), 0);
+	assert_int_equal(p.nr_nodes, 1);
+	assert_int_equal(p.nodes[0], 0);
+	assert_int_equal(p.node_bytes[0], 512 * MIB);
+	assert_non_null(strstr(p.reason, "clean free memory"));
+
+	f.guest.memory_bytes = f.guest.maxmem_bytes = 512 * MIB + VMB_PAGE_SIZE;
+	assert_int_equal(vmb__place(&f.host, &f.scrub, NULL, 0, &f.guest, &p), 0);
+	assert_int_equal(p.nr_nodes, 2);
+	assert_int_equal(placed_total(&p), 512 * MIB + VMB_PAGE_SIZE);
+}
+
+/*
+ * The same boundary for free memory, when no node set has enough clean
+ * memory: a node whose free memory is exactly the guest's size takes it
+ * all, rather than a pair of nodes.
+ */
+static void
+test_exact_fit_free(void **state)
+{
+	struct fixture f;
+	struct vmb_placement p;
+	uint64_t free_mib[] = { 512, 300 };
+
+	(void)state;
+	host_init(&f, 2, free_mib);
+	f.scrub.nodes[0].dirty_bytes = 512 * MIB;	/* all dirty */
+	f.scrub.nodes[1].dirty_bytes = 300 * MIB;
+	guest_mib(&f, 512);
+	assert_int_equal(vmb__place(&f.host, &f.scrub, NULL, 0, &f.guest, &p), 0);
+	assert_int_equal(p.nr_nodes, 1);
+	assert_int_equal(p.nodes[0], 0);
+	assert_int_equal(p.node_bytes[0], 512 * MIB);
+	assert_non_null(strstr(p.reason, "no node set has enough clean"));
+
+	f.guest.memory_bytes = f.guest.maxmem_bytes = 512 * MIB + VMB_PAGE_SIZE;
+	assert_int_equal(vmb__place(&f.host, &f.scrub, NULL, 0, &f.guest, &p), 0);
+	assert_int_equal(p.nr_nodes, 2);
+	assert_int_equal(placed_total(&p), 512 * MIB + VMB_PAGE_SIZE);
+}
+
 int
 main(void)
 {
@@ -374,6 +434,8 @@ main(void)
 		cmocka_unit_test(test_large_spread_aligned),
 		cmocka_unit_test(test_random_invariants),
 		cmocka_unit_test(test_clean_two_reads),
+		cmocka_unit_test(test_exact_fit_clean),
+		cmocka_unit_test(test_exact_fit_free),
 	};
 
 	return cmocka_run_group_tests_name("placement", tests, NULL, NULL);

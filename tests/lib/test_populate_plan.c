@@ -55,6 +55,7 @@ struct rec {
 	uint64_t node_pages[4];
 	uint64_t gfn_seen_bits[(3u << 18) / 64 + 1];	/* up to 3 GiB */
 	size_t	max_per_call;
+	size_t	call_sizes[64];	/* extents of each of the first 64 calls */
 	uint64_t max_pages_per_call;
 	int	fail_at_call;	/* 0: never */
 	int	fail_errno;
@@ -86,6 +87,8 @@ rec_populate(void *priv, uint32_t domid, uint32_t flags,
 	}
 	if (nr > rec.max_per_call)
 		rec.max_per_call = nr;
+	if (rec.calls <= sizeof(rec.call_sizes) / sizeof(rec.call_sizes[0]))
+		rec.call_sizes[rec.calls - 1] = nr;
 	{
 		uint64_t cp = 0;
 
@@ -400,6 +403,51 @@ test_vnuma_layout(void **state)
 	assert_int_equal(vmb__layout(&g, &pl, ranges), -EINVAL);
 }
 
+/*
+ * One hypervisor request takes at most VMB_BATCH_EXTENTS_MAX extents:
+ * a node with more than that in what would otherwise be one batch gets
+ * batches of exactly the cap, then the rest.  Three ranges on node 0,
+ * each one page short of a GiB at both ends: 511 pages, 510 extents of
+ * 2 MiB and 511 pages each, 4596 extents in all, and no 1 GiB extent.
+ */
+static void
+test_batch_extent_cap(void **state)
+{
+	struct vmb__range rg[3];
+	struct vmb__populate_job job;
+	struct vmb_placement pl;
+	atomic_bool cancel = false;
+	const uint64_t p1g = GIB >> 12;
+	size_t per = 511 + 510 + 511;
+
+	(void)state;
+	memset(&pl, 0, sizeof(pl));
+	pl.nr_nodes = 1;
+	pl.node_bytes[0] = 3 * GIB;
+	job_init(&job, &pl, &cancel, VMB_POPULATE_ENGINE);
+	for (int r = 0; r < 3; r++) {
+		rg[r] = (struct vmb__range){ .gfn = r * p1g + 1,
+		    .pages = p1g - 2, .node = 0 };
+		memcpy(&ranges[r], &rg[r], sizeof(rg[r]));
+		assert_int_equal(vmb__split_extents(rg[r].gfn, rg[r].pages, 0,
+		    NULL, 0), per);
+	}
+	job.nr_ranges = rec.nr_ranges = 3;
+	rec.total_pages = 3 * (p1g - 2);
+	/* Bytes would allow one batch: only the extent cap cuts it. */
+	job.batch_bytes = 4 * GIB - MIB;
+	job.inflight = 1;
+	assert_true(3 * per > VMB_BATCH_EXTENTS_MAX);
+	assert_int_equal(vmb__populate(&job), 0);
+	assert_false(rec.overlap);
+	assert_int_equal(rec.pages, rec.total_pages);
+	assert_int_equal(rec.calls, 2);
+	assert_int_equal(rec.call_sizes[0], VMB_BATCH_EXTENTS_MAX);
+	assert_int_equal(rec.call_sizes[1], 3 * per - VMB_BATCH_EXTENTS_MAX);
+	assert_int_equal(rec.max_per_call, VMB_BATCH_EXTENTS_MAX);
+	assert_int_equal(job.stats.calls, 2);
+}
+
 int
 main(void)
 {
@@ -411,6 +459,7 @@ main(void)
 		cmocka_unit_test(test_cancel_and_failure),
 		cmocka_unit_test(test_fragmented),
 		cmocka_unit_test(test_vnuma_layout),
+		cmocka_unit_test(test_batch_extent_cap),
 	};
 	int failed;
 
