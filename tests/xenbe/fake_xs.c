@@ -535,6 +535,57 @@ backends_step(void)
 	}
 }
 
+static bool
+under(const char *path, const char *root)
+{
+	size_t l = strlen(root);
+
+	return !strncmp(path, root, l) && (path[l] == '\0' || path[l] == '/');
+}
+
+void
+fake_xs_assert_perms(const char *const *roots, size_t nroots,
+    const struct fake_perm_rule *rules, size_t nrules)
+{
+	unsigned checked = 0;
+
+	for (unsigned i = 0; i < fake_xs.nr; i++) {
+		const struct fake_node *n = &fake_xs.n[i];
+		const struct fake_perm_rule *best = NULL;
+		bool in = false, same;
+
+		for (size_t r = 0; r < nroots; r++)
+			in = in || under(n->path, roots[r]);
+		if (!in)
+			continue;
+		for (size_t r = 0; r < nrules; r++) {
+			const struct fake_perm_rule *u = &rules[r];
+
+			if ((strcmp(n->path, u->path) == 0 ||
+			    (u->subtree && under(n->path, u->path))) &&
+			    (best == NULL || strlen(u->path) > strlen(best->path)))
+				best = u;
+		}
+		if (best == NULL)
+			print_error("%s: no rule says its permissions\n",
+			    n->path);
+		assert_non_null(best);
+		same = n->nperms == best->nperms;
+		for (unsigned k = 0; same && k < n->nperms; k++)
+			same = n->perms[k].id == best->perms[k].id &&
+			    n->perms[k].perms == best->perms[k].perms;
+		if (!same)
+			print_error("%s: %u perms, the first (%u, %#x); libxl's "
+			    "(rule %s): %u, (%u, %#x)\n", n->path, n->nperms,
+			    n->perms[0].id, n->perms[0].perms, best->path,
+			    best->nperms, best->perms[0].id,
+			    best->perms[0].perms);
+		assert_true(same);
+		checked++;
+	}
+	assert_true(checked > 0);
+}
+
 /* ------------------------------------------------------------------ */
 /* libxenstore, as the backend (dom0) calls it.                        */
 

@@ -104,4 +104,21 @@ bool fake_xs_may_write(unsigned domid, const char *path);
 /* Was path among the guest-controlled nodes the backend read? */
 bool fake_xs_was_tainted(const char *path);
 
+/*
+ * The permissions a node must have: at path, or (subtree) under it too;
+ * the longest rule that matches a node is its.
+ */
+struct fake_perm_rule {
+	const char *path;
+	bool	subtree;
+	unsigned nperms;
+	struct xs_permissions perms[2];
+};
+/*
+ * Every node at or under one of roots has the permissions its rule
+ * says, and has a rule (a node no rule covers fails, named).
+ */
+void fake_xs_assert_perms(const char *const *roots, size_t nroots,
+    const struct fake_perm_rule *rules, size_t nrules);
+
 #endif /* FAKE_XS_H */
