@@ -705,6 +705,41 @@ test_hostile_flapping(void **state)
 	nothing_left("vbd", 51712);
 }
 
+/* The guest rewrites its frontend between every call of the backend's. */
+static void
+rewrite_frontend(const char *op, const char *path)
+{
+	(void)op;
+	(void)path;
+	(void)fake_xs_guest_write(DOMID, FE_STATE, "4", 1);
+	(void)fake_xs_guest_write(DOMID, "/local/domain/5/device/vbd/51712/"
+	    "junk", "x", 1);
+}
+
+/*
+ * Detach while the guest keeps writing its frontend: its writes cannot
+ * keep the entries (the transactions remove the frontend before anything
+ * of it could conflict), and nothing is left.
+ */
+static void
+test_hostile_detach(void **state)
+{
+	struct vmb_dev v = dev_of(&disk, NULL);
+	char why[512] = "";
+
+	(void)state;
+	fake_xs.backend = FAKE_BE_CONNECT;
+	v.connect_ms = 2000;
+	assert_int_equal(xen_device_add(&be, DOMID, &v, why, sizeof(why)), 0);
+	fake_xs.backend = FAKE_BE_NORMAL;
+	fake_xs.meddle = rewrite_frontend;
+	assert_int_equal(xen_device_remove(&be, DOMID, VMB_DEVICE_DISK, 51712,
+	    false, 300, why, sizeof(why)), 0);
+	fake_xs.meddle = NULL;
+	assert_non_null(strstr(script_log(), "block remove "));
+	nothing_left("vbd", 51712);
+}
+
 /* Thousands of writes to the watched state while the backend waits. */
 static void
 storm(const char *op, const char *path)
@@ -816,6 +851,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_hostile_garbage_states,
 		    setup, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_hostile_flapping, setup,
+		    teardown_dir),
+		cmocka_unit_test_setup_teardown(test_hostile_detach, setup,
 		    teardown_dir),
 		cmocka_unit_test_setup_teardown(test_hostile_watch_storm,
 		    setup, teardown_dir),
