@@ -11,8 +11,10 @@
  * method that changes a VM (a console is control of the guest: root
  * and group vmbuild), and what it gets is that one terminal and nothing
  * else: the pty is root's (mode 0620), the path comes from the domain's
- * console directory in xenstore, which only the console's backend may
- * write, and libvmbuild opens it only if it is a /dev/pts slave.  A
+ * console directory in xenstore, read only if no domain but dom0 and
+ * the console's backend may write it (one another toolstack built may
+ * let the guest: then refused), and libvmbuild opens it only if it is
+ * a /dev/pts slave.  A
  * descriptor cannot be taken back: a client keeps its console until it
  * detaches (or the domain goes), as with any file it opened.
  *
@@ -71,6 +73,13 @@ console_error(struct console_job *cj)
 		return call_error(call, E_UNAVAILABLE, -cj->rc, "%s (domain "
 		    "%u) has no console pty: xenconsoled has made none (is it "
 		    "running?)", cj->vm, cj->domid);
+	case EACCES:
+		return call_error(call, E_HYPERVISOR, -cj->rc, "the console "
+		    "of %s (domain %u) is not trusted: a domain other than "
+		    "dom0 and xenconsoled's may write its console/tty in "
+		    "xenstore (a toolstack other than vmbuild built it?), so "
+		    "it could name any host device: not opened", cj->vm,
+		    cj->domid);
 	case EPERM:
 		return call_error(call, E_HYPERVISOR, -cj->rc, "xenstore "
 		    "names something other than a pty as the console of %s "

@@ -60,6 +60,7 @@ struct step_job {
 	struct waiter	*w;
 	enum step	step;
 	int		rc;
+	int		req_rc;		/* STEP_REQUEST: the request's own */
 	bool		forced;		/* STEP_REQUEST fell back to force */
 };
 
@@ -157,8 +158,14 @@ step_run(struct job *job)
 	case STEP_REQUEST:
 		sj->rc = vmb_domain_shutdown_request(vmbd.ctx, w->domid,
 		    w->asked);
-		/* A guest that cannot be asked: at once from Xen. */
-		if (sj->rc == -EOPNOTSUPP && w->force) {
+		sj->req_rc = sj->rc;
+		/*
+		 * A guest that cannot be asked, or a request path that failed
+		 * for any reason (the guest owns the nodes it goes through
+		 * and may make them fail): with force, at once from the
+		 * hypervisor, which no guest can refuse.
+		 */
+		if (sj->rc < 0 && w->force) {
 			sj->forced = true;
 			sj->rc = vmb_domain_shutdown(vmbd.ctx, w->domid,
 			    w->asked);
@@ -175,13 +182,19 @@ step_run(struct job *job)
 }
 
 static void
-request_done(struct waiter *w, int rc, bool forced)
+request_done(struct waiter *w, int rc, int req_rc, bool forced)
 {
 	if (forced && rc == 0) {
 		w->forced = true;
-		log_vm(LOG_NOTICE, w->vm, w->domid, 0, "%s (domain %u): no PV "
-		    "control in the guest, shut down from the hypervisor "
-		    "(%s)", w->vm, w->domid, cmd(w));
+		if (req_rc == -EOPNOTSUPP)
+			log_vm(LOG_NOTICE, w->vm, w->domid, 0, "%s (domain "
+			    "%u): no PV control in the guest, shut down from "
+			    "the hypervisor (%s)", w->vm, w->domid, cmd(w));
+		else
+			log_vm(LOG_NOTICE, w->vm, w->domid, 0, "%s (domain "
+			    "%u): the %s request failed (%s), shut down from "
+			    "the hypervisor", w->vm, w->domid, cmd(w),
+			    strerror(-req_rc));
 		arm(w, SHUTDOWN_FORCE_GRACE);
 		return;
 	}
@@ -241,7 +254,7 @@ step_done(struct job *job)
 	} else if (w->call != NULL && !w->seen) {
 		switch (sj->step) {
 		case STEP_REQUEST:
-			request_done(w, sj->rc, sj->forced);
+			request_done(w, sj->rc, sj->req_rc, sj->forced);
 			break;
 		case STEP_FORCE:
 			if (sj->rc < 0 && sj->rc != -ESRCH)

@@ -60,7 +60,8 @@
 
 /* XenbusState (xen/include/public/io/xenbus.h). */
 enum { XB_UNKNOWN = 0, XB_INITIALISING = 1, XB_INITWAIT = 2,
-	XB_INITIALISED = 3, XB_CONNECTED = 4, XB_CLOSING = 5, XB_CLOSED = 6 };
+	XB_INITIALISED = 3, XB_CONNECTED = 4, XB_CLOSING = 5, XB_CLOSED = 6,
+	XB_RECONFIGURED = 8 };
 
 /* One device's paths and names. */
 struct dev {
@@ -398,8 +399,15 @@ read_state(struct xs_handle *h, const char *dir)
 	v = xs_read(h, XBT_NULL, path, &len);
 	if (!v)
 		return -1;
+	/*
+	 * A frontend's state is the guest's to write: anything but a
+	 * XenbusState (0 to 8) is Unknown, never a number that a cast to
+	 * int would turn into one ("4294967300" is not Connected).
+	 */
+	errno = 0;
 	s = strtol(v, &end, 10);
-	if (end == v || *end)
+	if (end == v || *end || errno != 0 || s < XB_UNKNOWN ||
+	    s > XB_RECONFIGURED)
 		s = XB_UNKNOWN;
 	free(v);
 	return (int)s;

@@ -137,7 +137,11 @@ void xen_xs_read_name(struct xen_be *be, uint32_t domid, char *buf,
  */
 int xen_xs_control(struct xen_be *be, uint32_t domid, const char *cmd,
     bool withdraw);
-/* console/tty as xenconsoled wrote it; -ENOENT while there is none. */
+/*
+ * console/tty as xenconsoled wrote it; -ENOENT while there is none,
+ * -EACCES if a domain other than dom0 and xenconsoled's may write it
+ * (or the console directory, or the domain's).
+ */
 int xen_xs_console_tty(struct xen_be *be, uint32_t domid, char *buf,
     size_t len);
 

@@ -8,15 +8,22 @@
  *     by the domain), /libxl/N (dom0's only: the domain type, as libxl
  *     has it, so xl and its tools read a vmbuild domain as PVH), name,
  *     vm, domid, and the directories and control nodes the guest may
- *     write;
+ *     write; and dom0's libxl/disable_udev (the hotplug scripts are
+ *     vmbuild's to run, not udev's);
  *   - at boot: memory, store and console rings and ports, the primary
  *     console as a device (its frontend, xenconsoled's backend directory
  *     and libxl's copy under /libxl/N/device/console/0, as
  *     libxl__device_console_add writes them), vCPU availability and the
  *     start time; then xs_introduce_domain.
  * Besides, the PV control node (control/shutdown, as xl shutdown and
- * reboot use it) and the console's pty (console/tty, which xenconsoled
- * writes and xl console reads).
+ * reboot use it; the guest's own, so never in a transaction) and the
+ * console's pty (console/tty, which xenconsoled writes and xl console
+ * reads; trusted only if no guest may write it).
+ *
+ * What a guest may write (its frontends, control/, data/...) never
+ * names a script, a path or a domain here or in xen_dev.c: those come
+ * from dom0's own nodes (/libxl/N, the backend directories) or from
+ * the request; tests/xenbe checks every read of a guest's node.
  * The handle is shared by worker threads: every function holds
  * be->xs_lock for its whole use of it.
  */
@@ -183,6 +190,14 @@ fill_make(struct xs_tx *tx, const void *varg)
 	tx_write(tx, lx, "", NULL, tx->no, 1);
 	tx_write(tx, lx, "device", NULL, tx->no, 1);
 	tx_write(tx, lx, "type", "pvh", NULL, 0);
+	/*
+	 * vmbuild runs the hotplug scripts itself (xen_dev.c): the ones a
+	 * dom0 with Xen's udev rules would start too exit at once when they
+	 * find this, which libxl wrote here (relative to dom0's home) with
+	 * every domain while Xen shipped those rules.  dom0's own tree: no
+	 * guest can take it away.
+	 */
+	tx_write(tx, "/local/domain/0/libxl", "disable_udev", "1", NULL, 0);
 	tx_write(tx, dom, "vm", vm, NULL, 0);
 	tx_write(tx, dom, "name", a->cfg->name, NULL, 0);
 	tx_writef(tx, dom, "domid", "%u", a->domid);
@@ -474,83 +489,111 @@ xen_xs_tx_write(struct xs_tx *tx, const char *base, const char *rel,
 	tx_write(tx, base, rel, value, perms, nperms);
 }
 
-struct control_arg {
-	uint32_t domid;
-	const char *cmd;	/* "poweroff", "reboot" */
-	bool	withdraw;
-	int	result;		/* withdraw: 1 if it was still posted */
-};
-
 /*
  * Post `cmd` on control/shutdown, as libxl__domain_pvcontrol does, once
  * the guest has announced it listens (control/feature-<cmd> = 1, which
  * Linux's xenbus shutdown watcher writes): libxl posts blindly and waits
  * a minute for an acknowledgement that will never come from a guest
  * without the driver.  Or withdraw it, if still posted.
+ *
+ * Both nodes are the guest's own (it may write them at any time), so
+ * they are read and written one call at a time, outside a transaction:
+ * in one, a guest rewriting them in a loop could make every attempt
+ * conflict (EAGAIN) and so refuse its own shutdown.  A single write is
+ * atomic; what is lost is only that a withdrawal racing the guest's
+ * own acknowledgement may say "still posted" (1) for a request the guest
+ * took a moment before.
  */
-static void
-fill_control(struct xs_tx *tx, const void *varg)
-{
-	struct control_arg *a = (struct control_arg *)varg;
-	char path[XS_PATH_MAX], *v;
-	unsigned len;
-
-	if (a->withdraw) {
-		tx_path(tx, path, "/local/domain/%u/control/shutdown",
-		    a->domid);
-		if (tx->err != 0)
-			return;
-		v = xs_read(tx->h, tx->t, path, &len);
-		a->result = v != NULL && strcmp(v, a->cmd) == 0;
-		free(v);
-		if (a->result)
-			tx_write(tx, path, "", "", NULL, 0);
-		return;
-	}
-	tx_path(tx, path, "/local/domain/%u/control/feature-%s", a->domid,
-	    a->cmd);
-	if (tx->err != 0)
-		return;
-	v = xs_read(tx->h, tx->t, path, &len);
-	if (v == NULL || strcmp(v, "1") != 0) {
-		free(v);
-		tx->err = -EOPNOTSUPP;
-		return;
-	}
-	free(v);
-	tx_path(tx, path, "/local/domain/%u/control/shutdown", a->domid);
-	tx_write(tx, path, "", a->cmd, NULL, 0);
-}
-
 int
 xen_xs_control(struct xen_be *be, uint32_t domid, const char *cmd,
     bool withdraw)
 {
-	struct control_arg a = { domid, cmd, withdraw, 0 };
-	int rc = xs_run(be, domid, fill_control, &a);
+	char feature[XS_PATH_MAX], path[XS_PATH_MAX], *v;
+	unsigned len;
+	int rc = 0;
 
-	return rc < 0 ? rc : a.result;
+	if (snprintf(path, sizeof(path), "/local/domain/%u/control/shutdown",
+	    domid) >= (int)sizeof(path) || snprintf(feature, sizeof(feature),
+	    "/local/domain/%u/control/feature-%s", domid, cmd) >=
+	    (int)sizeof(feature))
+		return -ENAMETOOLONG;
+	pthread_mutex_lock(&be->xs_lock);
+	v = xs_read(be->xsh, XBT_NULL, withdraw ? path : feature, &len);
+	if (v == NULL && errno != ENOENT)
+		rc = -(errno > 0 ? errno : EIO);
+	else if (withdraw)
+		rc = v != NULL && strcmp(v, cmd) == 0;
+	else if (v == NULL || strcmp(v, "1") != 0)
+		rc = -EOPNOTSUPP;
+	if ((withdraw && rc == 1) || (!withdraw && rc == 0)) {
+		const char *value = withdraw ? "" : cmd;
+
+		if (!xs_write(be->xsh, XBT_NULL, path, value, strlen(value)))
+			rc = -(errno > 0 ? errno : EIO);
+	}
+	pthread_mutex_unlock(&be->xs_lock);
+	free(v);
+	return rc;
 }
 
 /*
- * The console's pty, as xenconsoled wrote it (console/tty, in a
- * directory only the console's backend may write): -ENOENT while there
- * is none yet.
+ * May only dom0 and the console daemon's domain write the node at path
+ * (its owner one of them, and no one else granted write), and so is
+ * what it says theirs?  0, -EACCES, or -errno (-ENOENT: not there).
+ */
+static int
+console_node_trusted(struct xen_be *be, const char *path, uint32_t domid,
+    uint32_t console_domid)
+{
+	struct xs_permissions *p;
+	unsigned n, i;
+	int rc = 0;
+
+	p = xs_get_permissions(be->xsh, XBT_NULL, path, &n);
+	if (p == NULL)
+		return -(errno > 0 ? errno : EIO);
+#define TRUSTED(id) ((id) != domid && ((id) == 0 || (id) == console_domid))
+	if (n == 0 || !TRUSTED(p[0].id) || (p[0].perms & XS_PERM_WRITE))
+		rc = -EACCES;
+	for (i = 1; i < n && rc == 0; i++)
+		if ((p[i].perms & XS_PERM_WRITE) && !TRUSTED(p[i].id))
+			rc = -EACCES;
+#undef TRUSTED
+	free(p);
+	return rc;
+}
+
+/*
+ * The console's pty, as xenconsoled wrote it (console/tty): -ENOENT
+ * while there is none yet.  The layout above lets only the console's
+ * backend write the console directory, but a domain another toolstack
+ * built may have it writable by the guest, whose tty could then name
+ * any device of the host: the domain's directory, the console's and
+ * the tty node must each be writable by dom0 and xenconsoled's domain
+ * only (-EACCES), or the value is not read.
  */
 int
 xen_xs_console_tty(struct xen_be *be, uint32_t domid, char *buf, size_t len)
 {
-	char path[XS_PATH_MAX], *v;
+	char path[3][XS_PATH_MAX], *v = NULL;
+	uint32_t cd;
 	unsigned n;
 	int rc = 0;
 
-	snprintf(path, sizeof(path), "/local/domain/%u/console/tty", domid);
+	snprintf(path[0], sizeof(path[0]), "/local/domain/%u", domid);
+	snprintf(path[1], sizeof(path[1]), "/local/domain/%u/console", domid);
+	snprintf(path[2], sizeof(path[2]), "/local/domain/%u/console/tty",
+	    domid);
 	pthread_mutex_lock(&be->xs_lock);
-	v = xs_read(be->xsh, XBT_NULL, path, &n);
+	cd = tool_domid(be, "/tool/xenconsoled/domid");
+	for (size_t i = 0; i < 3 && rc == 0; i++)
+		rc = console_node_trusted(be, path[i], domid, cd);
+	if (rc == 0)
+		v = xs_read(be->xsh, XBT_NULL, path[2], &n);
 	pthread_mutex_unlock(&be->xs_lock);
-	if (v == NULL || v[0] == '\0')
+	if (rc == 0 && (v == NULL || v[0] == '\0'))
 		rc = -ENOENT;
-	else if ((size_t)snprintf(buf, len, "%s", v) >= len)
+	else if (rc == 0 && (size_t)snprintf(buf, len, "%s", v) >= len)
 		rc = -ENAMETOOLONG;
 	free(v);
 	return rc;

@@ -36,7 +36,7 @@ TESTS_DEPS += $(XENBE_TEST_BIN)/test_xen_acpi
 # layout xl wrote in the lab, xl-devices.layout), against an in-memory
 # xenstore (fake_xs.c): libxenstore's calls are wrapped at link time.
 XENBE_XS_WRAP := $(foreach f,xs_transaction_start xs_transaction_end \
-	xs_write xs_mkdir xs_set_permissions xs_rm xs_read xs_directory \
+	xs_write xs_mkdir xs_set_permissions xs_get_permissions xs_rm xs_read xs_directory \
 	xs_introduce_domain xs_release_domain xs_open xs_close xs_watch \
 	xs_unwatch xs_fileno xs_check_watch,-Wl,--wrap=$(f))
 $(XENBE_TEST_BIN)/test_xen_%: $(OBJ)/tests/xenbe/test_xen_%.o \

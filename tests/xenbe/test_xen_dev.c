@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <linux/capability.h>
@@ -60,6 +61,9 @@ write_script(const char *name, const char *body)
 	assert_int_equal(chmod(path, 0755), 0);
 }
 
+static const struct xs_permissions ro_perms[] = {
+	{ 0, XS_PERM_NONE }, { DOMID, XS_PERM_READ } };
+
 static int
 setup(void **state)
 {
@@ -81,6 +85,9 @@ setup(void **state)
 	fake_xs_set("/local/domain/5/device", "");
 	fake_xs_set("/libxl/5/device", "");
 	fake_xs_set("/local/domain/5/vm", "/vm/0");
+	/* libxl__domain_make's roperm: dom0 owns it, the guest reads. */
+	fake_xs_set_perms("/local/domain/5", ro_perms, 2);
+	fake_xs_set_perms("/local/domain/5/device", ro_perms, 2);
 	return 0;
 }
 
@@ -573,6 +580,284 @@ test_destroy_takes_all(void **state)
 	assert_int_equal(fake_xs_count("/local/domain/0/backend/"), 0);
 }
 
+/* libxl's permission sets: RO (owner, one reader), RW (the owner's only). */
+#define RO(owner, reader)	2, { { owner, XS_PERM_NONE }, \
+	{ reader, XS_PERM_READ } }
+#define RW(owner)		1, { { owner, XS_PERM_NONE } }
+
+/* The guest-controlled nodes the device code may read: the frontends' states. */
+static void
+tainted_only_states(void)
+{
+	for (unsigned i = 0; i < fake_xs.ntainted; i++) {
+		const char *t = fake_xs.tainted[i];
+		size_t l = strlen(t);
+		bool ok = !strncmp(t, "/local/domain/5/device/", 23) &&
+		    l > 6 && !strcmp(t + l - 6, "/state");
+
+		if (!ok)
+			print_error("read a node the guest controls: %s\n", t);
+		assert_true(ok);
+	}
+}
+
+/*
+ * A disk and a vif, hot-plugged into a guest that connects: every node
+ * of their three directories has libxl__device_generic_add's
+ * permissions (frontend_perms, ro_frontend_perms for a vif's mtu,
+ * backend_perms, /libxl's dom0-only), and nothing the guest controls
+ * but the frontends' states is read, attach to destroy.
+ */
+static void
+test_device_perms_as_libxl(void **state)
+{
+	static const char *const roots[] = {
+	    "/local/domain/5/device/vbd", "/local/domain/5/device/vif",
+	    "/local/domain/0/backend/vbd/5", "/local/domain/0/backend/vif/5",
+	    "/libxl/5/device/vbd", "/libxl/5/device/vif" };
+	static const struct fake_perm_rule rules[] = {
+		/* Made on the way: their parents'. */
+		{ "/local/domain/5/device/vbd", false, RO(0, 5) },
+		{ "/local/domain/5/device/vif", false, RO(0, 5) },
+		{ "/local/domain/0/backend/vbd/5", false, RW(0) },
+		{ "/local/domain/0/backend/vif/5", false, RW(0) },
+		{ "/local/domain/5/device/vbd/51712", true, RO(5, 0) },
+		{ "/local/domain/5/device/vif/0", true, RO(5, 0) },
+		{ "/local/domain/5/device/vif/0/mtu", false, RO(0, 5) },
+		{ "/local/domain/0/backend/vbd/5/51712", true, RO(0, 5) },
+		{ "/local/domain/0/backend/vif/5/0", true, RO(0, 5) },
+		{ "/libxl/5/device", true, RW(0) },
+	};
+	struct vmb_dev d = dev_of(&disk, NULL), n = dev_of(NULL, &nic);
+	char why[512] = "";
+
+	(void)state;
+	fake_xs.guest = DOMID;
+	fake_xs.backend = FAKE_BE_CONNECT;
+	d.connect_ms = n.connect_ms = 5000;
+	assert_int_equal(xen_device_add(&be, DOMID, &d, why, sizeof(why)), 0);
+	assert_int_equal(xen_device_add(&be, DOMID, &n, why, sizeof(why)), 0);
+	fake_xs_assert_perms(roots, sizeof(roots) / sizeof(roots[0]), rules,
+	    sizeof(rules) / sizeof(rules[0]));
+	assert_true(fake_xs_was_tainted("/local/domain/5/device/vbd/51712/"
+	    "state"));
+	assert_int_equal(xen_device_remove(&be, DOMID, VMB_DEVICE_DISK, 51712,
+	    false, 2000, why, sizeof(why)), 0);
+	xen_devices_destroy(&be, DOMID);
+	nothing_left("vif", 0);
+	tainted_only_states();
+}
+
+/*
+ * A hostile frontend, hot-plugged: whenever the backend code reads its
+ * state, the guest writes the next of `values` there (and dom0's
+ * backend says Connected, as if blkback had been fooled too).
+ */
+static const char *const *hostile_values;
+static size_t hostile_nr, hostile_next;
+static unsigned storm_writes;
+#define FE_STATE	"/local/domain/5/device/vbd/51712/state"
+#define BE_STATE	"/local/domain/0/backend/vbd/5/51712/state"
+
+static void
+hostile_state(const char *op, const char *path)
+{
+	const char *v = hostile_values[hostile_next++ % hostile_nr];
+
+	if (strcmp(op, "read") != 0 || strcmp(path, FE_STATE) != 0)
+		return;
+	if (strcmp(fake_xs_val(BE_STATE) ? fake_xs_val(BE_STATE) : "", "4"))
+		fake_xs_set(BE_STATE, "4");
+	assert_int_equal(fake_xs_guest_write(DOMID, FE_STATE, v, strlen(v)),
+	    0);
+}
+
+static double
+secs(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/*
+ * Garbage states (not a number, out of range, a number that an int
+ * cast turns into Connected, 4096 bytes of it): never taken for
+ * Connected; the attach fails in its time, naming the state as Unknown
+ * (0), and is taken back.
+ */
+static void
+test_hostile_garbage_states(void **state)
+{
+	static char big[FAKE_XS_PAYLOAD + 1];
+	const char *garbage[] = { "4294967300", "abc", "", "4x", "-4", "99",
+	    "9223372036854775812", big };
+	char why[512];
+
+	(void)state;
+	memset(big, '4', FAKE_XS_PAYLOAD);
+	for (size_t i = 0; i < sizeof(garbage) / sizeof(garbage[0]); i++) {
+		struct vmb_dev v = dev_of(&disk, NULL);
+		double t0 = secs();
+
+		hostile_values = &garbage[i];
+		hostile_nr = 1;
+		fake_xs.meddle = hostile_state;
+		v.connect_ms = 200;
+		why[0] = '\0';
+		assert_int_equal(xen_device_add(&be, DOMID, &v, why,
+		    sizeof(why)), -ETIMEDOUT);
+		if (!strstr(why, "(backend state 4, frontend state 0)"))
+			print_error("state \"%.20s\": %s\n", garbage[i], why);
+		assert_non_null(strstr(why, "(backend state 4, frontend "
+		    "state 0)"));
+		fake_xs.meddle = NULL;
+		nothing_left("vbd", 51712);
+		/* In its time: generous, for a loaded machine. */
+		assert_true(secs() - t0 < 60);
+	}
+}
+
+/* Closed, Closing, Initialising... flapping: the attach fails (EPIPE). */
+static void
+test_hostile_flapping(void **state)
+{
+	static const char *const flap[] = { "5", "6", "1", "6", "5", "3" };
+	struct vmb_dev v = dev_of(&disk, NULL);
+	char why[512] = "";
+
+	(void)state;
+	hostile_values = flap;
+	hostile_nr = 6;
+	hostile_next = 0;
+	fake_xs.meddle = hostile_state;
+	v.connect_ms = 5000;
+	assert_int_equal(xen_device_add(&be, DOMID, &v, why, sizeof(why)),
+	    -EPIPE);
+	assert_non_null(strstr(why, "not connected (closed meanwhile)"));
+	fake_xs.meddle = NULL;
+	assert_non_null(strstr(script_log(), "block remove "));
+	nothing_left("vbd", 51712);
+}
+
+/* The guest rewrites its frontend between every call of the backend's. */
+static void
+rewrite_frontend(const char *op, const char *path)
+{
+	(void)op;
+	(void)path;
+	(void)fake_xs_guest_write(DOMID, FE_STATE, "4", 1);
+	(void)fake_xs_guest_write(DOMID, "/local/domain/5/device/vbd/51712/"
+	    "junk", "x", 1);
+}
+
+/*
+ * Detach while the guest keeps writing its frontend: its writes cannot
+ * keep the entries (the transactions remove the frontend before anything
+ * of it could conflict), and nothing is left.
+ */
+static void
+test_hostile_detach(void **state)
+{
+	struct vmb_dev v = dev_of(&disk, NULL);
+	char why[512] = "";
+
+	(void)state;
+	fake_xs.backend = FAKE_BE_CONNECT;
+	v.connect_ms = 2000;
+	assert_int_equal(xen_device_add(&be, DOMID, &v, why, sizeof(why)), 0);
+	fake_xs.backend = FAKE_BE_NORMAL;
+	fake_xs.meddle = rewrite_frontend;
+	assert_int_equal(xen_device_remove(&be, DOMID, VMB_DEVICE_DISK, 51712,
+	    false, 300, why, sizeof(why)), 0);
+	fake_xs.meddle = NULL;
+	assert_non_null(strstr(script_log(), "block remove "));
+	nothing_left("vbd", 51712);
+}
+
+/* Thousands of writes to the watched state while the backend waits. */
+static void
+storm(const char *op, const char *path)
+{
+	if (strcmp(op, "read") != 0 || strcmp(path, FE_STATE) != 0 ||
+	    storm_writes >= 20000)
+		return;
+	for (int i = 0; i < 1000; i++, storm_writes++)
+		assert_int_equal(fake_xs_guest_write(DOMID, FE_STATE,
+		    i % 2 ? "1" : "3", 1), 0);
+}
+
+static void
+test_hostile_watch_storm(void **state)
+{
+	struct vmb_dev v = dev_of(&disk, NULL);
+	char why[512] = "";
+	double t0;
+
+	(void)state;
+	storm_writes = 0;
+	fake_xs.meddle = storm;
+	v.connect_ms = 300;
+	t0 = secs();
+	assert_int_equal(xen_device_add(&be, DOMID, &v, why, sizeof(why)),
+	    -ETIMEDOUT);
+	fake_xs.meddle = NULL;
+	assert_true(storm_writes >= 2000);
+	assert_true(secs() - t0 < 60);
+	nothing_left("vbd", 51712);
+}
+
+/*
+ * The guest points its frontend at another domain's backend, names
+ * another domain, fills its directory with 4096-byte values: detach and
+ * destroy take only its own device, never domain 6's.
+ */
+static void
+test_hostile_redirect(void **state)
+{
+	struct vmb_dev v = dev_of(&disk, NULL);
+	static char big[FAKE_XS_PAYLOAD];
+	char why[512] = "", key[96];
+	unsigned other;
+
+	(void)state;
+	fake_xs.guest = DOMID;
+	fake_xs_set("/local/domain/6/device", "");
+	fake_xs_set("/libxl/6/device", "");
+	assert_int_equal(xen_device_add(&be, 6, &v, why, sizeof(why)), 0);
+	assert_int_equal(xen_device_add(&be, DOMID, &v, why, sizeof(why)), 0);
+	other = fake_xs_count("/local/domain/0/backend/vbd/6/");
+	memset(big, 'x', sizeof(big));
+	assert_int_equal(fake_xs_guest_write(DOMID, "/local/domain/5/device/"
+	    "vbd/51712/backend", "/local/domain/0/backend/vbd/6/51712", 35),
+	    0);
+	assert_int_equal(fake_xs_guest_write(DOMID, "/local/domain/5/device/"
+	    "vbd/51712/backend-id", "6", 1), 0);
+	for (int i = 0; i < 8; i++) {
+		snprintf(key, sizeof(key), "/local/domain/5/device/vbd/51712/"
+		    "junk%d", i);
+		assert_int_equal(fake_xs_guest_write(DOMID, key, big,
+		    sizeof(big)), 0);
+	}
+	/* What it may not: the backend's keys, another domain's. */
+	assert_int_equal(fake_xs_guest_write(DOMID, "/local/domain/0/backend/"
+	    "vbd/5/51712/script", "/tmp/x", 6), -EACCES);
+	assert_int_equal(fake_xs_guest_write(DOMID, "/libxl/5/device/vbd/"
+	    "51712/backend", "/local/domain/0/backend/vbd/6/51712", 35),
+	    -EACCES);
+	assert_int_equal(xen_device_remove(&be, DOMID, VMB_DEVICE_DISK, 51712,
+	    false, 300, why, sizeof(why)), 0);
+	xen_devices_destroy(&be, DOMID);
+	nothing_left("vbd", 51712);
+	assert_int_equal(fake_xs_count("/local/domain/0/backend/vbd/6/"),
+	    other);
+	assert_string_equal(fake_xs_val("/local/domain/0/backend/vbd/6/51712/"
+	    "online"), "1");
+	assert_null(strstr(script_log(), "remove XENBUS_PATH=backend/vbd/6"));
+	tainted_only_states();
+}
+
 int
 main(void)
 {
@@ -598,6 +883,18 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_detach_stuck, setup,
 		    teardown_dir),
 		cmocka_unit_test_setup_teardown(test_destroy_takes_all, setup,
+		    teardown_dir),
+		cmocka_unit_test_setup_teardown(test_device_perms_as_libxl,
+		    setup, teardown_dir),
+		cmocka_unit_test_setup_teardown(test_hostile_garbage_states,
+		    setup, teardown_dir),
+		cmocka_unit_test_setup_teardown(test_hostile_flapping, setup,
+		    teardown_dir),
+		cmocka_unit_test_setup_teardown(test_hostile_detach, setup,
+		    teardown_dir),
+		cmocka_unit_test_setup_teardown(test_hostile_watch_storm,
+		    setup, teardown_dir),
+		cmocka_unit_test_setup_teardown(test_hostile_redirect, setup,
 		    teardown_dir),
 	};
 

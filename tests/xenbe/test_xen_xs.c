@@ -251,6 +251,282 @@ test_console(void **state)
 	close(m);
 }
 
+/* libxl's permission sets: RO (owner, one reader), RW (the owner's only). */
+#define RO(owner, reader)	2, { { owner, XS_PERM_NONE }, \
+	{ reader, XS_PERM_READ } }
+#define RW(owner)		1, { { owner, XS_PERM_NONE } }
+
+/* xen_xs_domain_make and _boot for domain 5, xenconsoled in domain 7. */
+static void
+make_and_boot(void)
+{
+	struct vmb_dom_config cfg;
+	struct xen_xs_boot xb;
+
+	fake_xs_set("/tool/xenstored/domid", "0");
+	fake_xs_set("/tool/xenconsoled/domid", "7");
+	memset(&cfg, 0, sizeof(cfg));
+	snprintf(cfg.name, sizeof(cfg.name), "guest1");
+	for (int i = 0; i < 16; i++)
+		cfg.uuid[i] = (uint8_t)(i * 0x11);
+	assert_int_equal(xen_xs_domain_make(&be, 5, &cfg), 0);
+	memset(&xb, 0, sizeof(xb));
+	xb.domid = 5;
+	xb.static_max_kb = xb.target_kb = 1024 * 1024;
+	xb.vcpus = 1;
+	xb.max_vcpus = 2;
+	xb.store_port = 1;
+	xb.console_port = 2;
+	xb.store_gfn = 0xfeffc;
+	xb.console_gfn = 0xfefff;
+	xb.console_domid = 7;
+	assert_int_equal(xen_xs_domain_boot(&be, &xb), 0);
+}
+
+/*
+ * Every node of the domain's directories has libxl's permissions
+ * (libxl__domain_make: roperm, rwperm, noperm; the primary console:
+ * libxl__device_generic_add's ro_frontend_perms and backend_perms),
+ * line by line; a node none of these rules covers fails.  And while
+ * the guest acts, the backend reads no node the guest controls but the
+ * PV control nodes.
+ */
+static void
+test_perms_as_libxl(void **state)
+{
+	static const char *const roots[] = { "/local/domain/5",
+	    "/vm/" UUID_STR, "/libxl/5", "/local/domain/7/backend/console/5",
+	    "/local/domain/0/libxl" };
+	static const struct fake_perm_rule rules[] = {
+		{ "/local/domain/5", true, RO(0, 5) },
+		{ "/local/domain/5/device/suspend/event-channel", false,
+		    RW(5) },
+		{ "/local/domain/5/data", false, RW(5) },
+		{ "/local/domain/5/drivers", false, RW(5) },
+		{ "/local/domain/5/feature", false, RW(5) },
+		{ "/local/domain/5/attr", false, RW(5) },
+		{ "/local/domain/5/error", false, RW(5) },
+		{ "/local/domain/5/control/shutdown", false, RW(5) },
+		{ "/local/domain/5/control/feature-poweroff", false, RW(5) },
+		{ "/local/domain/5/control/feature-reboot", false, RW(5) },
+		{ "/local/domain/5/control/feature-suspend", false, RW(5) },
+		{ "/local/domain/5/control/sysrq", false, RW(5) },
+		{ "/local/domain/5/console", true, RO(7, 5) },
+		{ "/vm/" UUID_STR, true, RO(0, 5) },
+		{ "/libxl/5", true, RW(0) },
+		/* backend/console/5 is made on the way: the parent's. */
+		{ "/local/domain/7/backend/console/5", false, RW(0) },
+		{ "/local/domain/7/backend/console/5/0", true, RO(7, 5) },
+		{ "/local/domain/0/libxl", true, RW(0) },
+	};
+	static const char *const allowed[] = {
+		"/local/domain/5/control/feature-poweroff",
+		"/local/domain/5/control/feature-reboot",
+		"/local/domain/5/control/shutdown",
+	};
+	char path[64];
+	int fd = -1;
+
+	(void)state;
+	fake_xs.guest = 5;
+	make_and_boot();
+	fake_xs_assert_perms(roots, sizeof(roots) / sizeof(roots[0]), rules,
+	    sizeof(rules) / sizeof(rules[0]));
+	/* The guest writes what it may, and names paths and domains. */
+	assert_int_equal(fake_xs_guest_write(5, "/local/domain/5/data/vm",
+	    "/etc", 4), 0);
+	assert_int_equal(fake_xs_guest_write(5, "/local/domain/5/vm", "/etc",
+	    4), -EACCES);
+	assert_int_equal(fake_xs_guest_write(5, "/local/domain/5/console/tty",
+	    "/dev/sda", 8), -EACCES);
+	assert_int_equal(fake_xs_guest_write(5, "/libxl/5/type", "hvm", 3),
+	    -EACCES);
+	assert_int_equal(fake_xs_guest_write(5,
+	    "/local/domain/5/control/feature-poweroff", "1", 1), 0);
+	assert_int_equal(xen_xs_control(&be, 5, "poweroff", false), 0);
+	assert_int_equal(xen_xs_control(&be, 5, "poweroff", true), 1);
+	/* xenconsoled (domain 7) may write the tty: not a pty, refused. */
+	assert_int_equal(fake_xs_guest_write(7, "/local/domain/5/console/tty",
+	    "/dev/null", 9), 0);
+	assert_int_equal(xen_console_open(&be, 5, &fd, path, sizeof(path)),
+	    -EPERM);
+	xen_xs_domain_remove(&be, 5);
+	assert_int_equal(count_under("/local/domain/5"), 0);
+	for (unsigned i = 0; i < fake_xs.ntainted; i++) {
+		bool ok = false;
+
+		for (size_t k = 0; k < sizeof(allowed) / sizeof(allowed[0]);
+		    k++)
+			ok = ok || !strcmp(fake_xs.tainted[i], allowed[k]);
+		if (!ok)
+			print_error("read a node the guest controls: %s\n",
+			    fake_xs.tainted[i]);
+		assert_true(ok);
+	}
+	assert_true(fake_xs_was_tainted(
+	    "/local/domain/5/control/feature-poweroff"));
+}
+
+/*
+ * dom0's libxl/disable_udev, as libxl wrote it: the hotplug scripts a
+ * dom0 with Xen's udev rules starts exit at once.  No guest can undo it.
+ */
+static void
+test_disable_udev(void **state)
+{
+	(void)state;
+	make_and_boot();
+	assert_non_null(val("/local/domain/0/libxl/disable_udev"));
+	assert_string_equal(val("/local/domain/0/libxl/disable_udev"), "1");
+	assert_int_equal(fake_xs_guest_rm(5, "/local/domain/0/libxl/"
+	    "disable_udev"), -EACCES);
+	assert_int_equal(fake_xs_guest_write(5, "/local/domain/0/libxl/"
+	    "disable_udev", "0", 1), -EACCES);
+}
+
+/* A guest rewriting its control nodes between every call of ours. */
+static unsigned meddled;
+
+static void
+rewrite_control(const char *op, const char *path)
+{
+	(void)op;
+	(void)path;
+	meddled++;
+	(void)fake_xs_guest_write(5, "/local/domain/5/control/"
+	    "feature-poweroff", "1", 1);
+	(void)fake_xs_guest_write(5, "/local/domain/5/control/sysrq", "", 0);
+}
+
+/*
+ * The request path reads the guest's own nodes: a guest that keeps
+ * writing them cannot make it fail (no transaction to conflict).
+ */
+static void
+test_control_conflicts(void **state)
+{
+	(void)state;
+	make_and_boot();
+	assert_int_equal(fake_xs_guest_write(5,
+	    "/local/domain/5/control/feature-poweroff", "1", 1), 0);
+	fake_xs.meddle = rewrite_control;
+	assert_int_equal(xen_xs_control(&be, 5, "poweroff", false), 0);
+	assert_string_equal(val("/local/domain/5/control/shutdown"),
+	    "poweroff");
+	assert_int_equal(xen_xs_control(&be, 5, "poweroff", true), 1);
+	assert_string_equal(val("/local/domain/5/control/shutdown"), "");
+	assert_true(meddled > 0);
+	assert_int_equal(fake_xs.conflicts, 0);
+	/* A huge value, garbage: not a feature announced. */
+	fake_xs.meddle = NULL;
+	{
+		static char big[FAKE_XS_PAYLOAD];
+
+		memset(big, '1', sizeof(big));
+		assert_int_equal(fake_xs_guest_write(5, "/local/domain/5/"
+		    "control/feature-reboot", big, sizeof(big)), 0);
+		assert_int_equal(fake_xs_guest_write(5, "/local/domain/5/"
+		    "control/feature-reboot", big, sizeof(big) + 1), -E2BIG);
+	}
+	assert_int_equal(xen_xs_control(&be, 5, "reboot", false),
+	    -EOPNOTSUPP);
+}
+
+/* A transaction of the fake's own conflicts when a node it read moves. */
+static void
+conflict_once(const char *op, const char *path)
+{
+	(void)op;
+	if (strstr(path, "/vm") && meddled++ == 0)
+		fake_xs_set(path, "/vm/other");
+}
+
+static void
+test_fake_conflicts(void **state)
+{
+	(void)state;
+	make_and_boot();
+	/* boot reads /local/domain/5/vm in its transaction: retried. */
+	meddled = 0;
+	fake_xs.meddle = conflict_once;
+	assert_int_equal(fake_xs_guest_rm(0, "/vm/" UUID_STR "/start_time"),
+	    0);
+	{
+		struct xen_xs_boot xb = { .domid = 5, .vcpus = 1,
+		    .max_vcpus = 1, .console_domid = 7 };
+
+		assert_int_equal(xen_xs_domain_boot(&be, &xb), 0);
+	}
+	assert_int_equal(fake_xs.conflicts, 1);
+	/*
+	 * The first attempt wrote start_time under the /vm it read, undone;
+	 * the second under the one it reads now.
+	 */
+	assert_null(val("/vm/" UUID_STR "/start_time"));
+	assert_non_null(val("/vm/other/start_time"));
+	assert_non_null(val("/local/domain/5/console/port"));
+}
+
+/*
+ * A domain another toolstack built, whose console directory (or tty
+ * node, or the domain's directory) the guest may write: its tty is not
+ * trusted, even when it names a real pty.
+ */
+static void
+test_console_untrusted(void **state)
+{
+	static const struct xs_permissions guest_owns[] = { { 5, 0 } };
+	static const struct xs_permissions acl_write[] = {
+		{ 0, XS_PERM_NONE }, { 5, XS_PERM_WRITE } };
+	static const struct xs_permissions all_write[] = {
+		{ 0, XS_PERM_WRITE } };
+	static const struct xs_permissions console_d[] = {
+		{ 7, XS_PERM_NONE }, { 5, XS_PERM_READ } };
+	static const struct xs_permissions ro[] = {
+		{ 0, XS_PERM_NONE }, { 5, XS_PERM_READ } };
+	static const char *const nodes[] = { "/local/domain/5",
+	    "/local/domain/5/console", "/local/domain/5/console/tty" };
+	const struct xs_permissions *bad[] = { guest_owns, acl_write,
+	    all_write };
+	const unsigned nbad[] = { 1, 2, 1 };
+	char path[64], *name;
+	int m, fd = -1;
+
+	(void)state;
+	m = posix_openpt(O_RDWR | O_NOCTTY);
+	if (m < 0 || grantpt(m) < 0 || unlockpt(m) < 0 ||
+	    (name = ptsname(m)) == NULL) {
+		if (m >= 0)
+			close(m);
+		skip();
+	}
+	fake_xs_set("/tool/xenconsoled/domid", "7");
+	fake_xs_set("/local/domain/5/console/tty", name);
+	for (size_t i = 0; i < 3; i++)
+		for (size_t b = 0; b < 3; b++) {
+			fake_xs_set_perms(nodes[0], ro, 2);
+			fake_xs_set_perms(nodes[1], console_d, 2);
+			fake_xs_set_perms(nodes[2], console_d, 2);
+			fake_xs_set_perms(nodes[i], bad[b], nbad[b]);
+			assert_int_equal(xen_console_open(&be, 5, &fd, path,
+			    sizeof(path)), -EACCES);
+			assert_int_equal(fd, -1);
+		}
+	/* As vmbuild and libxl lay it out: xenconsoled's, the guest reads. */
+	fake_xs_set_perms(nodes[0], ro, 2);
+	fake_xs_set_perms(nodes[1], console_d, 2);
+	fake_xs_set_perms(nodes[2], console_d, 2);
+	assert_int_equal(xen_console_open(&be, 5, &fd, path, sizeof(path)), 0);
+	assert_string_equal(path, name);
+	close(fd);
+	/* The guest as the console daemon's domain: not trusted either. */
+	fake_xs_set("/tool/xenconsoled/domid", "5");
+	fd = -1;
+	assert_int_equal(xen_console_open(&be, 5, &fd, path, sizeof(path)),
+	    -EACCES);
+	close(m);
+}
+
 int
 main(void)
 {
@@ -259,6 +535,11 @@ main(void)
 		cmocka_unit_test_setup(test_leftovers, setup),
 		cmocka_unit_test_setup(test_control, setup),
 		cmocka_unit_test_setup(test_console, setup),
+		cmocka_unit_test_setup(test_perms_as_libxl, setup),
+		cmocka_unit_test_setup(test_disable_udev, setup),
+		cmocka_unit_test_setup(test_control_conflicts, setup),
+		cmocka_unit_test_setup(test_fake_conflicts, setup),
+		cmocka_unit_test_setup(test_console_untrusted, setup),
 	};
 
 	return cmocka_run_group_tests_name("xen-xenstore", tests, NULL, NULL);
