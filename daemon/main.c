@@ -5,8 +5,8 @@
  * (JSON-RPC 2.0, daemon/proto.h).  One libevent loop serves every
  * client; builds and hypervisor calls run on worker threads (worker.c).
  *
- * Start-up order: options, hypervisor, state directory and
- * reconciliation, socket, then READY=1 for systemd (or, without
+ * Start-up order: options, the state directory's lock (one daemon per
+ * state directory), hypervisor, reconciliation, socket, then READY=1 for systemd (or, without
  * --foreground, the parent process exits 0): a client that sees the
  * daemon ready sees every domain that exists.
  */
@@ -575,6 +575,9 @@ main(int argc, char **argv)
 		daemonize();
 	vmbd.started_at = now_real();
 	raise_nofile();
+	/* Locked before the hypervisor or a record is touched (state.c). */
+	if (state_init(vmbd.state_dir) < 0)
+		return 1;
 
 	rc = vmb_ctx_open(vmbd.hypervisor, &vmbd.ctx);
 	if (rc < 0)
@@ -592,8 +595,6 @@ main(int argc, char **argv)
 	    .strategy = vmbd.strategy, .max_tasks = vmbd.max_tasks,
 	    .scrub_wait_ms = M.scrub_wait_ms,
 	    .status_changed = vmbd_status_changed });
-	if (state_init(vmbd.state_dir) < 0)
-		return 1;
 	lifecycle_open();
 	if (vm_reconcile() < 0)
 		return 1;

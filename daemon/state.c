@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,7 +21,11 @@
 
 #define STATE_RECORD_MAX	(1u << 20)
 
+/* The lock file in the state directory (see state_lock). */
+#define STATE_LOCK		"lock"
+
 static char *state_dir;
+static int lock_fd = -1;	/* held while the daemon runs */
 
 static int
 mkdir_p(const char *path, mode_t mode)
@@ -44,6 +49,61 @@ mkdir_p(const char *path, mode_t mode)
 	return 0;
 }
 
+/* The pid in a held lock file, as text ("unknown" if none yet). */
+static void
+lock_holder(int fd, char *buf, size_t len)
+{
+	ssize_t n = pread(fd, buf, len - 1, 0);
+	char *end;
+
+	buf[n > 0 ? n : 0] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	if (buf[0] == '\0' || strtol(buf, &end, 10) <= 0 || *end != '\0')
+		snprintf(buf, len, "unknown");
+}
+
+/*
+ * One daemon per state directory: a second one would reconcile, and so
+ * destroy the first one's builds in progress ("building" records).  An
+ * flock(2) on <dir>/lock, taken before anything reads the records or
+ * asks the hypervisor, held until the process exits (the kernel drops it
+ * then, so a crash leaves no stale lock).  The descriptor is O_CLOEXEC:
+ * hotplug scripts and other children do not keep the lock.  Taken after
+ * daemonize(), so the pid written in it is the daemon's.
+ */
+static int
+state_lock(const char *dir)
+{
+	char path[4200], pid[32];
+	int fd, rc;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, STATE_LOCK);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		rc = -errno;
+		log_errx("state directory lock %s: %s", path, strerror(-rc));
+		return rc;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		rc = -errno;
+		if (rc == -EWOULDBLOCK) {
+			lock_holder(fd, pid, sizeof(pid));
+			log_errx("state directory %s is in use by another "
+			    "vmbuildd (pid %s, holding %s); not starting",
+			    dir, pid, path);
+		} else {
+			log_errx("cannot lock %s: %s", path, strerror(-rc));
+		}
+		close(fd);
+		return rc;
+	}
+	snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, strlen(pid), 0) < 0)
+		log_warn("cannot write the pid into %s", path);
+	lock_fd = fd;
+	return 0;
+}
+
 int
 state_init(const char *dir)
 {
@@ -60,6 +120,8 @@ state_init(const char *dir)
 		    strerror(errno));
 		return rc;
 	}
+	if ((rc = state_lock(dir)) < 0)
+		return rc;
 	state_dir = strdup(dir);
 	return state_dir == NULL ? -ENOMEM : 0;
 }
