@@ -155,6 +155,35 @@ host_cpus(yajl_val cpus)
 	table_free(t);
 }
 
+/*
+ * State records the daemon moved aside at start (they could never be
+ * loaded): for the operator to look at, mend or remove.  Control
+ * characters in them are shown as '?'.
+ */
+static void
+put_plain(const char *s)
+{
+	for (const char *p = s ? s : "?"; *p; p++)
+		putchar((unsigned char)*p < 0x20 || *p == 0x7f ? '?' : *p);
+}
+
+static void
+host_quarantined(yajl_val q)
+{
+
+	if (!YAJL_IS_ARRAY(q) || q->u.array.len == 0)
+		return;
+	printf("\n%zu state record%s quarantined (in the state directory):\n",
+	    q->u.array.len, q->u.array.len == 1 ? "" : "s");
+	for (size_t i = 0; i < q->u.array.len; i++) {
+		printf("  ");
+		put_plain(jstr(q->u.array.values[i], "file"));
+		printf(": ");
+		put_plain(jstr(q->u.array.values[i], "reason"));
+		printf("\n");
+	}
+}
+
 int
 cmd_host(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
     char **argv)
@@ -218,6 +247,7 @@ cmd_host(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 		table_print(t, stdout, NULL);
 	}
 	host_cpus(jget(res, "cpus"));
+	host_quarantined(jget(res, "quarantined"));
 out:
 	table_free(t);
 	yajl_tree_free(hello);

@@ -528,6 +528,7 @@ build_restart(struct vm *vm, struct vmb_guest *guest, const char *reason,
 	bj->restart = true;
 	bj->rec.restart = true;
 	bj->rec.created_at = vm->created_at;
+	vm_record_restarts(vm, &bj->rec);
 	rc = worker_spawn(&bj->job);
 	if (rc < 0) {
 		snprintf(why, why_len, "cannot start a build thread: %s",

@@ -484,6 +484,7 @@ dev_job_start(struct call *call, struct dev_job *j, const char *member)
 	j->rec.built = true;
 	j->rec.domid = vm->domid;
 	j->rec.created_at = vm->created_at;
+	vm_record_restarts(vm, &j->rec);
 	j->rec.config_path = vm->config_path ? strdup(vm->config_path) : NULL;
 	j->rec.config_json = config_with(vm->config, member, j->attach ?
 	    UINT32_MAX : j->devid, j->attach ? j->dev_json : NULL);

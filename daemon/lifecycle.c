@@ -42,12 +42,16 @@
 #include "worker.h"
 
 /*
- * A VM restarted this many times within the window is left shut down:
- * a guest that crashes as it boots, with on_crash="restart", would
- * otherwise keep a build going for ever.
+ * A VM restarted this many times within the last RESTART_WINDOW_SEC (a
+ * sliding window) is left shut down: a guest that crashes as it boots,
+ * or every minute, with on_crash="restart", would otherwise keep builds
+ * going for ever.  Between restarts a growing wait: none for the first
+ * in the window, then 1, 2, 4... s, at most --restart-backoff; so a
+ * guest crashing once a minute reaches the limit in about 20 min.  The
+ * times are kept in the VM's record, so a daemon restart resets nothing.
  */
-#define RESTART_BURST		10
-#define RESTART_WINDOW_SEC	600
+#define RESTART_LIMIT		10
+#define RESTART_WINDOW_SEC	3600
 
 struct watch_job {
 	struct job	job;
@@ -206,6 +210,7 @@ restart_record(const struct vm *vm, struct state_record *rec)
 	rec->build_json = tree_text(vm->build);
 	rec->source_json = vm->source ? strdup(vm->source) : NULL;
 	rec->restart = true;
+	vm_record_restarts(vm, rec);
 }
 
 static void
@@ -336,20 +341,43 @@ act_submit(struct vm *vm, enum vmb_action action, const char *reason)
 	return 0;
 }
 
-/* Another restart within the burst limit? */
-static bool
-restart_allowed(struct vm *vm)
+/*
+ * Forget the restarts that left the window; then the wait before
+ * another (s), or -1 when RESTART_LIMIT are in it.  Unix times: they
+ * outlive the daemon.  One in the future (the clock set back) counts as
+ * now; one more than a window ahead is dropped.
+ */
+static int
+restart_wait(struct vm *vm)
 {
-	double now = now_mono();
+	double now = now_real();
+	unsigned k = 0, wait;
 
-	if (vm->burst == 0 || now - vm->burst_start > RESTART_WINDOW_SEC) {
-		vm->burst_start = now;
-		vm->burst = 0;
+	for (unsigned i = 0; i < vm->nrestart_times; i++) {
+		double t = vm->restart_times[i];
+
+		if (now - t < RESTART_WINDOW_SEC &&
+		    t - now < RESTART_WINDOW_SEC)
+			vm->restart_times[k++] = t;
 	}
-	if (vm->burst >= RESTART_BURST)
-		return false;
-	vm->burst++;
-	return true;
+	vm->nrestart_times = k;
+	if (k >= RESTART_LIMIT)
+		return -1;
+	wait = k == 0 ? 0 : 1u << (k - 1 < 16 ? k - 1 : 16);
+	return (int)(wait < vmbd.restart_backoff ? wait :
+	    vmbd.restart_backoff);
+}
+
+/* A restart begins: into the history its record will hold. */
+static void
+restart_note(struct vm *vm)
+{
+	if (vm->nrestart_times == STATE_RESTARTS_MAX) {
+		memmove(vm->restart_times, vm->restart_times + 1,
+		    (STATE_RESTARTS_MAX - 1) * sizeof(double));
+		vm->nrestart_times--;
+	}
+	vm->restart_times[vm->nrestart_times++] = now_real();
 }
 
 /*
@@ -378,10 +406,15 @@ restart_images_why(const struct vm *vm)
 	return NULL;
 }
 
-/* The action for a VM of ours that shut down, and why if not on_*'s. */
+/*
+ * The action for a VM of ours that shut down, and why if not on_*'s; a
+ * restart's wait in *wait.
+ */
 static enum vmb_action
-action_for(struct vm *vm, enum vmb_shutdown_reason r, const char **why)
+action_for(struct vm *vm, enum vmb_shutdown_reason r, const char **why,
+    int *wait)
 {
+	static char buf[120];
 	enum vmb_action a = vm->on[r];
 
 	*why = NULL;
@@ -394,11 +427,50 @@ action_for(struct vm *vm, enum vmb_shutdown_reason r, const char **why)
 	}
 	if ((*why = restart_images_why(vm)) != NULL)
 		return VMB_ACTION_PRESERVE;
-	if (!restart_allowed(vm)) {
-		*why = "it was restarted too often (10 times in 10 min)";
+	if ((*wait = restart_wait(vm)) < 0) {
+		snprintf(buf, sizeof(buf), "it was restarted too often (%u "
+		    "times within the last %d s, the limit)",
+		    vm->nrestart_times, RESTART_WINDOW_SEC);
+		*why = buf;
 		return VMB_ACTION_PRESERVE;
 	}
 	return a;
+}
+
+/* The wait before a restart is over: restart, if still to be done. */
+static void
+restart_due(evutil_socket_t fd, short what, void *arg)
+{
+	struct vm *vm = arg;
+	const char *rn = vmb_shutdown_reason_name(vm->dom.shutdown_reason);
+
+	(void)fd;
+	(void)what;
+	/* Destroyed, or replaced by someone else meanwhile: nothing to do. */
+	if (vmbd.stopping || vm->busy || vm->building || !shut_down(vm) ||
+	    vm->handled != vm->domid)
+		return;
+	restart_note(vm);
+	if (act_submit(vm, VMB_ACTION_RESTART, rn) < 0)
+		log_vm(LOG_ERR, vm->name, vm->domid, 0, "%s: out of memory, "
+		    "left shut down", vm->name);
+}
+
+/* A restart after `wait` s (0: now); 0, or -ENOMEM. */
+static int
+restart_after(struct vm *vm, int wait, const char *rn)
+{
+	struct timeval tv = { wait, 0 };
+
+	if (wait == 0) {
+		restart_note(vm);
+		return act_submit(vm, VMB_ACTION_RESTART, rn);
+	}
+	if (vm->restart_ev == NULL)
+		vm->restart_ev = evtimer_new(vmbd.base, restart_due, vm);
+	if (vm->restart_ev == NULL)
+		return -ENOMEM;
+	return evtimer_add(vm->restart_ev, &tv) < 0 ? -ENOMEM : 0;
 }
 
 void
@@ -407,6 +479,7 @@ lifecycle_check(struct vm *vm)
 	enum vmb_shutdown_reason r;
 	enum vmb_action a;
 	const char *rn, *state, *why;
+	int wait = 0;
 
 	if (vm->restart && !vm->have_dom) {
 		start_pending(vm);
@@ -431,11 +504,16 @@ lifecycle_check(struct vm *vm)
 		shutdown_outcome(vm->uuid, state, rn, NULL, VMB_DOMID_INVALID);
 		return;
 	}
-	a = action_for(vm, r, &why);
+	a = action_for(vm, r, &why, &wait);
 	if (why != NULL)
 		log_vm(LOG_WARNING, vm->name, vm->domid, 0, "%s (domain %u) "
 		    "shut down (%s): not restarted, left shut down: %s",
 		    vm->name, vm->domid, rn, why);
+	else if (a == VMB_ACTION_RESTART)
+		log_vm(LOG_NOTICE, vm->name, vm->domid, 0, "%s (domain %u) "
+		    "shut down (%s): restart in %d s (%u earlier restarts "
+		    "within %d s, at most %d)", vm->name, vm->domid, rn, wait,
+		    vm->nrestart_times, RESTART_WINDOW_SEC, RESTART_LIMIT);
 	else
 		log_vm(LOG_NOTICE, vm->name, vm->domid, 0, "%s (domain %u) "
 		    "shut down (%s): %s", vm->name, vm->domid, rn,
@@ -446,7 +524,8 @@ lifecycle_check(struct vm *vm)
 		    VMB_DOMID_INVALID);
 		return;
 	}
-	if (act_submit(vm, a, rn) < 0) {
+	if ((a == VMB_ACTION_RESTART ? restart_after(vm, wait, rn) :
+	    act_submit(vm, a, rn)) < 0) {
 		log_vm(LOG_ERR, vm->name, vm->domid, 0, "%s: out of memory, "
 		    "left shut down", vm->name);
 		shutdown_failed(vm->uuid, RPC_INTERNAL_ERROR, ENOMEM,
@@ -457,6 +536,9 @@ lifecycle_check(struct vm *vm)
 void
 lifecycle_removed(struct vm *vm)
 {
+	if (vm->restart_ev != NULL)
+		event_free(vm->restart_ev);
+	vm->restart_ev = NULL;
 	/* Destroyed by someone else (vm.destroy, xl destroy). */
 	shutdown_outcome(vm->uuid, "destroyed", vm_shutdown_reason(vm), NULL,
 	    VMB_DOMID_INVALID);

@@ -5,8 +5,8 @@
  * (JSON-RPC 2.0, daemon/proto.h).  One libevent loop serves every
  * client; builds and hypervisor calls run on worker threads (worker.c).
  *
- * Start-up order: options, hypervisor, state directory and
- * reconciliation, socket, then READY=1 for systemd (or, without
+ * Start-up order: options, the state directory's lock (one daemon per
+ * state directory), hypervisor, reconciliation, socket, then READY=1 for systemd (or, without
  * --foreground, the parent process exits 0): a client that sees the
  * daemon ready sees every domain that exists.
  */
@@ -130,6 +130,9 @@ usage(FILE *f)
 "                         complete S s after its first byte (default %d)\n"
 "  --hypervisor-timeout S  fail a hypervisor call after S s (default %d;\n"
 "                         0: wait for ever)\n"
+"  --restart-backoff S    longest wait before a VM's restart (on_*=\n"
+"                         restart): 0, 1, 2, 4 s... up to S (default %d;\n"
+"                         0: none); 10 restarts within an hour at most\n"
 "  --hotplug-timeout S    how long a device's hotplug script may take\n"
 "                         (default 40, libxl's; the backend's InitWait\n"
 "                         is waited for a quarter of it)\n"
@@ -143,7 +146,7 @@ usage(FILE *f)
 	    VMBUILD_DEFAULT_METRICS, VMBUILD_MAX_REQUEST,
 	    VMBUILD_MAX_CONNECTIONS, VMBUILD_MAX_TASKS, VMBUILD_MAX_OUTPUT,
 	    VMBUILD_MAX_METRICS_CONNECTIONS, VMBUILD_REQUEST_TIMEOUT,
-	    VMBUILD_HYPERVISOR_TIMEOUT);
+	    VMBUILD_HYPERVISOR_TIMEOUT, VMBUILD_RESTART_BACKOFF);
 }
 
 static int
@@ -167,7 +170,7 @@ parse_count(const char *opt, const char *arg, unsigned long long min,
 
 enum { O_MAXREQ = 256, O_MAXCONN, O_MAXTASKS, O_POPULATE, O_METRICS,
     O_REQTIMEOUT, O_LOGTARGET, O_SCRUBWAIT, O_ROSOCK, O_GROUP, O_IMAGEDIR,
-    O_MAXOUT, O_MAXMETRICS, O_HVTIMEOUT, O_HPTIMEOUT };
+    O_MAXOUT, O_MAXMETRICS, O_HVTIMEOUT, O_HPTIMEOUT, O_RESTARTBACKOFF };
 
 static const struct option longopts[] = {
 	{ "hypervisor",	     required_argument,	NULL, 'H' },
@@ -189,6 +192,7 @@ static const struct option longopts[] = {
 	{ "max-metrics-connections", required_argument, NULL, O_MAXMETRICS },
 	{ "hypervisor-timeout", required_argument, NULL, O_HVTIMEOUT },
 	{ "hotplug-timeout", required_argument, NULL, O_HPTIMEOUT },
+	{ "restart-backoff", required_argument, NULL, O_RESTARTBACKOFF },
 	{ "verbose",	     no_argument,	NULL, 'v' },
 	{ "help",	     no_argument,	NULL, 'h' },
 	{ "version",	     no_argument,	NULL, 'V' },
@@ -223,6 +227,8 @@ static const struct count_option {
 	    NULL },
 	{ O_HPTIMEOUT,	 "--hotplug-timeout", 4, 3600, 1, &M.hotplug_timeout,
 	    NULL },
+	{ O_RESTARTBACKOFF, "--restart-backoff", 0, 3600, 1,
+	    &vmbd.restart_backoff, NULL },
 };
 
 /* A count option: 0 and stored, 1 if `c` is not one, -1 if refused. */
@@ -326,6 +332,7 @@ parse_options(int argc, char **argv)
 	vmbd.max_connections = VMBUILD_MAX_CONNECTIONS;
 	vmbd.max_tasks = VMBUILD_MAX_TASKS;
 	vmbd.request_timeout = VMBUILD_REQUEST_TIMEOUT;
+	vmbd.restart_backoff = VMBUILD_RESTART_BACKOFF;
 	M.socket = VMBUILD_DEFAULT_SOCKET;
 	M.max_metrics = VMBUILD_MAX_METRICS_CONNECTIONS;
 	M.hv_timeout = VMBUILD_HYPERVISOR_TIMEOUT;
@@ -575,6 +582,9 @@ main(int argc, char **argv)
 		daemonize();
 	vmbd.started_at = now_real();
 	raise_nofile();
+	/* Locked before the hypervisor or a record is touched (state.c). */
+	if (state_init(vmbd.state_dir) < 0)
+		return 1;
 
 	rc = vmb_ctx_open(vmbd.hypervisor, &vmbd.ctx);
 	if (rc < 0)
@@ -592,8 +602,6 @@ main(int argc, char **argv)
 	    .strategy = vmbd.strategy, .max_tasks = vmbd.max_tasks,
 	    .scrub_wait_ms = M.scrub_wait_ms,
 	    .status_changed = vmbd_status_changed });
-	if (state_init(vmbd.state_dir) < 0)
-		return 1;
 	lifecycle_open();
 	if (vm_reconcile() < 0)
 		return 1;

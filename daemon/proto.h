@@ -32,6 +32,7 @@
 #define VMBUILD_MAX_OUTPUT	(64u << 20)	/* bytes queued for all clients */
 #define VMBUILD_MAX_METRICS_CONNECTIONS 64	/* HTTP clients at once */
 #define VMBUILD_HYPERVISOR_TIMEOUT 30		/* s for one hypervisor call */
+#define VMBUILD_RESTART_BACKOFF	60		/* s: longest wait to restart */
 
 /* Methods. */
 #define M_SERVER_HELLO		"server.hello"

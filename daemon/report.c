@@ -6,6 +6,7 @@
 
 #include "json.h"
 #include "report.h"
+#include "state.h"
 #include "vmbuildd.h"
 
 static void
@@ -169,6 +170,9 @@ report_host(yajl_gen g, const struct vmb_host *h)
 		yajl_gen_map_close(g);
 	}
 	yajl_gen_array_close(g);
+	/* State records the daemon moved aside (state.h). */
+	jg_key(g, "quarantined");
+	state_gen_quarantined(g);
 	yajl_gen_map_close(g);
 }
 

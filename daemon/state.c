@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -20,7 +21,23 @@
 
 #define STATE_RECORD_MAX	(1u << 20)
 
+/* The lock file in the state directory (see state_lock). */
+#define STATE_LOCK		"lock"
+
+/* Quarantined records listed by host.info, at most. */
+#define STATE_QUARANTINE_LIST	64
+
 static char *state_dir;
+static int lock_fd = -1;	/* held while the daemon runs */
+
+/* Records in quarantine/ (found at start, or moved there then). */
+static struct {
+	struct quarantined {
+		char	file[300];	/* relative to the state directory */
+		char	reason[200];
+	}	v[STATE_QUARANTINE_LIST];
+	size_t	n;
+} Q;
 
 static int
 mkdir_p(const char *path, mode_t mode)
@@ -44,6 +61,61 @@ mkdir_p(const char *path, mode_t mode)
 	return 0;
 }
 
+/* The pid in a held lock file, as text ("unknown" if none yet). */
+static void
+lock_holder(int fd, char *buf, size_t len)
+{
+	ssize_t n = pread(fd, buf, len - 1, 0);
+	char *end;
+
+	buf[n > 0 ? n : 0] = '\0';
+	buf[strcspn(buf, "\n")] = '\0';
+	if (buf[0] == '\0' || strtol(buf, &end, 10) <= 0 || *end != '\0')
+		snprintf(buf, len, "unknown");
+}
+
+/*
+ * One daemon per state directory: a second one would reconcile, and so
+ * destroy the first one's builds in progress ("building" records).  An
+ * flock(2) on <dir>/lock, taken before anything reads the records or
+ * asks the hypervisor, held until the process exits (the kernel drops it
+ * then, so a crash leaves no stale lock).  The descriptor is O_CLOEXEC:
+ * hotplug scripts and other children do not keep the lock.  Taken after
+ * daemonize(), so the pid written in it is the daemon's.
+ */
+static int
+state_lock(const char *dir)
+{
+	char path[4200], pid[32];
+	int fd, rc;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, STATE_LOCK);
+	fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+	if (fd < 0) {
+		rc = -errno;
+		log_errx("state directory lock %s: %s", path, strerror(-rc));
+		return rc;
+	}
+	if (flock(fd, LOCK_EX | LOCK_NB) < 0) {
+		rc = -errno;
+		if (rc == -EWOULDBLOCK) {
+			lock_holder(fd, pid, sizeof(pid));
+			log_errx("state directory %s is in use by another "
+			    "vmbuildd (pid %s, holding %s); not starting",
+			    dir, pid, path);
+		} else {
+			log_errx("cannot lock %s: %s", path, strerror(-rc));
+		}
+		close(fd);
+		return rc;
+	}
+	snprintf(pid, sizeof(pid), "%ld\n", (long)getpid());
+	if (ftruncate(fd, 0) < 0 || pwrite(fd, pid, strlen(pid), 0) < 0)
+		log_warn("cannot write the pid into %s", path);
+	lock_fd = fd;
+	return 0;
+}
+
 int
 state_init(const char *dir)
 {
@@ -60,6 +132,8 @@ state_init(const char *dir)
 		    strerror(errno));
 		return rc;
 	}
+	if ((rc = state_lock(dir)) < 0)
+		return rc;
 	state_dir = strdup(dir);
 	return state_dir == NULL ? -ENOMEM : 0;
 }
@@ -154,6 +228,11 @@ state_write(const struct state_record *rec)
 	jg_key(g, "source");
 	jg_tree(g, source);
 	jg_kv_bool(g, "restart", rec->restart);
+	jg_key(g, "restart_times");
+	yajl_gen_array_open(g);
+	for (unsigned i = 0; i < rec->nrestart_times; i++)
+		jg_dbl(g, rec->restart_times[i]);
+	yajl_gen_array_close(g);
 	yajl_gen_map_close(g);
 	text = jg_text(g, &len);
 
@@ -210,31 +289,52 @@ state_record_done(struct state_record *rec)
 	rec->source_json = NULL;
 }
 
-/* A record file: regular, not through a symbolic link, bounded. */
-static char *
-read_file(const char *path, size_t *ret_len)
+/*
+ * A record file's text: regular, not through a symbolic link, bounded.
+ * 0; -EINVAL (with why) for a file that can never be a record, to move
+ * aside; another -errno for one that could not be read now.
+ */
+static int
+read_file(const char *path, char **ret, size_t *ret_len, const char **why)
 {
 	char *buf = NULL;
 	struct stat st;
-	int fd;
+	int fd, rc;
 
 	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
-	if (fd < 0)
-		return NULL;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    st.st_size > STATE_RECORD_MAX) {
-		errno = EINVAL;
+	if (fd < 0) {
+		*why = "a symbolic link";
+		return errno == ELOOP ? -EINVAL : -errno;
+	}
+	rc = -EINVAL;
+	if (fstat(fd, &st) < 0) {
+		rc = -errno;
+		goto out;
+	}
+	if (!S_ISREG(st.st_mode)) {
+		*why = "not a regular file";
+		goto out;
+	}
+	if (st.st_size > STATE_RECORD_MAX) {
+		*why = "larger than 1 MiB";
 		goto out;
 	}
 	buf = calloc(1, st.st_size + 1);
-	if (buf != NULL && read(fd, buf, st.st_size) != st.st_size) {
-		free(buf);
-		buf = NULL;
+	if (buf == NULL) {
+		rc = -ENOMEM;
+		goto out;
 	}
+	if (read(fd, buf, st.st_size) != st.st_size) {
+		rc = -EIO;
+		free(buf);
+		goto out;
+	}
+	*ret = buf;
 	*ret_len = (size_t)st.st_size;
+	rc = 0;
 out:
 	close(fd);
-	return buf;
+	return rc;
 }
 
 /* An object of a record back to text (NULL when not an object). */
@@ -249,49 +349,80 @@ tree_text(yajl_val v)
 	return jg_finish(g);
 }
 
-/* Why a record is refused, or NULL when it is sound. */
+/* The restart history (lifecycle.c): times, oldest first, bounded. */
 static const char *
-state_check(const char *file_uuid, yajl_val root, struct state_record *rec)
+state_restarts(yajl_val v, struct state_record *rec)
 {
+	if (v == NULL || YAJL_IS_NULL(v))
+		return NULL;
+	if (!YAJL_IS_ARRAY(v) || v->u.array.len > STATE_RESTARTS_MAX)
+		return "restart_times is not an array of at most 32 times";
+	for (size_t i = 0; i < v->u.array.len; i++) {
+		if (!YAJL_IS_NUMBER(v->u.array.values[i]))
+			return "restart_times holds something else than times";
+		rec->restart_times[i] = YAJL_GET_DOUBLE(v->u.array.values[i]);
+	}
+	rec->nrestart_times = v->u.array.len;
+	return NULL;
+}
+
+/* 0, or -EINVAL with why a record is refused. */
+static int
+state_check(const char *file_uuid, yajl_val root, struct state_record *rec,
+    char *why, size_t len)
+{
+	const char *w = NULL;
+	char nwhy[120];
 	uint8_t fu[16];
 	yajl_val v;
 
 	v = jv_get(root, "uuid");
 	if (!YAJL_IS_STRING(v) || vmb_uuid_from_str(v->u.string, rec->uuid) < 0)
-		return "no valid uuid";
+		w = "no valid uuid";
 	/* state_remove() deletes <uuid>.json: another name would stay. */
-	if (vmb_uuid_from_str(file_uuid, fu) < 0 || memcmp(fu, rec->uuid, 16))
-		return "its uuid is not its file name";
-	v = jv_get(root, "name");
-	if (!YAJL_IS_STRING(v) || v->u.string[0] == '\0' ||
-	    strlen(v->u.string) >= VMB_NAME_LEN)
-		return "no valid name";
-	strcpy(rec->name, v->u.string);
+	else if (vmb_uuid_from_str(file_uuid, fu) < 0 ||
+	    memcmp(fu, rec->uuid, 16))
+		w = "its uuid is not its file name";
+	if (w == NULL && !YAJL_IS_STRING(v = jv_get(root, "name")))
+		w = "no name";
+	/* As vm.create checks a name: it reaches logs, tables, metrics. */
+	if (w == NULL && vmb_name_check(v->u.string, nwhy, sizeof(nwhy)) < 0) {
+		snprintf(why, len, "invalid name: %s", nwhy);
+		return -EINVAL;
+	}
+	if (w == NULL)
+		snprintf(rec->name, sizeof(rec->name), "%s", v->u.string);
 	v = jv_get(root, "state");
-	if (!YAJL_IS_STRING(v) || (strcmp(v->u.string, "built") &&
-	    strcmp(v->u.string, "building")))
-		return "state is neither \"built\" nor \"building\"";
-	rec->built = strcmp(v->u.string, "built") == 0;
+	if (w == NULL && (!YAJL_IS_STRING(v) || (strcmp(v->u.string,
+	    "built") && strcmp(v->u.string, "building"))))
+		w = "state is neither \"built\" nor \"building\"";
+	if (w == NULL)
+		rec->built = strcmp(v->u.string, "built") == 0;
 	v = jv_get(root, "domid");
-	if (YAJL_IS_INTEGER(v)) {
+	if (w == NULL && YAJL_IS_INTEGER(v)) {
 		long long d = YAJL_GET_INTEGER(v);
 
 		/* Domain 0 is the control domain; none of ours. */
 		if (d <= 0 || d >= VMB_DOMID_INVALID)
-			return "domid out of range";
-		rec->domid = (uint32_t)d;
-	} else if (v != NULL && !YAJL_IS_NULL(v)) {
-		return "domid is not an integer";
+			w = "domid out of range";
+		else
+			rec->domid = (uint32_t)d;
+	} else if (w == NULL && v != NULL && !YAJL_IS_NULL(v)) {
+		w = "domid is not an integer";
 	}
-	return NULL;
+	if (w == NULL)
+		w = state_restarts(jv_get(root, "restart_times"), rec);
+	if (w == NULL)
+		return 0;
+	snprintf(why, len, "%s", w);
+	return -EINVAL;
 }
 
 int
 state_parse(const char *name, const char *text, size_t len,
-    struct state_record *rec)
+    struct state_record *rec, char *why, size_t whylen)
 {
 	char err[128], file_uuid[VMB_UUID_STRLEN];
-	const char *why;
 	yajl_val root, v;
 	size_t nlen = strlen(name);
 
@@ -299,15 +430,12 @@ state_parse(const char *name, const char *text, size_t len,
 	rec->domid = VMB_DOMID_INVALID;
 	root = jv_parse(text, len, JSON_MAX_DEPTH, err, sizeof(err));
 	if (root == NULL) {
-		log_warnx("state: %s: not JSON (%s), skipped", name, err);
+		snprintf(why, whylen, "not JSON (%s)", err);
 		return -EINVAL;
 	}
 	snprintf(file_uuid, sizeof(file_uuid), "%.*s",
 	    nlen > 5 ? (int)(nlen - 5) : 0, name);
-	why = state_check(file_uuid, root, rec);
-	if (why != NULL) {
-		log_warnx("state: %s: %s; not a vmbuildd record, skipped (and "
-		    "kept)", name, why);
+	if (state_check(file_uuid, root, rec, why, whylen) < 0) {
 		yajl_tree_free(root);
 		memset(rec, 0, sizeof(*rec));
 		return -EINVAL;
@@ -326,6 +454,157 @@ state_parse(const char *name, const char *text, size_t len,
 	return 0;
 }
 
+/* ------------------------------------------------------------------ */
+/* Quarantine.                                                         */
+
+/* A quarantined record, for host.info; `file` is relative to state_dir. */
+static void
+quarantine_note(const char *file, const char *reason)
+{
+	struct quarantined *q;
+
+	if (Q.n >= STATE_QUARANTINE_LIST)
+		return;
+	q = &Q.v[Q.n++];
+	snprintf(q->file, sizeof(q->file), "%s", file);
+	snprintf(q->reason, sizeof(q->reason), "%s", reason);
+}
+
+/*
+ * Move a record that can never be loaded to quarantine/, so that it is
+ * not read (and logged) at every start again, with <file>.why beside it
+ * saying why.  A name taken there gets a suffix .1, .2... (the record of
+ * the same uuid quarantined before is kept).  Logged once, here.
+ */
+static void
+state_quarantine(const char *name, const char *why)
+{
+	char src[4200], dst[4400], rel[300], note[4500];
+	int rc = -EEXIST, fd;
+
+	snprintf(src, sizeof(src), "%s/%s", state_dir, name);
+	snprintf(dst, sizeof(dst), "%s/%s", state_dir, STATE_QUARANTINE);
+	if (mkdir(dst, 0700) < 0 && errno != EEXIST)
+		rc = -errno;
+	for (int i = 0; rc == -EEXIST && i < 100; i++) {
+		snprintf(rel, sizeof(rel), i ? "%s/%s.%d" : "%s/%s",
+		    STATE_QUARANTINE, name, i);
+		snprintf(dst, sizeof(dst), "%s/%s", state_dir, rel);
+		rc = renameat2(AT_FDCWD, src, AT_FDCWD, dst,
+		    RENAME_NOREPLACE) < 0 ? -errno : 0;
+	}
+	if (rc < 0) {
+		log_warnx("state: %s: %s; skipped, and cannot be moved to "
+		    "%s/: %s", name, why, STATE_QUARANTINE, strerror(-rc));
+		return;
+	}
+	log_warnx("state: %s: %s; not a record this daemon can use: moved "
+	    "to %s", name, why, rel);
+	quarantine_note(rel, why);
+	snprintf(note, sizeof(note), "%s.why", dst);
+	fd = open(note, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW,
+	    0600);
+	if (fd < 0 || write_all(fd, why, strlen(why)) < 0)
+		log_warn("state: cannot write %s", note);
+	if (fd >= 0)
+		close(fd);
+}
+
+/* What an earlier start quarantined: the list host.info shows. */
+static void
+quarantine_scan(void)
+{
+	char path[4400], why[200], rel[300];
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/%s", state_dir, STATE_QUARANTINE);
+	d = opendir(path);
+	if (d == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		size_t len = strlen(de->d_name);
+		ssize_t n = -1;
+		int fd;
+
+		if (de->d_name[0] == '.' || (len > 4 &&
+		    !strcmp(de->d_name + len - 4, ".why")))
+			continue;
+		snprintf(path, sizeof(path), "%s/%s/%s.why", state_dir,
+		    STATE_QUARANTINE, de->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
+		if (fd >= 0) {
+			n = read(fd, why, sizeof(why) - 1);
+			close(fd);
+		}
+		why[n > 0 ? n : 0] = '\0';
+		snprintf(rel, sizeof(rel), "%s/%s", STATE_QUARANTINE,
+		    de->d_name);
+		quarantine_note(rel, n > 0 ? why : "unknown (no .why file)");
+	}
+	closedir(d);
+	if (Q.n > 0)
+		log_notice("state: %zu records in %s/%s (vmctl host lists "
+		    "them)", Q.n, state_dir, STATE_QUARANTINE);
+}
+
+void
+state_gen_quarantined(yajl_gen g)
+{
+	char path[4400];
+	struct stat st;
+
+	yajl_gen_array_open(g);
+	for (size_t i = 0; i < Q.n; i++) {
+		/* One the operator has removed since is not listed. */
+		snprintf(path, sizeof(path), "%s/%s", state_dir, Q.v[i].file);
+		if (lstat(path, &st) < 0)
+			continue;
+		yajl_gen_map_open(g);
+		jg_kv_str(g, "file", Q.v[i].file);
+		jg_kv_str(g, "reason", Q.v[i].reason);
+		yajl_gen_map_close(g);
+	}
+	yajl_gen_array_close(g);
+}
+
+/* One directory entry: a record into recs[*n], or moved aside. */
+static void
+state_load_one(const char *name, struct state_record *rec, size_t *n)
+{
+	char path[4200], why[200];
+	const char *rwhy = NULL;
+	size_t len = strlen(name), tlen = 0;
+	char *text = NULL;
+	int rc;
+
+	snprintf(path, sizeof(path), "%s/%s", state_dir, name);
+	if (len < 5 || strcmp(name + len - 4, ".tmp") == 0) {
+		/* A write interrupted by a crash: never renamed. */
+		if (len >= 5)
+			(void)unlink(path);
+		return;
+	}
+	if (strcmp(name + len - 5, ".json") != 0)
+		return;
+	rc = read_file(path, &text, &tlen, &rwhy);
+	if (rc == -EINVAL) {
+		state_quarantine(name, rwhy);
+		return;
+	}
+	if (rc < 0) {
+		/* Perhaps not for ever (EIO, ENOMEM): left where it is. */
+		log_warnx("state: cannot read %s, skipped: %s", path,
+		    strerror(-rc));
+		return;
+	}
+	if (state_parse(name, text, tlen, rec, why, sizeof(why)) == 0)
+		(*n)++;
+	else
+		state_quarantine(name, why);
+	free(text);
+}
+
 int
 state_load_all(struct state_record **ret_recs, size_t *ret_n)
 {
@@ -334,40 +613,16 @@ state_load_all(struct state_record **ret_recs, size_t *ret_n)
 	struct dirent *de;
 	DIR *d;
 
+	quarantine_scan();
 	d = opendir(state_dir);
 	if (d == NULL)
 		return -errno;
 	while ((de = readdir(d)) != NULL) {
-		char path[4200];
-		size_t len = strlen(de->d_name), tlen = 0;
-		char *text;
-
-		if (len < 5 || strcmp(de->d_name + len - 4, ".tmp") == 0) {
-			/* A write interrupted by a crash: never renamed. */
-			if (len >= 5) {
-				snprintf(path, sizeof(path), "%s/%s",
-				    state_dir, de->d_name);
-				(void)unlink(path);
-			}
-			continue;
-		}
-		if (strcmp(de->d_name + len - 5, ".json") != 0)
-			continue;
-		snprintf(path, sizeof(path), "%s/%s", state_dir, de->d_name);
-		text = read_file(path, &tlen);
-		if (text == NULL) {
-			log_warn("state: cannot read %s, skipped", path);
-			continue;
-		}
 		nr = realloc(recs, (n + 1) * sizeof(*recs));
-		if (nr == NULL) {
-			free(text);
+		if (nr == NULL)
 			break;
-		}
 		recs = nr;
-		if (state_parse(de->d_name, text, tlen, &recs[n]) == 0)
-			n++;
-		free(text);
+		state_load_one(de->d_name, &recs[n], &n);
 	}
 	closedir(d);
 	*ret_recs = recs;

@@ -12,7 +12,7 @@
  * the kernel has them once the rename returns, and a host that goes down
  * takes its domains with it, so after a reboot every record is of a
  * domain that no longer exists, and reconciliation drops it (a torn file
- * is logged and skipped).  libxl stores its domain userdata the same way
+ * is moved to quarantine/, see below).  libxl stores its domain userdata the same way
  * (libxl__userdata_store: write, rename).  Four fsyncs per create were
  * most of its cost: 16.6 ms against 1.85 ms per create of a 128 MiB VM
  * (bench/smallvms, sequential, phantom memory, loaded 2-CPU VM).
@@ -26,9 +26,21 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include <yajl/yajl_gen.h>
 #include <yajl/yajl_tree.h>
 
 #include "vmbuild.h"
+
+/* The restart times a record holds, at most. */
+#define STATE_RESTARTS_MAX	32
+
+/*
+ * A record that can never be loaded (not JSON, not a record, an invalid
+ * name, not a regular file...) is moved to this folder of the state
+ * directory at start, with <file>.why beside it, and logged once;
+ * host.info lists what is there.
+ */
+#define STATE_QUARANTINE	"quarantine"
 
 struct state_record {
 	uint8_t		uuid[16];
@@ -51,20 +63,36 @@ struct state_record {
 	 * in between still builds the new one when it starts again.
 	 */
 	bool		restart;
+	/*
+	 * When the daemon restarted the VM's domain (on_*="restart"), Unix
+	 * times, oldest first: the restarts within lifecycle.c's window, so
+	 * that its back-off and limit outlive a daemon restart.
+	 */
+	double		restart_times[STATE_RESTARTS_MAX];
+	unsigned	nrestart_times;
 };
 
+/*
+ * Locks the state directory (one daemon per directory: <dir>/lock,
+ * flock, the holder's pid in it) or fails, saying which pid holds it.
+ */
 int state_init(const char *dir);
 int state_write(const struct state_record *rec);
 int state_remove(const uint8_t uuid[16]);
-/* Every record; unreadable files are logged and skipped. */
+/*
+ * Every record; files that can never be records are quarantined, those
+ * that cannot be read now (EIO...) are logged and skipped.
+ */
 int state_load_all(struct state_record **ret_recs, size_t *ret_n);
+/* The quarantined records still there: [{"file", "reason"}...] (loop). */
+void state_gen_quarantined(yajl_gen g);
 void state_record_done(struct state_record *rec);
 /*
  * One record file's text (`name`: the file's name, <uuid>.json, which
- * must match the uuid inside); 0, or -EINVAL after logging why.  For
+ * must match the uuid inside); 0, or -EINVAL with why in `why`.  For
  * state_load_all() and the fuzzer.
  */
 int state_parse(const char *name, const char *text, size_t len,
-    struct state_record *rec);
+    struct state_record *rec, char *why, size_t whylen);
 
 #endif /* VMBUILDD_STATE_H */

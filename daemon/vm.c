@@ -415,6 +415,14 @@ vm_set_reaping(struct vm *vm, struct reap *r, uint32_t domid)
 }
 
 void
+vm_record_restarts(const struct vm *vm, struct state_record *rec)
+{
+	memcpy(rec->restart_times, vm->restart_times,
+	    sizeof(rec->restart_times));
+	rec->nrestart_times = vm->nrestart_times;
+}
+
+void
 vm_remove(struct vm *vm, bool announce)
 {
 	reap_forget(vm);
@@ -953,6 +961,9 @@ vm_from_record(struct state_record *rec, const struct vmb_domain *dom)
 		vm->config = jv_parse(rec->config_json,
 		    strlen(rec->config_json), JSON_MAX_DEPTH, NULL, 0);
 	vm->restart = rec->restart;
+	memcpy(vm->restart_times, rec->restart_times,
+	    sizeof(vm->restart_times));
+	vm->nrestart_times = rec->nrestart_times;
 	vm->source = rec->source_json;
 	rec->source_json = NULL;
 	vm_actions(vm);

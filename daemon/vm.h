@@ -21,8 +21,10 @@
 #include <yajl/yajl_gen.h>
 #include <yajl/yajl_tree.h>
 
+#include "state.h"
 #include "vmbuild.h"
 
+struct event;
 struct event_base;
 
 struct vm {
@@ -49,8 +51,10 @@ struct vm {
 	uint32_t	handled;	/* the domain whose shutdown was acted on */
 	bool		restart;	/* its domain is being replaced */
 	unsigned	restarts;	/* by the daemon, since vm.create */
-	double		burst_start;	/* restarts in the current window ... */
-	unsigned	burst;		/* ... that began then (rate limit) */
+	/* Restarts within lifecycle.c's window (Unix times, oldest first). */
+	double		restart_times[STATE_RESTARTS_MAX];
+	unsigned	nrestart_times;
+	struct event	*restart_ev;	/* a restart waiting out its back-off */
 	struct conn	*console;	/* the client attached to its console */
 	int		image_fd[2];	/* kernel, ramdisk it came as; -1 */
 	TAILQ_ENTRY(vm) entry;
@@ -97,6 +101,8 @@ void vm_built(struct vm *vm, const struct vmb_domain *dom,
     const char *config_json, const char *build_json);
 /* Our operation changed a domain (pause, unpause). */
 void vm_update(struct vm *vm, const struct vmb_domain *dom);
+/* The VM's restart history into a record it is about to write. */
+void vm_record_restarts(const struct vm *vm, struct state_record *rec);
 /* Forget a VM (destroyed, or its build failed). */
 void vm_remove(struct vm *vm, bool announce);
 /* reap.c took the VM over: it is "destroying" (`domid`: a hint). */

@@ -23,6 +23,7 @@ struct vmbuildd {
 	unsigned	max_connections;
 	size_t		max_request;
 	unsigned	request_timeout;	/* seconds */
+	unsigned	restart_backoff;	/* s: longest wait before a restart */
 	bool		stopping;	/* SIGTERM/SIGINT received */
 	double		started_at;	/* Unix time */
 };

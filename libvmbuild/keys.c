@@ -99,27 +99,53 @@ replace_string(char **dst, const char *s)
 /* ------------------------------------------------------------------ */
 /* Setters, one per kind of key.                                       */
 
+/*
+ * The one check of a guest's name: the configuration's "name" and the
+ * state records the daemon loads use it.
+ */
+int
+vmb_name_check(const char *s, char *why, size_t len)
+{
+	if (!*s || strlen(s) >= VMB_NAME_LEN) {
+		snprintf(why, len, "must be 1 to %d characters",
+		    VMB_NAME_LEN - 1);
+		return -EINVAL;
+	}
+	/* Names reach file names, logs and tables: keep them plain. */
+	for (const char *p = s; *p; p++) {
+		unsigned char c = (unsigned char)*p;
+
+		if (isalnum(c) || strchr("-_.", c))
+			continue;
+		/* A control character shown as such would break a log line. */
+		if (isprint(c))
+			snprintf(why, len, "invalid character '%c' (letters, "
+			    "digits, '-', '_' and '.' only)", c);
+		else
+			snprintf(why, len, "invalid character 0x%02x (letters, "
+			    "digits, '-', '_' and '.' only)", c);
+		return -EINVAL;
+	}
+	if (s[0] == '-' || s[0] == '.') {
+		snprintf(why, len, "must not start with '%c'", s[0]);
+		return -EINVAL;
+	}
+	return 0;
+}
+
 static int
 set_name(struct vmb_guest *g, const struct vmb__key *k,
     const struct vmb_value *v, const char *where, struct vmb_diags *diags)
 {
+	char why[80];
 	const char *s;
 	int rc = vmb__get_string(k, v, where, diags, &s);
 
 	if (rc)
 		return rc;
-	if (!*s || strlen(s) >= VMB_NAME_LEN)
+	if (vmb_name_check(s, why, sizeof(why)) < 0)
 		return vmb__diag_add(diags, VMB_ERROR, where, v->line, k->name,
-		    "must be 1 to %d characters", VMB_NAME_LEN - 1);
-	/* Names reach file names, logs and tables: keep them plain. */
-	for (const char *p = s; *p; p++)
-		if (!isalnum((unsigned char)*p) && !strchr("-_.", *p))
-			return vmb__diag_add(diags, VMB_ERROR, where, v->line,
-			    k->name, "invalid character '%c' (letters, "
-			    "digits, '-', '_' and '.' only)", *p);
-	if (s[0] == '-' || s[0] == '.')
-		return vmb__diag_add(diags, VMB_ERROR, where, v->line, k->name,
-		    "must not start with '%c'", s[0]);
+		    "%s", why);
 	snprintf(g->name, sizeof(g->name), "%s", s);
 	return 0;
 }

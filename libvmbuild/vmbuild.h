@@ -74,6 +74,12 @@ void vmb_diags_done(struct vmb_diags *diags);
 void vmb_uuid_new(uint8_t uuid[16]);
 /* The 36-character form, either case; -EINVAL for anything else. */
 int vmb_uuid_from_str(const char *s, uint8_t ret_uuid[16]);
+/*
+ * A guest's name as the configuration's "name" takes it: 1 to
+ * VMB_NAME_LEN - 1 letters, digits, '-', '_' and '.', not starting with
+ * '-' or '.'.  0, or -EINVAL with why in `why` (`len` bytes).
+ */
+int vmb_name_check(const char *name, char *why, size_t len);
 /* Lower case. */
 void vmb_uuid_to_str(const uint8_t uuid[16], char buf[VMB_UUID_STRLEN]);
 /* All zero: no UUID. */

@@ -38,8 +38,10 @@ from vmbdtest import *  # noqa: E402,F401,F403
 
 VMCTL = os.path.join(BIN, "vmctl")
 
+# No wait between restarts (--restart-backoff 0): the reboot loop below
+# checks the limit; crashloop.py checks the waits.
 h = Host(["--nodes", "2", "--cpus-per-node", "2", "--mem-per-node", "2G",
-          "--backing", "phantom"])
+          "--backing", "phantom"], ["--restart-backoff", "0"])
 h.start_daemon()
 c = h.client()
 ev = h.client()

@@ -16,13 +16,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
 	char name[64] = "00000000-0000-4000-8000-000000000001.json";
 	struct state_record rec;
+	char why[200];
 
 	if (len >= 36) {
 		snprintf(name, sizeof(name), "%.36s.json", (const char *)data);
 		data += 36;
 		len -= 36;
 	}
-	if (state_parse(name, (const char *)data, len, &rec) == 0)
+	if (state_parse(name, (const char *)data, len, &rec, why,
+	    sizeof(why)) == 0)
 		state_record_done(&rec);
 	return 0;
 }
