@@ -63,6 +63,8 @@ static struct {
 	const char	*group;
 	const char	*metrics;
 	unsigned	max_metrics;
+	unsigned	metrics_timeout;	/* s */
+	unsigned	max_ro_conns, max_user_conns, idle_timeout;
 	unsigned	hv_timeout;	/* s */
 	unsigned	hotplug_timeout;	/* s; 0: libvmbuild's default */
 	size_t		max_output;
@@ -120,14 +122,23 @@ usage(FILE *f)
 "                         when stderr is connected to it, syslog once\n"
 "                         daemonised without --foreground, else stderr)\n"
 "  --max-request BYTES    largest request line (default %d)\n"
-"  --max-connections N    clients at once (default %d)\n"
+"  --max-connections N    clients of the control socket at once\n"
+"                         (default %d)\n"
+"  --max-ro-connections N  clients of the read-only socket (default %d)\n"
+"  --max-user-connections N  clients of one uid on both, root excepted\n"
+"                         (default %d)\n"
 "  --max-tasks N          builds running at once (default %d)\n"
 "  --max-output BYTES     replies and events queued for all clients;\n"
 "                         over it the biggest client is dropped\n"
 "                         (default %u)\n"
 "  --max-metrics-connections N  HTTP clients at once (default %d)\n"
+"  --metrics-request-timeout S  close an HTTP client whose request is\n"
+"                         not complete S s after it connected or had\n"
+"                         its last reply (default %d)\n"
 "  --request-timeout S    close a connection whose request is not\n"
 "                         complete S s after its first byte (default %d)\n"
+"  --idle-timeout S       close a connection that does nothing for S s\n"
+"                         (subscribers excepted; default %d)\n"
 "  --hypervisor-timeout S  fail a hypervisor call after S s (default %d;\n"
 "                         0: wait for ever)\n"
 "  --hotplug-timeout S    how long a device's hotplug script may take\n"
@@ -141,8 +152,10 @@ usage(FILE *f)
 "group vmbuild and refreshes the domain list.\n",
 	    VMBUILD_DEFAULT_SOCKET, VMBUILD_DEFAULT_STATE,
 	    VMBUILD_DEFAULT_METRICS, VMBUILD_MAX_REQUEST,
-	    VMBUILD_MAX_CONNECTIONS, VMBUILD_MAX_TASKS, VMBUILD_MAX_OUTPUT,
-	    VMBUILD_MAX_METRICS_CONNECTIONS, VMBUILD_REQUEST_TIMEOUT,
+	    VMBUILD_MAX_CONNECTIONS, VMBUILD_MAX_RO_CONNECTIONS,
+	    VMBUILD_MAX_USER_CONNECTIONS, VMBUILD_MAX_TASKS, VMBUILD_MAX_OUTPUT,
+	    VMBUILD_MAX_METRICS_CONNECTIONS, VMBUILD_METRICS_REQUEST_TIMEOUT,
+	    VMBUILD_REQUEST_TIMEOUT, VMBUILD_IDLE_TIMEOUT,
 	    VMBUILD_HYPERVISOR_TIMEOUT);
 }
 
@@ -167,7 +180,8 @@ parse_count(const char *opt, const char *arg, unsigned long long min,
 
 enum { O_MAXREQ = 256, O_MAXCONN, O_MAXTASKS, O_POPULATE, O_METRICS,
     O_REQTIMEOUT, O_LOGTARGET, O_SCRUBWAIT, O_ROSOCK, O_GROUP, O_IMAGEDIR,
-    O_MAXOUT, O_MAXMETRICS, O_HVTIMEOUT, O_HPTIMEOUT };
+    O_MAXOUT, O_MAXMETRICS, O_HVTIMEOUT, O_HPTIMEOUT, O_MAXROCONN,
+    O_MAXUSERCONN, O_IDLETIMEOUT, O_METRICSTIMEOUT };
 
 static const struct option longopts[] = {
 	{ "hypervisor",	     required_argument,	NULL, 'H' },
@@ -189,6 +203,10 @@ static const struct option longopts[] = {
 	{ "max-metrics-connections", required_argument, NULL, O_MAXMETRICS },
 	{ "hypervisor-timeout", required_argument, NULL, O_HVTIMEOUT },
 	{ "hotplug-timeout", required_argument, NULL, O_HPTIMEOUT },
+	{ "max-ro-connections", required_argument, NULL, O_MAXROCONN },
+	{ "max-user-connections", required_argument, NULL, O_MAXUSERCONN },
+	{ "idle-timeout",    required_argument,	NULL, O_IDLETIMEOUT },
+	{ "metrics-request-timeout", required_argument, NULL, O_METRICSTIMEOUT },
 	{ "verbose",	     no_argument,	NULL, 'v' },
 	{ "help",	     no_argument,	NULL, 'h' },
 	{ "version",	     no_argument,	NULL, 'V' },
@@ -223,6 +241,13 @@ static const struct count_option {
 	    NULL },
 	{ O_HPTIMEOUT,	 "--hotplug-timeout", 4, 3600, 1, &M.hotplug_timeout,
 	    NULL },
+	{ O_MAXROCONN,	 "--max-ro-connections", 1, 65536, 1, &M.max_ro_conns,
+	    NULL },
+	{ O_MAXUSERCONN, "--max-user-connections", 1, 65536, 1,
+	    &M.max_user_conns, NULL },
+	{ O_IDLETIMEOUT, "--idle-timeout", 1, 86400, 1, &M.idle_timeout, NULL },
+	{ O_METRICSTIMEOUT, "--metrics-request-timeout", 1, 3600, 1,
+	    &M.metrics_timeout, NULL },
 };
 
 /* A count option: 0 and stored, 1 if `c` is not one, -1 if refused. */
@@ -328,6 +353,10 @@ parse_options(int argc, char **argv)
 	vmbd.request_timeout = VMBUILD_REQUEST_TIMEOUT;
 	M.socket = VMBUILD_DEFAULT_SOCKET;
 	M.max_metrics = VMBUILD_MAX_METRICS_CONNECTIONS;
+	M.metrics_timeout = VMBUILD_METRICS_REQUEST_TIMEOUT;
+	M.max_ro_conns = VMBUILD_MAX_RO_CONNECTIONS;
+	M.max_user_conns = VMBUILD_MAX_USER_CONNECTIONS;
+	M.idle_timeout = VMBUILD_IDLE_TIMEOUT;
 	M.hv_timeout = VMBUILD_HYPERVISOR_TIMEOUT;
 	M.max_output = VMBUILD_MAX_OUTPUT;
 	while ((c = getopt_long(argc, argv, "H:s:d:fvhV", longopts, NULL))
@@ -530,8 +559,9 @@ raise_nofile(void)
 		(void)getrlimit(RLIMIT_NOFILE, &rl);
 	}
 	/* Clients, HTTP clients, build images and some for the rest. */
-	want = (rlim_t)vmbd.max_connections * (CONTROL_MAX_FDS + 1) +
-	    M.max_metrics + (rlim_t)vmbd.max_tasks * 4 + 256;
+	want = ((rlim_t)vmbd.max_connections + M.max_ro_conns) *
+	    (CONTROL_MAX_FDS + 1) + M.max_metrics +
+	    (rlim_t)vmbd.max_tasks * 4 + 256;
 	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want)
 		log_warnx("only %llu descriptors (RLIMIT_NOFILE) for up to "
 		    "%llu at the limits given (LimitNOFILE= in the unit); "
@@ -614,7 +644,8 @@ main(int argc, char **argv)
 		const char *addr = M.metrics ? M.metrics :
 		    VMBUILD_DEFAULT_METRICS;
 
-		rc = metrics_init(vmbd.base, addr, M.max_metrics);
+		rc = metrics_init(vmbd.base, addr, M.max_metrics,
+		    M.metrics_timeout);
 		if (rc < 0 && M.metrics != NULL)
 			fatalx("--metrics %s: %s", addr, strerror(-rc));
 		if (rc < 0)
@@ -626,7 +657,10 @@ main(int argc, char **argv)
 	copts.group = M.group;
 	copts.max_request = vmbd.max_request;
 	copts.max_connections = vmbd.max_connections;
+	copts.max_ro_connections = M.max_ro_conns;
+	copts.max_uid_connections = M.max_user_conns;
 	copts.request_timeout = vmbd.request_timeout;
+	copts.idle_timeout = M.idle_timeout;
 	copts.max_output = M.max_output;
 	if (control_listen(&copts) < 0)
 		fatalx("cannot listen on %s", M.socket);
