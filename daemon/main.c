@@ -586,11 +586,32 @@ ro_socket_path(void)
 	return buf;
 }
 
+/*
+ * The metrics endpoint, before the control socket: a --metrics that
+ * cannot be bound stops the start before a socket exists.  The default
+ * address may be taken by another daemon on this host: then run without
+ * metrics.  An address asked for must work.
+ */
+static void
+start_metrics(void)
+{
+	const char *addr = M.metrics ? M.metrics : VMBUILD_DEFAULT_METRICS;
+	int rc;
+
+	if (strcmp(addr, "none") == 0)
+		return;
+	rc = metrics_init(vmbd.base, addr, M.max_metrics, M.metrics_timeout);
+	if (rc < 0 && M.metrics != NULL)
+		fatalx("--metrics %s: %s", addr, strerror(-rc));
+	if (rc < 0)
+		log_warnx("metrics endpoint %s: %s; running without", addr,
+		    strerror(-rc));
+}
+
 int
 main(int argc, char **argv)
 {
 	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
-	struct control_opts copts;
 	int rc;
 
 	rc = parse_options(argc, argv);
@@ -633,36 +654,15 @@ main(int argc, char **argv)
 		fatalx("event_base_new failed");
 	if (worker_init(vmbd.base, POOL_THREADS) < 0)
 		fatalx("cannot start worker threads");
-	/*
-	 * The metrics endpoint before the control socket: a --metrics that
-	 * cannot be bound stops the start before a socket exists.  The
-	 * default address may be taken by another daemon on this host:
-	 * then run without metrics.  An address asked for must work.
-	 */
-	if (M.metrics == NULL ||
-	    strcmp(M.metrics, "none") != 0) {
-		const char *addr = M.metrics ? M.metrics :
-		    VMBUILD_DEFAULT_METRICS;
-
-		rc = metrics_init(vmbd.base, addr, M.max_metrics,
-		    M.metrics_timeout);
-		if (rc < 0 && M.metrics != NULL)
-			fatalx("--metrics %s: %s", addr, strerror(-rc));
-		if (rc < 0)
-			log_warnx("metrics endpoint %s: %s; running without",
-			    addr, strerror(-rc));
-	}
-	copts.path = M.socket;
-	copts.ro_path = ro_socket_path();
-	copts.group = M.group;
-	copts.max_request = vmbd.max_request;
-	copts.max_connections = vmbd.max_connections;
-	copts.max_ro_connections = M.max_ro_conns;
-	copts.max_uid_connections = M.max_user_conns;
-	copts.request_timeout = vmbd.request_timeout;
-	copts.idle_timeout = M.idle_timeout;
-	copts.max_output = M.max_output;
-	if (control_listen(&copts) < 0)
+	start_metrics();
+	if (control_listen(&(struct control_opts){ .path = M.socket,
+	    .ro_path = ro_socket_path(), .group = M.group,
+	    .max_request = vmbd.max_request,
+	    .max_connections = vmbd.max_connections,
+	    .max_ro_connections = M.max_ro_conns,
+	    .max_uid_connections = M.max_user_conns,
+	    .request_timeout = vmbd.request_timeout,
+	    .idle_timeout = M.idle_timeout, .max_output = M.max_output }) < 0)
 		fatalx("cannot listen on %s", M.socket);
 	/* A fatal exit from here on leaves no socket file behind. */
 	atexit(control_unlink);
