@@ -39,6 +39,7 @@
 #include "log.h"
 #include "proto.h"
 #include "rpc.h"
+#include "vmbuildd.h"
 
 #define CONTROL_GROUP		"vmbuild"
 #define CONTROL_READ_CHUNK	65536
@@ -61,6 +62,7 @@ struct listener {
 	bool		made;		/* we bound path: unlink it */
 	const char	*path;
 	struct event	*ev;
+	unsigned	nconns;		/* its connections now */
 };
 
 static struct {
@@ -70,6 +72,7 @@ static struct {
 	struct event	*ev_resume;	/* accept again after EMFILE */
 	struct event	*ev_doom;	/* close what control_shed dropped */
 	struct log_rate	accept_rate;
+	struct log_rate	refuse_rate;
 	struct connq	conns;
 	unsigned	nconns;
 	unsigned	serial;
@@ -84,6 +87,7 @@ static struct {
 static void conn_close(struct conn *c);
 static void conn_process(struct conn *c);
 static void control_doom_cb(evutil_socket_t fd, short what, void *arg);
+static void conn_idle_cb(evutil_socket_t fd, short what, void *arg);
 
 void
 control_reload_group(void)
@@ -312,16 +316,52 @@ control_listen(const struct control_opts *opts)
 	return 0;
 }
 
-/* Refuse a connection over the limit with one error line. */
+/*
+ * Connections are bounded per socket, so that the read-only socket's
+ * clients (anyone) never take the control socket's slots (root and the
+ * group), and per uid on both together, so that one user cannot take
+ * all of a socket's; root is not bounded per uid.  NULL when `cred` may
+ * connect, else why not, in `buf`.
+ */
+static const char *
+control_over_limit(const struct listener *l, const struct ucred *cred,
+    char *buf, size_t size)
+{
+	unsigned max = l->read_only ? C.opts.max_ro_connections :
+	    C.opts.max_connections, mine = 0;
+	const struct conn *c;
+
+	if (l->nconns >= max) {
+		snprintf(buf, size, "too many connections to the %s socket "
+		    "(limit %u)", l->read_only ? "read-only" : "control", max);
+		return buf;
+	}
+	if (cred->uid == 0)
+		return NULL;
+	TAILQ_FOREACH(c, &C.conns, entry)
+		if (c->uid == cred->uid)
+			mine++;
+	if (mine < C.opts.max_uid_connections)
+		return NULL;
+	snprintf(buf, size, "too many connections from uid %u (limit %u a "
+	    "user)", (unsigned)cred->uid, C.opts.max_uid_connections);
+	return buf;
+}
+
+/* Refuse a connection over a limit with one error line, saying which. */
 static void
-control_refuse(int fd)
+control_refuse(int fd, const struct ucred *cred, const char *why)
 {
 	char buf[256];
+	unsigned held;
 	int n;
 
+	if (log_rate_ok(&C.refuse_rate, 10, &held))
+		log_warnx("connection of pid %d uid %u refused: %s (%u more "
+		    "refused before this one and not logged)", (int)cred->pid,
+		    (unsigned)cred->uid, why, held);
 	n = snprintf(buf, sizeof(buf), "{\"jsonrpc\":\"2.0\",\"id\":null,"
-	    "\"error\":{\"code\":%d,\"message\":\"too many connections "
-	    "(limit %u)\"}}\n", E_BUSY, C.opts.max_connections);
+	    "\"error\":{\"code\":%d,\"message\":\"%s\"}}\n", E_BUSY, why);
 	(void)!send(fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 	close(fd);
 }
@@ -555,6 +595,7 @@ conn_read_cb(evutil_socket_t fd, short what, void *arg)
 			conn_close_after_flush(c);
 			break;
 		}
+		c->active_mono = now_mono();
 		conn_process(c);
 		/*
 		 * Less than a chunk: the socket is empty, do not ask again
@@ -614,18 +655,74 @@ conn_timeout_cb(evutil_socket_t fd, short what, void *arg)
 	conn_close_after_flush(c);
 }
 
-static struct conn *
-conn_new(int fd, bool read_only)
+/* The peer's credentials, or false (logged, fd closed). */
+static bool
+conn_cred(int fd, struct ucred *cred)
 {
-	struct ucred cred;
-	socklen_t clen = sizeof(cred);
-	struct conn *c;
+	socklen_t clen = sizeof(*cred);
 
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0) {
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cred, &clen) < 0) {
 		log_warn("SO_PEERCRED");
 		close(fd);
-		return NULL;
+		return false;
 	}
+	return true;
+}
+
+/*
+ * Something is going on: a request being received or answered (a
+ * deferred call, or a console, holds a reference), output waiting, or a
+ * subscription.
+ */
+static bool
+conn_busy(const struct conn *c)
+{
+	return evbuffer_get_length(c->in) > 0 || !conn_idle(c) ||
+	    c->refs > 1 || c->lingers || !c->reading;
+}
+
+/*
+ * --idle-timeout: a connection with nothing going on for that long is
+ * closed, so that a client that connects and sends nothing (or nothing
+ * more) holds a slot for a while only.  Armed at the accept; rather than
+ * re-armed at each byte, it looks when it fires: busy, or active since,
+ * it waits again.
+ */
+static void
+conn_idle_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	double now = now_mono(), left;
+	struct timeval tv;
+	char msg[96];
+
+	(void)fd;
+	(void)what;
+	if (c->closed || c->closing || c->doomed)
+		return;
+	if (conn_busy(c))
+		c->active_mono = now;
+	left = c->active_mono + C.opts.idle_timeout - now;
+	if (left > 0) {
+		tv.tv_sec = (time_t)left;
+		tv.tv_usec = (suseconds_t)((left - (double)tv.tv_sec) * 1e6);
+		evtimer_add(c->ev_idle, &tv);
+		return;
+	}
+	log_info("conn %u: pid %d uid %u did nothing for %u s, closing",
+	    c->serial, (int)c->pid, (unsigned)c->uid, C.opts.idle_timeout);
+	snprintf(msg, sizeof(msg), "idle for %u s, closing",
+	    C.opts.idle_timeout);
+	rpc_send_error(c, NULL, E_BUSY, msg);
+	conn_close_after_flush(c);
+}
+
+static struct conn *
+conn_new(int fd, bool read_only, const struct ucred *cred)
+{
+	struct timeval idle = { C.opts.idle_timeout, 0 };
+	struct conn *c;
+
 	c = calloc(1, sizeof(*c));
 	if (c == NULL) {
 		close(fd);
@@ -640,8 +737,9 @@ conn_new(int fd, bool read_only)
 	c->ev_write = event_new(C.base, fd, EV_WRITE | EV_PERSIST,
 	    conn_write_cb, c);
 	c->ev_timeout = evtimer_new(C.base, conn_timeout_cb, c);
+	c->ev_idle = evtimer_new(C.base, conn_idle_cb, c);
 	if (c->in == NULL || c->out == NULL || c->ev_read == NULL ||
-	    c->ev_write == NULL || c->ev_timeout == NULL ||
+	    c->ev_write == NULL || c->ev_timeout == NULL || c->ev_idle == NULL ||
 	    evbuffer_add_cb(c->out, conn_out_cb, c) == NULL) {
 		c->closed = true;
 		conn_close(c);	/* frees what was made; c->closed skips it */
@@ -649,15 +747,21 @@ conn_new(int fd, bool read_only)
 	}
 	c->serial = ++C.serial;
 	c->refs = 1;
-	c->pid = cred.pid;
-	c->uid = cred.uid;
-	c->gid = cred.gid;
+	c->pid = cred->pid;
+	c->uid = cred->uid;
+	c->gid = cred->gid;
 	c->read_only = read_only;
-	c->can_write = !read_only && control_may_write(fd, cred.uid, cred.gid);
+	c->can_write = !read_only && control_may_write(fd, cred->uid,
+	    cred->gid);
 	c->reading = true;
 	event_add(c->ev_read, NULL);
+	/* From the accept: a client that sends nothing is idle too. */
+	c->active_mono = now_mono();
+	if (C.opts.idle_timeout > 0)
+		evtimer_add(c->ev_idle, &idle);
 	TAILQ_INSERT_TAIL(&C.conns, c, entry);
 	C.nconns++;
+	C.ls[read_only].nconns++;
 	log_debug("conn %u: pid %d uid %u gid %u%s%s", c->serial, (int)c->pid,
 	    (unsigned)c->uid, (unsigned)c->gid, read_only ? " (read-only "
 	    "socket)" : "", c->can_write ? " (may write)" : "");
@@ -668,12 +772,15 @@ struct conn *
 control_attach(int fd, bool read_only)
 {
 	int fl = fcntl(fd, F_GETFL);
+	struct ucred cred;
 
 	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0) {
 		close(fd);
 		return NULL;
 	}
-	return conn_new(fd, read_only);
+	if (!conn_cred(fd, &cred))
+		return NULL;
+	return conn_new(fd, read_only, &cred);
 }
 
 /* Out of descriptors or memory: say so now and then, accept again in 1 s. */
@@ -696,6 +803,9 @@ static void
 control_accept_cb(evutil_socket_t lfd, short what, void *arg)
 {
 	struct listener *l = arg;
+	struct ucred cred;
+	const char *why;
+	char buf[128];
 
 	(void)what;
 	/* A bounded batch per wake-up: the loop serves the others too. */
@@ -708,13 +818,13 @@ control_accept_cb(evutil_socket_t lfd, short what, void *arg)
 				control_accept_pause(errno);
 			return;
 		}
-		if (C.nconns >= C.opts.max_connections) {
-			log_debug("connection refused: limit of %u reached",
-			    C.opts.max_connections);
-			control_refuse(fd);
+		if (!conn_cred(fd, &cred))
 			continue;
-		}
-		(void)conn_new(fd, l->read_only);
+		why = control_over_limit(l, &cred, buf, sizeof(buf));
+		if (why != NULL)
+			control_refuse(fd, &cred, why);
+		else
+			(void)conn_new(fd, l->read_only, &cred);
 	}
 }
 
@@ -905,6 +1015,7 @@ conn_close(struct conn *c)
 			C.on_close(c);
 		TAILQ_REMOVE(&C.conns, c, entry);
 		C.nconns--;
+		C.ls[c->read_only].nconns--;
 		log_debug("conn %u: closed", c->serial);
 	}
 	for (size_t i = 0; i < c->nfds; i++)
@@ -917,7 +1028,9 @@ conn_close(struct conn *c)
 		event_free(c->ev_write);
 	if (c->ev_timeout != NULL)
 		event_free(c->ev_timeout);
-	c->ev_read = c->ev_write = c->ev_timeout = NULL;
+	if (c->ev_idle != NULL)
+		event_free(c->ev_idle);
+	c->ev_read = c->ev_write = c->ev_timeout = c->ev_idle = NULL;
 	if (c->out != NULL) {
 		C.out_total -= evbuffer_get_length(c->out);
 		evbuffer_free(c->out);
@@ -1008,6 +1121,7 @@ conn_send_room(struct conn *c, size_t len)
 		if (c->closed || c->doomed)
 			return false;
 	}
+	c->active_mono = now_mono();
 	return true;
 }
 

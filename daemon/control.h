@@ -7,7 +7,10 @@
  * a client can make the daemon hold: requests are not read while a
  * client's replies pile up unread, a client whose output passes
  * CONTROL_OUTPUT_MAX is dropped, and so is the biggest one when all
- * queued output passes --max-output.
+ * queued output passes --max-output.  Connections are bounded per
+ * socket (the read-only socket's clients cannot take the control
+ * socket's slots) and per uid (root excepted), and one with nothing
+ * going on is closed after --idle-timeout, counted from the accept.
  *
  * A connection is reference counted: a deferred reply (a build the
  * client waits for) holds a reference, and sending on a connection the
@@ -42,8 +45,15 @@ struct conn {
 	bool		reading;	/* off while the output is backed up */
 	bool		read_only;	/* came in on the read-only socket */
 	bool		doomed;		/* output over the limits: closing */
+	/*
+	 * Idle by design (events.subscribe, set by events.c): no
+	 * --idle-timeout, but it counts against its uid's connections.
+	 */
+	bool		lingers;
 	int		fd;
 	struct event	*ev_read, *ev_write, *ev_timeout;
+	struct event	*ev_idle;	/* --idle-timeout, see conn_idle_cb */
+	double		active_mono;	/* last request byte in or reply out */
 	struct evbuffer	*in, *out;
 	uint64_t	in_base;	/* stream offset of in's first byte */
 	uint64_t	partial_base;	/* in_base when the timeout was armed */
@@ -70,8 +80,11 @@ struct control_opts {
 	const char	*ro_path;	/* NULL: no read-only socket */
 	const char	*group;		/* may change things besides root */
 	size_t		max_request;
-	unsigned	max_connections;	/* both sockets together */
+	unsigned	max_connections;	/* on the control socket */
+	unsigned	max_ro_connections;	/* on the read-only socket */
+	unsigned	max_uid_connections;	/* one uid's, root's unbounded */
 	unsigned	request_timeout;	/* s for a request to complete */
+	unsigned	idle_timeout;	/* s with nothing going on; 0: none */
 	size_t		max_output;	/* bytes queued for all clients */
 };
 

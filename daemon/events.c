@@ -128,6 +128,8 @@ events_subscribe(struct conn *c, uint32_t mask)
 			return -ENOMEM;
 		s->conn = c;
 		TAILQ_INSERT_TAIL(&E.subs, s, entry);
+		/* A subscriber waits for events: no idle timeout for it. */
+		c->lingers = true;
 	}
 	events_count(s->mask, -1);
 	s->mask = mask;
@@ -149,6 +151,7 @@ events_forget(struct conn *c)
 		return;
 	events_count(s->mask, -1);
 	TAILQ_REMOVE(&E.subs, s, entry);
+	c->lingers = false;
 	free(s);
 }
 

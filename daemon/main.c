@@ -63,6 +63,8 @@ static struct {
 	const char	*group;
 	const char	*metrics;
 	unsigned	max_metrics;
+	unsigned	metrics_timeout;	/* s */
+	unsigned	max_ro_conns, max_user_conns, idle_timeout;
 	unsigned	hv_timeout;	/* s */
 	unsigned	hotplug_timeout;	/* s; 0: libvmbuild's default */
 	size_t		max_output;
@@ -120,14 +122,23 @@ usage(FILE *f)
 "                         when stderr is connected to it, syslog once\n"
 "                         daemonised without --foreground, else stderr)\n"
 "  --max-request BYTES    largest request line (default %d)\n"
-"  --max-connections N    clients at once (default %d)\n"
+"  --max-connections N    clients of the control socket at once\n"
+"                         (default %d)\n"
+"  --max-ro-connections N  clients of the read-only socket (default %d)\n"
+"  --max-user-connections N  clients of one uid on both, root excepted\n"
+"                         (default %d)\n"
 "  --max-tasks N          builds running at once (default %d)\n"
 "  --max-output BYTES     replies and events queued for all clients;\n"
 "                         over it the biggest client is dropped\n"
 "                         (default %u)\n"
 "  --max-metrics-connections N  HTTP clients at once (default %d)\n"
+"  --metrics-request-timeout S  close an HTTP client whose request is\n"
+"                         not complete S s after it connected or had\n"
+"                         its last reply (default %d)\n"
 "  --request-timeout S    close a connection whose request is not\n"
 "                         complete S s after its first byte (default %d)\n"
+"  --idle-timeout S       close a connection that does nothing for S s\n"
+"                         (subscribers excepted; default %d)\n"
 "  --hypervisor-timeout S  fail a hypervisor call after S s (default %d;\n"
 "                         0: wait for ever)\n"
 "  --restart-backoff S    longest wait before a VM's restart (on_*=\n"
@@ -144,8 +155,10 @@ usage(FILE *f)
 "group vmbuild and refreshes the domain list.\n",
 	    VMBUILD_DEFAULT_SOCKET, VMBUILD_DEFAULT_STATE,
 	    VMBUILD_DEFAULT_METRICS, VMBUILD_MAX_REQUEST,
-	    VMBUILD_MAX_CONNECTIONS, VMBUILD_MAX_TASKS, VMBUILD_MAX_OUTPUT,
-	    VMBUILD_MAX_METRICS_CONNECTIONS, VMBUILD_REQUEST_TIMEOUT,
+	    VMBUILD_MAX_CONNECTIONS, VMBUILD_MAX_RO_CONNECTIONS,
+	    VMBUILD_MAX_USER_CONNECTIONS, VMBUILD_MAX_TASKS, VMBUILD_MAX_OUTPUT,
+	    VMBUILD_MAX_METRICS_CONNECTIONS, VMBUILD_METRICS_REQUEST_TIMEOUT,
+	    VMBUILD_REQUEST_TIMEOUT, VMBUILD_IDLE_TIMEOUT,
 	    VMBUILD_HYPERVISOR_TIMEOUT, VMBUILD_RESTART_BACKOFF);
 }
 
@@ -170,7 +183,8 @@ parse_count(const char *opt, const char *arg, unsigned long long min,
 
 enum { O_MAXREQ = 256, O_MAXCONN, O_MAXTASKS, O_POPULATE, O_METRICS,
     O_REQTIMEOUT, O_LOGTARGET, O_SCRUBWAIT, O_ROSOCK, O_GROUP, O_IMAGEDIR,
-    O_MAXOUT, O_MAXMETRICS, O_HVTIMEOUT, O_HPTIMEOUT, O_RESTARTBACKOFF };
+    O_MAXOUT, O_MAXMETRICS, O_HVTIMEOUT, O_HPTIMEOUT, O_MAXROCONN,
+    O_MAXUSERCONN, O_IDLETIMEOUT, O_METRICSTIMEOUT, O_RESTARTBACKOFF };
 
 static const struct option longopts[] = {
 	{ "hypervisor",	     required_argument,	NULL, 'H' },
@@ -192,7 +206,10 @@ static const struct option longopts[] = {
 	{ "max-metrics-connections", required_argument, NULL, O_MAXMETRICS },
 	{ "hypervisor-timeout", required_argument, NULL, O_HVTIMEOUT },
 	{ "hotplug-timeout", required_argument, NULL, O_HPTIMEOUT },
-	{ "restart-backoff", required_argument, NULL, O_RESTARTBACKOFF },
+	{ "max-ro-connections", required_argument, NULL, O_MAXROCONN },
+	{ "max-user-connections", required_argument, NULL, O_MAXUSERCONN },
+	{ "idle-timeout",    required_argument,	NULL, O_IDLETIMEOUT },
+	{ "metrics-request-timeout", required_argument, NULL, O_METRICSTIMEOUT },
 	{ "verbose",	     no_argument,	NULL, 'v' },
 	{ "help",	     no_argument,	NULL, 'h' },
 	{ "version",	     no_argument,	NULL, 'V' },
@@ -229,6 +246,13 @@ static const struct count_option {
 	    NULL },
 	{ O_RESTARTBACKOFF, "--restart-backoff", 0, 3600, 1,
 	    &vmbd.restart_backoff, NULL },
+	{ O_MAXROCONN,	 "--max-ro-connections", 1, 65536, 1, &M.max_ro_conns,
+	    NULL },
+	{ O_MAXUSERCONN, "--max-user-connections", 1, 65536, 1,
+	    &M.max_user_conns, NULL },
+	{ O_IDLETIMEOUT, "--idle-timeout", 1, 86400, 1, &M.idle_timeout, NULL },
+	{ O_METRICSTIMEOUT, "--metrics-request-timeout", 1, 3600, 1,
+	    &M.metrics_timeout, NULL },
 };
 
 /* A count option: 0 and stored, 1 if `c` is not one, -1 if refused. */
@@ -335,6 +359,10 @@ parse_options(int argc, char **argv)
 	vmbd.restart_backoff = VMBUILD_RESTART_BACKOFF;
 	M.socket = VMBUILD_DEFAULT_SOCKET;
 	M.max_metrics = VMBUILD_MAX_METRICS_CONNECTIONS;
+	M.metrics_timeout = VMBUILD_METRICS_REQUEST_TIMEOUT;
+	M.max_ro_conns = VMBUILD_MAX_RO_CONNECTIONS;
+	M.max_user_conns = VMBUILD_MAX_USER_CONNECTIONS;
+	M.idle_timeout = VMBUILD_IDLE_TIMEOUT;
 	M.hv_timeout = VMBUILD_HYPERVISOR_TIMEOUT;
 	M.max_output = VMBUILD_MAX_OUTPUT;
 	while ((c = getopt_long(argc, argv, "H:s:d:fvhV", longopts, NULL))
@@ -537,8 +565,9 @@ raise_nofile(void)
 		(void)getrlimit(RLIMIT_NOFILE, &rl);
 	}
 	/* Clients, HTTP clients, build images and some for the rest. */
-	want = (rlim_t)vmbd.max_connections * (CONTROL_MAX_FDS + 1) +
-	    M.max_metrics + (rlim_t)vmbd.max_tasks * 4 + 256;
+	want = ((rlim_t)vmbd.max_connections + M.max_ro_conns) *
+	    (CONTROL_MAX_FDS + 1) + M.max_metrics +
+	    (rlim_t)vmbd.max_tasks * 4 + 256;
 	if (rl.rlim_cur != RLIM_INFINITY && rl.rlim_cur < want)
 		log_warnx("only %llu descriptors (RLIMIT_NOFILE) for up to "
 		    "%llu at the limits given (LimitNOFILE= in the unit); "
@@ -563,11 +592,32 @@ ro_socket_path(void)
 	return buf;
 }
 
+/*
+ * The metrics endpoint, before the control socket: a --metrics that
+ * cannot be bound stops the start before a socket exists.  The default
+ * address may be taken by another daemon on this host: then run without
+ * metrics.  An address asked for must work.
+ */
+static void
+start_metrics(void)
+{
+	const char *addr = M.metrics ? M.metrics : VMBUILD_DEFAULT_METRICS;
+	int rc;
+
+	if (strcmp(addr, "none") == 0)
+		return;
+	rc = metrics_init(vmbd.base, addr, M.max_metrics, M.metrics_timeout);
+	if (rc < 0 && M.metrics != NULL)
+		fatalx("--metrics %s: %s", addr, strerror(-rc));
+	if (rc < 0)
+		log_warnx("metrics endpoint %s: %s; running without", addr,
+		    strerror(-rc));
+}
+
 int
 main(int argc, char **argv)
 {
 	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
-	struct control_opts copts;
 	int rc;
 
 	rc = parse_options(argc, argv);
@@ -611,32 +661,15 @@ main(int argc, char **argv)
 		fatalx("event_base_new failed");
 	if (worker_init(vmbd.base, POOL_THREADS) < 0)
 		fatalx("cannot start worker threads");
-	/*
-	 * The metrics endpoint before the control socket: a --metrics that
-	 * cannot be bound stops the start before a socket exists.  The
-	 * default address may be taken by another daemon on this host:
-	 * then run without metrics.  An address asked for must work.
-	 */
-	if (M.metrics == NULL ||
-	    strcmp(M.metrics, "none") != 0) {
-		const char *addr = M.metrics ? M.metrics :
-		    VMBUILD_DEFAULT_METRICS;
-
-		rc = metrics_init(vmbd.base, addr, M.max_metrics);
-		if (rc < 0 && M.metrics != NULL)
-			fatalx("--metrics %s: %s", addr, strerror(-rc));
-		if (rc < 0)
-			log_warnx("metrics endpoint %s: %s; running without",
-			    addr, strerror(-rc));
-	}
-	copts.path = M.socket;
-	copts.ro_path = ro_socket_path();
-	copts.group = M.group;
-	copts.max_request = vmbd.max_request;
-	copts.max_connections = vmbd.max_connections;
-	copts.request_timeout = vmbd.request_timeout;
-	copts.max_output = M.max_output;
-	if (control_listen(&copts) < 0)
+	start_metrics();
+	if (control_listen(&(struct control_opts){ .path = M.socket,
+	    .ro_path = ro_socket_path(), .group = M.group,
+	    .max_request = vmbd.max_request,
+	    .max_connections = vmbd.max_connections,
+	    .max_ro_connections = M.max_ro_conns,
+	    .max_uid_connections = M.max_user_conns,
+	    .request_timeout = vmbd.request_timeout,
+	    .idle_timeout = M.idle_timeout, .max_output = M.max_output }) < 0)
 		fatalx("cannot listen on %s", M.socket);
 	/* A fatal exit from here on leaves no socket file behind. */
 	atexit(control_unlink);

@@ -9,17 +9,24 @@
  * the process_* families are the ones Prometheus client libraries
  * export.  Errors are answered in plain text, as the scrape is.
  *
- * HTTP clients are bounded (--max-metrics-connections): at the limit
- * the listener stops accepting (clients wait in the kernel's backlog)
- * until one leaves, and evhttp's timeout closes idle ones.  A
- * connection is counted through the bufferevent evhttp asks us for
- * (metrics_sweep).  When accept() fails for want of descriptors the
+ * HTTP clients are bounded (--max-metrics-connections), and a client
+ * must send its whole request within --metrics-request-timeout seconds
+ * of connecting (or of its previous reply): evhttp's own timeout starts
+ * again at each byte, so a client trickling one byte every few seconds
+ * would hold its slot for ever.  At the limit a new client is still
+ * taken, and the one whose request began first (the slowest, or the
+ * longest idle) is shed to make room: a busy endpoint never starves a
+ * new scrape.  A connection is counted through the bufferevent evhttp
+ * asks us for (metrics_sweep), and closed by shutting its socket down,
+ * which evhttp sees as the client's end.  When accept() fails for want
+ * of descriptors the
  * listener pauses for a second and says so at most once every 10 s,
  * instead of spinning on a listener that stays readable and logging
  * every failure.
  */
 #include <errno.h>
 #include <stdarg.h>
+#include <sys/socket.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +63,16 @@ struct vms_text {
 	char		text[];
 };
 
+/* An HTTP client, counted through its bufferevent (metrics_bevcb). */
+struct mconn {
+	struct bufferevent *bev;	/* referenced, see metrics_sweep */
+	double		since;		/* its request began: accept, last reply */
+	bool		waiting;	/* its request is not complete yet */
+	bool		shed;		/* shut down by us: evhttp closes it */
+};
+
+static void metrics_request_seen(struct evhttp_request *req);
+
 struct snap_job {
 	struct job	job;
 	int		rc_counters, rc_scrub;
@@ -69,10 +86,12 @@ static struct {
 	struct event	*ev_refresh;
 	struct event	*ev_resume;	/* accept again after an error */
 	struct event	*ev_sweep;	/* connections evhttp let go */
-	struct bufferevent **socks;	/* referenced, see metrics_sweep */
+	struct mconn	*socks;
 	size_t		nsocks, cap;
-	struct log_rate	accept_rate;
-	unsigned	nconns, max_conns;
+	struct log_rate	accept_rate, deadline_rate;
+	unsigned	nconns, max_conns;	/* nconns: not shed */
+	unsigned	nshed;		/* shut down, not yet gone */
+	unsigned	request_timeout;	/* s */
 	bool		accept_failed;	/* paused by an accept error */
 	bool		busy;
 	/* The snapshot. */
@@ -547,6 +566,7 @@ metrics_cb(struct evhttp_request *req, void *arg)
 	struct evbuffer *b;
 
 	(void)arg;
+	metrics_request_seen(req);
 	if (cmd != EVHTTP_REQ_GET && cmd != EVHTTP_REQ_HEAD) {
 		evhttp_add_header(evhttp_request_get_output_headers(req),
 		    "Allow", "GET, HEAD");
@@ -571,6 +591,7 @@ static void
 other_cb(struct evhttp_request *req, void *arg)
 {
 	(void)arg;
+	metrics_request_seen(req);
 	http_error(req, 404, "Not Found", "vmbuildd serves its metrics at "
 	    "/metrics");
 }
@@ -634,16 +655,34 @@ refresh_cb(evutil_socket_t fd, short what, void *arg)
 	worker_submit(&sj->job);
 }
 
-/* Accept while under the limit and not paused by an error. */
+/*
+ * Accept unless paused by an error, or at the limit with as many shed
+ * clients still on their way out (each new client over the limit sheds
+ * one: descriptors stay bounded by twice the limit).
+ */
 static void
 metrics_listen_update(void)
 {
 	if (MX.listener == NULL)
 		return;
-	if (MX.nconns < MX.max_conns && !MX.accept_failed)
+	if (!MX.accept_failed && (MX.nconns < MX.max_conns ||
+	    MX.nshed < MX.max_conns))
 		evconnlistener_enable(MX.listener);
 	else
 		evconnlistener_disable(MX.listener);
+}
+
+/* Close a client: evhttp reads the end and lets the connection go. */
+static void
+metrics_shed(struct mconn *m)
+{
+	evutil_socket_t fd = bufferevent_getfd(m->bev);
+
+	if (fd >= 0)
+		(void)shutdown(fd, SHUT_RDWR);
+	m->shed = true;
+	MX.nconns--;
+	MX.nshed++;
 }
 
 /*
@@ -651,26 +690,43 @@ metrics_listen_update(void)
  * gets from metrics_bevcb() carries a reference of ours, so that it
  * outlives evhttp's bufferevent_free(), which clears its callbacks: a
  * sweep (at each new connection, and every 250 ms while any is open)
- * finds those and drops our reference, which closes the socket.
+ * finds those and drops our reference, which closes the socket.  The
+ * sweep also sheds the clients past --metrics-request-timeout.
  */
 static void
 metrics_sweep(void)
 {
+	double now = now_mono();
+	unsigned late = 0, held;
 	size_t keep = 0;
 
+	MX.nconns = MX.nshed = 0;
 	for (size_t i = 0; i < MX.nsocks; i++) {
-		struct bufferevent *b = MX.socks[i];
+		struct mconn *m = &MX.socks[i];
 		bufferevent_data_cb r, w;
 		bufferevent_event_cb e;
 
-		bufferevent_getcb(b, &r, &w, &e, NULL);
-		if (r == NULL && w == NULL && e == NULL)
-			bufferevent_decref(b);
+		bufferevent_getcb(m->bev, &r, &w, &e, NULL);
+		if (r == NULL && w == NULL && e == NULL) {
+			bufferevent_decref(m->bev);
+			continue;
+		}
+		MX.socks[keep++] = *m;
+		if (m->shed)
+			MX.nshed++;
 		else
-			MX.socks[keep++] = b;
+			MX.nconns++;
+		if (!m->shed && m->waiting &&
+		    now - m->since >= MX.request_timeout) {
+			metrics_shed(&MX.socks[keep - 1]);
+			late++;
+		}
 	}
 	MX.nsocks = keep;
-	MX.nconns = (unsigned)keep;
+	if (late > 0 && log_rate_ok(&MX.deadline_rate, 10, &held))
+		log_info("metrics: %u HTTP clients sent no whole request "
+		    "within %u s, closed (%u such not logged before)", late,
+		    MX.request_timeout, held);
 	metrics_listen_update();
 }
 
@@ -687,6 +743,26 @@ metrics_sweep_cb(evutil_socket_t fd, short what, void *arg)
 		evtimer_add(MX.ev_sweep, &tv);
 }
 
+/* At the limit: shed the client whose request began first. */
+static void
+metrics_make_room(void)
+{
+	struct mconn *old = NULL;
+
+	if (MX.nconns < MX.max_conns)
+		return;
+	for (size_t i = 0; i < MX.nsocks; i++)
+		if (!MX.socks[i].shed && (old == NULL ||
+		    MX.socks[i].since < old->since))
+			old = &MX.socks[i];
+	if (old == NULL)
+		return;
+	log_debug("metrics: %u HTTP clients, the limit: closing the one "
+	    "whose request began %.1f s ago", MX.nconns,
+	    now_mono() - old->since);
+	metrics_shed(old);
+}
+
 /* evhttp's bufferevent for a new connection, counted (see above). */
 static struct bufferevent *
 metrics_bevcb(struct event_base *base, void *arg)
@@ -698,7 +774,7 @@ metrics_bevcb(struct event_base *base, void *arg)
 	metrics_sweep();
 	if (MX.nsocks == MX.cap) {
 		size_t cap = MX.cap ? MX.cap * 2 : 64;
-		struct bufferevent **n = realloc(MX.socks, cap * sizeof(*n));
+		struct mconn *n = realloc(MX.socks, cap * sizeof(*n));
 
 		if (n == NULL)
 			return NULL;	/* evhttp makes its own: uncounted */
@@ -714,12 +790,54 @@ metrics_bevcb(struct event_base *base, void *arg)
 	 */
 	(void)bufferevent_set_max_single_write(sock, METRICS_WRITE_MAX);
 	bufferevent_incref(sock);
-	MX.socks[MX.nsocks++] = sock;
-	MX.nconns = (unsigned)MX.nsocks;
+	metrics_make_room();
+	MX.socks[MX.nsocks++] = (struct mconn){ .bev = sock,
+	    .since = now_mono(), .waiting = true };
+	MX.nconns++;
 	metrics_listen_update();
 	if (!evtimer_pending(MX.ev_sweep, NULL))
 		evtimer_add(MX.ev_sweep, &tv);
 	return sock;
+}
+
+static struct mconn *
+metrics_find(const struct bufferevent *bev)
+{
+	for (size_t i = 0; i < MX.nsocks; i++)
+		if (MX.socks[i].bev == bev)
+			return &MX.socks[i];
+	return NULL;
+}
+
+/* The reply went out: the client's next request begins now. */
+static void
+metrics_request_done(struct evhttp_request *req, void *arg)
+{
+	struct mconn *m = metrics_find(arg);
+
+	(void)req;
+	if (m != NULL) {
+		m->since = now_mono();
+		m->waiting = true;
+	}
+}
+
+/* A whole request came: no deadline until its reply went out. */
+static void
+metrics_request_seen(struct evhttp_request *req)
+{
+	struct evhttp_connection *evcon = evhttp_request_get_connection(req);
+	struct bufferevent *bev;
+	struct mconn *m;
+
+	if (evcon == NULL)
+		return;
+	bev = evhttp_connection_get_bufferevent(evcon);
+	m = metrics_find(bev);
+	if (m == NULL)
+		return;
+	m->waiting = false;
+	evhttp_request_set_on_complete_cb(req, metrics_request_done, bev);
 }
 
 static void
@@ -757,7 +875,8 @@ metrics_connections(void)
 }
 
 int
-metrics_init(struct event_base *base, const char *addr, unsigned max_conns)
+metrics_init(struct event_base *base, const char *addr, unsigned max_conns,
+    unsigned request_timeout)
 {
 	struct evhttp_bound_socket *bound;
 	char host[256];
@@ -794,6 +913,7 @@ metrics_init(struct event_base *base, const char *addr, unsigned max_conns)
 		return -EADDRINUSE;
 	}
 	MX.max_conns = max_conns;
+	MX.request_timeout = request_timeout;
 	MX.listener = evhttp_bound_socket_get_listener(bound);
 	evconnlistener_set_error_cb(MX.listener, metrics_accept_error);
 	evhttp_set_bevcb(MX.http, metrics_bevcb, NULL);
@@ -801,7 +921,11 @@ metrics_init(struct event_base *base, const char *addr, unsigned max_conns)
 	    EVHTTP_REQ_POST | EVHTTP_REQ_PUT | EVHTTP_REQ_DELETE);
 	evhttp_set_cb(MX.http, "/metrics", metrics_cb, NULL);
 	evhttp_set_gencb(MX.http, other_cb, NULL);
-	/* Scrapes are tiny: bound what a client may send. */
+	/*
+	 * Scrapes are tiny: bound what a client may send.  evhttp's timeout
+	 * bounds a reply the client does not read; the request's deadline
+	 * is metrics_sweep()'s.
+	 */
 	evhttp_set_max_headers_size(MX.http, 8192);
 	evhttp_set_max_body_size(MX.http, 4096);
 	evhttp_set_timeout(MX.http, 10);

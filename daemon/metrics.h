@@ -18,11 +18,12 @@
 struct event_base;
 
 /*
- * "ADDR:PORT" ("[v6]:PORT" too), at most max_conns clients at once; 0,
- * or a negative errno if bind fails.
+ * "ADDR:PORT" ("[v6]:PORT" too), at most max_conns clients at once, each
+ * with request_timeout seconds to send a whole request; 0, or a
+ * negative errno if bind fails.
  */
 int metrics_init(struct event_base *base, const char *addr,
-    unsigned max_conns);
+    unsigned max_conns, unsigned request_timeout);
 /* HTTP clients connected now. */
 unsigned metrics_connections(void);
 void metrics_stop(void);

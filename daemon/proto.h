@@ -26,11 +26,15 @@
 
 /* Default limits (all configurable on vmbuildd's command line). */
 #define VMBUILD_MAX_REQUEST	(1024 * 1024)	/* bytes in one request line */
-#define VMBUILD_MAX_CONNECTIONS	256
+#define VMBUILD_MAX_CONNECTIONS	256		/* on the control socket */
+#define VMBUILD_MAX_RO_CONNECTIONS 256		/* on the read-only socket */
+#define VMBUILD_MAX_USER_CONNECTIONS 32		/* one uid's (root: no limit) */
+#define VMBUILD_IDLE_TIMEOUT	120		/* s a connection may do nothing */
 #define VMBUILD_MAX_TASKS	64		/* tasks running at once */
 #define VMBUILD_REQUEST_TIMEOUT	30		/* s for a request line to complete */
 #define VMBUILD_MAX_OUTPUT	(64u << 20)	/* bytes queued for all clients */
 #define VMBUILD_MAX_METRICS_CONNECTIONS 64	/* HTTP clients at once */
+#define VMBUILD_METRICS_REQUEST_TIMEOUT 10	/* s for an HTTP request */
 #define VMBUILD_HYPERVISOR_TIMEOUT 30		/* s for one hypervisor call */
 #define VMBUILD_RESTART_BACKOFF	60		/* s: longest wait to restart */
 

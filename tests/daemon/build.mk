@@ -8,7 +8,8 @@ TESTS += tests/daemon/protocol.py tests/daemon/restart.py \
 	tests/daemon/load.py tests/daemon/lifecycle.py \
 	tests/daemon/devices.py tests/daemon/devreboot.py \
 	tests/daemon/forcefall.py \
-	tests/daemon/statedir.py tests/daemon/crashloop.py
+	tests/daemon/statedir.py tests/daemon/crashloop.py \
+	tests/daemon/connlimits.py tests/daemon/slowloris.py
 # counters.py lists the counter table with tests/lib's test_counters;
 # protocol.py compares vm.info's config with vmb-config-check's;
 # faults.py counts a build's hypercalls with vmb-build.

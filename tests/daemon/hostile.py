@@ -458,6 +458,9 @@ for s in greedy:
                 dropped += 1
                 break
             got += chunk
+    except ConnectionResetError:
+        # Dropped with replies unread: the peer may see a reset, not EOF.
+        dropped += 1
     except socket.timeout:
         pass
     s.close()

@@ -103,7 +103,10 @@ fuzz_daemon_init(void)
 	static struct control_opts copts = {
 		.max_request = VMBUILD_MAX_REQUEST,
 		.max_connections = 64,
+		.max_ro_connections = 64,
+		.max_uid_connections = 64,
 		.request_timeout = 30,
+		.idle_timeout = 30,
 		.max_output = VMBUILD_MAX_OUTPUT,
 	};
 	char dir[] = "/tmp/vmbd-fuzz.XXXXXX";

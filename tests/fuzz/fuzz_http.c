@@ -39,7 +39,7 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	port = ntohs(sa.sin_port);
 	close(s);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", port);
-	if (metrics_init(fuzz_daemon_init(), addr, 8) < 0)
+	if (metrics_init(fuzz_daemon_init(), addr, 8, 10) < 0)
 		abort();
 	return 0;
 }
