@@ -4,7 +4,9 @@
 # by vmbstack.py's supervisor, a child of this shell, and stopped by the
 # process ids recorded when it was started.
 #
-#   stack_open DIR            start the supervisor for DIR (which exists)
+#   stack_open DIR            start the supervisor for DIR (which exists);
+#                             HVSIM and VMBUILDD (exported) name the
+#                             programs, default build/bin's
 #   stack_hvsim [--name N] [--socket P] [--timeout S] [-- HVSIM-ARGS]
 #                             hvsim, once it serves: VMB_HV_PID,
 #                             VMB_HV_SOCK, VMB_HV_LOG
@@ -12,7 +14,10 @@
 #                [--metrics auto|none|ADDR] [--timeout S] [-- ARGS]
 #                             vmbuildd, once it sent READY=1: VMB_D_PID,
 #                             VMB_SOCK, VMB_STATE, VMB_METRICS, VMB_D_LOG
-#   stack_stop [NAME|PID...]  stop those (all when none), prints who
+#   stack_stop [--signal SIG] [NAME|PID...]
+#                             stop those (all when none): VMB_STOPPED,
+#                             lines "NAME PID STATUS"; VMB_STATUS, the
+#                             last one's status as $? has it
 #   stack_close               stop everything, end the supervisor
 # Each returns non-zero, the reason on stderr, when it fails.
 
@@ -28,6 +33,17 @@ stack_open() {
 	"$VMBSTACK_PYTHON" -S "$VMBSTACK" serve "$STACK_DIR" \
 	    </dev/null >>"$STACK_DIR/stack.log" 2>&1 &
 	STACK_PID=$!
+	# Its socket is renamed into place once it listens.
+	local i
+	for i in $(seq 1200); do
+		[ -S "$STACK_DIR/stack.sock" ] && return 0
+		kill -0 "$STACK_PID" 2>/dev/null || break
+		sleep 0.05
+	done
+	echo "stack: the supervisor did not start: $(tail -n 3 "$STACK_DIR/stack.log")" >&2
+	kill -TERM "$STACK_PID" 2>/dev/null || true
+	STACK_PID=
+	return 1
 }
 
 # stack_call COMMAND ARGS...: run a command, eval its assignments.
@@ -49,14 +65,19 @@ stack_daemon() {
 
 stack_stop() {
 	[ -n "$STACK_PID" ] || return 0
-	"$VMBSTACK_PYTHON" -S "$VMBSTACK" stop "$STACK_DIR" "$@"
+	VMB_STOPPED=$("$VMBSTACK_PYTHON" -S "$VMBSTACK" stop "$STACK_DIR" \
+	    "$@") || return 1
+	VMB_STATUS=$(tail -n 1 <<<"$VMB_STOPPED" | cut -d' ' -f3)
 }
 
 stack_close() {
 	[ -n "$STACK_PID" ] || return 0
-	"$VMBSTACK_PYTHON" -S "$VMBSTACK" down "$STACK_DIR" >/dev/null ||
-		kill -TERM "$STACK_PID" 2>/dev/null
-	wait "$STACK_PID" 2>/dev/null
+	# A supervisor that got the caller's SIGTERM too stops on its own.
+	if kill -0 "$STACK_PID" 2>/dev/null &&
+	    ! "$VMBSTACK_PYTHON" -S "$VMBSTACK" down "$STACK_DIR" >/dev/null; then
+		kill -TERM "$STACK_PID" 2>/dev/null || true
+	fi
+	wait "$STACK_PID" 2>/dev/null || true
 	STACK_PID=
 	return 0
 }

@@ -32,8 +32,10 @@ Command line (DIR exists; each command prints shell assignments):
                            [--metrics auto|none|ADDR] [--timeout S] [-- ARGS]
         VMB_D_PID, VMB_SOCK, VMB_STATE, VMB_METRICS ("" for none),
         VMB_D_LOG, VMB_READY_SECONDS
-    vmbstack.py stop DIR [NAME|PID ...]     stop those ("vmbuildd", an
-        hvsim name, a pid), or all, daemons first; says who exited how
+    vmbstack.py stop DIR [--signal SIG] [NAME|PID ...]
+        stop those ("vmbuildd", an hvsim name, a pid), or all, daemons
+        first: SIG (TERM), SIGKILL after 10 s; one line "NAME PID STATUS"
+        each, STATUS as the shell's $? has it (137: SIGKILL)
     vmbstack.py down DIR                    stop all, end the supervisor
 A command fails (exit 1, the reason on stderr, nothing on stdout) when
 the program exits or is not ready within its timeout.
@@ -255,9 +257,10 @@ class Stack:
         self.d = None
         return rc
 
-    def stop(self, which=(), timeout=10):
+    def stop(self, which=(), timeout=10, sig=signal.SIGTERM):
         """Stop the processes named (a name or a pid each), all when
-        none is: daemons first, then hvsim.  [(name, pid, status)]."""
+        none is: daemons first, then hvsim; sig first, SIGKILL after
+        timeout seconds.  [(name, pid, status)]."""
         want = [str(w) for w in which]
         # hv and d as the caller may have replaced them.
         procs = self.procs + [[n, p] for n, p in ((DAEMON, self.d),
@@ -269,7 +272,7 @@ class Stack:
         picked.sort(key=lambda e: e[0] != DAEMON)
         done = []
         for name, p in picked:
-            done.append((name, p.pid, self.stop_proc(p, timeout=timeout)))
+            done.append((name, p.pid, self.stop_proc(p, sig, timeout)))
             if p is self.d:
                 self.d = None
             if p is self.hv:
@@ -316,8 +319,16 @@ def handle(stack, req):
                             ("VMB_D_LOG", stack.path(DAEMON + ".log")),
                             ("VMB_READY_SECONDS", "%.3f" % secs)])
     if op in ("stop", "down"):
-        return "".join("stopped %s (pid %d): %s\n" % (n, pid, exit_text(rc))
-                       for n, pid, rc in stack.stop(req.get("which", ())))
+        sig = req.get("signal") or "TERM"
+        sig = int(sig) if sig.isdigit() else \
+            signal.Signals["SIG" + sig.upper().removeprefix("SIG")]
+        which = req.get("which", ())
+        done = stack.stop(which, sig=sig)
+        if which and not done:
+            raise StackError("no %s in this stack" % " or ".join(which))
+        # As the shell has it: 128 + the signal that killed it.
+        return "".join("%s %d %d\n" % (n, pid, 128 - rc if rc < 0 else rc)
+                       for n, pid, rc in done)
     raise StackError("unknown request %r" % op)
 
 
@@ -366,18 +377,13 @@ def serve(dir):
 def request(dir, req, timeout):
     """Send one request to DIR's supervisor; its reply."""
     path = os.path.join(dir, "stack.sock")
-    end = time.monotonic() + 60
     s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    while True:
-        try:
-            s.connect(path)
-            break
-        except (FileNotFoundError, ConnectionRefusedError):
-            # serve was started in the background a moment ago.
-            if time.monotonic() > end:
-                raise StackError("no supervisor at %s (vmbstack.py serve "
-                                 "%s)" % (path, dir))
-            time.sleep(0.05)
+    try:
+        s.connect(path)
+    except OSError as e:
+        s.close()
+        raise StackError("no supervisor at %s (%s; vmbstack.py serve %s "
+                         "first)" % (path, e.strerror, dir))
     s.settimeout(timeout + 120)
     with s, s.makefile("rwb") as f:
         f.write((json.dumps(dict(req, env=dict(os.environ),
@@ -408,6 +414,7 @@ def main(argv):
     d.add_argument("--timeout", type=float, default=60)
     st = sub.add_parser("stop")
     st.add_argument("dir")
+    st.add_argument("--signal", default="TERM")
     st.add_argument("which", nargs="*")
     sub.add_parser("down").add_argument("dir")
     # The program's arguments follow "--", whatever they look like
@@ -416,7 +423,12 @@ def main(argv):
     if "--" in argv:
         args = argv[argv.index("--") + 1:]
         argv = argv[:argv.index("--")]
-    a = ap.parse_args(argv)
+    # Names after an option are left over by argparse: stop's too.
+    a, more = ap.parse_known_args(argv)
+    if more and a.cmd != "stop":
+        ap.error("unrecognized arguments: %s" % " ".join(more))
+    if more:
+        a.which += more
     a.args = args
     if a.cmd == "serve":
         return serve(a.dir)
