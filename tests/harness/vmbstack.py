@@ -107,7 +107,7 @@ class Stack:
         self.d = None
         self.notes = []
         self.metrics = None
-        self.procs = []   # [name, Popen] of everything started, in order
+        self.procs = []   # [name, Popen] started and not stopped yet
 
     def path(self, name):
         return os.path.join(self.dir, name)
@@ -118,7 +118,6 @@ class Stack:
         with open(log, "ab") as f:
             p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=f,
                                  stderr=f, env=env, cwd=cwd)
-        self.procs = [e for e in self.procs if e[1].poll() is None]
         self.procs.append([name, p])
         return p
 
@@ -277,7 +276,9 @@ class Stack:
                 self.d = None
             if p is self.hv:
                 self.hv = None
-        self.procs = [e for e in self.procs if e[1].returncode is None]
+        # Reported: forgotten (a process that ended by itself stays
+        # until then, with its status).
+        self.procs = [e for e in self.procs if e not in picked]
         return done
 
     def log_tail(self, name=DAEMON + ".log", n=30):
@@ -352,7 +353,8 @@ def serve(dir):
                 conn, _ = ls.accept()
             except socket.timeout:
                 # A reaped child is no zombie; an orphaned stack no leak.
-                stack.procs = [e for e in stack.procs if e[1].poll() is None]
+                for e in stack.procs:
+                    e[1].poll()
                 if os.getppid() != parent:
                     return 1
                 continue
