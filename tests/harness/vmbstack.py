@@ -296,7 +296,8 @@ def assignments(pairs):
 
 
 def handle(stack, req):
-    """One supervisor request: (reply text for stdout, error or None)."""
+    """One supervisor request: the text for the caller's stdout (raises
+    StackError when it cannot be done)."""
     op = req["op"]
     env, cwd = req.get("env"), req.get("cwd")
     if op == "hvsim":
