@@ -2,7 +2,8 @@
 # demo.sh - the vmbuild demo (`make demo` runs it after deps and build).
 #
 # Starts hvsim (a modelled 2-node host backed by real memory, sized to
-# fit this machine) and vmbuildd in a temporary runtime directory,
+# fit this machine) and vmbuildd in a temporary runtime directory (by
+# the tests' launcher, tests/harness/stack.sh),
 # creates the example VMs of configs/, shows `vmctl list`, their metrics,
 # `vmctl scrub` and `vmctl stats`, destroys one VM and shows the scrub
 # catching up.
@@ -21,6 +22,8 @@ bin=$top/build/bin
 hvsim=$bin/hvsim
 vmbuildd=$bin/vmbuildd
 vmctl=$bin/vmctl
+export HVSIM=$hvsim VMBUILDD=$vmbuildd
+. "$top/tests/harness/stack.sh"
 
 run=$(mktemp -d "${TMPDIR:-/tmp}/vmbuild-demo.XXXXXX")
 hv_sock=$run/hvsim.sock
@@ -37,19 +40,13 @@ say() {
 	printf '    %s\n' "$*"
 }
 
-# Stop one process we started: TERM, then KILL after 5 s.
+# Stop one process we started: TERM, then KILL after 10 s.
 stop_pid() {
-	local pid=$1 name=$2 i
+	local pid=$1 name=$2
 	[ -n "$pid" ] || return 0
 	kill -0 "$pid" 2>/dev/null || return 0
 	say "stopping $name (pid $pid)"
-	kill -TERM "$pid" 2>/dev/null || true
-	for i in $(seq 50); do
-		kill -0 "$pid" 2>/dev/null || break
-		sleep 0.1
-	done
-	kill -KILL "$pid" 2>/dev/null || true
-	wait "$pid" 2>/dev/null || true
+	stack_stop "$pid" || true
 }
 
 cleanup() {
@@ -59,6 +56,7 @@ cleanup() {
 	step "Cleaning up"
 	stop_pid "$d_pid" vmbuildd
 	stop_pid "$hv_pid" hvsim
+	stack_close
 	if [ "$rc" -ne 0 ]; then
 		for f in "$run"/*.log; do
 			[ -f "$f" ] || continue
@@ -76,23 +74,11 @@ cleanup() {
 }
 trap cleanup EXIT
 trap 'echo; echo "interrupted" >&2; exit 130' INT TERM
+stack_open "$run" || fail "the launcher did not start (see $run/stack.log)"
 
 fail() {
 	echo "demo: $*" >&2
 	exit 1
-}
-
-# Wait up to $1 tenths of a second for a command to succeed while the
-# process $2 lives.
-wait_for() {
-	local tries=$1 pid=$2 i
-	shift 2
-	for i in $(seq "$tries"); do
-		"$@" >/dev/null 2>&1 && return 0
-		kill -0 "$pid" 2>/dev/null || return 1
-		sleep 0.1
-	done
-	return 1
 }
 
 for b in "$hvsim" "$vmbuildd" "$vmctl" "$top/build/guest/hello.elf"; do
@@ -110,22 +96,17 @@ per_node=${DEMO_MEM_PER_NODE:-$per_node}
 
 step "Starting hvsim: 2 nodes x $per_node MiB of real memory, boot scrub on"
 say "runtime directory: $run"
-"$hvsim" --socket "$hv_sock" --nodes 2 --cpus-per-node 2 \
-	--threads-per-core 1 --mem-per-node "${per_node}M" --backing real \
-	>"$run/hvsim.log" 2>&1 &
-hv_pid=$!
-wait_for 300 "$hv_pid" test -S "$hv_sock" ||
-	fail "hvsim did not start (see $run/hvsim.log)"
+stack_hvsim --socket "$hv_sock" --timeout 300 -- --nodes 2 \
+	--cpus-per-node 2 --threads-per-core 1 --mem-per-node "${per_node}M" \
+	--backing real || fail "hvsim did not start (see $run/hvsim.log)"
+hv_pid=$VMB_HV_PID
 say "hvsim pid $hv_pid listening on $hv_sock (it runs no guest code)"
 
 step "Starting vmbuildd on hvsim"
-port=$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$vmbuildd" --hypervisor "sim:$hv_sock" --socket "$VMBUILD_SOCKET" \
-	--state-dir "$run/state" --metrics "127.0.0.1:$port" --foreground \
-	>"$run/vmbuildd.log" 2>&1 &
-d_pid=$!
-wait_for 300 "$d_pid" "$vmctl" --timeout 2 host ||
-	fail "vmbuildd did not answer (see $run/vmbuildd.log)"
+stack_daemon --socket "$VMBUILD_SOCKET" --state "$run/state" \
+	--metrics auto --timeout 60 ||
+	fail "vmbuildd did not start (see $run/vmbuildd.log)"
+d_pid=$VMB_D_PID port=${VMB_METRICS##*:}
 say "vmbuildd pid $d_pid, control socket $VMBUILD_SOCKET"
 say "metrics: curl -s http://127.0.0.1:$port/metrics"
 

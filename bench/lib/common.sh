@@ -3,15 +3,18 @@
 # Each benchmark writes its raw figures as JSON lines to
 # $BENCH_RESULTS/NAME.jsonl (scripts/run-bench sets it; a benchmark run
 # alone writes to a temporary directory and says where) and prints a
-# short summary.  Processes started here are stopped on exit, by the ids
-# recorded when they were started, never by name.
+# short summary.  hvsim and vmbuildd are started by the tests' launcher
+# (tests/harness/stack.sh); they and the processes a benchmark adds to
+# PIDS are stopped on exit, by the ids recorded when they were started,
+# never by name.
 
 set -u
 
 BENCH_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BIN=$BENCH_TOP/build/bin
 BBIN=$BENCH_TOP/build/bench
-HVSIM=${HVSIM:-$BIN/hvsim}
+export HVSIM=${HVSIM:-$BIN/hvsim}
+export VMBUILDD=$BIN/vmbuildd
 KERNEL=$BENCH_TOP/build/guest/hello.elf
 PYTHON=${PYTHON:-$(command -v /usr/bin/python3 || command -v python3)}
 RUN=$(mktemp -d "${TMPDIR:-/tmp}/vmbuild-bench.XXXXXX")
@@ -20,6 +23,7 @@ if [ -z "${BENCH_RESULTS:-}" ]; then
 	echo "# raw results in $BENCH_RESULTS (BENCH_RESULTS not set)"
 fi
 mkdir -p "$BENCH_RESULTS"
+. "$BENCH_TOP/tests/harness/stack.sh"
 HV_PID=
 PIDS=()
 
@@ -44,10 +48,10 @@ stop_pid() {
 bench_cleanup() {
 	local rc=$? p
 	trap - EXIT
-	stop_pid "$HV_PID"
 	for p in "${PIDS[@]}"; do
 		stop_pid "$p"
 	done
+	stack_close
 	if [ "$rc" -ne 0 ]; then
 		for f in "$RUN"/*.log; do
 			[ -f "$f" ] && { echo "--- $f"; tail -n 20 "$f"; }
@@ -58,27 +62,21 @@ bench_cleanup() {
 }
 trap bench_cleanup EXIT
 trap 'exit 130' INT TERM
+stack_open "$RUN" || bench_fail "the stack's supervisor does not start"
 
 # hv_start NAME HVSIM-OPTIONS...: start hvsim on $RUN/NAME.sock and wait
 # until it serves (after its boot scrub when that runs before serving).
 hv_start() {
-	local name=$1 i
+	local name=$1
 	shift
-	stop_pid "$HV_PID"
-	HV_SOCK=$RUN/hv-$name.sock
-	HV_LOG=$RUN/hv-$name.log
-	"$HVSIM" --socket "$HV_SOCK" "$@" >"$HV_LOG" 2>&1 &
-	HV_PID=$!
-	for i in $(seq 12000); do
-		grep -q '^hvsim: serving' "$HV_LOG" && return 0
-		kill -0 "$HV_PID" 2>/dev/null || bench_fail "hvsim exited: $(tail -n 3 "$HV_LOG")"
-		sleep 0.05
-	done
-	bench_fail "hvsim does not serve after 600 s"
+	hv_stop
+	stack_hvsim --name "hv-$name" --timeout 600 -- "$@" ||
+		bench_fail "hvsim $name does not serve"
+	HV_PID=$VMB_HV_PID HV_SOCK=$VMB_HV_SOCK HV_LOG=$VMB_HV_LOG
 }
 
 hv_stop() {
-	stop_pid "$HV_PID"
+	[ -z "$HV_PID" ] || stack_stop "$HV_PID"
 	HV_PID=
 }
 
@@ -98,25 +96,15 @@ summarize() {
 # $KERNEL by path (vmbuildd opens no other file a client names).
 D_PID=
 d_start() {
-	local i
-	METRICS=127.0.0.1:$("$PYTHON" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-	CONTROL=$RUN/control.sock
-	"$BIN/vmbuildd" --foreground --hypervisor "sim:$HV_SOCK" \
-	    --socket "$CONTROL" --state-dir "$RUN/state" --metrics "$METRICS" \
-	    --image-dir "$(dirname "$KERNEL")" "$@" >>"$RUN/vmbuildd.log" 2>&1 &
-	D_PID=$!
-	PIDS+=("$D_PID")
-	for i in $(seq 600); do
-		"$BIN/vmctl" --socket "$CONTROL" --timeout 2 host >/dev/null 2>&1 &&
-			return 0
-		kill -0 "$D_PID" 2>/dev/null || bench_fail "vmbuildd exited: $(tail -n 3 "$RUN/vmbuildd.log")"
-		sleep 0.1
-	done
-	bench_fail "vmbuildd does not answer"
+	stack_daemon --hv-socket "$HV_SOCK" --socket "$RUN/control.sock" \
+	    --state "$RUN/state" --metrics auto -- \
+	    --image-dir "$(dirname "$KERNEL")" "$@" ||
+		bench_fail "vmbuildd does not start"
+	D_PID=$VMB_D_PID CONTROL=$VMB_SOCK METRICS=$VMB_METRICS
 }
 
 d_stop() {
-	stop_pid "$D_PID"
+	[ -z "$D_PID" ] || stack_stop "$D_PID"
 	D_PID=
 }
 

@@ -1,13 +1,16 @@
 """vmbdtest - shared by the daemon's protocol tests (imported, not run).
 
-Starts hvsim and vmbuildd in a fresh mktemp -d directory, talks JSON-RPC
-to the daemon over its socket, and prints TAP.  Everything started here
-is killed on exit, by the process ids recorded when it was started.
-vmbuildd's readiness is observed through sd_notify: the harness plays
-systemd's part with a NOTIFY_SOCKET of its own, so READY=1 is tested too.
+Starts hvsim and vmbuildd in a fresh mktemp -d directory (Host, on
+tests/harness/vmbstack.py's Stack, the one launcher of the tests, the
+benchmarks and the demo), talks JSON-RPC to the daemon over its socket,
+and prints TAP.  Everything started here is killed on exit, by the
+process ids recorded when it was started.  vmbuildd's readiness is
+observed through sd_notify: the launcher plays systemd's part with a
+NOTIFY_SOCKET of its own, so READY=1 is tested too.
 HoldProxy, a relay between vmbuildd and hvsim, holds a build in the
 middle of populating (used by restart.py and tests/ops).
 """
+# The tests take these modules through `from vmbdtest import *` too.
 import array
 import atexit
 import json
@@ -17,13 +20,15 @@ import shutil
 import signal
 import socket
 import struct
-import subprocess
+import subprocess  # noqa: F401
 import sys
-import tempfile
+import tempfile  # noqa: F401
 import threading
 import time
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+sys.path.insert(0, os.path.join(TOP, "tests", "harness"))
+import vmbstack  # noqa: E402
 # VMB_BUILD=build/asan (make asan etc.): the binaries of a variant build.
 BUILD = os.environ.get("VMB_BUILD", "build")
 BIN = os.path.join(TOP, BUILD, "bin")
@@ -52,9 +57,16 @@ def proto_codes(path=os.path.join(TOP, "daemon", "proto.h")):
 globals().update(proto_codes())
 
 
-def hv_ops(path=os.path.join(TOP, "hypervisor", "include", "vmbuild",
-                             "hvabi.h")):
-    """enum hv_op of hvabi.h: {"populate": 11, ...} (HV_OP_ in lower case)."""
+HVABI_H = os.path.join(TOP, "hypervisor", "include", "vmbuild", "hvabi.h")
+# hvabi.h's struct hv_msg_hdr: magic u32, version u16, op u16, len u32,
+# status i32, seq u64.
+HV_HDR = struct.Struct("<IHHIiQ")
+HV_MAGIC = 0x4d535648
+
+
+def hv_ops(path=HVABI_H):
+    """enum hv_op of hvabi.h: {"populate": 11, ...} (HV_OP_ in lower
+    case), numbered as C numbers them."""
     with open(path) as f:
         body = re.search(r"enum hv_op \{(.*?)\};", f.read(), re.S).group(1)
     ops, n = {}, 0
@@ -66,8 +78,7 @@ def hv_ops(path=os.path.join(TOP, "hypervisor", "include", "vmbuild",
     return ops
 
 
-def hv_define(name, path=os.path.join(TOP, "hypervisor", "include",
-                                      "vmbuild", "hvabi.h")):
+def hv_define(name, path=HVABI_H):
     """The value of a numeric #define of hvabi.h (HV_ABI_VERSION, ...)."""
     with open(path) as f:
         return int(re.search(r"^#define\s+%s\s+(0x[0-9a-fA-F]+|\d+)" % name,
@@ -75,6 +86,14 @@ def hv_define(name, path=os.path.join(TOP, "hypervisor", "include",
 
 
 HV_OPS = hv_ops()
+
+
+def hv_op(name):
+    """The number of an op named as in HV_OPS or as in C: "populate",
+    "HV_OP_POPULATE"."""
+    return HV_OPS[name.lower().removeprefix("hv_op_")]
+
+
 HV_ABI_VERSION = hv_define("HV_ABI_VERSION")
 HV_OP_FAULT = hv_define("HV_OP_FAULT")
 HV_FAULT_QUERY, HV_FAULT_FAIL, HV_FAULT_HANG, HV_FAULT_CRASH, \
@@ -84,7 +103,7 @@ HV_FAULT_QUERY, HV_FAULT_FAIL, HV_FAULT_HANG, HV_FAULT_CRASH, \
 class Hv:
     """One connection to hvsim, for its fault requests (--fault-requests)."""
 
-    HDR = struct.Struct("<IHHIiQ")
+    HDR = HV_HDR
 
     def __init__(self, path):
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -117,7 +136,7 @@ class Hv:
     def call(self, op, payload):
         """(status, reply payload) of one request."""
         self.seq += 1
-        self.sock.sendall(self.HDR.pack(0x4d535648, HV_ABI_VERSION, op,
+        self.sock.sendall(self.HDR.pack(HV_MAGIC, HV_ABI_VERSION, op,
                                         len(payload), 0, self.seq) + payload)
         magic, ver, rop, n, status, seq = self.HDR.unpack(
             self._read(self.HDR.size))
@@ -126,7 +145,7 @@ class Hv:
     def fault(self, op, nth=1, mode=HV_FAULT_FAIL, errno_=0):
         """Arm a fault at call `nth` from now of op (a name); the counts."""
         st, rep = self.call(HV_OP_FAULT, struct.pack(
-            "<HHiII", HV_OPS[op] if op else 0, mode, errno_, nth, 0))
+            "<HHiII", hv_op(op) if op else 0, mode, errno_, nth, 0))
         if st != 0:
             raise RuntimeError("fault request: status %d" % st)
         calls = struct.unpack_from("<32Q", rep)
@@ -229,13 +248,7 @@ def wait_for(pred, timeout=30):
     return None
 
 
-def free_port():
-    """A free TCP port on loopback."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+free_port = vmbstack.free_port
 
 
 def guest_cfg(name, mem_mib=64, vcpus=1, extra=()):
@@ -343,16 +356,13 @@ def err_code(r):
     return r["error"].get("code")
 
 
-class Host:
-    """hvsim + vmbuildd in a temporary directory."""
+class Host(vmbstack.Stack):
+    """hvsim + vmbuildd in a temporary directory (tests/harness/
+    vmbstack.py's Stack): a failed start bails out, everything is
+    stopped at exit, and the logs are shown when a check failed."""
 
     def __init__(self, hvsim_args=(), daemon_args=()):
-        self.dir = tempfile.mkdtemp(prefix="vmbd-test.")
-        self.hv_sock = os.path.join(self.dir, "hvsim.sock")
-        self.sock = os.path.join(self.dir, "control.sock")
-        self.state = os.path.join(self.dir, "state")
-        self.hv = None
-        self.d = None
+        super().__init__(prefix="vmbd-test.", hvsim=HVSIM, vmbuildd=VMBUILDD)
         self.daemon_args = list(daemon_args)
         self.keep = os.environ.get("VMBD_KEEP") == "1"
         atexit.register(self.cleanup)
@@ -362,74 +372,30 @@ class Host:
                 bail("missing %s (run make)" % b)
         self.start_hvsim(hvsim_args)
 
-    def start_hvsim(self, args):
-        # A socket left by an hvsim that died would look ready at once.
-        if self.hv is not None and self.hv.poll() is not None and \
-                os.path.exists(self.hv_sock):
-            os.unlink(self.hv_sock)
-        log = open(os.path.join(self.dir, "hvsim.log"), "ab")
-        self.hv = subprocess.Popen([HVSIM, "--socket", self.hv_sock] +
-                                   list(args), stdout=log, stderr=log)
-        for _ in range(600):
-            if os.path.exists(self.hv_sock):
-                return
-            if self.hv.poll() is not None:
-                break
-            time.sleep(0.05)
-        bail("hvsim did not start (see %s/hvsim.log)" % self.dir)
+    def start_hvsim(self, args=()):
+        try:
+            return super().start_hvsim(args)
+        except vmbstack.StackError as e:
+            bail(str(e))
 
     def start_daemon(self, extra=(), prefix=(), env=None):
         """Start vmbuildd; returns the seconds until READY=1.  `prefix`
         runs it under another program (which must exec it), `env` adds
         to its environment."""
-        notify_path = os.path.join(self.dir, "notify.sock")
-        if os.path.exists(notify_path):
-            os.unlink(notify_path)
-        ns = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
-        ns.bind(notify_path)
-        ns.settimeout(60)
-        env = dict(os.environ, NOTIFY_SOCKET=notify_path, **(env or {}))
-        log = open(os.path.join(self.dir, "vmbuildd.log"), "ab")
-        t0 = time.monotonic()
         args = self.daemon_args + list(extra)
         # The test kernel may be named by path: its folder is an image
         # directory (other files come as descriptors, see send_raw).
         # VMBD_NO_IMAGE_DIR=1 leaves the option out, to run a test
         # against a daemon from before it existed.
-        self.d = subprocess.Popen(
-            list(prefix) + [VMBUILDD, "--hypervisor", "sim:" + self.hv_sock,
-             "--socket", self.sock, "--state-dir", self.state,
-             "--foreground", "-v"] + args +
-            ([] if "--metrics" in args else ["--metrics", "none"]) +
-            ([] if os.environ.get("VMBD_NO_IMAGE_DIR") else
-             ["--image-dir", os.path.dirname(KERNEL)]),
-            stdout=log, stderr=log, env=env)
-        self.notes = []
         try:
-            while True:
-                msg = ns.recv(4096).decode()
-                self.notes.append(msg)
-                if "READY=1" in msg.split("\n"):
-                    break
-        except socket.timeout:
-            bail("vmbuildd sent no READY=1 (see %s/vmbuildd.log)" %
-                 self.dir)
-        finally:
-            ns.close()
-        return time.monotonic() - t0
-
-    def stop_daemon(self, sig=signal.SIGTERM, timeout=60):
-        """Stop vmbuildd; returns its exit status."""
-        if self.d is None:
-            return None
-        self.d.send_signal(sig)
-        try:
-            rc = self.d.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.d.kill()
-            rc = self.d.wait()
-        self.d = None
-        return rc
+            return super().start_daemon(
+                ["-v"] + args +
+                ([] if os.environ.get("VMBD_NO_IMAGE_DIR") else
+                 ["--image-dir", os.path.dirname(KERNEL)]),
+                prefix, dict(os.environ, **(env or {})), metrics="none",
+                timeout=120)
+        except vmbstack.StackError as e:
+            bail(str(e))
 
     def client(self, timeout=60):
         return Client(self.sock, timeout)
@@ -442,14 +408,6 @@ class Host:
         except (OSError, ValueError):
             return None
 
-    def log_tail(self, name="vmbuildd.log", n=30):
-        try:
-            with open(os.path.join(self.dir, name), errors="replace") as f:
-                return f.read() if n is None else \
-                    "".join(f.readlines()[-n:])
-        except OSError:
-            return ""
-
     def log_has(self, text, name="vmbuildd.log", timeout=10):
         """Whether text shows up in the log within timeout seconds.  The
         daemon handles signals and idle timers from its event loop, so
@@ -459,14 +417,7 @@ class Host:
         return wait_for(seen, timeout) is not None
 
     def cleanup(self):
-        for p in (self.d, self.hv):
-            if p is not None and p.poll() is None:
-                p.terminate()
-                try:
-                    p.wait(10)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+        self.stop(timeout=10)
         self.d = self.hv = None
         if _failed:
             for name in ("vmbuildd.log", "hvsim.log"):
@@ -495,8 +446,8 @@ class HoldProxy:
     Other requests go through (libvmbuild uses one connection per call
     in flight, so the daemon keeps answering)."""
 
-    HDR = struct.Struct("<IHHIiQ")
-    OP_POPULATE = 11
+    HDR = HV_HDR
+    OP_POPULATE = HV_OPS["populate"]
 
     def __init__(self, path, target):
         self.path, self.target = path, target
@@ -580,37 +531,22 @@ class HoldProxy:
             server.close()
 
 
-def hv_ops(path=os.path.join(TOP, "hypervisor", "include", "vmbuild",
-                             "hvabi.h")):
-    """enum hv_op of hvabi.h: {name: number}, counted as C counts them."""
-    with open(path) as f:
-        body = re.search(r"enum hv_op \{(.*?)\};", f.read(), re.S).group(1)
-    ops, n = {}, 0
-    for m in re.finditer(r"^\s*(HV_OP_[A-Z_]+)(?:\s*=\s*(\d+))?,", body, re.M):
-        n = int(m.group(2)) if m.group(2) else n + 1
-        ops[m.group(1)] = n
-    return ops
-
-
 class HvGuest:
     """Plays a guest's part on hvsim, which runs no guest code: what a
     guest does with SCHEDOP_shutdown (HV_OP_DOMAIN_SHUTDOWN) and with
     its PV control node (HV_OP_DOMAIN_CONTROL: announce features, take
     the toolstack's request).  Speaks hvabi.h's framing."""
 
-    HDR = struct.Struct("<IHHIiQ")
-    MAGIC = 0x4d535648
+    HDR = HV_HDR
+    MAGIC = HV_MAGIC
+    VERSION = HV_ABI_VERSION
     POWEROFF, REBOOT, SUSPEND, CRASH, WATCHDOG, SOFT_RESET = range(6)
     GET, REQUEST, WITHDRAW, ANNOUNCE, TAKE = range(5)
     F_POWEROFF, F_REBOOT = 1, 2
     NONE = 0xffffffff
 
     def __init__(self, path):
-        self.ops = hv_ops()
-        with open(os.path.join(TOP, "hypervisor", "include", "vmbuild",
-                               "hvabi.h")) as f:
-            self.VERSION = int(re.search(r"#define HV_ABI_VERSION\s+(\d+)",
-                                         f.read()).group(1))
+        self.ops = HV_OPS
         self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
         self.sock.settimeout(30)
         self.sock.connect(path)
@@ -619,7 +555,7 @@ class HvGuest:
     def call(self, op, payload):
         self.seq += 1
         self.sock.sendall(self.HDR.pack(self.MAGIC, self.VERSION,
-                                        self.ops[op], len(payload), 0,
+                                        hv_op(op), len(payload), 0,
                                         self.seq) + payload)
         hdr = HoldProxy.recv_exact(self.sock, self.HDR.size)
         status, length = self.HDR.unpack(hdr)[4], self.HDR.unpack(hdr)[3]
@@ -628,12 +564,12 @@ class HvGuest:
 
     def shutdown(self, domid, reason):
         """The guest shuts down with `reason`: 0 or -errno."""
-        return self.call("HV_OP_DOMAIN_SHUTDOWN",
+        return self.call("domain_shutdown",
                          struct.pack("<II", domid, reason))[0]
 
     def control(self, domid, op, value=0):
         """(status, features, request, before) of the control node."""
-        st, body = self.call("HV_OP_DOMAIN_CONTROL",
+        st, body = self.call("domain_control",
                              struct.pack("<IIII", domid, op, value, 0))
         if st != 0:
             return (st, None, None, None)
@@ -643,11 +579,11 @@ class HvGuest:
         """A domain of no toolstack's (a "foreign" one): its domid."""
         req = struct.pack("<IIQ16s64s", 3, 1, 16384, handle,
                           name.encode())
-        st, body = self.call("HV_OP_DOMAIN_CREATE", req)
+        st, body = self.call("domain_create", req)
         return struct.unpack("<I", body[:4])[0] if st == 0 else None
 
     def destroy(self, domid):
-        return self.call("HV_OP_DOMAIN_DESTROY",
+        return self.call("domain_destroy",
                          struct.pack("<II", domid, 0))[0]
 
     def close(self):

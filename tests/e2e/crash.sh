@@ -57,9 +57,8 @@ read -r state phase done total <<<"$st"
 check "the task is running, in populate ($st)" \
 	test "$state $phase" = "running populate"
 
-kill -KILL "$D_PID"
-wait "$D_PID" 2>/dev/null
-rc=$?
+stack_stop --signal KILL "$D_PID"
+rc=$VMB_STATUS
 D_PID=
 check "vmbuildd killed with SIGKILL mid-build (status $rc)" test "$rc" -eq 137
 wait "$c_pid"

@@ -1,17 +1,18 @@
 # lib.sh - shared by the end-to-end tests (sourced, not run).
 #
-# Starts hvsim and vmbuildd in a fresh mktemp -d directory, runs vmctl
-# against them, and prints TAP (tests/tap.sh).  Everything started here
-# is killed on exit (trap), by the process ids recorded when it was
-# started.
+# Starts hvsim and vmbuildd in a fresh mktemp -d directory (through
+# tests/harness/stack.sh, the tests' one launcher), runs vmctl against
+# them, and prints TAP (tests/tap.sh).  Everything started here is killed
+# on exit (trap), by the process ids recorded when it was started.
 
 set -u
 . "$(dirname "${BASH_SOURCE[0]}")/../tap.sh"
+. "$(dirname "${BASH_SOURCE[0]}")/../harness/stack.sh"
 
 E2E_TOP=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
 BIN=$E2E_TOP/${VMB_BUILD:-build}/bin
-HVSIM=${HVSIM:-$BIN/hvsim}
-VMBUILDD=${VMBUILDD:-$BIN/vmbuildd}
+export HVSIM=${HVSIM:-$BIN/hvsim}
+export VMBUILDD=${VMBUILDD:-$BIN/vmbuildd}
 VMCTL=${VMCTL:-$BIN/vmctl}
 CONFIGS=$E2E_TOP/configs
 GUEST_KERNEL=$E2E_TOP/${VMB_BUILD:-build}/guest/hello.elf
@@ -43,8 +44,7 @@ stop_pid() {
 
 e2e_cleanup() {
 	local rc=$?
-	stop_pid "$D_PID"
-	stop_pid "$HV_PID"
+	stack_close
 	if [ "$tap_failed" -gt 0 ] || [ "${E2E_KEEP:-0}" = 1 ]; then
 		for f in "$RUN"/*.log; do
 			[ -f "$f" ] || continue
@@ -57,43 +57,26 @@ e2e_cleanup() {
 }
 trap e2e_cleanup EXIT
 trap 'exit 130' INT TERM
+stack_open "$RUN" || exit 1
 
-# A free TCP port on loopback for the metrics endpoint, so that tests
-# running side by side do not fight over the default 9741.
-free_port() {
-	"$PYTHON" -S -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
-}
-
-# start_hvsim ARGS...: hvsim with two nodes unless ARGS say otherwise.
+# start_hvsim ARGS...: hvsim on $HV_SOCK (log: its name .log); waits
+# until it serves.
 start_hvsim() {
-	local i
-	"$HVSIM" --socket "$HV_SOCK" "$@" >"$RUN/hvsim.log" 2>&1 &
-	HV_PID=$!
-	for i in $(seq 300); do
-		[ -S "$HV_SOCK" ] && return 0
-		kill -0 "$HV_PID" 2>/dev/null || { HV_PID=; return 1; }
-		sleep 0.1
-	done
-	return 1
+	HV_PID=
+	stack_hvsim --name "$(basename "$HV_SOCK" .sock)" --socket "$HV_SOCK" \
+	    --timeout 120 -- "$@" || return 1
+	HV_PID=$VMB_HV_PID
 }
 
-# start_daemon ARGS...: vmbuildd on hvsim; waits until it answers.
+# start_daemon ARGS...: vmbuildd on hvsim, metrics on a free loopback
+# port, so that tests running side by side do not fight over the default
+# 9741; waits until it sent READY=1.
 start_daemon() {
-	local i
+	D_PID=
 	mkdir -p "$STATE"
-	"$VMBUILDD" --hypervisor "sim:$HV_SOCK" --socket "$SOCK" \
-		--state-dir "$STATE" --metrics "127.0.0.1:$(free_port)" \
-		--foreground "$@" >>"$RUN/vmbuildd.log" 2>&1 &
-	D_PID=$!
-	for i in $(seq 300); do
-		if [ -S "$SOCK" ] &&
-		    "$VMCTL" --timeout 2 host >/dev/null 2>&1; then
-			return 0
-		fi
-		kill -0 "$D_PID" 2>/dev/null || { D_PID=; return 1; }
-		sleep 0.1
-	done
-	return 1
+	stack_daemon --hv-socket "$HV_SOCK" --socket "$SOCK" --state "$STATE" \
+	    --metrics auto -- "$@" || return 1
+	D_PID=$VMB_D_PID
 }
 
 # proto_code NAME: an error code of daemon/proto.h, e.g. E_NO_SUCH_VM.

@@ -5,28 +5,30 @@
 # scrub; two small ones without background scrubbing, in batch and alloc
 # flush mode; a phantom 8-node 2 TiB host; this machine's topology with
 # inline scrubbing only and the boot scrub on) and runs the client program
-# against them.  Everything started here is killed on exit.
+# against them.  They are started, and killed on exit, by the tests'
+# launcher (tests/harness/stack.sh).
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 . "$top/tests/tap.sh"
+. "$top/tests/harness/stack.sh"
 hvsim=${HVSIM:-$top/${VMB_BUILD:-build}/bin/hvsim}	# HVSIM=... to test another build
+export HVSIM=$hvsim
 client=$top/${VMB_BUILD:-build}/tests/hvsim/socket_client
 dir=$(mktemp -d)
-pids=()
 cleanup() {
-	for p in "${pids[@]}"; do kill "$p" 2>/dev/null; done
-	for p in "${pids[@]}"; do wait "$p" 2>/dev/null; done
+	stack_close
 	# HVSIM_KEEP_LOGS=DIR keeps hvsim's stderr (e.g. sanitizer reports).
 	[ -n "${HVSIM_KEEP_LOGS:-}" ] && cp "$dir"/*.log "$HVSIM_KEEP_LOGS"/
 	rm -rf "$dir"
 }
 trap cleanup EXIT
+stack_open "$dir" || bail "the stack's supervisor starts"
 
+# start NAME ARGS...: hvsim on $dir/NAME.sock, once it serves.
 start() {
 	local name=$1; shift
-	"$hvsim" --socket "$dir/$name.sock" "$@" 2>"$dir/$name.log" &
-	pids+=($!)
-	echo $! >"$dir/$name.pid"
+	stack_hvsim --name "$name" -- "$@" || bail "hvsim ($name) starts"
+	echo "$VMB_HV_PID" >"$dir/$name.pid"
 }
 
 start real --nodes 2 --cpus-per-node 4 --threads-per-core 2 \
@@ -41,16 +43,6 @@ start phantom --nodes 8 --cpus-per-node 16 --threads-per-core 2 \
 	--mem-per-node 256G --backing phantom
 start inline --topology host --mem-per-node 32M --backing real \
 	--scrub-workers 0
-
-# Wait for the sockets (bounded).
-for i in $(seq 1 100); do
-	ok=1
-	for s in real batch alloc phantom inline; do
-		[ -S "$dir/$s.sock" ] || ok=0
-	done
-	[ $ok -eq 1 ] && break
-	sleep 0.1
-done
 
 "$client" "$dir" "$(cat "$dir/phantom.pid")"
 rc=$?

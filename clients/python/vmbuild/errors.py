@@ -14,7 +14,7 @@ __all__ = [
     "NoSuchTask", "ConfigError", "NoMemory", "HypervisorError", "Busy",
     "Cancelled", "VMExists", "Unavailable", "RequestTooLarge",
     "TaskFinished", "BadState", "BadImage", "ImageDescriptors",
-    "GuestTimeout", "Diagnostic",
+    "GuestTimeout", "NoSuchDevice", "Diagnostic",
     "error_from_reply",
 ]
 
@@ -78,6 +78,7 @@ class DaemonError(VmbuildError):
     """
 
     code = None
+    proto = None    # the code's name in daemon/proto.h
 
     def __init__(self, code, message, data=None, method=None, task=None):
         super().__init__("%s (code %d)" % (message, code))
@@ -97,48 +98,61 @@ class DaemonError(VmbuildError):
         self.key = first.key if first else None
 
 
-def _code(code, name, doc):
+def _code(proto, code, name, doc):
+    """The class of error `code`, which daemon/proto.h calls `proto`
+    (tests/harness/proto-errors.py holds the two together)."""
     cls = type(name, (DaemonError,), {"__doc__": doc})
     cls.code = code
+    cls.proto = proto
     return cls
 
 
-ParseError = _code(-32700, "ParseError", "The request was not JSON.")
-InvalidRequest = _code(-32600, "InvalidRequest", "Not a JSON-RPC request.")
-MethodNotFound = _code(-32601, "MethodNotFound", "No such method.")
-InvalidParams = _code(-32602, "InvalidParams",
+# One line of daemon/proto.h each: its name there, the code, the class.
+ParseError = _code("RPC_PARSE_ERROR", -32700, "ParseError",
+                   "The request was not JSON.")
+InvalidRequest = _code("RPC_INVALID_REQUEST", -32600, "InvalidRequest",
+                       "Not a JSON-RPC request.")
+MethodNotFound = _code("RPC_METHOD_NOT_FOUND", -32601, "MethodNotFound",
+                       "No such method.")
+InvalidParams = _code("RPC_INVALID_PARAMS", -32602, "InvalidParams",
                       "A parameter is missing or of the wrong type.")
-InternalError = _code(-32603, "InternalError", "The daemon failed.")
-PermissionDenied = _code(1000, "PermissionDenied",
+InternalError = _code("RPC_INTERNAL_ERROR", -32603, "InternalError",
+                      "The daemon failed.")
+PermissionDenied = _code("E_PERMISSION", 1000, "PermissionDenied",
                          "Only root and group vmbuild may do this.")
-NoSuchVM = _code(1001, "NoSuchVM", "No VM of that name or id.")
-NoSuchTask = _code(1002, "NoSuchTask", "No task of that id.")
-ConfigError = _code(1003, "ConfigError",
+NoSuchVM = _code("E_NO_SUCH_VM", 1001, "NoSuchVM",
+                 "No VM of that name or id.")
+NoSuchTask = _code("E_NO_SUCH_TASK", 1002, "NoSuchTask",
+                   "No task of that id.")
+ConfigError = _code("E_CONFIG", 1003, "ConfigError",
                     "Invalid configuration; .errors lists every error.")
-NoMemory = _code(1004, "NoMemory", "The host cannot hold the guest.")
-HypervisorError = _code(1005, "HypervisorError",
+NoMemory = _code("E_NO_MEMORY", 1004, "NoMemory",
+                 "The host cannot hold the guest.")
+HypervisorError = _code("E_HYPERVISOR", 1005, "HypervisorError",
                         "The hypervisor refused or failed.")
-Busy = _code(1006, "Busy",
+Busy = _code("E_BUSY", 1006, "Busy",
              "A limit was reached (tasks, connections, requests).")
-Cancelled = _code(1007, "Cancelled", "The task was cancelled.")
-VMExists = _code(1008, "VMExists", "A VM of that name exists.")
-Unavailable = _code(1009, "Unavailable",
+Cancelled = _code("E_CANCELLED", 1007, "Cancelled",
+                  "The task was cancelled.")
+VMExists = _code("E_EXISTS", 1008, "VMExists", "A VM of that name exists.")
+Unavailable = _code("E_UNAVAILABLE", 1009, "Unavailable",
                     "The hypervisor does not report this.")
-RequestTooLarge = _code(1010, "RequestTooLarge",
+RequestTooLarge = _code("E_REQUEST_TOO_LARGE", 1010, "RequestTooLarge",
                         "The request is over the daemon's size limit.")
-TaskFinished = _code(1011, "TaskFinished", "The task has already ended.")
-BadState = _code(1012, "BadState",
+TaskFinished = _code("E_TASK_FINISHED", 1011, "TaskFinished",
+                     "The task has already ended.")
+BadState = _code("E_BAD_STATE", 1012, "BadState",
                  "The VM is not in a state that allows this.")
-BadImage = _code(1013, "BadImage",
+BadImage = _code("E_IMAGE", 1013, "BadImage",
                  "A kernel or ramdisk cannot be used (not a PVH image, "
                  "too large, not a regular file).")
-ImageDescriptors = _code(1014, "ImageDescriptors",
+ImageDescriptors = _code("E_IMAGE_FD", 1014, "ImageDescriptors",
                          "The daemon opens no file a client names outside "
                          "its image directories: pass data['files'] as "
                          "descriptors (vm_create does).")
-GuestTimeout = _code(1015, "GuestTimeout",
+GuestTimeout = _code("E_TIMEOUT", 1015, "GuestTimeout",
                      "The guest did not do what was asked in time.")
-NoSuchDevice = _code(1016, "NoSuchDevice",
+NoSuchDevice = _code("E_NO_SUCH_DEVICE", 1016, "NoSuchDevice",
                      "The VM has no such disk or network interface.")
 
 _BY_CODE = {cls.code: cls for cls in (

@@ -8,8 +8,9 @@
 # guest code; only the accounting is compared, not the speed).  Writes the
 # same CMPJSON lines as the lab's dom0 to OUT, for compare.py.
 #
-# Everything runs in OUT's directory (no /tmp) and is stopped on exit, by
-# the process ids recorded when it was started.
+# Everything runs in OUT's directory (no /tmp), started by the tests'
+# launcher (tests/harness/stack.sh), and is stopped on exit, by the
+# process ids recorded when it was started.
 set -uo pipefail
 
 out=${1:?usage: sim.sh OUT NODES CPUS_PER_NODE MEM_PER_NODE MB CFG_EXTRA}
@@ -18,30 +19,19 @@ top=$(cd "$(dirname "$0")/../../.." && pwd)
 bin=$top/build/bin
 run=$(cd "$(dirname "$out")" && pwd)/sim.run
 rm -rf "$run" && mkdir -p "$run" || exit 1
-hv_pid= d_pid=
-stop() {
-	local pid
-	for pid in $d_pid $hv_pid; do
-		kill -TERM "$pid" 2>/dev/null && wait "$pid" 2>/dev/null
-	done
-}
-trap stop EXIT
+export HVSIM=$bin/hvsim VMBUILDD=$bin/vmbuildd
+. "$top/tests/harness/stack.sh"
+trap stack_close EXIT
 V="$bin/vmctl --socket $run/control.sock --timeout 60"
 
-"$bin/hvsim" --socket "$run/hvsim.sock" --nodes "$nodes" \
-    --cpus-per-node "$cpn" --threads-per-core 1 --mem-per-node "$mem" \
-    --backing phantom --scrub-workers "$nodes" >"$run/hvsim.log" 2>&1 &
-hv_pid=$!
-for _ in $(seq 300); do [ -S "$run/hvsim.sock" ] && break; sleep 0.1; done
-[ -S "$run/hvsim.sock" ] || { echo "sim: hvsim did not start" >&2; cat "$run/hvsim.log" >&2; exit 1; }
-port=$(python3 -S -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+stack_open "$run" || exit 1
+stack_hvsim --timeout 300 -- --nodes "$nodes" --cpus-per-node "$cpn" \
+    --threads-per-core 1 --mem-per-node "$mem" --backing phantom \
+    --scrub-workers "$nodes" ||
+	{ echo "sim: hvsim did not start" >&2; cat "$run/hvsim.log" >&2; exit 1; }
 mkdir -p "$run/state"
-"$bin/vmbuildd" --hypervisor "sim:$run/hvsim.sock" --socket "$run/control.sock" \
-    --state-dir "$run/state" --metrics "127.0.0.1:$port" --foreground \
-    >"$run/vmbuildd.log" 2>&1 &
-d_pid=$!
-for _ in $(seq 300); do $V host >/dev/null 2>&1 && break; sleep 0.1; done
-$V host >/dev/null 2>&1 || { echo "sim: vmbuildd did not answer" >&2; cat "$run/vmbuildd.log" >&2; exit 1; }
+stack_daemon --metrics auto ||
+	{ echo "sim: vmbuildd did not start" >&2; cat "$run/vmbuildd.log" >&2; exit 1; }
 
 exec 3>"$out"
 cap() {
