@@ -35,7 +35,6 @@ import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
                                 "..", "daemon"))
-import vmbdtest  # noqa: E402
 from vmbdtest import *  # noqa: E402,F401,F403
 
 MAX_EXPOSURE = 4.0
@@ -173,7 +172,7 @@ with open(wrapper, "w") as f:
             "exec %s --no-new-privs --bounding-set=-all --inh-caps=-all "
             "--ambient-caps=-all %s \"$@\"\n" % (setpriv, VMBUILDD))
 os.chmod(wrapper, 0o755)
-vmbdtest.VMBUILDD = wrapper     # Host.start_daemon runs this one
+h.vmbuildd = wrapper            # Host.start_daemon runs this one
 # A kernel only its owner (not root) may read, in an image directory the
 # daemon opens itself (other paths it does not open at all: the client
 # passes them as descriptors).

@@ -34,8 +34,8 @@ check "the pkg-config file's Version ($pc_v)" test "$pc_v" = "$v"
 
 start_hvsim --nodes 1 --cpus-per-node 2 --threads-per-core 1 \
 	--mem-per-node 256M --backing phantom || bail "hvsim did not start"
-port=$(free_port)
-start_daemon --metrics "127.0.0.1:$port" || bail "vmbuildd did not start"
+start_daemon || bail "vmbuildd did not start"
+port=${VMB_METRICS##*:}
 hello=$("$PYTHON" - "$SOCK" <<'EOF'
 import json, socket, sys
 s = socket.socket(socket.AF_UNIX)
