@@ -23,6 +23,7 @@
 #include "build.h"
 #include "events.h"
 #include "images.h"
+#include "guestjson.h"
 #include "json.h"
 #include "lifecycle.h"
 #include "log.h"
@@ -389,9 +390,8 @@ build_prepare(struct vmb_guest *guest, const char *kind,
 	bj->rec.created_at = t->created_at;
 	bj->rec.config_path = config_path ? strdup(config_path) : NULL;
 	bj->rec.source_json = source ? strdup(source) : NULL;
-	/* libvmbuild's own JSON of the description: one mapping. */
-	if (vmb_guest_format_json(guest, &bj->rec.config_json) < 0)
-		bj->rec.config_json = NULL;
+	/* The one JSON form of the description (guestjson.c). */
+	bj->rec.config_json = guestjson_text(guest);
 	bj->job.run = build_run;
 	bj->job.done = build_done;
 	*ret_bj = bj;

@@ -26,6 +26,7 @@
 
 #include "control.h"
 #include "devices.h"
+#include "guestjson.h"
 #include "json.h"
 #include "log.h"
 #include "methods.h"
@@ -276,6 +277,22 @@ config_with(yajl_val config, const char *member, uint32_t drop_devid,
 	text = jg_finish(g);
 	yajl_tree_free(add_tree);
 	return text;
+}
+
+/* A device's JSON text (guestjson.c's form); NULL when out of memory. */
+static char *
+dev_text(const struct vm *vm, const struct vmb_disk *d,
+    const struct vmb_nic *n)
+{
+	yajl_gen g = jg_new();
+
+	if (g == NULL)
+		return NULL;
+	if (d != NULL)
+		guestjson_gen_disk(g, d);
+	else
+		guestjson_gen_nic(g, vm->uuid, n);
+	return jg_finish(g);
 }
 
 /* The entry of config.disks/vifs with that devid, or NULL. */
@@ -564,7 +581,7 @@ m_vm_disk_attach(struct call *call, yajl_gen g)
 	}
 	j->devid = j->disk.devid;
 	snprintf(j->label, sizeof(j->label), "%s", j->disk.vdev);
-	if (vmb_disk_format_json(&j->disk, &j->dev_json) < 0) {
+	if ((j->dev_json = dev_text(vm, &j->disk, NULL)) == NULL) {
 		call_error(call, RPC_INTERNAL_ERROR, ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -610,7 +627,7 @@ m_vm_net_attach(struct call *call, yajl_gen g)
 	}
 	j->devid = j->nic.devid;
 	snprintf(j->label, sizeof(j->label), "%u", j->devid);
-	if (vmb_nic_format_json(vm->uuid, &j->nic, &j->dev_json) < 0) {
+	if ((j->dev_json = dev_text(vm, NULL, &j->nic)) == NULL) {
 		call_error(call, RPC_INTERNAL_ERROR, ENOMEM, "out of memory");
 		goto fail;
 	}
