@@ -249,7 +249,7 @@ build_done(struct job *job)
 			vm->domid = bj->result.domid;
 			vm->restart = false;
 			vm_built(vm, bj->have_dom ? &bj->dom : NULL,
-			    bj->rec.config_json, bj->build_json);
+			    bj->guest, bj->build_json);
 			if (bj->restart)
 				lifecycle_restarted(vm, 0, msg);
 		}
@@ -457,7 +457,7 @@ build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
 	bj->images = *images;
 	image_req_init(images);
 	vm = vm_add_building(bj->guest->name, bj->guest->uuid, t->id,
-	    config_path, bj->rec.config_json, source);
+	    config_path, bj->guest, source);
 	if (vm == NULL) {
 		rc = call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
 		    "out of memory");

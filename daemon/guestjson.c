@@ -161,6 +161,11 @@ gen_key(yajl_gen g, const struct vmb_guest *guest, enum vmb_key key)
 		gen_vnuma(g, guest);
 		return;
 	}
+	/* As its record had it: no lists (guestjson.h). */
+	if ((k->form == VMB_FORM_DISKS && (guest->flags &
+	    GUESTJSON_NO_DISKS)) || (k->form == VMB_FORM_VIFS &&
+	    (guest->flags & GUESTJSON_NO_VIFS)))
+		return;
 	jg_key(g, k->member);
 	switch (k->form) {
 	case VMB_FORM_STRING:
@@ -647,6 +652,10 @@ guestjson_read(yajl_val obj, struct vmb_guest **ret, char *why,
 			    rc == -ENOMEM ? "out of memory" : "invalid");
 		}
 	}
+	if (!(g->keys_set & (1u << VMB_KEY_DISK)))
+		g->flags |= GUESTJSON_NO_DISKS;
+	if (!(g->keys_set & (1u << VMB_KEY_VIF)))
+		g->flags |= GUESTJSON_NO_VIFS;
 	if (rc < 0)
 		vmb_guest_free(g);
 	else

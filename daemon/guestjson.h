@@ -33,6 +33,15 @@ char *guestjson_text(const struct vmb_guest *guest);
 int guestjson_print(FILE *f, const struct vmb_guest *guest);
 
 /*
+ * guest->flags of a guest read from a record of a vmbuildd before
+ * hot-plug, whose configuration had no "disks" (no "vifs"): it is
+ * written back so (a restart then takes the description's devices),
+ * until hot-plug gives it the list.  libvmbuild leaves these bits alone.
+ */
+#define GUESTJSON_NO_DISKS	(1u << 31)
+#define GUESTJSON_NO_VIFS	(1u << 30)
+
+/*
  * The object back into a new guest (*ret).  A member that is missing
  * keeps its default (a record of an older vmbuildd); guest->keys_set
  * has the bit of each key whose member was there, so that "disks" and
