@@ -2,7 +2,8 @@
  * guestjson.c - struct vmb_guest <-> JSON (see guestjson.h): the
  * writer walks libvmbuild's key table (vmb_key_desc), the reader takes
  * each member back into its field.  Records written by earlier
- * vmbuildds (lib: guest_json.c) have the same shape, read here too.
+ * vmbuildds (libvmbuild wrote the JSON then) have the same shape, and
+ * are read here too (tests/daemon/fixtures).
  */
 #include <errno.h>
 #include <stdbool.h>

@@ -1,13 +1,14 @@
 /*
  * guest.c - the guest description as an object: made (with the
- * defaults of keys.def), copied and freed, its devices replaced; and
- * the CPU-list syntax its keys and the build share.
+ * defaults of keys.def), copied and freed, its devices replaced, added
+ * and taken out (hot-plug); and the CPU-list syntax its keys and the
+ * build share.
  *
  * The rest is split by job: keys.c and keys_list.c set the keys of
  * keys.def (the one way in, for xl.cfg files and JSON descriptions
  * alike), unsupported.c refuses xl's keys vmbuild does not implement,
- * guest_check.c checks a description as a whole, and guest_json.c
- * writes its one JSON form.
+ * guest_check.c checks a description as a whole.  Its JSON form is
+ * the daemon's (daemon/guestjson.c, through vmb_key_desc()).
  */
 #include <ctype.h>
 #include <errno.h>

@@ -49,7 +49,8 @@ $(FUZZ_DIR)/fuzz_config: $(FUZZ_OBJ)/tests/fuzz/fuzz_config.o \
 		$(shell $(PKG) --libs yajl)
 
 $(FUZZ_DIR)/fuzz_state: $(FUZZ_OBJ)/tests/fuzz/fuzz_state.o \
-		$(call fuzz_objs,daemon/state.c daemon/json.c daemon/log.c) \
+		$(call fuzz_objs,daemon/state.c daemon/json.c daemon/log.c \
+		daemon/guestjson.c) \
 		$(FUZZ_LIBVMB)
 	$(FUZZ_CC) $(FUZZ_LDFLAGS) -o $@ $^ $(LIBVMB_LDLIBS:$(LIB)/%.a=) \
 		$(shell $(PKG) --libs yajl libsystemd)
