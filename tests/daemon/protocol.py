@@ -202,8 +202,8 @@ ok(info["config"]["memory_bytes"] == 96 * MIB and
    info["config"]["kernel"] == KERNEL and info["config"]["type"] == "pvh",
    "vm.info: the guest as configured", info.get("config"))
 # One mapping of the description to JSON: vm.info's config is what
-# libvmbuild writes for the same xl.cfg (vmb-config-check), but for the
-# uuid that the daemon chose.
+# the daemon's guestjson.c writes for the same xl.cfg (vmb-config-check),
+# but for the uuid that the daemon chose.
 cfg_file = os.path.join(h.dir, "p1.cfg")
 with open(cfg_file, "w") as f:
     f.write(guest_cfg("p1", 96))
@@ -212,7 +212,7 @@ p = subprocess.run([os.path.join(BIN, "vmb-config-check"), cfg_file],
 want = json.loads(p.stdout) if p.returncode == 0 else {}
 got = dict(info["config"])
 ok(want.pop("uuid", 0) is None and got.pop("uuid", None) == info["uuid"] and
-   got == want, "vm.info: config is libvmbuild's JSON of the description",
+   got == want, "vm.info: config is the one JSON of the description",
    "%s\n%s" % (got, want))
 info2 = c.result("vm.info", {"vm": p1["id"]})
 ok(info2["name"] == "p1", "vm.info by domain id")
