@@ -212,7 +212,7 @@ p = subprocess.run([os.path.join(BIN, "vmb-config-check"), cfg_file],
 want = json.loads(p.stdout) if p.returncode == 0 else {}
 got = dict(info["config"])
 ok(want.pop("uuid", 0) is None and got.pop("uuid", None) == info["uuid"] and
-   got == want, "vm.info: config is the one JSON of the description",
+   got == want, "vm.info: config is libvmbuild's JSON of the description",
    "%s\n%s" % (got, want))
 info2 = c.result("vm.info", {"vm": p1["id"]})
 ok(info2["name"] == "p1", "vm.info by domain id")
