@@ -210,6 +210,7 @@ static const struct option longopts[] = {
 	{ "max-user-connections", required_argument, NULL, O_MAXUSERCONN },
 	{ "idle-timeout",    required_argument,	NULL, O_IDLETIMEOUT },
 	{ "metrics-request-timeout", required_argument, NULL, O_METRICSTIMEOUT },
+	{ "restart-backoff", required_argument, NULL, O_RESTARTBACKOFF },
 	{ "verbose",	     no_argument,	NULL, 'v' },
 	{ "help",	     no_argument,	NULL, 'h' },
 	{ "version",	     no_argument,	NULL, 'V' },
