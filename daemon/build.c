@@ -23,6 +23,7 @@
 #include "build.h"
 #include "events.h"
 #include "images.h"
+#include "guestjson.h"
 #include "json.h"
 #include "lifecycle.h"
 #include "log.h"
@@ -248,7 +249,7 @@ build_done(struct job *job)
 			vm->domid = bj->result.domid;
 			vm->restart = false;
 			vm_built(vm, bj->have_dom ? &bj->dom : NULL,
-			    bj->rec.config_json, bj->build_json);
+			    bj->guest, bj->build_json);
 			if (bj->restart)
 				lifecycle_restarted(vm, 0, msg);
 		}
@@ -389,9 +390,8 @@ build_prepare(struct vmb_guest *guest, const char *kind,
 	bj->rec.created_at = t->created_at;
 	bj->rec.config_path = config_path ? strdup(config_path) : NULL;
 	bj->rec.source_json = source ? strdup(source) : NULL;
-	/* libvmbuild's own JSON of the description: one mapping. */
-	if (vmb_guest_format_json(guest, &bj->rec.config_json) < 0)
-		bj->rec.config_json = NULL;
+	/* The one JSON form of the description (guestjson.c). */
+	bj->rec.config_json = guestjson_text(guest);
 	bj->job.run = build_run;
 	bj->job.done = build_done;
 	*ret_bj = bj;
@@ -457,7 +457,7 @@ build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
 	bj->images = *images;
 	image_req_init(images);
 	vm = vm_add_building(bj->guest->name, bj->guest->uuid, t->id,
-	    config_path, bj->rec.config_json, source);
+	    config_path, bj->guest, source);
 	if (vm == NULL) {
 		rc = call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
 		    "out of memory");

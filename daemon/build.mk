@@ -16,3 +16,17 @@ $(VMBUILDD): $(VMBUILDD_OBJS) $(LIBVMB_LIB) $(HVCLIENT_LIB)
 		$(shell $(PKG) --libs $(VMBUILDD_PKGS)) $(LDLIBS_COMMON)
 
 ALL += $(VMBUILDD)
+
+# vmb-config-check: parse an xl.cfg, print the description as the
+# daemon's JSON (guestjson.c) or the diagnostics (the golden tests of
+# configs/tests).
+EXTRA_CFLAGS_daemon/tools/ += -Idaemon -Ilibvmbuild \
+	$(shell $(PKG) --cflags yajl)
+$(BIN)/vmb-config-check: $(OBJ)/daemon/tools/vmb-config-check.o \
+		$(OBJ)/daemon/guestjson.o $(OBJ)/daemon/json.o \
+		$(LIBVMB_LIB) $(LIB)/libhvclient.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $(filter %.o,$^) $(LIBVMB_LDLIBS) \
+		$(shell $(PKG) --libs yajl)
+
+ALL += $(BIN)/vmb-config-check

@@ -26,6 +26,7 @@
 
 #include "control.h"
 #include "devices.h"
+#include "guestjson.h"
 #include "json.h"
 #include "log.h"
 #include "methods.h"
@@ -215,86 +216,41 @@ check_vm_scripts(struct call *call, const struct vm *vm, const char *script)
 }
 
 /* ------------------------------------------------------------------ */
-/* The VM's configuration with a device added or taken out             */
+/* The VM's devices                                                    */
 
-/*
- * vm->config as text with `member` ("disks", "vifs") changed: the entry
- * whose "devid" is drop_devid taken out (UINT32_MAX: none), `add` (the
- * device's JSON text, or NULL) appended.  NULL when out of memory.
- */
-static char *
-config_with(yajl_val config, const char *member, uint32_t drop_devid,
-    const char *add)
+/* The VM's disk with that vbd number or (name) vdev, or NULL. */
+static const struct vmb_disk *
+find_disk(const struct vm *vm, const char *name, long long devid)
 {
-	yajl_val add_tree = NULL, list;
-	bool seen = false;
-	yajl_gen g;
-	char *text;
+	for (uint32_t i = 0; vm->guest && i < vm->guest->nr_disks; i++) {
+		const struct vmb_disk *d = &vm->guest->disks[i];
 
-	if (add && !(add_tree = yajl_tree_parse(add, NULL, 0)))
-		return NULL;
-	if (!(g = jg_new())) {
-		yajl_tree_free(add_tree);
-		return NULL;
+		if ((devid >= 0 && d->devid == devid) ||
+		    (name && !strcasecmp(d->vdev, name)))
+			return d;
 	}
-	yajl_gen_map_open(g);
-	for (size_t i = 0; YAJL_IS_OBJECT(config) && i < config->u.object.len;
-	    i++) {
-		const char *k = config->u.object.keys[i];
-
-		jg_key(g, k);
-		if (strcmp(k, member) != 0) {
-			jg_tree(g, config->u.object.values[i]);
-			continue;
-		}
-		seen = true;
-		list = config->u.object.values[i];
-		yajl_gen_array_open(g);
-		for (size_t j = 0; YAJL_IS_ARRAY(list) && j < list->u.array.len;
-		    j++) {
-			yajl_val e = list->u.array.values[j], id;
-
-			id = jv_get(e, "devid");
-			if (YAJL_IS_INTEGER(id) &&
-			    YAJL_GET_INTEGER(id) == (long long)drop_devid)
-				continue;
-			jg_tree(g, e);
-		}
-		if (add_tree)
-			jg_tree(g, add_tree);
-		yajl_gen_array_close(g);
-	}
-	if (!seen) {
-		/* A record of an older vmbuildd: no device lists yet. */
-		jg_key(g, member);
-		yajl_gen_array_open(g);
-		if (add_tree)
-			jg_tree(g, add_tree);
-		yajl_gen_array_close(g);
-	}
-	yajl_gen_map_close(g);
-	text = jg_finish(g);
-	yajl_tree_free(add_tree);
-	return text;
+	return NULL;
 }
 
-/* The entry of config.disks/vifs with that devid, or NULL. */
-static yajl_val
-config_find(yajl_val config, const char *member, const char *key,
-    const char *name, long long devid)
+/* The VM's vif with that devid or (name) MAC, or NULL. */
+static const struct vmb_nic *
+find_nic(const struct vm *vm, const char *name, long long devid)
 {
-	yajl_val list = jv_get(config, member);
+	uint8_t mac[6];
+	char s[18];
 
-	for (size_t i = 0; YAJL_IS_ARRAY(list) && i < list->u.array.len; i++) {
-		yajl_val e = list->u.array.values[i], v;
+	for (uint32_t i = 0; vm->guest && i < vm->guest->nr_nics; i++) {
+		const struct vmb_nic *n = &vm->guest->nics[i];
 
-		v = jv_get(e, "devid");
-		if (devid >= 0 && YAJL_IS_INTEGER(v) &&
-		    YAJL_GET_INTEGER(v) == devid)
-			return e;
-		v = jv_get(e, key);
-		if (name && YAJL_IS_STRING(v) && !strcasecmp(v->u.string, name))
-			return e;
+		if (devid >= 0 && n->devid == devid)
+			return n;
+		if (name == NULL)
+			continue;
+		vmb_nic_mac(vm->uuid, n, mac);
+		snprintf(s, sizeof(s), "%02x:%02x:%02x:%02x:%02x:%02x", mac[0],
+		    mac[1], mac[2], mac[3], mac[4], mac[5]);
+		if (!strcasecmp(s, name))
+			return n;
 	}
 	return NULL;
 }
@@ -316,7 +272,7 @@ struct dev_job {
 	uint32_t	timeout_ms;
 	uint32_t	domid;
 	uint8_t		uuid[16];
-	char		*dev_json;	/* attach: the device's JSON */
+	struct vmb_guest *guest;	/* the VM's guest once it succeeded */
 	struct state_record rec;	/* the record to write on success */
 	/* results */
 	int		rc;
@@ -329,7 +285,7 @@ dev_job_free(struct dev_job *j)
 {
 	vmb_disk_done(&j->disk);
 	vmb_nic_done(&j->nic);
-	free(j->dev_json);
+	vmb_guest_free(j->guest);
 	free(j->rec.config_path);
 	free(j->rec.config_json);
 	free(j->rec.build_json);
@@ -390,14 +346,11 @@ dev_done(struct job *job)
 		dev_job_free(j);
 		return;
 	}
-	/* The record on disk has it: so does the VM's configuration. */
-	if (vm && j->rec.config_json) {
-		yajl_val c = yajl_tree_parse(j->rec.config_json, NULL, 0);
-
-		if (c) {
-			yajl_tree_free(vm->config);
-			vm->config = c;
-		}
+	/* The record on disk has it: so does the VM's guest. */
+	if (vm && j->guest) {
+		vmb_guest_free(vm->guest);
+		vm->guest = j->guest;
+		j->guest = NULL;
 	}
 	if (j->record_failed)
 		log_vm(LOG_WARNING, j->vm->name, j->domid, 0, "detach of %s %s: "
@@ -410,11 +363,10 @@ dev_done(struct job *job)
 	jg_kv_str(g, "vm", j->vm->name);
 	jg_kv_u64(g, "id", j->domid);
 	jg_key(g, what);
-	if (j->attach) {
-		yajl_val d = yajl_tree_parse(j->dev_json, NULL, 0);
-
-		jg_tree(g, d);
-		yajl_tree_free(d);
+	if (j->attach && j->kind == VMB_DEVICE_DISK) {
+		guestjson_gen_disk(g, &j->disk);
+	} else if (j->attach) {
+		guestjson_gen_nic(g, j->uuid, &j->nic);
 	} else {
 		jg_str(g, j->label);
 	}
@@ -472,13 +424,42 @@ dev_job_new(struct call *call, struct vm *vm, bool attach,
 	return j;
 }
 
+/*
+ * The VM's guest with the job's device added or taken out, into
+ * j->guest; 0, -ENOSPC or -ENOMEM.  A guest of a record before
+ * hot-plug has that device list from now on (guestjson.h).
+ */
+static int
+dev_job_guest(struct dev_job *j)
+{
+	struct vmb_guest *g = j->guest;
+	int rc;
+
+	g->flags &= ~(j->kind == VMB_DEVICE_DISK ? GUESTJSON_NO_DISKS :
+	    GUESTJSON_NO_VIFS);
+	if (j->kind == VMB_DEVICE_DISK)
+		rc = j->attach ? vmb_guest_add_disk(g, &j->disk) :
+		    vmb_guest_remove_disk(g, j->devid);
+	else
+		rc = j->attach ? vmb_guest_add_nic(g, &j->nic) :
+		    vmb_guest_remove_nic(g, j->devid);
+	return rc == -ENOENT ? 0 : rc;
+}
+
 /* The record as it will be once the job succeeds; then spawn it. */
 static int
-dev_job_start(struct call *call, struct dev_job *j, const char *member)
+dev_job_start(struct call *call, struct dev_job *j)
 {
 	struct vm *vm = j->vm;
 	yajl_gen g;
+	int rc;
 
+	if (vm->guest == NULL) {
+		dev_job_free(j);
+		return call_error(call, E_BAD_STATE, 0, "%s: its configuration "
+		    "could not be read from its record: its devices are not "
+		    "known", vm->name);
+	}
 	memcpy(j->rec.uuid, vm->uuid, 16);
 	snprintf(j->rec.name, sizeof(j->rec.name), "%s", vm->name);
 	j->rec.built = true;
@@ -486,8 +467,16 @@ dev_job_start(struct call *call, struct dev_job *j, const char *member)
 	j->rec.created_at = vm->created_at;
 	vm_record_restarts(vm, &j->rec);
 	j->rec.config_path = vm->config_path ? strdup(vm->config_path) : NULL;
-	j->rec.config_json = config_with(vm->config, member, j->attach ?
-	    UINT32_MAX : j->devid, j->attach ? j->dev_json : NULL);
+	if ((rc = vmb_guest_copy(vm->guest, &j->guest)) == 0 &&
+	    (rc = dev_job_guest(j)) == -ENOSPC) {
+		rc = call_error(call, E_BAD_STATE, ENOSPC, "%s has as many "
+		    "%s as it may", vm->name, j->kind == VMB_DEVICE_DISK ?
+		    "disks" : "vifs");
+		dev_job_free(j);
+		return rc;
+	}
+	if (rc == 0)
+		j->rec.config_json = guestjson_text(j->guest);
 	if (vm->build && (g = jg_new()) != NULL) {
 		jg_tree(g, vm->build);
 		j->rec.build_json = jg_finish(g);
@@ -558,19 +547,15 @@ m_vm_disk_attach(struct call *call, yajl_gen g)
 	if (check_disk(call, &j->disk) < 0 ||
 	    check_vm_scripts(call, vm, j->disk.script) < 0)
 		goto fail;
-	if (config_find(vm->config, "disks", "vdev", NULL, j->disk.devid)) {
+	if (find_disk(vm, NULL, j->disk.devid)) {
 		call_error(call, E_EXISTS, EEXIST, "%s has a disk with vbd %u "
 		    "already (%s)", vm->name, j->disk.devid, j->disk.vdev);
 		goto fail;
 	}
 	j->devid = j->disk.devid;
 	snprintf(j->label, sizeof(j->label), "%s", j->disk.vdev);
-	if (vmb_disk_format_json(&j->disk, &j->dev_json) < 0) {
-		call_error(call, RPC_INTERNAL_ERROR, ENOMEM, "out of memory");
-		goto fail;
-	}
 	vmb_diags_done(&diags);
-	return dev_job_start(call, j, "disks");
+	return dev_job_start(call, j);
 fail:
 	vmb_diags_done(&diags);
 	dev_job_free(j);
@@ -585,6 +570,8 @@ m_vm_net_attach(struct call *call, yajl_gen g)
 	const char *spec = "";
 	uint32_t devid = 0;
 	struct vm *vm;
+	uint8_t mac[6];
+	char macs[18];
 
 	(void)g;
 	if (param_string(call, P_VIF, false, &spec) < 0 ||
@@ -594,7 +581,7 @@ m_vm_net_attach(struct call *call, yajl_gen g)
 	if (param_timeout(call, j) < 0)
 		goto fail;
 	/* As xl: the lowest devid free, unless devid= says. */
-	while (config_find(vm->config, "vifs", "mac", NULL, devid))
+	while (find_nic(vm, NULL, devid))
 		devid++;
 	if (vmb_nic_parse(spec ? spec : "", devid, 0, "request", 0, &j->nic,
 	    &diags) != 0) {
@@ -604,32 +591,23 @@ m_vm_net_attach(struct call *call, yajl_gen g)
 	if (check_nic(call, &j->nic) < 0 ||
 	    check_vm_scripts(call, vm, j->nic.script) < 0)
 		goto fail;
-	if (config_find(vm->config, "vifs", "mac", NULL, j->nic.devid)) {
+	if (find_nic(vm, NULL, j->nic.devid)) {
 		call_error(call, E_EXISTS, EEXIST, "%s has a vif %u already",
 		    vm->name, j->nic.devid);
 		goto fail;
 	}
 	j->devid = j->nic.devid;
 	snprintf(j->label, sizeof(j->label), "%u", j->devid);
-	if (vmb_nic_format_json(vm->uuid, &j->nic, &j->dev_json) < 0) {
-		call_error(call, RPC_INTERNAL_ERROR, ENOMEM, "out of memory");
+	vmb_nic_mac(vm->uuid, &j->nic, mac);
+	snprintf(macs, sizeof(macs), "%02x:%02x:%02x:%02x:%02x:%02x", mac[0],
+	    mac[1], mac[2], mac[3], mac[4], mac[5]);
+	if (find_nic(vm, macs, -1)) {
+		call_error(call, E_EXISTS, EEXIST, "%s has a vif with that MAC "
+		    "already", vm->name);
 		goto fail;
 	}
-	{
-		yajl_val d = yajl_tree_parse(j->dev_json, NULL, 0);
-		yajl_val mac = jv_get(d, "mac");
-		bool dup = YAJL_IS_STRING(mac) && config_find(vm->config,
-		    "vifs", "mac", mac->u.string, -1);
-
-		yajl_tree_free(d);
-		if (dup) {
-			call_error(call, E_EXISTS, EEXIST, "%s has a vif with "
-			    "that MAC already", vm->name);
-			goto fail;
-		}
-	}
 	vmb_diags_done(&diags);
-	return dev_job_start(call, j, "vifs");
+	return dev_job_start(call, j);
 fail:
 	vmb_diags_done(&diags);
 	dev_job_free(j);
@@ -644,8 +622,9 @@ static int
 detach(struct call *call, enum vmb_device_kind kind)
 {
 	const char *key = kind == VMB_DEVICE_DISK ? P_DISK : P_VIF;
-	const char *member = kind == VMB_DEVICE_DISK ? "disks" : "vifs";
-	yajl_val v = jv_get(call->params, key), e, id, name;
+	yajl_val v = jv_get(call->params, key);
+	const struct vmb_disk *disk = NULL;
+	const struct vmb_nic *nic = NULL;
 	const char *s = NULL;
 	long long devid = -1;
 	struct dev_job *j;
@@ -670,23 +649,23 @@ detach(struct call *call, enum vmb_device_kind kind)
 	if (param_bool(call, P_FORCE, &force) < 0 ||
 	    (vm = dev_vm(call)) == NULL)
 		return -1;
-	e = config_find(vm->config, member, kind == VMB_DEVICE_DISK ? "vdev" :
-	    "mac", s, devid);
-	id = jv_get(e, "devid");
-	if (!e || !YAJL_IS_INTEGER(id))
+	if (kind == VMB_DEVICE_DISK)
+		disk = find_disk(vm, s, devid);
+	else
+		nic = find_nic(vm, s, devid);
+	if (!disk && !nic)
 		return call_error(call, E_NO_SUCH_DEVICE, ENOENT, "%s has no "
 		    "%s %s", vm->name, kind == VMB_DEVICE_DISK ? "disk" : "vif",
 		    s ? s : "with that number");
 	if (!(j = dev_job_new(call, vm, false, kind)))
 		return -1;
-	j->devid = (uint32_t)YAJL_GET_INTEGER(id);
+	j->devid = disk ? disk->devid : nic->devid;
 	j->force = force;
-	name = jv_get(e, "vdev");
-	if (kind == VMB_DEVICE_DISK && YAJL_IS_STRING(name))
-		snprintf(j->label, sizeof(j->label), "%s", name->u.string);
+	if (disk)
+		snprintf(j->label, sizeof(j->label), "%s", disk->vdev);
 	else
 		snprintf(j->label, sizeof(j->label), "%u", j->devid);
-	return dev_job_start(call, j, member);
+	return dev_job_start(call, j);
 }
 
 int

@@ -29,6 +29,7 @@
 
 #include "build.h"
 #include "events.h"
+#include "guestjson.h"
 #include "images.h"
 #include "json.h"
 #include "lifecycle.h"
@@ -206,7 +207,7 @@ restart_record(const struct vm *vm, struct state_record *rec)
 	rec->domid = vm->domid;
 	rec->config_path = vm->config_path ? strdup(vm->config_path) : NULL;
 	rec->created_at = vm->created_at;
-	rec->config_json = tree_text(vm->config);
+	rec->config_json = guestjson_text(vm->guest);
 	rec->build_json = tree_text(vm->build);
 	rec->source_json = vm->source ? strdup(vm->source) : NULL;
 	rec->restart = true;
@@ -389,13 +390,12 @@ restart_note(struct vm *vm)
 static const char *
 restart_images_why(const struct vm *vm)
 {
-	static const char *const keys[2] = { "kernel", "ramdisk" };
+	for (int i = 0; i < 2 && vm->guest != NULL; i++) {
+		const char *path = i == 0 ? vm->guest->kernel :
+		    vm->guest->ramdisk;
 
-	for (int i = 0; i < 2; i++) {
-		yajl_val v = jv_get(vm->config, keys[i]);
-
-		if (!YAJL_IS_STRING(v) || vm->image_fd[i] >= 0 ||
-		    images_in_dir(v->u.string))
+		if (path == NULL || vm->image_fd[i] >= 0 ||
+		    images_in_dir(path))
 			continue;
 		return i == 0 ? "its kernel came as a descriptor, which this "
 		    "vmbuildd (started since) does not hold, and lies "

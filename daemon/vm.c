@@ -12,6 +12,7 @@
 
 #include "control.h"
 #include "events.h"
+#include "guestjson.h"
 #include "json.h"
 #include "lifecycle.h"
 #include "log.h"
@@ -166,33 +167,20 @@ vm_changed(const struct vm *vm)
 	vm_announce(vm, NULL, NULL, NULL);
 }
 
-/* on_poweroff & co. of a VM of ours, from its configuration's JSON. */
+/* on_poweroff & co. of a VM of ours, from its guest. */
 static void
 vm_actions(struct vm *vm)
 {
-	static const struct {
-		const char *key;
-		enum vmb_shutdown_reason reason;
-	} keys[] = {
-		{ "on_poweroff", VMB_SHUTDOWN_POWEROFF },
-		{ "on_reboot", VMB_SHUTDOWN_REBOOT },
-		{ "on_crash", VMB_SHUTDOWN_CRASH },
-		{ "on_watchdog", VMB_SHUTDOWN_WATCHDOG },
-		{ "on_soft_reset", VMB_SHUTDOWN_SOFT_RESET },
-	};
 	struct vmb_guest *defaults = NULL;
 
-	/* The library's defaults (xl's) for keys not written. */
+	if (vm->guest != NULL) {
+		memcpy(vm->on, vm->guest->on, sizeof(vm->on));
+		return;
+	}
+	/* No guest known (an unreadable record): the defaults (xl's). */
 	if (vmb_guest_new(&defaults) == 0) {
 		memcpy(vm->on, defaults->on, sizeof(vm->on));
 		vmb_guest_free(defaults);
-	}
-	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++) {
-		yajl_val v = jv_get(vm->config, keys[i].key);
-		enum vmb_action a;
-
-		if (YAJL_IS_STRING(v) && vmb_action_parse(v->u.string, &a) == 0)
-			vm->on[keys[i].reason] = a;
 	}
 }
 
@@ -311,7 +299,8 @@ vm_add_foreign(const struct vmb_domain *dom)
 
 struct vm *
 vm_add_building(const char *name, const uint8_t uuid[16], uint64_t task,
-    const char *config_path, const char *config_json, const char *source)
+    const char *config_path, const struct vmb_guest *guest,
+    const char *source)
 {
 	struct vm *vm = vm_alloc(name);
 
@@ -324,9 +313,8 @@ vm_add_building(const char *name, const uint8_t uuid[16], uint64_t task,
 	vm->created_at = now_real();
 	vm->config_path = config_path ? strdup(config_path) : NULL;
 	vm->source = source ? strdup(source) : NULL;
-	if (config_json != NULL)
-		vm->config = jv_parse(config_json, strlen(config_json),
-		    JSON_MAX_DEPTH, NULL, 0);
+	if (guest != NULL && vmb_guest_copy(guest, &vm->guest) < 0)
+		vm->guest = NULL;
 	vm_actions(vm);
 	V.seq++;
 	vm_list_invalidate();
@@ -360,10 +348,10 @@ vm_building_progress(const uint8_t uuid[16], const struct vmb_progress *p)
 }
 
 void
-vm_built(struct vm *vm, const struct vmb_domain *dom, const char *config_json,
-    const char *build_json)
+vm_built(struct vm *vm, const struct vmb_domain *dom,
+    const struct vmb_guest *guest, const char *build_json)
 {
-	yajl_val config;
+	struct vmb_guest *copy;
 
 	vm->building = false;
 	if (dom != NULL) {
@@ -371,10 +359,9 @@ vm_built(struct vm *vm, const struct vmb_domain *dom, const char *config_json,
 		vm->have_dom = true;
 		vm->domid = dom->domid;
 	}
-	if (config_json != NULL && (config = jv_parse(config_json,
-	    strlen(config_json), JSON_MAX_DEPTH, NULL, 0)) != NULL) {
-		yajl_tree_free(vm->config);
-		vm->config = config;
+	if (guest != NULL && vmb_guest_copy(guest, &copy) == 0) {
+		vmb_guest_free(vm->guest);
+		vm->guest = copy;
 	}
 	if (build_json != NULL) {
 		yajl_tree_free(vm->build);
@@ -434,7 +421,7 @@ vm_remove(struct vm *vm, bool announce)
 	V.seq++;
 	vm_list_invalidate();
 	yajl_tree_free(vm->build);
-	yajl_tree_free(vm->config);
+	vmb_guest_free(vm->guest);
 	free(vm->config_path);
 	free(vm->source);
 	conn_unref(vm->console);
@@ -579,7 +566,7 @@ vm_gen_info(yajl_gen g, const struct vm *vm)
 	else
 		jg_kv_null(g, "task");
 	jg_key(g, "config");
-	jg_tree(g, vm->config);
+	guestjson_gen(g, vm->guest);
 	jg_key(g, "placement_reason");
 	jg_tree(g, jv_get(jv_get(vm->build, "placement"), "reason"));
 	jg_key(g, "build");
@@ -942,6 +929,7 @@ static struct vm *
 vm_from_record(struct state_record *rec, const struct vmb_domain *dom)
 {
 	struct vm *vm = vm_alloc(rec->name);
+	char why[200];
 
 	if (vm == NULL)
 		return NULL;
@@ -957,9 +945,10 @@ vm_from_record(struct state_record *rec, const struct vmb_domain *dom)
 	if (rec->build_json != NULL)
 		vm->build = jv_parse(rec->build_json, strlen(rec->build_json),
 		    JSON_MAX_DEPTH, NULL, 0);
-	if (rec->config_json != NULL)
-		vm->config = jv_parse(rec->config_json,
-		    strlen(rec->config_json), JSON_MAX_DEPTH, NULL, 0);
+	if (rec->config_json != NULL && guestjson_parse(rec->config_json,
+	    &vm->guest, why, sizeof(why)) < 0)
+		log_vm(LOG_WARNING, rec->name, vm->domid, 0, "%s: its record's "
+		    "%s: vm.info shows no config", rec->name, why);
 	vm->restart = rec->restart;
 	memcpy(vm->restart_times, rec->restart_times,
 	    sizeof(vm->restart_times));

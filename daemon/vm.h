@@ -40,7 +40,7 @@ struct vm {
 	unsigned	seen;		/* refresh generation that saw it */
 	char		*config_path;
 	double		created_at;
-	yajl_val	config;		/* the guest as configured, or NULL */
+	struct vmb_guest *guest;	/* as configured (its own copy); NULL */
 	yajl_val	build;		/* build result, or NULL */
 	struct vmb_placement placement;	/* nodes while building */
 	struct reap	*reap;		/* "destroying": reap.c's */
@@ -83,9 +83,9 @@ struct vm *vm_find_domid(uint32_t domid);
 struct vm *vm_find_uuid(const uint8_t uuid[16]);
 unsigned vm_count(void);
 
-/* `source` (source.h) is copied. */
+/* `guest` and `source` (source.h) are copied. */
 struct vm *vm_add_building(const char *name, const uint8_t uuid[16],
-    uint64_t task, const char *config_path, const char *config_json,
+    uint64_t task, const char *config_path, const struct vmb_guest *guest,
     const char *source);
 /* A VM of ours is built again (a restart) as task `task`. */
 void vm_rebuilding(struct vm *vm, uint64_t task, const char *reason);
@@ -94,11 +94,11 @@ void vm_building_progress(const uint8_t uuid[16],
     const struct vmb_progress *p);
 /*
  * A build finished well: `dom` as the hypervisor reports it, the
- * configuration it was built with (a restart's has the devices the VM
+ * guest it was built as (copied: a restart's has the devices the VM
  * had, which its record before may lack) and the build's result.
  */
 void vm_built(struct vm *vm, const struct vmb_domain *dom,
-    const char *config_json, const char *build_json);
+    const struct vmb_guest *guest, const char *build_json);
 /* Our operation changed a domain (pause, unpause). */
 void vm_update(struct vm *vm, const struct vmb_domain *dom);
 /* The VM's restart history into a record it is about to write. */

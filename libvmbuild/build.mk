@@ -29,14 +29,7 @@ $(LIBVMB_LIB): $(LIBVMB_OBJS)
 	rm -f $@
 	$(AR) rcs $@ $^
 
-# vmb-config-check: parse an xl.cfg, print the description as JSON or the
-# diagnostics (used by the golden tests in configs/tests).
-$(BIN)/vmb-config-check: $(OBJ)/libvmbuild/tools/vmb-config-check.o \
-		$(LIBVMB_LIB) $(LIB)/libhvclient.a
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBVMB_LDLIBS)
-
-ALL += $(LIBVMB_LIB) $(BIN)/vmb-config-check
+ALL += $(LIBVMB_LIB)
 
 # vmb-build: build one guest without the daemon and print phase times and
 # populate statistics (for comparing populate strategies).

@@ -1,7 +1,7 @@
 /*
  * devspec.c - xl's device specifications: disk= items
  * (xl-disk-configuration(5)), vif= items (xl-network-configuration(5)),
- * vbd numbers (xen-vbd-interface(7)), MACs, and their JSON form.
+ * vbd numbers (xen-vbd-interface(7)), MACs, and their copies.
  *
  * Disk specifications go through Xen's own parser, libxlutil's
  * xlu_disk_parse (config.c reads whole files with libxlutil for the
@@ -621,86 +621,68 @@ vmb_nic_mac(const uint8_t uuid[16], const struct vmb_nic *nic,
 }
 
 /* ------------------------------------------------------------------ */
-/* JSON                                                                */
+/* Names and copies, for the daemon's JSON form of a guest             */
 
-/* Close the memstream writing *buf and hand the text to *ret. */
-static int
-json_close(FILE *f, char **buf, char **ret)
+const char *
+vmb_disk_format_name(enum vmb_disk_format format)
 {
-	if (fclose(f) != 0) {
-		free(*buf);
+	return (unsigned)format < sizeof(formats) / sizeof(formats[0]) ?
+	    formats[format] : "unknown";
+}
+
+int
+vmb_disk_format_parse(const char *name, enum vmb_disk_format *ret)
+{
+	for (size_t f = 0; name && f < sizeof(formats) / sizeof(formats[0]);
+	    f++)
+		if (!strcmp(name, formats[f])) {
+			*ret = (enum vmb_disk_format)f;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+int
+vmb_mac_parse(const char *s, uint8_t mac[6])
+{
+	return s && strlen(s) == 17 ? parse_mac(s, mac) : -EINVAL;
+}
+
+static int
+dup_or_null(const char *s, char **ret)
+{
+	*ret = NULL;
+	if (!s)
+		return 0;
+	*ret = strdup(s);
+	return *ret ? 0 : -ENOMEM;
+}
+
+int
+vmb_disk_copy(const struct vmb_disk *src, struct vmb_disk *d)
+{
+	*d = *src;
+	d->target = d->script = d->spec = NULL;
+	if (dup_or_null(src->target, &d->target) ||
+	    dup_or_null(src->script, &d->script) ||
+	    dup_or_null(src->spec, &d->spec)) {
+		vmb_disk_done(d);
 		return -ENOMEM;
 	}
-	*ret = *buf;
 	return 0;
 }
 
 int
-vmb_disk_format_json(const struct vmb_disk *d, char **ret_json)
+vmb_nic_copy(const struct vmb_nic *src, struct vmb_nic *n)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f;
-
-	if (!d || !ret_json)
-		return -EINVAL;
-	if (!(f = open_memstream(&buf, &len)))
+	*n = *src;
+	n->ip = n->script = n->gatewaydev = n->spec = NULL;
+	if (dup_or_null(src->ip, &n->ip) ||
+	    dup_or_null(src->script, &n->script) ||
+	    dup_or_null(src->gatewaydev, &n->gatewaydev) ||
+	    dup_or_null(src->spec, &n->spec)) {
+		vmb_nic_done(n);
 		return -ENOMEM;
-	fputs("{\"vdev\": ", f);
-	vmb__json_str(f, d->vdev);
-	fprintf(f, ", \"devid\": %u, \"target\": ", d->devid);
-	vmb__json_str(f, d->target);
-	fprintf(f, ", \"format\": \"%s\", \"access\": \"%s\", "
-	    "\"devtype\": \"%s\", \"script\": ", formats[d->format],
-	    d->readonly ? "ro" : "rw", d->cdrom ? "cdrom" : "disk");
-	vmb__json_str(f, d->script ? d->script : "block");
-	fprintf(f, ", \"discard\": %s, \"trusted\": %s, "
-	    "\"direct_io_safe\": %s}", d->discard ? "true" : "false",
-	    d->trusted ? "true" : "false",
-	    d->direct_io_safe ? "true" : "false");
-	return json_close(f, &buf, ret_json);
-}
-
-int
-vmb_nic_format_json(const uint8_t uuid[16], const struct vmb_nic *n,
-    char **ret_json)
-{
-	char *buf = NULL;
-	size_t len = 0;
-	uint8_t mac[6];
-	FILE *f;
-
-	if (!n || !ret_json)
-		return -EINVAL;
-	if (!(f = open_memstream(&buf, &len)))
-		return -ENOMEM;
-	fprintf(f, "{\"devid\": %u, \"mac\": ", n->devid);
-	if (n->mac_set || (uuid && !vmb_uuid_is_null(uuid))) {
-		vmb_nic_mac(uuid, n, mac);
-		fprintf(f, "\"%02x:%02x:%02x:%02x:%02x:%02x\"", mac[0], mac[1],
-		    mac[2], mac[3], mac[4], mac[5]);
-	} else {
-		fputs("null", f);
 	}
-	fputs(", \"bridge\": ", f);
-	vmb__json_str(f, n->bridge);
-	fputs(", \"vifname\": ", f);
-	vmb__json_str(f, n->vifname[0] ? n->vifname : NULL);
-	fputs(", \"ip\": ", f);
-	vmb__json_str(f, n->ip);
-	fputs(", \"script\": ", f);
-	vmb__json_str(f, n->script ? n->script : "vif-bridge");
-	fputs(", \"gatewaydev\": ", f);
-	vmb__json_str(f, n->gatewaydev);
-	if (n->mtu)
-		fprintf(f, ", \"mtu\": %u", n->mtu);
-	else
-		fputs(", \"mtu\": null", f);
-	if (n->rate_bytes)
-		fprintf(f, ", \"rate\": {\"bytes\": %llu, \"interval_us\": %u}",
-		    (unsigned long long)n->rate_bytes, n->rate_usecs);
-	else
-		fputs(", \"rate\": null", f);
-	fprintf(f, ", \"trusted\": %s}", n->trusted ? "true" : "false");
-	return json_close(f, &buf, ret_json);
+	return 0;
 }

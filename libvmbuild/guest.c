@@ -1,13 +1,14 @@
 /*
  * guest.c - the guest description as an object: made (with the
- * defaults of keys.def), copied and freed, its devices replaced; and
- * the CPU-list syntax its keys and the build share.
+ * defaults of keys.def), copied and freed, its devices replaced, added
+ * and taken out (hot-plug); and the CPU-list syntax its keys and the
+ * build share.
  *
  * The rest is split by job: keys.c and keys_list.c set the keys of
  * keys.def (the one way in, for xl.cfg files and JSON descriptions
  * alike), unsupported.c refuses xl's keys vmbuild does not implement,
- * guest_check.c checks a description as a whole, and guest_json.c
- * writes its one JSON form.
+ * guest_check.c checks a description as a whole.  Its JSON form is
+ * the daemon's (daemon/guestjson.c, through vmb_key_desc()).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -229,15 +230,9 @@ copy_devices(const struct vmb_guest *src, struct vmb_guest *g)
 			return -ENOMEM;
 	}
 	for (uint32_t i = 0; i < src->nr_disks; i++) {
-		struct vmb_disk *d = &g->disks[i];
-
-		*d = src->disks[i];
-		d->target = d->script = d->spec = NULL;
-		g->nr_disks = i + 1;
-		if ((rc = dup_or_null(src->disks[i].target, &d->target)) ||
-		    (rc = dup_or_null(src->disks[i].script, &d->script)) ||
-		    (rc = dup_or_null(src->disks[i].spec, &d->spec)))
+		if ((rc = vmb_disk_copy(&src->disks[i], &g->disks[i])))
 			return rc;
+		g->nr_disks = i + 1;
 	}
 	if (src->nr_nics) {
 		g->nics = calloc(src->nr_nics, sizeof(*g->nics));
@@ -245,19 +240,101 @@ copy_devices(const struct vmb_guest *src, struct vmb_guest *g)
 			return -ENOMEM;
 	}
 	for (uint32_t i = 0; i < src->nr_nics; i++) {
-		struct vmb_nic *n = &g->nics[i];
-
-		*n = src->nics[i];
-		n->ip = n->script = n->gatewaydev = n->spec = NULL;
-		g->nr_nics = i + 1;
-		if ((rc = dup_or_null(src->nics[i].ip, &n->ip)) ||
-		    (rc = dup_or_null(src->nics[i].script, &n->script)) ||
-		    (rc = dup_or_null(src->nics[i].gatewaydev,
-		    &n->gatewaydev)) ||
-		    (rc = dup_or_null(src->nics[i].spec, &n->spec)))
+		if ((rc = vmb_nic_copy(&src->nics[i], &g->nics[i])))
 			return rc;
+		g->nr_nics = i + 1;
 	}
 	return 0;
+}
+
+int
+vmb_guest_add_disk(struct vmb_guest *g, const struct vmb_disk *disk)
+{
+	struct vmb_disk *v;
+
+	if (g->nr_disks >= VMB_MAX_DISKS)
+		return -ENOSPC;
+	if (!(v = realloc(g->disks, (g->nr_disks + 1) * sizeof(*v))))
+		return -ENOMEM;
+	g->disks = v;
+	if (vmb_disk_copy(disk, &v[g->nr_disks]))
+		return -ENOMEM;
+	g->nr_disks++;
+	return 0;
+}
+
+int
+vmb_guest_remove_disk(struct vmb_guest *g, uint32_t devid)
+{
+	for (uint32_t i = 0; i < g->nr_disks; i++) {
+		if (g->disks[i].devid != devid)
+			continue;
+		vmb_disk_done(&g->disks[i]);
+		memmove(&g->disks[i], &g->disks[i + 1],
+		    (g->nr_disks - i - 1) * sizeof(g->disks[0]));
+		g->nr_disks--;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int
+vmb_guest_add_nic(struct vmb_guest *g, const struct vmb_nic *nic)
+{
+	struct vmb_nic *v;
+
+	if (g->nr_nics >= VMB_MAX_NICS)
+		return -ENOSPC;
+	if (!(v = realloc(g->nics, (g->nr_nics + 1) * sizeof(*v))))
+		return -ENOMEM;
+	g->nics = v;
+	if (vmb_nic_copy(nic, &v[g->nr_nics]))
+		return -ENOMEM;
+	g->nr_nics++;
+	return 0;
+}
+
+int
+vmb_guest_remove_nic(struct vmb_guest *g, uint32_t devid)
+{
+	for (uint32_t i = 0; i < g->nr_nics; i++) {
+		if (g->nics[i].devid != devid)
+			continue;
+		vmb_nic_done(&g->nics[i]);
+		memmove(&g->nics[i], &g->nics[i + 1],
+		    (g->nr_nics - i - 1) * sizeof(g->nics[0]));
+		g->nr_nics--;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+const char *
+vmb_guest_type_name(enum vmb_guest_type type)
+{
+	switch (type) {
+	case VMB_GUEST_PVH:	return "pvh";
+	case VMB_GUEST_HVM:	return "hvm";
+	case VMB_GUEST_PV:	return "pv";
+	}
+	return "unknown";
+}
+
+int
+vmb_guest_type_parse(const char *name, enum vmb_guest_type *ret_type)
+{
+	for (int t = VMB_GUEST_PVH; t <= VMB_GUEST_PV; t++)
+		if (name && !strcmp(name, vmb_guest_type_name(t))) {
+			*ret_type = (enum vmb_guest_type)t;
+			return 0;
+		}
+	return -EINVAL;
+}
+
+int
+vmb_ranges_parse(const char *s, uint64_t *bits, unsigned nbits)
+{
+	return s ? vmb__parse_ranges(s, bits, nbits) : -EINVAL;
 }
 
 int

@@ -456,7 +456,7 @@ const struct vmb__key vmb__keys[VMB_KEY_MAX] = {
 	[VMB_KEY_##id] = { .name = xl, .key = VMB_KEY_##id, \
 	    .kind = VMB__KIND_##kind_, .unit = unit_, .def = def_, \
 	    .daemon = daemon_, .set = set_, .json = json_, \
-	    .form = VMB__JSON_##form_, .man = man_, \
+	    .form = VMB_FORM_##form_, .man = man_, \
 	    .offset = offsetof(struct vmb_guest, field), \
 	    .size = sizeof(((struct vmb_guest *)0)->field), \
 	    .owned = FIELD_OWNED(field) },
@@ -556,4 +556,38 @@ vmb_guest_set(struct vmb_guest *guest, const char *key,
 		    "unknown key (did you mean \"%s\"?)", best);
 	return vmb__diag_add(diags, VMB_ERROR, where, value->line, key,
 	    "unknown key");
+}
+
+/* The public view of the table (vmbuild.h), for the daemon's JSON. */
+const struct vmb_key_desc *
+vmb_key_desc(enum vmb_key key)
+{
+	static const struct vmb_key_desc desc[VMB_KEY_MAX] = {
+#define VMB_KEY(id, xl_, field, kind_, unit_, def_, daemon_, set_, json_, \
+    form_, man_) \
+	[VMB_KEY_##id] = { .xl = xl_, .member = json_, \
+	    .form = VMB_FORM_##form_, \
+	    .offset = offsetof(struct vmb_guest, field), \
+	    .size = sizeof(((struct vmb_guest *)0)->field), \
+	    .owned = _Generic(&((struct vmb_guest *)0)->field, \
+	    char **: true, default: false) },
+#include "keys.def"
+#undef VMB_KEY
+	};
+
+	return (unsigned)key < VMB_KEY_MAX ? &desc[key] : NULL;
+}
+
+void *
+vmb_guest_field(struct vmb_guest *g, enum vmb_key key)
+{
+	return (unsigned)key < VMB_KEY_MAX ?
+	    (char *)g + vmb__keys[key].offset : NULL;
+}
+
+const void *
+vmb_guest_field_const(const struct vmb_guest *g, enum vmb_key key)
+{
+	return (unsigned)key < VMB_KEY_MAX ?
+	    (const char *)g + vmb__keys[key].offset : NULL;
 }

@@ -91,13 +91,10 @@ int vmb__diag_add(struct vmb_diags *diags, enum vmb_severity sev,
 /*
  * keys.c: the keys of keys.def as a table, in that order, indexed by
  * enum vmb_key: the parser's, and what guest.c (copy, free),
- * guest_check.c and guest_json.c know of each key.
+ * guest_check.c and vmb_key_desc() know of each key.
  */
 enum vmb__key_kind { VMB__KIND_SIZE, VMB__KIND_COUNT, VMB__KIND_STRING,
 	VMB__KIND_LIST, VMB__KIND_ENUM, VMB__KIND_DEVICE };
-enum vmb__json_form { VMB__JSON_STRING, VMB__JSON_NUMBER, VMB__JSON_BOOL,
-	VMB__JSON_TYPE, VMB__JSON_ACTION, VMB__JSON_UUID, VMB__JSON_VNUMA,
-	VMB__JSON_DISKS, VMB__JSON_VIFS };
 
 struct vmb__key;
 /* A key's setter: checks the value, adds a diagnostic naming k->name. */
@@ -113,7 +110,7 @@ struct vmb__key {
 	bool	daemon;			/* vmbuildd acts on it */
 	vmb__key_set_fn *set;
 	const char *json;		/* member of the JSON form; NULL none */
-	enum vmb__json_form form;
+	enum vmb_key_form form;
 	const char *man;		/* its line in vmbuild.cfg(5) */
 	size_t	offset, size;		/* of its field in struct vmb_guest */
 	bool	owned;			/* the field is a char * the guest owns */
@@ -239,8 +236,6 @@ int vmb__memmap(const struct vmb_layout *layout,
 int vmb__devices_setup(struct vmb_ctx *ctx, uint32_t domid,
     const uint8_t uuid[16], const struct vmb_guest *guest,
     uint32_t *ret_disks, uint32_t *ret_nics, char *why, size_t why_len);
-/* guest_json.c: s as a JSON string (escaped), or null when NULL. */
-void vmb__json_str(FILE *f, const char *s);
 /* Tear down the first nr_disks disks and nr_nics vifs, side by side. */
 void vmb__devices_undo(struct vmb_ctx *ctx, uint32_t domid,
     const struct vmb_guest *guest, uint32_t nr_disks, uint32_t nr_nics);

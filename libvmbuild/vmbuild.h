@@ -319,13 +319,35 @@ int vmb_guest_check(struct vmb_guest *guest, const char *basedir,
     const char *where, unsigned flags, struct vmb_diags *diags);
 
 /*
- * The description as pretty-printed JSON (stable key order, sizes in
- * bytes): the one JSON form of a guest (vmb-config-check prints it, the
- * daemon records it and answers it in vm.info).  *ret_json is malloc'd,
- * the caller frees it.
+ * The keys of keys.def as a table, for a caller that shows or reads a
+ * guest in a form of its own (vmbuildd's JSON, daemon/guestjson.c):
+ * libvmbuild writes no JSON.  MEMBER and FORM are keys.def's JSON and
+ * FORM columns; the field is at `offset` in struct vmb_guest, `size`
+ * bytes (vmb_guest_field); `owned`: a char * the guest owns (free and
+ * strdup it).  NULL for a key past VMB_KEY_MAX.
  */
-int vmb_guest_format_json(const struct vmb_guest *guest, char **ret_json);
+enum vmb_key_form { VMB_FORM_STRING, VMB_FORM_NUMBER, VMB_FORM_BOOL,
+	VMB_FORM_TYPE, VMB_FORM_ACTION, VMB_FORM_UUID, VMB_FORM_VNUMA,
+	VMB_FORM_DISKS, VMB_FORM_VIFS };
+
+struct vmb_key_desc {
+	const char *xl;		/* its name in xl.cfg */
+	const char *member;	/* its member in the JSON form; NULL none */
+	enum vmb_key_form form;
+	size_t	offset, size;	/* of its field in struct vmb_guest */
+	bool	owned;
+};
+const struct vmb_key_desc *vmb_key_desc(enum vmb_key key);
+/* Key `key`'s field in g (vmb_key_desc()->size bytes). */
+void *vmb_guest_field(struct vmb_guest *g, enum vmb_key key);
+const void *vmb_guest_field_const(const struct vmb_guest *g,
+    enum vmb_key key);
+
+/* "pvh", "hvm", "pv"; the reverse -EINVAL for another name. */
 const char *vmb_guest_type_name(enum vmb_guest_type type);
+int vmb_guest_type_parse(const char *name, enum vmb_guest_type *ret_type);
+/* A CPU or node list, "0-3,5", into a bitmap of nbits; -EINVAL if bad. */
+int vmb_ranges_parse(const char *s, uint64_t *bits, unsigned nbits);
 
 /*
  * Parse xl.cfg syntax: a file, or text held in memory (`where` names it
@@ -400,14 +422,23 @@ void vmb_nic_done(struct vmb_nic *nic);
 void vmb_nic_mac(const uint8_t uuid[16], const struct vmb_nic *nic,
     uint8_t ret_mac[6]);
 
+/* "raw", "qcow", ...; the reverse -EINVAL for another name. */
+const char *vmb_disk_format_name(enum vmb_disk_format format);
+int vmb_disk_format_parse(const char *name, enum vmb_disk_format *ret);
+/* "00:16:3e:12:34:56" into mac; -EINVAL if it is not one. */
+int vmb_mac_parse(const char *s, uint8_t ret_mac[6]);
+/* Deep copies of one device into *ret (0 or -ENOMEM). */
+int vmb_disk_copy(const struct vmb_disk *src, struct vmb_disk *ret);
+int vmb_nic_copy(const struct vmb_nic *src, struct vmb_nic *ret);
 /*
- * One device as JSON (the members of vm.info's config.disks[] and
- * config.vifs[]); a nic's MAC as vmb_nic_mac() gives it for `uuid`, or
- * null while the UUID is unknown (all zero).  *ret_json is malloc'd.
+ * Hot-plug: a copy of `disk` (`nic`) appended to the guest's, or the
+ * one with that devid taken out (-ENOENT: none).  -ENOSPC past
+ * VMB_MAX_DISKS (VMB_MAX_NICS).
  */
-int vmb_disk_format_json(const struct vmb_disk *disk, char **ret_json);
-int vmb_nic_format_json(const uint8_t uuid[16], const struct vmb_nic *nic,
-    char **ret_json);
+int vmb_guest_add_disk(struct vmb_guest *g, const struct vmb_disk *disk);
+int vmb_guest_remove_disk(struct vmb_guest *g, uint32_t devid);
+int vmb_guest_add_nic(struct vmb_guest *g, const struct vmb_nic *nic);
+int vmb_guest_remove_nic(struct vmb_guest *g, uint32_t devid);
 
 /* ------------------------------------------------------------------ */
 /* Context and backends.                                               */

@@ -9,10 +9,13 @@ TESTS += tests/daemon/protocol.py tests/daemon/restart.py \
 	tests/daemon/devices.py tests/daemon/devreboot.py \
 	tests/daemon/forcefall.py \
 	tests/daemon/statedir.py tests/daemon/crashloop.py \
-	tests/daemon/connlimits.py tests/daemon/slowloris.py
+	tests/daemon/connlimits.py tests/daemon/slowloris.py \
+	tests/daemon/records.py
 # counters.py lists the counter table with tests/lib's test_counters;
 # protocol.py compares vm.info's config with vmb-config-check's;
-# faults.py counts a build's hypercalls with vmb-build.
+# faults.py counts a build's hypercalls with vmb-build; records.py
+# loads tests/daemon/fixtures/record-before-guestjson.json, a record an
+# earlier vmbuildd wrote.
 TESTS_DEPS += $(BIN)/vmbuildd $(BIN)/hvsim $(BIN)/vmctl \
 	$(BIN)/vmb-config-check $(BIN)/vmb-build $(B)/guest/hello.elf \
 	$(B)/tests/lib/test_counters

@@ -202,8 +202,8 @@ ok(info["config"]["memory_bytes"] == 96 * MIB and
    info["config"]["kernel"] == KERNEL and info["config"]["type"] == "pvh",
    "vm.info: the guest as configured", info.get("config"))
 # One mapping of the description to JSON: vm.info's config is what
-# libvmbuild writes for the same xl.cfg (vmb-config-check), but for the
-# uuid that the daemon chose.
+# the daemon's guestjson.c writes for the same xl.cfg (vmb-config-check),
+# but for the uuid that the daemon chose.
 cfg_file = os.path.join(h.dir, "p1.cfg")
 with open(cfg_file, "w") as f:
     f.write(guest_cfg("p1", 96))

@@ -37,12 +37,20 @@ $(FUZZ_DIR)/fuzz_rpc $(FUZZ_DIR)/fuzz_http: $(FUZZ_DIR)/fuzz_%: \
 		$(FUZZ_OBJ)/tests/fuzz/fuzz_%.o $(FUZZ_DAEMON) $(FUZZ_LIBVMB)
 	$(FUZZ_CC) $(FUZZ_LDFLAGS) -o $@ $^ $(FUZZ_DAEMON_LIBS)
 
-$(FUZZ_DIR)/fuzz_config $(FUZZ_DIR)/fuzz_loader: $(FUZZ_DIR)/fuzz_%: \
+$(FUZZ_DIR)/fuzz_loader: $(FUZZ_DIR)/fuzz_%: \
 		$(FUZZ_OBJ)/tests/fuzz/fuzz_%.o $(FUZZ_LIBVMB)
 	$(FUZZ_CC) $(FUZZ_LDFLAGS) -o $@ $^ $(LIBVMB_LDLIBS:$(LIB)/%.a=)
 
+# The config's JSON is the daemon's (guestjson.c), written and read back.
+$(FUZZ_DIR)/fuzz_config: $(FUZZ_OBJ)/tests/fuzz/fuzz_config.o \
+		$(call fuzz_objs,daemon/guestjson.c daemon/json.c) \
+		$(FUZZ_LIBVMB)
+	$(FUZZ_CC) $(FUZZ_LDFLAGS) -o $@ $^ $(LIBVMB_LDLIBS:$(LIB)/%.a=) \
+		$(shell $(PKG) --libs yajl)
+
 $(FUZZ_DIR)/fuzz_state: $(FUZZ_OBJ)/tests/fuzz/fuzz_state.o \
-		$(call fuzz_objs,daemon/state.c daemon/json.c daemon/log.c) \
+		$(call fuzz_objs,daemon/state.c daemon/json.c daemon/log.c \
+		daemon/guestjson.c) \
 		$(FUZZ_LIBVMB)
 	$(FUZZ_CC) $(FUZZ_LDFLAGS) -o $@ $^ $(LIBVMB_LDLIBS:$(LIB)/%.a=) \
 		$(shell $(PKG) --libs yajl libsystemd)

@@ -13,5 +13,16 @@ $(LIBTEST_BIN)/%: $(OBJ)/tests/lib/%.o $(LIBVMB_LIB) $(LIB)/libhvclient.a
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $< $(LIBVMB_LDLIBS) $(shell $(PKG) --libs cmocka)
 
+# test_keys and test_guestjson write the JSON form and read it back:
+# the daemon's (guestjson.c).
+EXTRA_CFLAGS_tests/lib/ += -Idaemon $(shell $(PKG) --cflags yajl)
+LIBTEST_PROGS += $(LIBTEST_BIN)/test_guestjson
+$(LIBTEST_BIN)/test_keys $(LIBTEST_BIN)/test_guestjson: $(LIBTEST_BIN)/%: \
+		$(OBJ)/tests/lib/%.o $(OBJ)/daemon/guestjson.o \
+		$(OBJ)/daemon/json.o $(LIBVMB_LIB) $(LIB)/libhvclient.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $(filter %.o,$^) $(LIBVMB_LDLIBS) \
+		$(shell $(PKG) --libs cmocka yajl)
+
 TESTS += tests/lib/config-golden.sh $(LIBTEST_PROGS)
 TESTS_DEPS += $(BIN)/vmb-config-check $(LIBTEST_PROGS)

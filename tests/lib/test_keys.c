@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "guestjson.h"
 #include "vmb_internal.h"
 
 #include "../tap.h"
@@ -135,9 +136,9 @@ test_max_event_channels(void)
 	    "max_event_channels = 4095 is kept");
 	ok(g && vmb_guest_copy(g, &c) == 0 && c->max_event_channels == 4095,
 	    "max_event_channels: vmb_guest_copy keeps it");
-	ok(g && c && vmb_guest_format_json(g, &j1) == 0 &&
-	    vmb_guest_format_json(c, &j2) == 0 && !strcmp(j1, j2) &&
-	    strstr(j1, "\n  \"max_event_channels\": 4095,\n"),
+	ok(g && c && (j1 = guestjson_text(g)) != NULL &&
+	    (j2 = guestjson_text(c)) != NULL && !strcmp(j1, j2) &&
+	    strstr(j1, "\"max_event_channels\":4095,"),
 	    "max_event_channels: in the JSON form, the copy's the same");
 	free(j1);
 	free(j2);

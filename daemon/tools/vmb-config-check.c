@@ -6,12 +6,14 @@
  * --ignore-unsupported, xl keys vmbuild does not implement are warnings
  * (vmctl create --ignore-unsupported), not errors.  Exit 0 when
  * valid, 1 when not, 2 on usage errors.  The golden tests of
- * configs/tests run it; it is also handy before `vmctl create`.
+ * configs/tests run it; it is also handy before `vmctl create`.  The
+ * JSON is the daemon's (guestjson.c): what vm.info shows as "config".
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "guestjson.h"
 #include "vmbuild.h"
 
 int
@@ -19,7 +21,7 @@ main(int argc, char **argv)
 {
 	struct vmb_diags diags = { 0 };
 	struct vmb_guest *guest = NULL;
-	char *json = NULL, line[700];
+	char line[700];
 	unsigned flags = VMB_CHECK_FILES;
 	int rc;
 
@@ -38,11 +40,8 @@ main(int argc, char **argv)
 		vmb_diag_format(&diags.v[i], line, sizeof(line));
 		fprintf(stderr, "%s\n", line);
 	}
-	if (rc == 0 && vmb_guest_format_json(guest, &json) == 0)
-		fputs(json, stdout);
-	else if (rc == 0)
+	if (rc == 0 && guestjson_print(stdout, guest) < 0)
 		rc = -1;
-	free(json);
 	vmb_guest_free(guest);
 	vmb_diags_done(&diags);
 	return rc == 0 ? 0 : 1;
