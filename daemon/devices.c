@@ -29,7 +29,7 @@
 #include "guestjson.h"
 #include "json.h"
 #include "log.h"
-#include "methods.h"
+#include "params.h"
 #include "proto.h"
 #include "rpc.h"
 #include "source.h"
