@@ -35,6 +35,7 @@
 #include "metrics.h"
 #include "notify.h"
 #include "proto.h"
+#include "reconcile.h"
 #include "rpc.h"
 #include "state.h"
 #include "task.h"

@@ -57,7 +57,7 @@ static struct {
 	 */
 	bool		have_dom0;
 	struct vmb_domain dom0;
-} V;
+} V = { .vms = TAILQ_HEAD_INITIALIZER(V.vms) };
 
 struct vm *
 vm_find_name(const char *name)
@@ -104,6 +104,12 @@ bool
 vm_backend_up(void)
 {
 	return !V.list_failing;
+}
+
+void
+vm_set_backend_up(bool up)
+{
+	V.list_failing = !up;
 }
 
 const char *
@@ -275,7 +281,7 @@ vm_alloc(const char *name)
 }
 
 /* A domain we did not build: name it as the hypervisor does. */
-static struct vm *
+struct vm *
 vm_add_foreign(const struct vmb_domain *dom)
 {
 	char name[VMB_NAME_LEN];
@@ -601,7 +607,7 @@ vm_gen_list(yajl_gen g)
 }
 
 /* What the hypervisor says of its control domain, if it has one. */
-static void
+void
 vm_set_dom0(int rc, const struct vmb_domain *dom0)
 {
 	V.have_dom0 = rc == 0;
@@ -925,8 +931,8 @@ vm_stop(void)
 }
 
 /* A VM of ours from its record (the domain, when it is known). */
-static struct vm *
-vm_from_record(struct state_record *rec, const struct vmb_domain *dom)
+struct vm *
+vm_add_record(struct state_record *rec, const struct vmb_domain *dom)
 {
 	struct vm *vm = vm_alloc(rec->name);
 	char why[200];
@@ -957,156 +963,4 @@ vm_from_record(struct state_record *rec, const struct vmb_domain *dom)
 	rec->source_json = NULL;
 	vm_actions(vm);
 	return vm;
-}
-
-/* A restart whose new domain is still to be built (the old one gone). */
-static int
-vm_restart_pending(struct state_record *rec)
-{
-	char u[VMB_UUID_STRLEN];
-	struct vm *vm = vm_from_record(rec, NULL);
-
-	if (vm == NULL)
-		return -ENOMEM;
-	vm->domid = VMB_DOMID_INVALID;
-	vmb_uuid_to_str(rec->uuid, u);
-	log_vm(LOG_NOTICE, rec->name, VMB_DOMID_INVALID, 0, "%s (%s) was being "
-	    "restarted: its new domain is built once the daemon runs",
-	    rec->name, u);
-	return 0;
-}
-
-/*
- * A record "building": its build was interrupted.  Destroy the domain
- * now if there is one; what will not go is reaped once the loop runs.
- * Without the hypervisor's list (dom_known false) nothing is known yet.
- */
-static int
-vm_reconcile_building(struct state_record *rec, struct vmb_domain *dom,
-    bool dom_known)
-{
-	char u[VMB_UUID_STRLEN];
-	struct vm *vm;
-	int rc = 0;
-
-	vmb_uuid_to_str(rec->uuid, u);
-	if (dom_known && dom == NULL) {
-		log_vm(LOG_NOTICE, rec->name, VMB_DOMID_INVALID, 0,
-		    "%s (%s): its build was interrupted before the domain "
-		    "existed", rec->name, u);
-		/* A restart's build is tried again; a create's not. */
-		if (rec->restart)
-			return vm_restart_pending(rec);
-		(void)state_remove(rec->uuid);
-		return 0;
-	}
-	if (dom != NULL) {
-		log_vm(LOG_NOTICE, rec->name, dom->domid, 0, "destroying %s "
-		    "(domain %u, %s): its build was interrupted", rec->name,
-		    dom->domid, u);
-		rc = vmb_domain_destroy(vmbd.ctx, dom->domid);
-		if ((rc == 0 || rc == -ESRCH) && rec->restart)
-			return vm_restart_pending(rec);
-		if (rc == 0 || rc == -ESRCH) {
-			(void)state_remove(rec->uuid);
-			return 0;
-		}
-		log_vm(LOG_WARNING, rec->name, dom->domid, 0, "cannot destroy "
-		    "domain %u: %s; trying again once started", dom->domid,
-		    strerror(-rc));
-	}
-	vm = vm_from_record(rec, dom);
-	if (vm == NULL)
-		return -ENOMEM;
-	vm->reap_at_start = true;
-	return 0;
-}
-
-int
-vm_reconcile(void)
-{
-	struct state_record *recs = NULL;
-	struct vmb_domain *doms = NULL;
-	size_t nrecs = 0, ndoms = 0;
-	bool *matched = NULL, listed;
-	int rc;
-
-	TAILQ_INIT(&V.vms);
-	rc = state_load_all(&recs, &nrecs);
-	if (rc < 0) {
-		log_errx("cannot read the state directory: %s", strerror(-rc));
-		goto out;
-	}
-	rc = vmb_domain_list(vmbd.ctx, &doms, &ndoms);
-	listed = rc == 0;
-	if (!listed) {
-		/* Not fatal: a crash loop would help nobody.  Later. */
-		log_errx("cannot list domains: %s; starting without the "
-		    "hypervisor's view (%zu records), reconciling once it "
-		    "answers", strerror(-rc), nrecs);
-		V.list_failing = true;
-		ndoms = 0;
-	}
-	V.have_dom0 = vmb_control_domain(vmbd.ctx, &V.dom0) == 0;
-	matched = calloc(ndoms + 1, sizeof(*matched));
-	if (matched == NULL) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	for (size_t r = 0; r < nrecs; r++) {
-		struct state_record *rec = &recs[r];
-		struct vmb_domain *dom = NULL;
-		char u[VMB_UUID_STRLEN];
-
-		vmb_uuid_to_str(rec->uuid, u);
-		for (size_t d = 0; d < ndoms; d++) {
-			if (!matched[d] &&
-			    memcmp(doms[d].uuid, rec->uuid, 16) == 0) {
-				dom = &doms[d];
-				matched[d] = true;
-			}
-		}
-		if (!rec->built) {
-			rc = vm_reconcile_building(rec, dom, listed);
-			if (rc < 0)
-				goto out;
-			continue;
-		}
-		/* A restart whose new domain was not built yet goes on. */
-		if (listed && dom == NULL && !rec->restart) {
-			log_vm(LOG_NOTICE, rec->name, VMB_DOMID_INVALID, 0,
-			    "%s (%s) no longer exists, forgetting it",
-			    rec->name, u);
-			(void)state_remove(rec->uuid);
-			continue;
-		}
-		if (listed && dom == NULL) {
-			rc = vm_restart_pending(rec);
-			if (rc < 0)
-				goto out;
-			continue;
-		}
-		if (vm_from_record(rec, dom) == NULL) {
-			rc = -ENOMEM;
-			goto out;
-		}
-	}
-	for (size_t d = 0; d < ndoms; d++) {
-		if (matched[d])
-			continue;
-		if (vm_add_foreign(&doms[d]) == NULL) {
-			rc = -ENOMEM;
-			goto out;
-		}
-	}
-	log_info("%u domains after reconciliation%s", V.count, listed ? "" :
-	    " (from records only: the hypervisor does not answer)");
-	rc = 0;
-out:
-	for (size_t r = 0; r < nrecs; r++)
-		state_record_done(&recs[r]);
-	free(recs);
-	free(doms);
-	free(matched);
-	return rc;
 }

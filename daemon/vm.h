@@ -65,18 +65,19 @@ struct vm {
 
 int vm_init(struct event_base *base);
 void vm_stop(void);
-/*
- * At start, before serving: destroy domains whose record says
- * "building", drop records of domains that are gone, and list every
- * domain the hypervisor has.  Blocking (the loop is not running yet).
- * Only an unreadable state directory fails it: a domain that will not
- * be destroyed is handed to reap.c, and a hypervisor that does not
- * answer is reconciled with once it does (every VM of a record is then
- * listed with state "unknown").
- */
-int vm_reconcile(void);
 /* Did the last domain list succeed?  (The hypervisor answers.) */
 bool vm_backend_up(void);
+/*
+ * Filling the registry at start (reconcile.c, before the loop runs):
+ * whether the hypervisor listed its domains, the control domain (rc 0:
+ * `dom0` is it), a VM of ours from its record (`dom`: its domain when
+ * known; the record's strings are taken), and a domain not ours.
+ */
+void vm_set_backend_up(bool up);
+void vm_set_dom0(int rc, const struct vmb_domain *dom0);
+struct vm *vm_add_record(struct state_record *rec,
+    const struct vmb_domain *dom);
+struct vm *vm_add_foreign(const struct vmb_domain *dom);
 
 struct vm *vm_find_name(const char *name);
 struct vm *vm_find_domid(uint32_t domid);

@@ -18,6 +18,7 @@
 #include "daemon_stub.h"
 #include "events.h"
 #include "proto.h"
+#include "reconcile.h"
 #include "state.h"
 #include "task.h"
 #include "vm.h"
