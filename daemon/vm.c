@@ -11,12 +11,9 @@
 #include <event2/event.h>
 
 #include "control.h"
-#include "events.h"
 #include "guestjson.h"
 #include "json.h"
-#include "lifecycle.h"
 #include "log.h"
-#include "reap.h"
 #include "state.h"
 #include "vm.h"
 #include "vmbuildd.h"
@@ -57,6 +54,11 @@ static struct {
 	 */
 	bool		have_dom0;
 	struct vmb_domain dom0;
+	struct {
+		vm_hook_fn	*fn;
+		void		*arg;
+	}		hooks[VM_HOOKS_MAX];
+	unsigned	nhooks;
 } V = { .vms = TAILQ_HEAD_INITIALIZER(V.vms) };
 
 struct vm *
@@ -138,27 +140,37 @@ vm_shutdown_reason(const struct vm *vm)
 	return vmb_shutdown_reason_name(vm->dom.shutdown_reason);
 }
 
+int
+vm_hook_add(vm_hook_fn *fn, void *arg)
+{
+	if (V.nhooks == VM_HOOKS_MAX)
+		return -ENOSPC;
+	V.hooks[V.nhooks].fn = fn;
+	V.hooks[V.nhooks].arg = arg;
+	V.nhooks++;
+	return 0;
+}
+
+static void
+vm_hooks_run(struct vm *vm, const struct vm_change *c)
+{
+	for (unsigned i = 0; i < V.nhooks; i++)
+		V.hooks[i].fn(V.hooks[i].arg, vm, c);
+}
+
 void
-vm_announce(const struct vm *vm, const char *state, const char *reason,
+vm_announce(struct vm *vm, const char *state, const char *reason,
     const char *action)
 {
-	yajl_gen g;
+	vm_hooks_run(vm, &(struct vm_change){ .kind = VM_HOOK_ANNOUNCE,
+	    .state = state, .reason = reason, .action = action });
+}
 
-	if (!events_wanted(EVT_VM_STATE))
-		return;
-	g = jg_new();
-	yajl_gen_map_open(g);
-	jg_kv_str(g, "vm", vm->name);
-	if (vm->domid == VMB_DOMID_INVALID)
-		jg_kv_null(g, "id");
-	else
-		jg_kv_u64(g, "id", vm->domid);
-	jg_kv_str(g, "state", state != NULL ? state : vm_state_name(vm));
-	jg_kv_str(g, "reason", reason);
-	jg_kv_str(g, "action", action);
-	yajl_gen_map_close(g);
-	events_emit(EVT_VM_STATE, g);
-	yajl_gen_free(g);
+/* Its domain was seen or changed (a shutdown to act on, lifecycle.c). */
+static void
+vm_seen_hooks(struct vm *vm)
+{
+	vm_hooks_run(vm, &(struct vm_change){ .kind = VM_HOOK_SEEN });
 }
 
 /*
@@ -166,7 +178,7 @@ vm_announce(const struct vm *vm, const char *state, const char *reason,
  * which lifecycle_check() announces with its reason and action.
  */
 static void
-vm_changed(const struct vm *vm)
+vm_changed(struct vm *vm)
 {
 	if (!vm->building && vm->have_dom && is_shutdown(&vm->dom))
 		return;
@@ -391,7 +403,7 @@ vm_update(struct vm *vm, const struct vmb_domain *dom)
 	vm_list_invalidate();
 	if (changed)
 		vm_changed(vm);
-	lifecycle_check(vm);
+	vm_seen_hooks(vm);
 }
 
 void
@@ -418,10 +430,10 @@ vm_record_restarts(const struct vm *vm, struct state_record *rec)
 void
 vm_remove(struct vm *vm, bool announce)
 {
-	reap_forget(vm);
 	if (announce)
 		vm_announce(vm, "destroyed", NULL, NULL);
-	lifecycle_removed(vm);
+	/* reap.c, then lifecycle.c (main.c's order) let go of it. */
+	vm_hooks_run(vm, &(struct vm_change){ .kind = VM_HOOK_REMOVED });
 	TAILQ_REMOVE(&V.vms, vm, entry);
 	V.count--;
 	V.seq++;
@@ -699,7 +711,7 @@ vm_appeared(const struct vmb_domain *d, unsigned generation)
 	log_vm(LOG_INFO, vm->name, d->domid, 0, "domain %u (%s) appeared",
 	    d->domid, vm->name);
 	vm_announce(vm, NULL, NULL, NULL);
-	lifecycle_check(vm);
+	vm_seen_hooks(vm);
 }
 
 /* What the hypervisor says now of a domain we know. */
@@ -763,7 +775,7 @@ vm_apply(const struct vmb_domain *doms, size_t n)
 			(void)vm_gone(vm);
 	}
 	/* Level, not edge: a shutdown an event missed is acted on now. */
-	vm_foreach(lifecycle_check);
+	vm_foreach(vm_seen_hooks);
 }
 
 void
@@ -781,7 +793,7 @@ vm_apply_event(const struct vmb_domain_event *ev)
 			return;
 		}
 		vm_seen(vm, &ev->dom);
-		lifecycle_check(vm);
+		vm_seen_hooks(vm);
 		return;
 	case VMB_EVENT_GONE:
 		/* Only the domain it had: not one its restart has built. */
@@ -903,17 +915,12 @@ vm_refresh_every(unsigned sec)
 int
 vm_init(struct event_base *base)
 {
-	struct vm *vm;
-
 	V.ev_refresh = evtimer_new(base, refresh_cb, NULL);
 	if (V.ev_refresh == NULL)
 		return -1;
 	if (V.refresh_sec == 0)
 		V.refresh_sec = VM_REFRESH_POLL_SEC;
 	vm_refresh_arm(vm_refresh_sec());
-	TAILQ_FOREACH(vm, &V.vms, entry)
-		if (vm->reap_at_start)
-			reap_start(vm, vm->domid);
 	return 0;
 }
 

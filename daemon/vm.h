@@ -116,8 +116,32 @@ void vm_apply_event(const struct vmb_domain_event *ev);
  * Tell subscribers (vm.state): `state` (NULL: the VM's own), and for a
  * shutdown the reason and the action taken (NULL: none).
  */
-void vm_announce(const struct vm *vm, const char *state, const char *reason,
+void vm_announce(struct vm *vm, const char *state, const char *reason,
     const char *action);
+
+/*
+ * The registry's subscribers: what it tells them, on the loop, in the
+ * order they were added.  The registry calls nothing above it; main.c
+ * subscribes lifecycle.c, reap.c and events.c.
+ *   VM_HOOK_ANNOUNCE  a state to announce (vm_announce): `state` (NULL:
+ *                     the VM's own), `reason` and `action` (NULL: none)
+ *   VM_HOOK_SEEN      its domain was seen or changed: a shutdown may be
+ *                     there to act on
+ *   VM_HOOK_REMOVED   it is about to leave the registry
+ */
+enum vm_hook_kind { VM_HOOK_ANNOUNCE, VM_HOOK_SEEN, VM_HOOK_REMOVED };
+
+struct vm_change {
+	enum vm_hook_kind kind;
+	const char	*state;		/* VM_HOOK_ANNOUNCE only */
+	const char	*reason;
+	const char	*action;
+};
+
+typedef void vm_hook_fn(void *arg, struct vm *vm, const struct vm_change *c);
+#define VM_HOOKS_MAX	8
+/* Before the loop runs; -ENOSPC past VM_HOOKS_MAX. */
+int vm_hook_add(vm_hook_fn *fn, void *arg);
 /* The VM's shutdown reason, or NULL when it is not shut down. */
 const char *vm_shutdown_reason(const struct vm *vm);
 /*
