@@ -32,6 +32,7 @@
 #include "images.h"
 #include "lifecycle.h"
 #include "log.h"
+#include "methods.h"
 #include "metrics.h"
 #include "notify.h"
 #include "proto.h"
@@ -666,6 +667,7 @@ main(int argc, char **argv)
 		fatalx("cannot subscribe to the registry");
 	if (vm_reconcile() < 0)
 		return 1;
+	rpc_set_methods(methods_find);
 
 	vmbd.base = event_base_new();
 	if (vmbd.base == NULL)

@@ -4,19 +4,11 @@
 #ifndef VMBUILDD_METHODS_H
 #define VMBUILDD_METHODS_H
 
-#include <stdbool.h>
-
 #include <yajl/yajl_gen.h>
 
-struct call;
+#include "rpc.h"
 
-struct method {
-	const char	*name;
-	/* See rpc.h: 0 (result in g), -1 (error set) or CALL_DEFERRED. */
-	int		(*fn)(struct call *call, yajl_gen g);
-	bool		needs_write;	/* root or group vmbuild only */
-};
-
+/* The table's entry for `name`, or NULL: main.c gives it to rpc.c. */
 const struct method *methods_find(const char *name);
 /* Every method name into g as a JSON array. */
 void methods_gen_names(yajl_gen g);

@@ -18,6 +18,7 @@
 #include "daemon_stub.h"
 #include "events.h"
 #include "lifecycle.h"
+#include "methods.h"
 #include "proto.h"
 #include "reap.h"
 #include "reconcile.h"
@@ -136,6 +137,7 @@ fuzz_daemon_init(void)
 	vmbd.started_at = now_real();
 	build_init(&(struct build_config){ .ctx = ctx, .max_tasks = 4 });
 	vmbd.base = event_base_new();
+	rpc_set_methods(methods_find);
 	/* The registry's subscribers, as main.c has them. */
 	if (vm_hook_add(reap_vm_hook, NULL) < 0 ||
 	    vm_hook_add(lifecycle_vm_hook, NULL) < 0 ||
