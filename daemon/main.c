@@ -655,7 +655,8 @@ main(int argc, char **argv)
 	build_init(&(struct build_config){ .ctx = vmbd.ctx,
 	    .strategy = vmbd.strategy, .max_tasks = vmbd.max_tasks,
 	    .scrub_wait_ms = M.scrub_wait_ms,
-	    .status_changed = vmbd_status_changed });
+	    .status_changed = vmbd_status_changed,
+	    .restarted = lifecycle_restarted });
 	lifecycle_open();
 	/*
 	 * The registry's subscribers, in this order: reap.c lets a VM that

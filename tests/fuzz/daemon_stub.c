@@ -135,7 +135,8 @@ fuzz_daemon_init(void)
 	vmbd.max_request = VMBUILD_MAX_REQUEST;
 	vmbd.request_timeout = 30;
 	vmbd.started_at = now_real();
-	build_init(&(struct build_config){ .ctx = ctx, .max_tasks = 4 });
+	build_init(&(struct build_config){ .ctx = ctx, .max_tasks = 4,
+	    .restarted = lifecycle_restarted });
 	vmbd.base = event_base_new();
 	rpc_set_methods(methods_find);
 	/* The registry's subscribers, as main.c has them. */
