@@ -25,7 +25,6 @@
 #include "images.h"
 #include "guestjson.h"
 #include "json.h"
-#include "lifecycle.h"
 #include "log.h"
 #include "metrics.h"
 #include "proto.h"
@@ -80,6 +79,14 @@ status_changed(void)
 {
 	if (B.cfg.status_changed != NULL)
 		B.cfg.status_changed();
+}
+
+/* A restart's build ended: tell lifecycle.c (build_config). */
+static void
+restarted(struct vm *vm, int rc, const char *msg)
+{
+	if (B.cfg.restarted != NULL)
+		B.cfg.restarted(vm, rc, msg);
 }
 
 int
@@ -251,7 +258,7 @@ build_done(struct job *job)
 			vm_built(vm, bj->have_dom ? &bj->dom : NULL,
 			    bj->guest, bj->build_json);
 			if (bj->restart)
-				lifecycle_restarted(vm, 0, msg);
+				restarted(vm, 0, msg);
 		}
 		task_finish(t, TASK_DONE, 0, 0, NULL);
 		metrics_build_done("done", bj->result.total_ns / 1e9,
@@ -313,13 +320,13 @@ build_done(struct job *job)
 		} else if (vm != NULL && bj->result.undo_rc != 0) {
 			/* The record stays until reap.c has the domain gone. */
 			if (bj->restart)
-				lifecycle_restarted(vm, bj->rc, msg);
+				restarted(vm, bj->rc, msg);
 			reap_start(vm, bj->result.leftover_domid);
 		} else {
 			if (bj->restart) {
 				vm_unrecord(bj->rec.uuid);
 				if (vm != NULL)
-					lifecycle_restarted(vm, bj->rc, msg);
+					restarted(vm, bj->rc, msg);
 			}
 			if (vm != NULL)
 				vm_remove(vm, true);

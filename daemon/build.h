@@ -14,6 +14,8 @@
  * What builds run with, given once by main.c before the loop runs: this
  * file reads no global of the daemon's.
  */
+struct vm;
+
 struct build_config {
 	struct vmb_ctx	*ctx;
 	enum vmb_populate_strategy strategy;
@@ -21,6 +23,11 @@ struct build_config {
 	/* Wait this long for the scrubber rather than scrub inline. */
 	uint32_t	scrub_wait_ms;
 	void		(*status_changed)(void);	/* a build began or ended */
+	/*
+	 * A restart's build ended (lifecycle_restarted: rc 0, running
+	 * again, else its error and message); NULL: nobody is told.
+	 */
+	void		(*restarted)(struct vm *vm, int rc, const char *msg);
 };
 
 void build_init(const struct build_config *cfg);
@@ -57,10 +64,9 @@ int build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
  * `reason` is why (the shutdown reason).  Its images are the
  * descriptors the VM was created with (vm.c keeps them), or files under
  * --image-dir (images_restart).  The VM is "building" until
- * lifecycle_restarted() hears how it ended.  0, or a negative errno
+ * build_config's restarted() hears how it ended.  0, or a negative errno
  * with the reason in `why`.
  */
-struct vm;
 int build_restart(struct vm *vm, struct vmb_guest *guest, const char *reason,
     char *why, size_t why_len);
 

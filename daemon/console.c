@@ -32,7 +32,7 @@
 #include "control.h"
 #include "json.h"
 #include "log.h"
-#include "methods.h"
+#include "params.h"
 #include "proto.h"
 #include "rpc.h"
 #include "vm.h"

@@ -18,6 +18,7 @@
 #include "proto.h"
 #include "report.h"
 #include "rpc.h"
+#include "vm.h"
 #include "vmbuildd.h"
 #include "worker.h"
 
@@ -259,4 +260,28 @@ events_stop(void)
 	if (E.ev_scrub != NULL)
 		event_free(E.ev_scrub);
 	E.ev_scrub = NULL;
+}
+
+void
+events_vm_hook(void *arg, struct vm *vm, const struct vm_change *c)
+{
+	yajl_gen g;
+
+	(void)arg;
+	if (c->kind != VM_HOOK_ANNOUNCE || !events_wanted(EVT_VM_STATE))
+		return;
+	g = jg_new();
+	yajl_gen_map_open(g);
+	jg_kv_str(g, "vm", vm->name);
+	if (vm->domid == VMB_DOMID_INVALID)
+		jg_kv_null(g, "id");
+	else
+		jg_kv_u64(g, "id", vm->domid);
+	jg_kv_str(g, "state", c->state != NULL ? c->state :
+	    vm_state_name(vm));
+	jg_kv_str(g, "reason", c->reason);
+	jg_kv_str(g, "action", c->action);
+	yajl_gen_map_close(g);
+	events_emit(EVT_VM_STATE, g);
+	yajl_gen_free(g);
 }

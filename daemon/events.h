@@ -16,6 +16,8 @@
 
 struct conn;
 struct event_base;
+struct vm;
+struct vm_change;
 
 #define EVT_TASK_PROGRESS	(1u << 0)
 #define EVT_TASK_DONE		(1u << 1)
@@ -36,5 +38,10 @@ bool events_wanted(uint32_t bit);
 void events_emit(uint32_t bit, yajl_gen params);
 /* Sample scrub progress soon (after a destroy frees memory). */
 void events_scrub_kick(void);
+/*
+ * The registry's subscriber (vm_hook_add, main.c): an announcement
+ * becomes vm.state.
+ */
+void events_vm_hook(void *arg, struct vm *vm, const struct vm_change *c);
 
 #endif /* VMBUILDD_EVENTS_H */

@@ -21,10 +21,10 @@
 #include <unistd.h>
 
 #include "control.h"
-#include "devices.h"
 #include "images.h"
 #include "json.h"
 #include "log.h"
+#include "peer.h"
 #include "proto.h"
 
 #define IMAGES_MAX_DIRS	16
@@ -214,7 +214,7 @@ place_path(struct call *call, const char *path, int i, struct image_req *req,
 	 * not its), and images_open checks it opens that very file.
 	 */
 	if (rc == 0 && call->conn->uid != 0) {
-		rc = devices_peer_may_use(call->conn, path, false, &st, why,
+		rc = peer_may_use(call->conn, path, false, &st, why,
 		    sizeof(why));
 		if (rc < 0)
 			return call_error(call, E_IMAGE, -rc, "%s %s: %s (the "

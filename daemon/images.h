@@ -40,7 +40,7 @@ void image_req_done(struct image_req *req);
  * On the loop: take the descriptors params.fds names and check the
  * guest's paths against the image directories.  A client other than
  * root gets a file of an image directory only when it could open it
- * itself (devices_peer_may_use: the mode bits of the file and of every
+ * itself (peer_may_use, peer.c: the mode bits of the file and of every
  * directory on the way), and images_open then opens that same file.
  * 0, or -1 after call_error(): -32602 for a bad params.fds, E_IMAGE_FD
  * (data.files) for paths the daemon will not open, E_IMAGE (EACCES) for

@@ -545,6 +545,16 @@ lifecycle_removed(struct vm *vm)
 }
 
 void
+lifecycle_vm_hook(void *arg, struct vm *vm, const struct vm_change *c)
+{
+	(void)arg;
+	if (c->kind == VM_HOOK_SEEN)
+		lifecycle_check(vm);
+	else if (c->kind == VM_HOOK_REMOVED)
+		lifecycle_removed(vm);
+}
+
+void
 lifecycle_restarted(struct vm *vm, int rc, const char *msg)
 {
 	if (rc == 0) {

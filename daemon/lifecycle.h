@@ -22,6 +22,7 @@
 
 struct event_base;
 struct vm;
+struct vm_change;
 
 /*
  * Before the registry is reconciled (the loop does not run yet): open
@@ -42,6 +43,11 @@ void lifecycle_stop(void);
 void lifecycle_check(struct vm *vm);
 /* A VM is about to leave the registry. */
 void lifecycle_removed(struct vm *vm);
+/*
+ * The registry's subscriber (vm_hook_add, main.c): a VM seen is
+ * checked, one that goes is let go.
+ */
+void lifecycle_vm_hook(void *arg, struct vm *vm, const struct vm_change *c);
 /*
  * The build of a restart ended (rc 0: running again, else its error
  * and message).

@@ -32,9 +32,12 @@
 #include "images.h"
 #include "lifecycle.h"
 #include "log.h"
+#include "methods.h"
 #include "metrics.h"
 #include "notify.h"
 #include "proto.h"
+#include "reap.h"
+#include "reconcile.h"
 #include "rpc.h"
 #include "state.h"
 #include "task.h"
@@ -652,10 +655,20 @@ main(int argc, char **argv)
 	build_init(&(struct build_config){ .ctx = vmbd.ctx,
 	    .strategy = vmbd.strategy, .max_tasks = vmbd.max_tasks,
 	    .scrub_wait_ms = M.scrub_wait_ms,
-	    .status_changed = vmbd_status_changed });
+	    .status_changed = vmbd_status_changed,
+	    .restarted = lifecycle_restarted });
 	lifecycle_open();
+	/*
+	 * The registry's subscribers, in this order: reap.c lets a VM that
+	 * goes go before lifecycle.c does.
+	 */
+	if (vm_hook_add(reap_vm_hook, NULL) < 0 ||
+	    vm_hook_add(lifecycle_vm_hook, NULL) < 0 ||
+	    vm_hook_add(events_vm_hook, NULL) < 0)
+		fatalx("cannot subscribe to the registry");
 	if (vm_reconcile() < 0)
 		return 1;
+	rpc_set_methods(methods_find);
 
 	vmbd.base = event_base_new();
 	if (vmbd.base == NULL)
@@ -675,8 +688,10 @@ main(int argc, char **argv)
 	/* A fatal exit from here on leaves no socket file behind. */
 	atexit(control_unlink);
 	if (task_init(vmbd.base) < 0 || events_init(vmbd.base) < 0 ||
-	    vm_init(vmbd.base) < 0 || lifecycle_start(vmbd.base) < 0 ||
-	    control_start(vmbd.base) < 0)
+	    vm_init(vmbd.base) < 0)
+		fatalx("cannot set up the event loop");
+	reap_start_pending();
+	if (lifecycle_start(vmbd.base) < 0 || control_start(vmbd.base) < 0)
 		fatalx("cannot set up the event loop");
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
 		M.ev_sig[i] = evsignal_new(vmbd.base, sigs[i], signal_cb, NULL);

@@ -179,6 +179,27 @@ reap_now(struct vm *vm)
 		reap_arm(vm->reap, 0);
 }
 
+static void
+start_pending(struct vm *vm)
+{
+	if (vm->reap_at_start)
+		reap_start(vm, vm->domid);
+}
+
+void
+reap_start_pending(void)
+{
+	vm_foreach(start_pending);
+}
+
+void
+reap_vm_hook(void *arg, struct vm *vm, const struct vm_change *c)
+{
+	(void)arg;
+	if (c->kind == VM_HOOK_REMOVED)
+		reap_forget(vm);
+}
+
 unsigned
 reap_tries(const struct vm *vm)
 {

@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 struct vm;
+struct vm_change;
 
 #define REAP_FIRST_DELAY	0.2	/* s before the first try */
 #define REAP_MAX_DELAY		30.0	/* s between tries, at most */
@@ -26,5 +27,12 @@ void reap_now(struct vm *vm);
 void reap_forget(struct vm *vm);
 /* How many tries have failed so far. */
 unsigned reap_tries(const struct vm *vm);
+/*
+ * Once the loop runs (main.c, after vm_init): start reaping the VMs
+ * reconciliation could not destroy (reap_at_start).
+ */
+void reap_start_pending(void);
+/* The registry's subscriber (vm_hook_add, main.c): a VM that goes. */
+void reap_vm_hook(void *arg, struct vm *vm, const struct vm_change *c);
 
 #endif /* VMBUILDD_REAP_H */

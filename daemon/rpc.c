@@ -15,7 +15,6 @@
 #include <unistd.h>
 
 #include "json.h"
-#include "methods.h"
 #include "proto.h"
 #include "rpc.h"
 
@@ -27,6 +26,15 @@
  * levels.
  */
 #define RPC_MAX_DEPTH	JSON_MAX_DEPTH
+
+/* The method table's lookup (rpc_set_methods). */
+static const struct method *(*rpc_find)(const char *name);
+
+void
+rpc_set_methods(const struct method *(*find)(const char *name))
+{
+	rpc_find = find;
+}
 
 static const char reply_head[] = "{\"jsonrpc\":\"2.0\",\"id\":";
 
@@ -380,7 +388,7 @@ rpc_method(struct conn *c, const char *idtext, const char *name)
 	const struct method *m;
 	char msg[160];
 
-	m = methods_find(name);
+	m = rpc_find != NULL ? rpc_find(name) : NULL;
 	if (m == NULL) {
 		/* Quote at most 64 bytes of what the client sent. */
 		snprintf(msg, sizeof(msg), "unknown method \"%.64s\"", name);

@@ -2,7 +2,8 @@
  * rpc.h - JSON-RPC 2.0 framing: requests in, replies and events out.
  *
  * rpc.c parses one line with yajl_tree, checks the envelope (jsonrpc,
- * id, method, params), looks the method up in methods.c's table, checks
+ * id, method, params), looks the method up in the table main.c gives it
+ * (methods.c's, rpc_set_methods: rpc.c calls nothing above it), checks
  * the peer's right to call it, and calls its handler with a struct call.
  *
  * A handler returns 0 after writing its result into the generator it is
@@ -59,6 +60,20 @@ struct call {
 	int		fds[RPC_MAX_FDS];	/* came with the request; -1: taken */
 	size_t		nfds;
 };
+
+/* A control method: the table's entry (methods.c). */
+struct method {
+	const char	*name;
+	/* 0 (result in g), -1 (error set) or CALL_DEFERRED. */
+	int		(*fn)(struct call *call, yajl_gen g);
+	bool		needs_write;	/* root or group vmbuild only */
+};
+
+/*
+ * The method table's lookup (methods_find), set before the first
+ * request; until then every method is unknown.
+ */
+void rpc_set_methods(const struct method *(*find)(const char *name));
 
 /*
  * One request line, with the descriptors that came with its bytes

@@ -19,7 +19,7 @@
 
 #include "json.h"
 #include "log.h"
-#include "methods.h"
+#include "params.h"
 #include "proto.h"
 #include "rpc.h"
 #include "shutdown.h"

@@ -6,7 +6,7 @@
  * "building" BEFORE the domain is created, and rewritten as "built" once
  * the build succeeded.  After a crash of the daemon, a "building" record
  * names a domain that may be half built: the daemon destroys it at start
- * (vm.c, vm_reconcile).
+ * (reconcile.c, vm_reconcile).
  *
  * Records are not fsynced.  They must survive the daemon, not the host:
  * the kernel has them once the rename returns, and a host that goes down

@@ -11,12 +11,9 @@
 #include <event2/event.h>
 
 #include "control.h"
-#include "events.h"
 #include "guestjson.h"
 #include "json.h"
-#include "lifecycle.h"
 #include "log.h"
-#include "reap.h"
 #include "state.h"
 #include "vm.h"
 #include "vmbuildd.h"
@@ -57,7 +54,12 @@ static struct {
 	 */
 	bool		have_dom0;
 	struct vmb_domain dom0;
-} V;
+	struct {
+		vm_hook_fn	*fn;
+		void		*arg;
+	}		hooks[VM_HOOKS_MAX];
+	unsigned	nhooks;
+} V = { .vms = TAILQ_HEAD_INITIALIZER(V.vms) };
 
 struct vm *
 vm_find_name(const char *name)
@@ -106,6 +108,12 @@ vm_backend_up(void)
 	return !V.list_failing;
 }
 
+void
+vm_set_backend_up(bool up)
+{
+	V.list_failing = !up;
+}
+
 const char *
 vm_state_name(const struct vm *vm)
 {
@@ -132,27 +140,37 @@ vm_shutdown_reason(const struct vm *vm)
 	return vmb_shutdown_reason_name(vm->dom.shutdown_reason);
 }
 
+int
+vm_hook_add(vm_hook_fn *fn, void *arg)
+{
+	if (V.nhooks == VM_HOOKS_MAX)
+		return -ENOSPC;
+	V.hooks[V.nhooks].fn = fn;
+	V.hooks[V.nhooks].arg = arg;
+	V.nhooks++;
+	return 0;
+}
+
+static void
+vm_hooks_run(struct vm *vm, const struct vm_change *c)
+{
+	for (unsigned i = 0; i < V.nhooks; i++)
+		V.hooks[i].fn(V.hooks[i].arg, vm, c);
+}
+
 void
-vm_announce(const struct vm *vm, const char *state, const char *reason,
+vm_announce(struct vm *vm, const char *state, const char *reason,
     const char *action)
 {
-	yajl_gen g;
+	vm_hooks_run(vm, &(struct vm_change){ .kind = VM_HOOK_ANNOUNCE,
+	    .state = state, .reason = reason, .action = action });
+}
 
-	if (!events_wanted(EVT_VM_STATE))
-		return;
-	g = jg_new();
-	yajl_gen_map_open(g);
-	jg_kv_str(g, "vm", vm->name);
-	if (vm->domid == VMB_DOMID_INVALID)
-		jg_kv_null(g, "id");
-	else
-		jg_kv_u64(g, "id", vm->domid);
-	jg_kv_str(g, "state", state != NULL ? state : vm_state_name(vm));
-	jg_kv_str(g, "reason", reason);
-	jg_kv_str(g, "action", action);
-	yajl_gen_map_close(g);
-	events_emit(EVT_VM_STATE, g);
-	yajl_gen_free(g);
+/* Its domain was seen or changed (a shutdown to act on, lifecycle.c). */
+static void
+vm_seen_hooks(struct vm *vm)
+{
+	vm_hooks_run(vm, &(struct vm_change){ .kind = VM_HOOK_SEEN });
 }
 
 /*
@@ -160,7 +178,7 @@ vm_announce(const struct vm *vm, const char *state, const char *reason,
  * which lifecycle_check() announces with its reason and action.
  */
 static void
-vm_changed(const struct vm *vm)
+vm_changed(struct vm *vm)
 {
 	if (!vm->building && vm->have_dom && is_shutdown(&vm->dom))
 		return;
@@ -275,7 +293,7 @@ vm_alloc(const char *name)
 }
 
 /* A domain we did not build: name it as the hypervisor does. */
-static struct vm *
+struct vm *
 vm_add_foreign(const struct vmb_domain *dom)
 {
 	char name[VMB_NAME_LEN];
@@ -385,7 +403,7 @@ vm_update(struct vm *vm, const struct vmb_domain *dom)
 	vm_list_invalidate();
 	if (changed)
 		vm_changed(vm);
-	lifecycle_check(vm);
+	vm_seen_hooks(vm);
 }
 
 void
@@ -412,10 +430,10 @@ vm_record_restarts(const struct vm *vm, struct state_record *rec)
 void
 vm_remove(struct vm *vm, bool announce)
 {
-	reap_forget(vm);
 	if (announce)
 		vm_announce(vm, "destroyed", NULL, NULL);
-	lifecycle_removed(vm);
+	/* reap.c, then lifecycle.c (main.c's order) let go of it. */
+	vm_hooks_run(vm, &(struct vm_change){ .kind = VM_HOOK_REMOVED });
 	TAILQ_REMOVE(&V.vms, vm, entry);
 	V.count--;
 	V.seq++;
@@ -601,7 +619,7 @@ vm_gen_list(yajl_gen g)
 }
 
 /* What the hypervisor says of its control domain, if it has one. */
-static void
+void
 vm_set_dom0(int rc, const struct vmb_domain *dom0)
 {
 	V.have_dom0 = rc == 0;
@@ -693,7 +711,7 @@ vm_appeared(const struct vmb_domain *d, unsigned generation)
 	log_vm(LOG_INFO, vm->name, d->domid, 0, "domain %u (%s) appeared",
 	    d->domid, vm->name);
 	vm_announce(vm, NULL, NULL, NULL);
-	lifecycle_check(vm);
+	vm_seen_hooks(vm);
 }
 
 /* What the hypervisor says now of a domain we know. */
@@ -757,7 +775,7 @@ vm_apply(const struct vmb_domain *doms, size_t n)
 			(void)vm_gone(vm);
 	}
 	/* Level, not edge: a shutdown an event missed is acted on now. */
-	vm_foreach(lifecycle_check);
+	vm_foreach(vm_seen_hooks);
 }
 
 void
@@ -775,7 +793,7 @@ vm_apply_event(const struct vmb_domain_event *ev)
 			return;
 		}
 		vm_seen(vm, &ev->dom);
-		lifecycle_check(vm);
+		vm_seen_hooks(vm);
 		return;
 	case VMB_EVENT_GONE:
 		/* Only the domain it had: not one its restart has built. */
@@ -897,17 +915,12 @@ vm_refresh_every(unsigned sec)
 int
 vm_init(struct event_base *base)
 {
-	struct vm *vm;
-
 	V.ev_refresh = evtimer_new(base, refresh_cb, NULL);
 	if (V.ev_refresh == NULL)
 		return -1;
 	if (V.refresh_sec == 0)
 		V.refresh_sec = VM_REFRESH_POLL_SEC;
 	vm_refresh_arm(vm_refresh_sec());
-	TAILQ_FOREACH(vm, &V.vms, entry)
-		if (vm->reap_at_start)
-			reap_start(vm, vm->domid);
 	return 0;
 }
 
@@ -925,8 +938,8 @@ vm_stop(void)
 }
 
 /* A VM of ours from its record (the domain, when it is known). */
-static struct vm *
-vm_from_record(struct state_record *rec, const struct vmb_domain *dom)
+struct vm *
+vm_add_record(struct state_record *rec, const struct vmb_domain *dom)
 {
 	struct vm *vm = vm_alloc(rec->name);
 	char why[200];
@@ -957,156 +970,4 @@ vm_from_record(struct state_record *rec, const struct vmb_domain *dom)
 	rec->source_json = NULL;
 	vm_actions(vm);
 	return vm;
-}
-
-/* A restart whose new domain is still to be built (the old one gone). */
-static int
-vm_restart_pending(struct state_record *rec)
-{
-	char u[VMB_UUID_STRLEN];
-	struct vm *vm = vm_from_record(rec, NULL);
-
-	if (vm == NULL)
-		return -ENOMEM;
-	vm->domid = VMB_DOMID_INVALID;
-	vmb_uuid_to_str(rec->uuid, u);
-	log_vm(LOG_NOTICE, rec->name, VMB_DOMID_INVALID, 0, "%s (%s) was being "
-	    "restarted: its new domain is built once the daemon runs",
-	    rec->name, u);
-	return 0;
-}
-
-/*
- * A record "building": its build was interrupted.  Destroy the domain
- * now if there is one; what will not go is reaped once the loop runs.
- * Without the hypervisor's list (dom_known false) nothing is known yet.
- */
-static int
-vm_reconcile_building(struct state_record *rec, struct vmb_domain *dom,
-    bool dom_known)
-{
-	char u[VMB_UUID_STRLEN];
-	struct vm *vm;
-	int rc = 0;
-
-	vmb_uuid_to_str(rec->uuid, u);
-	if (dom_known && dom == NULL) {
-		log_vm(LOG_NOTICE, rec->name, VMB_DOMID_INVALID, 0,
-		    "%s (%s): its build was interrupted before the domain "
-		    "existed", rec->name, u);
-		/* A restart's build is tried again; a create's not. */
-		if (rec->restart)
-			return vm_restart_pending(rec);
-		(void)state_remove(rec->uuid);
-		return 0;
-	}
-	if (dom != NULL) {
-		log_vm(LOG_NOTICE, rec->name, dom->domid, 0, "destroying %s "
-		    "(domain %u, %s): its build was interrupted", rec->name,
-		    dom->domid, u);
-		rc = vmb_domain_destroy(vmbd.ctx, dom->domid);
-		if ((rc == 0 || rc == -ESRCH) && rec->restart)
-			return vm_restart_pending(rec);
-		if (rc == 0 || rc == -ESRCH) {
-			(void)state_remove(rec->uuid);
-			return 0;
-		}
-		log_vm(LOG_WARNING, rec->name, dom->domid, 0, "cannot destroy "
-		    "domain %u: %s; trying again once started", dom->domid,
-		    strerror(-rc));
-	}
-	vm = vm_from_record(rec, dom);
-	if (vm == NULL)
-		return -ENOMEM;
-	vm->reap_at_start = true;
-	return 0;
-}
-
-int
-vm_reconcile(void)
-{
-	struct state_record *recs = NULL;
-	struct vmb_domain *doms = NULL;
-	size_t nrecs = 0, ndoms = 0;
-	bool *matched = NULL, listed;
-	int rc;
-
-	TAILQ_INIT(&V.vms);
-	rc = state_load_all(&recs, &nrecs);
-	if (rc < 0) {
-		log_errx("cannot read the state directory: %s", strerror(-rc));
-		goto out;
-	}
-	rc = vmb_domain_list(vmbd.ctx, &doms, &ndoms);
-	listed = rc == 0;
-	if (!listed) {
-		/* Not fatal: a crash loop would help nobody.  Later. */
-		log_errx("cannot list domains: %s; starting without the "
-		    "hypervisor's view (%zu records), reconciling once it "
-		    "answers", strerror(-rc), nrecs);
-		V.list_failing = true;
-		ndoms = 0;
-	}
-	V.have_dom0 = vmb_control_domain(vmbd.ctx, &V.dom0) == 0;
-	matched = calloc(ndoms + 1, sizeof(*matched));
-	if (matched == NULL) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	for (size_t r = 0; r < nrecs; r++) {
-		struct state_record *rec = &recs[r];
-		struct vmb_domain *dom = NULL;
-		char u[VMB_UUID_STRLEN];
-
-		vmb_uuid_to_str(rec->uuid, u);
-		for (size_t d = 0; d < ndoms; d++) {
-			if (!matched[d] &&
-			    memcmp(doms[d].uuid, rec->uuid, 16) == 0) {
-				dom = &doms[d];
-				matched[d] = true;
-			}
-		}
-		if (!rec->built) {
-			rc = vm_reconcile_building(rec, dom, listed);
-			if (rc < 0)
-				goto out;
-			continue;
-		}
-		/* A restart whose new domain was not built yet goes on. */
-		if (listed && dom == NULL && !rec->restart) {
-			log_vm(LOG_NOTICE, rec->name, VMB_DOMID_INVALID, 0,
-			    "%s (%s) no longer exists, forgetting it",
-			    rec->name, u);
-			(void)state_remove(rec->uuid);
-			continue;
-		}
-		if (listed && dom == NULL) {
-			rc = vm_restart_pending(rec);
-			if (rc < 0)
-				goto out;
-			continue;
-		}
-		if (vm_from_record(rec, dom) == NULL) {
-			rc = -ENOMEM;
-			goto out;
-		}
-	}
-	for (size_t d = 0; d < ndoms; d++) {
-		if (matched[d])
-			continue;
-		if (vm_add_foreign(&doms[d]) == NULL) {
-			rc = -ENOMEM;
-			goto out;
-		}
-	}
-	log_info("%u domains after reconciliation%s", V.count, listed ? "" :
-	    " (from records only: the hypervisor does not answer)");
-	rc = 0;
-out:
-	for (size_t r = 0; r < nrecs; r++)
-		state_record_done(&recs[r]);
-	free(recs);
-	free(doms);
-	free(matched);
-	return rc;
 }

@@ -65,18 +65,19 @@ struct vm {
 
 int vm_init(struct event_base *base);
 void vm_stop(void);
-/*
- * At start, before serving: destroy domains whose record says
- * "building", drop records of domains that are gone, and list every
- * domain the hypervisor has.  Blocking (the loop is not running yet).
- * Only an unreadable state directory fails it: a domain that will not
- * be destroyed is handed to reap.c, and a hypervisor that does not
- * answer is reconciled with once it does (every VM of a record is then
- * listed with state "unknown").
- */
-int vm_reconcile(void);
 /* Did the last domain list succeed?  (The hypervisor answers.) */
 bool vm_backend_up(void);
+/*
+ * Filling the registry at start (reconcile.c, before the loop runs):
+ * whether the hypervisor listed its domains, the control domain (rc 0:
+ * `dom0` is it), a VM of ours from its record (`dom`: its domain when
+ * known; the record's strings are taken), and a domain not ours.
+ */
+void vm_set_backend_up(bool up);
+void vm_set_dom0(int rc, const struct vmb_domain *dom0);
+struct vm *vm_add_record(struct state_record *rec,
+    const struct vmb_domain *dom);
+struct vm *vm_add_foreign(const struct vmb_domain *dom);
 
 struct vm *vm_find_name(const char *name);
 struct vm *vm_find_domid(uint32_t domid);
@@ -115,8 +116,32 @@ void vm_apply_event(const struct vmb_domain_event *ev);
  * Tell subscribers (vm.state): `state` (NULL: the VM's own), and for a
  * shutdown the reason and the action taken (NULL: none).
  */
-void vm_announce(const struct vm *vm, const char *state, const char *reason,
+void vm_announce(struct vm *vm, const char *state, const char *reason,
     const char *action);
+
+/*
+ * The registry's subscribers: what it tells them, on the loop, in the
+ * order they were added.  The registry calls nothing above it; main.c
+ * subscribes lifecycle.c, reap.c and events.c.
+ *   VM_HOOK_ANNOUNCE  a state to announce (vm_announce): `state` (NULL:
+ *                     the VM's own), `reason` and `action` (NULL: none)
+ *   VM_HOOK_SEEN      its domain was seen or changed: a shutdown may be
+ *                     there to act on
+ *   VM_HOOK_REMOVED   it is about to leave the registry
+ */
+enum vm_hook_kind { VM_HOOK_ANNOUNCE, VM_HOOK_SEEN, VM_HOOK_REMOVED };
+
+struct vm_change {
+	enum vm_hook_kind kind;
+	const char	*state;		/* VM_HOOK_ANNOUNCE only */
+	const char	*reason;
+	const char	*action;
+};
+
+typedef void vm_hook_fn(void *arg, struct vm *vm, const struct vm_change *c);
+#define VM_HOOKS_MAX	8
+/* Before the loop runs; -ENOSPC past VM_HOOKS_MAX. */
+int vm_hook_add(vm_hook_fn *fn, void *arg);
 /* The VM's shutdown reason, or NULL when it is not shut down. */
 const char *vm_shutdown_reason(const struct vm *vm);
 /*

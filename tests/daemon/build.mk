@@ -1,6 +1,7 @@
 # tests/daemon/build.mk - vmbuildd's protocol tests over the real socket,
 # against a real hvsim (python3 scripts; see tests/daemon/vmbdtest.py).
 TESTS += tests/daemon/protocol.py tests/daemon/restart.py \
+	tests/daemon/layers.py \
 	tests/daemon/systemd.py tests/daemon/journal.py tests/daemon/metrics.py \
 	tests/daemon/counters.py tests/daemon/progress.py \
 	tests/daemon/hostile.py tests/daemon/access.py tests/daemon/flood.py \

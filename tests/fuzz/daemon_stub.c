@@ -17,7 +17,11 @@
 #include "control.h"
 #include "daemon_stub.h"
 #include "events.h"
+#include "lifecycle.h"
+#include "methods.h"
 #include "proto.h"
+#include "reap.h"
+#include "reconcile.h"
 #include "state.h"
 #include "task.h"
 #include "vm.h"
@@ -131,13 +135,21 @@ fuzz_daemon_init(void)
 	vmbd.max_request = VMBUILD_MAX_REQUEST;
 	vmbd.request_timeout = 30;
 	vmbd.started_at = now_real();
-	build_init(&(struct build_config){ .ctx = ctx, .max_tasks = 4 });
+	build_init(&(struct build_config){ .ctx = ctx, .max_tasks = 4,
+	    .restarted = lifecycle_restarted });
 	vmbd.base = event_base_new();
+	rpc_set_methods(methods_find);
+	/* The registry's subscribers, as main.c has them. */
+	if (vm_hook_add(reap_vm_hook, NULL) < 0 ||
+	    vm_hook_add(lifecycle_vm_hook, NULL) < 0 ||
+	    vm_hook_add(events_vm_hook, NULL) < 0)
+		abort();
 	if (vmbd.base == NULL || worker_init(vmbd.base, 1) < 0 ||
 	    vm_reconcile() < 0 || control_listen(&copts) < 0 ||
 	    task_init(vmbd.base) < 0 || events_init(vmbd.base) < 0 ||
 	    vm_init(vmbd.base) < 0 || control_start(vmbd.base) < 0)
 		abort();
+	reap_start_pending();
 	return vmbd.base;
 }
 
