@@ -590,9 +590,20 @@ vmb_guest_set(struct vmb_guest *guest, const char *key,
 			best = vmb__keys[i].name;
 		}
 	}
-	if (best)
+	if (best) {
+		/*
+		 * A misspelt key is its intended one given badly: one
+		 * mistake, one error, not also "memory: missing".
+		 */
+		for (size_t i = 0; i < VMB_KEY_MAX; i++)
+			if (vmb__keys[i].name == best &&
+			    !(guest->keys_given & (1u << i))) {
+				guest->keys_given |= 1u << i;
+				guest->key_line[i] = value->line;
+			}
 		return vmb__diag_add(diags, VMB_ERROR, where, value->line, key,
 		    "unknown key (did you mean \"%s\"?)", best);
+	}
 	return vmb__diag_add(diags, VMB_ERROR, where, value->line, key,
 	    "unknown key");
 }
