@@ -145,15 +145,85 @@ const struct vmctl_cmd vmctl_cmds[] = {
 	{ NULL, NULL, NULL, NULL, NULL },
 };
 
+/*
+ * xl's names for commands that mean the same here, so that an operator's
+ * habits work: `vmctl block-attach` is `vmctl disk-attach`.
+ */
+static const struct {
+	const char *xl;
+	const char *name;
+} xl_aliases[] = {
+	{ "block-attach",	"disk-attach" },
+	{ "block-detach",	"disk-detach" },
+	{ "network-attach",	"net-attach" },
+	{ "network-detach",	"net-detach" },
+};
+
 const struct vmctl_cmd *
 vmctl_cmd_find(const char *name)
 {
 	const struct vmctl_cmd *c;
 
+	for (size_t i = 0; i < sizeof(xl_aliases) / sizeof(xl_aliases[0]); i++)
+		if (!strcmp(name, xl_aliases[i].xl))
+			name = xl_aliases[i].name;
 	for (c = vmctl_cmds; c->name; c++)
 		if (!strcmp(c->name, name))
 			return c;
 	return NULL;
+}
+
+/* Levenshtein distance, for "did you mean"; long names are far. */
+static size_t
+edit_distance(const char *a, const char *b)
+{
+	size_t la = strlen(a), lb = strlen(b), prev[32], cur[32];
+
+	if (la >= 31 || lb >= 31)
+		return 99;
+	for (size_t j = 0; j <= lb; j++)
+		prev[j] = j;
+	for (size_t i = 1; i <= la; i++) {
+		cur[0] = i;
+		for (size_t j = 1; j <= lb; j++) {
+			size_t c = prev[j - 1] + (a[i - 1] != b[j - 1]);
+
+			if (prev[j] + 1 < c)
+				c = prev[j] + 1;
+			if (cur[j - 1] + 1 < c)
+				c = cur[j - 1] + 1;
+			cur[j] = c;
+		}
+		memcpy(prev, cur, sizeof(cur));
+	}
+	return prev[lb];
+}
+
+const char *
+vmctl_cmd_nearest(const char *name)
+{
+	const struct vmctl_cmd *c;
+	const char *best = NULL;
+	size_t bestd = 3;	/* at most two edits away */
+
+	for (c = vmctl_cmds; c->name; c++) {
+		size_t d = edit_distance(name, c->name);
+
+		if (d < bestd) {
+			bestd = d;
+			best = c->name;
+		}
+	}
+	for (size_t i = 0; i < sizeof(xl_aliases) / sizeof(xl_aliases[0]);
+	    i++) {
+		size_t d = edit_distance(name, xl_aliases[i].xl);
+
+		if (d < bestd) {
+			bestd = d;
+			best = xl_aliases[i].xl;
+		}
+	}
+	return best;
 }
 
 void

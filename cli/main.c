@@ -138,6 +138,18 @@ vmctl_catch_signals(void)
 	sigaction(SIGTERM, &sa, NULL);
 }
 
+/* "unknown command 'lsit'; did you mean 'list'?" */
+static int
+unknown_command(const struct vmctl_cmd *cmd, const char *name)
+{
+	const char *near = vmctl_cmd_nearest(name);
+
+	if (near)
+		return vmctl_usage_error(cmd, "unknown command '%s'; did you "
+		    "mean '%s'?", name, near);
+	return vmctl_usage_error(cmd, "unknown command '%s'", name);
+}
+
 int
 cmd_help(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
     char **argv)
@@ -149,8 +161,7 @@ cmd_help(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 		return vmctl_usage_error(cmd, "too many arguments");
 	if (argc == 2 && strcmp(argv[1], "--help") != 0) {
 		if (!(c = vmctl_cmd_find(argv[1])))
-			return vmctl_usage_error(cmd, "unknown command '%s'",
-			    argv[1]);
+			return unknown_command(cmd, argv[1]);
 		vmctl_cmd_help(c, false);
 		return VMCTL_EXIT_OK;
 	}
@@ -222,8 +233,7 @@ main(int argc, char **argv)
 		return vmctl_usage_error(NULL, "empty socket path");
 	cmd = vmctl_cmd_find(argv[optind]);
 	if (!cmd)
-		return vmctl_usage_error(NULL, "unknown command '%s'",
-		    argv[optind]);
+		return unknown_command(NULL, argv[optind]);
 	argc -= optind;
 	argv += optind;
 	optind = 0;	/* GNU getopt: start over for the command */

@@ -42,6 +42,7 @@ struct vmctl_cmd {
 /* commands.c */
 extern const struct vmctl_cmd vmctl_cmds[];
 const struct vmctl_cmd *vmctl_cmd_find(const char *name);
+const char *vmctl_cmd_nearest(const char *name);
 void vmctl_usage_all(FILE *out, const char *prog);
 
 /* main.c */

@@ -23,6 +23,9 @@ struct vmb_dom_config {
 	uint32_t max_vcpus;
 	/* max_event_channels= (Xen's max_evtchn_port); 0: libxl's 1023 */
 	uint32_t max_evtchn_port;
+	/* max_grant_frames=, max_maptrack_frames=; 0: Xen's default */
+	uint32_t max_grant_frames;
+	uint32_t max_maptrack_frames;
 	uint64_t max_pages;	/* 4 KiB pages */
 	uint64_t target_pages;	/* pages that will be populated */
 	uint32_t nr_nodes;	/* placement: the nodes the domain may use */

@@ -432,6 +432,8 @@ phase_create(struct run *r)
 		return rc;
 	dc.max_vcpus = g->maxvcpus ? g->maxvcpus : g->vcpus;
 	dc.max_evtchn_port = g->max_event_channels;
+	dc.max_grant_frames = g->max_grant_frames;
+	dc.max_maptrack_frames = g->max_maptrack_frames;
 	dc.max_pages = (g->maxmem_bytes > g->memory_bytes ?
 	    g->maxmem_bytes : g->memory_bytes) >> VMB_PAGE_SHIFT;
 	dc.target_pages = g->memory_bytes >> VMB_PAGE_SHIFT;

@@ -350,6 +350,25 @@ set_key(struct vmb_guest *g, const XLU_Config *cfg,
 	return vmb_guest_set(g, k->name, &v, where, diags);
 }
 
+/*
+ * xl builds a config without type (or builder) as a PV guest on x86: a
+ * kernel meant for PV would be misread if built as PVH, so the type is
+ * never guessed.  builder= is refused by unsupported.c.
+ */
+static void
+check_type(const struct vmb_guest *g, const struct scan *sc,
+    const char *where, struct vmb_diags *diags)
+{
+	if (g->keys_given & (1u << VMB_KEY_TYPE))
+		return;
+	for (size_t i = 0; i < sc->n; i++)
+		if (!strcmp(sc->keys[i].name, "builder"))
+			return;
+	vmb__diag_add(diags, VMB_ERROR, where, 0, "type", "missing: xl "
+	    "builds a config without type as a PV guest, which vmbuild does "
+	    "not do; add type = \"pvh\" to boot this kernel as PVH");
+}
+
 int
 vmb_config_parse_text(const char *text, size_t len, const char *where,
     const char *basedir, struct vmb_guest **ret_guest,
@@ -447,23 +466,23 @@ vmb_config_parse(const char *text, size_t len, const char *where,
 	fflush(rep);
 	if (report && *report)
 		report_to_diags(report, where, sc, diags, false);
+	check_type(g, sc, where, diags);
 	/*
-	 * Whole-description checks only make sense once every key was
-	 * understood (a bad memory value would also read as "missing").
+	 * The whole-description checks run even after errors, so that a
+	 * config with five mistakes gets five lines at once: a key whose
+	 * value was refused counts as given, not missing (keys_given).
 	 */
-	if (!diags || diags->nr_errors == errors_before) {
-		free(g->source);
-		g->source = strdup(where);
-		if (!g->source) {
-			rc = -ENOMEM;
-			goto out;
-		}
-		/* VMB_CONFIG_NO_CHECK: the caller changes it, then checks. */
-		rc = (flags & VMB_CONFIG_NO_CHECK) ? 0 :
-		    vmb_guest_check(g, basedir, where, flags, diags);
-	} else {
-		rc = -EINVAL;
+	free(g->source);
+	g->source = strdup(where);
+	if (!g->source) {
+		rc = -ENOMEM;
+		goto out;
 	}
+	/* VMB_CONFIG_NO_CHECK: the caller changes it, then checks. */
+	if (!(flags & VMB_CONFIG_NO_CHECK))
+		rc = vmb_guest_check(g, basedir, where, flags, diags);
+	else
+		rc = diags && diags->nr_errors != errors_before ? -EINVAL : 0;
 	if (!rc && diags && diags->nr_errors != errors_before)
 		rc = -EINVAL;
 	if (rc)

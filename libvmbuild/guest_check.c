@@ -115,6 +115,35 @@ validate_devices(struct vmb_guest *g, const char *basedir,
 	return errors;
 }
 
+/*
+ * xl's command line: cmdline if set, else "root=ROOT EXTRA" (either part
+ * may be missing).  root is then part of cmdline, so checking twice (the
+ * daemon does) composes once.
+ */
+static int
+compose_cmdline(struct vmb_guest *g, const char *where,
+    struct vmb_diags *diags)
+{
+	char *joined = NULL;
+
+	if (!g->root)
+		return 0;
+	if (g->keys_set & (1u << VMB_KEY_CMDLINE)) {
+		vmb__diag_add(diags, VMB_WARNING, where,
+		    line_of(g, VMB_KEY_ROOT), "root",
+		    "ignored: cmdline is set");
+	} else {
+		if (asprintf(&joined, "root=%s%s%s", g->root,
+		    g->cmdline ? " " : "", g->cmdline ? g->cmdline : "") < 0)
+			return -ENOMEM;
+		free(g->cmdline);
+		g->cmdline = joined;
+	}
+	free(g->root);
+	g->root = NULL;
+	return 0;
+}
+
 int
 vmb_guest_validate(struct vmb_guest *g, const char *basedir,
     const char *where, struct vmb_diags *diags)
@@ -127,21 +156,31 @@ vmb_guest_check(struct vmb_guest *g, const char *basedir, const char *where,
     unsigned flags, struct vmb_diags *diags)
 {
 	int errors = 0;
+	uint32_t bad, vnuma_deps = 1u << VMB_KEY_VNUMA | 1u << VMB_KEY_MEMORY |
+	    1u << VMB_KEY_VCPUS | 1u << VMB_KEY_MAXVCPUS | 1u << VMB_KEY_CPUS;
 
 	if (!g)
 		return -EINVAL;
 	if (!where)
 		where = g->source ? g->source : "request";
+	bad = g->keys_given & ~g->keys_set;
 #define ERR(key, ...) do { \
 	vmb__diag_add(diags, VMB_ERROR, where, line_of(g, key), \
 	    vmb__keys[key].name, __VA_ARGS__); errors++; } while (0)
 
-	if (!(g->keys_set & (1u << VMB_KEY_NAME)))
+	if (!(g->keys_given & (1u << VMB_KEY_NAME)))
 		ERR(VMB_KEY_NAME, "missing (every guest needs a name)");
-	if (!(g->keys_set & (1u << VMB_KEY_MEMORY)))
+	if (!(g->keys_given & (1u << VMB_KEY_MEMORY)))
 		ERR(VMB_KEY_MEMORY, "missing (guest memory in MiB)");
-	if (!g->kernel)
+	if (!(g->keys_given & (1u << VMB_KEY_KERNEL)))
 		ERR(VMB_KEY_KERNEL, "missing (path of the guest kernel)");
+	/*
+	 * A key whose value was refused (reported where it was read) is as
+	 * if unset below, taking its partner's value: one mistake, one
+	 * error, and the other keys still checked (all errors at once).
+	 */
+	if (bad & (1u << VMB_KEY_MEMORY))
+		g->memory_bytes = g->maxmem_bytes;
 	if (!(g->keys_set & (1u << VMB_KEY_VCPUS)))
 		g->vcpus = 1;
 	if (!(g->keys_set & (1u << VMB_KEY_MAXVCPUS)))
@@ -161,7 +200,7 @@ vmb_guest_check(struct vmb_guest *g, const char *basedir, const char *where,
 	if (g->vcpus > g->maxvcpus)
 		ERR(VMB_KEY_MAXVCPUS, "vcpus (%u) is larger than maxvcpus (%u)",
 		    g->vcpus, g->maxvcpus);
-	if (g->nr_vnodes) {
+	if (g->nr_vnodes && !(bad & vnuma_deps)) {
 		uint64_t sum = 0, cover[4] = { 0 };
 		bool overlap = false;
 
@@ -216,6 +255,8 @@ vmb_guest_check(struct vmb_guest *g, const char *basedir, const char *where,
 				}
 		}
 	}
+	if (compose_cmdline(g, where, diags))
+		return -ENOMEM;
 	if (g->kernel && resolve_path(&g->kernel, basedir,
 	    vmb__keys[VMB_KEY_KERNEL].name, line_of(g, VMB_KEY_KERNEL), where,
 	    flags, diags))

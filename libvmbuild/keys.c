@@ -223,6 +223,27 @@ set_evtchn(struct vmb_guest *g, const struct vmb__key *k,
 	return 0;
 }
 
+/*
+ * max_grant_frames, max_maptrack_frames: Xen checks them against its
+ * own limits (gnttab_max_frames=, gnttab_max_maptrack_frames=) when the
+ * domain is created; here only that they are a sane count.
+ */
+static int
+set_frames(struct vmb_guest *g, const struct vmb__key *k,
+    const struct vmb_value *v, const char *where, struct vmb_diags *diags)
+{
+	long long x;
+	int rc = get_int(k, v, 1, VMB_MAX_GRANT_FRAMES, where, diags, &x);
+
+	if (rc)
+		return rc;
+	if (k->key == VMB_KEY_MAX_GRANT_FRAMES)
+		g->max_grant_frames = (uint32_t)x;
+	else
+		g->max_maptrack_frames = (uint32_t)x;
+	return 0;
+}
+
 static int
 set_path(struct vmb_guest *g, const struct vmb__key *k,
     const struct vmb_value *v, const char *where, struct vmb_diags *diags)
@@ -257,6 +278,22 @@ set_cmdline(struct vmb_guest *g, const struct vmb__key *k,
 		    g->key_line[VMB_KEY_EXTRA], "extra",
 		    "ignored: cmdline is set");
 	return replace_string(&g->cmdline, s);
+}
+
+/* root: kept apart; vmb_guest_check composes the command line as xl. */
+static int
+set_root(struct vmb_guest *g, const struct vmb__key *k,
+    const struct vmb_value *v, const char *where, struct vmb_diags *diags)
+{
+	const char *s;
+	int rc = vmb__get_string(k, v, where, diags, &s);
+
+	if (rc)
+		return rc;
+	if (!*s)
+		return vmb__diag_add(diags, VMB_ERROR, where, v->line, k->name,
+		    "empty (leave root out for no root=)");
+	return replace_string(&g->root, s);
 }
 
 /*
@@ -535,6 +572,8 @@ vmb_guest_set(struct vmb_guest *guest, const char *key,
 		if (strcmp(key, k->name) != 0)
 			continue;
 		rc = k->set(guest, k, value, where, diags);
+		guest->keys_given |= 1u << k->key;
+		guest->key_line[k->key] = value->line;
 		if (rc == 0) {
 			guest->keys_set |= 1u << k->key;
 			guest->key_line[k->key] = value->line;
@@ -551,9 +590,20 @@ vmb_guest_set(struct vmb_guest *guest, const char *key,
 			best = vmb__keys[i].name;
 		}
 	}
-	if (best)
+	if (best) {
+		/*
+		 * A misspelt key is its intended one given badly: one
+		 * mistake, one error, not also "memory: missing".
+		 */
+		for (size_t i = 0; i < VMB_KEY_MAX; i++)
+			if (vmb__keys[i].name == best &&
+			    !(guest->keys_given & (1u << i))) {
+				guest->keys_given |= 1u << i;
+				guest->key_line[i] = value->line;
+			}
 		return vmb__diag_add(diags, VMB_ERROR, where, value->line, key,
 		    "unknown key (did you mean \"%s\"?)", best);
+	}
 	return vmb__diag_add(diags, VMB_ERROR, where, value->line, key,
 	    "unknown key");
 }

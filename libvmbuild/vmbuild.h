@@ -38,6 +38,8 @@
  */
 #define VMB_MIN_EVENT_CHANNELS	2
 #define VMB_MAX_EVENT_CHANNELS	131071
+/* max_grant_frames, max_maptrack_frames: a sanity bound; Xen has its own. */
+#define VMB_MAX_GRANT_FRAMES	65536
 #define VMB_NAME_LEN		64	/* including the NUL */
 #define VMB_DOMID_INVALID	0x7ff4u
 
@@ -215,6 +217,12 @@ struct vmb_guest {
 	 */
 	uint32_t max_event_channels;
 	/*
+	 * max_grant_frames, max_maptrack_frames: the guest's grant table
+	 * and maptrack sizes at domain creation; 0 leaves Xen's default.
+	 */
+	uint32_t max_grant_frames;
+	uint32_t max_maptrack_frames;
+	/*
 	 * hap=1/0 (keys_set says whether it was written): HAP or shadow
 	 * paging.  Unset, the build takes HAP where the host has it, else
 	 * shadow paging, as libxl does.
@@ -223,6 +231,7 @@ struct vmb_guest {
 	char	*kernel;	/* absolute path after validation */
 	char	*ramdisk;	/* NULL if none */
 	char	*cmdline;	/* NULL if none */
+	char	*root;	/* root=, until vmb_guest_check puts it in cmdline */
 	char	*cpus;		/* as written, e.g. "nodes:0-1"; NULL if none */
 	char	*cpus_soft;	/* soft affinity, same syntax; NULL if none */
 	enum vmb_tsc_mode tsc_mode;
@@ -244,6 +253,8 @@ struct vmb_guest {
 	char	*source;	/* file the description came from, or NULL */
 	uint32_t flags;		/* VMB_CONFIG_* the keys were read with */
 	uint32_t keys_set;	/* bitmap of 1 << enum vmb_key */
+	/* Keys written, valid or not: a bad value is not also "missing". */
+	uint32_t keys_given;
 	int	key_line[VMB_KEY_MAX];	/* line each key was set on; 0 unknown */
 };
 

@@ -415,8 +415,11 @@ xen_domain_create(void *priv, const struct vmb_dom_config *cfg,
 	/* As libxl: 0 is the default (a description always has one). */
 	dc.max_evtchn_port = cfg->max_evtchn_port ? cfg->max_evtchn_port :
 	    XEN_MAX_EVTCHN_PORT;
-	dc.max_grant_frames = -1;
-	dc.max_maptrack_frames = -1;
+	/* -1: Xen's default, as libxl passes for an unset key. */
+	dc.max_grant_frames = cfg->max_grant_frames ?
+	    (int32_t)cfg->max_grant_frames : -1;
+	dc.max_maptrack_frames = cfg->max_maptrack_frames ?
+	    (int32_t)cfg->max_maptrack_frames : -1;
 	dc.grant_opts = XEN_DOMCTL_GRANT_version(be->gnttab_version);
 	dc.arch.emulation_flags = XEN_X86_EMU_LAPIC;
 

@@ -110,7 +110,7 @@ parse(const char *text, struct vmb_guest **g, struct vmb_diags *d)
 	    "configs/tests", g, d);
 }
 
-#define BASE	"name = \"e\"\nmemory = 64\nkernel = \"kernel.stub\"\n"
+#define BASE	"name = \"e\"\nmemory = 64\nkernel = \"kernel.stub\"\ntype = \"pvh\"\n"
 
 static void
 test_max_event_channels(void)
@@ -148,7 +148,7 @@ test_max_event_channels(void)
 
 	rc = parse(BASE "max_event_channels = 1\n", &g, &d);
 	ok(rc == -EINVAL && d.n == 1 &&
-	    !strcmp(d.v[0].key, "max_event_channels") && d.v[0].line == 4 &&
+	    !strcmp(d.v[0].key, "max_event_channels") && d.v[0].line == 5 &&
 	    strstr(d.v[0].msg, "out of range (2..131071)"),
 	    "max_event_channels = 1: refused, naming key and line (%s)",
 	    d.n ? d.v[0].msg : "no diagnostic");

@@ -5,6 +5,7 @@
 # throwaway copy, checked by lintian).  deb.sh goes last: it is the
 # longest.
 OPS_TESTS := tests/ops/flags.sh tests/ops/version.sh tests/ops/man.sh \
+	tests/ops/newcomer.sh \
 	tests/ops/install.sh \
 	tests/ops/units.py tests/ops/completion.py tests/ops/python-client.py \
 	tests/ops/ansible.sh tests/ops/prometheus-rules.sh \
