@@ -46,7 +46,15 @@ text = text.replace(OLD_KERNEL, KERNEL).replace(OLD_IMG, img)
 rec = json.loads(text)
 
 
+# Keys vmbuild learnt after the fixture was written: vm.info shows them
+# at their defaults; every other member is the record's, in its order.
+ADDED = {"max_grant_frames": 0, "max_maptrack_frames": 0}
+
+
 def compact(v):
+    if isinstance(v, dict):
+        v = {k: x for k, x in v.items()
+             if k not in ADDED or x != ADDED[k]}
     return json.dumps(v, separators=(",", ":"))
 
 

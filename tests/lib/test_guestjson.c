@@ -144,6 +144,12 @@ test_goldens(void)
 	ok(n > 0, "%d golden files", n);
 }
 
+/* Members written since the fixture was, each at its default. */
+static const char *const added[] = {
+	"\"max_grant_frames\":0,",
+	"\"max_maptrack_frames\":0,",
+};
+
 static void
 test_old_record(void)
 {
@@ -164,8 +170,21 @@ test_old_record(void)
 	    why[0] ? ": " : "", why);
 	if (g)
 		again = guestjson_text(g);
+	/*
+	 * Keys added since the fixture was written come out at their
+	 * defaults, where the key table puts them; the rest is unchanged.
+	 */
+	for (size_t i = 0; again && i < sizeof(added) / sizeof(added[0]);
+	    i++) {
+		char *at = strstr(again, added[i]);
+
+		if (at)
+			memmove(at, at + strlen(added[i]),
+			    strlen(at + strlen(added[i])) + 1);
+	}
 	ok(tree_text && again && !strcmp(tree_text, again),
-	    "the old record's config written again is the same text");
+	    "the old record's config written again is the same text, "
+	    "keys added since at their defaults");
 	if (tree_text && again && strcmp(tree_text, again))
 		diag("was %s\nnow %s", tree_text, again);
 	ok(g && g->nr_disks == 2 && g->nr_nics == 2 && g->nr_vnodes == 2 &&
