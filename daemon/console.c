@@ -145,14 +145,14 @@ m_vm_console(struct call *call, yajl_gen g)
 	(void)g;
 	if (vm == NULL)
 		return -1;
-	if (vm->building)
+	if (vm->state == VM_BUILDING)
 		return call_error(call, E_BAD_STATE, 0, "%s is being built "
 		    "(task %llu); its console comes with its domain", vm->name,
 		    (unsigned long long)vm->task);
 	if (!vm->have_dom || vm->restart)
 		return call_error(call, E_BAD_STATE, 0, "%s has no domain now",
 		    vm->name);
-	if (vm->reap != NULL || vm->reap_at_start)
+	if (vm->state == VM_DESTROYING)
 		return call_error(call, E_BAD_STATE, 0, "%s is being destroyed "
 		    "(its build failed and could not be undone)", vm->name);
 	held = vm->console;

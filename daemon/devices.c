@@ -314,9 +314,8 @@ dev_vm(struct call *call)
 		    "its devices are not vmbuild's to change", vm->name);
 		return NULL;
 	}
-	if (vm->have_dom && (vm->dom.state == VMB_DOM_DYING ||
-	    vm->dom.state == VMB_DOM_SHUTDOWN ||
-	    vm->dom.state == VMB_DOM_CRASHED)) {
+	if (vm->state == VM_DYING || vm->state == VM_SHUTDOWN ||
+	    vm->state == VM_CRASHED) {
 		call_error(call, E_BAD_STATE, 0, "%s is %s", vm->name,
 		    vm_state_name(vm));
 		return NULL;

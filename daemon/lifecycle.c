@@ -180,8 +180,7 @@ static void start_pending(struct vm *vm);
 static bool
 shut_down(const struct vm *vm)
 {
-	return vm->have_dom && (vm->dom.state == VMB_DOM_SHUTDOWN ||
-	    vm->dom.state == VMB_DOM_CRASHED);
+	return vm->state == VM_SHUTDOWN || vm->state == VM_CRASHED;
 }
 
 /* A tree of the registry back to text, for a record (NULL: none). */
@@ -447,7 +446,7 @@ restart_due(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	/* Destroyed, or replaced by someone else meanwhile: nothing to do. */
-	if (vmbd.stopping || vm->busy || vm->building || !shut_down(vm) ||
+	if (vmbd.stopping || vm->busy || !shut_down(vm) ||
 	    vm->handled != vm->domid)
 		return;
 	restart_note(vm);
@@ -481,14 +480,12 @@ lifecycle_check(struct vm *vm)
 	const char *rn, *state, *why;
 	int wait = 0;
 
-	if (vm->restart && !vm->have_dom) {
+	if (vm->restart && vm->state == VM_UNKNOWN) {
 		start_pending(vm);
 		return;
 	}
-	/* reap.c's: a failed build's domain, destroyed until gone. */
-	if (vm->reap != NULL || vm->reap_at_start)
-		return;
-	if (vm->building || vm->busy || !shut_down(vm) ||
+	/* Only a domain shut down: not one being built or destroyed. */
+	if (vm->busy || !shut_down(vm) ||
 	    vm->handled == vm->domid)
 		return;
 	vm->handled = vm->domid;
@@ -577,8 +574,8 @@ lifecycle_restarted(struct vm *vm, int rc, const char *msg)
 static void
 start_pending(struct vm *vm)
 {
-	if (!vm->restart || vm->have_dom || vm->building || vm->busy ||
-	    vm->reap != NULL || vm->reap_at_start || !vm_backend_up())
+	if (!vm->restart || vm->state != VM_UNKNOWN || vm->busy ||
+	    !vm_backend_up())
 		return;
 	if (vm->source == NULL) {
 		restart_failed(vm, "no description to build it from is "

@@ -514,7 +514,7 @@ m_vm_pause(struct call *call, yajl_gen g)
 	(void)g;
 	if (vm == NULL || vm_check_idle(call, vm) < 0)
 		return -1;
-	if (vm->have_dom && vm->dom.state == VMB_DOM_PAUSED)
+	if (vm->state == VM_PAUSED)
 		return call_error(call, E_BAD_STATE, 0, "%s is already paused",
 		    vm->name);
 	if (vm_shutdown_reason(vm) != NULL)
@@ -531,7 +531,7 @@ m_vm_unpause(struct call *call, yajl_gen g)
 	(void)g;
 	if (vm == NULL || vm_check_idle(call, vm) < 0)
 		return -1;
-	if (vm->have_dom && vm->dom.state != VMB_DOM_PAUSED)
+	if (vm_state_is_domain(vm->state) && vm->state != VM_PAUSED)
 		return call_error(call, E_BAD_STATE, 0, "%s is not paused "
 		    "(it is %s)", vm->name, vm_state_name(vm));
 	return hv_call_submit(call, vm, unpause_run, pause_reply);

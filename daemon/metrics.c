@@ -341,7 +341,7 @@ static bool
 vm_reported(const struct vm *vm)
 {
 	return vm->domid != VMB_DOMID_INVALID && vm->have_dom &&
-	    !vm->building;
+	    vm->state != VM_BUILDING;
 }
 
 /*
@@ -386,10 +386,10 @@ render_vms(struct evbuffer *b)
 		const char *state = vm_state_name(vm);
 
 		if (vm->domid == VMB_DOMID_INVALID ||
-		    (!vm->have_dom && !vm->building))
+		    (!vm->have_dom && vm->state != VM_BUILDING))
 			continue;
 		vm_series(b, "vmbuild_vm_state", vm, ",state=\"building\"");
-		evbuffer_add_printf(b, "%d\n", vm->building);
+		evbuffer_add_printf(b, "%d\n", vm->state == VM_BUILDING);
 		for (int i = VMB_DOM_PAUSED; i <= VMB_DOM_CRASHED; i++) {
 			snprintf(extra, sizeof(extra), ",state=\"%s\"",
 			    vmb_domain_state_name(i));

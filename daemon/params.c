@@ -66,14 +66,14 @@ vm_param(struct call *call)
 int
 vm_check_idle(struct call *call, struct vm *vm)
 {
-	if (vm->building)
+	if (vm->state == VM_BUILDING)
 		return call_error(call, E_BAD_STATE, 0, "%s is being built "
 		    "(task %llu); cancel the task to stop it", vm->name,
 		    (unsigned long long)vm->task);
 	if (vm->busy)
 		return call_error(call, E_BAD_STATE, 0, "another operation on "
 		    "%s is in progress", vm->name);
-	if (vm->reap != NULL || vm->reap_at_start) {
+	if (vm->state == VM_DESTROYING) {
 		/* An operator asking to destroy it: try again now. */
 		if (strcmp(call->method, M_VM_DESTROY) == 0 && vm->reap)
 			reap_now(vm);

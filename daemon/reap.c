@@ -182,7 +182,8 @@ reap_now(struct vm *vm)
 static void
 start_pending(struct vm *vm)
 {
-	if (vm->reap_at_start)
+	/* Reconciliation's: to destroy once the loop runs. */
+	if (vm->state == VM_DESTROYING && vm->reap == NULL)
 		reap_start(vm, vm->domid);
 }
 

@@ -71,8 +71,8 @@ vm_reconcile_building(struct state_record *rec, struct vmb_domain *dom,
 	vm = vm_add_record(rec, dom);
 	if (vm == NULL)
 		return -ENOMEM;
-	vm->reap_at_start = true;
-	return 0;
+	/* reap.c destroys it once the loop runs (reap_start_pending). */
+	return vm_state_set(vm, VM_DESTROYING);
 }
 
 int

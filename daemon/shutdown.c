@@ -337,7 +337,7 @@ shutdown_method(struct call *call, enum vmb_shutdown_reason asked)
 	if (timeout < 1 || timeout > SHUTDOWN_TIMEOUT_MAX)
 		return call_error(call, RPC_INVALID_PARAMS, 0, "params.timeout "
 		    "must be 1 to %d seconds", SHUTDOWN_TIMEOUT_MAX);
-	if (vm->restart || !vm->have_dom)
+	if (vm->restart || vm->state == VM_UNKNOWN)
 		return call_error(call, E_BAD_STATE, 0, "%s has no domain "
 		    "now (it is being restarted)", vm->name);
 	switch (vm->dom.state) {

@@ -114,16 +114,37 @@ vm_set_backend_up(bool up)
 	V.list_failing = !up;
 }
 
+int
+vm_state_set(struct vm *vm, enum vm_state s)
+{
+	if (vm->state == s)
+		return 0;
+	if (!vm_state_legal(vm->state, s)) {
+		log_vm(LOG_ERR, vm->name, vm->domid, vm->task, "%s: no move "
+		    "from state %s to %s (vmstate.c): left %s", vm->name,
+		    vm_state_str(vm->state), vm_state_str(s),
+		    vm_state_str(vm->state));
+		return -EINVAL;
+	}
+	vm->state = s;
+	return 0;
+}
+
 const char *
 vm_state_name(const struct vm *vm)
 {
-	if (vm->building)
-		return "building";
-	if (vm->reap != NULL || vm->reap_at_start)
-		return "destroying";
-	if (!vm->have_dom)
-		return "unknown";
-	return vmb_domain_state_name(vm->dom.state);
+	return vm_state_str(vm->state);
+}
+
+/*
+ * Its domain was stored (`dom`, shown): the VM is in the domain's state,
+ * unless it is being built or destroyed.
+ */
+static void
+vm_domain_state(struct vm *vm)
+{
+	if (vm->state != VM_BUILDING && vm->state != VM_DESTROYING)
+		(void)vm_state_set(vm, vm_state_of_domain(vm->dom.state));
 }
 
 static bool
@@ -135,7 +156,8 @@ is_shutdown(const struct vmb_domain *d)
 const char *
 vm_shutdown_reason(const struct vm *vm)
 {
-	if (vm->building || !vm->have_dom || !is_shutdown(&vm->dom))
+	if (vm->state == VM_BUILDING || !vm->have_dom ||
+	    !is_shutdown(&vm->dom))
 		return NULL;
 	return vmb_shutdown_reason_name(vm->dom.shutdown_reason);
 }
@@ -180,7 +202,7 @@ vm_seen_hooks(struct vm *vm)
 static void
 vm_changed(struct vm *vm)
 {
-	if (!vm->building && vm->have_dom && is_shutdown(&vm->dom))
+	if (vm->state != VM_BUILDING && vm->have_dom && is_shutdown(&vm->dom))
 		return;
 	vm_announce(vm, NULL, NULL, NULL);
 }
@@ -312,6 +334,7 @@ vm_add_foreign(const struct vmb_domain *dom)
 	vm->domid = dom->domid;
 	vm->have_dom = true;
 	vm->dom = *dom;
+	vm_domain_state(vm);
 	return vm;
 }
 
@@ -325,7 +348,7 @@ vm_add_building(const char *name, const uint8_t uuid[16], uint64_t task,
 	if (vm == NULL)
 		return NULL;
 	memcpy(vm->uuid, uuid, 16);
-	vm->building = true;
+	(void)vm_state_set(vm, VM_BUILDING);
 	vm->ours = true;
 	vm->task = task;
 	vm->created_at = now_real();
@@ -343,7 +366,7 @@ vm_add_building(const char *name, const uint8_t uuid[16], uint64_t task,
 void
 vm_rebuilding(struct vm *vm, uint64_t task, const char *reason)
 {
-	vm->building = true;
+	(void)vm_state_set(vm, VM_BUILDING);
 	vm->task = task;
 	vm->have_dom = false;
 	vm->domid = VMB_DOMID_INVALID;
@@ -357,7 +380,7 @@ vm_building_progress(const uint8_t uuid[16], const struct vmb_progress *p)
 {
 	struct vm *vm = vm_find_uuid(uuid);
 
-	if (vm == NULL || !vm->building)
+	if (vm == NULL || vm->state != VM_BUILDING)
 		return;
 	if (p->domid != VMB_DOMID_INVALID && vm->domid != p->domid) {
 		vm->domid = p->domid;
@@ -371,12 +394,13 @@ vm_built(struct vm *vm, const struct vmb_domain *dom,
 {
 	struct vmb_guest *copy;
 
-	vm->building = false;
 	if (dom != NULL) {
 		vm->dom = *dom;
 		vm->have_dom = true;
 		vm->domid = dom->domid;
 	}
+	(void)vm_state_set(vm, vm->have_dom ?
+	    vm_state_of_domain(vm->dom.state) : VM_UNKNOWN);
 	if (guest != NULL && vmb_guest_copy(guest, &copy) == 0) {
 		vmb_guest_free(vm->guest);
 		vm->guest = copy;
@@ -399,6 +423,7 @@ vm_update(struct vm *vm, const struct vmb_domain *dom)
 	vm->dom = *dom;
 	vm->have_dom = true;
 	vm->domid = dom->domid;
+	vm_domain_state(vm);
 	V.seq++;
 	vm_list_invalidate();
 	if (changed)
@@ -409,8 +434,7 @@ vm_update(struct vm *vm, const struct vmb_domain *dom)
 void
 vm_set_reaping(struct vm *vm, struct reap *r, uint32_t domid)
 {
-	vm->building = false;
-	vm->reap_at_start = false;
+	(void)vm_state_set(vm, VM_DESTROYING);
 	vm->reap = r;
 	if (domid != VMB_DOMID_INVALID)
 		vm->domid = domid;
@@ -646,7 +670,7 @@ vm_count_states(unsigned states[8], unsigned *building)
 	struct vm *vm;
 
 	TAILQ_FOREACH(vm, &V.vms, entry) {
-		if (vm->building)
+		if (vm->state == VM_BUILDING)
 			(*building)++;
 		else if (vm->have_dom && vm->dom.state < 8)
 			states[vm->dom.state]++;
@@ -721,7 +745,7 @@ vm_seen(struct vm *vm, const struct vmb_domain *d)
 	bool changed = !vm->have_dom || vm->dom.state != d->state ||
 	    (is_shutdown(d) && vm->dom.shutdown_reason != d->shutdown_reason);
 
-	if (vm->building) {
+	if (vm->state == VM_BUILDING) {
 		vm->domid = d->domid;
 		vm->dom = *d;
 		return;
@@ -729,6 +753,7 @@ vm_seen(struct vm *vm, const struct vmb_domain *d)
 	vm->dom = *d;
 	vm->have_dom = true;
 	vm->domid = d->domid;
+	vm_domain_state(vm);
 	if (changed)
 		vm_changed(vm);
 }
@@ -740,7 +765,7 @@ vm_seen(struct vm *vm, const struct vmb_domain *d)
 static bool
 vm_gone(struct vm *vm)
 {
-	if (vm->building || vm->busy || vm->restart)
+	if (vm->state == VM_BUILDING || vm->busy || vm->restart)
 		return false;
 	log_vm(LOG_INFO, vm->name, vm->domid, vm->task,
 	    "domain %u (%s) is gone", vm->domid, vm->name);
@@ -950,8 +975,10 @@ vm_add_record(struct state_record *rec, const struct vmb_domain *dom)
 	vm->ours = true;
 	vm->domid = dom != NULL ? dom->domid : rec->domid;
 	vm->have_dom = dom != NULL;
-	if (dom != NULL)
+	if (dom != NULL) {
 		vm->dom = *dom;
+		vm_domain_state(vm);
+	}
 	vm->created_at = rec->created_at;
 	vm->config_path = rec->config_path;
 	rec->config_path = NULL;

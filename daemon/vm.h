@@ -23,6 +23,7 @@
 
 #include "state.h"
 #include "vmbuild.h"
+#include "vmstate.h"
 
 struct event;
 struct event_base;
@@ -31,11 +32,11 @@ struct vm {
 	char		name[VMB_NAME_LEN];
 	uint8_t		uuid[16];
 	uint32_t	domid;		/* VMB_DOMID_INVALID until created */
-	bool		building;	/* a vm.create task runs */
+	enum vm_state	state;		/* vm_state_set() changes it */
 	uint64_t	task;		/* that task, or the one that built it */
 	bool		busy;		/* destroy/pause/unpause in flight */
 	bool		ours;		/* built by this daemon (has a record) */
-	bool		have_dom;
+	bool		have_dom;	/* `dom` is shown (not while building) */
 	struct vmb_domain dom;		/* last seen from the hypervisor */
 	unsigned	seen;		/* refresh generation that saw it */
 	char		*config_path;
@@ -43,8 +44,7 @@ struct vm {
 	struct vmb_guest *guest;	/* as configured (its own copy); NULL */
 	yajl_val	build;		/* build result, or NULL */
 	struct vmb_placement placement;	/* nodes while building */
-	struct reap	*reap;		/* "destroying": reap.c's */
-	bool		reap_at_start;	/* reconcile: reap once the loop runs */
+	struct reap	*reap;		/* reap.c's, once it destroys it */
 	/* Lifecycle (lifecycle.c); the actions and source of ours only. */
 	enum vmb_action	on[VMB_SHUTDOWN_NR];	/* on_poweroff & co. */
 	char		*source;	/* what to build it again from (source.h) */
@@ -151,6 +151,12 @@ const char *vm_shutdown_reason(const struct vm *vm);
  */
 void vm_keep_images(struct vm *vm, const int fd[2]);
 
+/*
+ * Move a VM to state `s` if vmstate.c's table allows it; an illegal
+ * move is logged and refused (-EINVAL), the VM left as it was.
+ */
+int vm_state_set(struct vm *vm, enum vm_state s);
+/* Its state as the protocol shows it. */
 const char *vm_state_name(const struct vm *vm);
 void vm_gen_summary(yajl_gen g, const struct vm *vm);
 void vm_gen_info(yajl_gen g, const struct vm *vm);

@@ -24,5 +24,13 @@ $(LIBTEST_BIN)/test_keys $(LIBTEST_BIN)/test_guestjson: $(LIBTEST_BIN)/%: \
 	$(CC) $(ALL_CFLAGS) -o $@ $(filter %.o,$^) $(LIBVMB_LDLIBS) \
 		$(shell $(PKG) --libs cmocka yajl)
 
+# test_vmstate: the daemon's VM states and their transitions (vmstate.c).
+LIBTEST_PROGS += $(LIBTEST_BIN)/test_vmstate
+$(LIBTEST_BIN)/test_vmstate: $(OBJ)/tests/lib/test_vmstate.o \
+		$(OBJ)/daemon/vmstate.o $(LIBVMB_LIB) $(LIB)/libhvclient.a
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $(filter %.o,$^) $(LIBVMB_LDLIBS) \
+		$(shell $(PKG) --libs cmocka)
+
 TESTS += tests/lib/config-golden.sh $(LIBTEST_PROGS)
 TESTS_DEPS += $(BIN)/vmb-config-check $(LIBTEST_PROGS)
