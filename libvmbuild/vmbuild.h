@@ -674,6 +674,7 @@ int vmb_domain_unpause(struct vmb_ctx *ctx, uint32_t domid);
  */
 #define VMB_SCHED_KEEP		UINT32_MAX
 #define VMB_SCHED_WEIGHT_MAX	65535
+#define VMB_SCHED_WEIGHT_DEFAULT 256	/* Xen's, credit and credit2 */
 struct vmb_sched {
 	char	scheduler[16];	/* "credit", "credit2" */
 	uint32_t weight;
