@@ -140,6 +140,32 @@ const struct vmctl_cmd vmctl_cmds[] = {
 	{ "tasks", cmd_tasks, "",
 	  "list tasks (builds in progress and recently finished)",
 	  OPT_JSON },
+	/* The everyday commands xl has (cmd_everyday.c). */
+	{ "sched", cmd_sched, "[--weight N] [--cap N] VM",
+	  "show or set a VM's scheduler weight and cap (credit, credit2)",
+	  "  --weight N      1..65535; a VM gets CPU time in proportion to it\n"
+	  "                  when VMs compete (default 256)\n"
+	  "  --cap N         the most CPU it may use, in percent of one CPU,\n"
+	  "                  0..100 per vCPU; 0: no cap\n"
+	  OPT_JSON
+	  "Without options, shows them.  As xl sched-credit2 -d VM -w N -c N;\n"
+	  "kept across a daemon restart and a restart of the guest.\n" },
+	{ "rename", cmd_rename, "VM NEWNAME", "rename a VM (as xl rename)",
+	  OPT_JSON },
+	{ "uptime", cmd_uptime, "[VM]",
+	  "show how long VMs have been running (as xl uptime)",
+	  OPT_JSON },
+	{ "dmesg", cmd_dmesg, "[--clear]",
+	  "show the hypervisor's messages (as xl dmesg)",
+	  "  --clear, -c     empty the message ring after reading it\n"
+	  OPT_JSON
+	  "Xen's console ring; hvsim's recent log.  It may hold what the\n"
+	  "hypervisor logged about any guest: the control socket only, as\n"
+	  "xl dmesg needs root.\n" },
+	{ "cancel", cmd_cancel, "TASK",
+	  "cancel a running task (a build): it undoes what it did",
+	  OPT_JSON
+	  "TASK is a task id, as vmctl tasks and vmctl create --no-wait show.\n" },
 	{ "help", cmd_help, "[COMMAND]", "show help for vmctl or a command",
 	  "" },
 	{ NULL, NULL, NULL, NULL, NULL },

@@ -228,6 +228,17 @@ int cmd_tasks(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
     char **argv);
 int cmd_help(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
     char **argv);
+/* cmd_everyday.c: sched, rename, uptime, dmesg, cancel. */
+int cmd_sched(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
+    char **argv);
+int cmd_rename(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
+    char **argv);
+int cmd_uptime(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
+    char **argv);
+int cmd_dmesg(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
+    char **argv);
+int cmd_cancel(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
+    char **argv);
 /* cmd_vm.c: P_VM, a domain id when VM is all digits, else a name. */
 void gen_vm_ref(yajl_gen g, const char *vm);
 /* cmd_life.c: shutdown, reboot, console; create -c attaches with it. */

@@ -38,6 +38,7 @@ static const struct {
 	{ EVT_TASK_DONE,	E_TASK_DONE },
 	{ EVT_VM_STATE,		E_VM_STATE },
 	{ EVT_SCRUB_PROGRESS,	E_SCRUB_PROGRESS },
+	{ EVT_VM_CHANGED,	E_VM_CHANGED },
 };
 
 struct scrub_job {
@@ -48,7 +49,8 @@ struct scrub_job {
 
 static struct {
 	struct subq	subs;
-	uint32_t	counts[4];	/* subscribers per event */
+	/* Subscribers per event, by bit. */
+	uint32_t	counts[sizeof(event_names) / sizeof(event_names[0])];
 	struct event	*ev_scrub;
 	bool		scrub_busy;	/* a sample is on a worker */
 	bool		last_dirty;	/* the last sample had dirty memory */
@@ -78,7 +80,7 @@ events_name(uint32_t bit)
 static void
 events_count(uint32_t mask, int delta)
 {
-	for (int i = 0; i < 4; i++)
+	for (size_t i = 0; i < sizeof(E.counts) / sizeof(E.counts[0]); i++)
 		if (mask & (1u << i))
 			E.counts[i] += delta;
 }
@@ -86,7 +88,7 @@ events_count(uint32_t mask, int delta)
 bool
 events_wanted(uint32_t bit)
 {
-	for (int i = 0; i < 4; i++)
+	for (size_t i = 0; i < sizeof(E.counts) / sizeof(E.counts[0]); i++)
 		if (bit == (1u << i))
 			return E.counts[i] > 0;
 	return false;

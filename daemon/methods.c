@@ -18,6 +18,7 @@
 #include "control.h"
 #include "devices.h"
 #include "events.h"
+#include "everyday.h"
 #include "images.h"
 #include "json.h"
 #include "methods.h"
@@ -674,6 +675,12 @@ static const struct method methods[] = {
 	{ M_VM_DISK_DETACH,	m_vm_disk_detach,	true },
 	{ M_VM_NET_ATTACH,	m_vm_net_attach,	true },
 	{ M_VM_NET_DETACH,	m_vm_net_detach,	true },
+	/* Everyday settings (everyday.c); the console ring: root's. */
+	{ M_VM_SCHED_GET,	m_vm_sched_get,		false },
+	{ M_VM_SCHED_SET,	m_vm_sched_set,		true },
+	{ M_VM_RENAME,		m_vm_rename,		true },
+	{ M_VM_UPTIME,		m_vm_uptime,		false },
+	{ M_HOST_DMESG,		m_host_dmesg,		true },
 };
 
 const struct method *

@@ -68,7 +68,8 @@ vm_check_idle(struct call *call, struct vm *vm)
 {
 	if (vm->state == VM_BUILDING)
 		return call_error(call, E_BAD_STATE, 0, "%s is being built "
-		    "(task %llu); cancel the task to stop it", vm->name,
+		    "(task %llu; vmctl cancel %llu stops it)", vm->name,
+		    (unsigned long long)vm->task,
 		    (unsigned long long)vm->task);
 	if (vm->busy)
 		return call_error(call, E_BAD_STATE, 0, "another operation on "

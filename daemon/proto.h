@@ -60,6 +60,12 @@
 #define M_VM_DISK_DETACH	"vm.disk_detach"
 #define M_VM_NET_ATTACH		"vm.net_attach"
 #define M_VM_NET_DETACH		"vm.net_detach"
+/* Everyday settings (daemon/everyday.c). */
+#define M_VM_SCHED_GET		"vm.sched_get"
+#define M_VM_SCHED_SET		"vm.sched_set"
+#define M_VM_RENAME		"vm.rename"
+#define M_VM_UPTIME		"vm.uptime"
+#define M_HOST_DMESG		"host.dmesg"
 
 /*
  * Parameters (keys of "params"; all optional unless marked).
@@ -98,6 +104,12 @@
  *   vm.console       P_VM (required); the reply carries the pty's
  *                    descriptor (SCM_RIGHTS, with its first byte)
  *   task.get/cancel  P_TASK (required)
+ *   vm.sched_get     P_VM (required)
+ *   vm.sched_set     P_VM (required), P_WEIGHT (1..65535) and/or P_CAP
+ *                    (percent of one CPU, 0..100 per vCPU; 0: no cap)
+ *   vm.rename        P_VM (required), P_NAME_NEW (required)
+ *   vm.uptime        P_VM (default: every VM with a domain)
+ *   host.dmesg       P_CLEAR (bool: empty the ring after reading it)
  *   events.subscribe P_EVENTS (list of event names; default: all)
  *   host.scrub, host.info, host.counters, vm.list, task.list,
  *   server.hello     none
@@ -116,6 +128,10 @@
 #define P_TIMEOUT		"timeout"
 #define P_FORCE			"force"
 #define P_FDS			"fds"
+#define P_WEIGHT		"weight"
+#define P_CAP			"cap"
+#define P_NAME_NEW		"new_name"
+#define P_CLEAR			"clear"
 #define P_TIMEOUT		"timeout"
 #define P_FORCE			"force"
 
@@ -124,6 +140,7 @@
 #define E_TASK_DONE		"task.done"
 #define E_VM_STATE		"vm.state"
 #define E_SCRUB_PROGRESS	"scrub.progress"
+#define E_VM_CHANGED		"vm.changed"	/* a setting of a VM changed */
 
 /* JSON-RPC standard codes. */
 #define RPC_PARSE_ERROR		-32700

@@ -176,6 +176,15 @@ devices_now(struct vmb_guest *g, const char *config_json, char *why,
 		now->nics = NULL;
 		now->nr_nics = 0;
 	}
+	/* So do the settings changed at run time (vm.rename, vm.sched_set). */
+	if (now->keys_set & (1u << VMB_KEY_NAME))
+		snprintf(g->name, sizeof(g->name), "%s", now->name);
+	if (now->keys_set & (1u << VMB_KEY_CPU_WEIGHT))
+		g->cpu_weight = now->cpu_weight;
+	if (now->keys_set & (1u << VMB_KEY_CAP))
+		g->cap = now->cap;
+	g->keys_set |= now->keys_set &
+	    (1u << VMB_KEY_CPU_WEIGHT | 1u << VMB_KEY_CAP);
 	vmb_guest_free(now);
 	return 0;
 }

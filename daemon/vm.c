@@ -432,6 +432,17 @@ vm_update(struct vm *vm, const struct vmb_domain *dom)
 }
 
 void
+vm_rename(struct vm *vm, const char *name)
+{
+	snprintf(vm->name, sizeof(vm->name), "%s", name);
+	if (vm->guest != NULL)
+		snprintf(vm->guest->name, sizeof(vm->guest->name), "%s", name);
+	vm->dom.name[0] = '\0';	/* the next refresh brings the new one */
+	V.seq++;
+	vm_list_invalidate();
+}
+
+void
 vm_set_reaping(struct vm *vm, struct reap *r, uint32_t domid)
 {
 	(void)vm_state_set(vm, VM_DESTROYING);

@@ -102,6 +102,8 @@ void vm_built(struct vm *vm, const struct vmb_domain *dom,
     const struct vmb_guest *guest, const char *build_json);
 /* Our operation changed a domain (pause, unpause). */
 void vm_update(struct vm *vm, const struct vmb_domain *dom);
+/* Our operation renamed it (vm.rename): the registry and its guest. */
+void vm_rename(struct vm *vm, const char *name);
 /* The VM's restart history into a record it is about to write. */
 void vm_record_restarts(const struct vm *vm, struct state_record *rec);
 /* Forget a VM (destroyed, or its build failed). */

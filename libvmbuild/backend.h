@@ -260,6 +260,16 @@ struct vmb_backend_ops {
 	int	(*console_open)(void *priv, uint32_t domid, int *ret_fd,
 		    char *ret_path, size_t path_len);
 	/*
+	 * Everyday settings (NULL: not supported, -EOPNOTSUPP): see
+	 * vmb_domain_sched and the others in vmbuild.h.
+	 */
+	int	(*sched)(void *priv, uint32_t domid, uint32_t weight,
+		    uint32_t cap, struct vmb_sched *ret);
+	int	(*rename)(void *priv, uint32_t domid, const char *name);
+	int	(*start_time)(void *priv, uint32_t domid, double *ret_time);
+	int	(*dmesg)(void *priv, bool clear, char **ret_text,
+		    size_t *ret_len);
+	/*
 	 * A source of domain events: its descriptor becomes readable when
 	 * something may have changed; watch_drain consumes that and says
 	 * whether anything did fire (1) or not (0).  The core (watch.c)

@@ -412,6 +412,36 @@ adopt_lost_domain(struct run *r, int rc)
 	return rc;
 }
 
+/*
+ * cpu_weight= and cap=, as xl sets them after creating the domain
+ * (libxl__sched_set_params).  Only those that differ from what a new
+ * domain has anyway (Xen's weight 256, no cap): a guest that does not
+ * ask for them builds on a host whose scheduler has neither (rtds,
+ * null), a JSON description writing the defaults too.
+ */
+static int
+step_sched(struct run *r, const struct vmb_guest *g)
+{
+	uint32_t w = VMB_SCHED_KEEP, cap = VMB_SCHED_KEEP;
+	int rc;
+
+	if ((g->keys_set & (1u << VMB_KEY_CPU_WEIGHT)) &&
+	    g->cpu_weight != VMB_SCHED_WEIGHT_DEFAULT)
+		w = g->cpu_weight;
+	if ((g->keys_set & (1u << VMB_KEY_CAP)) && g->cap != 0)
+		cap = g->cap;
+	if (w == VMB_SCHED_KEEP && cap == VMB_SCHED_KEEP)
+		return 0;
+	rc = vmb_domain_sched(r->b->ctx, r->domid, w, cap, NULL);
+	if (rc)
+		return fail(r, rc, "cannot set the scheduler's %s: %s",
+		    w != VMB_SCHED_KEEP && cap != VMB_SCHED_KEEP ?
+		    "cpu_weight and cap" : w != VMB_SCHED_KEEP ? "cpu_weight" :
+		    "cap", rc == -ENOTSUP ? "the domain's scheduler is not "
+		    "credit or credit2" : strerror(-rc));
+	return 0;
+}
+
 static int
 phase_create(struct run *r)
 {
@@ -447,8 +477,11 @@ phase_create(struct run *r)
 		    "domain: %s", strerror(-rc));
 	r->res.domid = r->domid;
 	/* Undone with the domain: undo_create destroys it. */
-	return vmb__step_platform(r->b->ctx, r->domid, g, &r->layout,
+	rc = vmb__step_platform(r->b->ctx, r->domid, g, &r->layout,
 	    &r->res.placement, r->host, r->why, sizeof(r->why));
+	if (rc == 0)
+		rc = step_sched(r, g);
+	return rc;
 }
 
 /*

@@ -200,6 +200,11 @@ vmb_guest_check(struct vmb_guest *g, const char *basedir, const char *where,
 	if (g->vcpus > g->maxvcpus)
 		ERR(VMB_KEY_MAXVCPUS, "vcpus (%u) is larger than maxvcpus (%u)",
 		    g->vcpus, g->maxvcpus);
+	/* As Xen's credit2: a cap of at most 100 per vCPU the domain has. */
+	if (g->cap > 100ull * g->maxvcpus)
+		ERR(VMB_KEY_CAP, "cap (%u%%) is more than %u vCPU%s can use "
+		    "(0..%u, 0: no cap)", g->cap, g->maxvcpus,
+		    g->maxvcpus == 1 ? "" : "s", 100 * g->maxvcpus);
 	if (g->nr_vnodes && !(bad & vnuma_deps)) {
 		uint64_t sum = 0, cover[4] = { 0 };
 		bool overlap = false;

@@ -244,6 +244,29 @@ set_frames(struct vmb_guest *g, const struct vmb__key *k,
 	return 0;
 }
 
+/*
+ * cpu_weight (1..65535) and cap (percent of one CPU, 0: none): the
+ * scheduler's, as xl takes them; cap's bound by the vCPUs is checked
+ * with the whole guest (vmb_guest_check).
+ */
+static int
+set_sched(struct vmb_guest *g, const struct vmb__key *k,
+    const struct vmb_value *v, const char *where, struct vmb_diags *diags)
+{
+	bool weight = k->key == VMB_KEY_CPU_WEIGHT;
+	long long x;
+	int rc = get_int(k, v, weight ? 1 : 0, weight ? VMB_SCHED_WEIGHT_MAX :
+	    100ll * VMB_MAX_VCPUS, where, diags, &x);
+
+	if (rc)
+		return rc;
+	if (weight)
+		g->cpu_weight = (uint32_t)x;
+	else
+		g->cap = (uint32_t)x;
+	return 0;
+}
+
 static int
 set_path(struct vmb_guest *g, const struct vmb__key *k,
     const struct vmb_value *v, const char *where, struct vmb_diags *diags)

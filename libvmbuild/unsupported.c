@@ -73,8 +73,6 @@ static const struct vmb__unsupported {
 	    "passthrough, which vmbuild does not do" },
 	{ "bootloader",		NULL,	"give the kernel itself" },
 	{ "bootloader_args",	NULL,	"give the kernel itself" },
-	{ "cpu_weight",		NULL,	NULL },
-	{ "cpu_cap",		NULL,	NULL },
 	{ "shadow_memory",	NULL,	"vmbuild sizes the paging pool" },
 	{ "seclabel",		NULL,	"no XSM labels" },
 	{ "channel",		NULL,	NULL },

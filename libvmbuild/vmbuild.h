@@ -223,6 +223,13 @@ struct vmb_guest {
 	uint32_t max_grant_frames;
 	uint32_t max_maptrack_frames;
 	/*
+	 * cpu_weight= and cap= (keys_set says whether each was written):
+	 * the scheduler's weight (1..65535) and cap (percent of one CPU,
+	 * 0: none, at most 100 per vCPU), set at build as xl does.
+	 */
+	uint32_t cpu_weight;
+	uint32_t cap;
+	/*
 	 * hap=1/0 (keys_set says whether it was written): HAP or shadow
 	 * paging.  Unset, the build takes HAP where the host has it, else
 	 * shadow paging, as libxl does.
@@ -665,6 +672,44 @@ int vmb_domain_get(struct vmb_ctx *ctx, uint32_t domid,
 int vmb_domain_destroy(struct vmb_ctx *ctx, uint32_t domid);
 int vmb_domain_pause(struct vmb_ctx *ctx, uint32_t domid);
 int vmb_domain_unpause(struct vmb_ctx *ctx, uint32_t domid);
+
+/*
+ * Everyday settings of a running domain, as xl sched-credit(2), rename,
+ * uptime and dmesg.  -EOPNOTSUPP where the backend has no such call.
+ *
+ * The scheduler's parameters: credit and credit2 have the same two, a
+ * weight (1..65535) and a cap (percent of one CPU, 0: none, at most
+ * 100 per vCPU).  vmb_domain_sched sets those not VMB_SCHED_KEEP (the
+ * domain's pool's scheduler decides which call) and reads them back
+ * into *ret (may be NULL); -ENOTSUP under another scheduler.
+ */
+#define VMB_SCHED_KEEP		UINT32_MAX
+#define VMB_SCHED_WEIGHT_MAX	65535
+#define VMB_SCHED_WEIGHT_DEFAULT 256	/* Xen's, credit and credit2 */
+struct vmb_sched {
+	char	scheduler[16];	/* "credit", "credit2" */
+	uint32_t weight;
+	uint32_t cap;
+};
+int vmb_domain_sched(struct vmb_ctx *ctx, uint32_t domid, uint32_t weight,
+    uint32_t cap, struct vmb_sched *ret);
+/*
+ * Check a weight and a cap (VMB_SCHED_KEEP: not given) for a domain of
+ * `vcpus` vCPUs as xl does: -EINVAL with the reason in why.
+ */
+int vmb_sched_check(uint32_t weight, uint32_t cap, uint32_t vcpus,
+    char *why, size_t why_len);
+/* The name the hypervisor (xenstore) gives the domain; checked by vmb_name_check. */
+int vmb_domain_rename(struct vmb_ctx *ctx, uint32_t domid, const char *name);
+/* When the domain was started (Unix time, as xl uptime reads it). */
+int vmb_domain_start_time(struct vmb_ctx *ctx, uint32_t domid,
+    double *ret_time);
+/*
+ * The hypervisor's recent messages (Xen's console ring, hvsim's log),
+ * NUL-terminated, in *ret_text to free(); `clear` empties the ring.
+ */
+int vmb_dmesg(struct vmb_ctx *ctx, bool clear, char **ret_text,
+    size_t *ret_len);
 
 /*
  * Devices of a running (or paused) domain: hot-plug, as `xl

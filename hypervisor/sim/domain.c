@@ -138,6 +138,7 @@ dom_create(struct hv *hv, const struct hv_domain_create *req,
 	d->max_pages = req->max_pages;
 	d->created_ns = hv_realtime_ns();
 	d->ctrl_request = HV_CONTROL_NONE;
+	d->sched_weight = HV_SCHED_WEIGHT_DEFAULT;
 	memcpy(d->handle, req->handle, sizeof(d->handle));
 	memcpy(d->name, req->name, HV_NAME_LEN);
 	d->refs = 1;	/* the table's */
@@ -347,6 +348,64 @@ dom_control(struct hv *hv, const struct hv_domain_control *req,
 	}
 	rep->features = d->ctrl_features;
 	rep->request = d->ctrl_request;
+	pthread_mutex_unlock(&d->lock);
+	dom_put(hv, d);
+	return rc;
+}
+
+/*
+ * Scheduling parameters, checked as Xen's credit2 checks them (weight
+ * 1..65535, cap at most 100 per vCPU), kept and reported.
+ */
+int
+dom_sched(struct hv *hv, const struct hv_domain_sched *req,
+    struct hv_domain_sched_reply *rep)
+{
+	struct domain *d;
+	int rc = 0;
+
+	if (req->set & ~(HV_SCHED_SET_WEIGHT | HV_SCHED_SET_CAP) ||
+	    ((req->set & HV_SCHED_SET_WEIGHT) &&
+	    (req->weight == 0 || req->weight > 65535)))
+		return -EINVAL;
+	d = dom_get(hv, req->domid);
+	if (!d)
+		return -ESRCH;
+	pthread_mutex_lock(&d->lock);
+	if (d->state == HV_DOMSTATE_DYING)
+		rc = -ESRCH;
+	else if ((req->set & HV_SCHED_SET_CAP) &&
+	    req->cap > 100ull * d->max_vcpus)
+		rc = -EINVAL;
+	if (rc == 0 && (req->set & HV_SCHED_SET_WEIGHT))
+		d->sched_weight = req->weight;
+	if (rc == 0 && (req->set & HV_SCHED_SET_CAP))
+		d->sched_cap = req->cap;
+	memset(rep, 0, sizeof(*rep));
+	rep->scheduler = HV_SCHED_CREDIT2;
+	rep->weight = d->sched_weight;
+	rep->cap = d->sched_cap;
+	pthread_mutex_unlock(&d->lock);
+	dom_put(hv, d);
+	return rc;
+}
+
+int
+dom_rename(struct hv *hv, const struct hv_domain_rename *req)
+{
+	struct domain *d;
+	int rc = 0;
+
+	if (req->pad != 0 || !memchr(req->name, '\0', HV_NAME_LEN))
+		return -EINVAL;
+	d = dom_get(hv, req->domid);
+	if (!d)
+		return -ESRCH;
+	pthread_mutex_lock(&d->lock);
+	if (d->state == HV_DOMSTATE_DYING)
+		rc = -ESRCH;
+	else
+		memcpy(d->name, req->name, HV_NAME_LEN);
 	pthread_mutex_unlock(&d->lock);
 	dom_put(hv, d);
 	return rc;

@@ -5,6 +5,7 @@
  * exactly as hvsim does.
  */
 #include <errno.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -62,17 +63,66 @@ hv_parse_size(const char *s, uint64_t *ret)
 	return 0;
 }
 
+/*
+ * The log's last HV_LOG_RING bytes, for HV_OP_LOG_READ (what Xen's
+ * console ring is to xl dmesg).  One ring per process, as hvsim is one
+ * hypervisor; hv_log runs on every connection's thread.
+ */
+static struct {
+	pthread_mutex_t lock;
+	char	buf[HV_LOG_RING];
+	size_t	start, len;	/* oldest byte, bytes held */
+} log_ring = { .lock = PTHREAD_MUTEX_INITIALIZER };
+
+static void
+log_ring_add(const char *text, size_t n)
+{
+	pthread_mutex_lock(&log_ring.lock);
+	for (size_t i = 0; i < n; i++) {
+		log_ring.buf[(log_ring.start + log_ring.len) % HV_LOG_RING] =
+		    text[i];
+		if (log_ring.len < HV_LOG_RING)
+			log_ring.len++;
+		else
+			log_ring.start = (log_ring.start + 1) % HV_LOG_RING;
+	}
+	pthread_mutex_unlock(&log_ring.lock);
+}
+
+size_t
+hv_log_read(char *buf, bool clear)
+{
+	size_t n;
+
+	pthread_mutex_lock(&log_ring.lock);
+	n = log_ring.len;
+	for (size_t i = 0; i < n; i++)
+		buf[i] = log_ring.buf[(log_ring.start + i) % HV_LOG_RING];
+	if (clear)
+		log_ring.start = log_ring.len = 0;
+	pthread_mutex_unlock(&log_ring.lock);
+	return n;
+}
+
 void
 hv_log(struct hv *hv, const char *fmt, ...)
 {
+	char line[1024];
 	va_list ap;
+	int n;
 
 	(void)hv;
 	va_start(ap, fmt);
-	fputs("hvsim: ", stderr);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	n = vsnprintf(line, sizeof(line) - 1, fmt, ap);
 	va_end(ap);
+	if (n < 0)
+		return;
+	if ((size_t)n > sizeof(line) - 2)
+		n = (int)sizeof(line) - 2;	/* truncated: keep the line */
+	line[n++] = '\n';
+	line[n] = '\0';
+	fprintf(stderr, "hvsim: %s", line);
+	log_ring_add(line, (size_t)n);
 }
 
 int

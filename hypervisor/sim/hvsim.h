@@ -356,6 +356,9 @@ struct domain {
 	uint32_t shutdown_reason;	/* HV_SHUTDOWN_*, in SHUTDOWN */
 	uint32_t ctrl_features;		/* HV_CONTROL_FEATURE_* */
 	uint32_t ctrl_request;		/* HV_CONTROL_NONE or HV_SHUTDOWN_* */
+	/* Scheduling parameters (HV_OP_DOMAIN_SCHED), under lock. */
+	uint32_t sched_weight;
+	uint32_t sched_cap;
 };
 
 int dom_init(struct hv *hv);
@@ -373,6 +376,10 @@ uint32_t dom_snapshot_shadow(struct hv *hv, struct domain **out, uint32_t max);
 void dom_put(struct hv *hv, struct domain *d);
 /* The domain stops with a reason (HV_OP_DOMAIN_SHUTDOWN). */
 int dom_shutdown(struct hv *hv, hv_domid_t domid, uint32_t reason);
+/* Everyday settings: HV_OP_DOMAIN_SCHED, HV_OP_DOMAIN_RENAME. */
+int dom_sched(struct hv *hv, const struct hv_domain_sched *req,
+    struct hv_domain_sched_reply *rep);
+int dom_rename(struct hv *hv, const struct hv_domain_rename *req);
 /* Its PV control node (HV_OP_DOMAIN_CONTROL). */
 int dom_control(struct hv *hv, const struct hv_domain_control *req,
     struct hv_domain_control_reply *rep);
@@ -514,5 +521,10 @@ void hv_fini(struct hv *hv);
 int hv_parse_size(const char *s, uint64_t *ret);
 void hv_log(struct hv *hv, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
+/*
+ * The last HV_LOG_RING bytes hv_log wrote, oldest first, into buf
+ * (HV_LOG_RING bytes); `clear` empties the ring.  Returns the length.
+ */
+size_t hv_log_read(char *buf, bool clear);
 
 #endif /* HVSIM_H */

@@ -47,7 +47,7 @@ op_hello(struct hv *hv, const void *req, size_t len, void *rep,
 	r->abi_version = HV_ABI_VERSION;
 	r->caps = HV_CAP_POPULATE_BATCH | HV_CAP_SCRUB_PROGRESS |
 	    HV_CAP_COUNTERS | HV_CAP_SHADOW | HV_CAP_CLAIMS | HV_CAP_LIFECYCLE |
-	    HV_CAP_SCRUB_BLOCKS |
+	    HV_CAP_SCRUB_BLOCKS | HV_CAP_EVERYDAY |
 	    (hv->mem.backing == HV_BACKING_REAL ? HV_CAP_GUEST_COPY : 0);
 	r->backing = hv->mem.backing;
 	r->flush_mode = hv->cfg.flush_mode;
@@ -363,6 +363,50 @@ op_domain_watch(struct hv *hv, const void *req, size_t len, void *rep,
 	memset(r, 0, sizeof(*r));
 	dom_watch(hv, q->since, q->timeout_ms, &r->generation);
 	*ret_len = sizeof(*r);
+	return 0;
+}
+
+static int
+op_domain_sched(struct hv *hv, const void *req, size_t len, void *rep,
+    size_t *ret_len, int *ret_fd)
+{
+	int rc;
+
+	(void)len, (void)ret_fd;
+	rc = dom_sched(hv, req, rep);
+	if (rc == 0)
+		*ret_len = sizeof(struct hv_domain_sched_reply);
+	return rc;
+}
+
+static int
+op_domain_rename(struct hv *hv, const void *req, size_t len, void *rep,
+    size_t *ret_len, int *ret_fd)
+{
+	const struct hv_domain_rename *q = req;
+	int rc;
+
+	(void)len, (void)rep, (void)ret_len, (void)ret_fd;
+	rc = dom_rename(hv, q);
+	if (rc == 0)
+		hv_log(hv, "domain %u renamed %s", q->domid, q->name);
+	return rc;
+}
+
+static int
+op_log_read(struct hv *hv, const void *req, size_t len, void *rep,
+    size_t *ret_len, int *ret_fd)
+{
+	const struct hv_log_read *q = req;
+	struct hv_log_reply *r = rep;
+
+	(void)hv, (void)len, (void)ret_fd;
+	if (q->pad != 0 || (q->flags & ~HV_LOG_CLEAR))
+		return -EINVAL;
+	memset(r, 0, sizeof(*r));
+	r->len = (uint32_t)hv_log_read((char *)(r + 1),
+	    (q->flags & HV_LOG_CLEAR) != 0);
+	*ret_len = sizeof(*r) + r->len;
 	return 0;
 }
 

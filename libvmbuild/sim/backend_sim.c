@@ -923,6 +923,128 @@ sim_console_open(void *priv, uint32_t domid, int *ret_fd, char *ret_path,
 	return -EOPNOTSUPP;
 }
 
+/* ------------------------------------------------------------------ */
+/* Everyday settings: hvsim's HV_OP_DOMAIN_SCHED, _RENAME, LOG_READ.   */
+
+static int
+sim_everyday(const struct sim *s)
+{
+	return (s->hello.caps & HV_CAP_EVERYDAY) ? 0 : -EOPNOTSUPP;
+}
+
+static int
+sim_sched(void *priv, uint32_t domid, uint32_t weight, uint32_t cap,
+    struct vmb_sched *ret)
+{
+	struct sim *s = priv;
+	struct hv_domain_sched req = { .domid = domid };
+	struct hv_domain_sched_reply rep;
+	int rc = sim_everyday(s);
+
+	if (rc)
+		return rc;
+	if (weight != VMB_SCHED_KEEP) {
+		req.set |= HV_SCHED_SET_WEIGHT;
+		req.weight = weight;
+	}
+	if (cap != VMB_SCHED_KEEP) {
+		req.set |= HV_SCHED_SET_CAP;
+		req.cap = cap;
+	}
+	rc = sim_op(s, HV_OP_DOMAIN_SCHED, &req, sizeof(req), &rep,
+	    sizeof(rep));
+	if (rc)
+		return rc;
+	memset(ret, 0, sizeof(*ret));
+	snprintf(ret->scheduler, sizeof(ret->scheduler), "%s",
+	    rep.scheduler == HV_SCHED_CREDIT2 ? "credit2" : "unknown");
+	ret->weight = rep.weight;
+	ret->cap = rep.cap;
+	return 0;
+}
+
+static int
+sim_rename(void *priv, uint32_t domid, const char *name)
+{
+	struct sim *s = priv;
+	struct hv_domain_rename req = { .domid = domid };
+	int rc = sim_everyday(s);
+
+	if (rc)
+		return rc;
+	if (strlen(name) >= sizeof(req.name))
+		return -ENAMETOOLONG;
+	snprintf(req.name, sizeof(req.name), "%s", name);
+	return sim_op(s, HV_OP_DOMAIN_RENAME, &req, sizeof(req), NULL, 0);
+}
+
+/* hvsim reports when it created each domain (hv_domain_info). */
+static int
+sim_start_time(void *priv, uint32_t domid, double *ret_time)
+{
+	struct list_call l = { NULL, 0 };
+	int rc;
+
+	rc = sim_call(priv, list_call, &l);
+	if (rc)
+		return rc;
+	rc = -ESRCH;
+	for (uint32_t i = 0; i < l.nr; i++)
+		if (l.info[i].domid == domid) {
+			*ret_time = (double)l.info[i].created_ns / 1e9;
+			rc = 0;
+		}
+	free(l.info);
+	return rc;
+}
+
+struct log_call {
+	uint32_t flags;
+	char	*text;
+	size_t	len;
+};
+
+static int
+log_call(struct hvc *c, void *arg)
+{
+	struct log_call *l = arg;
+	struct hv_log_read req = { .flags = l->flags };
+	size_t cap = sizeof(struct hv_log_reply) + HV_LOG_RING, len = 0;
+	struct hv_log_reply *rep = malloc(cap);
+	int rc;
+
+	if (!rep)
+		return -ENOMEM;
+	rc = hvc_op(c, HV_OP_LOG_READ, &req, sizeof(req), rep, cap, &len);
+	if (rc == 0 && (rep->len > HV_LOG_RING || len != sizeof(*rep) +
+	    rep->len))
+		rc = -EPROTO;
+	if (rc == 0 && !(l->text = malloc(rep->len + 1)))
+		rc = -ENOMEM;
+	if (rc == 0) {
+		memcpy(l->text, rep + 1, rep->len);
+		l->text[rep->len] = '\0';
+		l->len = rep->len;
+	}
+	free(rep);
+	return rc;
+}
+
+static int
+sim_dmesg(void *priv, bool clear, char **ret_text, size_t *ret_len)
+{
+	struct log_call l = { clear ? HV_LOG_CLEAR : 0, NULL, 0 };
+	int rc = sim_everyday(priv);
+
+	if (rc == 0)
+		rc = sim_call(priv, log_call, &l);
+	if (rc)
+		return rc;
+	*ret_text = l.text;
+	*ret_len = l.len;
+	return 0;
+}
+
 const struct vmb_backend_ops vmb_backend_sim = {
 	.name = "sim",
 	.open = sim_open,
@@ -950,4 +1072,8 @@ const struct vmb_backend_ops vmb_backend_sim = {
 	.watch_fd = sim_watch_fd,
 	.watch_drain = sim_watch_drain,
 	.watch_close = sim_watch_close,
+	.sched = sim_sched,
+	.rename = sim_rename,
+	.start_time = sim_start_time,
+	.dmesg = sim_dmesg,
 };

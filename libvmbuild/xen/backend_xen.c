@@ -870,4 +870,8 @@ const struct vmb_backend_ops vmb_backend_xen = {
 	.watch_fd = xen_watch_fd,
 	.watch_drain = xen_watch_drain,
 	.watch_close = xen_watch_close,
+	.sched = xen_sched,
+	.rename = xen_rename,
+	.start_time = xen_start_time,
+	.dmesg = xen_dmesg,
 };

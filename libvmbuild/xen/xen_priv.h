@@ -153,6 +153,12 @@ int xen_shutdown_withdraw(void *priv, uint32_t domid,
 int xen_shutdown(void *priv, uint32_t domid, enum vmb_shutdown_reason reason);
 int xen_console_open(void *priv, uint32_t domid, int *ret_fd, char *ret_path,
     size_t path_len);
+/* xen_everyday.c: the backend's everyday ops (backend.h). */
+int xen_sched(void *priv, uint32_t domid, uint32_t weight, uint32_t cap,
+    struct vmb_sched *ret);
+int xen_rename(void *priv, uint32_t domid, const char *name);
+int xen_start_time(void *priv, uint32_t domid, double *ret_time);
+int xen_dmesg(void *priv, bool clear, char **ret_text, size_t *ret_len);
 int xen_watch_open(void *priv, void **ret_w);
 int xen_watch_fd(void *w);
 int xen_watch_drain(void *w);

@@ -48,7 +48,8 @@ rec = json.loads(text)
 
 # Keys vmbuild learnt after the fixture was written: vm.info shows them
 # at their defaults; every other member is the record's, in its order.
-ADDED = {"max_grant_frames": 0, "max_maptrack_frames": 0}
+ADDED = {"max_grant_frames": 0, "max_maptrack_frames": 0,
+         "cpu_weight": 256, "cap": 0}
 
 
 def compact(v):

@@ -148,6 +148,8 @@ test_goldens(void)
 static const char *const added[] = {
 	"\"max_grant_frames\":0,",
 	"\"max_maptrack_frames\":0,",
+	"\"cpu_weight\":256,",
+	"\"cap\":0,",
 };
 
 static void

@@ -89,7 +89,7 @@ expect("vmctl ", cmds, "commands, from vmctl --help (%d)" % len(cmds))
 expect("vmctl st", ["stats"], "a command by its start")
 expect("vmctl --", ["--socket", "--json", "--timeout", "--help", "--version"],
        "global options")
-expect("vmctl --timeout 5 sc", ["scrub"],
+expect("vmctl --timeout 5 scr", ["scrub"],
        "the command after an option's argument")
 expect("vmctl scrub --", ["--wait", "--timeout", "--json", "--help"],
        "a command's options")

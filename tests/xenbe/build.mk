@@ -47,3 +47,20 @@ $(XENBE_TEST_BIN)/test_xen_%: $(OBJ)/tests/xenbe/test_xen_%.o \
 
 TESTS += $(XENBE_TEST_BIN)/test_xen_xs $(XENBE_TEST_BIN)/test_xen_dev
 TESTS_DEPS += $(XENBE_TEST_BIN)/test_xen_xs $(XENBE_TEST_BIN)/test_xen_dev
+
+# The everyday ops (xen_everyday.c): the scheduler's calls and the
+# console ring through wrapped libxenctrl calls, names and start times
+# in the in-memory xenstore.
+XENBE_EVERYDAY_WRAP := $(XENBE_XS_WRAP) $(foreach f,xc_domain_getinfolist \
+	xc_cpupool_getinfo xc_cpupool_infofree xc_sched_credit_domain_get \
+	xc_sched_credit_domain_set xc_sched_credit2_domain_get \
+	xc_sched_credit2_domain_set xc_readconsolering,-Wl,--wrap=$(f))
+$(XENBE_TEST_BIN)/test_xen_everyday: $(OBJ)/tests/xenbe/test_xen_everyday.o \
+		$(OBJ)/tests/xenbe/fake_xs.o $(XENBE_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(XENBE_EVERYDAY_WRAP) -o $@ $^ \
+		$(LIBVMB_XEN_LDLIBS) -luuid $(shell $(PKG) --libs cmocka) \
+		$(LDLIBS_COMMON)
+
+TESTS += $(XENBE_TEST_BIN)/test_xen_everyday
+TESTS_DEPS += $(XENBE_TEST_BIN)/test_xen_everyday

@@ -90,6 +90,10 @@ enum hv_op {
 	HV_OP_DOMAIN_SHUTDOWN,	/* hv_domain_shutdown (HV_CAP_LIFECYCLE) */
 	HV_OP_DOMAIN_CONTROL,	/* hv_domain_control -> hv_domain_control_reply */
 	HV_OP_DOMAIN_WATCH,	/* hv_domain_watch -> hv_domain_watch_reply */
+	/* Everyday settings (HV_CAP_EVERYDAY): scheduler, name, the log. */
+	HV_OP_DOMAIN_SCHED,	/* hv_domain_sched -> hv_domain_sched_reply */
+	HV_OP_DOMAIN_RENAME,	/* hv_domain_rename */
+	HV_OP_LOG_READ,		/* hv_log_read -> hv_log_reply + text */
 	HV_OP_MAX
 };
 
@@ -104,6 +108,8 @@ enum hv_op {
 #define HV_CAP_LIFECYCLE	(1u << 6)
 /* hv_scrub_node.clean_1g_blocks is reported (it was `pad`, always 0). */
 #define HV_CAP_SCRUB_BLOCKS	(1u << 7)
+/* HV_OP_DOMAIN_SCHED, HV_OP_DOMAIN_RENAME and HV_OP_LOG_READ. */
+#define HV_CAP_EVERYDAY		(1u << 8)
 
 enum hv_backing {
 	HV_BACKING_REAL = 1,	/* memory is mapped; pages are real */
@@ -330,6 +336,59 @@ struct hv_domain_watch {
 
 struct hv_domain_watch_reply {
 	uint64_t generation;
+};
+
+/* ------------------------------------------------------------------ */
+/* Everyday settings (HV_CAP_EVERYDAY).                                */
+
+/*
+ * A domain's scheduling parameters, as Xen's credit2 keeps them: a
+ * weight (1..65535, 256 by default) and a cap (percent of one CPU, 0:
+ * none; at most 100 per vCPU).  hvsim runs no vCPUs: it keeps and
+ * reports them.  `set` says which fields to change (none: only read).
+ */
+#define HV_SCHED_CREDIT2	6	/* Xen's XEN_SCHEDULER_CREDIT2 */
+#define HV_SCHED_WEIGHT_DEFAULT	256
+#define HV_SCHED_SET_WEIGHT	(1u << 0)
+#define HV_SCHED_SET_CAP	(1u << 1)
+
+struct hv_domain_sched {
+	hv_domid_t domid;
+	uint32_t set;		/* HV_SCHED_SET_* */
+	uint32_t weight;
+	uint32_t cap;
+};
+
+struct hv_domain_sched_reply {
+	uint32_t scheduler;	/* HV_SCHED_CREDIT2 */
+	uint32_t weight;	/* after the change */
+	uint32_t cap;
+	uint32_t pad;
+};
+
+/* A new name (informational, as at create; NUL-terminated). */
+struct hv_domain_rename {
+	hv_domid_t domid;
+	uint32_t pad;
+	char	 name[HV_NAME_LEN];
+};
+
+/*
+ * hvsim's recent log lines, what Xen's console ring is to `xl dmesg`:
+ * the last HV_LOG_RING bytes it logged, oldest first; HV_LOG_CLEAR
+ * empties the ring after reading it.
+ */
+#define HV_LOG_RING		16384
+#define HV_LOG_CLEAR		(1u << 0)
+
+struct hv_log_read {
+	uint32_t flags;		/* HV_LOG_* */
+	uint32_t pad;
+};
+
+struct hv_log_reply {
+	uint32_t len;		/* bytes of text following; <= HV_LOG_RING */
+	uint32_t pad;
 };
 
 /* ------------------------------------------------------------------ */
