@@ -38,6 +38,7 @@ static const struct {
 	{ EVT_TASK_DONE,	E_TASK_DONE },
 	{ EVT_VM_STATE,		E_VM_STATE },
 	{ EVT_SCRUB_PROGRESS,	E_SCRUB_PROGRESS },
+	{ EVT_VM_CHANGED,	E_VM_CHANGED },
 };
 
 struct scrub_job {

@@ -23,7 +23,8 @@ struct vm_change;
 #define EVT_TASK_DONE		(1u << 1)
 #define EVT_VM_STATE		(1u << 2)
 #define EVT_SCRUB_PROGRESS	(1u << 3)
-#define EVT_ALL			0xfu
+#define EVT_VM_CHANGED		(1u << 4)
+#define EVT_ALL			0x1fu
 
 int events_init(struct event_base *base);
 void events_stop(void);

@@ -24,6 +24,7 @@
 #include "params.h"
 #include "proto.h"
 #include "reap.h"
+#include "resize.h"
 #include "report.h"
 #include "source.h"
 #include "rpc.h"
@@ -674,6 +675,12 @@ static const struct method methods[] = {
 	{ M_VM_DISK_DETACH,	m_vm_disk_detach,	true },
 	{ M_VM_NET_ATTACH,	m_vm_net_attach,	true },
 	{ M_VM_NET_DETACH,	m_vm_net_detach,	true },
+	/* A running VM's memory and vCPUs (resize.c). */
+	{ M_VM_MEM_SET,		m_vm_mem_set,		true },
+	{ M_VM_MEM_MAX,		m_vm_mem_max,		true },
+	{ M_VM_VCPU_SET,	m_vm_vcpu_set,		true },
+	{ M_VM_VCPU_PIN,	m_vm_vcpu_pin,		true },
+	{ M_VM_VCPU_LIST,	m_vm_vcpu_list,		false },
 };
 
 const struct method *
