@@ -49,7 +49,7 @@ struct scrub_job {
 
 static struct {
 	struct subq	subs;
-	uint32_t	counts[4];	/* subscribers per event */
+	uint32_t	counts[NR_EVENTS];	/* subscribers per event */
 	struct event	*ev_scrub;
 	bool		scrub_busy;	/* a sample is on a worker */
 	bool		last_dirty;	/* the last sample had dirty memory */
@@ -79,7 +79,7 @@ events_name(uint32_t bit)
 static void
 events_count(uint32_t mask, int delta)
 {
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < NR_EVENTS; i++)
 		if (mask & (1u << i))
 			E.counts[i] += delta;
 }
@@ -87,7 +87,7 @@ events_count(uint32_t mask, int delta)
 bool
 events_wanted(uint32_t bit)
 {
-	for (int i = 0; i < 4; i++)
+	for (int i = 0; i < NR_EVENTS; i++)
 		if (bit == (1u << i))
 			return E.counts[i] > 0;
 	return false;

@@ -25,6 +25,7 @@ struct vm_change;
 #define EVT_SCRUB_PROGRESS	(1u << 3)
 #define EVT_VM_CHANGED		(1u << 4)
 #define EVT_ALL			0x1fu
+#define NR_EVENTS		5	/* bits of EVT_ALL */
 
 int events_init(struct event_base *base);
 void events_stop(void);

@@ -45,6 +45,8 @@ struct rz_job {
 	struct vmb_guest *guest;	/* the VM's guest with the change */
 	struct state_record rec;	/* its record, written on success */
 	struct vmb_vcpu_info *info;	/* RZ_LIST: maxvcpus of them */
+	struct vmb_domain dom;		/* the domain after the change */
+	bool		have_dom;
 	/* results */
 	unsigned	uid;		/* who asked, for the log */
 	char		change[160];	/* what changes, for the log */
@@ -96,6 +98,9 @@ rz_run(struct job *job)
 	}
 	if (j->rc == 0 && j->rec.config_json && state_write(&j->rec) < 0)
 		j->record_failed = true;
+	/* Its max memory changed: the registry sees it at once. */
+	if (j->rc == 0)
+		j->have_dom = vmb_domain_get(vmbd.ctx, j->domid, &j->dom) == 0;
 }
 
 /* What changed, for the log, the event and the reply. */
@@ -238,6 +243,8 @@ rz_done(struct job *job)
 		log_vm(LOG_INFO, j->name, j->domid, 0, "%s of %s set by uid "
 		    "%u: %s", what[j->kind], j->name, j->uid, j->change);
 	}
+	if (vm && j->have_dom)
+		vm_update(vm, &j->dom);
 	rz_reply(j, vm);
 	if (vm && j->kind != RZ_LIST) {
 		vmb_guest_free(vm->guest);
