@@ -178,5 +178,18 @@ ok(after.get("memory_target_bytes") == 700 * MIB and
 r = c.call("vm.vcpu_set", {"vm": "rs1", "vcpus": 5})
 ok(err_code(r) == INVALID, "after a restart maxvcpus still holds", r)
 
+# ------------------------------- a reboot builds the VM at its new size
+g = HvGuest(h.hv_sock)
+old = after["id"]
+ok(g.shutdown(old, g.REBOOT) == 0, "rs1's guest reboots")
+i = wait_for(lambda: (lambda x: x if x and x["state"] == "running" and
+                      x["id"] != old else None)(info()), 180)
+ok(i and i.get("memory_bytes") == 700 * MIB and i.get("vcpus") == 3 and
+   i.get("maxmem_bytes") == 768 * MIB and i.get("max_memory_bytes") ==
+   768 * MIB and i["config"].get("cpus") == "0-1",
+   "restarted (on_reboot): 700 MiB populated, 3 vCPUs online, maxmem "
+   "768 MiB, cpus 0-1, as libxl keeps them", i)
+g.close()
+
 c.call("vm.destroy", {"vm": "rs1"})
 done()
