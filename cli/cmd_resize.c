@@ -263,6 +263,7 @@ cmd_vcpu_list(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 	struct vmc_error err = { 0 };
 	struct vmc_client *c = NULL;
 	yajl_gen out = NULL;
+	bool header = true;
 	int rc;
 
 	if ((rc = resize_args(ctl, cmd, argc, argv, 0, 1)) >= 0)
@@ -307,7 +308,8 @@ cmd_vcpu_list(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 			if (quiet)
 				jg_tree(out, res);
 			else
-				print_vcpus(res, i == 0);
+				print_vcpus(res, header);
+			header = false;
 		}
 		ctl->json = quiet;
 		yajl_tree_free(res);

@@ -490,8 +490,7 @@ vm_gen_nodes(yajl_gen g, const struct vm *vm)
 	yajl_gen_array_close(g);
 }
 
-/* vCPUs online: the guest's when ours, else all the domain has. */
-static uint32_t
+uint32_t
 vm_vcpus_online(const struct vm *vm)
 {
 	if (vm->ours && vm->guest && vm->guest->vcpus > 0 &&

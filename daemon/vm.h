@@ -152,6 +152,8 @@ const char *vm_shutdown_reason(const struct vm *vm);
 void vm_keep_images(struct vm *vm, const int fd[2]);
 
 const char *vm_state_name(const struct vm *vm);
+/* vCPUs online: the guest's when ours (vm.vcpu_set), else the domain's. */
+uint32_t vm_vcpus_online(const struct vm *vm);
 void vm_gen_summary(yajl_gen g, const struct vm *vm);
 void vm_gen_info(yajl_gen g, const struct vm *vm);
 /* {"vms":[...]} */
