@@ -99,6 +99,35 @@ const struct vmctl_cmd vmctl_cmds[] = {
 	  "detach a network interface from a running VM",
 	  "  --force         do not ask the guest to let go of it first\n"
 	  OPT_JSON },
+	/* A running VM's memory and vCPUs (cmd_resize.c). */
+	{ "mem-set", cmd_mem_set, "VM SIZE",
+	  "set a running VM's memory (its balloon target, as xl mem-set)",
+	  OPT_JSON
+	  "SIZE as xl takes it: 512m, 2g, 1048576k; a plain number is MiB.\n"
+	  "From 128 MiB up to the VM's maxmem (mem-max raises that).  On\n"
+	  "Xen the guest's balloon driver is told (memory/target); the\n"
+	  "domain's max memory becomes SIZE + 1 MiB, as libxl sets it.\n" },
+	{ "mem-max", cmd_mem_max, "VM SIZE",
+	  "set the most memory a running VM may balloon up to (xl mem-max)",
+	  OPT_JSON
+	  "SIZE as for mem-set; at least the VM's memory target.\n" },
+	{ "vcpu-set", cmd_vcpu_set, "VM N",
+	  "set how many of a running VM's vCPUs are online (xl vcpu-set)",
+	  OPT_JSON
+	  "N from 1 to the VM's maxvcpus.  On Xen the guest is told through\n"
+	  "cpu/I/availability (online, offline) in xenstore.\n" },
+	{ "vcpu-pin", cmd_vcpu_pin, "VM VCPU CPUS [SOFT]",
+	  "pin a running VM's vCPU (or all) to host CPUs (xl vcpu-pin)",
+	  OPT_JSON
+	  "VCPU is a vCPU number or \"all\"; CPUS and SOFT are xl's CPU lists\n"
+	  "(\"all\", \"0-3,^2\", \"nodes:1\"), the hard and soft affinity;\n"
+	  "\"-\" leaves one unchanged.  A pin of all vCPUs is kept as the\n"
+	  "VM's cpus= and cpus_soft= (for a restart).\n" },
+	{ "vcpu-list", cmd_vcpu_list, "[VM]",
+	  "list vCPUs: online, CPU, state, hard and soft affinity",
+	  OPT_JSON
+	  "Without VM, every VM built by vmbuildd.  On hvsim, which runs no\n"
+	  "vCPU, the list is the VM's record (\"recorded_only\").\n" },
 	{ "host", cmd_host, "",
 	  "show the host: topology, memory per node",
 	  OPT_JSON },

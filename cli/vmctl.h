@@ -249,5 +249,16 @@ int cmd_reboot(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 int cmd_console(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
     char **argv);
 int vmctl_console_attach(struct vmctl *ctl, const char *vm);
+/* cmd_resize.c: a running VM's memory and vCPUs. */
+int cmd_mem_set(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
+    char **argv);
+int cmd_mem_max(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
+    char **argv);
+int cmd_vcpu_set(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
+    char **argv);
+int cmd_vcpu_pin(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
+    char **argv);
+int cmd_vcpu_list(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
+    char **argv);
 
 #endif /* VMCTL_H */

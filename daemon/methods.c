@@ -25,6 +25,7 @@
 #include "params.h"
 #include "proto.h"
 #include "reap.h"
+#include "resize.h"
 #include "report.h"
 #include "source.h"
 #include "rpc.h"
@@ -681,6 +682,12 @@ static const struct method methods[] = {
 	{ M_VM_RENAME,		m_vm_rename,		true },
 	{ M_VM_UPTIME,		m_vm_uptime,		false },
 	{ M_HOST_DMESG,		m_host_dmesg,		true },
+	/* A running VM's memory and vCPUs (resize.c). */
+	{ M_VM_MEM_SET,		m_vm_mem_set,		true },
+	{ M_VM_MEM_MAX,		m_vm_mem_max,		true },
+	{ M_VM_VCPU_SET,	m_vm_vcpu_set,		true },
+	{ M_VM_VCPU_PIN,	m_vm_vcpu_pin,		true },
+	{ M_VM_VCPU_LIST,	m_vm_vcpu_list,		false },
 };
 
 const struct method *

@@ -365,11 +365,11 @@ render_vms(struct evbuffer *b)
 			evbuffer_add_printf(b, "%llu\n",
 			    (unsigned long long)vm->dom.memory_bytes);
 		}
-	family(b, "vmbuild_vm_vcpus", "gauge", "vCPUs of each VM.");
+	family(b, "vmbuild_vm_vcpus", "gauge", "vCPUs online of each VM.");
 	for (vm = vm_first(); vm != NULL; vm = vm_next(vm))
 		if (vm_reported(vm)) {
 			vm_series(b, "vmbuild_vm_vcpus", vm, "");
-			evbuffer_add_printf(b, "%u\n", vm->dom.vcpus);
+			evbuffer_add_printf(b, "%u\n", vm_vcpus_online(vm));
 		}
 	family(b, "vmbuild_vm_cpu_seconds_total", "counter",
 	    "CPU time used by each VM's vCPUs (0 on hvsim, which runs no "

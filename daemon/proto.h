@@ -66,6 +66,11 @@
 #define M_VM_RENAME		"vm.rename"
 #define M_VM_UPTIME		"vm.uptime"
 #define M_HOST_DMESG		"host.dmesg"
+#define M_VM_MEM_SET		"vm.mem_set"
+#define M_VM_MEM_MAX		"vm.mem_max"
+#define M_VM_VCPU_SET		"vm.vcpu_set"
+#define M_VM_VCPU_PIN		"vm.vcpu_pin"
+#define M_VM_VCPU_LIST		"vm.vcpu_list"
 
 /*
  * Parameters (keys of "params"; all optional unless marked).
@@ -101,6 +106,15 @@
  *                    default 60); P_FORCE (bool: shut it down from the
  *                    hypervisor if the guest cannot be asked or does not
  *                    answer in time)
+ *   vm.mem_set       P_VM, P_MEMORY_BYTES (required: the balloon target,
+ *                    a multiple of 4 KiB, 128 MiB to the VM's maxmem)
+ *   vm.mem_max       P_VM, P_MAXMEM_BYTES (required: the static max, at
+ *                    least the target)
+ *   vm.vcpu_set      P_VM, P_VCPUS (required: vCPUs online, 1..maxvcpus)
+ *   vm.vcpu_pin      P_VM, P_VCPU (required: a vCPU number or "all"),
+ *                    P_HARD (required) and P_SOFT: CPU lists in xl's
+ *                    syntax ("all", "0-3,^2", "nodes:1"), "-": unchanged
+ *   vm.vcpu_list     P_VM (required)
  *   vm.console       P_VM (required); the reply carries the pty's
  *                    descriptor (SCM_RIGHTS, with its first byte)
  *   task.get/cancel  P_TASK (required)
@@ -132,8 +146,12 @@
 #define P_CAP			"cap"
 #define P_NAME_NEW		"new_name"
 #define P_CLEAR			"clear"
-#define P_TIMEOUT		"timeout"
-#define P_FORCE			"force"
+#define P_MEMORY_BYTES		"memory_bytes"
+#define P_MAXMEM_BYTES		"maxmem_bytes"
+#define P_VCPUS			"vcpus"
+#define P_VCPU			"vcpu"
+#define P_HARD			"hard"
+#define P_SOFT			"soft"
 
 /* Events (notifications). */
 #define E_TASK_PROGRESS		"task.progress"

@@ -151,6 +151,38 @@ str_member(yajl_val v, const char *key)
  * configuration lacks (a record of a vmbuildd before hot-plug) leaves
  * the description's.
  */
+/*
+ * The size the VM has now (vm.mem_set, vm.mem_max, vm.vcpu_set,
+ * vm.vcpu_pin of every vCPU), as libxl keeps a domain's target and
+ * vCPUs online in its configuration across a reboot.  The memory of a
+ * vNUMA guest stays as written: its vnodes' sizes add up to it.
+ */
+static void
+size_now(struct vmb_guest *g, struct vmb_guest *now)
+{
+	char *swap;
+
+	if (g->nr_vnodes == 0 && (now->keys_set & (1u << VMB_KEY_MEMORY)) &&
+	    (now->keys_set & (1u << VMB_KEY_MAXMEM)) && now->memory_bytes &&
+	    now->memory_bytes <= now->maxmem_bytes) {
+		g->memory_bytes = now->memory_bytes;
+		g->maxmem_bytes = now->maxmem_bytes;
+	}
+	if ((now->keys_set & (1u << VMB_KEY_VCPUS)) && now->vcpus > 0 &&
+	    now->vcpus <= g->maxvcpus)
+		g->vcpus = now->vcpus;
+	if (now->keys_set & (1u << VMB_KEY_CPUS)) {
+		swap = g->cpus;
+		g->cpus = now->cpus;
+		now->cpus = swap;
+	}
+	if (now->keys_set & (1u << VMB_KEY_CPUS_SOFT)) {
+		swap = g->cpus_soft;
+		g->cpus_soft = now->cpus_soft;
+		now->cpus_soft = swap;
+	}
+}
+
 static int
 devices_now(struct vmb_guest *g, const char *config_json, char *why,
     size_t why_len)
@@ -185,6 +217,7 @@ devices_now(struct vmb_guest *g, const char *config_json, char *why,
 		g->cap = now->cap;
 	g->keys_set |= now->keys_set &
 	    (1u << VMB_KEY_CPU_WEIGHT | 1u << VMB_KEY_CAP);
+	size_now(g, now);
 	vmb_guest_free(now);
 	return 0;
 }

@@ -525,6 +525,15 @@ vm_gen_nodes(yajl_gen g, const struct vm *vm)
 	yajl_gen_array_close(g);
 }
 
+uint32_t
+vm_vcpus_online(const struct vm *vm)
+{
+	if (vm->ours && vm->guest && vm->guest->vcpus > 0 &&
+	    vm->guest->vcpus < vm->dom.vcpus)
+		return vm->guest->vcpus;
+	return vm->dom.vcpus;
+}
+
 void
 vm_gen_summary(yajl_gen g, const struct vm *vm)
 {
@@ -537,7 +546,7 @@ vm_gen_summary(yajl_gen g, const struct vm *vm)
 	jg_kv_str(g, "state", vm_state_name(vm));
 	if (vm->have_dom) {
 		jg_kv_u64(g, "memory_bytes", vm->dom.memory_bytes);
-		jg_kv_u64(g, "vcpus", vm->dom.vcpus);
+		jg_kv_u64(g, "vcpus", vm_vcpus_online(vm));
 	} else {
 		jg_kv_null(g, "memory_bytes");
 		jg_kv_null(g, "vcpus");
@@ -587,7 +596,18 @@ vm_gen_info(yajl_gen g, const struct vm *vm)
 		jg_kv_u64(g, "memory_bytes", d->memory_bytes);
 		jg_kv_u64(g, "max_memory_bytes", d->max_memory_bytes);
 		jg_kv_u64(g, "outstanding_bytes", d->outstanding_bytes);
-		jg_kv_u64(g, "vcpus", d->vcpus);
+		/*
+		 * The hypervisor counts every vCPU the domain has (maxvcpus);
+		 * those online and the balloon target are the guest's, as
+		 * vm.vcpu_set and vm.mem_set left them.
+		 */
+		jg_kv_u64(g, "vcpus", vm_vcpus_online(vm));
+		jg_kv_u64(g, "maxvcpus", d->vcpus);
+		if (vm->ours && vm->guest) {
+			jg_kv_u64(g, "memory_target_bytes",
+			    vm->guest->memory_bytes);
+			jg_kv_u64(g, "maxmem_bytes", vm->guest->maxmem_bytes);
+		}
 		jg_kv_bool(g, "hap", d->hap);
 		jg_kv_dbl(g, "cpu_time_seconds", d->cpu_time_ns / 1e9);
 		jg_key(g, "node_bytes");

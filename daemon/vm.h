@@ -160,6 +160,8 @@ void vm_keep_images(struct vm *vm, const int fd[2]);
 int vm_state_set(struct vm *vm, enum vm_state s);
 /* Its state as the protocol shows it. */
 const char *vm_state_name(const struct vm *vm);
+/* vCPUs online: the guest's when ours (vm.vcpu_set), else the domain's. */
+uint32_t vm_vcpus_online(const struct vm *vm);
 void vm_gen_summary(yajl_gen g, const struct vm *vm);
 void vm_gen_info(yajl_gen g, const struct vm *vm);
 /* {"vms":[...]} */

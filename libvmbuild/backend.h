@@ -116,7 +116,6 @@ struct vmb_firmware {
  * soft[v] is the soft affinity of the vCPUs of vnode v (soft[0] for all
  * when the layout has no vnodes, or cpus_soft= gives one for all).
  */
-#define VMB_MAX_CPUS		4096
 struct vmb_platform {
 	const struct vmb_guest *guest;
 	const struct vmb_layout *layout;
@@ -279,6 +278,24 @@ struct vmb_backend_ops {
 	int	(*watch_fd)(void *w);
 	int	(*watch_drain)(void *w);
 	void	(*watch_close)(void *w);
+
+	/*
+	 * A running guest's size (resize.c; NULL: nothing to tell the
+	 * guest, the caller records it).  max_mem sets the hypervisor's
+	 * limit (pages); mem_note writes memory/target or, with
+	 * `static_max`, memory/static-max (KiB); vcpu_online the
+	 * availability of vCPUs 0..max-1; vcpu_affinity pins one vCPU
+	 * (hard or soft NULL: leave it); vcpu_info reads one back.
+	 */
+	int	(*max_mem)(void *priv, uint32_t domid, uint64_t pages);
+	int	(*mem_note)(void *priv, uint32_t domid, bool static_max,
+		    uint64_t kib);
+	int	(*vcpu_online)(void *priv, uint32_t domid, uint32_t max,
+		    uint32_t online);
+	int	(*vcpu_affinity)(void *priv, uint32_t domid, uint32_t vcpu,
+		    const uint64_t *hard, const uint64_t *soft);
+	int	(*vcpu_info)(void *priv, uint32_t domid, uint32_t vcpu,
+		    struct vmb_vcpu_info *ret, uint64_t *hard, uint64_t *soft);
 };
 
 extern const struct vmb_backend_ops vmb_backend_sim;

@@ -191,10 +191,16 @@ vmb_guest_check(struct vmb_guest *g, const char *basedir, const char *where,
 		ERR(VMB_KEY_MAXMEM, "memory (%llu MiB) is larger than maxmem "
 		    "(%llu MiB)", (unsigned long long)(g->memory_bytes / VMB_MIB),
 		    (unsigned long long)(g->maxmem_bytes / VMB_MIB));
-	else if (g->memory_bytes < g->maxmem_bytes)
+	/*
+	 * A PVH guest starts with `memory` populated and may balloon up to
+	 * maxmem (the domain's max and memory/static-max); only an HVM
+	 * guest would need populate-on-demand for it.
+	 */
+	else if (g->memory_bytes < g->maxmem_bytes &&
+	    g->type == VMB_GUEST_HVM)
 		ERR(VMB_KEY_MAXMEM, "maxmem (%llu MiB) above memory (%llu MiB) "
-		    "makes xl populate the guest on demand, which vmbuild does "
-		    "not do; leave maxmem out or set it to memory",
+		    "makes xl populate an HVM guest on demand, which vmbuild "
+		    "does not do; leave maxmem out or set it to memory",
 		    (unsigned long long)(g->maxmem_bytes / VMB_MIB),
 		    (unsigned long long)(g->memory_bytes / VMB_MIB));
 	if (g->vcpus > g->maxvcpus)

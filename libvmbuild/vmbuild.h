@@ -740,6 +740,77 @@ int vmb_device_detach(struct vmb_ctx *ctx, uint32_t domid,
     size_t why_len);
 
 /* ------------------------------------------------------------------ */
+/* Running guests: memory and vCPUs (xl mem-set, mem-max, vcpu-*).      */
+
+/*
+ * What libxl adds to a domain's max memory over its target or static
+ * max (LIBXL_MAXMEM_CONSTANT, 1 MiB), so the guest can map a few pages
+ * past its RAM.
+ */
+#define VMB_MAXMEM_SLACK	(1ull << 20)
+/* No guest is ballooned below this (libxl's dom0 floor, for any guest). */
+#define VMB_MEM_FLOOR		(128ull << 20)
+
+/*
+ * The balloon target, as xl mem-set (libxl_set_memory_target with
+ * enforce): the domain's max memory becomes target + VMB_MAXMEM_SLACK,
+ * and on Xen memory/target (KiB) tells the guest's balloon driver.  The
+ * caller checks target <= the static max (the guest's maxmem).
+ */
+int vmb_domain_set_target(struct vmb_ctx *ctx, uint32_t domid,
+    uint64_t target_bytes);
+/*
+ * The static max, as xl mem-max (libxl_domain_setmaxmem): the domain's
+ * max memory becomes max + VMB_MAXMEM_SLACK, and on Xen
+ * memory/static-max (KiB) says it.  The caller checks max >= target.
+ */
+int vmb_domain_set_maxmem(struct vmb_ctx *ctx, uint32_t domid,
+    uint64_t max_bytes);
+/*
+ * vCPUs 0..online-1 online, the others up to maxvcpus offline, as xl
+ * vcpu-set does for a PV or PVH guest: on Xen, cpu/N/availability in
+ * xenstore, which the guest's vCPU hotplug driver watches.  hvsim runs
+ * no guest code and has no such node: nothing to tell (0), the caller
+ * records it.
+ */
+int vmb_domain_set_vcpus(struct vmb_ctx *ctx, uint32_t domid,
+    uint32_t maxvcpus, uint32_t online);
+
+#define VMB_VCPU_ALL		UINT32_MAX
+#define VMB_MAX_CPUS		4096	/* bits of a CPU bitmap */
+#define VMB_CPULIST_LEN		512
+/*
+ * Pin `vcpu` (VMB_VCPU_ALL: each of 0..maxvcpus-1) as xl vcpu-pin: hard
+ * and soft affinity in xl's CPU list syntax ("all", "0-3,^2",
+ * "nodes:1"), NULL or "-" to leave one as it is.  The lists are checked
+ * against the host first: -EINVAL with `why` naming a CPU or node the
+ * host lacks.  On Xen xc_vcpu_setaffinity; hvsim has no scheduler: 0
+ * after the check, the caller records it.
+ */
+int vmb_vcpu_pin(struct vmb_ctx *ctx, uint32_t domid, uint32_t maxvcpus,
+    uint32_t vcpu, const char *hard, const char *soft, char *why,
+    size_t why_len);
+
+struct vmb_vcpu_info {
+	uint32_t vcpu;
+	bool	online;
+	bool	running;
+	bool	blocked;
+	int32_t	cpu;			/* where it last ran; -1 unknown */
+	uint64_t cpu_time_ns;
+	char	hard[VMB_CPULIST_LEN];	/* "0-3,5"; "all" for every CPU */
+	char	soft[VMB_CPULIST_LEN];
+};
+/*
+ * One vCPU as xl vcpu-list shows it (xc_vcpu_getinfo, getaffinity).
+ * -EOPNOTSUPP where the hypervisor keeps no such state (hvsim).
+ */
+int vmb_vcpu_info(struct vmb_ctx *ctx, uint32_t domid, uint32_t vcpu,
+    struct vmb_vcpu_info *ret);
+/* A size as xl takes it ("512m", "2g", "1048576k"; plain: MiB). */
+int vmb_size_parse(const char *s, uint64_t *ret_bytes);
+
+/* ------------------------------------------------------------------ */
 /* Lifecycle: shutdown, domain events, console.                        */
 
 /*

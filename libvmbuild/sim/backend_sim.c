@@ -516,6 +516,15 @@ sim_claim(void *priv, uint32_t domid, uint64_t pages)
 	return sim_op(priv, HV_OP_CLAIM, &req, sizeof(req), NULL, 0);
 }
 
+/* The domain's max memory (mem-set, mem-max), as Xen's setmaxmem. */
+static int
+sim_max_mem(void *priv, uint32_t domid, uint64_t pages)
+{
+	struct hv_domain_set req = { .domid = domid, .value = pages };
+
+	return sim_op(priv, HV_OP_DOMAIN_MAX_MEM, &req, sizeof(req), NULL, 0);
+}
+
 static enum vmb_order_class
 order_class(uint32_t order)
 {
@@ -1060,6 +1069,7 @@ const struct vmb_backend_ops vmb_backend_sim = {
 	.domain_unpause = sim_domain_unpause,
 	.domain_list = sim_domain_list,
 	.claim = sim_claim,
+	.max_mem = sim_max_mem,
 	.populate = sim_populate,
 	.write = sim_write,
 	.boot = sim_boot,

@@ -193,6 +193,16 @@ void xen_devices_destroy(struct xen_be *be, uint32_t domid);
 /* xen_boot.c */
 int xen_boot(void *priv, uint32_t domid, const struct vmb_boot *boot);
 
+/* xen_resize.c: a running domain's memory and vCPUs (backend.h's ops). */
+int xen_max_mem(void *priv, uint32_t domid, uint64_t pages);
+int xen_mem_note(void *priv, uint32_t domid, bool static_max, uint64_t kib);
+int xen_vcpu_online(void *priv, uint32_t domid, uint32_t max,
+    uint32_t online);
+int xen_vcpu_affinity(void *priv, uint32_t domid, uint32_t vcpu,
+    const uint64_t *hard, const uint64_t *soft);
+int xen_vcpu_info(void *priv, uint32_t domid, uint32_t vcpu,
+    struct vmb_vcpu_info *ret, uint64_t *hard, uint64_t *soft);
+
 /* xen_platform.c: the platform op (vNUMA, affinity, CPUID, TSC, params). */
 int xen_platform(void *priv, uint32_t domid, const struct vmb_platform *p);
 

@@ -66,7 +66,10 @@ methods = ["server.hello", "host.info", "host.scrub", "host.counters",
            "vm.unpause", "vm.shutdown", "vm.reboot", "vm.console",
            "task.list", "task.get", "task.cancel", "events.subscribe",
            "vm.disk_attach", "vm.disk_detach", "vm.net_attach",
-           "vm.net_detach"]
+           "vm.net_detach",
+           # A running VM's memory and vCPUs (resize.py).
+           "vm.mem_set", "vm.mem_max", "vm.vcpu_set", "vm.vcpu_pin",
+           "vm.vcpu_list"]
 ok(sorted(hello["methods"]) == sorted(methods),
    "server.hello lists every method", hello["methods"])
 ok(hello["protocol"] == 1 and hello["backend"] == "sim" and
@@ -99,7 +102,8 @@ ok(c.result("task.list") == {"tasks": []}, "task.list: empty at start")
 
 sub = ev.result("events.subscribe")
 ok(sorted(sub["events"]) == sorted(["task.progress", "task.done",
-                                    "vm.state", "scrub.progress"]),
+                                    "vm.state", "scrub.progress",
+                                    "vm.changed"]),
    "events.subscribe: all events by default", sub)
 
 # An empty list unsubscribes; a connection that did so and left must not

@@ -64,3 +64,17 @@ $(XENBE_TEST_BIN)/test_xen_everyday: $(OBJ)/tests/xenbe/test_xen_everyday.o \
 
 TESTS += $(XENBE_TEST_BIN)/test_xen_everyday
 TESTS_DEPS += $(XENBE_TEST_BIN)/test_xen_everyday
+
+# A running domain's memory and vCPUs (xen_resize.c): the xenstore
+# writes against fake_xs.c, the libxenctrl calls against fakes.
+XENBE_RESIZE_WRAP := $(XENBE_XS_WRAP) $(foreach f,xc_domain_setmaxmem \
+	xc_get_cpumap_size xc_cpumap_alloc xc_vcpu_setaffinity \
+	xc_vcpu_getaffinity xc_vcpu_getinfo,-Wl,--wrap=$(f))
+$(XENBE_TEST_BIN)/test_xen_resize: $(OBJ)/tests/xenbe/test_xen_resize.o \
+		$(OBJ)/tests/xenbe/fake_xs.o $(XENBE_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(XENBE_RESIZE_WRAP) -o $@ $^ $(LIBVMB_XEN_LDLIBS) \
+		-luuid $(shell $(PKG) --libs cmocka) $(LDLIBS_COMMON)
+
+TESTS += $(XENBE_TEST_BIN)/test_xen_resize
+TESTS_DEPS += $(XENBE_TEST_BIN)/test_xen_resize
