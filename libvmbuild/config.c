@@ -369,6 +369,159 @@ check_type(const struct vmb_guest *g, const struct scan *sc,
 	    "not do; add type = \"pvh\" to boot this kernel as PVH");
 }
 
+/*
+ * libxlutil stops at its first syntax error.  So that a config with five
+ * mistakes gets five lines at once, the statement a syntax error is in
+ * is reported, blanked and the text read again, up to SYNTAX_RETRIES
+ * times.  The statement is taken to run from the last `key =` at or
+ * before the error's line up to the next key's line (a list may span
+ * lines), or to the error's line where no key follows (an unterminated
+ * string hides the keys after it from scan_keys); blanking keeps the
+ * newlines, so later lines keep their numbers.  Its key counts as given: one mistake, one line, not also
+ * "missing".
+ */
+#define SYNTAX_RETRIES	16
+
+/* The line of a "WHERE:LINE: ..." message of libxlutil's, or 0. */
+static int
+report_line(const char *msg, const char *where)
+{
+	size_t wl = strlen(where);
+	char *end;
+	long line;
+
+	if (strncmp(msg, where, wl) != 0 || msg[wl] != ':')
+		return 0;
+	line = strtol(msg + wl + 1, &end, 10);
+	return end != msg + wl + 1 && *end == ':' && line > 0 &&
+	    line < 1000000 ? (int)line : 0;
+}
+
+static bool blank_statement(char *t, size_t len, const struct scan *sc,
+    int line, struct vmb_guest *g);
+
+/*
+ * The messages of one failed read: those not told by an earlier read
+ * (libxlutil goes on after some errors, so a read may repeat what the
+ * one before said) go to `diags`, and each one's statement is blanked.
+ * `seen` holds the lines told so far; false when nothing new was
+ * blanked (reading again would fail the same way).
+ */
+static bool
+report_and_blank(char *report, const char *where, const struct scan *sc,
+    struct vmb_guest *g, char *t, size_t len, int *seen, int *nseen,
+    bool first, struct vmb_diags *diags)
+{
+	bool blanked = false;
+
+	for (char *p = report, *nl; p && *p; p = nl ? nl + 1 : NULL) {
+		int line = report_line(p, where), i;
+
+		if ((nl = strchr(p, '\n')) != NULL)
+			*nl = '\0';
+		for (i = 0; i < *nseen && seen[i] != line; i++)
+			;
+		if (line == 0 ? !first : i < *nseen)
+			continue;
+		report_to_diags(p, where, sc, diags, true);
+		if (line == 0 || *nseen == SYNTAX_RETRIES)
+			continue;
+		seen[(*nseen)++] = line;
+		if (t && blank_statement(t, len, sc, line, g))
+			blanked = true;
+	}
+	return blanked;
+}
+
+/* Blank the statement around `line` in `t`; false when nothing changed. */
+static bool
+blank_statement(char *t, size_t len, const struct scan *sc, int line,
+    struct vmb_guest *g)
+{
+	const struct scanned_key *k = NULL;
+	int from = line, to = 0, at = 1;
+	bool changed = false;
+
+	for (size_t i = 0; i < sc->n; i++) {
+		if (sc->keys[i].line <= line &&
+		    (!k || sc->keys[i].line >= k->line))
+			k = &sc->keys[i];
+		else if (sc->keys[i].line > line &&
+		    (!to || sc->keys[i].line < to))
+			to = sc->keys[i].line;
+	}
+	if (k) {
+		from = k->line;
+		for (size_t i = 0; i < VMB_KEY_MAX; i++)
+			if (!strcmp(vmb__keys[i].name, k->name)) {
+				g->keys_given |= 1u << i;
+				g->key_line[i] = k->line;
+			}
+	}
+	for (size_t i = 0; i < len; i++) {
+		if (t[i] == '\n') {
+			at++;
+			continue;
+		}
+		if (at >= from && (at <= line || (to && at < to)) &&
+		    t[i] != ' ') {
+			t[i] = ' ';
+			changed = true;
+		}
+	}
+	return changed;
+}
+
+/*
+ * Read `text` into *ret_cfg (messages to *rep), blanking statements with
+ * syntax errors (reported in `diags`) as above.  0, or -EINVAL when the
+ * text could not be read at all, -ENOMEM.  *work is the blanked copy the
+ * caller frees (NULL when the text read at once).
+ */
+static int
+read_recovering(const char *text, size_t len, const char *where,
+    const struct scan *sc, struct vmb_guest *g, XLU_Config **ret_cfg,
+    FILE **rep, char **report, size_t *report_len, char **work,
+    struct vmb_diags *diags)
+{
+	int seen[SYNTAX_RETRIES], nseen = 0;
+	const char *cur = text;
+
+	for (int tries = 0;; tries++) {
+		size_t before = diags ? diags->nr_errors : 0;
+		bool again;
+		int rc;
+
+		*rep = open_memstream(report, report_len);
+		if (!*rep || !(*ret_cfg = xlu_cfg_init(*rep, where)))
+			return -ENOMEM;
+		rc = xlu_cfg_readdata(*ret_cfg, cur, (int)len);
+		fflush(*rep);
+		if (rc == 0)
+			return 0;
+		xlu_cfg_destroy(*ret_cfg);
+		*ret_cfg = NULL;
+		fclose(*rep);
+		*rep = NULL;
+		if (!*work && (*work = malloc(len + 1)) != NULL) {
+			memcpy(*work, text, len);
+			(*work)[len] = '\0';
+		}
+		again = report_and_blank(*report ? *report : NULL, where, sc,
+		    g, *work, len, seen, &nseen, tries == 0, diags);
+		free(*report);
+		*report = NULL;
+		if (tries == 0 && (!diags || diags->nr_errors == before))
+			vmb__diag_add(diags, VMB_ERROR, where, 0, "",
+			    "cannot parse: %s", strerror(rc));
+		if (!*work)
+			return -ENOMEM;
+		if (!again || tries == SYNTAX_RETRIES)
+			return -EINVAL;
+		cur = *work;
+	}
+}
+
 int
 vmb_config_parse_text(const char *text, size_t len, const char *where,
     const char *basedir, struct vmb_guest **ret_guest,
@@ -386,7 +539,7 @@ vmb_config_parse(const char *text, size_t len, const char *where,
 	struct vmb_guest *g = NULL;
 	XLU_Config *cfg = NULL;
 	struct scan *sc = NULL;
-	char *report = NULL;
+	char *report = NULL, *work = NULL;
 	size_t report_len = 0;
 	FILE *rep = NULL;
 	size_t errors_before;
@@ -421,25 +574,14 @@ vmb_config_parse(const char *text, size_t len, const char *where,
 		    CONFIG_MAX_STRING);
 		goto out;
 	}
-	rep = open_memstream(&report, &report_len);
-	if (!rep) {
-		rc = -ENOMEM;
+	rc = read_recovering(text, len, where, sc, g, &cfg, &rep, &report,
+	    &report_len, &work, diags);
+	if (rc)
 		goto out;
-	}
-	cfg = xlu_cfg_init(rep, where);
-	if (!cfg) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	rc = xlu_cfg_readdata(cfg, text, (int)len);
-	fflush(rep);
-	if (rc) {
-		report_to_diags(report ? report : "", where, sc, diags, true);
-		if (!diags || diags->nr_errors == errors_before)
-			vmb__diag_add(diags, VMB_ERROR, where, 0, "",
-			    "cannot parse: %s", strerror(rc));
-		rc = -EINVAL;
-		goto out;
+	/* What is set is what was read: the blanked statements are not. */
+	if (work) {
+		memset(sc, 0, sizeof(*sc));
+		scan_keys(work, len, sc);
 	}
 	if (sc->overflow)
 		vmb__diag_add(diags, VMB_ERROR, where, 0, "",
@@ -495,6 +637,7 @@ out:
 	if (rep)
 		fclose(rep);
 	free(report);
+	free(work);
 	free(sc);
 	vmb_guest_free(g);
 	return rc;
