@@ -179,6 +179,54 @@ class Client:
     def vm_unpause(self, vm):
         return self.call("vm.unpause", {"vm": _vm_ref(vm)})
 
+    # --- a running VM's memory, vCPUs and settings ------------------------
+
+    def vm_mem_set(self, vm, memory_bytes):
+        """The balloon target (a multiple of 4 KiB, up to maxmem)."""
+        return self.call("vm.mem_set", {"vm": _vm_ref(vm),
+                                        "memory_bytes": memory_bytes})
+
+    def vm_mem_max(self, vm, maxmem_bytes):
+        """The most memory the guest may balloon up to."""
+        return self.call("vm.mem_max", {"vm": _vm_ref(vm),
+                                        "maxmem_bytes": maxmem_bytes})
+
+    def vm_vcpu_set(self, vm, vcpus):
+        """vCPUs online, 1..maxvcpus."""
+        return self.call("vm.vcpu_set", {"vm": _vm_ref(vm), "vcpus": vcpus})
+
+    def vm_vcpu_pin(self, vm, vcpu, hard, soft=None):
+        """Affinity of a vCPU (a number or "all"): CPU lists in xl's
+        syntax ("0-3,^2", "nodes:1", "all"); "-" leaves one as it is."""
+        return self.call("vm.vcpu_pin", _params(vm=_vm_ref(vm), vcpu=vcpu,
+                                                hard=hard, soft=soft))
+
+    def vm_vcpu_list(self, vm):
+        """Per vCPU: online, CPU, state, hard and soft affinity."""
+        return self.call("vm.vcpu_list", {"vm": _vm_ref(vm)})
+
+    def vm_sched_get(self, vm):
+        """The scheduler's weight and cap of a VM."""
+        return self.call("vm.sched_get", {"vm": _vm_ref(vm)})
+
+    def vm_sched_set(self, vm, weight=None, cap=None):
+        """Weight (1..65535) and/or cap (percent of a CPU, 0: none)."""
+        return self.call("vm.sched_set", _params(vm=_vm_ref(vm),
+                                                 weight=weight, cap=cap))
+
+    def vm_rename(self, vm, new_name):
+        return self.call("vm.rename", {"vm": _vm_ref(vm),
+                                       "new_name": new_name})
+
+    def vm_uptime(self, vm=None):
+        """One VM's uptime, or every VM's with a domain."""
+        return self.call("vm.uptime", _params(vm=_vm_ref(vm)
+                                              if vm is not None else None))
+
+    def host_dmesg(self, clear=None):
+        """The hypervisor's console ring (control socket only)."""
+        return self.call("host.dmesg", _params(clear=clear))
+
     # --- devices (hot-plug) ----------------------------------------------
 
     def vm_disk_attach(self, vm, disk, timeout=None):
