@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "build.h"
+#include "check.h"
 #include "console.h"
 #include "control.h"
 #include "devices.h"
@@ -674,6 +675,8 @@ static const struct method methods[] = {
 	{ M_VM_DISK_DETACH,	m_vm_disk_detach,	true },
 	{ M_VM_NET_ATTACH,	m_vm_net_attach,	true },
 	{ M_VM_NET_DETACH,	m_vm_net_detach,	true },
+	/* config.check: a dry run, changes nothing (check.c) */
+	{ M_CONFIG_CHECK,	m_config_check,		false },
 };
 
 const struct method *

@@ -66,6 +66,12 @@ struct vmb_diags {
 void vmb_diag_format(const struct vmb_diag *d, char *buf, size_t len);
 /* Frees the array, not the struct. */
 void vmb_diags_done(struct vmb_diags *diags);
+/*
+ * Add one diagnostic found by the caller (vmbuildd's checks against the
+ * host and the client): -EINVAL for an error, 0 for a warning.
+ */
+int vmb_diags_add(struct vmb_diags *diags, enum vmb_severity sev,
+    const char *file, int line, const char *key, const char *msg);
 
 /* ------------------------------------------------------------------ */
 /* UUIDs (libuuid): "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx".            */
@@ -969,5 +975,25 @@ int vmb_build_run(struct vmb_build *build, struct vmb_build_result *ret_result);
  */
 void vmb_build_cancel(struct vmb_build *build);
 void vmb_build_free(struct vmb_build *build);
+
+/*
+ * A dry run of a build (vmctl check, vmctl create --dry-run): the
+ * images read from kernel_fd/ramdisk_fd (-1: the guest's paths) as the
+ * build reads them, the nodes vnuma and cpus= name against the host,
+ * the placement the build would choose now, the bridges of the vifs
+ * (on Xen; a warning on hvsim, which has none).  Nothing is claimed,
+ * created or populated.  Problems of the guest are diagnostics (file
+ * `where`, the key's line); the return is a negative errno only when
+ * the host's state could not be read.  `placed`: placement is valid.
+ */
+struct vmb_dry_run {
+	bool	placed;
+	struct vmb_placement placement;
+	struct vmb_host *host;	/* as it was read; vmb_dry_run_done */
+};
+int vmb_guest_dry_run(struct vmb_ctx *ctx, const struct vmb_guest *g,
+    int kernel_fd, int ramdisk_fd, const char *where,
+    struct vmb_diags *diags, struct vmb_dry_run *ret);
+void vmb_dry_run_done(struct vmb_dry_run *dr);
 
 #endif /* VMBUILD_H */
