@@ -176,7 +176,8 @@ check_parse(struct call *call, struct check_job *j, bool ignore)
 		    "out of memory");
 	(void)vmb_config_parse(text, strlen(text), j->where,
 	    path != NULL ? dirname(dir) : NULL,
-	    ignore ? VMB_CONFIG_IGNORE_UNSUPPORTED : 0, &j->guest, &j->diags);
+	    VMB_CONFIG_KEEP_INVALID | (ignore ? VMB_CONFIG_IGNORE_UNSUPPORTED :
+	    0), &j->guest, &j->diags);
 	free(dir);
 	return 0;
 }
@@ -196,7 +197,11 @@ m_config_check(struct call *call, yajl_gen g)
 		check_job_free(j);
 		return -1;
 	}
-	/* Unparsed, or refused as a whole: nothing to look at on the host. */
+	/*
+	 * Not parsed at all: nothing to look at on the host.  A guest with
+	 * errors goes on (VMB_CONFIG_KEEP_INVALID), so that what the host
+	 * and the client would refuse is reported with them, at once.
+	 */
 	if (j->guest == NULL) {
 		check_reply(j, g);
 		check_job_free(j);

@@ -146,6 +146,17 @@ devices_check_guest(struct call *call, const struct vmb_guest *guest)
 	return 0;
 }
 
+/* Whether a device's line has an error already (one reason per disk). */
+static bool
+line_refused(const struct vmb_diags *diags, int line)
+{
+	for (size_t i = 0; line > 0 && i < diags->n; i++)
+		if (diags->v[i].severity == VMB_ERROR &&
+		    diags->v[i].line == line)
+			return true;
+	return false;
+}
+
 void
 devices_check_diags(const struct conn *c, const struct vmb_guest *guest,
     const char *where, struct vmb_diags *diags)
@@ -153,7 +164,8 @@ devices_check_diags(const struct conn *c, const struct vmb_guest *guest,
 	char what[32], why[700];
 
 	for (uint32_t i = 0; i < guest->nr_disks; i++)
-		if (!disk_ok(c, &guest->disks[i], why, sizeof(why)))
+		if (!line_refused(diags, guest->disks[i].line) &&
+		    !disk_ok(c, &guest->disks[i], why, sizeof(why)))
 			(void)vmb_diags_add(diags, VMB_ERROR, where,
 			    guest->disks[i].line, "disk", why);
 	for (uint32_t i = 0; i < guest->nr_nics; i++) {

@@ -15,6 +15,37 @@
 
 #include "vmb_internal.h"
 
+/* Whether diags already has an error on `key` (or on line `line`). */
+static bool
+has_error(const struct vmb_diags *diags, const char *key, int line)
+{
+	for (size_t i = 0; diags && i < diags->n; i++) {
+		const struct vmb_diag *d = &diags->v[i];
+
+		if (d->severity == VMB_ERROR && ((key && !strcmp(d->key, key)) ||
+		    (line > 0 && d->line == line)))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * Whether the placement can be tried: the keys it reads were all
+ * accepted, so that it adds only what the host says, never an echo of
+ * an error found already.
+ */
+static bool
+placeable(const struct vmb_guest *g, const struct vmb_diags *diags)
+{
+	static const char *const keys[] = { "memory", "maxmem", "vcpus",
+	    "maxvcpus", "vnuma", "cpus", "type", "" };
+
+	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
+		if (has_error(diags, keys[i], 0))
+			return false;
+	return g->memory_bytes > 0;
+}
+
 /* The images, read from the descriptors as a build reads them. */
 static void
 dry_images(const struct vmb_guest *g, int kernel_fd, int ramdisk_fd,
@@ -139,11 +170,14 @@ vmb_guest_dry_run(struct vmb_ctx *ctx, const struct vmb_guest *g,
 	struct vmb_scrub scrub;
 	size_t nr_doms = 0;
 	char why[512] = "";
-	bool have_scrub;
+	bool have_scrub, place;
 	int rc;
 
 	memset(ret, 0, sizeof(*ret));
-	dry_images(g, kernel_fd, ramdisk_fd, where, diags);
+	place = placeable(g, diags);
+	if (g->kernel && !has_error(diags, "kernel", 0) &&
+	    !has_error(diags, "ramdisk", 0))
+		dry_images(g, kernel_fd, ramdisk_fd, where, diags);
 	dry_bridges(ctx, g, where, diags);
 	rc = vmb_host_info(ctx, &ret->host);
 	if (rc == 0)
@@ -154,7 +188,7 @@ vmb_guest_dry_run(struct vmb_ctx *ctx, const struct vmb_guest *g,
 		return rc;
 	}
 	have_scrub = vmb_scrub_progress(ctx, &scrub) == 0;
-	if (dry_nodes(g, ret->host, where, diags) == 0 &&
+	if (place && dry_nodes(g, ret->host, where, diags) == 0 &&
 	    vmb__place_why(ret->host, have_scrub ? &scrub : NULL, doms,
 	    nr_doms, g, &ret->placement, why, sizeof(why)) == 0)
 		ret->placed = true;

@@ -384,6 +384,13 @@ int vmb_config_parse_text(const char *text, size_t len, const char *where,
  * and calls vmb_guest_check() itself.
  */
 #define VMB_CONFIG_NO_CHECK		(1u << 9)
+/*
+ * With VMB_CONFIG_KEEP_INVALID, an invalid configuration (-EINVAL,
+ * errors in diags) still returns the description as far as it was read,
+ * for a caller that goes on to report what else is wrong (vmbuildd's
+ * config.check, with vmb_guest_dry_run); it must not be built.
+ */
+#define VMB_CONFIG_KEEP_INVALID		(1u << 10)
 int vmb_config_parse(const char *text, size_t len, const char *where,
     const char *basedir, unsigned flags, struct vmb_guest **ret_guest,
     struct vmb_diags *diags);
