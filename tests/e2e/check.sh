@@ -79,6 +79,14 @@ check "create --dry-run of a bad file: exit 1" test $? -eq 1
 check "nothing was created" test "$("$VMCTL" --json list |
 	py 'len(j["vms"])')" = 0
 
+# create finds a vnode on a node the host lacks at build time: it says
+# which file and line too.
+write_cfg "$RUN/vnode.cfg" vnode 64 \
+	'vnuma = [ [ "pnode=5", "size=64", "vcpus=0" ] ]'
+"$VMCTL" create "$RUN/vnode.cfg" >/dev/null 2>"$RUN/err"
+check "create: a vnode on a missing node names file:line" \
+	grep -q "vnode.cfg:6: vnuma: vnode 0 is on node 5" "$RUN/err"
+
 # A populate of clean memory takes milliseconds: no rate for it.
 write_cfg "$RUN/quick.cfg" quick 32
 "$VMCTL" create "$RUN/quick.cfg" >"$RUN/out" 2>"$RUN/err"
