@@ -268,6 +268,11 @@ vmctl_usage_all(FILE *out, const char *prog)
 	    "Commands:\n", prog, VMBUILD_SOCKET_ENV, VMBUILD_DEFAULT_SOCKET);
 	for (c = vmctl_cmds; c->name; c++)
 		fprintf(out, "  %-11s %s\n", c->name, c->summary);
+	/* Listed for the completion (vmctl.bash-completion) and the eye. */
+	fprintf(out, "\nxl's names:\n");
+	for (size_t i = 0; i < sizeof(xl_aliases) / sizeof(xl_aliases[0]); i++)
+		fprintf(out, "  %-14s is %s\n", xl_aliases[i].xl,
+		    xl_aliases[i].name);
 	fprintf(out,
 	    "\n"
 	    "Exit status:\n"
