@@ -112,8 +112,9 @@ check_reply(struct check_job *j, yajl_gen g)
 	gen_diags(g, &j->diags, VMB_ERROR);
 	jg_key(g, "warnings");
 	gen_diags(g, &j->diags, VMB_WARNING);
+	/* An invalid guest is only as far as it was read: not shown. */
 	jg_key(g, "config");
-	if (j->guest != NULL)
+	if (j->guest != NULL && j->diags.nr_errors == 0)
 		guestjson_gen(g, j->guest);
 	else
 		yajl_gen_null(g);
