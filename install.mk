@@ -49,6 +49,7 @@ install-bin: build-all
 	$(INSTALL) -D -m 0755 $(BIN)/vmbuildd $(DESTDIR)$(SBINDIR)/vmbuildd
 	$(INSTALL) -D -m 0755 $(BIN)/hvsim $(DESTDIR)$(SBINDIR)/hvsim
 	$(INSTALL) -D -m 0755 $(BIN)/vmctl $(DESTDIR)$(BINDIR)/vmctl
+	$(INSTALL) -D -m 0755 $(BIN)/vmb-config-check $(DESTDIR)$(BINDIR)/vmb-config-check
 	$(INSTALL) -D -m 0644 $(GUEST_ELF) $(DESTDIR)$(PKGLIBDIR)/hello.elf
 
 install-data: build-all
@@ -100,7 +101,8 @@ install-python:
 
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/vmbuildd $(DESTDIR)$(SBINDIR)/hvsim \
-	    $(DESTDIR)$(BINDIR)/vmctl $(DESTDIR)$(PKGLIBDIR)/hello.elf
+	    $(DESTDIR)$(BINDIR)/vmctl $(DESTDIR)$(BINDIR)/vmb-config-check \
+	    $(DESTDIR)$(PKGLIBDIR)/hello.elf
 	for p in $(MAN_PAGES); do rm -f $(DESTDIR)$(MANDIR)/man$${p##*.}/$${p##*/}; done
 	rm -f $(DESTDIR)$(UNITDIR)/vmbuildd.service \
 	    $(DESTDIR)$(UNITDIR)/vmbuildd.socket $(DESTDIR)$(UNITDIR)/vmbuildd-ro.socket \

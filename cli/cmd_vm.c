@@ -39,8 +39,8 @@ gen_vm_ref(yajl_gen g, const char *vm)
 }
 
 /* Read a whole (small) file into a NUL-terminated buffer. */
-static int
-read_file(const char *path, char **ret_text, size_t *ret_len)
+int
+vmctl_read_file(const char *path, char **ret_text, size_t *ret_len)
 {
 	char *buf = NULL, *nb;
 	size_t len = 0, cap = 0;
@@ -122,8 +122,8 @@ open_image(const char *path)
  * keys[i].  An exit code: VMCTL_EXIT_OK, or a usage error after saying
  * which file cannot be read.
  */
-static int
-open_images(const char *cfg, yajl_val files, int *fds, const char **keys,
+int
+vmctl_open_images(const char *cfg, yajl_val files, int *fds, const char **keys,
     size_t *ret_n)
 {
 	size_t n = 0;
@@ -436,6 +436,7 @@ cmd_create(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 		{ "paused", no_argument, NULL, 'p' },
 		{ "ignore-unsupported", no_argument, NULL, 'i' },
 		{ "console", no_argument, NULL, 'c' },
+		{ "dry-run", no_argument, NULL, 'd' },
 		VMCTL_COMMON_OPTS,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -443,6 +444,7 @@ cmd_create(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 	struct vmc_error err = { 0 };
 	char *text = NULL, abspath[PATH_MAX];
 	bool wait = true, paused = false, ignore = false, console = false;
+	bool dry = false;
 	yajl_val res = NULL, warnings;
 	const char *path;
 	char *name = NULL;
@@ -460,6 +462,8 @@ cmd_create(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 			ignore = true;
 		else if (ch == 'c')
 			console = true;
+		else if (ch == 'd')
+			dry = true;
 		else if ((rc = vmctl_opt_common(ctl, cmd, ch)) >= 0)
 			return rc;
 	}
@@ -468,8 +472,13 @@ cmd_create(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 	if (console && !wait)
 		return vmctl_usage_error(cmd, "--console attaches once the VM "
 		    "is built: not with --no-wait");
+	if (dry && (console || paused || !wait))
+		return vmctl_usage_error(cmd, "--dry-run creates nothing: not "
+		    "with --console, --paused or --no-wait");
 	path = argv[optind];
-	rc = read_file(path, &text, &len);
+	if (dry)
+		return vmctl_check_config(ctl, path, ignore);
+	rc = vmctl_read_file(path, &text, &len);
 	if (rc < 0) {
 		vmctl_warnx("create: %s: %s", path, rc == -EFBIG ?
 		    "too large for a config file" : rc == -EINVAL ?
@@ -514,7 +523,7 @@ cmd_create(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 		int fds[2];
 		size_t nfds = 0;
 
-		rc = open_images(abspath, jget(err.data, "files"), fds, keys,
+		rc = vmctl_open_images(abspath, jget(err.data, "files"), fds, keys,
 		    &nfds);
 		if (rc != VMCTL_EXIT_OK)
 			goto out;

@@ -10,7 +10,8 @@
 
 const struct vmctl_cmd vmctl_cmds[] = {
 	{ "create", cmd_create,
-	  "[--no-wait] [--paused] [--console] [--ignore-unsupported] CONFIG",
+	  "[--no-wait] [--paused] [--console] [--ignore-unsupported] "
+	  "[--dry-run] CONFIG",
 	  "create a VM from an xl.cfg file and follow its build",
 	  "  --no-wait       print the task id and return at once\n"
 	  "  --paused        leave the new VM paused\n"
@@ -20,6 +21,8 @@ const struct vmctl_cmd vmctl_cmds[] = {
 	  "                  build without the xl keys vmbuild does not\n"
 	  "                  implement (sdl, vnc, pci, ...), each printed as a\n"
 	  "                  warning, instead of refusing the file\n"
+	  "  --dry-run       check CONFIG and show where it would go, as\n"
+	  "                  vmctl check; create nothing\n"
 	  OPT_JSON
 	  "Reads CONFIG (xl.cfg syntax) and sends it to the daemon, which\n"
 	  "checks it, places the VM and builds it as a task.  vmctl follows\n"
@@ -27,6 +30,22 @@ const struct vmctl_cmd vmctl_cmds[] = {
 	  "(both on stderr), then prints the new VM's id and name.\n"
 	  "Configuration errors and warnings are printed as\n"
 	  "file:line: key: message.\n" },
+	/* check: config.check, a dry run of create (cmd_check.c) */
+	{ "check", cmd_check, "[--ignore-unsupported] CONFIG",
+	  "check an xl.cfg file against this host; change nothing",
+	  "  --ignore-unsupported\n"
+	  "                  xl keys vmbuild does not implement are warnings\n"
+	  OPT_JSON
+	  "The daemon parses CONFIG and checks it against this host and\n"
+	  "you: the kernel and ramdisk (passed as descriptors, as create\n"
+	  "does), the disk targets you may open, the NUMA nodes, the free\n"
+	  "memory per node, the bridges (not on hvsim).  Every problem is\n"
+	  "printed at once as file:line: key: message on stderr (exit 1);\n"
+	  "a valid file prints its normalised configuration and the nodes\n"
+	  "it would be placed on.  Nothing is claimed or created; allowed\n"
+	  "on the read-only socket.  JSON: {\"ok\",\"errors\":[{\"file\",\n"
+	  "\"line\",\"key\",\"message\"}],\"warnings\",\"config\",\n"
+	  "\"placement\":{\"nodes\",\"node_bytes\",\"reason\",\"free_bytes\"}}\n" },
 	{ "list", cmd_list, "",
 	  "list VMs",
 	  OPT_JSON
@@ -304,6 +323,11 @@ vmctl_usage_all(FILE *out, const char *prog)
 	    "Commands:\n", prog, VMBUILD_SOCKET_ENV, VMBUILD_DEFAULT_SOCKET);
 	for (c = vmctl_cmds; c->name; c++)
 		fprintf(out, "  %-11s %s\n", c->name, c->summary);
+	/* Listed for the completion (vmctl.bash-completion) and the eye. */
+	fprintf(out, "\nxl's names:\n");
+	for (size_t i = 0; i < sizeof(xl_aliases) / sizeof(xl_aliases[0]); i++)
+		fprintf(out, "  %-14s is %s\n", xl_aliases[i].xl,
+		    xl_aliases[i].name);
 	fprintf(out,
 	    "\n"
 	    "Exit status:\n"

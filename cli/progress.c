@@ -8,8 +8,9 @@
  * and at most one a second in between, so that logs stay readable.
  *
  * The rate is the one the caller measured where the work happens (the
- * daemon times the populate as its progress arrives); when the caller
- * has none (scrub --wait), it is measured here from the samples.
+ * daemon times the populate as its progress arrives), shown only when
+ * there was real work to time (rate_meaningful); when the caller has
+ * none (scrub --wait), it is measured here from the samples.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -87,6 +88,26 @@ local_rate(struct progress *p, uint64_t done, bool changed, double t)
 	}
 }
 
+/*
+ * Whether a rate the caller measured says anything: the work it is
+ * over took the daemon at least RATE_MIN_SECONDS (done / rate), and, in
+ * bytes, moved at least RATE_MIN_BYTES.  A populate of clean memory
+ * that took microseconds would otherwise show as "2.83 TiB/s", a
+ * division by a duration below the clocks' noise.
+ */
+#define RATE_MIN_SECONDS	0.1
+#define RATE_MIN_BYTES		(64ull << 20)
+
+static bool
+rate_meaningful(const struct progress_info *in, bool bytes)
+{
+	if (!(in->rate > 0) || in->rate > 1e18)
+		return false;
+	if (bytes && in->done < RATE_MIN_BYTES)
+		return false;
+	return (double)in->done / in->rate >= RATE_MIN_SECONDS;
+}
+
 /* Columns of the terminal on stderr; 80 when it does not say. */
 static int
 term_cols(void)
@@ -161,7 +182,7 @@ progress_show(struct progress *p, const struct progress_info *in)
 	snprintf(p->note, sizeof(p->note), "%s", note);
 	rate = in->have_rate ? in->rate : p->rate;
 	r[0] = '\0';
-	if (in->have_rate || p->rate > 0) {
+	if (in->have_rate ? rate_meaningful(in, bytes) : p->rate > 0) {
 		if (bytes)
 			fmt_rate(rate, r, sizeof(r));
 		else

@@ -193,6 +193,14 @@ extern volatile int vmctl_interrupted;
 void vmctl_catch_signals(void);
 
 /* Handlers: cmd_vm.c, cmd_host.c, cmd_watch.c. */
+/* cmd_vm.c, for cmd_check.c: a config file's text; its images opened. */
+int vmctl_read_file(const char *path, char **ret_text, size_t *ret_len);
+int vmctl_open_images(const char *cfg, yajl_val files, int *fds,
+    const char **keys, size_t *ret_n);
+/* cmd_check.c: config.check of `path` (vmctl check, create --dry-run). */
+int vmctl_check_config(struct vmctl *ctl, const char *path, bool ignore);
+int cmd_check(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
+    char **argv);
 int cmd_create(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
     char **argv);
 int cmd_list(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,

@@ -26,7 +26,7 @@ $(BIN)/vmb-config-check: $(OBJ)/daemon/tools/vmb-config-check.o \
 		$(OBJ)/daemon/guestjson.o $(OBJ)/daemon/json.o \
 		$(LIBVMB_LIB) $(LIB)/libhvclient.a
 	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $(filter %.o,$^) $(LIBVMB_LDLIBS) \
+	$(LINK) -o $@ $(filter %.o,$^) $(LIBVMB_LDLIBS) \
 		$(shell $(PKG) --libs yajl)
 
 ALL += $(BIN)/vmb-config-check

@@ -89,6 +89,18 @@ static void conn_process(struct conn *c);
 static void control_doom_cb(evutil_socket_t fd, short what, void *arg);
 static void conn_idle_cb(evutil_socket_t fd, short what, void *arg);
 
+const char *
+control_group_name(void)
+{
+	return C.opts.group ? C.opts.group : CONTROL_GROUP;
+}
+
+const char *
+control_socket_path(void)
+{
+	return C.opts.path;
+}
+
 void
 control_reload_group(void)
 {
@@ -447,9 +459,13 @@ conn_recv(struct conn *c)
 			int fd;
 
 			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(fd));
-			if (c->nfds == CONTROL_MAX_FDS || c->read_only) {
+			/*
+			 * The read-only socket takes them too: config.check
+			 * reads the client's images from its descriptors.
+			 */
+			if (c->nfds == CONTROL_MAX_FDS) {
 				close(fd);
-				overflow = overflow || !c->read_only;
+				overflow = true;
 				continue;
 			}
 			c->fds[c->nfds].fd = fd;

@@ -96,6 +96,9 @@ int control_start(struct event_base *base);
 void control_stop(void);
 /* Remove the socket files we made (at exit, whatever the path). */
 void control_unlink(void);
+/* The group that may change things, and the control socket (or NULL). */
+const char *control_group_name(void);
+const char *control_socket_path(void);
 /* Re-read the group (SIGHUP). */
 void control_reload_group(void);
 unsigned control_connections(void);

@@ -53,48 +53,76 @@ script_name_ok(const char *s)
  * script= of a device (`what` "disk xvdb", "vif 1"): the root daemon
  * runs it, so a client other than root names one in the hotplug script
  * directory, and only root may give an absolute path (vmbuildd(8)).
+ * false with the reason in why.
  */
+static bool
+script_ok(const struct conn *c, const char *what, const char *script,
+    char *why, size_t why_len)
+{
+	if (!script || script_name_ok(script) ||
+	    (c->uid == 0 && script[0] == '/'))
+		return true;
+	snprintf(why, why_len, "%s: script \"%.64s\": %s", what, script,
+	    script[0] == '/' ? "only root may give a hotplug script by path; "
+	    "name one of the hotplug script directory (/etc/xen/scripts)" :
+	    "a name in the hotplug script directory (no '/', not \".\" or "
+	    "\"..\")");
+	return false;
+}
+
 static int
 check_script(struct call *call, const char *what, const char *script)
 {
-	if (!script || script_name_ok(script) ||
-	    (call->conn->uid == 0 && script[0] == '/'))
+	char why[512];
+
+	if (script_ok(call->conn, what, script, why, sizeof(why)))
 		return 0;
-	return call_error(call, RPC_INVALID_PARAMS, EACCES, "%s: script "
-	    "\"%.64s\": %s", what, script, script[0] == '/' ? "only root may "
-	    "give a hotplug script by path; name one of the hotplug script "
-	    "directory (/etc/xen/scripts)" : "a name in the hotplug script "
-	    "directory (no '/', not \".\" or \"..\")");
+	return call_error(call, RPC_INVALID_PARAMS, EACCES, "%s", why);
 }
 
 /*
- * A disk a client may have: its script (check_script) and its target,
+ * A disk a client may have: its script (script_ok) and its target,
  * which a client other than root must be able to open itself (for
  * writing too unless read-only) whatever the script: a script is run
  * by root with the target.  Root's own non-block script may take a
- * target that is no path of this host (an iSCSI name).
+ * target that is no path of this host (an iSCSI name).  false with the
+ * reason ("disk xvdb: ...") in why.
  */
+static bool
+disk_ok(const struct conn *c, const struct vmb_disk *d, char *why,
+    size_t why_len)
+{
+	char what[VMB_VDEV_LEN + 8], err[400];
+
+	snprintf(what, sizeof(what), "disk %s", d->vdev);
+	if (!script_ok(c, what, d->script, why, why_len))
+		return false;
+	if (c->uid == 0 && d->script && strcmp(d->script, "block"))
+		return true;
+	if (!d->target || d->target[0] != '/') {
+		snprintf(why, why_len, "%s: target \"%.200s\" is not an "
+		    "absolute path (the daemon attaches only files and "
+		    "devices its client may open)", what,
+		    d->target ? d->target : "");
+		return false;
+	}
+	if (peer_may_use(c, d->target, !d->readonly, NULL, err,
+	    sizeof(err)) < 0) {
+		snprintf(why, why_len, "%s: %s (the daemon attaches only what "
+		    "its client may open)", what, err);
+		return false;
+	}
+	return true;
+}
+
 static int
 check_disk(struct call *call, const struct vmb_disk *d)
 {
-	char what[VMB_VDEV_LEN + 8], why[512];
+	char why[700];
 
-	snprintf(what, sizeof(what), "disk %s", d->vdev);
-	if (check_script(call, what, d->script) < 0)
-		return -1;
-	if (call->conn->uid == 0 && d->script && strcmp(d->script, "block"))
+	if (disk_ok(call->conn, d, why, sizeof(why)))
 		return 0;
-	if (!d->target || d->target[0] != '/')
-		return call_error(call, RPC_INVALID_PARAMS, EACCES, "%s: target "
-		    "\"%.200s\" is not an absolute path (the daemon attaches "
-		    "only files and devices its client may open)", what,
-		    d->target ? d->target : "");
-	if (peer_may_use(call->conn, d->target, !d->readonly, NULL,
-	    why, sizeof(why)) < 0)
-		return call_error(call, RPC_INVALID_PARAMS, EACCES, "%s: %s "
-		    "(the daemon attaches only what its client may open)",
-		    what, why);
-	return 0;
+	return call_error(call, RPC_INVALID_PARAMS, EACCES, "%s", why);
 }
 
 static int
@@ -116,6 +144,37 @@ devices_check_guest(struct call *call, const struct vmb_guest *guest)
 		if (check_nic(call, &guest->nics[i]) < 0)
 			return -1;
 	return 0;
+}
+
+/* Whether a device's line has an error already (one reason per disk). */
+static bool
+line_refused(const struct vmb_diags *diags, int line)
+{
+	for (size_t i = 0; line > 0 && i < diags->n; i++)
+		if (diags->v[i].severity == VMB_ERROR &&
+		    diags->v[i].line == line)
+			return true;
+	return false;
+}
+
+void
+devices_check_diags(const struct conn *c, const struct vmb_guest *guest,
+    const char *where, struct vmb_diags *diags)
+{
+	char what[32], why[700];
+
+	for (uint32_t i = 0; i < guest->nr_disks; i++)
+		if (!line_refused(diags, guest->disks[i].line) &&
+		    !disk_ok(c, &guest->disks[i], why, sizeof(why)))
+			(void)vmb_diags_add(diags, VMB_ERROR, where,
+			    guest->disks[i].line, "disk", why);
+	for (uint32_t i = 0; i < guest->nr_nics; i++) {
+		snprintf(what, sizeof(what), "vif %u", guest->nics[i].devid);
+		if (!script_ok(c, what, guest->nics[i].script, why,
+		    sizeof(why)))
+			(void)vmb_diags_add(diags, VMB_ERROR, where,
+			    guest->nics[i].line, "vif", why);
+	}
 }
 
 /*

@@ -28,5 +28,8 @@ int m_vm_net_detach(struct call *call, yajl_gen g);
  * script by absolute path.  -1 after an error on the call.
  */
 int devices_check_guest(struct call *call, const struct vmb_guest *guest);
+/* The same as diagnostics (`where`, each device's line): config.check. */
+void devices_check_diags(const struct conn *c, const struct vmb_guest *guest,
+    const char *where, struct vmb_diags *diags);
 
 #endif /* VMBUILDD_DEVICES_H */

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "build.h"
+#include "check.h"
 #include "console.h"
 #include "control.h"
 #include "devices.h"
@@ -688,6 +689,8 @@ static const struct method methods[] = {
 	{ M_VM_VCPU_SET,	m_vm_vcpu_set,		true },
 	{ M_VM_VCPU_PIN,	m_vm_vcpu_pin,		true },
 	{ M_VM_VCPU_LIST,	m_vm_vcpu_list,		false },
+	/* config.check: a dry run, changes nothing (check.c) */
+	{ M_CONFIG_CHECK,	m_config_check,		false },
 };
 
 const struct method *

@@ -71,6 +71,8 @@
 #define M_VM_VCPU_SET		"vm.vcpu_set"
 #define M_VM_VCPU_PIN		"vm.vcpu_pin"
 #define M_VM_VCPU_LIST		"vm.vcpu_list"
+/* config.check: a dry run of vm.create (check.c) */
+#define M_CONFIG_CHECK		"config.check"
 
 /*
  * Parameters (keys of "params"; all optional unless marked).
@@ -91,6 +93,12 @@
  *                    P_IGNORE_UNSUPPORTED (bool: xl keys vmbuild does
  *                    not implement are warnings, listed in the result's
  *                    "warnings", not errors).
+ *   config.check     P_CONFIG (required), P_CONFIG_PATH, P_FDS and
+ *                    P_IGNORE_UNSUPPORTED as vm.create; result {"ok",
+ *                    "errors":[{file,line,key,message}], "warnings",
+ *                    "config" (guestjson), "placement" {nodes,
+ *                    node_bytes, reason, free_bytes} or null}; changes
+ *                    nothing, allowed on the read-only socket
  *   vm.info/destroy/pause/unpause   P_VM (required)
  *   vm.disk_attach   P_VM, P_DISK (required: an xl disk specification
  *                    with an absolute target), P_TIMEOUT (s the guest has

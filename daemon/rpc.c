@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "control.h"
 #include "json.h"
 #include "proto.h"
 #include "rpc.h"
@@ -378,6 +379,28 @@ rpc_envelope(struct conn *c, yajl_val root, char **ret_idtext,
 }
 
 /*
+ * Why a change is refused, in the operator's terms: who may change the
+ * host, and what to do (connect to the control socket; join the group).
+ */
+static void
+refusal_text(const struct conn *c, const char *method, char *msg,
+    size_t len)
+{
+	const char *sock = control_socket_path();
+
+	if (c->read_only)
+		snprintf(msg, len, "%s changes the host, which needs root or "
+		    "group %s; this is the read-only socket: use the control "
+		    "socket%s%s", method, control_group_name(),
+		    sock ? " " : "", sock ? sock : "");
+	else
+		snprintf(msg, len, "%s changes the host, which needs root or "
+		    "group %s; uid %u is in neither (adduser USER %s, then "
+		    "log in again)", method, control_group_name(),
+		    (unsigned)c->uid, control_group_name());
+}
+
+/*
  * The method `name` of the table, if this connection may call it now
  * (it may change the host, and it has fewer than RPC_MAX_INFLIGHT calls
  * waiting); NULL with the error sent.
@@ -386,7 +409,7 @@ static const struct method *
 rpc_method(struct conn *c, const char *idtext, const char *name)
 {
 	const struct method *m;
-	char msg[160];
+	char msg[400];
 
 	m = rpc_find != NULL ? rpc_find(name) : NULL;
 	if (m == NULL) {
@@ -396,13 +419,7 @@ rpc_method(struct conn *c, const char *idtext, const char *name)
 		return NULL;
 	}
 	if (m->needs_write && !c->can_write) {
-		if (c->read_only)
-			snprintf(msg, sizeof(msg), "%s changes the host: not on "
-			    "the read-only socket", m->name);
-		else
-			snprintf(msg, sizeof(msg), "%s changes the host: it "
-			    "needs root or group vmbuild (peer uid %u)",
-			    m->name, (unsigned)c->uid);
+		refusal_text(c, m->name, msg, sizeof(msg));
 		rpc_send_error(c, idtext, E_PERMISSION, msg);
 		return NULL;
 	}

@@ -627,7 +627,7 @@ vmb_config_parse(const char *text, size_t len, const char *where,
 		rc = diags && diags->nr_errors != errors_before ? -EINVAL : 0;
 	if (!rc && diags && diags->nr_errors != errors_before)
 		rc = -EINVAL;
-	if (rc)
+	if (rc && (rc != -EINVAL || !(flags & VMB_CONFIG_KEEP_INVALID)))
 		goto out;
 	*ret_guest = g;
 	g = NULL;

@@ -182,6 +182,33 @@ static const char *const formats[] = {
 };
 
 /*
+ * A backend other than phy, in the user's terms: which disk, which image
+ * format, what serves it under xl (QEMU), and what vmbuild takes.
+ */
+static int
+backend_refused(const libxl_device_disk *x, const char *spec,
+    const char *where, int line, struct vmb_diags *diags)
+{
+	const char *backend = libxl_disk_backend_to_string(x->backend);
+	const char *format = x->format == LIBXL_DISK_FORMAT_UNKNOWN ? NULL :
+	    libxl_disk_format_to_string(x->format);
+	const char *vdev = x->vdev ? x->vdev : "?";
+
+	if (!backend)
+		backend = "?";
+	if (format && x->format != LIBXL_DISK_FORMAT_RAW)
+		return vmb__diag_add(diags, VMB_ERROR, where, line, "disk",
+		    "%s: a %s image on backendtype=%s needs QEMU, which "
+		    "vmbuild does not run: give a raw image (qemu-img convert "
+		    "-O raw) or a block device, backendtype=phy, in \"%.80s\"",
+		    vdev, format, backend, spec);
+	return vmb__diag_add(diags, VMB_ERROR, where, line, "disk",
+	    "%s: backendtype=%s needs QEMU, which vmbuild does not run: "
+	    "use backendtype=phy (dom0's blkback: raw images and block "
+	    "devices) in \"%.100s\"", vdev, backend, spec);
+}
+
+/*
  * What libxlutil parsed into ours.  Everything that vmbuild does not
  * serve is remembered by value (format, cdrom) or refused here when it
  * has no place in a struct vmb_disk (other backends, virtio, COLO).
@@ -198,8 +225,7 @@ disk_from_xl(const libxl_device_disk *x, const char *spec, const char *where,
 		    "serves every disk)";
 	else if (x->backend != LIBXL_DISK_BACKEND_UNKNOWN &&
 	    x->backend != LIBXL_DISK_BACKEND_PHY)
-		why = "backendtype=: only phy (dom0's blkback) is supported; "
-		    "qdisk needs a device model";
+		return backend_refused(x, spec, where, line, diags);
 	else if (x->specification != LIBXL_DISK_SPECIFICATION_UNKNOWN &&
 	    x->specification != LIBXL_DISK_SPECIFICATION_XEN)
 		why = "specification=: only xen (PV blkfront) is supported";

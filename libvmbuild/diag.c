@@ -85,3 +85,10 @@ vmb__why(char *why, size_t len, const char *fmt, ...)
 	vsnprintf(why, len, fmt, ap);
 	va_end(ap);
 }
+
+int
+vmb_diags_add(struct vmb_diags *diags, enum vmb_severity sev,
+    const char *file, int line, const char *key, const char *msg)
+{
+	return vmb__diag_add(diags, sev, file, line, key, "%s", msg);
+}

@@ -240,9 +240,15 @@ place_vnuma(const struct vmb_host *host, const struct node_view *nv,
 		uint32_t pn = g->vnodes[i].pnode;
 
 		if (pn >= host->nr_nodes) {
-			why_set(why, why_len, "vnuma: vnode %u is on node %u, "
-			    "but the host has %u node%s", i, pn, host->nr_nodes,
-			    host->nr_nodes > 1 ? "s" : "");
+			/* With the file:line the key was read from, if any. */
+			char at[300] = "";
+
+			if (g->source && g->key_line[VMB_KEY_VNUMA] > 0)
+				snprintf(at, sizeof(at), "%s:%d: ", g->source,
+				    g->key_line[VMB_KEY_VNUMA]);
+			why_set(why, why_len, "%svnuma: vnode %u is on node %u, "
+			    "but the host has %u node%s", at, i, pn,
+			    host->nr_nodes, host->nr_nodes > 1 ? "s" : "");
 			return -EINVAL;
 		}
 		if (bytes[pn] == 0) {

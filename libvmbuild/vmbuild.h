@@ -66,6 +66,12 @@ struct vmb_diags {
 void vmb_diag_format(const struct vmb_diag *d, char *buf, size_t len);
 /* Frees the array, not the struct. */
 void vmb_diags_done(struct vmb_diags *diags);
+/*
+ * Add one diagnostic found by the caller (vmbuildd's checks against the
+ * host and the client): -EINVAL for an error, 0 for a warning.
+ */
+int vmb_diags_add(struct vmb_diags *diags, enum vmb_severity sev,
+    const char *file, int line, const char *key, const char *msg);
 
 /* ------------------------------------------------------------------ */
 /* UUIDs (libuuid): "xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx".            */
@@ -385,6 +391,13 @@ int vmb_config_parse_text(const char *text, size_t len, const char *where,
  * and calls vmb_guest_check() itself.
  */
 #define VMB_CONFIG_NO_CHECK		(1u << 9)
+/*
+ * With VMB_CONFIG_KEEP_INVALID, an invalid configuration (-EINVAL,
+ * errors in diags) still returns the description as far as it was read,
+ * for a caller that goes on to report what else is wrong (vmbuildd's
+ * config.check, with vmb_guest_dry_run); it must not be built.
+ */
+#define VMB_CONFIG_KEEP_INVALID		(1u << 10)
 int vmb_config_parse(const char *text, size_t len, const char *where,
     const char *basedir, unsigned flags, struct vmb_guest **ret_guest,
     struct vmb_diags *diags);
@@ -1085,5 +1098,25 @@ int vmb_build_run(struct vmb_build *build, struct vmb_build_result *ret_result);
  */
 void vmb_build_cancel(struct vmb_build *build);
 void vmb_build_free(struct vmb_build *build);
+
+/*
+ * A dry run of a build (vmctl check, vmctl create --dry-run): the
+ * images read from kernel_fd/ramdisk_fd (-1: the guest's paths) as the
+ * build reads them, the nodes vnuma and cpus= name against the host,
+ * the placement the build would choose now, the bridges of the vifs
+ * (on Xen; a warning on hvsim, which has none).  Nothing is claimed,
+ * created or populated.  Problems of the guest are diagnostics (file
+ * `where`, the key's line); the return is a negative errno only when
+ * the host's state could not be read.  `placed`: placement is valid.
+ */
+struct vmb_dry_run {
+	bool	placed;
+	struct vmb_placement placement;
+	struct vmb_host *host;	/* as it was read; vmb_dry_run_done */
+};
+int vmb_guest_dry_run(struct vmb_ctx *ctx, const struct vmb_guest *g,
+    int kernel_fd, int ramdisk_fd, const char *where,
+    struct vmb_diags *diags, struct vmb_dry_run *ret);
+void vmb_dry_run_done(struct vmb_dry_run *dr);
 
 #endif /* VMBUILD_H */

@@ -146,6 +146,10 @@ READS = [("server.hello", {}, None), ("host.info", {}, None),
          ("events.subscribe", {"events": ["vm.state"]}, None)]
 cfg = guest_cfg("mine", 32).replace('kernel = "%s"' % KERNEL,
                                     'kernel = "%s"' % kernel)
+# config.check (issue 19): a dry run changes nothing, so anyone may; the
+# kernel comes as the client's descriptor, as vm.create's.
+READS.append(("config.check", {"config": cfg, "fds": {"kernel": 0}},
+              kernel))
 WRITES = [("vm.create", {"config": cfg, "wait": True,
                          "fds": {"kernel": 0}}, kernel),
           ("vm.pause", {"vm": "target"}, None),
@@ -169,10 +173,22 @@ def check_reads(who, res):
        "%s: every read method is served" % who, res)
 
 
-def check_refused(who, res, why):
+def messages(res):
+    return [(r or {}).get("error", {}).get("message", "") for r in
+            res.get("replies", [])]
+
+
+def check_refused(who, res, why, says=()):
+    """Every write refused with E_PERMISSION, its message naming the
+    method and saying why in the operator's terms (`says`)."""
     cs = codes(res)[len(READS):]
+    ms = messages(res)[len(READS):]
     ok(len(cs) == len(WRITES) and all(c == E_PERMISSION for c in cs),
        "%s: every write method is refused (%s)" % (who, why), res)
+    ok(len(ms) == len(WRITES) and
+       all(m.startswith(w[0] + " ") and all(x in m for x in says)
+           for m, w in zip(ms, WRITES)),
+       "%s: each refusal names its method and says %s" % (who, says), ms)
 
 
 # ------------------------------------------------- an unprivileged peer
@@ -181,18 +197,26 @@ ok(res.get("connect") == 13, "unprivileged: the control socket cannot be "
    "opened (EACCES)", res)
 res = as_user(o_uid, o_gid, [], ro_sock, READS + WRITES)
 check_reads("unprivileged, read-only socket", res)
-check_refused("unprivileged, read-only socket", res, "E_PERMISSION")
+check_refused("unprivileged, read-only socket", res, "E_PERMISSION",
+              ("needs root or group %s" % group,
+               "this is the read-only socket", h.sock))
+ok((res.get("replies") or [{}])[len(READS) - 1].get("result", {})
+   .get("ok") is True, "unprivileged, read-only socket: config.check "
+   "passes with the kernel as a descriptor", res)
 os.chmod(h.sock, 0o666)
 res = as_user(o_uid, o_gid, [], h.sock, READS + WRITES)
 check_reads("unprivileged, control socket opened to all", res)
 check_refused("unprivileged, control socket opened to all", res,
-              "the credentials decide, not the socket's mode")
+              "the credentials decide, not the socket's mode",
+              ("needs root or group %s" % group,
+               "uid %d is in neither" % o_uid))
 os.chmod(h.sock, 0o660)
 
 # ------------------------------------------------------ a group member
 res = as_user(m_uid, m_gid, [gid], ro_sock, READS + WRITES)
 check_reads("member, read-only socket", res)
-check_refused("member, read-only socket", res, "read-only")
+check_refused("member, read-only socket", res, "read-only",
+              ("this is the read-only socket",))
 res = as_user(m_uid, m_gid, [gid], h.sock, READS + WRITES)
 check_reads("member", res)
 cs = codes(res)[len(READS):]

@@ -69,7 +69,10 @@ methods = ["server.hello", "host.info", "host.scrub", "host.counters",
            "vm.net_detach",
            # A running VM's memory and vCPUs (resize.py).
            "vm.mem_set", "vm.mem_max", "vm.vcpu_set", "vm.vcpu_pin",
-           "vm.vcpu_list"]
+           "vm.vcpu_list",
+           # Everyday settings (everyday.py), the dry run (check.sh).
+           "vm.sched_get", "vm.sched_set", "vm.rename", "vm.uptime",
+           "host.dmesg", "config.check"]
 ok(sorted(hello["methods"]) == sorted(methods),
    "server.hello lists every method", hello["methods"])
 ok(hello["protocol"] == 1 and hello["backend"] == "sim" and

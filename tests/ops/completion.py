@@ -83,9 +83,16 @@ cmds = subprocess.run([VMCTL, "--help"], capture_output=True,
                       text=True).stdout
 cmds = cmds.split("Commands:\n", 1)[1].split("\n\n", 1)[0]
 cmds = [ln.split()[0] for ln in cmds.splitlines() if ln.strip()]
+# xl's names (issue 19) complete as commands too.
+XL = ["block-attach", "block-detach", "network-attach", "network-detach"]
 sock = h.sock
 
-expect("vmctl ", cmds, "commands, from vmctl --help (%d)" % len(cmds))
+expect("vmctl ", cmds + XL, "commands, from vmctl --help (%d), and xl's "
+       "names" % len(cmds))
+expect("vmctl net", ["net-attach", "net-detach", "network-attach",
+                     "network-detach"], "xl's names by their start")
+expect("vmctl check --", ["--ignore-unsupported", "--json", "--help"],
+       "check's options")
 expect("vmctl st", ["stats"], "a command by its start")
 expect("vmctl --", ["--socket", "--json", "--timeout", "--help", "--version"],
        "global options")
@@ -94,7 +101,7 @@ expect("vmctl --timeout 5 scr", ["scrub"],
 expect("vmctl scrub --", ["--wait", "--timeout", "--json", "--help"],
        "a command's options")
 expect("vmctl stats --interval ", [], "nothing for an option's argument")
-expect("vmctl help ", cmds, "help: commands")
+expect("vmctl help ", cmds + XL, "help: commands")
 expect("vmctl --socket %s info " % sock, ["db", "web-1", "web-2"],
        "VM names from the daemon (--socket PATH)")
 expect("vmctl --socket=%s destroy web" % sock, ["web-1", "web-2"],
@@ -112,6 +119,9 @@ expect("vmctl --socket %s disk-attach --wait 5 d" % sock, ["db"],
 got, err = complete("vmctl disk-attach db configs/h")
 ok(got == ["configs/hello.cfg"] and not err.strip(),
    "disk-attach VM: files", (got, err))
+got, err = complete("vmctl check configs/h")
+ok(got == ["configs/hello.cfg"] and not err.strip(),
+   "check: files", (got, err))
 got, err = complete("vmctl create configs/h")
 ok(got == ["configs/hello.cfg"] and not err.strip(),
    "create: files", (got, err))

@@ -63,6 +63,7 @@ contents() {
 }
 ma=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
 contents vmbuild /usr/sbin/vmbuildd /usr/bin/vmctl \
+	/usr/bin/vmb-config-check /usr/share/man/man1/vmb-config-check.1.gz \
 	/lib/systemd/system/vmbuildd.service /lib/systemd/system/vmbuildd.socket \
 	/usr/lib/sysusers.d/vmbuild.conf /usr/lib/tmpfiles.d/vmbuild.conf \
 	/usr/share/man/man1/vmctl.1.gz /usr/share/man/man8/vmbuildd.8.gz \
@@ -98,7 +99,8 @@ else
 fi
 
 # Hardening of the programs, from dpkg-buildflags.
-for b in usr/sbin/vmbuildd usr/bin/vmctl usr/sbin/hvsim; do
+for b in usr/sbin/vmbuildd usr/bin/vmctl usr/bin/vmb-config-check \
+    usr/sbin/hvsim; do
 	f=$tmp/x/$b
 	dyn=$(readelf -d "$f")
 	hdr=$(readelf -lW "$f")

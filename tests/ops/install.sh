@@ -21,6 +21,7 @@ lib/systemd/system/hvsim.service
 lib/systemd/system/vmbuildd-ro.socket
 lib/systemd/system/vmbuildd.service
 lib/systemd/system/vmbuildd.socket
+${p#/}/bin/vmb-config-check
 ${p#/}/bin/vmctl
 ${p#/}/include/vmbuild/vmbuild.h
 $(sed -n 's/^#include "\([^"]*\)".*/\1/p' libvmbuild/vmbuild.h | sed "s|^|${p#/}/include/vmbuild/|")
@@ -39,6 +40,7 @@ ${p#/}/share/ansible/plugins/modules/vmbuild_vm.py
 ${p#/}/share/bash-completion/completions/vmctl
 $(for f in configs/*.cfg; do echo "${p#/}/share/doc/vmbuild/examples/${f##*/}"; done)
 ${p#/}/share/doc/vmbuild/examples/vmbuildd-devices.conf
+${p#/}/share/man/man1/vmb-config-check.1
 ${p#/}/share/man/man1/vmctl.1
 ${p#/}/share/man/man5/vmbuild.cfg.5
 ${p#/}/share/man/man8/hvsim.8

@@ -179,6 +179,13 @@ class Client:
     def vm_unpause(self, vm):
         return self.call("vm.unpause", {"vm": _vm_ref(vm)})
 
+    def config_check(self, config, config_path=None):
+        """vm.create's dry run: {"ok", "errors", "warnings", "config",
+        "placement"}; changes nothing.  Images named by path are read
+        by the daemon only from its image directories."""
+        return self.call("config.check", _params(config=config,
+                                                 config_path=config_path))
+
     # --- a running VM's memory, vCPUs and settings ------------------------
 
     def vm_mem_set(self, vm, memory_bytes):
