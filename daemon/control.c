@@ -303,6 +303,8 @@ control_listen(const struct control_opts *opts)
 	int rc;
 
 	C.opts = *opts;
+	/* rpc.c words a refused change with these (it calls nothing here). */
+	rpc_set_access_names(control_group_name(), control_socket_path());
 	TAILQ_INIT(&C.conns);
 	control_reload_group();
 	C.ls[0].path = opts->path;

@@ -14,7 +14,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "control.h"
 #include "json.h"
 #include "proto.h"
 #include "rpc.h"
@@ -35,6 +34,16 @@ void
 rpc_set_methods(const struct method *(*find)(const char *name))
 {
 	rpc_find = find;
+}
+
+/* Who may change the host, and where (rpc_set_access_names). */
+static const char *rpc_group = "vmbuild", *rpc_control_path;
+
+void
+rpc_set_access_names(const char *group, const char *control_path)
+{
+	rpc_group = group;
+	rpc_control_path = control_path;
 }
 
 static const char reply_head[] = "{\"jsonrpc\":\"2.0\",\"id\":";
@@ -386,18 +395,18 @@ static void
 refusal_text(const struct conn *c, const char *method, char *msg,
     size_t len)
 {
-	const char *sock = control_socket_path();
+	const char *sock = rpc_control_path;
 
 	if (c->read_only)
 		snprintf(msg, len, "%s changes the host, which needs root or "
 		    "group %s; this is the read-only socket: use the control "
-		    "socket%s%s", method, control_group_name(),
+		    "socket%s%s", method, rpc_group,
 		    sock ? " " : "", sock ? sock : "");
 	else
 		snprintf(msg, len, "%s changes the host, which needs root or "
 		    "group %s; uid %u is in neither (adduser USER %s, then "
-		    "log in again)", method, control_group_name(),
-		    (unsigned)c->uid, control_group_name());
+		    "log in again)", method, rpc_group,
+		    (unsigned)c->uid, rpc_group);
 }
 
 /*

@@ -74,6 +74,12 @@ struct method {
  * request; until then every method is unknown.
  */
 void rpc_set_methods(const struct method *(*find)(const char *name));
+/*
+ * The control group's name and the control socket's path, for the words
+ * of a refused change (control.c sets them; the strings must outlive
+ * the daemon's loop).
+ */
+void rpc_set_access_names(const char *group, const char *control_path);
 
 /*
  * One request line, with the descriptors that came with its bytes
