@@ -618,6 +618,25 @@ start_metrics(void)
 		    strerror(-rc));
 }
 
+/* The hypervisor's context, with the options that shape its calls. */
+static void
+open_hypervisor(void)
+{
+	int rc = vmb_ctx_open(vmbd.hypervisor, &vmbd.ctx);
+
+	if (rc < 0)
+		fatalx("cannot open hypervisor \"%s\": %s", vmbd.hypervisor,
+		    strerror(-rc));
+	vmb_ctx_set_timeout(vmbd.ctx, M.hv_timeout * 1000);
+	if (M.hotplug_timeout)
+		vmb_ctx_set_hotplug_timeout(vmbd.ctx, M.hotplug_timeout * 1000);
+	if (M.verbose)
+		vmb_ctx_set_log(vmbd.ctx, ctx_log, NULL);
+	log_info("vmbuildd %s: hypervisor %s (%s), populate %s", VMB_VERSION,
+	    vmb_ctx_hypervisor(vmbd.ctx), vmb_ctx_backend(vmbd.ctx),
+	    vmb_populate_strategy_name(vmbd.strategy));
+}
+
 int
 main(int argc, char **argv)
 {
@@ -640,18 +659,7 @@ main(int argc, char **argv)
 	if (state_init(vmbd.state_dir) < 0)
 		return 1;
 
-	rc = vmb_ctx_open(vmbd.hypervisor, &vmbd.ctx);
-	if (rc < 0)
-		fatalx("cannot open hypervisor \"%s\": %s", vmbd.hypervisor,
-		    strerror(-rc));
-	vmb_ctx_set_timeout(vmbd.ctx, M.hv_timeout * 1000);
-	if (M.hotplug_timeout)
-		vmb_ctx_set_hotplug_timeout(vmbd.ctx, M.hotplug_timeout * 1000);
-	if (M.verbose)
-		vmb_ctx_set_log(vmbd.ctx, ctx_log, NULL);
-	log_info("vmbuildd %s: hypervisor %s (%s), populate %s", VMB_VERSION,
-	    vmb_ctx_hypervisor(vmbd.ctx), vmb_ctx_backend(vmbd.ctx),
-	    vmb_populate_strategy_name(vmbd.strategy));
+	open_hypervisor();
 	build_init(&(struct build_config){ .ctx = vmbd.ctx,
 	    .strategy = vmbd.strategy, .max_tasks = vmbd.max_tasks,
 	    .scrub_wait_ms = M.scrub_wait_ms,
