@@ -19,8 +19,9 @@
 static int
 send_check(struct vmc_client *c, const char *text, const char *path,
     bool ignore, const int *fds, const char **keys, size_t nfds,
-    yajl_val *ret_res, struct vmc_error *err)
+    char why[2][VMCTL_WHY_LEN], yajl_val *ret_res, struct vmc_error *err)
 {
+	static const char *const image_keys[2] = { "kernel", "ramdisk" };
 	yajl_gen g = vmc_request(c, M_CONFIG_CHECK);
 
 	if (g) {
@@ -28,6 +29,15 @@ send_check(struct vmc_client *c, const char *text, const char *path,
 		jg_kv_str(g, P_CONFIG_PATH, path);
 		if (ignore)
 			jg_kv_bool(g, P_IGNORE_UNSUPPORTED, true);
+		/* Images we could not open: the daemon reports them. */
+		if (why != NULL && (why[0][0] || why[1][0])) {
+			jg_key(g, P_IMAGE_ERRORS);
+			yajl_gen_map_open(g);
+			for (int i = 0; i < 2; i++)
+				if (why[i][0])
+					jg_kv_str(g, image_keys[i], why[i]);
+			yajl_gen_map_close(g);
+		}
 		if (nfds > 0) {
 			jg_key(g, P_FDS);
 			yajl_gen_map_open(g);
@@ -141,20 +151,25 @@ vmctl_check_config(struct vmctl *ctl, const char *path, bool ignore)
 		snprintf(abspath, sizeof(abspath), "%s", path);
 	if ((rc = vmc_open(ctl, &c)) != VMCTL_EXIT_OK)
 		goto out;
-	rc = send_check(c, text, abspath, ignore, NULL, NULL, 0, &res, &err);
+	rc = send_check(c, text, abspath, ignore, NULL, NULL, 0, NULL, &res,
+	    &err);
 	if (rc == VMC_RPC_ERROR && err.code == E_IMAGE_FD) {
-		/* As create: the images go as our descriptors (images.h). */
+		/*
+		 * As create: the images go as our descriptors (images.h);
+		 * one we cannot open is one more error of the config.
+		 */
+		char why[2][VMCTL_WHY_LEN] = { "", "" };
 		const char *keys[2];
 		int fds[2];
 		size_t nfds = 0;
 
 		rc = vmctl_open_images(abspath, jget(err.data, "files"), fds,
-		    keys, &nfds);
+		    keys, &nfds, why);
 		if (rc != VMCTL_EXIT_OK)
 			goto out;
 		vmc_error_done(&err);
 		rc = send_check(c, text, abspath, ignore, fds, keys, nfds,
-		    &res, &err);
+		    why, &res, &err);
 		while (nfds > 0)
 			close(fds[--nfds]);
 	}

@@ -124,7 +124,7 @@ open_image(const char *path)
  */
 int
 vmctl_open_images(const char *cfg, yajl_val files, int *fds, const char **keys,
-    size_t *ret_n)
+    size_t *ret_n, char why[2][VMCTL_WHY_LEN])
 {
 	size_t n = 0;
 
@@ -144,6 +144,14 @@ vmctl_open_images(const char *cfg, yajl_val files, int *fds, const char **keys,
 		if (!path || n == 2)
 			continue;
 		fd = open_image(path);
+		if (fd < 0 && why != NULL) {
+			/* check: said with the other errors, not alone. */
+			snprintf(why[strcmp(key, "kernel") ? 1 : 0],
+			    VMCTL_WHY_LEN, "cannot open %s: %s", path,
+			    fd == -EINVAL ? "not a regular file" :
+			    strerror(-fd));
+			continue;
+		}
 		if (fd < 0) {
 			vmctl_warnx("create: %s: %s %s: %s", cfg, key, path,
 			    fd == -EINVAL ? "not a regular file" :
@@ -524,7 +532,7 @@ cmd_create(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 		size_t nfds = 0;
 
 		rc = vmctl_open_images(abspath, jget(err.data, "files"), fds, keys,
-		    &nfds);
+		    &nfds, NULL);
 		if (rc != VMCTL_EXIT_OK)
 			goto out;
 		vmc_error_done(&err);

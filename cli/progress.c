@@ -35,6 +35,7 @@ struct progress {
 	double	last_t;		/* time and count of the last sample */
 	uint64_t last_done;
 	double	rate;		/* measured here: smoothed units per second */
+	bool	worked;		/* a note said what held the work up */
 	uint64_t printed_done;	/* plain mode: what the last line said */
 };
 
@@ -93,19 +94,22 @@ local_rate(struct progress *p, uint64_t done, bool changed, double t)
  * over took the daemon at least RATE_MIN_SECONDS (done / rate), and, in
  * bytes, moved at least RATE_MIN_BYTES.  A populate of clean memory
  * that took microseconds would otherwise show as "2.83 TiB/s", a
- * division by a duration below the clocks' noise.
+ * division by a duration below the clocks' noise.  Work the daemon said
+ * held it up (a note: scrubbing dirty memory inline, waiting for the
+ * scrubber) is real work whatever its duration (`worked`), so that
+ * what is shown does not hang on how fast this machine was.
  */
 #define RATE_MIN_SECONDS	0.1
 #define RATE_MIN_BYTES		(64ull << 20)
 
 static bool
-rate_meaningful(const struct progress_info *in, bool bytes)
+rate_meaningful(const struct progress_info *in, bool bytes, bool worked)
 {
 	if (!(in->rate > 0) || in->rate > 1e18)
 		return false;
 	if (bytes && in->done < RATE_MIN_BYTES)
 		return false;
-	return (double)in->done / in->rate >= RATE_MIN_SECONDS;
+	return worked || (double)in->done / in->rate >= RATE_MIN_SECONDS;
 }
 
 /* Columns of the terminal on stderr; 80 when it does not say. */
@@ -182,7 +186,10 @@ progress_show(struct progress *p, const struct progress_info *in)
 	snprintf(p->note, sizeof(p->note), "%s", note);
 	rate = in->have_rate ? in->rate : p->rate;
 	r[0] = '\0';
-	if (in->have_rate ? rate_meaningful(in, bytes) : p->rate > 0) {
+	if (note[0])
+		p->worked = true;
+	if (in->have_rate ? rate_meaningful(in, bytes, p->worked) :
+	    p->rate > 0) {
 		if (bytes)
 			fmt_rate(rate, r, sizeof(r));
 		else

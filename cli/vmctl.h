@@ -195,8 +195,13 @@ void vmctl_catch_signals(void);
 /* Handlers: cmd_vm.c, cmd_host.c, cmd_watch.c. */
 /* cmd_vm.c, for cmd_check.c: a config file's text; its images opened. */
 int vmctl_read_file(const char *path, char **ret_text, size_t *ret_len);
+/*
+ * With `why` (kernel, ramdisk), an image that cannot be opened is told
+ * there and skipped; without, it is an error (VMCTL_EXIT_USAGE).
+ */
+#define VMCTL_WHY_LEN	320
 int vmctl_open_images(const char *cfg, yajl_val files, int *fds,
-    const char **keys, size_t *ret_n);
+    const char **keys, size_t *ret_n, char why[2][VMCTL_WHY_LEN]);
 /* cmd_check.c: config.check of `path` (vmctl check, create --dry-run). */
 int vmctl_check_config(struct vmctl *ctl, const char *path, bool ignore);
 int cmd_check(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,

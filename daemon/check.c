@@ -183,11 +183,43 @@ check_parse(struct call *call, struct check_job *j, bool ignore)
 	return 0;
 }
 
+/*
+ * The images the client says it could not open (P_IMAGE_ERRORS): each is
+ * an error of its key, and no image is looked at.  1 when there were
+ * any, 0 when none, -1 (replied) for a malformed parameter.
+ */
+static int
+check_image_errors(struct call *call, struct check_job *j)
+{
+	static const enum vmb_key keys[2] = { VMB_KEY_KERNEL, VMB_KEY_RAMDISK };
+	yajl_val errs = NULL;
+	int n = 0;
+
+	if (param_object(call, P_IMAGE_ERRORS, false, &errs) < 0)
+		return -1;
+	for (int i = 0; errs != NULL && i < 2; i++) {
+		const char *name = i == 0 ? "kernel" : "ramdisk";
+		yajl_val why = jv_get(errs, name);
+
+		if (why == NULL)
+			continue;
+		if (!YAJL_IS_STRING(why) || strlen(why->u.string) > 512)
+			return call_error(call, RPC_INVALID_PARAMS, 0,
+			    "params.%s.%s: a string of at most 512 bytes",
+			    P_IMAGE_ERRORS, name);
+		(void)vmb_diags_add(&j->diags, VMB_ERROR, j->where,
+		    j->guest->key_line[keys[i]], name, why->u.string);
+		n++;
+	}
+	return n > 0;
+}
+
 int
 m_config_check(struct call *call, yajl_gen g)
 {
 	struct check_job *j = calloc(1, sizeof(*j));
 	bool ignore = false;
+	int skip;
 
 	if (j == NULL)
 		return call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
@@ -209,7 +241,8 @@ m_config_check(struct call *call, yajl_gen g)
 		return 0;
 	}
 	devices_check_diags(call->conn, j->guest, j->where, &j->diags);
-	if (images_prepare(call, j->guest, &j->images) < 0) {
+	if ((skip = check_image_errors(call, j)) < 0 || (!skip &&
+	    images_prepare(call, j->guest, &j->images) < 0)) {
 		check_job_free(j);
 		return -1;
 	}

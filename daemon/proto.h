@@ -94,7 +94,10 @@
  *                    not implement are warnings, listed in the result's
  *                    "warnings", not errors).
  *   config.check     P_CONFIG (required), P_CONFIG_PATH, P_FDS and
- *                    P_IGNORE_UNSUPPORTED as vm.create; result {"ok",
+ *                    P_IGNORE_UNSUPPORTED as vm.create; P_IMAGE_ERRORS
+ *                    (object: "kernel"/"ramdisk" -> why the client could
+ *                    not open it: reported as that key's error, the image
+ *                    not looked at); result {"ok",
  *                    "errors":[{file,line,key,message}], "warnings",
  *                    "config" (guestjson), "placement" {nodes,
  *                    node_bytes, reason, free_bytes} or null}; changes
@@ -115,7 +118,8 @@
  *                    hypervisor if the guest cannot be asked or does not
  *                    answer in time)
  *   vm.mem_set       P_VM, P_MEMORY_BYTES (required: the balloon target,
- *                    a multiple of 4 KiB, 128 MiB to the VM's maxmem)
+ *                    a multiple of 4 KiB, up to the VM's maxmem; not
+ *                    lowered below 128 MiB)
  *   vm.mem_max       P_VM, P_MAXMEM_BYTES (required: the static max, at
  *                    least the target)
  *   vm.vcpu_set      P_VM, P_VCPUS (required: vCPUs online, 1..maxvcpus)
@@ -160,6 +164,7 @@
 #define P_VCPU			"vcpu"
 #define P_HARD			"hard"
 #define P_SOFT			"soft"
+#define P_IMAGE_ERRORS		"image_errors"
 
 /* Events (notifications). */
 #define E_TASK_PROGRESS		"task.progress"

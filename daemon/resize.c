@@ -349,8 +349,13 @@ rz_start(struct call *call, struct vm *vm, struct rz_job *j)
 	return CALL_DEFERRED;
 }
 
+/*
+ * A size in bytes for `key`, page-aligned.  No guest is ballooned down
+ * below VMB_MEM_FLOOR; one built smaller than that may still be given
+ * more (`cur`: what it has now).
+ */
 static int
-mem_param(struct call *call, const char *key, uint64_t *ret)
+mem_param(struct call *call, const char *key, uint64_t cur, uint64_t *ret)
 {
 	if (param_u64(call, key, true, ret) < 0)
 		return -1;
@@ -358,7 +363,7 @@ mem_param(struct call *call, const char *key, uint64_t *ret)
 		return call_error(call, RPC_INVALID_PARAMS, 0, "params.%s: %llu "
 		    "is not a multiple of 4 KiB (a page)", key,
 		    (unsigned long long)*ret);
-	if (*ret < VMB_MEM_FLOOR)
+	if (*ret < VMB_MEM_FLOOR && *ret < cur)
 		return call_error(call, RPC_INVALID_PARAMS, 0, "params.%s: "
 		    "%llu MiB is below the %llu MiB a guest keeps at least",
 		    key, (unsigned long long)(*ret >> 20),
@@ -374,7 +379,8 @@ m_vm_mem_set(struct call *call, yajl_gen g)
 	uint64_t b;
 
 	(void)g;
-	if (vm == NULL || mem_param(call, P_MEMORY_BYTES, &b) < 0)
+	if (vm == NULL || mem_param(call, P_MEMORY_BYTES,
+	    vm->guest->memory_bytes, &b) < 0)
 		return -1;
 	if (b > vm->guest->maxmem_bytes)
 		return call_error(call, RPC_INVALID_PARAMS, 0, "params.%s: "
@@ -399,7 +405,8 @@ m_vm_mem_max(struct call *call, yajl_gen g)
 	uint64_t b;
 
 	(void)g;
-	if (vm == NULL || mem_param(call, P_MAXMEM_BYTES, &b) < 0)
+	if (vm == NULL || mem_param(call, P_MAXMEM_BYTES,
+	    vm->guest->maxmem_bytes, &b) < 0)
 		return -1;
 	if (b < vm->guest->memory_bytes)
 		return call_error(call, RPC_INVALID_PARAMS, 0, "params.%s: "

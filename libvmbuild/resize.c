@@ -69,7 +69,7 @@ vmb_domain_set_target(struct vmb_ctx *ctx, uint32_t domid,
 {
 	int rc;
 
-	if (!ctx || target_bytes < VMB_MEM_FLOOR)
+	if (!ctx || target_bytes == 0)
 		return -EINVAL;
 	if (!ctx->ops->max_mem)
 		return -EOPNOTSUPP;
@@ -88,7 +88,7 @@ vmb_domain_set_maxmem(struct vmb_ctx *ctx, uint32_t domid,
 {
 	int rc;
 
-	if (!ctx || max_bytes < VMB_MEM_FLOOR)
+	if (!ctx || max_bytes == 0)
 		return -EINVAL;
 	if (!ctx->ops->max_mem)
 		return -EOPNOTSUPP;

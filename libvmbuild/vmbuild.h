@@ -761,7 +761,10 @@ int vmb_device_detach(struct vmb_ctx *ctx, uint32_t domid,
  * past its RAM.
  */
 #define VMB_MAXMEM_SLACK	(1ull << 20)
-/* No guest is ballooned below this (libxl's dom0 floor, for any guest). */
+/*
+ * No guest is ballooned down below this (libxl's dom0 floor, for any
+ * guest): the daemon's rule; one built smaller may be given more.
+ */
 #define VMB_MEM_FLOOR		(128ull << 20)
 
 /*

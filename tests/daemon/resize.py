@@ -83,6 +83,18 @@ ok(rc == 1 and "params.memory_bytes" in err and "maxmem" in err,
 rc, out, err = vmctl("mem-set", "rs1", "64")
 ok(rc == 1 and "params.memory_bytes" in err and "128 MiB" in err,
    "mem-set below the floor: refused", (rc, err))
+# A guest built below the floor may be given more, not less.
+r = c.call("vm.create", {"config": guest_cfg("rs-small", 64, extra=[
+    "maxmem = 128"]), "wait": True})
+rc, out, err = vmctl("mem-set", "rs-small", "96m")
+ok("result" in r and rc == 0 and
+   info("rs-small").get("memory_target_bytes") == 96 * MIB,
+   "a 64 MiB guest may be given 96 MiB (below the floor, but more)",
+   (r, rc, err))
+rc, out, err = vmctl("mem-set", "rs-small", "32m")
+ok(rc == 1 and "128 MiB" in err, "and not ballooned down to 32 MiB",
+   (rc, err))
+ok("result" in c.call("vm.destroy", {"vm": "rs-small"}), "rs-small gone")
 rc, out, err = vmctl("mem-set", "rs1", "12x")
 ok(rc == 2 and "not a size" in err, "mem-set SIZE not a size: usage",
    (rc, err))
