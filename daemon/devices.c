@@ -268,6 +268,7 @@ dev_job_free(struct dev_job *j)
 	free(j->rec.config_path);
 	free(j->rec.config_json);
 	free(j->rec.build_json);
+	free(j->rec.source_json);
 	free(j);
 }
 
@@ -445,6 +446,8 @@ dev_job_start(struct call *call, struct dev_job *j)
 	j->rec.created_at = vm->created_at;
 	vm_record_restarts(vm, &j->rec);
 	j->rec.config_path = vm->config_path ? strdup(vm->config_path) : NULL;
+	/* What a restart rebuilds from stays in the record. */
+	j->rec.source_json = vm->source ? strdup(vm->source) : NULL;
 	if ((rc = vmb_guest_copy(vm->guest, &j->guest)) == 0 &&
 	    (rc = dev_job_guest(j)) == -ENOSPC) {
 		rc = call_error(call, E_BAD_STATE, ENOSPC, "%s has as many "
@@ -459,7 +462,8 @@ dev_job_start(struct call *call, struct dev_job *j)
 		jg_tree(g, vm->build);
 		j->rec.build_json = jg_finish(g);
 	}
-	if (!j->rec.config_json || (vm->build && !j->rec.build_json)) {
+	if (!j->rec.config_json || (vm->build && !j->rec.build_json) ||
+	    (vm->source && !j->rec.source_json)) {
 		dev_job_free(j);
 		return call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
 		    "out of memory");

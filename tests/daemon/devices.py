@@ -140,6 +140,10 @@ ok(res.get("devid") == 51744 and res.get("state") == "attached" and
    "xvdc", "vm.disk_attach on hvsim: recorded only", r)
 ok([d["vdev"] for d in devs("dev1")[0]] == ["xvda", "xvdb", "xvdc"],
    "vm.info shows the attached disk", devs("dev1")[0])
+rec = h.record(c.result("vm.info", {"vm": "dev1"})["uuid"]) or {}
+ok(isinstance(rec.get("source"), dict) and "config" in rec["source"],
+   "the record rewritten for the hot-plug keeps what a restart rebuilds "
+   "from (its source)", sorted(rec))
 r = c.call("vm.disk_attach", {"vm": "dev1", "disk":
                               imgs["pub.img"] + ",raw,xvdc,ro"})
 ok(err_code(r) == E_EXISTS, "vm.disk_attach of a vdev it has: E_EXISTS", r)
