@@ -181,20 +181,25 @@ step_run(struct job *job)
 	}
 }
 
+/* Why a request fell back to the hypervisor: said once, whoever replies. */
 static void
-request_done(struct waiter *w, int rc, int req_rc, bool forced)
+log_fallback(const struct waiter *w, int req_rc)
+{
+	if (req_rc == -EOPNOTSUPP)
+		log_vm(LOG_NOTICE, w->vm, w->domid, 0, "%s (domain %u): no PV "
+		    "control in the guest, shut down from the hypervisor (%s)",
+		    w->vm, w->domid, cmd(w));
+	else
+		log_vm(LOG_NOTICE, w->vm, w->domid, 0, "%s (domain %u): the %s "
+		    "request failed (%s), shut down from the hypervisor",
+		    w->vm, w->domid, cmd(w), strerror(-req_rc));
+}
+
+static void
+request_done(struct waiter *w, int rc, bool forced)
 {
 	if (forced && rc == 0) {
 		w->forced = true;
-		if (req_rc == -EOPNOTSUPP)
-			log_vm(LOG_NOTICE, w->vm, w->domid, 0, "%s (domain "
-			    "%u): no PV control in the guest, shut down from "
-			    "the hypervisor (%s)", w->vm, w->domid, cmd(w));
-		else
-			log_vm(LOG_NOTICE, w->vm, w->domid, 0, "%s (domain "
-			    "%u): the %s request failed (%s), shut down from "
-			    "the hypervisor", w->vm, w->domid, cmd(w),
-			    strerror(-req_rc));
 		arm(w, SHUTDOWN_FORCE_GRACE);
 		return;
 	}
@@ -244,8 +249,15 @@ step_done(struct job *job)
 	/* Still held while answering: waiter_release() below frees it. */
 	if (sj->step == STEP_REQUEST) {
 		w->requesting = false;
-		if (sj->forced && sj->rc == 0)
+		/*
+		 * The domain's shutdown may reach the registry (and answer
+		 * the call) before this job's end does: log here, not only
+		 * where this job answers.
+		 */
+		if (sj->forced && sj->rc == 0) {
 			w->forced = true;
+			log_fallback(w, sj->req_rc);
+		}
 	}
 	if (sj->step == STEP_REQUEST && w->pending) {
 		w->pending = false;
@@ -254,7 +266,7 @@ step_done(struct job *job)
 	} else if (w->call != NULL && !w->seen) {
 		switch (sj->step) {
 		case STEP_REQUEST:
-			request_done(w, sj->rc, sj->req_rc, sj->forced);
+			request_done(w, sj->rc, sj->forced);
 			break;
 		case STEP_FORCE:
 			if (sj->rc < 0 && sj->rc != -ESRCH)
