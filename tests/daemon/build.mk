@@ -6,7 +6,8 @@ TESTS += tests/daemon/protocol.py tests/daemon/restart.py \
 	tests/daemon/hostile.py tests/daemon/access.py tests/daemon/flood.py \
 	tests/daemon/faults.py tests/daemon/recovery.py tests/daemon/killloop.py \
 	tests/daemon/load.py tests/daemon/lifecycle.py \
-	tests/daemon/devices.py tests/daemon/devreboot.py
+	tests/daemon/devices.py tests/daemon/devreboot.py \
+	tests/daemon/badmsg.py
 # counters.py lists the counter table with tests/lib's test_counters;
 # protocol.py compares vm.info's config with vmb-config-check's;
 # faults.py counts a build's hypercalls with vmb-build.
