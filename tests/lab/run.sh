@@ -32,10 +32,7 @@
 #                            to iterate on the Linux guest)
 #   LAB_XEN=FILE             a xen.gz / xen ELF to boot instead of Debian's
 #   LAB_XEN_EXTRA= LAB_QEMU_EXTRA= LAB_DOM0_EXTRA=   extra command-line words
-#   LAB_CPU=max,-smap,-rdtscp,-fsgsbase LAB_SMP=4 LAB_MEM=6144 LAB_DOM0_MEM=512M
-#                            (no FSGSBASE: with it, dom0's programs died
-#                            now and then at their first %fs access,
-#                            their TLS base wrong; see README.md)
+#   LAB_CPU=max,-smap,-rdtscp LAB_SMP=4 LAB_MEM=6144 LAB_DOM0_MEM=512M
 #   LAB_NUMA=2               host NUMA nodes QEMU gives Xen (LAB_MEM and
 #                            LAB_SMP split evenly); 1: none
 #   LAB_EXTRA_FILES="host/path:/initramfs/path ..."   more files for dom0
@@ -67,7 +64,7 @@ LAB_BIG_MB=${LAB_BIG_MB:-512}
 LAB_LINUX_MB=${LAB_LINUX_MB:-4608}
 export LAB_LINUX_MB
 LAB_TIMEOUT=${LAB_TIMEOUT:-1650}
-LAB_CPU=${LAB_CPU:-max,-smap,-rdtscp,-fsgsbase}
+LAB_CPU=${LAB_CPU:-max,-smap,-rdtscp}
 LAB_SMP=${LAB_SMP:-4}
 LAB_MEM=${LAB_MEM:-6144}
 LAB_NUMA=${LAB_NUMA:-2}
