@@ -16,6 +16,7 @@ export LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu
 export CMOCKA_MESSAGE_OUTPUT=tap
 SOCK=/run/vmbuild/control.sock
 FAILED=""
+FAULTED=""	# steps whose command died of a fault and was run again (timed)
 XLOG=/tmp/xen-console.log
 EVBAD=/tmp/vmb-events.malformed	# see events_log
 
@@ -39,6 +40,7 @@ timed() {
 	_t0=$(up); timeout $_l "$@" > /tmp/out.$_n 2>&1; _rc=$?
 	if faulted $_rc "$@"; then
 		echo "INFO $_n: $(faulted_what $_rc "$@"); once more"
+		FAULTED="$FAULTED $_n"
 		timeout $_l "$@" > /tmp/out.$_n 2>&1; _rc=$?
 	fi
 	_t1=$(up)
@@ -523,7 +525,7 @@ linux_devices() {
 # were seen to die of SIGSEGV under TCG, as xl itself was).
 hp_fail() {
 	if [ $1 = vmb ]; then fail $2 "$3"
-	else echo "INFO xl hot-plug, not judged: $2: $3"; fi
+	else echo "INFO xl hot-plug, not judged: $2: $3"; XL_HP_TROUBLE=1; fi
 }
 
 # hp_step NAME CMD...: a hot-plug step, timed; once more, saying so and
@@ -613,6 +615,16 @@ devices_gone() {
 		xenstore-ls /local/domain/0/backend/$_k/$2 >/dev/null 2>&1 &&
 		    fail $1-backend-left "/local/domain/0/backend/$_k/$2 still in xenstore"
 	done
+	# xl's hot-plug is not judged: when a step of it failed, or its xl
+	# died of a fault (then its block remove script never ran), the loop
+	# device of its disk2.img is xl's leftover of that, said and detached
+	# (for the steps that follow); any other is judged.
+	if [ $1 = xl ] && { [ -n "$XL_HP_TROUBLE" ] || echo "$FAULTED" | grep -q ' xl-disk-'; }; then
+		losetup -a | grep -E '/guest/disk2\.img\)?$' | cut -d: -f1 | while read -r _lo; do
+			echo "INFO xl hot-plug, not judged: $_lo (disk2.img) left after its failed or faulted hot-plug; detached"
+			losetup -d $_lo
+		done
+	fi
 	[ -n "$(losetup -a)" ] && fail $1-loop-left "loop devices left: $(losetup -a | tr '\n' ' ')"
 	ls /sys/class/net | grep -q "^vif$2\." && fail $1-vif-left "vif$2.* still in dom0"
 	echo "INFO devices of $1 domain $2 after destroy: backends $(xenstore-ls /local/domain/0/backend 2>/dev/null | grep -c "^ *$2 "), loop devices $(losetup -a | wc -l), vifs $(ls /sys/class/net | grep -c "^vif$2\.")"
