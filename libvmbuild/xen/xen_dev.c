@@ -37,6 +37,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <net/if.h>
 #include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -498,17 +499,19 @@ out:
 /*
  * Linux's netback switches the backend to InitWait and then creates
  * the vifD.N network device (netback_probe), and vif-bridge online
- * fails on a device that is not there yet.  Wait for it, at most timeout_ms; past that the
- * script runs anyway and says what is missing.
+ * fails on a device that is not there yet.  Wait for it, at most
+ * timeout_ms; past that the script runs anyway and says what is missing.
+ * "There" is what the script's `ip link set dev vifD.N` needs: the name
+ * resolves (if_nametoindex, as ip does).  /sys/class/net/vifD.N is not
+ * enough: register_netdevice() adds it before it lists the device by
+ * name, and an `ip` run in between finds no such device.
  */
 static void
 wait_netdev(const struct dev *d, uint32_t timeout_ms)
 {
 	uint64_t deadline = now_ms() + timeout_ms;
-	char path[64];
 
-	snprintf(path, sizeof(path), "/sys/class/net/%s", d->vif);
-	while (access(path, F_OK) != 0 && now_ms() < deadline) {
+	while (if_nametoindex(d->vif) == 0 && now_ms() < deadline) {
 		struct timespec ts = { 0, 20 * 1000000L };
 
 		nanosleep(&ts, NULL);

@@ -12,7 +12,7 @@ TESTS += tests/daemon/protocol.py tests/daemon/restart.py \
 	tests/daemon/statedir.py tests/daemon/crashloop.py \
 	tests/daemon/connlimits.py tests/daemon/slowloris.py \
 	tests/daemon/records.py tests/daemon/everyday.py \
-	tests/daemon/resize.py
+	tests/daemon/resize.py tests/daemon/badmsg.py
 # counters.py lists the counter table with tests/lib's test_counters;
 # protocol.py compares vm.info's config with vmb-config-check's;
 # faults.py counts a build's hypercalls with vmb-build; records.py
@@ -21,3 +21,14 @@ TESTS += tests/daemon/protocol.py tests/daemon/restart.py \
 TESTS_DEPS += $(BIN)/vmbuildd $(BIN)/hvsim $(BIN)/vmctl \
 	$(BIN)/vmb-config-check $(BIN)/vmb-build $(B)/guest/hello.elf \
 	$(B)/tests/lib/test_counters
+
+# test_json: daemon/json.c's writer given a non-finite double (yajl
+# writes nothing for it, breaking the message).
+DAEMONTEST_BIN := $(B)/tests/daemon
+EXTRA_CFLAGS_tests/daemon/ := -Idaemon $(shell $(PKG) --cflags yajl cmocka)
+$(DAEMONTEST_BIN)/test_json: $(OBJ)/tests/daemon/test_json.o \
+		$(OBJ)/daemon/json.o
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(shell $(PKG) --libs yajl cmocka) -lm
+TESTS += $(DAEMONTEST_BIN)/test_json
+TESTS_DEPS += $(DAEMONTEST_BIN)/test_json

@@ -106,10 +106,29 @@ wait_for() {
 	[ -e "$1" ]
 }
 
+# ready WHAT SECS CMD...: wait until CMD succeeds, saying so when it did
+# not at once.  A device's node or sysfs entry comes before the device
+# can be used: device_add_disk() makes /dev/xvdX before bdev_add() (an
+# open in between, mount's, fails with ENXIO), and register_netdevice()
+# makes /sys/class/net/ethN before it lists the device by name (ip finds
+# no such device).  Under TCG on a loaded machine the window is wide.
+ready() {
+	_w=$1 _s=$2 _i=0; shift 2
+	until "$@" >/dev/null 2>&1; do
+		_i=$((_i + 1))
+		[ $_i -ge $((_s * 5)) ] && { say "vmbuild-linux-dev: $_w not usable after ${_s} s"; return 1; }
+		usleep 200000
+	done
+	[ $_i -gt 0 ] && say "vmbuild-linux-dev: $_w usable after $_i tries (its node came first)"
+	return 0
+}
+
 # xvda: mount it, check payload.bin against payload.md5, write a file
 # (read-write), read it back after a read-only remount.
 dev_disk() {
 	wait_for /dev/xvda 30 || { echo "fail(no-xvda)"; return; }
+	ready xvda 30 dd if=/dev/xvda of=/dev/null bs=4096 count=1 ||
+	    { echo "fail(xvda-unreadable)"; return; }
 	mkdir -p /mnt
 	# Its error, and the kernel's last words, say why if it cannot.
 	if ! mount -t ext4 /dev/xvda /mnt 2>/tmp/mount.err; then
@@ -132,6 +151,7 @@ dev_disk() {
 dev_net() {
 	ip=$(arg lab_ip) peer=$(arg lab_peer)
 	wait_for /sys/class/net/eth0 30 || { echo "fail(no-eth0)"; return; }
+	ready eth0 30 ip link show dev eth0 || { echo "fail(eth0-unlisted)"; return; }
 	ip link set eth0 up && ip addr add $ip/24 dev eth0 ||
 	    { echo "fail(ip)"; return; }
 	i=0
@@ -148,14 +168,16 @@ dev_net() {
 hotplug_watch() {
 	disk=gone net=gone
 	while :; do
-		if [ -b /dev/xvdb ] && [ $disk = gone ]; then
+		if [ -b /dev/xvdb ] && [ $disk = gone ] &&
+		    ready xvdb 30 dd if=/dev/xvdb of=/dev/null bs=4096 count=1; then
 			disk=seen
 			say "vmbuild-linux-dev: hotplug xvdb=seen $(cat /sys/block/xvdb/ro 2>/dev/null | sed 's/1/ro/;s/0/rw/') $(head -n 1 /dev/xvdb 2>/dev/null)"
 		elif [ ! -b /dev/xvdb ] && [ $disk = seen ]; then
 			disk=gone
 			say "vmbuild-linux-dev: hotplug xvdb=gone"
 		fi
-		if [ -e /sys/class/net/eth1 ] && [ $net = gone ]; then
+		if [ -e /sys/class/net/eth1 ] && [ $net = gone ] &&
+		    ready eth1 30 ip link show dev eth1; then
 			net=seen
 			say "vmbuild-linux-dev: hotplug eth1=seen $(cat /sys/class/net/eth1/address)"
 		elif [ ! -e /sys/class/net/eth1 ] && [ $net = seen ]; then

@@ -367,6 +367,7 @@ HOTPLUG_TRACE=$LAB_HOTPLUG_TRACE
 HELLO=$LAB_HELLO
 XS_TRACE=${LAB_XS_TRACE:-}
 TESTS="$tests"
+LAB_TIMEOUT=$LAB_TIMEOUT
 EOF
 (cd "$D0" && find . | cpio -o -H newc 2>/dev/null | gzip -1) > "$LAB_DIR/dom0-initrd.gz" ||
     fail $step "cpio"

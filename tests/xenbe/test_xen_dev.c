@@ -24,6 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -31,6 +34,7 @@
 #include <unistd.h>
 
 #include <linux/capability.h>
+#include <net/if.h>
 
 #include <cmocka.h>
 
@@ -358,6 +362,59 @@ test_vif_as_xl(void **state)
 	    "XENBUS_BASE_PATH=backend script="));
 	assert_non_null(strstr(script_log(), "/vif-bridge vif=vif5.0 netdev= "
 	    "env=7"));
+}
+
+/*
+ * vif-bridge online runs once netback's vifD.N resolves by name, as the
+ * script's `ip link set dev vifD.N` needs: Linux shows the device in
+ * /sys/class/net before it lists it by name (register_netdevice), and
+ * busybox's ip, run in between, failed vif-bridge in the lab.  In a
+ * child with a network namespace of its own whose loopback is renamed
+ * vif5.0: there the name resolves, while /sys (the host's) has no
+ * vif5.0.  Waiting on sysfs would take all of initwait_ms (10 min; the
+ * alarm ends the child first); waiting on the name, no time at all.
+ */
+static void
+test_vif_waits_for_name(void **state)
+{
+	struct vmb_dev v = dev_of(NULL, &nic);
+	int status = 0;
+	pid_t pid;
+
+	(void)state;
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		struct ifreq ifr = { .ifr_name = "lo" };
+		char why[256] = "";
+		int fd;
+
+		if (unshare(CLONE_NEWNET) != 0 &&
+		    unshare(CLONE_NEWUSER | CLONE_NEWNET) != 0)
+			_exit(77);
+		snprintf(ifr.ifr_newname, sizeof(ifr.ifr_newname), "vif5.0");
+		fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		if (fd < 0 || ioctl(fd, SIOCSIFNAME, &ifr) != 0)
+			_exit(77);
+		close(fd);
+		if (access("/sys/class/net/vif5.0", F_OK) == 0)
+			_exit(77);	/* not the case this test is about */
+		v.initwait_ms = 600000;
+		alarm(120);
+		if (xen_device_add(&be, DOMID, &v, why, sizeof(why)) != 0)
+			_exit(12);
+		if (!strstr(script_log(), "vif-bridge online type_if=vif"))
+			_exit(13);
+		_exit(0);
+	}
+	assert_int_equal(waitpid(pid, &status, 0), pid);
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+		skip();		/* no network namespace to be had */
+	if (WIFSIGNALED(status))
+		print_error("killed by signal %d: still waiting for vif5.0 "
+		    "after 120 s\n", WTERMSIG(status));
+	assert_true(WIFEXITED(status));
+	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
 /* A script that fails: why names the device, the script, its words. */
@@ -867,6 +924,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_vif_as_xl, setup,
 		    teardown_dir),
 		cmocka_unit_test_setup_teardown(test_script_name_only, setup,
+		    teardown_dir),
+		cmocka_unit_test_setup_teardown(test_vif_waits_for_name, setup,
 		    teardown_dir),
 		cmocka_unit_test_setup_teardown(test_script_fails, setup,
 		    teardown_dir),
