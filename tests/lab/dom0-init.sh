@@ -431,6 +431,7 @@ linux() {
 	    grep -E 'vmbuild-linux: node|BIOS-e820|ACPI: (SRAT|SLIT|APIC|XSDT|RSDP)|ACPI Error|NUMA|SCI' |
 	    sed "s/^/  $_tag| /" | head -n 40
 	linux_devices $1 $_tag $_id $_tc
+	resize $1 $_tag $_id
 	[ $1 = vmb ] && timed vmctl-info-linux $V info $_tag
 	xs_dump $1 $_id
 	# vmbuild's guest is powered off and reaped (and shows the rest of
@@ -594,6 +595,59 @@ hotplug() {
 		xenstore-ls -f /local/domain/$3/error 2>/dev/null | sed 's/^/  guest-error| /'
 	fi
 	echo "INFO hotplug on $2: loop devices now: $(losetup -a | wc -l); vifs: $(ls /sys/class/net | grep -c "^vif$3\.")"
+}
+
+# state_after TAG FIELD BEFORE SECS: the first value of FIELD
+# (memtotal_kib, cpus) below BEFORE on the guest's state lines
+# (linux-init.sh's resize_watch), waiting up to SECS; empty if none came.
+state_after() {
+	_w0=$(up)
+	while :; do
+		_v=$(console_lines $1 | sed -n "s/^.*vmbuild-linux-state: .*$2=\([0-9]*\).*$/\1/p" |
+		    awk -v b=$3 '$1 < b { print; exit }')
+		[ -n "$_v" ] && { echo $_v; return 0; }
+		[ "$(awk -v a=$_w0 -v b=$(up) -v l=$4 'BEGIN { print (b - a > l) }')" = 1 ] && return 1
+		sleep 3
+	done
+}
+
+# resize TOOL TAG ID: the running Linux guest changed as an operator
+# would: its balloon target 512 MiB lower (mem-set), one vCPU (vcpu-set),
+# vCPU 0 pinned to CPU 1, credit2 weight 512 (sched).  Each seen where it
+# acts: MemTotal and the online CPUs from inside the guest, the affinity
+# in `xl vcpu-list`, the weight in `xl sched-credit2`.  One line per
+# toolstack (operators-day reads vmbuild's, the last):
+#   vmbuild-linux-resize: mem_before_kib=N mem_after_kib=N cpus_before=N cpus_after=N tool=T
+# vmbuild's steps are judged; xl's are there to compare with.
+resize() {
+	_l=$(linux_line $2)
+	_mb=$(echo "$_l" | sed -n 's/.*memtotal_kib=\([0-9]*\).*/\1/p')
+	_cb=$(echo "$_l" | sed -n 's/.*cpus=\([0-9]*\).*/\1/p')
+	_target=$(( LINUX_MB - 512 ))m
+	case $1 in
+	xl) _ms="xl mem-set $2 $_target"; _vs="xl vcpu-set $2 1"
+	    _vp="xl vcpu-pin $2 0 1"; _sw="xl sched-credit2 -d $2 -w 512" ;;
+	*) _ms="$V mem-set $2 $_target"; _vs="$V vcpu-set $2 1"
+	   _vp="$V vcpu-pin $2 0 1"; _sw="$V sched $2 --weight 512" ;;
+	esac
+	timed $1-mem-set $_ms || hp_fail $1 $1-mem-set "mem-set rc=$?"
+	_ma=$(state_after $2 memtotal_kib "${_mb:-0}" 180) ||
+	    hp_fail $1 $1-mem-set-seen "MemTotal stayed at ${_mb:-?} KiB in the guest after mem-set $_target"
+	timed $1-vcpu-set $_vs || hp_fail $1 $1-vcpu-set "vcpu-set rc=$?"
+	_ca=$(state_after $2 cpus "${_cb:-0}" 120) ||
+	    hp_fail $1 $1-vcpu-set-seen "the guest still has ${_cb:-?} CPUs online after vcpu-set 1"
+	timed $1-vcpu-pin $_vp || hp_fail $1 $1-vcpu-pin "vcpu-pin rc=$?"
+	timed $1-xl-vcpu-list xl vcpu-list $2
+	_hard=$(awk '$3 == 0 { print $7 }' /tmp/out.$1-xl-vcpu-list)
+	[ "$_hard" = 1 ] ||
+	    hp_fail $1 $1-vcpu-pin-seen "xl vcpu-list shows vCPU 0's hard affinity as '$_hard', not 1"
+	timed $1-sched $_sw || hp_fail $1 $1-sched "sched rc=$?"
+	timed $1-xl-sched xl sched-credit2 -d $2
+	_w=$(awk -v n=$2 '$1 == n { print $3 }' /tmp/out.$1-xl-sched)
+	[ "$_w" = 512 ] || hp_fail $1 $1-sched-seen "xl sched-credit2 shows weight '$_w', not 512"
+	[ $1 = vmb ] && { timed vmctl-vcpu-list $V vcpu-list $2; timed vmctl-info-resized $V info $2; }
+	console_lines $2 | grep 'vmbuild-linux-state:' | sed "s/^/  $2| /"
+	echo "vmbuild-linux-resize: mem_before_kib=${_mb:-0} mem_after_kib=${_ma:-${_mb:-0}} cpus_before=${_cb:-0} cpus_after=${_ca:-${_cb:-0}} tool=$1"
 }
 
 # xs_devdump TOOL ID: the devices' xenstore entries with their values

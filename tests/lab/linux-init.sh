@@ -188,6 +188,26 @@ hotplug_watch() {
 	done
 }
 
+# What the toolstack changes while it runs (vmctl mem-set and vcpu-set,
+# xl's): MemTotal (the balloon driver gives pages back and takes them
+# off the total) and the online CPUs (the xenbus cpu watcher follows
+# cpu/N/availability), one line each time either changes:
+#   vmbuild-linux-state: memtotal_kib=N cpus=N
+# A read that came back empty (a program that died: see fact) is not a
+# change and is not said.
+resize_watch() {
+	last=""
+	while :; do
+		m=$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)
+		c=$(online_cpus)
+		if [ -n "$m" ] && [ -n "$c" ] && [ "$m $c" != "$last" ]; then
+			last="$m $c"
+			say "vmbuild-linux-state: memtotal_kib=$m cpus=$c"
+		fi
+		sleep 2
+	done
+}
+
 # The PV control node: Linux's xenbus shutdown watcher announces
 # control/feature-poweroff and feature-reboot and, asked through
 # control/shutdown (vmctl shutdown, xl shutdown), runs the kernel's
@@ -206,6 +226,7 @@ main() {
 	facts
 	details
 	devices
+	resize_watch &
 	case " $(cat /proc/cmdline) " in
 	*" lab_poweroff "*) poweroff -f ;;
 	esac
