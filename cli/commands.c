@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "vmctl.h"
+#include "../libvmbuild/vmbuild.h"	/* vmb_edit_distance (editdist.c) */
 
 #define OPT_JSON "  --json          machine output (JSON) on stdout\n"
 
@@ -247,32 +248,6 @@ vmctl_cmd_find(const char *name)
 	return NULL;
 }
 
-/* Levenshtein distance, for "did you mean"; long names are far. */
-static size_t
-edit_distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b), prev[32], cur[32];
-
-	if (la >= 31 || lb >= 31)
-		return 99;
-	for (size_t j = 0; j <= lb; j++)
-		prev[j] = j;
-	for (size_t i = 1; i <= la; i++) {
-		cur[0] = i;
-		for (size_t j = 1; j <= lb; j++) {
-			size_t c = prev[j - 1] + (a[i - 1] != b[j - 1]);
-
-			if (prev[j] + 1 < c)
-				c = prev[j] + 1;
-			if (cur[j - 1] + 1 < c)
-				c = cur[j - 1] + 1;
-			cur[j] = c;
-		}
-		memcpy(prev, cur, sizeof(cur));
-	}
-	return prev[lb];
-}
-
 const char *
 vmctl_cmd_nearest(const char *name)
 {
@@ -281,7 +256,7 @@ vmctl_cmd_nearest(const char *name)
 	size_t bestd = 3;	/* at most two edits away */
 
 	for (c = vmctl_cmds; c->name; c++) {
-		size_t d = edit_distance(name, c->name);
+		size_t d = vmb_edit_distance(name, c->name);
 
 		if (d < bestd) {
 			bestd = d;
@@ -290,7 +265,7 @@ vmctl_cmd_nearest(const char *name)
 	}
 	for (size_t i = 0; i < sizeof(xl_aliases) / sizeof(xl_aliases[0]);
 	    i++) {
-		size_t d = edit_distance(name, xl_aliases[i].xl);
+		size_t d = vmb_edit_distance(name, xl_aliases[i].xl);
 
 		if (d < bestd) {
 			bestd = d;

@@ -53,6 +53,7 @@ struct build_job {
 	struct vmb_domain dom;
 	bool		have_dom;
 	char		*build_json;
+	char		pin_why[256];	/* a vCPU pin not set again, or "" */
 	struct build_warnings warnings;	/* of the configuration */
 };
 
@@ -122,6 +123,36 @@ build_result_json(const struct vmb_build_result *r,
 	return jg_finish(g);
 }
 
+/*
+ * A restart's new domain: the pins of single vCPUs the VM had (its
+ * record's), as the build set cpus= for all.  One that cannot be set
+ * again (a CPU gone) is said, and dropped from the record; the build
+ * stands.
+ */
+static void
+build_pin(struct build_job *bj)
+{
+	const struct vmb_guest *g = bj->guest;
+	uint32_t max = g->maxvcpus > g->vcpus ? g->maxvcpus : g->vcpus, n = 0;
+	char why[200];
+
+	for (uint32_t i = 0; i < bj->rec.npins; i++) {
+		struct state_pin *p = &bj->rec.pins[i];
+
+		why[0] = '\0';
+		if (vmb_vcpu_pin(B.cfg.ctx, bj->result.domid, max, p->vcpu,
+		    p->hard, p->soft, why, sizeof(why)) == 0) {
+			bj->rec.pins[n++] = *p;
+			continue;
+		}
+		snprintf(bj->pin_why, sizeof(bj->pin_why), "vcpu %u: %s",
+		    p->vcpu, why);
+		free(p->hard);
+		free(p->soft);
+	}
+	bj->rec.npins = n;
+}
+
 static void
 build_run(struct job *job)
 {
@@ -159,6 +190,7 @@ build_run(struct job *job)
 			(void)state_remove(bj->rec.uuid);
 		return;
 	}
+	build_pin(bj);
 	bj->build_json = build_result_json(&bj->result, bj->strategy);
 	bj->rec.built = true;
 	bj->rec.restart = false;
@@ -201,6 +233,7 @@ build_job_free(struct build_job *bj)
 	free(bj->rec.config_path);
 	free(bj->rec.config_json);
 	free(bj->rec.source_json);
+	state_pins_free(bj->rec.pins, bj->rec.npins);
 	free(bj->build_json);
 	build_warnings_done(&bj->warnings);
 	free(bj);
@@ -252,9 +285,19 @@ build_done(struct job *job)
 		 * ticks and the list can fail, and a VM without its domid is
 		 * one vm.destroy cannot destroy.
 		 */
+		if (vm != NULL && bj->pin_why[0])
+			log_vm(LOG_WARNING, t->vm, bj->result.domid, t->id,
+			    "%s: a pin of its vCPUs is not set again: %s; it "
+			    "is dropped", t->vm, bj->pin_why);
 		if (vm != NULL) {
 			vm->domid = bj->result.domid;
 			vm->restart = false;
+			/* The pins set again, as the record now has them. */
+			state_pins_free(vm->pins, vm->npins);
+			vm->pins = bj->rec.pins;
+			vm->npins = bj->rec.npins;
+			bj->rec.pins = NULL;
+			bj->rec.npins = 0;
 			vm_built(vm, bj->have_dom ? &bj->dom : NULL,
 			    bj->guest, bj->build_json);
 			if (bj->restart)
@@ -536,6 +579,12 @@ build_restart(struct vm *vm, struct vmb_guest *guest, const char *reason,
 	bj->rec.restart = true;
 	bj->rec.created_at = vm->created_at;
 	vm_record_restarts(vm, &bj->rec);
+	if (state_pins_copy(vm->pins, vm->npins, &bj->rec.pins) < 0) {
+		snprintf(why, why_len, "out of memory");
+		build_unprepare(bj);
+		return -ENOMEM;
+	}
+	bj->rec.npins = vm->npins;
 	rc = worker_spawn(&bj->job);
 	if (rc < 0) {
 		snprintf(why, why_len, "cannot start a build thread: %s",

@@ -265,10 +265,7 @@ dev_job_free(struct dev_job *j)
 	vmb_disk_done(&j->disk);
 	vmb_nic_done(&j->nic);
 	vmb_guest_free(j->guest);
-	free(j->rec.config_path);
-	free(j->rec.config_json);
-	free(j->rec.build_json);
-	free(j->rec.source_json);
+	state_record_done(&j->rec);
 	free(j);
 }
 
@@ -430,7 +427,6 @@ static int
 dev_job_start(struct call *call, struct dev_job *j)
 {
 	struct vm *vm = j->vm;
-	yajl_gen g;
 	int rc;
 
 	if (vm->guest == NULL) {
@@ -439,15 +435,6 @@ dev_job_start(struct call *call, struct dev_job *j)
 		    "could not be read from its record: its devices are not "
 		    "known", vm->name);
 	}
-	memcpy(j->rec.uuid, vm->uuid, 16);
-	snprintf(j->rec.name, sizeof(j->rec.name), "%s", vm->name);
-	j->rec.built = true;
-	j->rec.domid = vm->domid;
-	j->rec.created_at = vm->created_at;
-	vm_record_restarts(vm, &j->rec);
-	j->rec.config_path = vm->config_path ? strdup(vm->config_path) : NULL;
-	/* What a restart rebuilds from stays in the record. */
-	j->rec.source_json = vm->source ? strdup(vm->source) : NULL;
 	if ((rc = vmb_guest_copy(vm->guest, &j->guest)) == 0 &&
 	    (rc = dev_job_guest(j)) == -ENOSPC) {
 		rc = call_error(call, E_BAD_STATE, ENOSPC, "%s has as many "
@@ -456,14 +443,7 @@ dev_job_start(struct call *call, struct dev_job *j)
 		dev_job_free(j);
 		return rc;
 	}
-	if (rc == 0)
-		j->rec.config_json = guestjson_text(j->guest);
-	if (vm->build && (g = jg_new()) != NULL) {
-		jg_tree(g, vm->build);
-		j->rec.build_json = jg_finish(g);
-	}
-	if (!j->rec.config_json || (vm->build && !j->rec.build_json) ||
-	    (vm->source && !j->rec.source_json)) {
+	if (rc < 0 || vm_record(vm, j->guest, &j->rec) < 0) {
 		dev_job_free(j);
 		return call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
 		    "out of memory");

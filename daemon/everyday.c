@@ -56,10 +56,7 @@ static void
 ed_free(struct ed_job *j)
 {
 	vmb_guest_free(j->guest);
-	free(j->rec.config_path);
-	free(j->rec.config_json);
-	free(j->rec.build_json);
-	free(j->rec.source_json);
+	state_record_done(&j->rec);
 	free(j->text);
 	free(j->domids);
 	free(j->names);
@@ -136,47 +133,25 @@ ed_error(struct ed_job *j, const char *what)
 }
 
 /*
- * The VM's record with its guest as it will be after the change (a
+ * The VM's guest as it will be after the change, into j->guest (a
  * copy, changed by the caller): only for a VM of ours whose guest is
- * known; 0 without writing anything otherwise.
+ * known; 0 without a copy (nothing is recorded) otherwise.
  */
 static int
 ed_record(struct ed_job *j, const struct vm *vm)
 {
-	int rc;
-
 	if (!vm->ours || vm->guest == NULL)
 		return 0;
-	if ((rc = vmb_guest_copy(vm->guest, &j->guest)) < 0)
-		return rc;
-	memcpy(j->rec.uuid, vm->uuid, 16);
-	snprintf(j->rec.name, sizeof(j->rec.name), "%s", vm->name);
-	j->rec.built = true;
-	j->rec.domid = vm->domid;
-	j->rec.created_at = vm->created_at;
-	vm_record_restarts(vm, &j->rec);
-	if ((vm->config_path && !(j->rec.config_path =
-	    strdup(vm->config_path))) ||
-	    (vm->source && !(j->rec.source_json = strdup(vm->source))))
-		return -ENOMEM;
-	if (vm->build != NULL) {
-		yajl_gen g = jg_new();
-
-		jg_tree(g, vm->build);
-		if (!(j->rec.build_json = jg_finish(g)))
-			return -ENOMEM;
-	}
-	return 0;
+	return vmb_guest_copy(vm->guest, &j->guest);
 }
 
-/* The record's guest written, once the caller changed it. */
+/* The record with that guest, once the caller changed it. */
 static int
-ed_record_guest(struct ed_job *j)
+ed_record_guest(struct ed_job *j, const struct vm *vm)
 {
 	if (j->guest == NULL)
 		return 0;
-	j->rec.config_json = guestjson_text(j->guest);
-	return j->rec.config_json ? 0 : -ENOMEM;
+	return vm_record(vm, j->guest, &j->rec);
 }
 
 /* vm.changed: {"vm","id","change", and what changed}. */
@@ -338,7 +313,7 @@ m_vm_sched_set(struct call *call, yajl_gen g)
 			j->guest->cap = cap;
 			j->guest->keys_set |= 1u << VMB_KEY_CAP;
 		}
-		rc = ed_record_guest(j);
+		rc = ed_record_guest(j, vm);
 	}
 	if (rc < 0) {
 		ed_free(j);
@@ -405,12 +380,10 @@ m_vm_rename(struct call *call, yajl_gen g)
 	if ((j = ed_new(call)) == NULL)
 		return -1;
 	snprintf(j->name, sizeof(j->name), "%s", name);
-	if ((rc = ed_record(j, vm)) == 0) {
+	if ((rc = ed_record(j, vm)) == 0 && j->guest != NULL) {
+		snprintf(j->guest->name, sizeof(j->guest->name), "%s", name);
+		rc = ed_record_guest(j, vm);
 		snprintf(j->rec.name, sizeof(j->rec.name), "%s", name);
-		if (j->guest != NULL)
-			snprintf(j->guest->name, sizeof(j->guest->name), "%s",
-			    name);
-		rc = ed_record_guest(j);
 	}
 	if (rc < 0) {
 		ed_free(j);

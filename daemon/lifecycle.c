@@ -183,34 +183,14 @@ shut_down(const struct vm *vm)
 	return vm->state == VM_SHUTDOWN || vm->state == VM_CRASHED;
 }
 
-/* A tree of the registry back to text, for a record (NULL: none). */
-static char *
-tree_text(yajl_val v)
-{
-	yajl_gen g;
-
-	if (v == NULL || (g = jg_new()) == NULL)
-		return NULL;
-	jg_tree(g, v);
-	return jg_finish(g);
-}
-
 /* The VM's record as it stands, saying its domain is being replaced. */
-static void
+static int
 restart_record(const struct vm *vm, struct state_record *rec)
 {
-	memset(rec, 0, sizeof(*rec));
-	memcpy(rec->uuid, vm->uuid, 16);
-	snprintf(rec->name, sizeof(rec->name), "%s", vm->name);
-	rec->built = true;
-	rec->domid = vm->domid;
-	rec->config_path = vm->config_path ? strdup(vm->config_path) : NULL;
-	rec->created_at = vm->created_at;
-	rec->config_json = guestjson_text(vm->guest);
-	rec->build_json = tree_text(vm->build);
-	rec->source_json = vm->source ? strdup(vm->source) : NULL;
+	int rc = vm_record(vm, NULL, rec);
+
 	rec->restart = true;
-	vm_record_restarts(vm, rec);
+	return rc;
 }
 
 static void
@@ -328,8 +308,11 @@ act_submit(struct vm *vm, enum vmb_action action, const char *reason)
 	aj->domid = vm->have_dom ? vm->domid : VMB_DOMID_INVALID;
 	aj->action = action;
 	aj->reason = reason;
+	if (action == VMB_ACTION_RESTART && restart_record(vm, &aj->rec) < 0) {
+		free(aj);
+		return -ENOMEM;
+	}
 	if (action == VMB_ACTION_RESTART) {
-		restart_record(vm, &aj->rec);
 		/* A restart left half done by a daemon: recorded already. */
 		aj->record = aj->domid != VMB_DOMID_INVALID;
 		vm->restart = true;

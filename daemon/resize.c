@@ -9,7 +9,9 @@
  * size.  The loop then takes the changed guest, logs the change and
  * tells subscribers (vm.changed).  The new size is in the record's
  * configuration: memory (the balloon target), maxmem, vcpus (online)
- * and cpus/cpus_soft (a pin of every vCPU, as xl's keys mean it).
+ * and cpus/cpus_soft (a pin of every vCPU, as xl's keys mean it); a
+ * pin of one vCPU is kept beside it (vcpu_pins, state.h), for a
+ * restarted daemon to report and a restarted domain to get again.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -62,10 +64,7 @@ rz_free(struct rz_job *j)
 	free(j->hard);
 	free(j->soft);
 	free(j->info);
-	free(j->rec.config_path);
-	free(j->rec.config_json);
-	free(j->rec.build_json);
-	free(j->rec.source_json);
+	state_record_done(&j->rec);
 	free(j);
 }
 
@@ -137,19 +136,25 @@ gen_change(yajl_gen g, const struct rz_job *j)
 	}
 }
 
-/* One vCPU as the record has it, where the hypervisor keeps no state. */
+/*
+ * One vCPU as the record has it, where the hypervisor keeps no state:
+ * its own pin (j->rec.pins, the VM's), else the guest's cpus=.
+ */
 static void
-recorded_vcpu(const struct vmb_guest *gu, uint32_t v,
-    struct vmb_vcpu_info *vi)
+recorded_vcpu(const struct rz_job *j, uint32_t v, struct vmb_vcpu_info *vi)
 {
+	const struct vmb_guest *gu = j->guest;
+	const struct state_pin *p = state_pin_find(j->rec.pins, j->rec.npins,
+	    v);
+
 	memset(vi, 0, sizeof(*vi));
 	vi->vcpu = v;
 	vi->online = v < gu->vcpus;
 	vi->cpu = -1;
-	snprintf(vi->hard, sizeof(vi->hard), "%s", gu->cpus ? gu->cpus :
-	    "all");
-	snprintf(vi->soft, sizeof(vi->soft), "%s", gu->cpus_soft ?
-	    gu->cpus_soft : "all");
+	snprintf(vi->hard, sizeof(vi->hard), "%s", p && p->hard ? p->hard :
+	    gu->cpus ? gu->cpus : "all");
+	snprintf(vi->soft, sizeof(vi->soft), "%s", p && p->soft ? p->soft :
+	    gu->cpus_soft ? gu->cpus_soft : "all");
 }
 
 static void
@@ -161,7 +166,7 @@ gen_list(yajl_gen g, struct rz_job *j, bool recorded)
 		struct vmb_vcpu_info *vi = &j->info[v];
 
 		if (recorded)
-			recorded_vcpu(j->guest, v, vi);
+			recorded_vcpu(j, v, vi);
 		yajl_gen_map_open(g);
 		jg_kv_u64(g, "vcpu", v);
 		jg_kv_bool(g, "online", vi->online);
@@ -181,7 +186,7 @@ gen_list(yajl_gen g, struct rz_job *j, bool recorded)
 		yajl_gen_map_close(g);
 	}
 	yajl_gen_array_close(g);
-	/* hvsim runs no vCPU: its list is the record's, nothing runs. */
+	/* A hypervisor that keeps no vCPU state: the list is the record's. */
 	jg_kv_bool(g, "recorded_only", recorded);
 }
 
@@ -253,9 +258,17 @@ rz_done(struct job *job)
 		vm_update(vm, &j->dom);
 	rz_reply(j, vm);
 	if (vm && j->kind != RZ_LIST) {
+		struct state_pin *pins = vm->pins;
+		uint32_t npins = vm->npins;
+
 		vmb_guest_free(vm->guest);
 		vm->guest = j->guest;
 		j->guest = NULL;
+		/* The pins as the record has them now; the old ones go. */
+		vm->pins = j->rec.pins;
+		vm->npins = j->rec.npins;
+		j->rec.pins = pins;
+		j->rec.npins = npins;
 		vmbd_status_changed();
 	}
 	rz_free(j);
@@ -309,32 +322,20 @@ rz_new(struct call *call, struct vm *vm, enum rz_kind kind)
 	return j;
 }
 
-/* The record as it will be with j->guest; then the thread. */
+/*
+ * The record as it will be with j->guest and, for a pin of one vCPU,
+ * that pin among the VM's (the hypervisor's pin of every vCPU is the
+ * guest's cpus/cpus_soft, pin_guest); then the thread.
+ */
 static int
 rz_start(struct call *call, struct vm *vm, struct rz_job *j)
 {
-	yajl_gen g;
-
-	if (j->kind != RZ_LIST) {
-		memcpy(j->rec.uuid, vm->uuid, 16);
-		snprintf(j->rec.name, sizeof(j->rec.name), "%s", vm->name);
-		j->rec.built = true;
-		j->rec.domid = vm->domid;
-		j->rec.created_at = vm->created_at;
-		vm_record_restarts(vm, &j->rec);
-		j->rec.config_path = vm->config_path ?
-		    strdup(vm->config_path) : NULL;
-		j->rec.source_json = vm->source ? strdup(vm->source) : NULL;
-		j->rec.config_json = guestjson_text(j->guest);
-		if (vm->build && (g = jg_new()) != NULL) {
-			jg_tree(g, vm->build);
-			j->rec.build_json = jg_finish(g);
-		}
-		if (!j->rec.config_json || (vm->build && !j->rec.build_json)) {
-			rz_free(j);
-			return call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
-			    "out of memory");
-		}
+	if (j->kind != RZ_LIST && (vm_record(vm, j->guest, &j->rec) < 0 ||
+	    (j->kind == RZ_VCPU_PIN && state_pins_set(&j->rec.pins,
+	    &j->rec.npins, j->n, j->hard, j->soft) < 0))) {
+		rz_free(j);
+		return call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
+		    "out of memory");
 	}
 	j->job.run = rz_run;
 	j->job.done = rz_done;
@@ -529,10 +530,13 @@ m_vm_vcpu_list(struct call *call, yajl_gen g)
 	(void)g;
 	if (vm == NULL || (j = rz_new(call, vm, RZ_LIST)) == NULL)
 		return -1;
-	if ((j->info = calloc(j->maxvcpus, sizeof(*j->info))) == NULL) {
+	/* Of the record only the pins: a list the hypervisor cannot give. */
+	if ((j->info = calloc(j->maxvcpus, sizeof(*j->info))) == NULL ||
+	    state_pins_copy(vm->pins, vm->npins, &j->rec.pins) < 0) {
 		rz_free(j);
 		return call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
 		    "out of memory");
 	}
+	j->rec.npins = vm->npins;
 	return rz_start(call, vm, j);
 }

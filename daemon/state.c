@@ -233,6 +233,16 @@ state_write(const struct state_record *rec)
 	for (unsigned i = 0; i < rec->nrestart_times; i++)
 		jg_dbl(g, rec->restart_times[i]);
 	yajl_gen_array_close(g);
+	jg_key(g, "vcpu_pins");
+	yajl_gen_array_open(g);
+	for (uint32_t i = 0; i < rec->npins; i++) {
+		yajl_gen_map_open(g);
+		jg_kv_u64(g, "vcpu", rec->pins[i].vcpu);
+		jg_kv_str(g, "hard", rec->pins[i].hard);
+		jg_kv_str(g, "soft", rec->pins[i].soft);
+		yajl_gen_map_close(g);
+	}
+	yajl_gen_array_close(g);
 	yajl_gen_map_close(g);
 	text = jg_text(g, &len);
 
@@ -287,6 +297,103 @@ state_record_done(struct state_record *rec)
 	free(rec->source_json);
 	rec->config_path = rec->build_json = rec->config_json = NULL;
 	rec->source_json = NULL;
+	state_pins_free(rec->pins, rec->npins);
+	rec->pins = NULL;
+	rec->npins = 0;
+}
+
+void
+state_pins_free(struct state_pin *pins, uint32_t n)
+{
+	for (uint32_t i = 0; pins != NULL && i < n; i++) {
+		free(pins[i].hard);
+		free(pins[i].soft);
+	}
+	free(pins);
+}
+
+/* A pin into v[*m], its lists copied; one with no list is left out. */
+static int
+pin_put(struct state_pin *v, uint32_t *m, uint32_t vcpu, const char *hard,
+    const char *soft)
+{
+	struct state_pin *p = &v[*m];
+
+	if (hard == NULL && soft == NULL)
+		return 0;
+	p->vcpu = vcpu;
+	if ((hard != NULL && (p->hard = strdup(hard)) == NULL) ||
+	    (soft != NULL && (p->soft = strdup(soft)) == NULL)) {
+		free(p->hard);
+		p->hard = NULL;
+		return -ENOMEM;
+	}
+	(*m)++;
+	return 0;
+}
+
+int
+state_pins_copy(const struct state_pin *src, uint32_t n,
+    struct state_pin **ret)
+{
+	struct state_pin *v = n ? calloc(n, sizeof(*v)) : NULL;
+	uint32_t m = 0;
+	int rc = n && v == NULL ? -ENOMEM : 0;
+
+	for (uint32_t i = 0; rc == 0 && i < n; i++)
+		rc = pin_put(v, &m, src[i].vcpu, src[i].hard, src[i].soft);
+	if (rc < 0) {
+		state_pins_free(v, m);
+		return rc;
+	}
+	*ret = v;
+	return 0;
+}
+
+int
+state_pins_set(struct state_pin **pins, uint32_t *n, uint32_t vcpu,
+    const char *hard, const char *soft)
+{
+	struct state_pin *v = calloc(*n + 1, sizeof(*v));
+	bool all = vcpu == VMB_VCPU_ALL, placed = all;
+	uint32_t m = 0;
+	int rc = v == NULL ? -ENOMEM : 0;
+
+	/* A new list, in vCPU order, swapped in only once it is whole. */
+	for (uint32_t i = 0; rc == 0 && i <= *n; i++) {
+		const struct state_pin *o = i < *n ? &(*pins)[i] : NULL;
+		bool same = o != NULL && o->vcpu == vcpu;
+
+		if (!placed && (o == NULL || o->vcpu >= vcpu)) {
+			placed = true;
+			rc = pin_put(v, &m, vcpu, hard ? hard : same ? o->hard :
+			    NULL, soft ? soft : same ? o->soft : NULL);
+			if (same)
+				continue;
+		}
+		if (rc == 0 && o != NULL)
+			rc = pin_put(v, &m, o->vcpu, all && hard ? NULL :
+			    o->hard, all && soft ? NULL : o->soft);
+	}
+	if (rc < 0) {
+		state_pins_free(v, m);
+		return rc;
+	}
+	state_pins_free(*pins, *n);
+	*pins = m ? v : NULL;
+	if (m == 0)
+		free(v);
+	*n = m;
+	return 0;
+}
+
+const struct state_pin *
+state_pin_find(const struct state_pin *pins, uint32_t n, uint32_t vcpu)
+{
+	for (uint32_t i = 0; i < n; i++)
+		if (pins[i].vcpu == vcpu)
+			return &pins[i];
+	return NULL;
 }
 
 /*
@@ -366,6 +473,70 @@ state_restarts(yajl_val v, struct state_record *rec)
 	return NULL;
 }
 
+/* A CPU list of a pin: a string, or null for none; else `bad`. */
+static bool
+pin_list(yajl_val v, const char **ret)
+{
+	*ret = NULL;
+	if (v == NULL || YAJL_IS_NULL(v))
+		return true;
+	if (!YAJL_IS_STRING(v) || !v->u.string[0] ||
+	    strlen(v->u.string) >= VMB_CPULIST_LEN)
+		return false;
+	*ret = v->u.string;
+	return true;
+}
+
+/*
+ * The pins of single vCPUs (vm.vcpu_pin), ascending; NULL or why the
+ * list is not one.  Absent in records of an older vmbuildd.
+ */
+static const char *
+state_pins(yajl_val v, struct state_record *rec)
+{
+	struct state_pin *p;
+	uint32_t m = 0;
+
+	if (v == NULL || YAJL_IS_NULL(v))
+		return NULL;
+	if (!YAJL_IS_ARRAY(v) || v->u.array.len > VMB_MAX_VCPUS)
+		return "vcpu_pins is not an array of at most 256 pins";
+	for (size_t i = 0; i < v->u.array.len; i++) {
+		yajl_val e = v->u.array.values[i], n = jv_get(e, "vcpu");
+		const char *hard, *soft;
+
+		if (!YAJL_IS_INTEGER(n) || YAJL_GET_INTEGER(n) < 0 ||
+		    YAJL_GET_INTEGER(n) >= VMB_MAX_VCPUS ||
+		    (i > 0 && YAJL_GET_INTEGER(n) <= YAJL_GET_INTEGER(jv_get(
+		    v->u.array.values[i - 1], "vcpu"))) ||
+		    !pin_list(jv_get(e, "hard"), &hard) ||
+		    !pin_list(jv_get(e, "soft"), &soft))
+			return "vcpu_pins holds something else than pins of "
+			    "vCPUs in ascending order";
+	}
+	/* Checked: only memory can fail now, which is no fault of the file. */
+	p = v->u.array.len ? calloc(v->u.array.len, sizeof(*p)) : NULL;
+	for (size_t i = 0; p != NULL && i < v->u.array.len; i++) {
+		yajl_val e = v->u.array.values[i];
+		const char *hard, *soft;
+
+		(void)pin_list(jv_get(e, "hard"), &hard);
+		(void)pin_list(jv_get(e, "soft"), &soft);
+		if (pin_put(p, &m, (uint32_t)YAJL_GET_INTEGER(jv_get(e,
+		    "vcpu")), hard, soft) < 0) {
+			state_pins_free(p, m);
+			p = NULL;
+			m = 0;
+		}
+	}
+	if (p == NULL && v->u.array.len > 0)
+		log_warnx("state: %s: out of memory for its vcpu_pins: they "
+		    "are not known", rec->name);
+	rec->pins = p;
+	rec->npins = m;
+	return NULL;
+}
+
 /* 0, or -EINVAL with why a record is refused. */
 static int
 state_check(const char *file_uuid, yajl_val root, struct state_record *rec,
@@ -412,6 +583,8 @@ state_check(const char *file_uuid, yajl_val root, struct state_record *rec,
 	}
 	if (w == NULL)
 		w = state_restarts(jv_get(root, "restart_times"), rec);
+	if (w == NULL)
+		w = state_pins(jv_get(root, "vcpu_pins"), rec);
 	if (w == NULL)
 		return 0;
 	snprintf(why, len, "%s", w);

@@ -35,6 +35,18 @@
 #define STATE_RESTARTS_MAX	32
 
 /*
+ * A pin of one vCPU of its own (vm.vcpu_pin of a single vCPU): CPU lists
+ * as given ("0-1", "nodes:1"); NULL where the VM's cpus= (cpus_soft=)
+ * holds for it.  A pin of every vCPU is cpus=/cpus_soft= in the record's
+ * configuration instead, and drops these.
+ */
+struct state_pin {
+	uint32_t	vcpu;
+	char		*hard;
+	char		*soft;
+};
+
+/*
  * A record that can never be loaded (not JSON, not a record, an invalid
  * name, not a regular file...) is moved to this folder of the state
  * directory at start, with <file>.why beside it, and logged once;
@@ -70,6 +82,13 @@ struct state_record {
 	 */
 	double		restart_times[STATE_RESTARTS_MAX];
 	unsigned	nrestart_times;
+	/*
+	 * Pins of single vCPUs ("vcpu_pins"), by vCPU ascending, so that a
+	 * restarted daemon reports them and a restarted domain gets them
+	 * again; none in records of an older vmbuildd.
+	 */
+	struct state_pin *pins;
+	uint32_t	npins;
 };
 
 /*
@@ -87,6 +106,21 @@ int state_load_all(struct state_record **ret_recs, size_t *ret_n);
 /* The quarantined records still there: [{"file", "reason"}...] (loop). */
 void state_gen_quarantined(yajl_gen g);
 void state_record_done(struct state_record *rec);
+/* A copy of `n` pins into *ret (NULL for none); 0 or -ENOMEM. */
+int state_pins_copy(const struct state_pin *src, uint32_t n,
+    struct state_pin **ret);
+void state_pins_free(struct state_pin *pins, uint32_t n);
+/*
+ * vCPU `vcpu` pinned (hard, soft: NULL leaves that one as it was), as
+ * vm.vcpu_pin records it; VMB_VCPU_ALL: a pin of every vCPU, which
+ * drops the single pins of that kind (cpus= now says it for all).  A
+ * pin with neither list left goes.  0 or -ENOMEM (*pins unchanged).
+ */
+int state_pins_set(struct state_pin **pins, uint32_t *n, uint32_t vcpu,
+    const char *hard, const char *soft);
+/* vCPU `vcpu`'s own pin, or NULL. */
+const struct state_pin *state_pin_find(const struct state_pin *pins,
+    uint32_t n, uint32_t vcpu);
 /*
  * One record file's text (`name`: the file's name, <uuid>.json, which
  * must match the uuid inside); 0, or -EINVAL with why in `why`.  For

@@ -462,6 +462,41 @@ vm_record_restarts(const struct vm *vm, struct state_record *rec)
 	rec->nrestart_times = vm->nrestart_times;
 }
 
+int
+vm_record(const struct vm *vm, const struct vmb_guest *guest,
+    struct state_record *rec)
+{
+	yajl_gen g;
+
+	memset(rec, 0, sizeof(*rec));
+	memcpy(rec->uuid, vm->uuid, 16);
+	snprintf(rec->name, sizeof(rec->name), "%s", vm->name);
+	rec->built = true;
+	rec->domid = vm->domid;
+	rec->created_at = vm->created_at;
+	vm_record_restarts(vm, rec);
+	if (vm->config_path != NULL)
+		rec->config_path = strdup(vm->config_path);
+	/* What a restart rebuilds from stays in the record. */
+	if (vm->source != NULL)
+		rec->source_json = strdup(vm->source);
+	rec->config_json = guestjson_text(guest != NULL ? guest : vm->guest);
+	if (vm->build != NULL && (g = jg_new()) != NULL) {
+		jg_tree(g, vm->build);
+		rec->build_json = jg_finish(g);
+	}
+	if ((vm->config_path != NULL && rec->config_path == NULL) ||
+	    (vm->source != NULL && rec->source_json == NULL) ||
+	    rec->config_json == NULL ||
+	    (vm->build != NULL && rec->build_json == NULL) ||
+	    state_pins_copy(vm->pins, vm->npins, &rec->pins) < 0) {
+		state_record_done(rec);
+		return -ENOMEM;
+	}
+	rec->npins = vm->npins;
+	return 0;
+}
+
 void
 vm_remove(struct vm *vm, bool announce)
 {
@@ -477,6 +512,7 @@ vm_remove(struct vm *vm, bool announce)
 	vmb_guest_free(vm->guest);
 	free(vm->config_path);
 	free(vm->source);
+	state_pins_free(vm->pins, vm->npins);
 	conn_unref(vm->console);
 	for (int i = 0; i < 2; i++)
 		if (vm->image_fd[i] >= 0)
@@ -1026,6 +1062,10 @@ vm_add_record(struct state_record *rec, const struct vmb_domain *dom)
 	vm->nrestart_times = rec->nrestart_times;
 	vm->source = rec->source_json;
 	rec->source_json = NULL;
+	vm->pins = rec->pins;
+	vm->npins = rec->npins;
+	rec->pins = NULL;
+	rec->npins = 0;
 	vm_actions(vm);
 	return vm;
 }

@@ -57,6 +57,9 @@ struct vm {
 	struct event	*restart_ev;	/* a restart waiting out its back-off */
 	struct conn	*console;	/* the client attached to its console */
 	int		image_fd[2];	/* kernel, ramdisk it came as; -1 */
+	/* Pins of single vCPUs (resize.c), as its record keeps them. */
+	struct state_pin *pins;
+	uint32_t	npins;
 	TAILQ_ENTRY(vm) entry;
 };
 
@@ -106,6 +109,17 @@ void vm_update(struct vm *vm, const struct vmb_domain *dom);
 void vm_rename(struct vm *vm, const char *name);
 /* The VM's restart history into a record it is about to write. */
 void vm_record_restarts(const struct vm *vm, struct state_record *rec);
+/*
+ * The record of a built VM of ours as it stands, into `rec` (zeroed
+ * first; the caller frees it with state_record_done): its name, uuid,
+ * domain, where it came from, build result, restart history and vCPU
+ * pins, and `guest` as its configuration (NULL: the VM's own).  The one
+ * place every rewrite of a record (a restart, hot-plug, resize, sched,
+ * rename) takes it from; the caller changes what its operation changes.
+ * 0, or -ENOMEM with nothing in rec.
+ */
+int vm_record(const struct vm *vm, const struct vmb_guest *guest,
+    struct state_record *rec);
 /* Forget a VM (destroyed, or its build failed). */
 void vm_remove(struct vm *vm, bool announce);
 /* reap.c took the VM over: it is "destroying" (`domid`: a hint). */

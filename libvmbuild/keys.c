@@ -550,32 +550,6 @@ vmb__keys_default(struct vmb_guest *g)
 	return 0;
 }
 
-/* For "did you mean": the nearest key, at most 2 edits away. */
-static size_t
-edit_distance(const char *a, const char *b)
-{
-	size_t la = strlen(a), lb = strlen(b), prev[32], cur[32];
-
-	if (la >= 31 || lb >= 31)
-		return 99;
-	for (size_t j = 0; j <= lb; j++)
-		prev[j] = j;
-	for (size_t i = 1; i <= la; i++) {
-		cur[0] = i;
-		for (size_t j = 1; j <= lb; j++) {
-			size_t c = prev[j - 1] + (a[i - 1] != b[j - 1]);
-
-			if (prev[j] + 1 < c)
-				c = prev[j] + 1;
-			if (cur[j - 1] + 1 < c)
-				c = cur[j - 1] + 1;
-			cur[j] = c;
-		}
-		memcpy(prev, cur, sizeof(cur));
-	}
-	return prev[lb];
-}
-
 int
 vmb_guest_set(struct vmb_guest *guest, const char *key,
     const struct vmb_value *value, const char *where, struct vmb_diags *diags)
@@ -606,7 +580,7 @@ vmb_guest_set(struct vmb_guest *guest, const char *key,
 	if ((u = vmb__unsupported_find(key)) != NULL)
 		return vmb__unsupported_set(guest, u, value, where, diags);
 	for (size_t i = 0; i < VMB_KEY_MAX; i++) {
-		size_t d = edit_distance(key, vmb__keys[i].name);
+		size_t d = vmb_edit_distance(key, vmb__keys[i].name);
 
 		if (d < bestd) {
 			bestd = d;

@@ -4,9 +4,10 @@
  * (libxl_set_memory_target, libxl_domain_setmaxmem,
  * libxl_set_vcpuonline, libxl_set_vcpuaffinity, libxl_list_vcpu).
  *
- * The backend does the hypervisor's part (its max memory, affinity) and
- * tells the guest (xenstore); where it has nothing to tell (hvsim runs
- * no guest code) the op is NULL and the caller's record is the state.
+ * The backend does the hypervisor's part (its max memory, vCPUs online
+ * and their affinity) and tells the guest (xenstore).  Where it has
+ * nothing to tell (an op NULL, or -EOPNOTSUPP: a hvsim without
+ * HV_CAP_VCPUS) the caller's record is the state.
  */
 #include <ctype.h>
 #include <errno.h>
@@ -104,12 +105,15 @@ int
 vmb_domain_set_vcpus(struct vmb_ctx *ctx, uint32_t domid, uint32_t maxvcpus,
     uint32_t online)
 {
+	int rc;
+
 	if (!ctx || online == 0 || online > maxvcpus ||
 	    maxvcpus > VMB_MAX_VCPUS)
 		return -EINVAL;
 	if (!ctx->ops->vcpu_online)
 		return 0;
-	return ctx->ops->vcpu_online(ctx->priv, domid, maxvcpus, online);
+	rc = ctx->ops->vcpu_online(ctx->priv, domid, maxvcpus, online);
+	return rc == -EOPNOTSUPP ? 0 : rc;
 }
 
 /* A CPU list against the host: NULL or "-" leaves it (*ret NULL). */
@@ -159,6 +163,8 @@ vmb_vcpu_pin(struct vmb_ctx *ctx, uint32_t domid, uint32_t maxvcpus,
 	for (uint32_t v = vcpu == VMB_VCPU_ALL ? 0 : vcpu; rc == 0 &&
 	    v < (vcpu == VMB_VCPU_ALL ? maxvcpus : vcpu + 1); v++)
 		rc = ctx->ops->vcpu_affinity(ctx->priv, domid, v, ph, ps);
+	if (rc == -EOPNOTSUPP)
+		return 0;
 	if (rc < 0)
 		vmb__why(why, why_len, "vcpu %u: setting its affinity: %s",
 		    vcpu, strerror(-rc));

@@ -92,6 +92,13 @@ int vmb_name_check(const char *name, char *why, size_t len);
 void vmb_uuid_to_str(const uint8_t uuid[16], char buf[VMB_UUID_STRLEN]);
 /* All zero: no UUID. */
 bool vmb_uuid_is_null(const uint8_t uuid[16]);
+/*
+ * The Levenshtein distance of two names, for "did you mean" (a key of
+ * the configuration, a command of vmctl); names of 31 characters or
+ * more are far (99).  Self-contained (editdist.c): vmctl, which links
+ * nothing else of the library, compiles that file in.
+ */
+size_t vmb_edit_distance(const char *a, const char *b);
 
 /* ------------------------------------------------------------------ */
 /* Guest description.                                                  */

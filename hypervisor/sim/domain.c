@@ -40,6 +40,9 @@ dom_free(struct hv *hv, struct domain *d)
 {
 	shadow_free(hv, d->sh);
 	free(d->ext);
+	free(d->vcpu_online);
+	free(d->vcpu_hard);
+	free(d->vcpu_soft);
 	pthread_cond_destroy(&d->resv_done);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
@@ -106,6 +109,59 @@ claim_store(struct domain *d, uint64_t pages)
 	__atomic_store_n(&d->outstanding, pages, __ATOMIC_RELAXED);
 }
 
+/* The valid bits of word w of a CPU bitmap: the host's CPUs. */
+static uint64_t
+host_cpus_word(const struct hv *hv, uint32_t w)
+{
+	uint32_t n = hv->topo.nr_cpus;
+
+	if ((uint64_t)w * 64 >= n)
+		return 0;
+	return n - w * 64 >= 64 ? ~0ull : (1ull << (n - w * 64)) - 1;
+}
+
+/*
+ * State for `n` vCPUs, under d->lock or before the domain is shared:
+ * those kept as they were, new ones online with every CPU of the host
+ * in both affinities (as Xen creates a vCPU: any CPU).
+ */
+static int
+dom_vcpus_resize(struct hv *hv, struct domain *d, uint32_t n)
+{
+	uint32_t w = d->cpu_words, keep = n < d->nr_vcpus ? n : d->nr_vcpus;
+	uint8_t *on = calloc(n, 1);
+	uint64_t *hard = calloc((size_t)n * w, sizeof(*hard));
+	uint64_t *soft = calloc((size_t)n * w, sizeof(*soft));
+
+	if (!on || !hard || !soft) {
+		free(on);
+		free(hard);
+		free(soft);
+		return -ENOMEM;
+	}
+	if (keep) {
+		memcpy(on, d->vcpu_online, keep);
+		memcpy(hard, d->vcpu_hard, (size_t)keep * w * sizeof(*hard));
+		memcpy(soft, d->vcpu_soft, (size_t)keep * w * sizeof(*soft));
+	}
+	d->nr_online = 0;
+	for (uint32_t v = 0; v < n; v++) {
+		for (uint32_t i = 0; v >= keep && i < w; i++)
+			hard[v * w + i] = soft[v * w + i] =
+			    host_cpus_word(hv, i);
+		on[v] |= v >= keep;
+		d->nr_online += on[v];
+	}
+	free(d->vcpu_online);
+	free(d->vcpu_hard);
+	free(d->vcpu_soft);
+	d->vcpu_online = on;
+	d->vcpu_hard = hard;
+	d->vcpu_soft = soft;
+	d->nr_vcpus = n;
+	return 0;
+}
+
 /* Under dom_lock: tell the watchers (dom_watch) something changed. */
 static void
 dom_changed(struct hv *hv)
@@ -142,6 +198,11 @@ dom_create(struct hv *hv, const struct hv_domain_create *req,
 	memcpy(d->handle, req->handle, sizeof(d->handle));
 	memcpy(d->name, req->name, HV_NAME_LEN);
 	d->refs = 1;	/* the table's */
+	d->cpu_words = (hv->topo.nr_cpus + 63) / 64;
+	if (dom_vcpus_resize(hv, d, d->max_vcpus) < 0) {
+		dom_free(hv, d);
+		return -ENOMEM;
+	}
 
 	pthread_mutex_lock(&hv->dom_lock);
 	rc = -ENOSPC;
@@ -411,6 +472,70 @@ dom_rename(struct hv *hv, const struct hv_domain_rename *req)
 	return rc;
 }
 
+/* An affinity asked for: some CPU, none the host lacks. */
+static bool
+cpumap_ok(const struct hv *hv, const uint64_t *map)
+{
+	bool any = false;
+
+	for (uint32_t w = 0; w < HV_CPUMAP_WORDS; w++) {
+		if (map[w] & ~host_cpus_word(hv, w))
+			return false;
+		any = any || map[w] != 0;
+	}
+	return any;
+}
+
+/*
+ * One vCPU: read, and changed as req->set says, checked as Xen checks a
+ * vCPU's number and affinity; the last online vCPU stays online.
+ */
+int
+dom_vcpu(struct hv *hv, const struct hv_domain_vcpu *req,
+    struct hv_domain_vcpu_reply *rep)
+{
+	const uint32_t all = HV_VCPU_SET_ONLINE | HV_VCPU_SET_HARD |
+	    HV_VCPU_SET_SOFT;
+	struct domain *d;
+	uint32_t v = req->vcpu, w;
+	int rc = 0;
+
+	if ((req->set & ~all) || req->online > 1 ||
+	    ((req->set & HV_VCPU_SET_HARD) && !cpumap_ok(hv, req->hard)) ||
+	    ((req->set & HV_VCPU_SET_SOFT) && !cpumap_ok(hv, req->soft)))
+		return -EINVAL;
+	d = dom_get(hv, req->domid);
+	if (!d)
+		return -ESRCH;
+	pthread_mutex_lock(&d->lock);
+	w = d->cpu_words;
+	if (d->state == HV_DOMSTATE_DYING)
+		rc = -ESRCH;
+	else if (v >= d->nr_vcpus)
+		rc = -EINVAL;
+	else if ((req->set & HV_VCPU_SET_ONLINE) && !req->online &&
+	    d->vcpu_online[v] && d->nr_online == 1)
+		rc = -EBUSY;
+	if (rc == 0 && (req->set & HV_VCPU_SET_ONLINE)) {
+		d->nr_online = d->nr_online - d->vcpu_online[v] + req->online;
+		d->vcpu_online[v] = (uint8_t)req->online;
+	}
+	if (rc == 0 && (req->set & HV_VCPU_SET_HARD))
+		memcpy(&d->vcpu_hard[v * w], req->hard, w * sizeof(uint64_t));
+	if (rc == 0 && (req->set & HV_VCPU_SET_SOFT))
+		memcpy(&d->vcpu_soft[v * w], req->soft, w * sizeof(uint64_t));
+	if (rc == 0) {
+		memset(rep, 0, sizeof(*rep));
+		rep->online = d->vcpu_online[v];
+		rep->nr_online = d->nr_online;
+		memcpy(rep->hard, &d->vcpu_hard[v * w], w * sizeof(uint64_t));
+		memcpy(rep->soft, &d->vcpu_soft[v * w], w * sizeof(uint64_t));
+	}
+	pthread_mutex_unlock(&d->lock);
+	dom_put(hv, d);
+	return rc;
+}
+
 int
 dom_watch(struct hv *hv, uint64_t since, uint32_t timeout_ms,
     uint64_t *ret_gen)
@@ -549,7 +674,7 @@ dom_set(struct hv *hv, uint16_t op, hv_domid_t domid, uint64_t value)
 	case HV_OP_DOMAIN_MAX_VCPUS:
 		if (value == 0 || value > HV_MAX_CPUS)
 			rc = -EINVAL;
-		else
+		else if ((rc = dom_vcpus_resize(hv, d, (uint32_t)value)) == 0)
 			__atomic_store_n(&d->max_vcpus, (uint32_t)value,
 			    __ATOMIC_RELAXED);
 		break;

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "hvsim.h"
+#include "vmbuild/hvops.h"
 
 #define FAULT_MAX	64		/* armed at once */
 
@@ -33,39 +34,21 @@ static struct {
 	uint64_t fired;
 } F = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
-/* HV_OP_ names in lower case, as --fail takes them. */
-static const char *const op_names[HV_FAULT_MAX_OPS] = {
-	[HV_OP_HELLO] = "hello",
-	[HV_OP_HOST_INFO] = "host_info",
-	[HV_OP_DOMAIN_CREATE] = "domain_create",
-	[HV_OP_DOMAIN_DESTROY] = "domain_destroy",
-	[HV_OP_DOMAIN_PAUSE] = "domain_pause",
-	[HV_OP_DOMAIN_UNPAUSE] = "domain_unpause",
-	[HV_OP_DOMAIN_LIST] = "domain_list",
-	[HV_OP_DOMAIN_MAX_VCPUS] = "domain_max_vcpus",
-	[HV_OP_DOMAIN_MAX_MEM] = "domain_max_mem",
-	[HV_OP_CLAIM] = "claim",
-	[HV_OP_POPULATE] = "populate",
-	[HV_OP_MAP] = "map",
-	[HV_OP_SCRUB_PROGRESS] = "scrub_progress",
-	[HV_OP_COUNTERS] = "counters",
-	[HV_OP_SHADOW_WORKLOAD] = "shadow_workload",
-};
-
 _Static_assert(HV_OP_MAX <= HV_FAULT_MAX_OPS, "every op can be counted");
 
+/* HV_OP_ names in lower case, as --fail takes them: hvops.def's. */
 const char *
 fault_op_name(uint16_t op)
 {
-	return op < HV_FAULT_MAX_OPS ? op_names[op] : NULL;
+	return op > 0 && op < HV_OP_MAX ? hv_op_desc(op)->name : NULL;
 }
 
 static int
 op_by_name(const char *name, size_t len)
 {
-	for (int op = 1; op < HV_FAULT_MAX_OPS; op++)
-		if (op_names[op] && strlen(op_names[op]) == len &&
-		    !strncmp(op_names[op], name, len))
+	for (uint16_t op = 1; op < HV_OP_MAX; op++)
+		if (strlen(fault_op_name(op)) == len &&
+		    !strncmp(fault_op_name(op), name, len))
 			return op;
 	return -1;
 }

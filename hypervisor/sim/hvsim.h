@@ -359,6 +359,17 @@ struct domain {
 	/* Scheduling parameters (HV_OP_DOMAIN_SCHED), under lock. */
 	uint32_t sched_weight;
 	uint32_t sched_cap;
+	/*
+	 * Its vCPUs (HV_OP_DOMAIN_VCPU), under lock: nr_vcpus of them (its
+	 * max_vcpus), each online or not, with a hard and a soft affinity
+	 * of cpu_words words (the host's CPUs) each.
+	 */
+	uint32_t nr_vcpus;
+	uint32_t nr_online;
+	uint32_t cpu_words;
+	uint8_t *vcpu_online;
+	uint64_t *vcpu_hard;
+	uint64_t *vcpu_soft;
 };
 
 int dom_init(struct hv *hv);
@@ -380,6 +391,9 @@ int dom_shutdown(struct hv *hv, hv_domid_t domid, uint32_t reason);
 int dom_sched(struct hv *hv, const struct hv_domain_sched *req,
     struct hv_domain_sched_reply *rep);
 int dom_rename(struct hv *hv, const struct hv_domain_rename *req);
+/* One vCPU read, and changed as `set` says (HV_OP_DOMAIN_VCPU). */
+int dom_vcpu(struct hv *hv, const struct hv_domain_vcpu *req,
+    struct hv_domain_vcpu_reply *rep);
 /* Its PV control node (HV_OP_DOMAIN_CONTROL). */
 int dom_control(struct hv *hv, const struct hv_domain_control *req,
     struct hv_domain_control_reply *rep);

@@ -47,7 +47,7 @@ op_hello(struct hv *hv, const void *req, size_t len, void *rep,
 	r->abi_version = HV_ABI_VERSION;
 	r->caps = HV_CAP_POPULATE_BATCH | HV_CAP_SCRUB_PROGRESS |
 	    HV_CAP_COUNTERS | HV_CAP_SHADOW | HV_CAP_CLAIMS | HV_CAP_LIFECYCLE |
-	    HV_CAP_SCRUB_BLOCKS | HV_CAP_EVERYDAY |
+	    HV_CAP_SCRUB_BLOCKS | HV_CAP_EVERYDAY | HV_CAP_VCPUS |
 	    (hv->mem.backing == HV_BACKING_REAL ? HV_CAP_GUEST_COPY : 0);
 	r->backing = hv->mem.backing;
 	r->flush_mode = hv->cfg.flush_mode;
@@ -408,6 +408,27 @@ op_log_read(struct hv *hv, const void *req, size_t len, void *rep,
 	    (q->flags & HV_LOG_CLEAR) != 0);
 	*ret_len = sizeof(*r) + r->len;
 	return 0;
+}
+
+static int
+op_domain_vcpu(struct hv *hv, const void *req, size_t len, void *rep,
+    size_t *ret_len, int *ret_fd)
+{
+	const struct hv_domain_vcpu *q = req;
+	int rc;
+
+	(void)len, (void)ret_fd;
+	rc = dom_vcpu(hv, q, rep);
+	if (rc == 0)
+		*ret_len = sizeof(struct hv_domain_vcpu_reply);
+	/* A build sets every vCPU: only --verbose tells each. */
+	if (rc == 0 && q->set && hv->cfg.verbose)
+		hv_log(hv, "domain %u vcpu %u:%s%s%s", q->domid, q->vcpu,
+		    (q->set & HV_VCPU_SET_ONLINE) ? (q->online ? " online" :
+		    " offline") : "", (q->set & HV_VCPU_SET_HARD) ?
+		    " hard affinity set" : "", (q->set & HV_VCPU_SET_SOFT) ?
+		    " soft affinity set" : "");
+	return rc;
 }
 
 /* The handler of each op is op_<name> of hvops.def. */

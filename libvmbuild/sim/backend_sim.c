@@ -670,6 +670,107 @@ sim_write(void *priv, uint32_t domid, uint64_t paddr, const void *src,
 	return sim_call(s, write_call, &w);
 }
 
+/* ------------------------------------------------------------------ */
+/* vCPUs: hvsim's HV_OP_DOMAIN_VCPU (online, hard and soft affinity).  */
+
+_Static_assert(VMB_MAX_CPUS == HV_MAX_CPUS, "CPU bitmaps of one size");
+
+/* One vCPU read, and changed as req->set says; -EOPNOTSUPP before it. */
+static int
+sim_vcpu(struct sim *s, struct hv_domain_vcpu *req,
+    struct hv_domain_vcpu_reply *rep)
+{
+	if (!(s->hello.caps & HV_CAP_VCPUS))
+		return -EOPNOTSUPP;
+	return sim_op(s, HV_OP_DOMAIN_VCPU, req, sizeof(*req), rep,
+	    sizeof(*rep));
+}
+
+/* vCPUs 0..online-1 online, the rest up to max offline (vcpu-set). */
+static int
+sim_vcpu_online(void *priv, uint32_t domid, uint32_t max, uint32_t online)
+{
+	struct hv_domain_vcpu req = { .domid = domid,
+	    .set = HV_VCPU_SET_ONLINE };
+	struct hv_domain_vcpu_reply rep;
+	int rc = 0;
+
+	/* vCPU 0 first, online: the domain never has none online. */
+	for (uint32_t v = 0; v < max && rc == 0; v++) {
+		req.vcpu = v;
+		req.online = v < online;
+		rc = sim_vcpu(priv, &req, &rep);
+	}
+	return rc;
+}
+
+/* One vCPU's affinity (vcpu-pin); hard or soft NULL: left. */
+static int
+sim_vcpu_affinity(void *priv, uint32_t domid, uint32_t vcpu,
+    const uint64_t *hard, const uint64_t *soft)
+{
+	struct hv_domain_vcpu req = { .domid = domid, .vcpu = vcpu };
+	struct hv_domain_vcpu_reply rep;
+
+	if (hard != NULL) {
+		req.set |= HV_VCPU_SET_HARD;
+		memcpy(req.hard, hard, sizeof(req.hard));
+	}
+	if (soft != NULL) {
+		req.set |= HV_VCPU_SET_SOFT;
+		memcpy(req.soft, soft, sizeof(req.soft));
+	}
+	return sim_vcpu(priv, &req, &rep);
+}
+
+/*
+ * One vCPU as hvsim holds it.  hvsim runs no guest code: an online
+ * vCPU has nothing to run, is never on a CPU and has used no time.
+ */
+static int
+sim_vcpu_info(void *priv, uint32_t domid, uint32_t vcpu,
+    struct vmb_vcpu_info *ret, uint64_t *hard, uint64_t *soft)
+{
+	struct hv_domain_vcpu req = { .domid = domid, .vcpu = vcpu };
+	struct hv_domain_vcpu_reply rep;
+	int rc = sim_vcpu(priv, &req, &rep);
+
+	if (rc)
+		return rc;
+	ret->online = rep.online != 0;
+	ret->blocked = ret->online;
+	memcpy(hard, rep.hard, sizeof(rep.hard));
+	memcpy(soft, rep.soft, sizeof(rep.soft));
+	return 0;
+}
+
+/*
+ * Right after create: which vCPUs are online (those the guest starts
+ * with, as Xen's toolstack writes cpu/N/availability) and each vCPU's
+ * affinity as the build resolved it (cpus=, cpus_soft= or its vnode's
+ * node), as the Xen backend sets it.  Here and not at boot: a guest
+ * built without its image (phantom memory) has them too.  A hvsim
+ * without vCPU state has nothing to set.
+ */
+static int
+sim_platform(void *priv, uint32_t domid, const struct vmb_platform *p)
+{
+	const struct vmb_layout *l = p->layout;
+	int rc;
+
+	if (!(((struct sim *)priv)->hello.caps & HV_CAP_VCPUS))
+		return 0;
+	rc = sim_vcpu_online(priv, domid, l->nr_vcpus, p->guest->vcpus);
+	for (uint32_t v = 0; v < l->nr_vcpus && rc == 0; v++) {
+		const uint64_t *soft = p->soft[p->soft_per_vnode ?
+		    l->vcpu_vnode[v] : 0];
+
+		if (p->hard || soft)
+			rc = sim_vcpu_affinity(priv, domid, v, p->hard, soft);
+	}
+	return rc;
+}
+
 /*
  * hvsim has no vCPUs to load a context into and runs no guest code; the
  * image and start info are in guest memory, which is all there is to do.
@@ -1072,6 +1173,7 @@ const struct vmb_backend_ops vmb_backend_sim = {
 	.max_mem = sim_max_mem,
 	.populate = sim_populate,
 	.write = sim_write,
+	.platform = sim_platform,
 	.boot = sim_boot,
 	.set_timeout = sim_set_timeout,
 	.shutdown_request = sim_shutdown_request,
@@ -1086,4 +1188,7 @@ const struct vmb_backend_ops vmb_backend_sim = {
 	.rename = sim_rename,
 	.start_time = sim_start_time,
 	.dmesg = sim_dmesg,
+	.vcpu_online = sim_vcpu_online,
+	.vcpu_affinity = sim_vcpu_affinity,
+	.vcpu_info = sim_vcpu_info,
 };

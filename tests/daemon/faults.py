@@ -63,11 +63,13 @@ rc, failed = counted_build(("populate", 1))
 ok(rc == 1, "with its first populate failing, vmb-build fails")
 # The undo's calls: what the failing build made beyond its calls up to
 # the populate, which are those of place (host_info, the first
-# domain_list, scrub_progress), create, claim (the first claim) and the
+# domain_list, scrub_progress), create, its platform (domain_vcpu: each
+# vCPU's online state and affinity), claim (the first claim) and the
 # populate calls (the node workers start theirs together).
 prefix = {"host_info": build.get("host_info", 0), "domain_list": 1,
           "scrub_progress": build.get("scrub_progress", 0),
-          "domain_create": 1, "claim": 1, "populate": build["populate"]}
+          "domain_create": 1, "domain_vcpu": build.get("domain_vcpu", 0),
+          "claim": 1, "populate": build["populate"]}
 undo = {op: failed.get(op, 0) - prefix.get(op, 0) for op in failed
         if failed.get(op, 0) > prefix.get(op, 0)}
 ok(undo.get("domain_destroy") == 1 and undo.get("claim") == 1,
@@ -147,7 +149,8 @@ for op in sorted(build):
                               outcome == "built"):
             bad.append(("%s call %d" % (op, k), "the fault never fired",
                         None))
-for op, phase in (("domain_create", "create"), ("claim", "claim"),
+for op, phase in (("domain_create", "create"), ("domain_vcpu", "create"),
+                  ("claim", "claim"),
                   ("populate", "populate"), ("map", "load"),
                   ("domain_unpause", "boot")):
     if op in build:

@@ -2,7 +2,7 @@
 # objects except main.c) and its socket integration test.
 HVSIM_TEST_BIN := $(B)/tests/hvsim
 EXTRA_CFLAGS_tests/hvsim/ := -Ihypervisor/include
-HVSIM_UNITS := heap flush scrub shadow claim popconc
+HVSIM_UNITS := heap flush scrub shadow claim popconc vcpu
 
 $(HVSIM_TEST_BIN)/test_%: $(OBJ)/tests/hvsim/test_%.o $(HVSIM_LIB)
 	@mkdir -p $(dir $@)

@@ -1003,7 +1003,8 @@ test_op_table(void)
 	struct hv_hello_reply hello;
 	struct hv_counters ctr;
 	struct hv_domid dom = { .domid = 4242 };
-	uint8_t req[sizeof(struct hv_domain_create) + 1], rep[4096];
+	/* Room for one byte over the largest request, hv_domain_vcpu's. */
+	uint8_t req[sizeof(struct hv_domain_vcpu) + 1], rep[4096];
 	unsigned bad = 0, checked = 0;
 	struct hvc *c = conn("real");
 

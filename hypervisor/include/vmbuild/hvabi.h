@@ -94,6 +94,8 @@ enum hv_op {
 	HV_OP_DOMAIN_SCHED,	/* hv_domain_sched -> hv_domain_sched_reply */
 	HV_OP_DOMAIN_RENAME,	/* hv_domain_rename */
 	HV_OP_LOG_READ,		/* hv_log_read -> hv_log_reply + text */
+	/* vCPUs (HV_CAP_VCPUS): online, hard and soft affinity. */
+	HV_OP_DOMAIN_VCPU,	/* hv_domain_vcpu -> hv_domain_vcpu_reply */
 	HV_OP_MAX
 };
 
@@ -110,6 +112,8 @@ enum hv_op {
 #define HV_CAP_SCRUB_BLOCKS	(1u << 7)
 /* HV_OP_DOMAIN_SCHED, HV_OP_DOMAIN_RENAME and HV_OP_LOG_READ. */
 #define HV_CAP_EVERYDAY		(1u << 8)
+/* HV_OP_DOMAIN_VCPU. */
+#define HV_CAP_VCPUS		(1u << 9)
 
 enum hv_backing {
 	HV_BACKING_REAL = 1,	/* memory is mapped; pages are real */
@@ -389,6 +393,43 @@ struct hv_log_read {
 struct hv_log_reply {
 	uint32_t len;		/* bytes of text following; <= HV_LOG_RING */
 	uint32_t pad;
+};
+
+/* ------------------------------------------------------------------ */
+/* vCPUs (HV_CAP_VCPUS).                                               */
+
+/*
+ * One vCPU of a domain: whether it is online and its hard and soft
+ * affinity (bitmaps of HV_MAX_CPUS bits, CPU c at bit c % 64 of word
+ * c / 64), what Xen keeps of a vCPU (XEN_DOMCTL_getvcpuinfo,
+ * XEN_DOMCTL_{get,set}vcpuaffinity) and a toolstack changes with xl
+ * vcpu-set and vcpu-pin.  hvsim runs no vCPU: it keeps and reports
+ * them.  `set` says what to change (none: only read).  -EINVAL for a
+ * vCPU at or beyond the domain's max_vcpus, an affinity naming a CPU
+ * the host lacks or none at all, or an unknown bit of `set`; -EBUSY for
+ * taking the domain's last online vCPU offline; -ESRCH for a domain
+ * that is not there or dying.  A domain's vCPUs are created online,
+ * each with every CPU of the host in both affinities.
+ */
+#define HV_VCPU_SET_ONLINE	(1u << 0)
+#define HV_VCPU_SET_HARD	(1u << 1)
+#define HV_VCPU_SET_SOFT	(1u << 2)
+#define HV_CPUMAP_WORDS		(HV_MAX_CPUS / 64)
+
+struct hv_domain_vcpu {
+	hv_domid_t domid;
+	uint32_t vcpu;
+	uint32_t set;		/* HV_VCPU_SET_* */
+	uint32_t online;	/* 0 or 1, with HV_VCPU_SET_ONLINE */
+	uint64_t hard[HV_CPUMAP_WORDS];	/* with HV_VCPU_SET_HARD */
+	uint64_t soft[HV_CPUMAP_WORDS];	/* with HV_VCPU_SET_SOFT */
+};
+
+struct hv_domain_vcpu_reply {
+	uint32_t online;	/* this vCPU, after the change: 0 or 1 */
+	uint32_t nr_online;	/* the domain's vCPUs online */
+	uint64_t hard[HV_CPUMAP_WORDS];
+	uint64_t soft[HV_CPUMAP_WORDS];
 };
 
 /* ------------------------------------------------------------------ */
