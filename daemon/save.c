@@ -191,6 +191,7 @@ save_stream(struct save_job *sj, struct vmb_stream_out *o, uint8_t *buf)
 	uint64_t start[2], end[2], done = 0;
 	int nr, rc;
 
+	save_progress(sj, 0);
 	/* Phantom memory has no bytes: only the description travels. */
 	rc = vmb_guest_memory_read(vmbd.ctx, sj->domid, 0, buf, VMB_STREAM_PAGE);
 	sj->memory = rc != -EOPNOTSUPP;
