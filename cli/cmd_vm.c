@@ -318,7 +318,7 @@ print_created(struct vmctl *ctl, yajl_val task, double secs)
 }
 
 static int
-task_failed(struct vmctl *ctl, yajl_val task, long long tid)
+task_failed(struct vmctl *ctl, yajl_val task, long long tid, const char *what)
 {
 	struct vmc_error err = { 0 };
 	const char *state = jstr(task, "state");
@@ -340,7 +340,7 @@ task_failed(struct vmctl *ctl, yajl_val task, long long tid)
 		snprintf(err.message, sizeof(err.message), "task %lld %s",
 		    tid, state ? state : "failed");
 	}
-	rc = vmc_report(ctl, "create", VMC_RPC_ERROR, &err);
+	rc = vmc_report(ctl, what, VMC_RPC_ERROR, &err);
 	return rc;
 }
 
@@ -349,8 +349,9 @@ task_failed(struct vmctl *ctl, yajl_val task, long long tid)
  * is asked whenever no event came for a while, so a missed or absent
  * event cannot leave us waiting.
  */
-static int
-follow_task(struct vmctl *ctl, struct vmc_client *c, long long tid)
+int
+vmctl_follow_task(struct vmctl *ctl, struct vmc_client *c, long long tid,
+    const char *what, vmctl_task_done_fn *done)
 {
 	struct timespec t0, t1;
 	struct vmc_error err = { 0 };
@@ -377,8 +378,7 @@ follow_task(struct vmctl *ctl, struct vmc_client *c, long long tid)
 			rc = vmc_call(c, g, &task, &err);
 			if (rc != 0) {
 				progress_end(bar);
-				rc = vmc_report(ctl, "create: task.get", rc,
-				    &err);
+				rc = vmc_report(ctl, M_TASK_GET, rc, &err);
 				goto out;
 			}
 			poll_now = false;
@@ -404,7 +404,7 @@ follow_task(struct vmctl *ctl, struct vmc_client *c, long long tid)
 		}
 		if (rc < 0) {
 			progress_end(bar);
-			rc = vmc_report(ctl, "create", rc, &err);
+			rc = vmc_report(ctl, what, rc, &err);
 			goto out;
 		}
 		method = jstr(msg, "method");
@@ -420,12 +420,12 @@ follow_task(struct vmctl *ctl, struct vmc_client *c, long long tid)
 	if (!strcmp(state, "done")) {
 		show_progress(bar, task_obj(task));
 		progress_end(bar);
-		print_created(ctl, task_obj(task), (t1.tv_sec - t0.tv_sec) +
+		done(ctl, task_obj(task), (t1.tv_sec - t0.tv_sec) +
 		    (t1.tv_nsec - t0.tv_nsec) / 1e9);
 		rc = VMCTL_EXIT_OK;
 	} else {
 		progress_end(bar);
-		rc = task_failed(ctl, task_obj(task), tid);
+		rc = task_failed(ctl, task_obj(task), tid, what);
 	}
 out:
 	progress_free(bar);
@@ -571,7 +571,8 @@ cmd_create(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 	}
 	if (console && jstr(res, "vm"))
 		name = strdup(jstr(res, "vm"));
-	rc = follow_task(ctl, c, (long long)tid);
+	rc = vmctl_follow_task(ctl, c, (long long)tid, "create",
+	    print_created);
 	/* As xl create -c: the console of the VM just built. */
 	if (rc == VMCTL_EXIT_OK && name) {
 		vmc_close(c);

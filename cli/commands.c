@@ -211,6 +211,27 @@ const struct vmctl_cmd vmctl_cmds[] = {
 	  "Xen's console ring; hvsim's recent log.  It may hold what the\n"
 	  "hypervisor logged about any guest: the control socket only, as\n"
 	  "xl dmesg needs root.\n" },
+	{ "save", cmd_save, "[--checkpoint] VM FILE",
+	  "save a VM's memory and state to FILE (then destroy it)",
+	  "  --checkpoint    the VM keeps running afterwards\n"
+	  OPT_JSON
+	  "The guest is paused, its description and memory written to FILE\n"
+	  "as a save stream (vmbuild-stream(5)), and its domain destroyed;\n"
+	  "vmctl restore FILE builds it again.  vmctl opens FILE itself (a\n"
+	  "new file is made mode 0600) and passes it to the daemon, so you\n"
+	  "save only where you may write.  A save that fails or is\n"
+	  "cancelled (vmctl cancel TASK) leaves the guest running and no\n"
+	  "file behind.  On hvsim with phantom memory only the description\n"
+	  "travels.\n" },
+	{ "restore", cmd_restore, "[--paused] FILE",
+	  "build a VM again from a file vmctl save wrote",
+	  "  --paused        leave the restored VM paused\n"
+	  OPT_JSON
+	  "The daemon places the guest (scrub-aware, NUMA-local, its vNUMA\n"
+	  "kept), populates its memory with the engine, writes the saved\n"
+	  "memory back and unpauses it: same name, uuid and devices.  A\n"
+	  "truncated or corrupt FILE is refused naming the record and its\n"
+	  "offset; a restore that fails or is cancelled leaves no domain.\n" },
 	{ "cancel", cmd_cancel, "TASK",
 	  "cancel a running task (a build): it undoes what it did",
 	  OPT_JSON

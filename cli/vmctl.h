@@ -252,6 +252,22 @@ int cmd_dmesg(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
     char **argv);
 int cmd_cancel(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
     char **argv);
+/*
+ * cmd_vm.c: follow task `tid` to its end (a progress bar on a terminal),
+ * then `done` prints what it made; a failure is reported as `what`'s.
+ */
+typedef void vmctl_task_done_fn(struct vmctl *ctl, yajl_val task,
+    double seconds);
+int vmctl_follow_task(struct vmctl *ctl, struct vmc_client *c, long long tid,
+    const char *what, vmctl_task_done_fn *done);
+/* Subscribe c to task.progress and task.done (before starting a task). */
+int vmctl_subscribe_tasks(struct vmctl *ctl, struct vmc_client *c,
+    const char *what);
+/* cmd_save.c: save, restore. */
+int cmd_save(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
+    char **argv);
+int cmd_restore(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
+    char **argv);
 /* cmd_vm.c: P_VM, a domain id when VM is all digits, else a name. */
 void gen_vm_ref(yajl_gen g, const char *vm);
 /* cmd_life.c: shutdown, reboot, console; create -c attaches with it. */

@@ -45,6 +45,7 @@ struct build_job {
 	struct state_record rec;
 	struct image_req images;
 	bool		restart;	/* a VM's new domain (lifecycle.c) */
+	struct build_fill fill;		/* a restore's (save.c); fill NULL */
 	/* Results, written by the build thread. */
 	int		rc;
 	const char	*failed_in;	/* "state", "image", or NULL: the build */
@@ -228,6 +229,8 @@ build_job_free(struct build_job *bj)
 	if (bj == NULL)
 		return;
 	vmb_build_free(bj->build);
+	if (bj->fill.drop != NULL)
+		bj->fill.drop(bj->fill.user);
 	vmb_guest_free(bj->guest);
 	image_req_done(&bj->images);
 	free(bj->rec.config_path);
@@ -304,8 +307,11 @@ build_done(struct job *job)
 				restarted(vm, 0, msg);
 		}
 		task_finish(t, TASK_DONE, 0, 0, NULL);
-		metrics_build_done("done", bj->result.total_ns / 1e9,
-		    &bj->result);
+		if (bj->fill.fill != NULL)
+			metrics_stream_done(true, "done", 0);
+		else
+			metrics_build_done("done", bj->result.total_ns / 1e9,
+			    &bj->result);
 		log_vm(LOG_INFO, t->vm, bj->result.domid, t->id, "%s: %s",
 		    t->vm, msg);
 		if (bj->call != NULL) {
@@ -378,8 +384,12 @@ build_done(struct job *job)
 			t->err_phase = phase;
 		task_finish(t, bj->rc == -ECANCELED ? TASK_CANCELLED :
 		    TASK_FAILED, code, -bj->rc, msg);
-		metrics_build_done(bj->rc == -ECANCELED ? "cancelled" :
-		    "failed", 0, NULL);
+		if (bj->fill.fill != NULL)
+			metrics_stream_done(true, bj->rc == -ECANCELED ?
+			    "cancelled" : "failed", 0);
+		else
+			metrics_build_done(bj->rc == -ECANCELED ? "cancelled" :
+			    "failed", 0, NULL);
 		if (bj->call != NULL) {
 			call_error(bj->call, code, bj->rc, "%s", msg);
 			if (bj->failed_in == NULL || image)
@@ -402,7 +412,8 @@ build_done(struct job *job)
 static int
 build_prepare(struct vmb_guest *guest, const char *kind,
     const char *config_path, const char *source, bool paused,
-    struct build_job **ret_bj, char *why, size_t why_len)
+    const struct build_fill *fill, struct build_job **ret_bj, char *why,
+    size_t why_len)
 {
 	struct vmb_build_opts opts = { 0 };
 	struct build_job *bj;
@@ -413,6 +424,8 @@ build_prepare(struct vmb_guest *guest, const char *kind,
 	t = bj != NULL ? task_new(kind, guest->name, guest->uuid) : NULL;
 	if (t == NULL) {
 		free(bj);
+		if (fill != NULL && fill->drop != NULL)
+			fill->drop(fill->user);
 		vmb_guest_free(guest);
 		snprintf(why, why_len, "out of memory");
 		return -ENOMEM;
@@ -420,6 +433,11 @@ build_prepare(struct vmb_guest *guest, const char *kind,
 	image_req_init(&bj->images);
 	bj->guest = guest;
 	bj->task = t;
+	if (fill != NULL) {
+		bj->fill = *fill;
+		opts.restore = fill->fill;
+		opts.restore_user = fill->user;
+	}
 	opts.strategy = B.cfg.strategy;
 	opts.start_paused = paused;
 	opts.scrub_wait_ms = B.cfg.scrub_wait_ms;
@@ -433,6 +451,8 @@ build_prepare(struct vmb_guest *guest, const char *kind,
 		return rc;
 	}
 	t->build = bj->build;
+	if (fill != NULL && fill->bind != NULL)
+		fill->bind(fill->user, bj->build, t);
 	bj->strategy = B.cfg.strategy;
 	memcpy(bj->rec.uuid, guest->uuid, 16);
 	snprintf(bj->rec.name, sizeof(bj->rec.name), "%s", guest->name);
@@ -456,10 +476,11 @@ build_unprepare(struct build_job *bj)
 	build_job_free(bj);
 }
 
-int
-build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
+static int
+start(struct call *call, yajl_gen g, struct vmb_guest *guest,
     struct image_req *images, const char *config_path, const char *source,
-    bool wait, bool paused, struct build_warnings *warnings)
+    bool wait, bool paused, struct build_warnings *warnings,
+    const char *kind, const struct build_fill *fill)
 {
 	struct build_job *bj = NULL;
 	struct vm *vm = NULL;
@@ -491,8 +512,8 @@ build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
 		    u);
 		goto fail;
 	}
-	rc = build_prepare(guest, M_VM_CREATE, config_path, source, paused,
-	    &bj, why, sizeof(why));
+	rc = build_prepare(guest, kind, config_path, source, paused,
+	    fill, &bj, why, sizeof(why));
 	guest = NULL;
 	if (rc < 0) {
 		rc = call_error(call, rc == -ENOMEM ? RPC_INTERNAL_ERROR :
@@ -546,8 +567,32 @@ fail:
 		vm_remove(vm, true);
 	if (bj != NULL)
 		build_unprepare(bj);
+	else if (fill != NULL && fill->drop != NULL && guest != NULL)
+		fill->drop(fill->user);	/* not handed to a job yet */
 	vmb_guest_free(guest);
 	return -1;
+}
+
+int
+build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
+    struct image_req *images, const char *config_path, const char *source,
+    bool wait, bool paused, struct build_warnings *warnings)
+{
+	return start(call, g, guest, images, config_path, source, wait,
+	    paused, warnings, M_VM_CREATE, NULL);
+}
+
+int
+build_restore(struct call *call, yajl_gen g, struct vmb_guest *guest,
+    const char *source, const struct build_fill *fill, bool wait,
+    bool paused)
+{
+	struct build_warnings none = { NULL, 0 };
+	struct image_req images;
+
+	image_req_init(&images);
+	return start(call, g, guest, &images, NULL, source, wait, paused,
+	    &none, M_VM_RESTORE, fill);
 }
 
 int
@@ -566,7 +611,7 @@ build_restart(struct vm *vm, struct vmb_guest *guest, const char *reason,
 	snprintf(guest->name, sizeof(guest->name), "%s", vm->name);
 	memcpy(guest->uuid, vm->uuid, 16);
 	rc = build_prepare(guest, "vm.restart", vm->config_path, vm->source,
-	    false, &bj, why, why_len);
+	    false, NULL, &bj, why, why_len);
 	if (rc < 0)
 		return rc;
 	rc = images_restart(bj->guest, vm->image_fd, &bj->images, why,

@@ -70,6 +70,23 @@ int build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
 int build_restart(struct vm *vm, struct vmb_guest *guest, const char *reason,
     char *why, size_t why_len);
 
+/*
+ * vm.restore (save.c): build `guest` (taken over) as a "vm.restore" task
+ * whose load phase is `fill` (called on the build thread with `user`,
+ * the domain populated and paused; see vmb_build_opts.restore) in place
+ * of the kernel, `source` recorded as vm.create's is (source.h); `drop(user)` is called once the build is over, whatever
+ * happened (also on a failure to start).  Answered as build_start.
+ */
+struct build_fill {
+	int	(*fill)(void *user, uint32_t domid, char *why, size_t len);
+	void	(*drop)(void *user);
+	void	(*bind)(void *user, struct vmb_build *build, void *task);
+	void	*user;
+};
+int build_restore(struct call *call, yajl_gen g, struct vmb_guest *guest,
+    const char *source, const struct build_fill *fill, bool wait,
+    bool paused);
+
 /* Map a negative errno from libvmbuild to an application error code. */
 int build_errno_code(int rc);
 

@@ -30,6 +30,7 @@
 #include "report.h"
 #include "source.h"
 #include "rpc.h"
+#include "save.h"
 #include "shutdown.h"
 #include "state.h"
 #include "task.h"
@@ -593,9 +594,12 @@ m_task_cancel(struct call *call, yajl_gen g)
 		return call_error(call, E_TASK_FINISHED, 0,
 		    "task %llu has already ended (%s)",
 		    (unsigned long long)t->id, task_state_name(t->state));
-	if (!t->cancel_requested && t->build != NULL) {
+	if (!t->cancel_requested && (t->build != NULL || t->cancel != NULL)) {
 		t->cancel_requested = true;
-		vmb_build_cancel(t->build);
+		if (t->build != NULL)
+			vmb_build_cancel(t->build);
+		else
+			t->cancel(t->cancel_arg);
 		log_vm(LOG_NOTICE, t->vm, VMB_DOMID_INVALID, t->id, "task "
 		    "%llu: cancel requested by uid %u",
 		    (unsigned long long)t->id, (unsigned)call->conn->uid);
@@ -689,6 +693,9 @@ static const struct method methods[] = {
 	{ M_VM_VCPU_SET,	m_vm_vcpu_set,		true },
 	{ M_VM_VCPU_PIN,	m_vm_vcpu_pin,		true },
 	{ M_VM_VCPU_LIST,	m_vm_vcpu_list,		false },
+	/* Save and restore (save.c). */
+	{ M_VM_SAVE,		m_vm_save,		true },
+	{ M_VM_RESTORE,		m_vm_restore,		true },
 	/* config.check: a dry run, changes nothing (check.c) */
 	{ M_CONFIG_CHECK,	m_config_check,		false },
 };

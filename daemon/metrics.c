@@ -102,6 +102,8 @@ static struct {
 	double		snap_mono;
 	/* Kept by the loop. */
 	uint64_t	builds[3];	/* done, failed, cancelled */
+	uint64_t	saves[3], restores[3];	/* the same */
+	uint64_t	save_bytes, restore_bytes;
 	uint64_t	bucket[NBUCKETS];
 	uint64_t	dur_count;
 	double		dur_sum;
@@ -131,6 +133,27 @@ metrics_build_done(const char *state, double seconds,
 	MX.dur_sum += seconds;
 	for (int n = 0; n < VMB_MAX_NODES; n++)
 		MX.populated[n] += r->populate.node_bytes[n];
+}
+
+void
+metrics_stream_done(bool restore, const char *result, uint64_t bytes)
+{
+	int i = strcmp(result, "done") == 0 ? 0 :
+	    strcmp(result, "failed") == 0 ? 1 : 2;
+
+	if (restore) {
+		MX.restores[i]++;
+		MX.restore_bytes += bytes;
+	} else {
+		MX.saves[i]++;
+		MX.save_bytes += bytes;
+	}
+}
+
+void
+metrics_restore_bytes(uint64_t bytes)
+{
+	MX.restore_bytes += bytes;
 }
 
 static void
@@ -239,6 +262,32 @@ render_scrub(struct evbuffer *b, const struct vmb_scrub *s)
 	}
 }
 
+/* Saves and restores (save.c): results, and the stream's bytes. */
+static void
+render_streams(struct evbuffer *b)
+{
+	static const char *const results[] = { "done", "failed", "cancelled" };
+
+	family(b, "vmbuild_saves_total", "counter",
+	    "Saves (vm.save) that ended, by result.");
+	for (int i = 0; i < 3; i++)
+		evbuffer_add_printf(b, "vmbuild_saves_total{result=\"%s\"} "
+		    "%llu\n", results[i], (unsigned long long)MX.saves[i]);
+	family(b, "vmbuild_restores_total", "counter",
+	    "Restores (vm.restore) that ended, by result.");
+	for (int i = 0; i < 3; i++)
+		evbuffer_add_printf(b, "vmbuild_restores_total{result=\"%s\"} "
+		    "%llu\n", results[i], (unsigned long long)MX.restores[i]);
+	family(b, "vmbuild_save_bytes_total", "counter",
+	    "Save stream bytes written by saves that completed.");
+	evbuffer_add_printf(b, "vmbuild_save_bytes_total %llu\n",
+	    (unsigned long long)MX.save_bytes);
+	family(b, "vmbuild_restore_bytes_total", "counter",
+	    "Save stream bytes read by restores.");
+	evbuffer_add_printf(b, "vmbuild_restore_bytes_total %llu\n",
+	    (unsigned long long)MX.restore_bytes);
+}
+
 /* What this daemon's builds did: bytes per node, durations, results. */
 static void
 render_builds(struct evbuffer *b)
@@ -273,6 +322,7 @@ render_builds(struct evbuffer *b)
 	for (int i = 0; i < 3; i++)
 		evbuffer_add_printf(b, "vmbuild_vm_creates_total{result=\"%s\"} "
 		    "%llu\n", results[i], (unsigned long long)MX.builds[i]);
+	render_streams(b);
 }
 
 /* The daemon itself: VMs, tasks, clients, scrapes. */

@@ -30,5 +30,12 @@ void metrics_stop(void);
 /* A build ended: state "done", "failed" or "cancelled". */
 void metrics_build_done(const char *state, double seconds,
     const struct vmb_build_result *result);
+/*
+ * A save (restore false) or a restore ended: result "done", "failed" or
+ * "cancelled"; `bytes` of stream written (a save's) or read.
+ */
+void metrics_stream_done(bool restore, const char *result, uint64_t bytes);
+/* Stream bytes a restore read (counted as they are). */
+void metrics_restore_bytes(uint64_t bytes);
 
 #endif /* VMBUILDD_METRICS_H */

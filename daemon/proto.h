@@ -71,6 +71,9 @@
 #define M_VM_VCPU_SET		"vm.vcpu_set"
 #define M_VM_VCPU_PIN		"vm.vcpu_pin"
 #define M_VM_VCPU_LIST		"vm.vcpu_list"
+/* Save and restore (save.c) */
+#define M_VM_SAVE		"vm.save"
+#define M_VM_RESTORE		"vm.restore"
 /* config.check: a dry run of vm.create (check.c) */
 #define M_CONFIG_CHECK		"config.check"
 
@@ -136,6 +139,14 @@
  *   vm.rename        P_VM (required), P_NAME_NEW (required)
  *   vm.uptime        P_VM (default: every VM with a domain)
  *   host.dmesg       P_CLEAR (bool: empty the ring after reading it)
+ *   vm.save          P_VM (required), P_FDS ({"file":I}, required: the
+ *                    stream goes to the I-th descriptor sent with the
+ *                    request, open for writing: a regular file or a
+ *                    pipe), P_CHECKPOINT (bool: the guest keeps running),
+ *                    P_WAIT (bool: answer when the save ends); result
+ *                    {"task","vm","bytes","pages","memory"}
+ *   vm.restore       P_FDS ({"file":I}, required, open for reading),
+ *                    P_WAIT, P_PAUSED; answered as vm.create
  *   events.subscribe P_EVENTS (list of event names; default: all)
  *   host.scrub, host.info, host.counters, vm.list, task.list,
  *   server.hello     none
@@ -165,6 +176,7 @@
 #define P_HARD			"hard"
 #define P_SOFT			"soft"
 #define P_IMAGE_ERRORS		"image_errors"
+#define P_CHECKPOINT		"checkpoint"
 
 /* Events (notifications). */
 #define E_TASK_PROGRESS		"task.progress"
@@ -198,6 +210,7 @@
 #define E_IMAGE_FD		1014	/* pass these files as descriptors: data.files */
 #define E_TIMEOUT		1015	/* the guest did not do it in time */
 #define E_NO_SUCH_DEVICE	1016	/* detach of a disk or vif the VM lacks */
+#define E_STREAM		1017	/* a save stream is truncated, corrupt or not one */
 
 /* vmctl exit codes. */
 #define VMCTL_EXIT_OK		0

@@ -110,7 +110,8 @@ task_gen_progress(yajl_gen g, struct task *t, const struct vmb_progress *p)
 	jg_kv_u64(g, "done", p->done);
 	jg_kv_u64(g, "total", p->total);
 	jg_kv_str(g, "unit", "bytes");
-	jg_kv_str(g, "phase", vmb_build_phase_name(p->phase));
+	jg_kv_str(g, "phase", t->phase_name != NULL ? t->phase_name :
+	    vmb_build_phase_name(p->phase));
 	if (task_rate(t, p, &rate))
 		jg_kv_dbl(g, "rate_bytes_per_second", rate);
 	else
@@ -385,6 +386,7 @@ task_finish(struct task *t, enum task_state state, int code, int errnum,
 	t->finished_mono = now_mono();
 	t->finished_at = now_real();
 	t->build = NULL;
+	t->cancel = NULL;
 	T.running--;
 	T.finished++;
 	task_get_progress(t, &p);
@@ -425,10 +427,15 @@ task_cancel_all(void)
 	struct task *t;
 
 	TAILQ_FOREACH(t, &T.tasks, entry) {
-		if (t->state != TASK_RUNNING || t->build == NULL)
+		if (t->state != TASK_RUNNING)
+			continue;
+		if (t->build != NULL)
+			vmb_build_cancel(t->build);
+		else if (t->cancel != NULL)
+			t->cancel(t->cancel_arg);
+		else
 			continue;
 		t->cancel_requested = true;
-		vmb_build_cancel(t->build);
 	}
 }
 

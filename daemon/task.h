@@ -37,6 +37,11 @@ struct task {
 	double		started_mono, finished_mono;
 	double		finished_at;
 	struct vmb_build *build;	/* while running; for cancel */
+	/* Or, for a task that is not a build (a save): how to cancel it. */
+	void		(*cancel)(void *arg);
+	void		*cancel_arg;
+	/* Shown as progress.phase in place of the build phase's name. */
+	const char	*phase_name;
 	bool		cancel_requested;
 	int		err_code;	/* when failed or cancelled */
 	int		err_errno;

@@ -203,6 +203,9 @@ struct vmb_backend_ops {
 	 */
 	int	(*write)(void *priv, uint32_t domid, uint64_t paddr,
 		    const void *src, uint64_t len);
+	/* The reverse, for a save (NULL or -EOPNOTSUPP: no bytes to read). */
+	int	(*read)(void *priv, uint32_t domid, uint64_t paddr, void *dst,
+		    uint64_t len);
 
 	/*
 	 * Right after create (NULL: nothing to do): vNUMA, affinity, CPUID

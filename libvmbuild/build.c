@@ -12,6 +12,9 @@
  *   devices   disks and vifs: backends, hotplug scripts (device.c)
  *   boot      the backend's last step, then unpause unless start_paused
  *
+ * A restore (opts.restore) reads no kernel: its load phase is the
+ * caller's, which writes the saved memory into the populated domain.
+ *
  * Each phase is a function over the state of one run (struct run) and,
  * where it leaves something behind, an undo.  vmb_build_run() enters the
  * phases in the order of phases[] (timing each, reporting progress and
@@ -343,8 +346,8 @@ phase_place(struct run *r)
 	 * Reading the image is part of loading it, done first so that a
 	 * bad kernel fails before anything exists: it fails as "load".
 	 */
-	rc = vmb__image_open_why(b->guest, b->kernel_fd, b->ramdisk_fd,
-	    &r->img, r->why, sizeof(r->why));
+	rc = b->opts.restore ? 0 : vmb__image_open_why(b->guest, b->kernel_fd,
+	    b->ramdisk_fd, &r->img, r->why, sizeof(r->why));
 	if (rc) {
 		r->fail_as = VMB_PHASE_LOAD;
 		r->bad_image = rc != -ENOMEM;
@@ -662,6 +665,13 @@ phase_load(struct run *r)
 	    .ram_bytes = r->b->guest->memory_bytes, .memmap = r->memmap };
 	int rc;
 
+	/* A restore: the saved memory, not a kernel (no vCPU set up). */
+	if (r->b->opts.restore) {
+		rc = r->b->opts.restore(r->b->opts.restore_user, r->domid,
+		    r->why, sizeof(r->why));
+		return rc;
+	}
+
 	/* Special pages and ACPI tables first: the memory map names them. */
 	rc = vmb__step_firmware(r->b->ctx, r->domid, r->b->guest, &r->layout,
 	    &fw, r->memmap, &env.nr_memmap, r->why, sizeof(r->why));
@@ -837,6 +847,12 @@ vmb_build_cancel(struct vmb_build *b)
 	atomic_store(&b->cancel, true);
 	if (b->cancel_fd >= 0)
 		(void)!write(b->cancel_fd, &one, sizeof(one));
+}
+
+bool
+vmb_build_cancelled(const struct vmb_build *b)
+{
+	return b && atomic_load(&b->cancel);
 }
 
 void

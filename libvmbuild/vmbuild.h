@@ -26,6 +26,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #define VMB_VERSION		"0.1.0"
 
@@ -949,6 +950,15 @@ struct vmb_build_opts {
 	 * the populate scrub inline.  0: do not wait.
 	 */
 	uint32_t scrub_wait_ms;
+	/*
+	 * A restore: the load phase calls this in place of loading the
+	 * kernel (which is not read), the domain populated and paused, to
+	 * write the saved memory (vmb_guest_memory_write); the build is
+	 * undone if it fails.  It should look at vmb_build_cancelled().
+	 * 0, or a negative errno with the reason in `why`.
+	 */
+	int	(*restore)(void *user, uint32_t domid, char *why, size_t len);
+	void	*restore_user;
 };
 
 /*
@@ -1107,6 +1117,8 @@ int vmb_build_run(struct vmb_build *build, struct vmb_build_result *ret_result);
  * once.
  */
 void vmb_build_cancel(struct vmb_build *build);
+/* Has vmb_build_cancel() been called? */
+bool vmb_build_cancelled(const struct vmb_build *build);
 void vmb_build_free(struct vmb_build *build);
 
 /*
@@ -1128,5 +1140,109 @@ int vmb_guest_dry_run(struct vmb_ctx *ctx, const struct vmb_guest *g,
     int kernel_fd, int ramdisk_fd, const char *where,
     struct vmb_diags *diags, struct vmb_dry_run *ret);
 void vmb_dry_run_done(struct vmb_dry_run *dr);
+
+/* ------------------------------------------------------------------ */
+/* Save streams (vmbuild-stream(5)) and guest memory.                   */
+
+/*
+ * The guest-physical RAM a guest of `memory_bytes` has as builds lay it
+ * out ([0, hole) and, past the MMIO hole, from 4 GiB up): the number of
+ * ranges (1 or 2) in start[i]..end[i] (end exclusive).
+ */
+int vmb_guest_ram(uint64_t memory_bytes, uint64_t start[2], uint64_t end[2]);
+/*
+ * Copy guest memory out of or into a domain, as a foreign mapping does
+ * on Xen (hvsim: HV_OP_GUEST_READ / _WRITE).  -EOPNOTSUPP where the
+ * backend cannot (hvsim's phantom memory), -ENOENT for a hole.
+ */
+int vmb_guest_memory_read(struct vmb_ctx *ctx, uint32_t domid, uint64_t gpa,
+    void *buf, size_t len);
+int vmb_guest_memory_write(struct vmb_ctx *ctx, uint32_t domid, uint64_t gpa,
+    const void *buf, size_t len);
+
+#define VMB_STREAM_MAGIC	"\x89VMB\r\n\x1a\n"
+#define VMB_STREAM_VERSION	1
+#define VMB_STREAM_HDR		24	/* magic, version, flags, reserved */
+#define VMB_STREAM_REC_HDR	16	/* type, length, crc32, reserved */
+#define VMB_STREAM_F_MEMORY	0x1u	/* memory records carry the bytes */
+#define VMB_STREAM_F_ALL	0x1u
+#define VMB_STREAM_MAX_GUEST	(1u << 20)	/* the guest description */
+#define VMB_STREAM_PAGE		4096u		/* bytes of a page (gfn units) */
+#define VMB_STREAM_MAX_PAGES	1024u		/* per memory record (4 MiB) */
+#define VMB_STREAM_MAX_REC	(16u << 20)	/* any other record */
+#define VMB_STREAM_GFN_BITS	40
+#define VMB_STREAM_MAX_GFN	(1ull << VMB_STREAM_GFN_BITS)
+
+/* Record types; VMB_REC_OPTIONAL: a reader that does not know it skips it. */
+#define VMB_REC_GUEST		1u	/* the guest description (text) */
+#define VMB_REC_MEMORY		2u	/* u64 gfn, u64 count, count pages */
+#define VMB_REC_END		3u	/* u64 records before it, u64 pages */
+#define VMB_REC_XEN		16u	/* reserved: libxc's stream v2 */
+#define VMB_REC_OPTIONAL	0x80000000u
+
+/* "guest", "memory", "end", "xen", "unknown". */
+const char *vmb_stream_rec_name(uint32_t type);
+
+struct vmb_stream_out {
+	int	fd;
+	int	cancel_fd;	/* readable: stop waiting for a full pipe; -1 */
+	uint64_t offset;	/* bytes written */
+	uint64_t records;	/* records written */
+	uint64_t pages;		/* pages in memory records */
+};
+
+/*
+ * Write the header; then the guest record, memory records, the end.
+ * `fd` may be non-blocking: a write that would block waits until it can
+ * go on or `cancel_fd` (-1: none) turns readable (-ECANCELED).
+ */
+int vmb_stream_begin(struct vmb_stream_out *o, int fd, uint32_t flags,
+    int cancel_fd);
+int vmb_stream_put_guest(struct vmb_stream_out *o, const char *text,
+    size_t len);
+int vmb_stream_put_memory(struct vmb_stream_out *o, uint64_t gfn,
+    uint32_t count, const void *pages);
+int vmb_stream_finish(struct vmb_stream_out *o);
+
+/* Read up to len bytes: the count, 0 at the end, or a negative errno. */
+typedef ssize_t vmb_stream_read_fn(void *user, void *buf, size_t len);
+
+struct vmb_stream_in {
+	vmb_stream_read_fn *read;
+	void	*user;
+	uint32_t version;
+	uint32_t flags;		/* VMB_STREAM_F_* of the header */
+	uint64_t offset;	/* bytes consumed */
+	uint64_t index;		/* records read */
+	uint64_t pages;		/* pages in memory records read */
+	bool	ended;
+	uint8_t	*buf;
+	size_t	cap;
+	char	why[256];	/* names the record and its offset */
+};
+
+/* One record; data/pages point into the reader's buffer until the next. */
+struct vmb_stream_rec {
+	uint32_t type;
+	uint32_t len;
+	uint64_t offset;	/* where its header starts */
+	const uint8_t *data;	/* the payload */
+	uint64_t gfn;		/* memory: */
+	uint32_t count;
+	const uint8_t *pages;
+};
+
+/* Read and check the header: 0, or a negative errno with in->why. */
+int vmb_stream_open(struct vmb_stream_in *in, vmb_stream_read_fn *read_fn,
+    void *user);
+/*
+ * The next record, checked (bounds, checksum, order): 1, 0 after the end
+ * record when nothing follows it, or a negative errno (-EBADMSG for a
+ * truncated or corrupt stream) with in->why naming the record and its
+ * offset.  Optional records of unknown types are returned for the
+ * caller to skip.
+ */
+int vmb_stream_next(struct vmb_stream_in *in, struct vmb_stream_rec *ret);
+void vmb_stream_in_done(struct vmb_stream_in *in);
 
 #endif /* VMBUILD_H */

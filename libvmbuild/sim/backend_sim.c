@@ -771,6 +771,33 @@ sim_platform(void *priv, uint32_t domid, const struct vmb_platform *p)
 	return rc;
 }
 
+struct read_call {
+	uint32_t domid;
+	uint64_t paddr;
+	void	*dst;
+	uint64_t len;
+};
+
+static int
+read_call(struct hvc *c, void *arg)
+{
+	const struct read_call *r = arg;
+
+	return hvc_guest_read(c, r->domid, r->paddr, r->dst, r->len);
+}
+
+/* A save reads the guest's memory back by copies (HV_OP_GUEST_READ). */
+static int
+sim_read(void *priv, uint32_t domid, uint64_t paddr, void *dst, uint64_t len)
+{
+	struct read_call r = { domid, paddr, dst, len };
+	struct sim *s = priv;
+
+	if (!(s->hello.caps & HV_CAP_GUEST_COPY))
+		return -EOPNOTSUPP;
+	return sim_call(s, read_call, &r);
+}
+
 /*
  * hvsim has no vCPUs to load a context into and runs no guest code; the
  * image and start info are in guest memory, which is all there is to do.
@@ -1174,6 +1201,7 @@ const struct vmb_backend_ops vmb_backend_sim = {
 	.populate = sim_populate,
 	.write = sim_write,
 	.platform = sim_platform,
+	.read = sim_read,
 	.boot = sim_boot,
 	.set_timeout = sim_set_timeout,
 	.shutdown_request = sim_shutdown_request,

@@ -1,6 +1,7 @@
 # tests/fuzz/build.mk - libFuzzer targets (clang, ASan + UBSan) over the
 # daemon's request path, xl.cfg parsing, the ELF/PVH loader, state
-# records, hvsim's request decoder and the metrics endpoint's HTTP.
+# records, hvsim's request decoder, the metrics endpoint's HTTP and
+# the save stream's reader (vm.restore).
 #
 # Their objects are the tree's own sources built again with clang into
 # $(B)/fuzz (coverage instrumentation and sanitizers); -Werror is left to
@@ -15,7 +16,7 @@ FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer -pthread $(FUZZ_SAN) \
 	       -fsanitize=fuzzer-no-link $(filter-out -Werror,$(WARN)) \
 	       -Wno-unused-command-line-argument
 FUZZ_LDFLAGS := -fsanitize=fuzzer $(FUZZ_SAN) -pthread
-FUZZ_TARGETS := rpc config loader state hvsim http
+FUZZ_TARGETS := rpc config loader state hvsim http stream
 FUZZ_BINS   := $(addprefix $(FUZZ_DIR)/fuzz_,$(FUZZ_TARGETS))
 
 EXTRA_CFLAGS_tests/fuzz/ := -Idaemon -Ilibvmbuild -Ihypervisor/include \
@@ -37,7 +38,7 @@ $(FUZZ_DIR)/fuzz_rpc $(FUZZ_DIR)/fuzz_http: $(FUZZ_DIR)/fuzz_%: \
 		$(FUZZ_OBJ)/tests/fuzz/fuzz_%.o $(FUZZ_DAEMON) $(FUZZ_LIBVMB)
 	$(FUZZ_CC) $(FUZZ_LDFLAGS) -o $@ $^ $(FUZZ_DAEMON_LIBS)
 
-$(FUZZ_DIR)/fuzz_loader: $(FUZZ_DIR)/fuzz_%: \
+$(FUZZ_DIR)/fuzz_loader $(FUZZ_DIR)/fuzz_stream: $(FUZZ_DIR)/fuzz_%: \
 		$(FUZZ_OBJ)/tests/fuzz/fuzz_%.o $(FUZZ_LIBVMB)
 	$(FUZZ_CC) $(FUZZ_LDFLAGS) -o $@ $^ $(LIBVMB_LDLIBS:$(LIB)/%.a=)
 

@@ -302,6 +302,52 @@ class Client:
             raise ProtocolError("vm.console: no descriptor with the reply")
         return r, fd
 
+    # --- save and restore ------------------------------------------------
+
+    def vm_save(self, vm, path, checkpoint=False, wait=True, progress=None,
+                timeout=None):
+        """Save VM `vm` to the file `path` (vmbuild-stream(5)): opened
+        here, with this process's rights, and passed as a descriptor
+        (the daemon opens no path a client names).  checkpoint=True
+        leaves the guest running.  wait=False returns {"task", "vm"} at
+        once; else the finished task (progress as wait_task's).  A save
+        that fails or is cancelled raises its error and removes the
+        file if this call created it."""
+        created = not os.path.exists(path)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC |
+                     (os.O_TRUNC if created or os.path.isfile(path) else 0),
+                     0o600)
+        try:
+            r = self.call("vm.save", {"vm": vm, "checkpoint": checkpoint,
+                                      "fds": {"file": 0}}, [fd])
+            if not wait:
+                return r
+            return self.wait_task(r["task"], progress, timeout)
+        except Exception:
+            if created:
+                try:
+                    os.unlink(path)
+                except OSError:
+                    pass
+            raise
+        finally:
+            os.close(fd)
+
+    def vm_restore(self, path, paused=None, wait=True, progress=None,
+                   timeout=None):
+        """Build the VM a save stream at `path` describes, its memory
+        written back (opened here and passed as a descriptor).  Returns
+        the finished task (wait=True) or {"task", "vm", "uuid"}."""
+        fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC)
+        try:
+            r = self.call("vm.restore", _params(paused=paused,
+                                                fds={"file": 0}), [fd])
+        finally:
+            os.close(fd)
+        if not wait:
+            return r
+        return self.wait_task(r["task"], progress, timeout)
+
     # --- tasks -----------------------------------------------------------
 
     def task_list(self):

@@ -1,0 +1,724 @@
+/*
+ * save.c - vm.save and vm.restore (see save.h).
+ *
+ * A save is a task on a thread of its own: the guest is paused, the
+ * stream written (the guest record: the VM's configuration as its state
+ * record holds it; then its memory, read back from the hypervisor, in
+ * records of up to VMB_STREAM_MAX_PAGES pages), and then either the
+ * domain destroyed and the VM's record removed (a save) or the guest
+ * unpaused (a checkpoint).  A save that fails or is cancelled leaves the
+ * guest as it found it and truncates a regular file it wrote (the client,
+ * which created the file, removes it).  The VM is busy meanwhile: no
+ * other operation, and no domain event, touches it.
+ *
+ * A restore reads the stream's header and guest record on a worker,
+ * then builds the guest as vm.create does (placement, claim, the
+ * populate engine, the state records that make a crash safe), with the
+ * load phase writing the saved memory back in place of a kernel.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/eventfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "build.h"
+#include "events.h"
+#include "guestjson.h"
+#include "json.h"
+#include "log.h"
+#include "metrics.h"
+#include "params.h"
+#include "proto.h"
+#include "save.h"
+#include "state.h"
+#include "task.h"
+#include "vm.h"
+#include "vmbuildd.h"
+#include "worker.h"
+
+#define CHUNK_PAGES	VMB_STREAM_MAX_PAGES
+
+/*
+ * params.fds.file: a descriptor the request carried, a regular file or
+ * a pipe open for writing (save) or reading (restore).  -1 after
+ * call_error().
+ */
+static int
+stream_fd(struct call *call, bool writing, bool *ret_regular)
+{
+	yajl_val fds = NULL, v;
+	struct stat st;
+	int fd, fl, acc;
+
+	if (param_object(call, P_FDS, true, &fds) < 0)
+		return -1;
+	v = jv_get(fds, "file");
+	if (v == NULL || !YAJL_IS_INTEGER(v) || YAJL_GET_INTEGER(v) < 0 ||
+	    YAJL_GET_INTEGER(v) >= RPC_MAX_FDS)
+		return call_error(call, RPC_INVALID_PARAMS, 0, "params.fds.file "
+		    "must be the index of a descriptor sent with the request "
+		    "(0 to %d): the daemon opens no file a client names",
+		    RPC_MAX_FDS - 1);
+	fd = call_take_fd(call, (size_t)YAJL_GET_INTEGER(v));
+	if (fd < 0)
+		return call_error(call, RPC_INVALID_PARAMS, 0, "params.fds.file: "
+		    "no descriptor %lld came with the request (%zu did)",
+		    YAJL_GET_INTEGER(v), call->nfds);
+	fl = fcntl(fd, F_GETFL);
+	acc = fl & O_ACCMODE;
+	if (fstat(fd, &st) < 0 || fl < 0) {
+		call_error(call, RPC_INVALID_PARAMS, errno, "params.fds.file: "
+		    "%s", strerror(errno));
+	} else if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) &&
+	    !S_ISSOCK(st.st_mode)) {
+		call_error(call, RPC_INVALID_PARAMS, 0, "params.fds.file: not "
+		    "a regular file, a pipe or a socket");
+	} else if ((fl & O_PATH) || (writing && acc == O_RDONLY) ||
+	    (!writing && acc == O_WRONLY)) {
+		call_error(call, RPC_INVALID_PARAMS, 0, "params.fds.file: not "
+		    "open for %s", writing ? "writing" : "reading");
+	} else {
+		*ret_regular = S_ISREG(st.st_mode);
+		return fd;
+	}
+	close(fd);
+	return -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* vm.save                                                             */
+
+struct save_job {
+	struct job	job;
+	struct task	*task;
+	struct call	*call;		/* waiting client, or NULL */
+	uint8_t		uuid[16];
+	char		name[VMB_NAME_LEN];
+	uint32_t	domid;
+	uint64_t	memory_bytes;
+	char		*guest_text;	/* the guest record */
+	int		fd;
+	bool		regular;
+	bool		checkpoint;
+	int		cancel_fd;	/* eventfd: task.cancel */
+	atomic_bool	cancel;
+	/* Results, written by the save thread. */
+	int		rc;
+	char		why[256];
+	bool		memory;		/* the bytes travelled */
+	uint64_t	bytes, pages;
+};
+
+static void
+save_cancel(void *arg)
+{
+	struct save_job *sj = arg;
+	uint64_t one = 1;
+
+	atomic_store(&sj->cancel, true);
+	(void)!write(sj->cancel_fd, &one, sizeof(one));
+}
+
+static int __attribute__((format(printf, 3, 4)))
+save_fail(struct save_job *sj, int rc, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(sj->why, sizeof(sj->why), fmt, ap);
+	va_end(ap);
+	return rc;
+}
+
+static void
+save_progress(struct save_job *sj, uint64_t done)
+{
+	struct vmb_progress p = { .phase = VMB_PHASE_POPULATE,
+	    .domid = sj->domid, .done = done, .total = sj->memory_bytes };
+
+	task_progress_cb(sj->task, &p);
+}
+
+/*
+ * Pages [gfn, gfn + n) into the stream, page by page where the chunk
+ * has holes (a ballooned guest): only populated pages travel.
+ */
+static int
+save_chunk(struct save_job *sj, struct vmb_stream_out *o, uint8_t *buf,
+    uint64_t gfn, uint32_t n)
+{
+	uint32_t run = 0;
+	int rc;
+
+	rc = vmb_guest_memory_read(vmbd.ctx, sj->domid, gfn * VMB_STREAM_PAGE,
+	    buf, (size_t)n * VMB_STREAM_PAGE);
+	if (rc == 0)
+		return vmb_stream_put_memory(o, gfn, n, buf);
+	if (rc != -ENOENT)
+		return save_fail(sj, rc, "cannot read guest memory at gfn "
+		    "%#llx: %s", (unsigned long long)gfn, strerror(-rc));
+	for (uint32_t i = 0; i <= n; i++) {
+		rc = i < n ? vmb_guest_memory_read(vmbd.ctx, sj->domid,
+		    (gfn + i) * VMB_STREAM_PAGE, buf + (size_t)run *
+		    VMB_STREAM_PAGE, VMB_STREAM_PAGE) : -ENOENT;
+		if (rc == 0) {
+			run++;
+			continue;
+		}
+		if (rc != -ENOENT)
+			return save_fail(sj, rc, "cannot read guest memory at "
+			    "gfn %#llx: %s", (unsigned long long)(gfn + i),
+			    strerror(-rc));
+		if (run > 0 && (rc = vmb_stream_put_memory(o, gfn + i - run,
+		    run, buf)) < 0)
+			return rc;
+		run = 0;
+	}
+	return 0;
+}
+
+/* The guest record, then the memory (when the hypervisor has bytes). */
+static int
+save_stream(struct save_job *sj, struct vmb_stream_out *o, uint8_t *buf)
+{
+	uint64_t start[2], end[2], done = 0;
+	int nr, rc;
+
+	save_progress(sj, 0);
+	/* Phantom memory has no bytes: only the description travels. */
+	rc = vmb_guest_memory_read(vmbd.ctx, sj->domid, 0, buf, VMB_STREAM_PAGE);
+	sj->memory = rc != -EOPNOTSUPP;
+	rc = vmb_stream_begin(o, sj->fd, sj->memory ? VMB_STREAM_F_MEMORY : 0,
+	    sj->cancel_fd);
+	if (rc == 0)
+		rc = vmb_stream_put_guest(o, sj->guest_text,
+		    strlen(sj->guest_text));
+	nr = vmb_guest_ram(sj->memory_bytes, start, end);
+	for (int r = 0; rc == 0 && sj->memory && r < nr; r++) {
+		for (uint64_t a = start[r]; rc == 0 && a < end[r];
+		    a += (uint64_t)CHUNK_PAGES * VMB_STREAM_PAGE) {
+			uint64_t left = (end[r] - a) / VMB_STREAM_PAGE;
+			uint32_t n = left < CHUNK_PAGES ? (uint32_t)left :
+			    CHUNK_PAGES;
+
+			if (atomic_load(&sj->cancel))
+				return save_fail(sj, -ECANCELED, "cancelled");
+			rc = save_chunk(sj, o, buf, a / VMB_STREAM_PAGE, n);
+			done += (uint64_t)n * VMB_STREAM_PAGE;
+			save_progress(sj, done);
+		}
+	}
+	if (rc == 0)
+		rc = vmb_stream_finish(o);
+	if (rc == 0 && sj->regular && fsync(sj->fd) < 0)
+		rc = -errno;
+	if (rc < 0 && !sj->why[0])
+		save_fail(sj, rc, "cannot write the stream: %s",
+		    strerror(-rc));
+	return rc;
+}
+
+static void
+save_run(struct job *job)
+{
+	struct save_job *sj = (struct save_job *)job;
+	struct vmb_stream_out o = { .fd = -1 };
+	struct vmb_domain dom;
+	bool paused = false;
+	uint8_t *buf;
+	int rc, fl;
+
+	fl = fcntl(sj->fd, F_GETFL);
+	/* A pipe nobody reads must not hold the thread past a cancel. */
+	if (fl >= 0 && !sj->regular)
+		(void)fcntl(sj->fd, F_SETFL, fl | O_NONBLOCK);
+	buf = malloc((size_t)CHUNK_PAGES * VMB_STREAM_PAGE);
+	rc = buf == NULL ? save_fail(sj, -ENOMEM, "out of memory") :
+	    vmb_domain_get(vmbd.ctx, sj->domid, &dom);
+	if (rc == 0 && dom.state != VMB_DOM_PAUSED) {
+		rc = vmb_domain_pause(vmbd.ctx, sj->domid);
+		paused = rc == 0;
+	}
+	if (rc < 0 && !sj->why[0])
+		save_fail(sj, rc, "cannot pause domain %u: %s", sj->domid,
+		    strerror(-rc));
+	if (rc == 0)
+		rc = save_stream(sj, &o, buf);
+	sj->bytes = o.offset;
+	sj->pages = o.pages;
+	if (rc == 0 && !sj->checkpoint) {
+		rc = vmb_domain_destroy(vmbd.ctx, sj->domid);
+		if (rc == 0 || rc == -ESRCH)
+			rc = state_remove(sj->uuid);
+		if (rc < 0)
+			save_fail(sj, rc, "saved, but domain %u could not be "
+			    "destroyed: %s", sj->domid, strerror(-rc));
+		paused = false;
+	}
+	/* A failed or cancelled save leaves no half stream behind. */
+	if (rc < 0 && sj->regular)
+		(void)!ftruncate(sj->fd, 0);
+	if (paused && vmb_domain_unpause(vmbd.ctx, sj->domid) < 0 && rc == 0)
+		rc = save_fail(sj, -EIO, "saved, but domain %u could not be "
+		    "unpaused", sj->domid);
+	if (fl >= 0 && !sj->regular)
+		(void)fcntl(sj->fd, F_SETFL, fl);
+	free(buf);
+	sj->rc = rc;
+}
+
+static void
+save_job_free(struct save_job *sj)
+{
+	if (sj->fd >= 0)
+		close(sj->fd);
+	if (sj->cancel_fd >= 0)
+		close(sj->cancel_fd);
+	free(sj->guest_text);
+	free(sj);
+}
+
+static void
+save_reply(struct save_job *sj)
+{
+	yajl_gen g = jg_new();
+
+	yajl_gen_map_open(g);
+	jg_kv_u64(g, "task", sj->task->id);
+	jg_kv_str(g, "vm", sj->name);
+	jg_kv_bool(g, "checkpoint", sj->checkpoint);
+	jg_kv_bool(g, "memory", sj->memory);
+	jg_kv_u64(g, "bytes", sj->bytes);
+	jg_kv_u64(g, "pages", sj->pages);
+	yajl_gen_map_close(g);
+	call_reply(sj->call, g);
+	yajl_gen_free(g);
+}
+
+static void
+save_done(struct job *job)
+{
+	struct save_job *sj = (struct save_job *)job;
+	struct vm *vm = vm_find_uuid(sj->uuid);
+	struct task *t = sj->task;
+	const char *result = sj->rc == 0 ? "done" : sj->rc == -ECANCELED ?
+	    "cancelled" : "failed";
+
+	if (vm != NULL)
+		vm->busy = false;
+	metrics_stream_done(false, result, sj->rc == 0 ? sj->bytes : 0);
+	if (sj->rc == 0) {
+		log_vm(LOG_INFO, sj->name, sj->domid, t->id, "%s saved (%llu "
+		    "bytes, %llu pages)%s", sj->name,
+		    (unsigned long long)sj->bytes,
+		    (unsigned long long)sj->pages, sj->checkpoint ?
+		    "; it keeps running" : "; its domain is destroyed");
+		task_finish(t, TASK_DONE, 0, 0, NULL);
+		if (vm != NULL && !sj->checkpoint) {
+			vm_announce(vm, "saved", NULL, NULL);
+			vm_remove(vm, false);
+			events_scrub_kick();
+		} else if (vm != NULL) {
+			vm_announce(vm, NULL, NULL, NULL);
+		}
+		if (sj->call != NULL)
+			save_reply(sj);
+	} else {
+		int code = sj->rc == -ECANCELED ? E_CANCELLED : E_HYPERVISOR;
+		char msg[400];
+
+		snprintf(msg, sizeof(msg), "save of %s %s: %s; the guest goes "
+		    "on as before", sj->name, sj->rc == -ECANCELED ?
+		    "cancelled" : "failed", sj->why);
+		log_vm(sj->rc == -ECANCELED ? LOG_NOTICE : LOG_WARNING,
+		    sj->name, sj->domid, t->id, "%s", msg);
+		task_finish(t, sj->rc == -ECANCELED ? TASK_CANCELLED :
+		    TASK_FAILED, code, -sj->rc, msg);
+		if (vm != NULL)
+			vm_announce(vm, NULL, NULL, NULL);
+		if (sj->call != NULL) {
+			call_error(sj->call, code, sj->rc, "%s", msg);
+			call_fail(sj->call);
+		}
+	}
+	vm_refresh_kick();
+	save_job_free(sj);
+	vmbd_status_changed();
+}
+
+/* The guest record: the VM as its state record describes it. */
+static char *
+save_guest_text(const struct vm *vm)
+{
+	char u[VMB_UUID_STRLEN];
+	yajl_gen g = jg_new();
+
+	if (g == NULL)
+		return NULL;
+	vmb_uuid_to_str(vm->uuid, u);
+	yajl_gen_map_open(g);
+	jg_kv_str(g, "name", vm->name);
+	jg_kv_str(g, "uuid", u);
+	jg_kv_dbl(g, "created_at", vm->created_at);
+	jg_key(g, "config");
+	guestjson_gen(g, vm->guest);
+	jg_kv_str(g, "source", vm->source);
+	yajl_gen_map_close(g);
+	return jg_finish(g);
+}
+
+/* Can `vm` be saved now?  -1 after call_error(). */
+static int
+save_check(struct call *call, struct vm *vm)
+{
+	if (vm_check_idle(call, vm) < 0)
+		return -1;
+	if (!vm->ours || vm->guest == NULL)
+		return call_error(call, E_BAD_STATE, 0, "%s was not built by "
+		    "this daemon: it has no description to save", vm->name);
+	if (vm->state != VM_RUNNING && vm->state != VM_BLOCKED &&
+	    vm->state != VM_PAUSED)
+		return call_error(call, E_BAD_STATE, 0, "%s is %s: only a "
+		    "running or paused guest can be saved", vm->name,
+		    vm_state_name(vm));
+	if (task_running() >= vmbd.max_tasks)
+		return call_error(call, E_BUSY, 0, "%u tasks are running "
+		    "(limit %u); try again later", task_running(),
+		    vmbd.max_tasks);
+	return 0;
+}
+
+int
+m_vm_save(struct call *call, yajl_gen g)
+{
+	struct save_job *sj = NULL;
+	bool wait = false, checkpoint = false, regular = false;
+	struct vm *vm = vm_param(call);
+	int fd = -1, rc;
+
+	if (vm == NULL || save_check(call, vm) < 0 ||
+	    param_bool(call, P_WAIT, &wait) < 0 ||
+	    param_bool(call, P_CHECKPOINT, &checkpoint) < 0 ||
+	    (fd = stream_fd(call, true, &regular)) < 0)
+		goto fail;
+	sj = calloc(1, sizeof(*sj));
+	if (sj != NULL)
+		sj->fd = sj->cancel_fd = -1;
+	if (sj == NULL || (sj->guest_text = save_guest_text(vm)) == NULL) {
+		call_error(call, RPC_INTERNAL_ERROR, ENOMEM, "out of memory");
+		goto fail;
+	}
+	sj->fd = fd;
+	fd = -1;
+	sj->cancel_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	sj->task = sj->cancel_fd < 0 ? NULL :
+	    task_new(M_VM_SAVE, vm->name, vm->uuid);
+	if (sj->task == NULL) {
+		call_error(call, RPC_INTERNAL_ERROR, errno, "cannot start a "
+		    "task: %s", strerror(errno ? errno : ENOMEM));
+		goto fail;
+	}
+	memcpy(sj->uuid, vm->uuid, 16);
+	snprintf(sj->name, sizeof(sj->name), "%s", vm->name);
+	sj->domid = vm->domid;
+	sj->memory_bytes = vm->guest->memory_bytes;
+	sj->regular = regular;
+	sj->checkpoint = checkpoint;
+	atomic_init(&sj->cancel, false);
+	sj->task->cancel = save_cancel;
+	sj->task->cancel_arg = sj;
+	sj->task->phase_name = "save";
+	sj->call = wait ? call : NULL;
+	sj->job.run = save_run;
+	sj->job.done = save_done;
+	rc = worker_spawn(&sj->job);
+	if (rc < 0) {
+		task_discard(sj->task);
+		call_error(call, RPC_INTERNAL_ERROR, -rc, "cannot start a save "
+		    "thread: %s", strerror(-rc));
+		goto fail;
+	}
+	vm->busy = true;
+	log_vm(LOG_INFO, vm->name, vm->domid, sj->task->id, "task %llu: "
+	    "saving %s (domain %u, %llu MiB)%s",
+	    (unsigned long long)sj->task->id, vm->name, vm->domid,
+	    (unsigned long long)(sj->memory_bytes >> 20),
+	    checkpoint ? ", a checkpoint" : "");
+	vm_announce(vm, "saving", NULL, NULL);
+	vmbd_status_changed();
+	if (wait)
+		return CALL_DEFERRED;
+	yajl_gen_map_open(g);
+	jg_kv_u64(g, "task", sj->task->id);
+	jg_kv_str(g, "vm", sj->name);
+	yajl_gen_map_close(g);
+	return 0;
+fail:
+	if (fd >= 0)
+		close(fd);
+	if (sj != NULL)
+		save_job_free(sj);
+	return -1;
+}
+
+/* ------------------------------------------------------------------ */
+/* vm.restore                                                          */
+
+/*
+ * The stream being restored: its reader, opened on a worker (header and
+ * guest record), then handed to the build, whose load phase reads the
+ * rest (restore_fill) on the build thread.
+ */
+struct restore_src {
+	struct job	job;
+	struct call	*call;
+	int		fd;
+	bool		regular;
+	bool		wait, paused;
+	struct vmb_stream_in in;
+	struct vmb_build *build;	/* bound once the build exists */
+	struct task	*task;
+	struct vmb_guest *guest;	/* what the stream describes */
+	char		*guest_text;	/* its guest record */
+	uint64_t	memory_bytes;
+	int		rc;
+};
+
+/* Regular files are always ready; a pipe is waited on, a cancel seen. */
+static ssize_t
+restore_read(void *user, void *buf, size_t len)
+{
+	struct restore_src *rs = user;
+
+	for (;;) {
+		struct pollfd pf = { rs->fd, POLLIN, 0 };
+		ssize_t n;
+
+		if (rs->build != NULL && vmb_build_cancelled(rs->build))
+			return -ECANCELED;
+		if (!rs->regular && poll(&pf, 1, 200) == 0)
+			continue;
+		n = read(rs->fd, buf, len);
+		if (n >= 0)
+			return n;
+		if (errno != EINTR && errno != EAGAIN)
+			return -errno;
+	}
+}
+
+static void
+restore_free(void *user)
+{
+	struct restore_src *rs = user;
+
+	if (rs == NULL)
+		return;
+	metrics_restore_bytes(rs->in.offset);
+	vmb_stream_in_done(&rs->in);
+	if (rs->fd >= 0)
+		close(rs->fd);
+	vmb_guest_free(rs->guest);
+	free(rs->guest_text);
+	free(rs);
+}
+
+static void
+restore_bind(void *user, struct vmb_build *build, void *task)
+{
+	struct restore_src *rs = user;
+
+	rs->build = build;
+	rs->task = task;
+}
+
+/* Does [gfn, gfn + count) lie in the guest's RAM? */
+static bool
+restore_in_ram(const struct restore_src *rs, uint64_t gfn, uint32_t count)
+{
+	uint64_t start[2], end[2], a = gfn * VMB_STREAM_PAGE,
+	    b = (gfn + count) * VMB_STREAM_PAGE;
+	int nr = vmb_guest_ram(rs->memory_bytes, start, end);
+
+	for (int i = 0; i < nr; i++)
+		if (a >= start[i] && b <= end[i])
+			return true;
+	return false;
+}
+
+/* The build's load phase: every memory record into the new domain. */
+static int
+restore_fill(void *user, uint32_t domid, char *why, size_t why_len)
+{
+	struct restore_src *rs = user;
+	struct vmb_progress p = { .phase = VMB_PHASE_LOAD, .domid = domid,
+	    .total = rs->memory_bytes };
+	struct vmb_stream_rec r;
+	int rc;
+
+	while ((rc = vmb_stream_next(&rs->in, &r)) > 0) {
+		if (r.type != VMB_REC_MEMORY)
+			continue;	/* the end, or an optional record */
+		if (!restore_in_ram(rs, r.gfn, r.count)) {
+			snprintf(why, why_len, "stream record %llu at offset "
+			    "%llu: gfn %#llx + %u pages lies outside the "
+			    "guest's %llu MiB of RAM",
+			    (unsigned long long)rs->in.index - 1,
+			    (unsigned long long)r.offset,
+			    (unsigned long long)r.gfn, r.count,
+			    (unsigned long long)(rs->memory_bytes >> 20));
+			return -EBADMSG;
+		}
+		rc = vmb_guest_memory_write(vmbd.ctx, domid,
+		    r.gfn * VMB_STREAM_PAGE, r.pages,
+		    (size_t)r.count * VMB_STREAM_PAGE);
+		if (rc < 0) {
+			snprintf(why, why_len, "cannot write guest memory at "
+			    "gfn %#llx: %s%s", (unsigned long long)r.gfn,
+			    strerror(-rc), rc == -EOPNOTSUPP ? " (this "
+			    "hypervisor's memory is phantom: it cannot hold "
+			    "the stream's bytes)" : "");
+			return rc;
+		}
+		p.done += (uint64_t)r.count * VMB_STREAM_PAGE;
+		if (rs->task != NULL)
+			task_progress_cb(rs->task, &p);
+	}
+	if (rc < 0)
+		snprintf(why, why_len, "%s", rc == -ECANCELED ? "cancelled" :
+		    rs->in.why);
+	return rc;
+}
+
+/* Worker: the header and the guest record. */
+static void
+restore_open_run(struct job *job)
+{
+	struct restore_src *rs = (struct restore_src *)job;
+	struct vmb_stream_rec r;
+	int rc;
+
+	rc = vmb_stream_open(&rs->in, restore_read, rs);
+	if (rc == 0)
+		rc = vmb_stream_next(&rs->in, &r);
+	if (rc == 0)
+		rc = -EBADMSG;		/* cannot happen: guest comes first */
+	if (rc > 0) {
+		rs->guest_text = strndup((const char *)r.data, r.len);
+		rc = rs->guest_text == NULL ? -ENOMEM : 0;
+	}
+	rs->rc = rc;
+}
+
+/* The guest record into a guest: -1 after call_error(). */
+static int
+restore_guest(struct restore_src *rs, char **ret_source)
+{
+	char err[200], why[300];
+	yajl_val root, v;
+	int rc;
+
+	root = jv_parse(rs->guest_text, strlen(rs->guest_text), 32, err,
+	    sizeof(err));
+	if (root == NULL)
+		return call_error(rs->call, E_STREAM, EBADMSG, "stream record "
+		    "0 (guest) at offset %d: not JSON: %s", VMB_STREAM_HDR,
+		    err);
+	v = jv_get(root, "config");
+	rc = v != NULL && YAJL_IS_OBJECT(v) ? guestjson_read(v, &rs->guest,
+	    why, sizeof(why)) : -EINVAL;
+	if (rc < 0) {
+		yajl_tree_free(root);
+		return call_error(rs->call, E_STREAM, -rc, "stream record 0 "
+		    "(guest) at offset %d: %s", VMB_STREAM_HDR,
+		    v == NULL ? "no \"config\" object" : why);
+	}
+	v = jv_get(root, "source");
+	*ret_source = v != NULL && YAJL_IS_STRING(v) ?
+	    strdup(v->u.string) : NULL;
+	yajl_tree_free(root);
+	rs->memory_bytes = rs->guest->memory_bytes;
+	return 0;
+}
+
+static void
+restore_open_done(struct job *job)
+{
+	struct restore_src *rs = (struct restore_src *)job;
+	struct build_fill fill = { restore_fill, restore_free, restore_bind,
+	    rs };
+	struct call *call = rs->call;
+	struct vmb_guest *guest;
+	char *source = NULL;
+	yajl_gen g;
+	int rc;
+
+	if (rs->rc < 0) {
+		call_error(call, rs->rc == -ENOMEM ? RPC_INTERNAL_ERROR :
+		    E_STREAM, -rs->rc, "%s", rs->in.why[0] ? rs->in.why :
+		    strerror(-rs->rc));
+		goto fail;
+	}
+	if (restore_guest(rs, &source) < 0)
+		goto fail;
+	guest = rs->guest;
+	rs->guest = NULL;
+	log_info("restoring %s (%llu MiB) from a stream%s", guest->name,
+	    (unsigned long long)(guest->memory_bytes >> 20),
+	    rs->in.flags & VMB_STREAM_F_MEMORY ? " with its memory" :
+	    " without memory bytes (phantom)");
+	g = jg_new();
+	/* The build owns rs from here (fill.drop frees it). */
+	rc = build_restore(call, g, guest, source, &fill, rs->wait,
+	    rs->paused);
+	free(source);
+	if (rc == 0)
+		call_reply(call, g);
+	else if (rc < 0)
+		call_fail(call);
+	yajl_gen_free(g);
+	return;
+fail:
+	call_fail(call);
+	restore_free(rs);
+}
+
+int
+m_vm_restore(struct call *call, yajl_gen g)
+{
+	struct restore_src *rs;
+	bool wait = false, paused = false, regular = false;
+	int fd;
+
+	(void)g;
+	if (param_bool(call, P_WAIT, &wait) < 0 ||
+	    param_bool(call, P_PAUSED, &paused) < 0 ||
+	    (fd = stream_fd(call, false, &regular)) < 0)
+		return -1;
+	rs = calloc(1, sizeof(*rs));
+	if (rs == NULL) {
+		close(fd);
+		return call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
+		    "out of memory");
+	}
+	rs->call = call;
+	rs->fd = fd;
+	rs->regular = regular;
+	rs->wait = wait;
+	rs->paused = paused;
+	rs->job.run = restore_open_run;
+	rs->job.done = restore_open_done;
+	/* A pipe may take its time: a thread of its own, not the pool's. */
+	if (worker_spawn(&rs->job) < 0) {
+		restore_free(rs);
+		return call_error(call, RPC_INTERNAL_ERROR, EAGAIN,
+		    "cannot start a thread");
+	}
+	return CALL_DEFERRED;
+}
