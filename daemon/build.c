@@ -508,8 +508,9 @@ fail:
 }
 
 int
-build_restart(struct vm *vm, struct vmb_guest *guest, const char *reason,
-    char *why, size_t why_len)
+build_restart(struct vm *vm, struct vmb_guest *guest,
+    struct image_req *images, const char *reason, char *why,
+    size_t why_len)
 {
 	struct build_job *bj = NULL;
 	int rc;
@@ -526,12 +527,10 @@ build_restart(struct vm *vm, struct vmb_guest *guest, const char *reason,
 	    false, &bj, why, why_len);
 	if (rc < 0)
 		return rc;
-	rc = images_restart(bj->guest, vm->image_fd, &bj->images, why,
-	    why_len);
-	if (rc < 0) {
-		build_unprepare(bj);
-		return rc;
-	}
+	/* Opened: nothing is left to open, with anyone's rights. */
+	bj->images = *images;
+	bj->images.as = NULL;
+	image_req_init(images);
 	bj->restart = true;
 	bj->rec.restart = true;
 	bj->rec.created_at = vm->created_at;
