@@ -36,6 +36,7 @@
 #include "json.h"
 #include "lifecycle.h"
 #include "log.h"
+#include "peer.h"
 #include "proto.h"
 #include "shutdown.h"
 #include "source.h"
@@ -241,6 +242,37 @@ restart_images(struct act_job *aj)
 	return rc;
 }
 
+/*
+ * A restart of a VM no root client created attaches only the disks its
+ * creator may open, judged as vm.create and hot-plug judged them
+ * (peer.c): a target swapped since for a link to a root-only file or
+ * a device is refused, not handed to root's hotplug script.
+ */
+static int
+restart_disks(struct act_job *aj)
+{
+	const struct vmb_guest *g = aj->guest;
+	char err[300];
+
+	for (uint32_t i = 0; !aj->owner.by_root && i < g->nr_disks; i++) {
+		const struct vmb_disk *d = &g->disks[i];
+		int rc = -EACCES;
+
+		snprintf(err, sizeof(err), "\"%.200s\" is not an absolute "
+		    "path", d->target ? d->target : "");
+		if (d->target != NULL && d->target[0] == '/')
+			rc = peer_cred_may_use(&aj->owner.cred, d->target,
+			    !d->readonly, NULL, err, sizeof(err));
+		if (rc < 0) {
+			snprintf(aj->why, sizeof(aj->why), "disk %s: %s (a "
+			    "restart attaches only what the VM's creator may "
+			    "open)", d->vdev, err);
+			return rc;
+		}
+	}
+	return 0;
+}
+
 static void
 act_run(struct job *job)
 {
@@ -257,7 +289,8 @@ act_run(struct job *job)
 	 */
 	if (aj->action == VMB_ACTION_RESTART && ((aj->rc = source_parse(
 	    aj->rec.source_json, aj->rec.config_json, &aj->guest, aj->why,
-	    sizeof(aj->why))) < 0 || (aj->rc = restart_images(aj)) < 0)) {
+	    sizeof(aj->why))) < 0 || (aj->rc = restart_images(aj)) < 0 ||
+	    (aj->rc = restart_disks(aj)) < 0)) {
 		if (aj->domid == VMB_DOMID_INVALID) {
 			aj->rc = 0;
 			vmb_guest_free(aj->guest);

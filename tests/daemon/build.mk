@@ -12,7 +12,8 @@ TESTS += tests/daemon/protocol.py tests/daemon/restart.py \
 	tests/daemon/statedir.py tests/daemon/crashloop.py \
 	tests/daemon/connlimits.py tests/daemon/slowloris.py \
 	tests/daemon/records.py tests/daemon/everyday.py \
-	tests/daemon/resize.py tests/daemon/badmsg.py
+	tests/daemon/resize.py tests/daemon/badmsg.py \
+	tests/daemon/reopen.py
 # counters.py lists the counter table with tests/lib's test_counters;
 # protocol.py compares vm.info's config with vmb-config-check's;
 # faults.py counts a build's hypercalls with vmb-build; records.py

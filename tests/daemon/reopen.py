@@ -19,7 +19,9 @@ Checked, with a real unprivileged member (as access.py):
 - the same with the kernel passed as a descriptor, vmbuildd killed and
   started again before the reboot (no descriptor held);
 - a root-created VM from that root-only file restarts, before and after;
-- a member's VM whose kernel is unchanged restarts, before and after;
+- a member's VM whose kernel and disk are unchanged restarts, before
+  and after; one whose disk image became a link to the root-only file
+  is not restarted (root's hotplug script would attach it);
 - a member's kernel replaced by another file of its own (a new inode)
   is refused too ("replaced since");
 - a record of an older vmbuildd (no creator, not by root) restarts from
@@ -175,13 +177,15 @@ def info(name):
     return c.call("vm.info", {"vm": name}).get("result")
 
 
-def cfg(name, kernel):
-    return guest_cfg(name, 32).replace('kernel = "%s"' % KERNEL,
-                                       'kernel = "%s"' % kernel)
+def cfg(name, kernel, disk=None):
+    extra = ["disk = [ 'vdev=xvdb,access=ro,target=%s' ]" % disk] if disk \
+        else []
+    return guest_cfg(name, 32, extra=extra).replace(
+        'kernel = "%s"' % KERNEL, 'kernel = "%s"' % kernel)
 
 
-def member_create(name, kernel, fd=False):
-    params = {"config": cfg(name, kernel), "wait": True}
+def member_create(name, kernel, fd=False, disk=None):
+    params = {"config": cfg(name, kernel, disk), "wait": True}
     if fd:
         params["fds"] = {"kernel": 0}
     r = member_call("vm.create", params, kernel if fd else "")
@@ -202,13 +206,13 @@ def reboot_restarts(name, what):
        info(name))
 
 
-def reboot_refused(name, path, what, says):
+def reboot_refused(name, path, what, says, kind="kernel"):
     """The guest reboots; the restart is refused and logged, naming the
     file and the member's uid; the domain is left shut down."""
     before = info(name)
     ok(before and g.shutdown(before["id"], g.REBOOT) == 0,
        "%s: the guest reboots" % what, before)
-    line = "%s: on_reboot=restart: kernel %s" % (name, path)
+    line = "%s: on_reboot=restart: %s %s" % (name, kind, path)
     ok(h.log_has(line, timeout=60),
        "%s: the restart is refused, logged with the file" % what,
        h.log_tail(n=30))
@@ -228,7 +232,10 @@ pinned = member_file("p", "k.elf")
 unchanged = member_file("ok", "k.elf")
 member_create("mv", swapped)
 member_create("mpin", pinned)
-member_create("mok", unchanged)
+disk = member_file("dk", "disk.img", mode=0o600)
+swapdisk = member_file("dk2", "disk.img", mode=0o600)
+member_create("mok", unchanged, disk=disk)
+member_create("mdisk", unchanged, disk=swapdisk)
 r = c.call("vm.create", {"config": cfg("rvm", SECRET), "wait": True})
 ok("result" in r, "root creates rvm from the root-only kernel", r)
 secret_touched()
@@ -245,7 +252,12 @@ ok(member_do("import shutil, os; shutil.copy(%r, %r); os.rename(%r, %r)"
    "the member replaces its kernel by another file of its own")
 reboot_refused("mpin", pinned, "member's VM, kernel replaced",
                ("replaced since",))
-reboot_restarts("mok", "member's VM, kernel unchanged")
+reboot_restarts("mok", "member's VM, kernel and disk unchanged")
+ok(member_do("import os; os.unlink(%r); os.symlink(%r, %r)" %
+             (swapdisk, SECRET, swapdisk))[0],
+   "the member swaps its disk image for a link to the root-only file")
+reboot_refused("mdisk", "xvdb", "member's VM, disk target swapped",
+               ("uid %d may not read" % m_uid,), "disk")
 reboot_restarts("rvm", "root's VM")
 ok(secret_touched(), "(root's VM was built again from the root-only file)")
 
@@ -265,7 +277,7 @@ legacy_no = member_file("l2", "k.elf", mode=0o600)
 member_create("mleg", legacy_ok)
 member_create("mleg2", legacy_no)
 legacy = [info("mleg")["uuid"], info("mleg2")["uuid"]]
-for v in ("mv", "mpin"):
+for v in ("mv", "mpin", "mdisk"):
     c.call("vm.destroy", {"vm": v})
 c.close()
 h.stop_daemon(signal.SIGKILL)
