@@ -596,8 +596,9 @@ build_restore(struct call *call, yajl_gen g, struct vmb_guest *guest,
 }
 
 int
-build_restart(struct vm *vm, struct vmb_guest *guest, const char *reason,
-    char *why, size_t why_len)
+build_restart(struct vm *vm, struct vmb_guest *guest,
+    struct image_req *images, const char *reason, char *why,
+    size_t why_len)
 {
 	struct build_job *bj = NULL;
 	int rc;
@@ -614,12 +615,10 @@ build_restart(struct vm *vm, struct vmb_guest *guest, const char *reason,
 	    false, NULL, &bj, why, why_len);
 	if (rc < 0)
 		return rc;
-	rc = images_restart(bj->guest, vm->image_fd, &bj->images, why,
-	    why_len);
-	if (rc < 0) {
-		build_unprepare(bj);
-		return rc;
-	}
+	/* Opened: nothing is left to open, with anyone's rights. */
+	bj->images = *images;
+	bj->images.as = NULL;
+	image_req_init(images);
 	bj->restart = true;
 	bj->rec.restart = true;
 	bj->rec.created_at = vm->created_at;

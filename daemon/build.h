@@ -61,14 +61,16 @@ int build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
 /*
  * Build a VM of ours again (on_reboot=restart & co.) from `guest`
  * (taken over), under its own name and uuid, as a "vm.restart" task;
- * `reason` is why (the shutdown reason).  Its images are the
- * descriptors the VM was created with (vm.c keeps them), or files under
- * --image-dir (images_restart).  The VM is "building" until
- * build_config's restarted() hears how it ended.  0, or a negative errno
- * with the reason in `why`.
+ * `reason` is why (the shutdown reason).  Its images (taken over) are
+ * open already (lifecycle.c: images_restart, images_open, before the
+ * old domain went): the descriptors the VM was created with (vm.c
+ * keeps them), or files under --image-dir, opened with its creator's
+ * rights.  The VM is "building" until build_config's restarted() hears
+ * how it ended.  0, or a negative errno with the reason in `why`.
  */
-int build_restart(struct vm *vm, struct vmb_guest *guest, const char *reason,
-    char *why, size_t why_len);
+int build_restart(struct vm *vm, struct vmb_guest *guest,
+    struct image_req *images, const char *reason, char *why,
+    size_t why_len);
 
 /*
  * vm.restore (save.c): build `guest` (taken over) as a "vm.restore" task

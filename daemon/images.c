@@ -110,6 +110,7 @@ image_req_init(struct image_req *req)
 		req->dev[i] = 0;
 		req->ino[i] = 0;
 	}
+	req->as = NULL;
 }
 
 void
@@ -139,10 +140,14 @@ below(const char *path, const char *dir)
 	return path + len + 1;
 }
 
-/* params.fds.KEY: a descriptor the request carried, checked. */
+/*
+ * params.fds.KEY: a descriptor the request carried, checked; the file
+ * it is (req->dev, req->ino) is what a restart by path must find.
+ */
 static int
-take_fd(struct call *call, yajl_val fds, int i, int *ret_fd)
+take_fd(struct call *call, yajl_val fds, int i, struct image_req *req)
 {
+	int *ret_fd = &req->fd[i];
 	yajl_val v = jv_get(fds, image_keys[i]);
 	struct stat st;
 	long long idx;
@@ -168,6 +173,8 @@ take_fd(struct call *call, yajl_val fds, int i, int *ret_fd)
 	if (!S_ISREG(st.st_mode))
 		return call_error(call, E_IMAGE, 0, "params.fds.%s: not a "
 		    "regular file", image_keys[i]);
+	req->dev[i] = st.st_dev;
+	req->ino[i] = st.st_ino;
 	fl = fcntl(fd, F_GETFL);
 	if (fl < 0 || (fl & O_PATH) || (fl & O_ACCMODE) == O_WRONLY)
 		return call_error(call, E_IMAGE, 0, "params.fds.%s: not open "
@@ -244,7 +251,7 @@ images_prepare(struct call *call, const struct vmb_guest *g,
 	if (param_object(call, P_FDS, false, &fds) < 0)
 		return -1;
 	for (int i = 0; i < 2; i++) {
-		if (take_fd(call, fds, i, &req->fd[i]) < 0)
+		if (take_fd(call, fds, i, req) < 0)
 			return -1;
 		if (req->fd[i] >= 0 && paths[i] == NULL)
 			return call_error(call, RPC_INVALID_PARAMS, 0,
@@ -278,9 +285,19 @@ images_in_dir(const char *path)
 
 int
 images_restart(const struct vmb_guest *g, const int kept[2],
-    struct image_req *req, char *why, size_t why_len)
+    const struct source_owner *owner, struct image_req *req, char *why,
+    size_t why_len)
 {
 	const char *paths[2] = { g->kernel, g->ramdisk };
+
+	/* Root's rights only for what root created (source.h). */
+	if (!owner->by_root) {
+		req->as = &owner->cred;
+		for (int i = 0; i < 2; i++) {
+			req->dev[i] = owner->dev[i];
+			req->ino[i] = owner->ino[i];
+		}
+	}
 
 	for (int i = 0; i < 2; i++) {
 		int rc;
@@ -400,6 +417,99 @@ same_file(int fd, dev_t dev, ino_t ino)
 	return fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino;
 }
 
+/* Who a restart opens for, in messages: "uid N" or "nobody". */
+static void
+as_whom(const struct peer_cred *as, char *buf, size_t len)
+{
+	if (as->others_only)
+		snprintf(buf, len, "anyone (the VM's record names no creator)");
+	else
+		snprintf(buf, len, "uid %u", (unsigned)as->uid);
+}
+
+/*
+ * The file opened for req->as is one it may read: by its mode (the
+ * function vm.create judges a client's paths with, on the file opened,
+ * not on the path), and the path leads to it through directories it
+ * may enter (every one from "/", as at vm.create).  0, or -EACCES.
+ */
+static int
+check_as(const struct image_req *req, int fd, const char *what,
+    const char *path, char *why, size_t why_len)
+{
+	struct stat st, pst;
+	char who[64], err[300];
+
+	as_whom(req->as, who, sizeof(who));
+	if (fstat(fd, &st) < 0 || !peer_cred_may(req->as, &st, false)) {
+		snprintf(why, why_len, "%s %s: %s may not read it", what, path,
+		    who);
+		return -EACCES;
+	}
+	if (peer_cred_may_use(req->as, path, false, &pst, err,
+	    sizeof(err)) < 0) {
+		snprintf(why, why_len, "%s %s: %s", what, path, err);
+		return -EACCES;
+	}
+	if (pst.st_dev != st.st_dev || pst.st_ino != st.st_ino) {
+		snprintf(why, why_len, "%s %s: changed while opened", what,
+		    path);
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+/*
+ * Image i of the guest, from its image directory: with root's rights,
+ * or with req->as's (a restart of a VM no root client created: the
+ * kernel judges every directory of the walk and the file itself as
+ * its creator, and check_as() again by the mode bits).  The file or
+ * a negative errno with why.
+ */
+static int
+open_one(const struct image_req *req, int i, const char *path, char *why,
+    size_t why_len)
+{
+	struct peer_saved saved;
+	char who[64];
+	int pfd, fd, rc;
+
+	if (req->as != NULL && (rc = peer_enter(req->as, &saved, why,
+	    why_len)) < 0)
+		return rc;
+	pfd = open_beneath(I.dirs[req->dir[i]].fd, req->rel[i]);
+	fd = pfd;
+	if (pfd >= 0) {
+		fd = reopen_regular(pfd, why, why_len, image_keys[i], path);
+		close(pfd);
+	}
+	if (req->as != NULL)
+		peer_leave(&saved);
+	if (pfd < 0) {
+		snprintf(who, sizeof(who), "root");
+		if (req->as != NULL)
+			as_whom(req->as, who, sizeof(who));
+		snprintf(why, why_len, "%s %s: %s (opened as %s)",
+		    image_keys[i], path, pfd == -EXDEV ? "leads out of the "
+		    "image directory" : pfd == -ELOOP ? "through a symbolic "
+		    "link the daemon does not follow" : pfd == -ENOENT ? "no "
+		    "such file in the image directory" : strerror(-pfd), who);
+		return pfd;
+	}
+	if ((fd == -EACCES || fd == -EPERM) && req->as != NULL) {
+		as_whom(req->as, who, sizeof(who));
+		snprintf(why, why_len, "%s %s: %s may not read it (a restart "
+		    "opens the images of a VM no root client created with "
+		    "its creator's rights)", image_keys[i], path, who);
+	}
+	if (fd >= 0 && req->as != NULL &&
+	    (rc = check_as(req, fd, image_keys[i], path, why, why_len)) < 0) {
+		close(fd);
+		return rc;
+	}
+	return fd;
+}
+
 int
 images_open(struct image_req *req, const struct vmb_guest *g, char *why,
     size_t why_len)
@@ -407,29 +517,26 @@ images_open(struct image_req *req, const struct vmb_guest *g, char *why,
 	const char *paths[2] = { g->kernel, g->ramdisk };
 
 	for (int i = 0; i < 2; i++) {
-		int pfd, fd;
+		int fd;
 
 		if (req->dir[i] < 0 || req->fd[i] >= 0)
 			continue;
-		pfd = open_beneath(I.dirs[req->dir[i]].fd, req->rel[i]);
-		if (pfd < 0) {
-			snprintf(why, why_len, "%s %s: %s", image_keys[i],
-			    paths[i], pfd == -EXDEV ? "leads out of the image "
-			    "directory" : pfd == -ELOOP ? "through a symbolic "
-			    "link the daemon does not follow" : pfd == -ENOENT ?
-			    "no such file in the image directory" :
-			    strerror(-pfd));
-			return pfd;
-		}
-		fd = reopen_regular(pfd, why, why_len, image_keys[i], paths[i]);
-		close(pfd);
+		fd = open_one(req, i, paths[i], why, why_len);
 		if (fd < 0)
 			return fd;
 		req->fd[i] = fd;
 		if (req->ino[i] && !same_file(fd, req->dev[i], req->ino[i])) {
-			snprintf(why, why_len, "%s %s: not the file its client "
-			    "was found to be able to read (changed since)",
-			    image_keys[i], paths[i]);
+			if (req->as != NULL)
+				snprintf(why, why_len, "%s %s: not the file "
+				    "the VM was created from (replaced since; "
+				    "a restart of a VM root did not create "
+				    "loads only the very file its creator was "
+				    "found to be able to read)", image_keys[i],
+				    paths[i]);
+			else
+				snprintf(why, why_len, "%s %s: not the file "
+				    "its client was found to be able to read "
+				    "(changed since)", image_keys[i], paths[i]);
 			return -EAGAIN;
 		}
 	}

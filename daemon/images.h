@@ -17,6 +17,7 @@
 #include <sys/types.h>
 
 #include "rpc.h"
+#include "source.h"
 #include "vmbuild.h"
 
 /* What one build reads its kernel (0) and ramdisk (1) from. */
@@ -27,6 +28,11 @@ struct image_req {
 	/* The file a client other than root was found to be able to read */
 	dev_t	dev[2];
 	ino_t	ino[2];
+	/*
+	 * A restart of a VM no root client created: whose rights its
+	 * paths are opened with (its creator's, source.h); NULL: root's.
+	 */
+	const struct peer_cred *as;
 };
 
 /* At start: an absolute directory; -1 after saying why on stderr. */
@@ -51,17 +57,23 @@ int images_prepare(struct call *call, const struct vmb_guest *g,
 /* Whether `path` lies under an image directory (it could be opened). */
 bool images_in_dir(const char *path);
 /*
- * On the loop, for a restart (no request): the descriptors the VM was
- * created with (`kept`, duplicated; -1: none), else the guest's paths
- * under the image directories.  0, or a negative errno with the reason
- * in `why` (-EPERM: a path the daemon will not open, as a request would
- * have been told with E_IMAGE_FD).
+ * For a restart (no request): the descriptors the VM was created with
+ * (`kept`, duplicated; -1: none), else the guest's paths under the
+ * image directories, which images_open() then opens with the rights of
+ * the VM's creator (`owner`, borrowed until then) unless root created
+ * it, and only if they are the files found readable at vm.create (its
+ * pins).  0, or a negative errno with the reason in `why` (-EPERM: a
+ * path the daemon will not open, as a request would have been told
+ * with E_IMAGE_FD).
  */
 int images_restart(const struct vmb_guest *g, const int kept[2],
-    struct image_req *req, char *why, size_t why_len);
+    const struct source_owner *owner, struct image_req *req, char *why,
+    size_t why_len);
 /*
- * On the build thread: open the paths that lie in image directories.
- * 0, or a negative errno with the reason in `why`.
+ * Off the loop: open the paths that lie in image directories (with
+ * req->as's rights when set: the calling thread takes them for the
+ * while, peer.h).  0, or a negative errno with the reason in `why`
+ * (naming the file, and the uid it was opened for).
  */
 int images_open(struct image_req *req, const struct vmb_guest *g, char *why,
     size_t why_len);

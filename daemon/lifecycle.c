@@ -21,9 +21,11 @@
  * (source_parse), in this daemon or the next.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -34,6 +36,7 @@
 #include "json.h"
 #include "lifecycle.h"
 #include "log.h"
+#include "peer.h"
 #include "proto.h"
 #include "shutdown.h"
 #include "source.h"
@@ -78,7 +81,11 @@ struct act_job {
 	bool		record;		/* restart: write rec first */
 	int		rc;
 	struct vmb_guest *guest;	/* restart: the guest to build */
-	char		why[300];
+	/* restart: its images, opened before the old domain goes */
+	int		kept[2];	/* the VM's descriptors (dups); -1 */
+	struct source_owner owner;	/* who created it (source.h) */
+	struct image_req images;
+	char		why[400];
 };
 
 static struct {
@@ -193,6 +200,59 @@ restart_record(const struct vm *vm, struct state_record *rec)
 	return rc;
 }
 
+/*
+ * A restart's kernel and ramdisk, opened now, before the old domain is
+ * destroyed, so that one refused leaves it shut down: the descriptors
+ * the VM came with, else its paths under --image-dir with the rights
+ * of its creator (root's only if root created it), if they are still
+ * the files the creator was found able to read (images.c).
+ */
+static int
+restart_images(struct act_job *aj)
+{
+	int rc = source_owner(aj->rec.source_json, &aj->owner, aj->why,
+	    sizeof(aj->why));
+
+	if (rc == 0)
+		rc = images_restart(aj->guest, aj->kept, &aj->owner,
+		    &aj->images, aj->why, sizeof(aj->why));
+	if (rc == 0)
+		rc = images_open(&aj->images, aj->guest, aj->why,
+		    sizeof(aj->why));
+	return rc;
+}
+
+/*
+ * A restart of a VM no root client created attaches only the disks its
+ * creator may open, judged as vm.create and hot-plug judged them
+ * (peer.c): a target swapped since for a link to a root-only file or
+ * a device is refused, not handed to root's hotplug script.
+ */
+static int
+restart_disks(struct act_job *aj)
+{
+	const struct vmb_guest *g = aj->guest;
+	char err[300];
+
+	for (uint32_t i = 0; !aj->owner.by_root && i < g->nr_disks; i++) {
+		const struct vmb_disk *d = &g->disks[i];
+		int rc = -EACCES;
+
+		snprintf(err, sizeof(err), "\"%.200s\" is not an absolute "
+		    "path", d->target ? d->target : "");
+		if (d->target != NULL && d->target[0] == '/')
+			rc = peer_cred_may_use(&aj->owner.cred, d->target,
+			    !d->readonly, NULL, err, sizeof(err));
+		if (rc < 0) {
+			snprintf(aj->why, sizeof(aj->why), "disk %s: %s (a "
+			    "restart attaches only what the VM's creator may "
+			    "open)", d->vdev, err);
+			return rc;
+		}
+	}
+	return 0;
+}
+
 static void
 act_run(struct job *job)
 {
@@ -207,11 +267,14 @@ act_run(struct job *job)
 	 * for someone to see; a restart a previous daemon left half done
 	 * has none left, so the VM goes.
 	 */
-	if (aj->action == VMB_ACTION_RESTART && (aj->rc = source_parse(
+	if (aj->action == VMB_ACTION_RESTART && ((aj->rc = source_parse(
 	    aj->rec.source_json, aj->rec.config_json, &aj->guest, aj->why,
-	    sizeof(aj->why))) < 0) {
+	    sizeof(aj->why))) < 0 || (aj->rc = restart_images(aj)) < 0 ||
+	    (aj->rc = restart_disks(aj)) < 0)) {
 		if (aj->domid == VMB_DOMID_INVALID) {
 			aj->rc = 0;
+			vmb_guest_free(aj->guest);
+			aj->guest = NULL;
 			(void)state_remove(aj->uuid);
 		}
 		return;
@@ -281,7 +344,7 @@ act_done(struct job *job)
 		/* Its record says "restart": the next daemon builds it. */
 		log_vm(LOG_NOTICE, vm->name, VMB_DOMID_INVALID, 0, "%s is "
 		    "built again when the daemon starts again", vm->name);
-	} else if (build_restart(vm, aj->guest, aj->reason, why,
+	} else if (build_restart(vm, aj->guest, &aj->images, aj->reason, why,
 	    sizeof(why)) < 0) {
 		aj->guest = NULL;
 		restart_failed(vm, why);
@@ -292,6 +355,11 @@ act_done(struct job *job)
 	}
 	vmb_guest_free(aj->guest);
 	state_record_done(&aj->rec);
+	image_req_done(&aj->images);
+	peer_cred_done(&aj->owner.cred);
+	for (int i = 0; i < 2; i++)
+		if (aj->kept[i] >= 0)
+			close(aj->kept[i]);
 	free(aj);
 	vmbd_status_changed();
 }
@@ -312,6 +380,11 @@ act_submit(struct vm *vm, enum vmb_action action, const char *reason)
 		free(aj);
 		return -ENOMEM;
 	}
+	image_req_init(&aj->images);
+	/* The worker may not look at the VM: its descriptors go with it. */
+	for (int i = 0; i < 2; i++)
+		aj->kept[i] = vm->image_fd[i] >= 0 ? fcntl(vm->image_fd[i],
+		    F_DUPFD_CLOEXEC, 3) : -1;
 	if (action == VMB_ACTION_RESTART) {
 		/* A restart left half done by a daemon: recorded already. */
 		aj->record = aj->domid != VMB_DOMID_INVALID;

@@ -24,6 +24,7 @@
 #include "json.h"
 #include "methods.h"
 #include "params.h"
+#include "peer.h"
 #include "proto.h"
 #include "reap.h"
 #include "resize.h"
@@ -324,6 +325,30 @@ config_warnings(const struct vmb_diags *diags, struct build_warnings *w)
 	return 0;
 }
 
+/*
+ * The VM's source (source.h) with who creates it: root, or the client's
+ * uid and groups and the images it was found to be able to read (the
+ * descriptors it sent, the paths images_prepare checked), which a
+ * restart opens only with those rights and only if unchanged.
+ */
+static char *
+create_source(struct call *call, const char *text, yajl_val gobj,
+    const char *path, bool ignore, const struct image_req *images)
+{
+	struct source_owner o = { .by_root = call->conn->uid == 0 };
+	char *source;
+
+	if (!o.by_root && peer_cred_of(call->conn, &o.cred) < 0)
+		return NULL;
+	for (int i = 0; i < 2; i++) {
+		o.dev[i] = images->dev[i];
+		o.ino[i] = images->ino[i];
+	}
+	source = source_json(text, gobj, path, ignore, &o);
+	peer_cred_done(&o.cred);
+	return source;
+}
+
 static int
 m_vm_create(struct call *call, yajl_gen g)
 {
@@ -392,8 +417,8 @@ m_vm_create(struct call *call, yajl_gen g)
 	} else if (rc == 0 && images_prepare(call, guest, &images) < 0) {
 		vmb_guest_free(guest);
 		rc = -1;
-	} else if (rc == 0 && (source = source_json(has_text ? text : NULL,
-	    gobj, path, ignore, call->conn->uid == 0)) == NULL) {
+	} else if (rc == 0 && (source = create_source(call, has_text ? text :
+	    NULL, gobj, path, ignore, &images)) == NULL) {
 		vmb_guest_free(guest);
 		rc = call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
 		    "out of memory");

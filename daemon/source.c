@@ -107,9 +107,41 @@ source_guest_keys(struct vmb_guest *guest, yajl_val obj, const char *where,
 	return 0;
 }
 
+static const char *const owner_images[2] = { "kernel", "ramdisk" };
+
+/* "creator" and "images" of a VM no root client created. */
+static void
+owner_json(yajl_gen g, const struct source_owner *o)
+{
+	char pin[48];
+
+	jg_key(g, "creator");
+	yajl_gen_map_open(g);
+	jg_kv_u64(g, "uid", o->cred.uid);
+	jg_kv_u64(g, "gid", o->cred.gid);
+	jg_key(g, "groups");
+	yajl_gen_array_open(g);
+	for (size_t i = 0; i < o->cred.ngroups; i++)
+		jg_u64(g, o->cred.groups[i]);
+	yajl_gen_array_close(g);
+	yajl_gen_map_close(g);
+	jg_key(g, "images");
+	yajl_gen_map_open(g);
+	for (int i = 0; i < 2; i++) {
+		if (o->ino[i] == 0)
+			continue;
+		/* Text: an inode number may not fit in JSON's integers. */
+		snprintf(pin, sizeof(pin), "%llu:%llu",
+		    (unsigned long long)o->dev[i],
+		    (unsigned long long)o->ino[i]);
+		jg_kv_str(g, owner_images[i], pin);
+	}
+	yajl_gen_map_close(g);
+}
+
 char *
 source_json(const char *config, yajl_val guest, const char *config_path,
-    bool ignore_unsupported, bool by_root)
+    bool ignore_unsupported, const struct source_owner *owner)
 {
 	yajl_gen g = jg_new();
 
@@ -126,8 +158,10 @@ source_json(const char *config, yajl_val guest, const char *config_path,
 		jg_kv_str(g, "config_path", config_path);
 	if (ignore_unsupported)
 		jg_kv_bool(g, "ignore_unsupported", true);
-	if (by_root)
+	if (owner->by_root)
 		jg_kv_bool(g, "by_root", true);
+	else
+		owner_json(g, owner);
 	yajl_gen_map_close(g);
 	return jg_finish(g);
 }
@@ -231,6 +265,103 @@ source_by_root(const char *json)
 
 	yajl_tree_free(root);
 	return yes;
+}
+
+/* An id of a creator member: a JSON integer from 0 below 2^32 - 1. */
+static bool
+owner_id(yajl_val v, unsigned *ret)
+{
+	long long n;
+
+	if (!YAJL_IS_INTEGER(v) || (n = YAJL_GET_INTEGER(v)) < 0 ||
+	    n >= 0xffffffffLL)
+		return false;
+	*ret = (unsigned)n;
+	return true;
+}
+
+/* creator.groups into out->cred: 0, -EINVAL or -ENOMEM. */
+static int
+owner_groups(yajl_val groups, struct source_owner *out)
+{
+	size_t n;
+	unsigned id;
+
+	if (!YAJL_IS_ARRAY(groups))
+		return -EINVAL;
+	n = groups->u.array.len;
+	if (n == 0)
+		return 0;
+	if ((out->cred.groups = calloc(n, sizeof(gid_t))) == NULL)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		if (!owner_id(groups->u.array.values[i], &id))
+			return -EINVAL;
+		out->cred.groups[out->cred.ngroups++] = (gid_t)id;
+	}
+	return 0;
+}
+
+/* images.KEY, "DEV:INO": 0 (none, or set), or -EINVAL. */
+static int
+owner_pin(yajl_val images, int i, struct source_owner *out)
+{
+	const char *s = str_member(images, owner_images[i]);
+	unsigned long long dev, ino;
+	int end = 0;
+
+	if (s == NULL)
+		return jv_get(images, owner_images[i]) ? -EINVAL : 0;
+	if (sscanf(s, "%llu:%llu%n", &dev, &ino, &end) != 2 || s[end] ||
+	    ino == 0)
+		return -EINVAL;
+	out->dev[i] = (dev_t)dev;
+	out->ino[i] = (ino_t)ino;
+	return 0;
+}
+
+int
+source_owner(const char *json, struct source_owner *out, char *why,
+    size_t why_len)
+{
+	yajl_val root = json ? jv_parse(json, strlen(json), JSON_MAX_DEPTH,
+	    NULL, 0) : NULL;
+	yajl_val creator = jv_get(root, "creator"), images;
+	unsigned uid = 0, gid = 0;
+	int rc = 0;
+
+	memset(out, 0, sizeof(*out));
+	out->by_root = YAJL_IS_TRUE(jv_get(root, "by_root"));
+	if (out->by_root)
+		goto out;
+	if (creator == NULL) {
+		/* An older vmbuildd's record: nobody's rights (README). */
+		out->unknown = true;
+		out->cred.uid = out->cred.gid = PEER_NOBODY;
+		out->cred.others_only = true;
+		goto out;
+	}
+	images = jv_get(root, "images");
+	if (!YAJL_IS_OBJECT(creator) ||
+	    !owner_id(jv_get(creator, "uid"), &uid) ||
+	    !owner_id(jv_get(creator, "gid"), &gid) ||
+	    (images != NULL && !YAJL_IS_OBJECT(images)))
+		rc = -EINVAL;
+	out->cred.uid = uid;
+	out->cred.gid = gid;
+	if (rc == 0)
+		rc = owner_groups(jv_get(creator, "groups"), out);
+	for (int i = 0; rc == 0 && images != NULL && i < 2; i++)
+		rc = owner_pin(images, i, out);
+	/* A creator of uid 0 without by_root is not taken for root. */
+	if (rc == 0 && uid == 0)
+		rc = -EINVAL;
+	if (rc < 0)
+		snprintf(why, why_len, "its recorded creator is %s",
+		    rc == -ENOMEM ? "too large (out of memory)" : "malformed");
+out:
+	yajl_tree_free(root);
+	return rc;
 }
 
 /*

@@ -19,6 +19,7 @@
 
 #include <yajl/yajl_tree.h>
 
+#include "peer.h"
 #include "vmbuild.h"
 
 /*
@@ -40,17 +41,50 @@ int source_guest_keys(struct vmb_guest *guest, yajl_val obj,
     const char **ret_why);
 
 /*
+ * Who created a VM, as its source records it: a restart opens the VM's
+ * images by path (the descriptors it came as are gone with the daemon
+ * that took them) with its creator's rights, never root's, unless root
+ * created it (images.c).
+ */
+struct source_owner {
+	bool	by_root;	/* a root client created it */
+	/*
+	 * Not by root, and no creator recorded (a record of a vmbuildd
+	 * before this field): cred is others_only, nobody's rights.
+	 */
+	bool	unknown;
+	struct peer_cred cred;	/* the creator's, at vm.create */
+	/*
+	 * The kernel (0) and ramdisk (1) the creator was found to be able
+	 * to read at vm.create (a descriptor it sent, or a path of an
+	 * image directory): device and inode; ino 0 when none was.
+	 */
+	dev_t	dev[2];
+	ino_t	ino[2];
+};
+
+/*
  * The source as JSON text: {"config":TEXT} or {"guest":{...}}, with
  * "config_path" when given, "ignore_unsupported": true when the VM
  * was created so (a restart reads its keys the same way), and
  * "by_root": true when a root client created it (only then may its
- * devices run hotplug scripts by absolute path).  NULL when out of
- * memory.
+ * devices run hotplug scripts by absolute path), else "creator" (uid,
+ * gid, groups) and "images" (the pins: {"kernel": "DEV:INO"}).  NULL
+ * when out of memory.
  */
 char *source_json(const char *config, yajl_val guest,
-    const char *config_path, bool ignore_unsupported, bool by_root);
+    const char *config_path, bool ignore_unsupported,
+    const struct source_owner *owner);
 /* Does the recorded source say a root client created the VM? */
 bool source_by_root(const char *json);
+/*
+ * The creator a recorded source names (peer_cred_done(&out->cred)
+ * after).  One that says neither by_root nor creator is an older
+ * vmbuildd's: out->unknown, nobody's rights.  0, or -EINVAL with why
+ * for a creator member that is malformed (-ENOMEM).
+ */
+int source_owner(const char *json, struct source_owner *out, char *why,
+    size_t why_len);
 /*
  * A recorded source back into a validated guest.  With `config_json`
  * (the VM's configuration as recorded: vm.info's config), the guest
