@@ -31,12 +31,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <event2/buffer.h>
 #include <event2/bufferevent.h>
 #include <event2/event.h>
 #include <event2/http.h>
 #include <event2/listener.h>
+#include <zlib.h>
 
 #include "control.h"
 #include "log.h"
@@ -49,6 +51,7 @@
 
 #define METRICS_REFRESH_SEC	2
 #define METRICS_WRITE_MAX	(1 << 20)	/* bytes a write at most */
+#define METRICS_PROCSTAT_SEC	1	/* the process' figures at most so old */
 
 /* Upper bounds of the create-duration histogram, in seconds. */
 static const double create_buckets[] = {
@@ -56,10 +59,16 @@ static const double create_buckets[] = {
 };
 #define NBUCKETS	(sizeof(create_buckets) / sizeof(create_buckets[0]))
 
-/* The per-VM series as text, shared by the replies that send it. */
-struct vms_text {
+/*
+ * Series rendered once and shared by the replies that send them (the
+ * per-VM ones, the snapshot's), and the same compressed on their own
+ * (see gz_piece()) for the replies in gzip: text[len] then gz[gzlen].
+ */
+struct mtext {
 	unsigned	refs;
 	size_t		len;
+	size_t		gzlen;		/* 0: not compressed */
+	uLong		crc;		/* crc32 of text */
 	char		text[];
 };
 
@@ -100,6 +109,9 @@ static struct {
 	struct vmb_scrub scrub;
 	bool		scrape_ok;
 	double		snap_mono;
+	struct mtext	*snap_text;	/* its series, rendered once a tick */
+	struct procstat	ps;		/* the process, see render_process */
+	double		ps_mono;
 	/* Kept by the loop. */
 	uint64_t	builds[3];	/* done, failed, cancelled */
 	uint64_t	saves[3], restores[3];	/* the same */
@@ -110,8 +122,10 @@ static struct {
 	uint64_t	populated[VMB_MAX_NODES];
 	uint64_t	scrapes;
 	/* What the registry gives a scrape, see vms_update(). */
-	struct vms_text	*vms;		/* the per-VM series */
+	struct mtext	*vms;		/* the per-VM series */
 	uint64_t	vms_generation;	/* the vm_generation() they show */
+	z_stream	z;		/* raw deflate, reset for each piece */
+	bool		have_z;
 	unsigned	states[8], building;	/* vm_count_states() */
 } MX;
 
@@ -451,14 +465,81 @@ render_vms(struct evbuffer *b)
 }
 
 static void
-vms_text_put(const void *data, size_t len, void *arg)
+mtext_put(const void *data, size_t len, void *arg)
 {
-	struct vms_text *t = arg;
+	struct mtext *t = arg;
 
 	(void)data;
 	(void)len;
 	if (t != NULL && --t->refs == 0)
 		free(t);
+}
+
+/*
+ * `len` bytes as raw deflate, appended to `out`: a piece of a gzip body
+ * compressed apart from the others.  It ends with a full flush,
+ * byte-aligned and referring to nothing before it, so that pieces
+ * compressed at different times (the per-VM series once per change of
+ * the registry, the snapshot's once a tick) and the live series stored
+ * as they are (gz_stored()) make one valid deflate stream put one after
+ * the other.  Level 1: the text repeats itself enough that more effort
+ * buys little.
+ */
+static int
+gz_piece(const void *src, size_t len, struct evbuffer *out)
+{
+	unsigned char buf[16384];
+	int rc;
+
+	if (!MX.have_z) {
+		if (deflateInit2(&MX.z, 1, Z_DEFLATED, -15, 8,
+		    Z_DEFAULT_STRATEGY) != Z_OK)
+			return -1;
+		MX.have_z = true;
+	} else if (deflateReset(&MX.z) != Z_OK)
+		return -1;
+	MX.z.next_in = (Bytef *)src;
+	MX.z.avail_in = (uInt)len;
+	do {
+		MX.z.next_out = buf;
+		MX.z.avail_out = sizeof(buf);
+		rc = deflate(&MX.z, Z_FULL_FLUSH);
+		if (rc == Z_STREAM_ERROR || evbuffer_add(out, buf,
+		    sizeof(buf) - MX.z.avail_out) < 0)
+			return -1;
+	} while (MX.z.avail_out == 0);
+	return 0;
+}
+
+/*
+ * The text of `b` shared (see struct mtext), compressed as a piece of
+ * a gzip body; NULL without memory.
+ */
+static struct mtext *
+mtext_new(struct evbuffer *b)
+{
+	struct evbuffer *gz = evbuffer_new();
+	size_t len = evbuffer_get_length(b), gzlen;
+	unsigned char *text = evbuffer_pullup(b, -1);
+	struct mtext *t = NULL;
+
+	if (gz == NULL || (len > 0 && text == NULL))
+		goto out;
+	if (gz_piece(text, len, gz) < 0)
+		evbuffer_drain(gz, evbuffer_get_length(gz));
+	gzlen = evbuffer_get_length(gz);
+	if ((t = malloc(sizeof(*t) + len + gzlen)) == NULL)
+		goto out;
+	t->refs = 1;
+	t->len = len;
+	t->gzlen = gzlen;
+	t->crc = crc32(crc32(0, NULL, 0), text, (uInt)len);
+	memcpy(t->text, text, len);
+	evbuffer_copyout(gz, t->text + len, gzlen);
+out:
+	if (gz != NULL)
+		evbuffer_free(gz);
+	return t;
 }
 
 /*
@@ -474,28 +555,21 @@ vms_text_put(const void *data, size_t len, void *arg)
 static void
 vms_update(void)
 {
-	struct vms_text *t;
 	struct evbuffer *b;
-	size_t len;
 
 	if (MX.vms != NULL && MX.vms_generation == vm_generation())
 		return;
 	memset(MX.states, 0, sizeof(MX.states));
 	MX.building = 0;
 	vm_count_states(MX.states, &MX.building);
-	vms_text_put(NULL, 0, MX.vms);
+	mtext_put(NULL, 0, MX.vms);
 	MX.vms = NULL;
 	if ((b = evbuffer_new()) == NULL)
 		return;
 	render_vms(b);
-	len = evbuffer_get_length(b);
-	if ((t = malloc(sizeof(*t) + len)) != NULL) {
-		t->refs = 1;
-		t->len = len;
-		evbuffer_copyout(b, t->text, len);
-		MX.vms = t;
+	/* Compressed now, once per change, not once per scrape. */
+	if ((MX.vms = mtext_new(b)) != NULL)
 		MX.vms_generation = vm_generation();
-	}
 	evbuffer_free(b);
 }
 
@@ -503,11 +577,11 @@ vms_update(void)
 static void
 render_vms_cached(struct evbuffer *b)
 {
-	struct vms_text *t = MX.vms;
+	struct mtext *t = MX.vms;
 
 	if (t != NULL) {
 		t->refs++;
-		if (evbuffer_add_reference(b, t->text, t->len, vms_text_put,
+		if (evbuffer_add_reference(b, t->text, t->len, mtext_put,
 		    t) == 0)
 			return;
 		t->refs--;
@@ -532,7 +606,16 @@ render_process(struct evbuffer *b)
 {
 	struct procstat ps;
 
-	procstat_read(&ps);
+	/*
+	 * Counting descriptors reads /proc/self/fd, one entry a client:
+	 * with 100 scrapers at once, a tenth of each scrape.  Read at most
+	 * once a second.
+	 */
+	if (MX.ps_mono == 0 || now_mono() - MX.ps_mono >= METRICS_PROCSTAT_SEC) {
+		procstat_read(&MX.ps);
+		MX.ps_mono = now_mono();
+	}
+	ps = MX.ps;
 	single(b, "process_cpu_seconds_total", "counter",
 	    "Total user and system CPU time spent in seconds.", "%.6f",
 	    ps.cpu_seconds);
@@ -557,10 +640,10 @@ render_process(struct evbuffer *b)
 		    "%.2f", ps.start_time);
 }
 
+/* The first families: what the scrape is of. */
 static void
-render(struct evbuffer *b)
+render_about(struct evbuffer *b)
 {
-	vms_update();
 	family(b, "vmbuild_build_info", "gauge",
 	    "Version of vmbuildd and the backend it runs on.");
 	evbuffer_add_printf(b, "vmbuild_build_info{version=\"%s\","
@@ -573,14 +656,173 @@ render(struct evbuffer *b)
 	    "Age of the hypervisor data in this scrape.");
 	evbuffer_add_printf(b, "vmbuild_snapshot_age_seconds %.3f\n",
 	    MX.snap_mono > 0 ? now_mono() - MX.snap_mono : 0);
+}
+
+/* The snapshot's series: as snap_done() rendered them, or now. */
+static void
+render_snapshot(struct evbuffer *b)
+{
+	if (MX.snap_text != NULL && evbuffer_add(b, MX.snap_text->text,
+	    MX.snap_text->len) == 0)
+		return;
 	if (MX.have_counters)
 		render_counters(b, &MX.counters);
 	if (MX.have_scrub)
 		render_scrub(b, &MX.scrub);
+}
+
+/* The scrape as text. */
+static void
+render(struct evbuffer *b)
+{
+	vms_update();
+	render_about(b);
+	render_snapshot(b);
 	render_builds(b);
 	render_daemon(b);
 	render_vms_cached(b);
 	render_process(b);
+}
+
+/* Put `v` in 4 bytes, little-endian, as gzip and deflate have it. */
+static void
+le32(unsigned char *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (unsigned char)(v >> (8 * i));
+}
+
+/* A gzip body being put together: its CRC and length so far. */
+struct gzbody {
+	struct evbuffer	*out;
+	uLong		crc;
+	size_t		len;
+	int		rc;		/* -1 once anything failed */
+};
+
+/*
+ * The live series of `text` into the body as they are: deflate's
+ * stored blocks (RFC 1951, 3.2.4), byte-aligned like the pieces, which
+ * is a copy where compressing them at each scrape cost a third of it.
+ */
+static void
+gz_stored(struct gzbody *g, struct evbuffer *text)
+{
+	size_t len = evbuffer_get_length(text);
+	unsigned char *p = evbuffer_pullup(text, -1), hdr[5];
+
+	if (len > 0 && p == NULL)
+		g->rc = -1;
+	for (size_t off = 0; g->rc == 0 && off < len; off += 65535) {
+		uint16_t n = (uint16_t)(len - off < 65535 ? len - off : 65535);
+
+		hdr[0] = 0;		/* not the last block, stored */
+		hdr[1] = n & 0xff;
+		hdr[2] = n >> 8;
+		hdr[3] = ~n & 0xff;
+		hdr[4] = (~n >> 8) & 0xff;
+		if (evbuffer_add(g->out, hdr, sizeof(hdr)) < 0 ||
+		    evbuffer_add(g->out, p + off, n) < 0)
+			g->rc = -1;
+	}
+	g->crc = crc32(g->crc, p, (uInt)len);
+	g->len += len;
+	evbuffer_drain(text, len);
+}
+
+/* A shared text's compressed piece into the body, by reference. */
+static void
+gz_shared(struct gzbody *g, struct mtext *t)
+{
+	if (g->rc < 0 || t == NULL || t->gzlen == 0) {
+		g->rc = -1;
+		return;
+	}
+	t->refs++;
+	if (evbuffer_add_reference(g->out, t->text + t->len, t->gzlen,
+	    mtext_put, t) < 0) {
+		t->refs--;
+		g->rc = -1;
+		return;
+	}
+	g->crc = crc32_combine(g->crc, t->crc, (z_off_t)t->len);
+	g->len += t->len;
+}
+
+/*
+ * The scrape in gzip, for a client that takes it (Prometheus asks for
+ * it).  A big host's scrape is most of a megabyte of text, some 50 KB
+ * so, and bytes are what 100 scrapers at once are limited by.  What
+ * changes rarely is compressed when it changes (the snapshot's series
+ * once a tick, the per-VM ones once per change of the registry); what
+ * is live is stored as it is; the trailer has the CRC of the whole
+ * (crc32_combine) and its length.  0, or -1 with `out` left empty: the
+ * caller answers in text.
+ */
+static int
+render_gzip(struct evbuffer *out)
+{
+	static const unsigned char head[10] = {
+		0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff
+	};
+	/* The last block: stored, empty. */
+	static const unsigned char last[5] = { 1, 0, 0, 0xff, 0xff };
+	struct gzbody g = { .out = out, .crc = crc32(0, NULL, 0) };
+	struct evbuffer *live = evbuffer_new();
+	unsigned char tail[8];
+
+	vms_update();
+	if (live == NULL || evbuffer_add(out, head, sizeof(head)) < 0)
+		g.rc = -1;
+	if (g.rc == 0) {
+		render_about(live);
+		gz_stored(&g, live);
+		gz_shared(&g, MX.snap_text);
+		render_builds(live);
+		render_daemon(live);
+		gz_stored(&g, live);
+		gz_shared(&g, MX.vms);
+		render_process(live);
+		gz_stored(&g, live);
+	}
+	le32(tail, (uint32_t)g.crc);
+	le32(tail + 4, (uint32_t)g.len);
+	if (g.rc < 0 || evbuffer_add(out, last, sizeof(last)) < 0 ||
+	    evbuffer_add(out, tail, sizeof(tail)) < 0) {
+		evbuffer_drain(out, evbuffer_get_length(out));
+		g.rc = -1;
+	}
+	if (live != NULL)
+		evbuffer_free(live);
+	return g.rc;
+}
+
+/*
+ * Does the request's Accept-Encoding take gzip: "gzip" or "x-gzip",
+ * without a q of 0 (RFC 9110, 12.5.3)?
+ */
+static bool
+wants_gzip(struct evhttp_request *req)
+{
+	const char *h = evhttp_find_header(
+	    evhttp_request_get_input_headers(req), "Accept-Encoding");
+
+	while (h != NULL && *(h += strspn(h, " \t,")) != '\0') {
+		size_t n = strcspn(h, " \t;,");
+		const char *p = h + n, *end = p + strcspn(p, ",");
+
+		if ((n == 4 && strncasecmp(h, "gzip", 4) == 0) ||
+		    (n == 6 && strncasecmp(h, "x-gzip", 6) == 0)) {
+			while ((p = memchr(p, ';', end - p)) != NULL) {
+				p += 1 + strspn(p + 1, " \t");
+				if (strncasecmp(p, "q=", 2) == 0)
+					return strtod(p + 2, NULL) > 0;
+			}
+			return true;
+		}
+		h = end;
+	}
+	return false;
 }
 
 /*
@@ -630,7 +872,13 @@ metrics_cb(struct evhttp_request *req, void *arg)
 		http_error(req, 500, "Internal Server Error", "out of memory");
 		return;
 	}
-	render(b);
+	if (wants_gzip(req) && render_gzip(b) == 0)
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+		    "Content-Encoding", "gzip");
+	else
+		render(b);
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+	    "Vary", "Accept-Encoding");
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "Content-Type", "text/plain; version=0.0.4; charset=utf-8");
 	evhttp_send_reply(req, 200, "OK", b);
@@ -668,6 +916,7 @@ static void
 snap_done(struct job *job)
 {
 	struct snap_job *sj = (struct snap_job *)job;
+	struct evbuffer *b;
 
 	MX.busy = false;
 	MX.have_counters = sj->rc_counters == 0;
@@ -681,6 +930,20 @@ snap_done(struct job *job)
 	    sj->rc_counters == -EOPNOTSUPP) &&
 	    (sj->rc_scrub == 0 || sj->rc_scrub == -EOPNOTSUPP);
 	MX.snap_mono = now_mono();
+	/*
+	 * Its series change with it only: rendered (and compressed) here,
+	 * not at each scrape.
+	 */
+	mtext_put(NULL, 0, MX.snap_text);
+	MX.snap_text = NULL;
+	if ((b = evbuffer_new()) != NULL) {
+		if (MX.have_counters)
+			render_counters(b, &MX.counters);
+		if (MX.have_scrub)
+			render_scrub(b, &MX.scrub);
+		MX.snap_text = mtext_new(b);
+		evbuffer_free(b);
+	}
 	free(sj);
 	if (!vmbd.stopping)
 		snap_arm(METRICS_REFRESH_SEC);
@@ -1020,6 +1283,11 @@ metrics_stop(void)
 	free(MX.socks);
 	MX.socks = NULL;
 	MX.nsocks = MX.cap = 0;
-	vms_text_put(NULL, 0, MX.vms);
+	mtext_put(NULL, 0, MX.vms);
 	MX.vms = NULL;
+	mtext_put(NULL, 0, MX.snap_text);
+	MX.snap_text = NULL;
+	if (MX.have_z)
+		deflateEnd(&MX.z);
+	MX.have_z = false;
 }

@@ -33,7 +33,7 @@
 #define VMBUILD_MAX_TASKS	64		/* tasks running at once */
 #define VMBUILD_REQUEST_TIMEOUT	30		/* s for a request line to complete */
 #define VMBUILD_MAX_OUTPUT	(64u << 20)	/* bytes queued for all clients */
-#define VMBUILD_MAX_METRICS_CONNECTIONS 64	/* HTTP clients at once */
+#define VMBUILD_MAX_METRICS_CONNECTIONS 256	/* HTTP clients at once */
 #define VMBUILD_METRICS_REQUEST_TIMEOUT 10	/* s for an HTTP request */
 #define VMBUILD_HYPERVISOR_TIMEOUT 30		/* s for one hypervisor call */
 #define VMBUILD_RESTART_BACKOFF	60		/* s: longest wait to restart */

@@ -5,14 +5,17 @@
  *
  *   rpcload --socket PATH [--method M] [--params JSON] [--echo]
  *           [--clients N] [--seconds S] [--label L]
- *   rpcload --http HOST:PORT [--clients N] [--seconds S] [--label L]
+ *   rpcload --http HOST:PORT [--gzip] [--clients N] [--seconds S]
+ *           [--label L]
  *   rpcload --socket PATH --create-destroy CONFIG [--clients N]
  *           [--seconds S] [--label L]
  *
  * Each client sends one request, waits for its reply, and sends the
  * next, for S seconds.  Replies are checked: a result with the id sent
  * (--echo: the request itself; --any-reply: any line; --http: status
- * 200).  --create-destroy:
+ * 200; --gzip asks for the scrape in gzip, "Accept-Encoding: gzip", as
+ * Prometheus does).  A client whose connection the server closes stops
+ * and is counted in "lost".  --create-destroy:
  * each client creates a VM from the xl.cfg CONFIG (without a name line:
  * each VM gets its own name) with vm.create and "wait": true, then
  * destroys it with vm.destroy, and again; a request is one such pair,
@@ -40,6 +43,7 @@ struct client {
 	int		fd;
 	uint64_t	count;
 	uint64_t	errors;
+	bool		lost;		/* the server closed its connection */
 	double		*lat;		/* seconds, one per request */
 	double		*lat2;		/* create-destroy: the destroys */
 	size_t		nlat, cap;
@@ -51,7 +55,7 @@ struct client {
 static const char *sock_path, *method = "vm.list", *params = "{}";
 static const char *http_addr, *label = "";
 static char *config_json;		/* --create-destroy, JSON-escaped */
-static bool echo_mode, any_reply;
+static bool echo_mode, any_reply, gzip_mode;
 static double seconds = 3;
 static volatile bool stop;
 
@@ -278,8 +282,10 @@ static void *
 http_main(void *arg)
 {
 	struct client *c = arg;
-	static const char req[] = "GET /metrics HTTP/1.1\r\nHost: localhost"
-	    "\r\n\r\n";
+	const char *req = gzip_mode ? "GET /metrics HTTP/1.1\r\nHost: "
+	    "localhost\r\nAccept-Encoding: gzip\r\n\r\n" :
+	    "GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n";
+	ssize_t reqlen = (ssize_t)strlen(req);
 
 	while (!stop) {
 		double t0 = now();
@@ -287,12 +293,11 @@ http_main(void *arg)
 		ssize_t len;
 		int status;
 
-		if (write(c->fd, req, sizeof(req) - 1) !=
-		    (ssize_t)sizeof(req) - 1)
+		if (write(c->fd, req, reqlen) != reqlen ||
+		    (len = read_http(c, &total, &status)) < 0) {
+			c->lost = !stop;
 			break;
-		len = read_http(c, &total, &status);
-		if (len < 0)
-			break;
+		}
 		if (status != 200)
 			c->errors++;
 		c->reply_bytes = len;
@@ -343,7 +348,7 @@ usage(void)
 {
 	fprintf(stderr, "usage: rpcload --socket PATH [--method M] "
 	    "[--params JSON] [--echo|--any-reply] [--create-destroy CONFIG]\n"
-	    "       rpcload --http HOST:PORT\n"
+	    "       rpcload --http HOST:PORT [--gzip]\n"
 	    "       [--clients N] [--seconds S] [--label L]\n");
 	exit(2);
 }
@@ -360,13 +365,14 @@ main(int argc, char **argv)
 		{ "http",    required_argument, NULL, 'H' },
 		{ "echo",    no_argument, NULL, 'e' },
 		{ "any-reply", no_argument, NULL, 'a' },
+		{ "gzip",    no_argument, NULL, 'g' },
 		{ "create-destroy", required_argument, NULL, 'C' },
 		{ "label",   required_argument, NULL, 'l' },
 		{ NULL, 0, NULL, 0 }
 	};
 	void *(*fn)(void *) = client_main;
 	struct client *cl;
-	uint64_t total = 0, errors = 0;
+	uint64_t total = 0, errors = 0, lost = 0;
 	size_t nlat = 0, k = 0;
 	double *all, *all2, t0, el;
 	int nclients = 1, o;
@@ -381,6 +387,7 @@ main(int argc, char **argv)
 		case 'H': http_addr = optarg; break;
 		case 'e': echo_mode = true; break;
 		case 'a': any_reply = true; break;
+		case 'g': gzip_mode = true; break;
 		case 'l': label = optarg; break;
 		case 'C':
 			config_json = json_escape_file(optarg);
@@ -428,6 +435,7 @@ main(int argc, char **argv)
 		pthread_join(cl[i].thread, NULL);
 		total += cl[i].count;
 		errors += cl[i].errors;
+		lost += cl[i].lost;
 		nlat += cl[i].nlat;
 	}
 	el = now() - t0;
@@ -449,12 +457,14 @@ main(int argc, char **argv)
 	printf("{\"kind\":\"rpc\",\"label\":\"%s\",\"method\":\"%s\","
 	    "\"clients\":%d,\"requests\":%llu,\"errors\":%llu,\"seconds\":%.3f,"
 	    "\"rps\":%.1f,\"p50_us\":%.1f,\"p99_us\":%.1f,"
-	    "\"reply_bytes\":%zu", label, http_addr ? "GET /metrics" :
+	    "\"reply_bytes\":%zu,\"lost\":%llu", label,
+	    http_addr ? (gzip_mode ? "GET /metrics gzip" : "GET /metrics") :
 	    config_json ? "create+destroy" : echo_mode ? "echo" :
 	    any_reply ? "blob" : method,
 	    nclients, (unsigned long long)total, (unsigned long long)errors,
 	    el, total / el, nlat ? all[nlat / 2] * 1e6 : 0,
-	    nlat ? all[nlat * 99 / 100] * 1e6 : 0, cl[0].reply_bytes);
+	    nlat ? all[nlat * 99 / 100] * 1e6 : 0, cl[0].reply_bytes,
+	    (unsigned long long)lost);
 	if (config_json)
 		printf(",\"destroy_p50_us\":%.1f,\"destroy_p99_us\":%.1f",
 		    nlat ? all2[nlat / 2] * 1e6 : 0,

@@ -10,11 +10,12 @@
 # answering every request with as many bytes as vm.list's reply (90 KB),
 # from a buffer it never copies: what the socket costs for replies that
 # big, whoever sends them.  BENCH_CONTROL_SECONDS (1) per figure,
-# BENCH_CONTROL_ROUNDS (3) rounds interleaved; medians.
+# BENCH_CONTROL_ROUNDS (5) rounds interleaved; medians.
+# The headline scrape figures ask for gzip, as Prometheus does.
 . "$(dirname "$0")/../lib/common.sh"
 
 secs=${BENCH_CONTROL_SECONDS:-1}
-rounds=${BENCH_CONTROL_ROUNDS:-3}
+rounds=${BENCH_CONTROL_ROUNDS:-5}
 out=$BENCH_RESULTS/control.jsonl
 : >"$out"
 hv_start control --nodes 2 --cpus-per-node 4 --mem-per-node 64G \
@@ -52,6 +53,7 @@ for n in 10 1000; do
 			load "$n" "$c" --socket "$CONTROL" --method vm.list
 			load "$n" "$c" --socket "$CONTROL" --method host.scrub
 			load "$n" "$c" --http "$METRICS"
+			load "$n" "$c" --http "$METRICS" --gzip
 			load "$n" "$c" --socket "$RUN/echo.sock" --echo \
 			    --method server.hello
 			[ "$n" = 1000 ] && load "$n" "$c" \

@@ -3,7 +3,7 @@
 #
 # Create and destroy 128 MiB guests (hello.elf, 1 vCPU) as fast as one
 # client can (sequential), and with 4 clients at once, for
-# BENCH_SMALLVMS_SECONDS (3) each, BENCH_SMALLVMS_ROUNDS (3) rounds
+# BENCH_SMALLVMS_SECONDS (3) each, BENCH_SMALLVMS_ROUNDS (5) rounds
 # interleaved.  The client is bench/control/rpcload --create-destroy:
 # it speaks JSON-RPC on the control socket itself (vm.create with "wait":
 # true, then vm.destroy), no vmctl process per call.  Twice: on hvsim
@@ -14,7 +14,7 @@
 . "$(dirname "$0")/../lib/common.sh"
 
 secs=${BENCH_SMALLVMS_SECONDS:-3}
-rounds=${BENCH_SMALLVMS_ROUNDS:-3}
+rounds=${BENCH_SMALLVMS_ROUNDS:-5}
 : >"$BENCH_RESULTS/smallvms.jsonl"
 cat >"$RUN/small.cfg" <<EOC
 type = "pvh"

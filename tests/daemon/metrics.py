@@ -8,7 +8,9 @@ state) labelled by name and id follow the VMs; the process_* families
 of Prometheus' client libraries describe the daemon; no family counts
 pages; other paths are 404, POST is 405, both with a text/plain body.
 The per-VM series, kept between scrapes, follow every change of a VM
-(ours, or the hypervisor's) on the very next scrape.
+(ours, or the hypervisor's) on the very next scrape.  A client that
+takes gzip (Accept-Encoding, as Prometheus sends it) gets the same
+series as one gzip member whose CRC and length check; q=0 refuses it.
 """
 import os
 import re
@@ -18,6 +20,7 @@ import sys
 import time
 import urllib.error
 import urllib.request
+import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from vmbdtest import *  # noqa: E402,F401,F403
@@ -224,6 +227,43 @@ def http_error(req):
     except urllib.error.HTTPError as e:
         return e.code, e.headers, e.read().decode()
 
+
+
+
+def scrape_as(accept):
+    req = urllib.request.Request(url, headers={"Accept-Encoding": accept})
+    with urllib.request.urlopen(req, timeout=30) as r:
+        return r.headers, r.read()
+
+
+def families(text):
+    return [ln for ln in text.splitlines() if ln.startswith("# ")]
+
+
+hdrs, raw = scrape_as("deflate, gzip;q=0.5")
+ok(hdrs.get("Content-Encoding") == "gzip" and
+   "Accept-Encoding" in hdrs.get("Vary", ""),
+   "Accept-Encoding: gzip: the scrape in gzip, Vary: Accept-Encoding",
+   dict(hdrs))
+d = zlib.decompressobj(16 + zlib.MAX_WBITS)
+try:
+    gz = d.decompress(raw).decode()
+    whole = d.eof and not d.unused_data
+except zlib.error as e:
+    gz, whole = "", False
+    diag("gzip: %s" % e)
+_, plain = scrape()
+ok(whole, "... one gzip member, its CRC and length right (%d bytes for %d)"
+   % (len(raw), len(plain)))
+ok(vm_lines(gz) == vm_lines(plain) and families(gz) == families(plain) and
+   value(gz, "vmbuild_metrics_scrapes_total") + 1 ==
+   value(plain, "vmbuild_metrics_scrapes_total"),
+   "... the same families and per-VM series as the text, host-wide "
+   "series live")
+hdrs, raw = scrape_as("gzip;q=0, identity")
+ok(hdrs.get("Content-Encoding") is None and
+   families(raw.decode()) == families(plain),
+   "Accept-Encoding: gzip;q=0: the scrape in text", dict(hdrs))
 
 code, hdrs, body = http_error("http://127.0.0.1:%d/other" % port)
 ok(code == 404 and hdrs.get("Content-Type", "").startswith("text/plain")
