@@ -111,6 +111,14 @@ task_gen_progress(yajl_gen g, struct task *t, const struct vmb_progress *p)
 	jg_kv_u64(g, "total", p->total);
 	jg_kv_str(g, "unit", "bytes");
 	jg_kv_str(g, "phase", vmb_build_phase_name(p->phase));
+	/* The work beside that phase, on threads of its own. */
+	jg_key(g, "alongside");
+	yajl_gen_array_open(g);
+	if (p->alongside & VMB_ALONGSIDE_IMAGES)
+		jg_str(g, "images");
+	if (p->alongside & VMB_ALONGSIDE_DEVICES)
+		jg_str(g, "devices");
+	yajl_gen_array_close(g);
 	if (task_rate(t, p, &rate))
 		jg_kv_dbl(g, "rate_bytes_per_second", rate);
 	else
@@ -284,6 +292,10 @@ task_progress_cb(void *user, const struct vmb_progress *p)
 	 */
 	if (!(p->phase == t->progress.phase && p->done < t->progress.done)) {
 		t->progress = *p;
+		t->dirty = true;
+	} else if (p->alongside != t->progress.alongside) {
+		/* A branch of the build started or ended: that is news. */
+		t->progress.alongside = p->alongside;
 		t->dirty = true;
 	}
 	/* The populate's pace, timed as its reports arrive. */
