@@ -289,8 +289,11 @@ task_progress_cb(void *user, const struct vmb_progress *p)
 	 * Populate workers report from several threads without a common
 	 * lock, so a smaller count of the same phase can arrive after a
 	 * larger one: keep progress monotonic within a phase.
+	 * The build's branches report from their own threads, with the
+	 * phase the main line was in: phases only go forward.
 	 */
-	if (!(p->phase == t->progress.phase && p->done < t->progress.done)) {
+	if (!(p->phase == t->progress.phase && p->done < t->progress.done) &&
+	    p->phase >= t->progress.phase) {
 		t->progress = *p;
 		t->dirty = true;
 	} else if (p->alongside != t->progress.alongside) {

@@ -179,16 +179,24 @@ since(const struct run *r)
 	return vmb__now_ns() - r->t0;
 }
 
-/* Under report_lock: the main line's phase, and what runs beside it. */
+/*
+ * Report the main line's phase (its domid, its done) and what runs
+ * beside it, as they are under report_lock.  The callback is called
+ * outside the lock: a branch's report may reach it after the main
+ * line's next one, with the phase just left (vmb_progress).
+ */
 static void
-report_locked(struct run *r)
+report_now(struct run *r)
 {
 	struct vmb_build *b = r->b;
-	struct vmb_progress p = { .phase = r->phase, .domid = r->rdomid,
-	    .done = r->phase > VMB_PHASE_POPULATE &&
-	    r->phase != VMB_PHASE_UNDO ? b->guest->memory_bytes : 0,
-	    .total = b->guest->memory_bytes, .alongside = r->alongside };
+	struct vmb_progress p = { .total = b->guest->memory_bytes };
 
+	p.phase = r->phase;
+	p.domid = r->rdomid;
+	p.done = p.phase > VMB_PHASE_POPULATE && p.phase != VMB_PHASE_UNDO ?
+	    b->guest->memory_bytes : 0;
+	p.alongside = r->alongside;
+	pthread_mutex_unlock(&r->report_lock);
 	if (b->progress)
 		b->progress(b->user, &p);
 }
@@ -200,8 +208,7 @@ report(struct run *r, enum vmb_build_phase phase)
 	pthread_mutex_lock(&r->report_lock);
 	r->phase = phase;
 	r->rdomid = r->domid;
-	report_locked(r);
-	pthread_mutex_unlock(&r->report_lock);
+	report_now(r);
 }
 
 /* A branch starts (on) or ends beside the main line. */
@@ -213,8 +220,7 @@ report_alongside(struct run *r, uint32_t bit, bool on)
 		r->alongside |= bit;
 	else
 		r->alongside &= ~bit;
-	report_locked(r);
-	pthread_mutex_unlock(&r->report_lock);
+	report_now(r);
 }
 
 /*
@@ -257,6 +263,7 @@ branch_main(void *arg)
 {
 	struct branch *br = arg;
 
+	report_alongside(br->r, br->bit, true);
 	branch_run(br);
 	report_alongside(br->r, br->bit, false);
 	return NULL;
@@ -274,14 +281,11 @@ branch_start(struct run *r, struct branch *br, int who, uint32_t bit,
 	br->fn = fn;
 	br->who = who;
 	br->bit = bit;
-	report_alongside(r, bit, true);
 	br->threaded = pthread_create(&br->tid, NULL, branch_main, br) == 0;
-	if (!br->threaded) {
+	if (!br->threaded)
 		vmb__log(r->b->ctx, "build %s: no thread for the %s: they wait "
 		    "for the main line", r->b->guest->name, who == LINE_IMAGES ?
 		    "images" : "devices");
-		report_alongside(r, bit, false);
-	}
 }
 
 /*

@@ -992,8 +992,9 @@ struct vmb_progress {
 	uint64_t scrub_rate_bytes_per_sec;
 	/*
 	 * The work running beside `phase` on threads of its own
-	 * (VMB_ALONGSIDE_*): a report comes when each starts and ends, its
-	 * phase and done those of the build's main line.
+	 * (VMB_ALONGSIDE_*): a report comes from each when it starts and
+	 * ends, its phase and done those of the build's main line; it may
+	 * arrive after the main line's report of its next phase.
 	 */
 	uint32_t alongside;
 };
