@@ -1161,6 +1161,7 @@ test_pipeline_image_fails(void **state)
 	pl.hold_images = pl.claim_waits_images = true;
 	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
 	    &res), -EFBIG);
+	real_sim.ctx->ops = pl.sim;
 	unlink(path);
 	print_message("# error: %s\n", res.error);
 	assert_true(pl.claim_saw_images_end);
@@ -1196,6 +1197,7 @@ test_pipeline_device_fails(void **state)
 	pl.dev_waits_populate = pl.populate_waits_devs_end = true;
 	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
 	    &res), -EIO);
+	real_sim.ctx->ops = pl.sim;
 	print_message("# error: %s\n", res.error);
 	assert_true(pl.dev_saw_populate);
 	assert_true(pl.populate_saw_devs_end);
@@ -1229,6 +1231,7 @@ test_pipeline_populate_fails(void **state)
 	pl.populate_fails = pl.populate_waits_dev = true;
 	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
 	    &res), -EIO);
+	real_sim.ctx->ops = pl.sim;
 	print_message("# error: %s\n", res.error);
 	assert_true(pl.populate_saw_dev);
 	assert_int_equal(res.failed_phase, VMB_PHASE_POPULATE);
