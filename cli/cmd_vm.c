@@ -223,6 +223,25 @@ task_obj(yajl_val v)
 static const char *nodes_text(yajl_val nodes, char *buf, size_t len);
 
 /*
+ * The phase with the work running beside it (progress.alongside):
+ * "populate+images+devices".  The phase alone when nothing is.
+ */
+static const char *
+with_alongside(const char *phase, yajl_val alongside, char *buf, size_t len)
+{
+	size_t n;
+
+	if (!YAJL_IS_ARRAY(alongside) || alongside->u.array.len == 0)
+		return phase;
+	n = (size_t)snprintf(buf, len, "%s", phase);
+	for (size_t i = 0; i < alongside->u.array.len && n < len; i++)
+		if (YAJL_IS_STRING(alongside->u.array.values[i]))
+			n += (size_t)snprintf(buf + n, len - n, "+%s",
+			    YAJL_GET_STRING(alongside->u.array.values[i]));
+	return buf;
+}
+
+/*
  * A task's progress as the daemon measured it: bytes, the populate's
  * rate, and the dirty memory that holds the build up (progress.scrub):
  * waiting for the background scrubber, or scrubbed inline.
@@ -234,7 +253,7 @@ show_progress(struct progress *bar, yajl_val task)
 	yajl_val p = jget(task, "progress"), s;
 	const char *mode;
 	char note[256], explain[256], dirty[32], rate[48], rb[32], nb[96];
-	char nodes[112];
+	char nodes[112], label[64];
 	uint64_t d = 0, r = 0;
 
 	if (!p)
@@ -244,6 +263,8 @@ show_progress(struct progress *bar, yajl_val task)
 		in.phase = jstr(task, "phase");
 	if (!in.phase)
 		in.phase = "build";
+	in.phase = with_alongside(in.phase, jget(p, "alongside"), label,
+	    sizeof(label));
 	ju64(p, "done", &in.done);
 	ju64(p, "total", &in.total);
 	in.bar = in.total > 0;

@@ -186,6 +186,16 @@ kv_known(yajl_gen g, const char *key, uint64_t v, bool known)
 		yajl_gen_null(g);
 }
 
+static void
+gen_span(yajl_gen g, const char *key, const struct vmb_span *s)
+{
+	jg_key(g, key);
+	yajl_gen_map_open(g);
+	jg_kv_dbl(g, "start_seconds", s->start_ns / 1e9);
+	jg_kv_dbl(g, "end_seconds", s->end_ns / 1e9);
+	yajl_gen_map_close(g);
+}
+
 void
 report_build(yajl_gen g, const struct vmb_build_result *r,
     enum vmb_populate_strategy strategy)
@@ -198,10 +208,21 @@ report_build(yajl_gen g, const struct vmb_build_result *r,
 	jg_kv_dbl(g, "total_seconds", r->total_ns / 1e9);
 	/* Part of phase place: waiting for the background scrubber. */
 	jg_kv_dbl(g, "scrub_wait_seconds", r->scrub_wait_ns / 1e9);
+	/* What the main line waited for, of the work beside it. */
+	jg_kv_dbl(g, "images_wait_seconds", r->images_wait_ns / 1e9);
+	jg_kv_dbl(g, "devices_wait_seconds", r->devices_wait_ns / 1e9);
+	/* Lengths: they overlap, so they add up to more than the total. */
 	jg_key(g, "phases");
 	yajl_gen_map_open(g);
 	for (int i = 0; i < VMB_PHASE_DONE; i++)
 		jg_kv_dbl(g, vmb_build_phase_name(i), r->phase_ns[i] / 1e9);
+	yajl_gen_map_close(g);
+	/* When each ran, from the build's start. */
+	jg_key(g, "timeline");
+	yajl_gen_map_open(g);
+	gen_span(g, "images", &r->images_span);
+	for (int i = 0; i < VMB_PHASE_DONE; i++)
+		gen_span(g, vmb_build_phase_name(i), &r->phase_span[i]);
 	yajl_gen_map_close(g);
 	jg_key(g, "placement");
 	yajl_gen_map_open(g);

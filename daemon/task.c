@@ -112,6 +112,14 @@ task_gen_progress(yajl_gen g, struct task *t, const struct vmb_progress *p)
 	jg_kv_str(g, "unit", "bytes");
 	jg_kv_str(g, "phase", t->phase_name != NULL ? t->phase_name :
 	    vmb_build_phase_name(p->phase));
+	/* The work beside that phase, on threads of its own. */
+	jg_key(g, "alongside");
+	yajl_gen_array_open(g);
+	if (p->alongside & VMB_ALONGSIDE_IMAGES)
+		jg_str(g, "images");
+	if (p->alongside & VMB_ALONGSIDE_DEVICES)
+		jg_str(g, "devices");
+	yajl_gen_array_close(g);
 	if (task_rate(t, p, &rate))
 		jg_kv_dbl(g, "rate_bytes_per_second", rate);
 	else
@@ -282,9 +290,16 @@ task_progress_cb(void *user, const struct vmb_progress *p)
 	 * Populate workers report from several threads without a common
 	 * lock, so a smaller count of the same phase can arrive after a
 	 * larger one: keep progress monotonic within a phase.
+	 * The build's branches report from their own threads, with the
+	 * phase the main line was in: phases only go forward.
 	 */
-	if (!(p->phase == t->progress.phase && p->done < t->progress.done)) {
+	if (!(p->phase == t->progress.phase && p->done < t->progress.done) &&
+	    p->phase >= t->progress.phase) {
 		t->progress = *p;
+		t->dirty = true;
+	} else if (p->alongside != t->progress.alongside) {
+		/* A branch of the build started or ended: that is news. */
+		t->progress.alongside = p->alongside;
 		t->dirty = true;
 	}
 	/* The populate's pace, timed as its reports arrive. */

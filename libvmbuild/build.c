@@ -1,8 +1,7 @@
 /*
  * build.c - building a domain as a table of phases, and one undo path.
  *
- *   place     read the kernel (a bad image fails before anything exists),
- *             then choose nodes from host, scrub and domain state
+ *   place     choose nodes from host, scrub and domain state
  *   create    the domain, paused, with the guest's UUID as its handle, so
  *             a restarted daemon can tell its domains from others
  *   claim     reserve the memory: if it is not there, fail now, not after
@@ -18,9 +17,23 @@
  * Each phase is a function over the state of one run (struct run) and,
  * where it leaves something behind, an undo.  vmb_build_run() enters the
  * phases in the order of phases[] (timing each, reporting progress and
- * seeing a cancel between them); on a failure or a cancel it runs the
- * undo of every phase entered, the failed one included, last first.  A
- * new phase is a value of enum vmb_build_phase and one entry here.
+ * seeing a cancel between them); on a failure or a cancel it runs every
+ * undo, last first (each undoes only what was done).  A new phase is a
+ * value of enum vmb_build_phase and one entry here.
+ *
+ * Two pieces of work do not wait for the main line, nor it for them,
+ * until it needs their result (struct branch, each on a thread of its
+ * own): reading, unpacking and checking the images (seconds for a
+ * distribution's xz bzImage and ramdisk on a slow host) runs from the
+ * start, while the domain is placed, created and populated, and load
+ * waits for it; the devices (backends and hotplug scripts, seconds each)
+ * start as soon as the domain exists, beside claim, populate and load,
+ * and boot waits for them.  Placement needs only the guest's memory
+ * sizes, never the image.  The first failure of any line is the build's:
+ * it stops the main line (the cancel flag, seen between phases and
+ * populate requests), the branches are waited for, and the one undo
+ * path takes everything back, devices first.  Device setup cannot be
+ * interrupted (a hotplug script runs to its end or its time limit).
  *
  * The create phase's undo destroys the domain and checks that it is
  * really gone; the hypervisor then owns freeing (and scrubbing) its pages.
@@ -85,6 +98,28 @@ vmb_populate_strategy_parse(const char *name,
 /* ------------------------------------------------------------------ */
 /* One run: what the phases share.                                    */
 
+struct run;
+
+/*
+ * Work beside the main line, on a thread of its own (or on the main
+ * line's, where it would have run, when no thread can be had).
+ */
+struct branch {
+	struct run *r;
+	int	(*fn)(struct run *r, struct branch *br);
+	int	who;			/* enum line */
+	uint32_t bit;			/* VMB_ALONGSIDE_* */
+	pthread_t tid;
+	bool	threaded;		/* runs on tid: to be joined */
+	bool	ran;			/* fn returned; rc and why are its */
+	int	rc;
+	char	why[sizeof(((struct vmb_build_result *)0)->error)];
+	struct vmb_span span;
+};
+
+/* The lines of work whose first failure is the build's. */
+enum line { LINE_NONE = -1, LINE_MAIN, LINE_IMAGES, LINE_DEVICES };
+
 struct run {
 	struct vmb_build *b;
 	const struct vmb_backend_ops *ops;
@@ -102,6 +137,19 @@ struct run {
 	uint32_t disks_up, nics_up;	/* devices set up, for undo */
 	bool	bad_image;		/* the failure is the image's */
 	int	undo_rc;		/* 0: nothing of the build is left */
+	uint64_t t0;			/* the build's start */
+	struct branch images, devices;
+	bool	images_bad;		/* the images branch's bad_image */
+	_Atomic int failed_by;		/* enum line: the first to fail */
+	/*
+	 * Progress reports of the main line and of the branches, one at a
+	 * time, so that a branch's report (the main line's phase, with its
+	 * own bit changed) never arrives after the main line's next phase.
+	 */
+	pthread_mutex_t report_lock;
+	enum vmb_build_phase phase;	/* the main line's, under the lock */
+	uint32_t rdomid;		/* its domid, under the lock */
+	uint32_t alongside;		/* VMB_ALONGSIDE_*, under the lock */
 	/*
 	 * Scrub progress as placement saw it, then as the populate's
 	 * progress reports refresh it (at most once a second, from the
@@ -112,12 +160,6 @@ struct run {
 	struct vmb_scrub scrub;
 	uint64_t scrub_at_ns;
 	bool	scrub_inline;		/* placed short of clean memory */
-	/*
-	 * The phase a failure is reported in when the failing step belongs
-	 * to another one (reading the image, done in place, is loading's):
-	 * -1 for the phase that ran.
-	 */
-	int	fail_as;
 	char	why[sizeof(((struct vmb_build_result *)0)->error)];
 };
 
@@ -133,15 +175,168 @@ fail(struct run *r, int rc, const char *fmt, ...)
 	return rc;
 }
 
-static void
-report(struct vmb_build *b, enum vmb_build_phase phase, uint32_t domid,
-    uint64_t done)
+/* Nanoseconds since the build started. */
+static uint64_t
+since(const struct run *r)
 {
-	struct vmb_progress p = { .phase = phase, .domid = domid, .done = done,
-	    .total = b->guest->memory_bytes };
+	return vmb__now_ns() - r->t0;
+}
 
+/*
+ * Report the main line's phase (its domid, its done) and what runs
+ * beside it, as they are under report_lock.  The callback is called
+ * outside the lock: a branch's report may reach it after the main
+ * line's next one, with the phase just left (vmb_progress).
+ */
+static void
+report_now(struct run *r)
+{
+	struct vmb_build *b = r->b;
+	struct vmb_progress p = { .total = b->guest->memory_bytes };
+
+	p.phase = r->phase;
+	p.domid = r->rdomid;
+	p.done = p.phase > VMB_PHASE_POPULATE && p.phase != VMB_PHASE_UNDO ?
+	    b->guest->memory_bytes : 0;
+	p.alongside = r->alongside;
+	pthread_mutex_unlock(&r->report_lock);
 	if (b->progress)
 		b->progress(b->user, &p);
+}
+
+/* The main line enters `phase` (domid as it is now). */
+static void
+report(struct run *r, enum vmb_build_phase phase)
+{
+	pthread_mutex_lock(&r->report_lock);
+	r->phase = phase;
+	r->rdomid = r->domid;
+	report_now(r);
+}
+
+/* A branch starts (on) or ends beside the main line. */
+static void
+report_alongside(struct run *r, uint32_t bit, bool on)
+{
+	pthread_mutex_lock(&r->report_lock);
+	if (on)
+		r->alongside |= bit;
+	else
+		r->alongside &= ~bit;
+	report_now(r);
+}
+
+/*
+ * `who` failed with rc: the first failure (a cancel is none) is the
+ * build's, and stops the main line at its next look at the cancel flag
+ * (not through the cancel descriptor: a hypervisor call it ends has an
+ * unknown outcome, and only the caller's cancel may cost that).
+ */
+static void
+line_failed(struct run *r, int who, int rc)
+{
+	int none = LINE_NONE;
+
+	if (rc == -ECANCELED)
+		return;
+	if (atomic_compare_exchange_strong(&r->failed_by, &none, who))
+		atomic_store(&r->b->cancel, true);
+}
+
+/* ------------------------------------------------------------------ */
+/* Branches                                                            */
+
+static void
+branch_run(struct branch *br)
+{
+	struct run *r = br->r;
+
+	/* A thread's own: the build's cancel ends its hypervisor waits. */
+	vmb__set_cancel_fd(r->b->cancel_fd);
+	br->span.start_ns = since(r);
+	br->rc = br->fn(r, br);
+	br->span.end_ns = since(r);
+	br->ran = true;
+	if (br->rc)
+		line_failed(r, br->who, br->rc);
+}
+
+static void *
+branch_main(void *arg)
+{
+	struct branch *br = arg;
+
+	report_alongside(br->r, br->bit, true);
+	branch_run(br);
+	report_alongside(br->r, br->bit, false);
+	return NULL;
+}
+
+/*
+ * Start `br` beside the main line.  With no thread to be had it runs
+ * later, on the main line, when its result is needed (branch_join).
+ */
+static void
+branch_start(struct run *r, struct branch *br, int who, uint32_t bit,
+    int (*fn)(struct run *r, struct branch *br))
+{
+	br->r = r;
+	br->fn = fn;
+	br->who = who;
+	br->bit = bit;
+	br->threaded = pthread_create(&br->tid, NULL, branch_main, br) == 0;
+	if (!br->threaded)
+		vmb__log(r->b->ctx, "build %s: no thread for the %s: they wait "
+		    "for the main line", r->b->guest->name, who == LINE_IMAGES ?
+		    "images" : "devices");
+}
+
+/*
+ * Wait for `br` (or run it here): its rc.  The main line's wait, if
+ * any, goes to *ret_wait_ns.  A branch never started returns 0.
+ */
+static int
+branch_join(struct run *r, struct branch *br, uint64_t *ret_wait_ns)
+{
+	uint64_t t = since(r);
+
+	if (br->threaded) {
+		pthread_join(br->tid, NULL);
+		br->threaded = false;
+		if (ret_wait_ns)
+			*ret_wait_ns = since(r) - t;
+	} else if (br->fn && !br->ran) {
+		branch_run(br);		/* its own time, not a wait */
+	}
+	return br->ran ? br->rc : 0;
+}
+
+/* The images, read, unpacked and checked beside the main line. */
+static int
+images_read(struct run *r, struct branch *br)
+{
+	struct vmb_build *b = r->b;
+	int rc;
+
+	rc = vmb__image_open_why(b->guest, b->kernel_fd, b->ramdisk_fd,
+	    &r->img, br->why, sizeof(br->why));
+	r->images_bad = rc && rc != -ENOMEM;
+	return rc;
+}
+
+/*
+ * Every disk and vif, side by side, as soon as the domain exists
+ * (libxl adds them in domcreate, with its multidev); the hotplug
+ * scripts read the domain's entries of the create phase.  A device that
+ * fails takes itself back; undo takes the others (device.c).  Neither
+ * claim, populate nor load touches what the devices do: the backend's
+ * device ops take its xenstore lock, as when two builds run at once.
+ */
+static int
+devices_setup(struct run *r, struct branch *br)
+{
+	return vmb__devices_setup(r->b->ctx, r->domid, r->res.uuid,
+	    r->b->guest, &r->disks_up, &r->nics_up, br->why, sizeof(br->why));
 }
 
 /*
@@ -343,16 +538,12 @@ phase_place(struct run *r)
 	int rc;
 
 	/*
-	 * Reading the image is part of loading it, done first so that a
-	 * bad kernel fails before anything exists: it fails as "load".
+	 * Loading's first part, beside everything until load (a branch);
+	 * a restore has no image: its load writes the saved memory.
 	 */
-	rc = b->opts.restore ? 0 : vmb__image_open_why(b->guest, b->kernel_fd,
-	    b->ramdisk_fd, &r->img, r->why, sizeof(r->why));
-	if (rc) {
-		r->fail_as = VMB_PHASE_LOAD;
-		r->bad_image = rc != -ENOMEM;
-		return rc;
-	}
+	if (!b->opts.restore)
+		branch_start(r, &r->images, LINE_IMAGES, VMB_ALONGSIDE_IMAGES,
+		    images_read);
 	rc = vmb_host_info(b->ctx, &r->host);
 	if (!rc)
 		rc = vmb_domain_list(b->ctx, &r->doms, &r->nr_doms);
@@ -484,6 +675,11 @@ phase_create(struct run *r)
 	    &r->res.placement, r->host, r->why, sizeof(r->why));
 	if (rc == 0)
 		rc = step_sched(r, g);
+	/* The domain exists: its devices need nothing more (a branch). */
+	if (rc == 0 && (g->nr_disks || g->nr_nics) &&
+	    r->ops->device_add)
+		branch_start(r, &r->devices, LINE_DEVICES,
+		    VMB_ALONGSIDE_DEVICES, devices_setup);
 	return rc;
 }
 
@@ -665,6 +861,11 @@ phase_load(struct run *r)
 	    .ram_bytes = r->b->guest->memory_bytes, .memmap = r->memmap };
 	int rc;
 
+	/* A bad image is the images branch's failure, and the build's. */
+	rc = branch_join(r, &r->images, &r->res.images_wait_ns);
+	if (rc)
+		return rc;
+	r->res.phase_span[VMB_PHASE_LOAD].start_ns = since(r);
 	/* A restore: the saved memory, not a kernel (no vCPU set up). */
 	if (r->b->opts.restore) {
 		rc = r->b->opts.restore(r->b->opts.restore_user, r->domid,
@@ -695,16 +896,14 @@ phase_load(struct run *r)
 }
 
 /*
- * Every disk and vif, side by side, before the first unpause (libxl
- * adds them in domcreate, with its multidev); the hotplug scripts read
- * the domain's entries of the create phase.  A device that fails takes
- * itself back; undo takes the others (device.c).
+ * The devices, set up beside the main line since create: the guest
+ * needs them from its first instruction, so boot waits here.  Its span
+ * is theirs, not this wait.
  */
 static int
 phase_devices(struct run *r)
 {
-	return vmb__devices_setup(r->b->ctx, r->domid, r->res.uuid,
-	    r->b->guest, &r->disks_up, &r->nics_up, r->why, sizeof(r->why));
+	return branch_join(r, &r->devices, &r->res.devices_wait_ns);
 }
 
 static void
@@ -873,38 +1072,75 @@ vmb_build_free(struct vmb_build *b)
 /*
  * Enter phases[] in order, then VMB_PHASE_DONE: each entry is timed,
  * reported, and preceded by a look at the cancel flag.  *ret_phase is
- * the last phase entered: on failure, the one that failed.
+ * the last phase entered: on failure, the one that failed.  A phase's
+ * span is from its entry to its end, but load's starts when the images
+ * are there and devices' is their branch's.
  */
 static int
 run_phases(struct run *r, enum vmb_build_phase *ret_phase)
 {
 	struct vmb_build *b = r->b;
-	uint64_t t0 = vmb__now_ns(), tp = t0;
 	int rc = 0;
 
 	for (unsigned i = 0; ; i++) {
 		enum vmb_build_phase id = i < NR_PHASES ?
 		    (enum vmb_build_phase)i : VMB_PHASE_DONE;
-		uint64_t now = vmb__now_ns();
 
-		if (i > 0)
-			r->res.phase_ns[i - 1] += now - tp;
-		tp = now;
 		*ret_phase = id;
-		report(b, id, r->domid, id > VMB_PHASE_POPULATE ?
-		    b->guest->memory_bytes : 0);
+		report(r, id);
 		if (atomic_load(&b->cancel))
 			return fail(r, -ECANCELED, "cancelled");
 		if (id == VMB_PHASE_DONE)
 			break;
+		r->res.phase_span[i].start_ns = since(r);
 		rc = phases[i].run(r);
+		r->res.phase_span[i].end_ns = since(r);
 		if (rc == -ECANCELED)
 			return fail(r, rc, "cancelled");
 		if (rc)
 			return rc;
 	}
-	r->res.total_ns = vmb__now_ns() - t0;
+	r->res.total_ns = since(r);
 	return 0;
+}
+
+/* The spans of a build that succeeded, and their lengths. */
+static void
+spans_done(struct run *r)
+{
+	struct vmb_build_result *res = &r->res;
+
+	res->images_span = r->images.span;
+	res->phase_span[VMB_PHASE_DEVICES] = r->devices.span;
+	for (unsigned i = 0; i < NR_PHASES; i++)
+		res->phase_ns[i] = res->phase_span[i].end_ns -
+		    res->phase_span[i].start_ns;
+}
+
+/*
+ * Where and why the build failed: the first line to fail (the main
+ * line's phase `entered`, the images as load, the devices as devices),
+ * or, when none did, the cancel.  The error goes to r->why.
+ */
+static enum vmb_build_phase
+failure(struct run *r, enum vmb_build_phase entered, int *rc)
+{
+	switch (atomic_load(&r->failed_by)) {
+	case LINE_IMAGES:
+		*rc = r->images.rc;
+		r->bad_image = r->images_bad;
+		snprintf(r->why, sizeof(r->why), "%s", r->images.why);
+		return VMB_PHASE_LOAD;
+	case LINE_DEVICES:
+		*rc = r->devices.rc;
+		r->bad_image = false;
+		snprintf(r->why, sizeof(r->why), "%s", r->devices.why);
+		return VMB_PHASE_DEVICES;
+	default:
+		if (!r->why[0])
+			snprintf(r->why, sizeof(r->why), "%s", strerror(-*rc));
+		return entered;
+	}
 }
 
 int
@@ -923,9 +1159,12 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 	r.ops = b->ctx->ops;
 	r.priv = b->ctx->priv;
 	r.domid = VMB_DOMID_INVALID;
-	r.fail_as = -1;
+	r.rdomid = VMB_DOMID_INVALID;
 	r.res.domid = VMB_DOMID_INVALID;
+	r.t0 = vmb__now_ns();
+	atomic_init(&r.failed_by, LINE_NONE);
 	pthread_mutex_init(&r.scrub_lock, NULL);
+	pthread_mutex_init(&r.report_lock, NULL);
 	/*
 	 * A caller that reads the result after a failure must not find
 	 * domid 0 (a zeroed result names the control domain): say "none".
@@ -933,10 +1172,16 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 	*ret_result = r.res;
 	vmb__set_cancel_fd(b->cancel_fd);
 	rc = run_phases(&r, &entered);
+	if (rc)
+		line_failed(&r, LINE_MAIN, rc);
+	/* Nothing is undone, nor the run's state freed, under a branch. */
+	(void)branch_join(&r, &r.images, NULL);
+	(void)branch_join(&r, &r.devices, NULL);
 	/* The undo must not be interrupted by the cancel that caused it. */
 	vmb__set_cancel_fd(-1);
 	if (rc == 0) {
 		r.res.failed_phase = VMB_PHASE_DONE;
+		spans_done(&r);
 		vmb__log(b->ctx, "build %s: domain %u, %llu bytes in %llu ns",
 		    b->guest->name, r.domid,
 		    (unsigned long long)b->guest->memory_bytes,
@@ -948,16 +1193,13 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 	 * Where and why, from the step that failed: the caller must not
 	 * guess it from progress reports (the undo below reports its own).
 	 */
-	phase = r.fail_as >= 0 ? (enum vmb_build_phase)r.fail_as : entered;
-	if (!r.why[0])
-		snprintf(r.why, sizeof(r.why), "%s", strerror(-rc));
+	phase = failure(&r, entered, &rc);
 	vmb__log(b->ctx, "build %s: failed in phase %s: %s", b->guest->name,
 	    vmb_build_phase_name(phase), r.why);
-	/* The one undo path: every phase entered, last first. */
+	/* The one undo path: every phase's, last first (devices first). */
 	if (r.domid != VMB_DOMID_INVALID)
-		report(b, VMB_PHASE_UNDO, r.domid, 0);
-	for (unsigned i = entered < NR_PHASES ? entered + 1 : NR_PHASES;
-	    i-- > 0; )
+		report(&r, VMB_PHASE_UNDO);
+	for (unsigned i = NR_PHASES; i-- > 0; )
 		if (phases[i].undo)
 			phases[i].undo(&r);
 	memset(&r.res, 0, sizeof(r.res));
@@ -969,6 +1211,7 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 	r.res.leftover_domid = r.undo_rc ? r.domid : VMB_DOMID_INVALID;
 	*ret_result = r.res;
 out:
+	pthread_mutex_destroy(&r.report_lock);
 	pthread_mutex_destroy(&r.scrub_lock);
 	free(r.doms);
 	vmb_host_free(r.host);

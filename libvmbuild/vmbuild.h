@@ -1007,7 +1007,18 @@ struct vmb_progress {
 	uint64_t scrub_nodes;
 	uint64_t scrub_dirty_bytes;
 	uint64_t scrub_rate_bytes_per_sec;
+	/*
+	 * The work running beside `phase` on threads of its own
+	 * (VMB_ALONGSIDE_*): a report comes from each when it starts and
+	 * ends, its phase and done those of the build's main line; it may
+	 * arrive after the main line's report of its next phase.
+	 */
+	uint32_t alongside;
 };
+
+/* struct vmb_progress's alongside. */
+#define VMB_ALONGSIDE_IMAGES	0x1u	/* reading and unpacking the images */
+#define VMB_ALONGSIDE_DEVICES	0x2u	/* setting the devices up */
 
 /*
  * Called from the building thread and from populate workers; must be
@@ -1048,6 +1059,12 @@ struct vmb_populate_stats {
 #define VMB_POPSTAT_HAVE_FLUSHES	0x4u	/* flushes_issued, flushes_avoided */
 #define VMB_POPSTAT_HAVE_FILTER		0x8u	/* filter_evaluations */
 
+/* A stretch of a build: nanoseconds from its start. */
+struct vmb_span {
+	uint64_t start_ns;
+	uint64_t end_ns;
+};
+
 struct vmb_build_result {
 	uint32_t domid;
 	uint8_t	uuid[16];
@@ -1059,14 +1076,30 @@ struct vmb_build_result {
 	uint32_t workers;	/* populate threads used */
 	uint32_t workers_pinned;	/* of which pinned to their node's CPUs */
 	uint64_t scrub_wait_ns;	/* of phase place: waiting for the scrubber */
-	uint64_t phase_ns[VMB_PHASE_DONE];	/* time spent per phase */
+	/*
+	 * The build runs three lines of work side by side: the main line
+	 * (place, create, claim, populate, load, boot); reading and
+	 * unpacking the images, from the start until load needs them; and
+	 * the devices, from the moment the domain exists until boot needs
+	 * them.  Each has its span (from the build's start: a phase that
+	 * did not run has 0, 0), so they overlap and their lengths
+	 * (phase_ns) add up to more than total_ns.  The waits are the main
+	 * line's, for the other two: what they cost the build.
+	 */
+	uint64_t phase_ns[VMB_PHASE_DONE];	/* each phase's span, its length */
+	struct vmb_span phase_span[VMB_PHASE_DONE];
+	struct vmb_span images_span;	/* the images: kernel and ramdisk */
+	uint64_t images_wait_ns;	/* load waited for the images */
+	uint64_t devices_wait_ns;	/* boot waited for the devices */
 	uint64_t total_ns;
 	/*
 	 * Where and why the build failed, written on failure as well (see
 	 * vmb_build_run()): the step that failed, not the last progress
 	 * report, which is VMB_PHASE_UNDO once rollback starts.  A bad
-	 * kernel fails in VMB_PHASE_LOAD although it is read before the
-	 * domain exists.  On success: VMB_PHASE_DONE and "".
+	 * kernel or ramdisk fails in VMB_PHASE_LOAD although it is read
+	 * from the build's start, and devices in VMB_PHASE_DEVICES whenever
+	 * they fail: the first failure of the three lines is the build's
+	 * (and stops the others).  On success: VMB_PHASE_DONE and "".
 	 */
 	enum vmb_build_phase failed_phase;
 	char	error[256];	/* e.g. "kernel /x: not an ELF file" */

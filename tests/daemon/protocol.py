@@ -72,7 +72,9 @@ methods = ["server.hello", "host.info", "host.scrub", "host.counters",
            "vm.vcpu_list",
            # Everyday settings (everyday.py), the dry run (check.sh).
            "vm.sched_get", "vm.sched_set", "vm.rename", "vm.uptime",
-           "host.dmesg", "config.check"]
+           "host.dmesg", "config.check",
+           # A guest written to a stream and read back (save.py).
+           "vm.save", "vm.restore"]
 ok(sorted(hello["methods"]) == sorted(methods),
    "server.hello lists every method", hello["methods"])
 ok(hello["protocol"] == 1 and hello["backend"] == "sim" and
@@ -205,6 +207,17 @@ info = c.result("vm.info", {"vm": "p1"})
 ok(info["name"] == "p1" and isinstance(info["placement_reason"], str) and
    info["build"]["phases"]["populate"] >= 0 and info["uuid"],
    "vm.info by name: placement reason and build phases", info)
+# When each phase ran: the images read beside place..populate, done
+# before load began; every span within the build's total.
+b = info["build"]
+tl = b["timeline"]
+ok(set(tl) == set(b["phases"]) | {"images"} and
+   tl["images"]["start_seconds"] <= tl["place"]["end_seconds"] and
+   tl["images"]["end_seconds"] <= tl["load"]["start_seconds"] and
+   all(0 <= s["start_seconds"] <= s["end_seconds"] <= b["total_seconds"]
+       for s in tl.values()) and
+   b["images_wait_seconds"] >= 0 and b["devices_wait_seconds"] >= 0,
+   "vm.info: the build's timeline, images beside the first phases", b)
 ok(info["config"]["memory_bytes"] == 96 * MIB and
    info["config"]["kernel"] == KERNEL and info["config"]["type"] == "pvh",
    "vm.info: the guest as configured", info.get("config"))

@@ -32,6 +32,7 @@
 #include "vmbuild/hvclient.h"
 
 #define MIB	VMB_MIB
+#define FAKEDEV_UP_MAX	4
 #define GIB	VMB_GIB
 
 struct sim {
@@ -226,7 +227,88 @@ struct prog {
 	 */
 	uint64_t hog_pages;
 	uint32_t hog_domid;
+	atomic_bool hog_made;
 };
+
+/*
+ * The build's lines of work side by side (tests below): what the test's
+ * backend ops saw and waited for, under one lock.  Every wait is
+ * bounded (10 s): it ends when the other line gets there, or fails the
+ * test when it never does, as when the lines run one after the other.
+ */
+static struct {
+	pthread_mutex_t	lock;
+	pthread_cond_t	cond;
+	const struct vmb_backend_ops *sim;
+	/* What to do. */
+	pthread_t main_tid;		/* the build's caller */
+	/* The images wait, in their first report, for the claim. */
+	bool	hold_images;
+	bool	claim_waits_images;	/* claim waits for the images' end */
+	bool	dev_waits_populate;	/* each add waits for the populate */
+	bool	populate_waits_dev;	/* ... for an add to begin */
+	bool	populate_waits_devs_end;	/* ... for the devices' end */
+	bool	populate_fails;		/* the first populate fails */
+	uint32_t fail_devid;		/* this disk's add fails */
+	/* What happened. */
+	bool	claiming, populating, populate_failed, dev_entered;
+	bool	images_seen, images_ended, devs_seen, devs_ended;
+	bool	devs_beside_populate;	/* a report said so */
+	atomic_bool first_populate;
+	/* What each wait found. */
+	bool	claim_saw_images_end, dev_saw_populate, populate_saw_dev;
+	bool	populate_saw_devs_end;
+	uint32_t up[FAKEDEV_UP_MAX], nr_up, removed, absent;
+} pl = { .lock = PTHREAD_MUTEX_INITIALIZER,
+    .cond = PTHREAD_COND_INITIALIZER };
+
+/* Under pl.lock: wait up to 10 s for *flag; its value. */
+static bool
+pl_wait(const bool *flag)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += 10;
+	while (!*flag && pthread_cond_timedwait(&pl.cond, &pl.lock,
+	    &until) == 0)
+		;
+	return *flag;
+}
+
+/* Under pl.lock: say that *flag is true now. */
+static void
+pl_set(bool *flag)
+{
+	*flag = true;
+	pthread_cond_broadcast(&pl.cond);
+}
+
+/* What runs beside the build's main line, as its reports say. */
+static void
+pl_progress(const struct vmb_progress *p)
+{
+	pthread_mutex_lock(&pl.lock);
+	/*
+	 * A branch reports from its own thread as it starts: held there,
+	 * the images are read only once the main line is in claim.
+	 */
+	if (pl.hold_images && (p->alongside & VMB_ALONGSIDE_IMAGES) &&
+	    !pthread_equal(pthread_self(), pl.main_tid))
+		(void)pl_wait(&pl.claiming);
+	if (p->alongside & VMB_ALONGSIDE_IMAGES)
+		pl_set(&pl.images_seen);
+	else if (pl.images_seen)
+		pl_set(&pl.images_ended);
+	if (p->alongside & VMB_ALONGSIDE_DEVICES) {
+		pl_set(&pl.devs_seen);
+		if (p->phase == VMB_PHASE_POPULATE)
+			pl.devs_beside_populate = true;
+	} else if (pl.devs_seen) {
+		pl_set(&pl.devs_ended);
+	}
+	pthread_mutex_unlock(&pl.lock);
+}
 
 static void
 on_progress(void *user, const struct vmb_progress *p)
@@ -235,8 +317,10 @@ on_progress(void *user, const struct vmb_progress *p)
 	uint64_t prev = atomic_load(&pr->max_done);
 
 	assert_true(p->done <= p->total);
+	pl_progress(p);
+	/* Reports come from the build's branches too: one hog only. */
 	if (pr->hog_pages && p->phase == VMB_PHASE_CLAIM &&
-	    pr->hog_domid == VMB_DOMID_INVALID) {
+	    !atomic_exchange(&pr->hog_made, true)) {
 		const struct vmb_backend_ops *ops = real_sim.ctx->ops;
 		struct vmb_dom_config dc;
 
@@ -866,6 +950,301 @@ test_devices_rollback(void **state)
 	assert_int_equal(host_free(real_sim.ctx), start_free);
 }
 
+/* The test's ops of the pipeline tests: hvsim's, with waits. */
+static int
+pl_claim(void *priv, uint32_t domid, uint64_t pages)
+{
+	if (pages > 0 && pl.claim_waits_images) {
+		pthread_mutex_lock(&pl.lock);
+		pl_set(&pl.claiming);
+		pl.claim_saw_images_end = pl_wait(&pl.images_ended);
+		pthread_mutex_unlock(&pl.lock);
+	}
+	return pl.sim->claim(priv, domid, pages);
+}
+
+static int
+pl_populate(void *priv, uint32_t domid, uint32_t flags,
+    const struct vmb_extent *ext, size_t nr,
+    struct vmb_populate_stats *stats, size_t *ret_done,
+    const struct vmb__popstep *step)
+{
+	if (!atomic_exchange(&pl.first_populate, true)) {
+		pthread_mutex_lock(&pl.lock);
+		pl_set(&pl.populating);
+		if (pl.populate_waits_dev)
+			pl.populate_saw_dev = pl_wait(&pl.dev_entered);
+		if (pl.populate_waits_devs_end)
+			pl.populate_saw_devs_end = pl_wait(&pl.devs_ended);
+		if (pl.populate_fails) {
+			pl_set(&pl.populate_failed);
+			pthread_mutex_unlock(&pl.lock);
+			return -EIO;	/* not -ENOMEM: that is retried */
+		}
+		pthread_mutex_unlock(&pl.lock);
+	}
+	return pl.sim->populate(priv, domid, flags, ext, nr, stats, ret_done,
+	    step);
+}
+
+static int
+pl_device_add(void *priv, uint32_t domid, const struct vmb_dev *dev,
+    char *why, size_t why_len)
+{
+	int rc = 0;
+
+	(void)priv; (void)domid;
+	pthread_mutex_lock(&pl.lock);
+	pl_set(&pl.dev_entered);
+	if (pl.dev_waits_populate)
+		pl.dev_saw_populate = pl_wait(&pl.populating);
+	if (pl.populate_fails)
+		(void)pl_wait(&pl.populate_failed);
+	if (dev->kind == VMB_DEVICE_DISK && dev->devid == pl.fail_devid) {
+		snprintf(why, why_len, "disk %s (vbd %u): hotplug script "
+		    "/etc/xen/scripts/block add exited with status 1",
+		    dev->disk ? dev->disk->vdev : "?", dev->devid);
+		rc = -EIO;
+	} else if (pl.nr_up < FAKEDEV_UP_MAX) {
+		pl.up[pl.nr_up++] = dev->kind << 16 | (dev->devid & 0xffff);
+	}
+	pthread_mutex_unlock(&pl.lock);
+	return rc;
+}
+
+static int
+pl_device_remove(void *priv, uint32_t domid, enum vmb_device_kind kind,
+    uint32_t devid, bool force, uint32_t close_ms, char *why, size_t why_len)
+{
+	bool was;
+
+	(void)priv; (void)domid; (void)force; (void)close_ms;
+	(void)why; (void)why_len;
+	pthread_mutex_lock(&pl.lock);
+	was = fakedev_take(pl.up, &pl.nr_up, kind << 16 | (devid & 0xffff));
+	if (was)
+		pl.removed++;
+	else
+		pl.absent++;
+	pthread_mutex_unlock(&pl.lock);
+	return was ? 0 : -ENOENT;
+}
+
+static struct vmb_backend_ops pl_ops;
+static struct vmb_disk pl_disks[2] = {
+	{ .vdev = "xvda", .devid = 51712 },
+	{ .vdev = "xvdb", .devid = 51728, .readonly = true },
+};
+static struct vmb_nic pl_nic = { .devid = 0, .bridge = "xenbr0" };
+
+/* A guest with two disks and a vif; pl reset, the test's ops in. */
+static void
+pl_begin(struct vmb_guest *g, const char *name)
+{
+	pthread_mutex_lock(&pl.lock);
+	memset((char *)&pl + offsetof(__typeof__(pl), sim), 0,
+	    sizeof(pl) - offsetof(__typeof__(pl), sim));
+	pl.fail_devid = VMB_DOMID_INVALID;
+	pl.sim = real_sim.ctx->ops;
+	pl.main_tid = pthread_self();
+	pthread_mutex_unlock(&pl.lock);
+	pl_ops = *pl.sim;
+	pl_ops.claim = pl_claim;
+	pl_ops.populate = pl_populate;
+	pl_ops.device_add = pl_device_add;
+	pl_ops.device_remove = pl_device_remove;
+	pl_disks[0].target = pl_disks[1].target = (char *)kernel_path;
+	guest_init(g, name, 256 * MIB);
+	g->disks = pl_disks;
+	g->nr_disks = 2;
+	g->nics = &pl_nic;
+	g->nr_nics = 1;
+	real_sim.ctx->ops = &pl_ops;
+}
+
+/* hvsim's ops back; no domain of the build left, every page back. */
+static void
+pl_end(const char *name)
+{
+	struct vmb_domain *doms = NULL;
+	size_t nr = 0;
+
+	real_sim.ctx->ops = pl.sim;
+	assert_int_equal(vmb_domain_list(real_sim.ctx, &doms, &nr), 0);
+	for (size_t i = 0; i < nr; i++)
+		assert_string_not_equal(doms[i].name, name);
+	free(doms);
+	wait_scrubbed(real_sim.ctx);
+	assert_int_equal(host_free(real_sim.ctx), start_free);
+}
+
+/*
+ * The lines side by side in a build that succeeds: the devices are set
+ * up while the populate runs (each waits for the other to begin), the
+ * images are read from the start and are there before load; the spans
+ * say so, and a progress report of the populate names the devices.
+ */
+static void
+test_pipeline_overlap(void **state)
+{
+	const struct vmb_span *sp;
+	struct vmb_build_result res;
+	struct prog pr = { 0 };
+	struct vmb_guest g;
+
+	(void)state;
+	NEED_HVSIM();
+	pl_begin(&g, "overlap");
+	pl.dev_waits_populate = pl.populate_waits_dev = true;
+	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
+	    &res), 0);
+	real_sim.ctx->ops = pl.sim;
+	/* Gone before any check, so that a failed one leaves nothing. */
+	assert_int_equal(vmb_domain_destroy(real_sim.ctx, res.domid), 0);
+	assert_true(pl.dev_saw_populate);
+	assert_true(pl.populate_saw_dev);
+	assert_true(pl.devs_beside_populate);
+	assert_true(pl.images_seen && pl.images_ended);
+	assert_int_equal(pl.nr_up, 3);
+	sp = res.phase_span;
+	print_message("# images %.3f-%.3f devices %.3f-%.3f populate "
+	    "%.3f-%.3f load %.3f-%.3f total %.3f ms\n",
+	    res.images_span.start_ns / 1e6, res.images_span.end_ns / 1e6,
+	    sp[VMB_PHASE_DEVICES].start_ns / 1e6,
+	    sp[VMB_PHASE_DEVICES].end_ns / 1e6,
+	    sp[VMB_PHASE_POPULATE].start_ns / 1e6,
+	    sp[VMB_PHASE_POPULATE].end_ns / 1e6,
+	    sp[VMB_PHASE_LOAD].start_ns / 1e6, sp[VMB_PHASE_LOAD].end_ns / 1e6,
+	    res.total_ns / 1e6);
+	/* The images: started in place (their thread may run later), done
+	 * before load began. */
+	assert_true(res.images_span.start_ns <= res.images_span.end_ns);
+	assert_true(res.images_span.end_ns <= sp[VMB_PHASE_LOAD].start_ns);
+	/* The devices: from create's end (it starts them), beside populate. */
+	assert_true(sp[VMB_PHASE_DEVICES].start_ns >=
+	    sp[VMB_PHASE_CREATE].start_ns);
+	assert_true(sp[VMB_PHASE_DEVICES].start_ns <
+	    sp[VMB_PHASE_POPULATE].end_ns);
+	assert_true(sp[VMB_PHASE_DEVICES].end_ns >
+	    sp[VMB_PHASE_POPULATE].start_ns);
+	for (int i = 0; i < VMB_PHASE_DONE; i++) {
+		assert_true(sp[i].start_ns <= sp[i].end_ns);
+		assert_true(sp[i].end_ns <= res.total_ns);
+		assert_int_equal(res.phase_ns[i], sp[i].end_ns - sp[i].start_ns);
+	}
+	assert_true(sp[VMB_PHASE_BOOT].start_ns >= sp[VMB_PHASE_DEVICES].end_ns);
+	pl_end("overlap");
+}
+
+/*
+ * A ramdisk that cannot be used, found while the main line is on (the
+ * images are read once it is in claim, which waits until they have
+ * failed) and the devices are up: the build fails in load naming the
+ * file, the devices come down, the domain goes, every page comes back.
+ */
+static void
+test_pipeline_image_fails(void **state)
+{
+	char path[] = "/tmp/vmb-bigrd-XXXXXX";
+	struct vmb_build_result res;
+	struct prog pr = { 0 };
+	struct vmb_guest g;
+	int fd;
+
+	(void)state;
+	NEED_HVSIM();
+	/* Larger than a ramdisk may be (sparse: nothing is written). */
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, (off_t)GIB + 4096), 0);
+	close(fd);
+	pl_begin(&g, "badrd");
+	g.ramdisk = path;
+	pl.hold_images = pl.claim_waits_images = true;
+	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
+	    &res), -EFBIG);
+	real_sim.ctx->ops = pl.sim;
+	unlink(path);
+	print_message("# error: %s\n", res.error);
+	assert_true(pl.claim_saw_images_end);
+	assert_int_equal(res.failed_phase, VMB_PHASE_LOAD);
+	assert_true(res.bad_image);
+	assert_non_null(strstr(res.error, path));
+	assert_non_null(strstr(res.error, "larger than 1024 MiB"));
+	assert_int_equal(res.domid, VMB_DOMID_INVALID);
+	assert_int_equal(res.undo_rc, 0);
+	assert_true(atomic_load(&pr.phases_seen) & (1 << VMB_PHASE_UNDO));
+	/* The devices had come up beside it: all down again. */
+	assert_int_equal(pl.removed, 3);
+	assert_int_equal(pl.nr_up, 0);
+	pl_end("badrd");
+}
+
+/*
+ * A device fails while the populate runs (the populate waits until
+ * the devices' branch has ended): the build fails in devices naming
+ * it, the other devices come down, the domain goes.
+ */
+static void
+test_pipeline_device_fails(void **state)
+{
+	struct vmb_build_result res;
+	struct prog pr = { 0 };
+	struct vmb_guest g;
+
+	(void)state;
+	NEED_HVSIM();
+	pl_begin(&g, "baddev");
+	pl.fail_devid = 51728;
+	pl.dev_waits_populate = pl.populate_waits_devs_end = true;
+	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
+	    &res), -EIO);
+	real_sim.ctx->ops = pl.sim;
+	print_message("# error: %s\n", res.error);
+	assert_true(pl.dev_saw_populate);
+	assert_true(pl.populate_saw_devs_end);
+	assert_int_equal(res.failed_phase, VMB_PHASE_DEVICES);
+	assert_false(res.bad_image);
+	assert_non_null(strstr(res.error, "disk xvdb (vbd 51728): hotplug"));
+	assert_int_equal(res.domid, VMB_DOMID_INVALID);
+	assert_int_equal(res.undo_rc, 0);
+	/* The two that came up went; the failed one had taken itself. */
+	assert_int_equal(pl.removed, 2);
+	assert_int_equal(pl.absent, 1);
+	assert_int_equal(pl.nr_up, 0);
+	pl_end("baddev");
+}
+
+/*
+ * The populate fails while the devices are being set up (they end only
+ * after it failed): the build fails in populate, and waits for the
+ * devices before taking them down with the domain.
+ */
+static void
+test_pipeline_populate_fails(void **state)
+{
+	struct vmb_build_result res;
+	struct prog pr = { 0 };
+	struct vmb_guest g;
+
+	(void)state;
+	NEED_HVSIM();
+	pl_begin(&g, "badpop");
+	pl.populate_fails = pl.populate_waits_dev = true;
+	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
+	    &res), -EIO);
+	real_sim.ctx->ops = pl.sim;
+	print_message("# error: %s\n", res.error);
+	assert_true(pl.populate_saw_dev);
+	assert_int_equal(res.failed_phase, VMB_PHASE_POPULATE);
+	assert_non_null(strstr(res.error, "populating 256 MiB stopped"));
+	assert_int_equal(res.domid, VMB_DOMID_INVALID);
+	assert_int_equal(res.undo_rc, 0);
+	assert_int_equal(pl.removed, 3);
+	assert_int_equal(pl.nr_up, 0);
+	pl_end("badpop");
+}
+
 struct par {
 	struct vmb_guest g;
 	struct vmb_build_result res;
@@ -1124,6 +1503,10 @@ main(void)
 		cmocka_unit_test(test_claim_refused_names_claim),
 		cmocka_unit_test(test_failed_phase_and_error),
 		cmocka_unit_test(test_devices_rollback),
+		cmocka_unit_test(test_pipeline_overlap),
+		cmocka_unit_test(test_pipeline_image_fails),
+		cmocka_unit_test(test_pipeline_device_fails),
+		cmocka_unit_test(test_pipeline_populate_fails),
 		cmocka_unit_test(test_concurrent_builds),
 		cmocka_unit_test(test_numa2_config),
 		cmocka_unit_test(test_all_memory_back),
