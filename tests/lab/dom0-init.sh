@@ -597,16 +597,22 @@ hotplug() {
 	echo "INFO hotplug on $2: loop devices now: $(losetup -a | wc -l); vifs: $(ls /sys/class/net | grep -c "^vif$3\.")"
 }
 
-# state_after TAG FIELD BEFORE SECS: the first value of FIELD
-# (memtotal_kib, cpus) below BEFORE on the guest's state lines
-# (linux-init.sh's resize_watch), waiting up to SECS; empty if none came.
+# state_after TAG FIELD GOAL SECS: the first value of FIELD (memtotal_kib,
+# cpus) at or below GOAL on the guest's state lines (linux-init.sh's
+# resize_watch), waiting up to SECS.  The balloon driver gives pages
+# back in steps (xl's guest: 4529300, 4523156, 4494484 ... 4018444 KiB
+# over some seconds): a goal, not the first change.  Past SECS, the
+# lowest value seen (or nothing) and 1.
 state_after() {
 	_w0=$(up)
 	while :; do
-		_v=$(console_lines $1 | sed -n "s/^.*vmbuild-linux-state: .*$2=\([0-9]*\).*$/\1/p" |
-		    awk -v b=$3 '$1 < b { print; exit }')
+		_vals=$(console_lines $1 | sed -n "s/^.*vmbuild-linux-state: .*$2=\([0-9]*\).*$/\1/p")
+		_v=$(echo "$_vals" | awk -v g=$3 '$1 != "" && $1 <= g { print; exit }')
 		[ -n "$_v" ] && { echo $_v; return 0; }
-		[ "$(awk -v a=$_w0 -v b=$(up) -v l=$4 'BEGIN { print (b - a > l) }')" = 1 ] && return 1
+		if [ "$(awk -v a=$_w0 -v b=$(up) -v l=$4 'BEGIN { print (b - a > l) }')" = 1 ]; then
+			echo "$_vals" | awk '$1 != "" && (m == "" || $1 < m) { m = $1 } END { print m }'
+			return 1
+		fi
 		sleep 3
 	done
 }
@@ -631,10 +637,12 @@ resize() {
 	   _vp="$V vcpu-pin $2 0 1"; _sw="$V sched $2 --weight 512" ;;
 	esac
 	timed $1-mem-set $_ms || hp_fail $1 $1-mem-set "mem-set rc=$?"
-	_ma=$(state_after $2 memtotal_kib "${_mb:-0}" 180) ||
-	    hp_fail $1 $1-mem-set-seen "MemTotal stayed at ${_mb:-?} KiB in the guest after mem-set $_target"
+	# 512 MiB is 524288 KiB; MemTotal counts what the balloon gave back
+	# to within a few pages: 460000 KiB less is the change made.
+	_ma=$(state_after $2 memtotal_kib $(( ${_mb:-0} - 460000 )) 240) ||
+	    hp_fail $1 $1-mem-set-seen "MemTotal in the guest went from ${_mb:-?} KiB only to ${_ma:-?} KiB after mem-set $_target"
 	timed $1-vcpu-set $_vs || hp_fail $1 $1-vcpu-set "vcpu-set rc=$?"
-	_ca=$(state_after $2 cpus "${_cb:-0}" 120) ||
+	_ca=$(state_after $2 cpus $(( ${_cb:-0} - 1 )) 120) ||
 	    hp_fail $1 $1-vcpu-set-seen "the guest still has ${_cb:-?} CPUs online after vcpu-set 1"
 	timed $1-vcpu-pin $_vp || hp_fail $1 $1-vcpu-pin "vcpu-pin rc=$?"
 	timed $1-xl-vcpu-list xl vcpu-list $2
