@@ -387,7 +387,15 @@ if [ "$LAB_NUMA" -gt 1 ]; then
 		numa="$numa -numa node,nodeid=$n,cpus=$((n * per))-$((n * per + per - 1)),memdev=m$n"
 	done
 fi
-xen_cmdline="console=com1 com1=115200,8n1 dom0_mem=$LAB_DOM0_MEM,max:$LAB_DOM0_MEM loglvl=all guest_loglvl=all console_timestamps=boot $LAB_XEN_EXTRA"
+# spec-ctrl=eager-fpu: Xen switches FPU/SSE state at every context
+# switch instead of lazily through CR0.TS and #NM, its default on AMD,
+# the vendor `-cpu max` shows.  With lazy switching dom0's programs died
+# of faults now and then under TCG (Debian's QEMU 7.2), busybox first
+# among them, at its first load through a pointer glibc had just copied
+# (memcpy uses SSE registers): 1 to 6 a loaded run, with or without AVX
+# or FSGSBASE.  With eager switching: none so far (tests/lab/README.md).
+# A later spec-ctrl=no-eager-fpu in LAB_XEN_EXTRA puts it back.
+xen_cmdline="console=com1 com1=115200,8n1 dom0_mem=$LAB_DOM0_MEM,max:$LAB_DOM0_MEM loglvl=all guest_loglvl=all console_timestamps=boot spec-ctrl=eager-fpu $LAB_XEN_EXTRA"
 log "qemu: -cpu $LAB_CPU -smp $LAB_SMP -m $LAB_MEM, $LAB_NUMA NUMA node(s), timeout ${LAB_TIMEOUT}s; console -> $CONSOLE"
 log "xen: $xen_cmdline"
 q0=${EPOCHREALTIME/./}
