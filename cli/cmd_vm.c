@@ -479,7 +479,6 @@ cmd_create(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 	char *name = NULL;
 	size_t len;
 	double tid;
-	yajl_gen g;
 	int ch, rc;
 
 	while ((ch = getopt_long(argc, argv, "jhc", opts, NULL)) != -1) {
@@ -520,26 +519,10 @@ cmd_create(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 		snprintf(abspath, sizeof(abspath), "%s", path);
 	if ((rc = vmc_open(ctl, &c)) != VMCTL_EXIT_OK)
 		goto out;
-	if (wait) {
-		/* Subscribe first, so that no progress event is missed. */
-		g = vmc_request(c, M_EVENTS_SUBSCRIBE);
-		if (g) {
-			jg_str(g, P_EVENTS);
-			yajl_gen_array_open(g);
-			jg_str(g, E_TASK_PROGRESS);
-			jg_str(g, E_TASK_DONE);
-			yajl_gen_array_close(g);
-		}
-		rc = vmc_call(c, g, &res, &err);
-		if (rc < 0) {
-			rc = vmc_report(ctl, "create", rc, &err);
-			goto out;
-		}
-		/* Without events, follow_task polls task.get instead. */
-		vmc_error_done(&err);
-		yajl_tree_free(res);
-		res = NULL;
-	}
+	/* Subscribe first, so that no progress event is missed. */
+	if (wait && (rc = vmctl_subscribe_tasks(ctl, c, "create")) !=
+	    VMCTL_EXIT_OK)
+		goto out;
 	rc = send_create(c, text, abspath, paused, ignore, NULL, NULL, 0, &res,
 	    &err);
 	if (rc == VMC_RPC_ERROR && err.code == E_IMAGE_FD) {
