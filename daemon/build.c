@@ -217,9 +217,14 @@ build_run(struct job *job)
 		bj->failed_in = "state";
 		return;
 	}
-	/* Only for display: vm_built() takes the domid from the result. */
-	bj->have_dom = vmb_domain_get(B.cfg.ctx, bj->result.domid,
-	    &bj->dom) == 0;
+	/*
+	 * Only for display: vm_built() takes the domid from the result.
+	 * The build read its domain back after populate (a list less per
+	 * create); the domain watch's refresh brings the rest.
+	 */
+	bj->have_dom = bj->result.have_domain;
+	if (bj->have_dom)
+		bj->dom = bj->result.domain;
 	bj->rc = 0;
 }
 

@@ -88,9 +88,19 @@ struct act_job {
 	char		why[400];
 };
 
+/*
+ * After a read of the domain events, the watch is looked at again this
+ * much later: events in between (hundreds a second while small VMs are
+ * created and destroyed) are read together, one domain list for all of
+ * them, rather than a list per event.  A guest's shutdown is acted on
+ * that much later at most.
+ */
+#define WATCH_COALESCE_MS	20
+
 static struct {
 	struct vmb_watch *watch;
 	struct event	*ev;
+	struct event	*ev_rearm;	/* watch_arm, WATCH_COALESCE_MS on */
 	bool		reading;
 	bool		failing;	/* the last read failed */
 } L;
@@ -118,6 +128,7 @@ static void
 watch_done(struct job *job)
 {
 	struct watch_job *wj = (struct watch_job *)job;
+	const struct timeval rearm = { 0, WATCH_COALESCE_MS * 1000 };
 
 	L.reading = false;
 	if (wj->rc < 0 && !L.failing)
@@ -139,6 +150,16 @@ watch_done(struct job *job)
 	}
 	free(wj->ev);
 	free(wj);
+	if (L.ev_rearm == NULL || evtimer_add(L.ev_rearm, &rearm) < 0)
+		watch_arm();
+}
+
+static void
+watch_rearm_cb(evutil_socket_t fd, short what, void *arg)
+{
+	(void)fd;
+	(void)what;
+	(void)arg;
 	watch_arm();
 }
 
@@ -649,7 +670,8 @@ lifecycle_start(struct event_base *base)
 	if (L.watch != NULL) {
 		L.ev = event_new(base, vmb_watch_fd(L.watch), EV_READ,
 		    watch_cb, NULL);
-		if (L.ev == NULL)
+		L.ev_rearm = evtimer_new(base, watch_rearm_cb, NULL);
+		if (L.ev == NULL || L.ev_rearm == NULL)
 			return -ENOMEM;
 		vm_refresh_every(VM_REFRESH_SEC);
 		log_info("domain events from the hypervisor; full refresh "
@@ -669,7 +691,9 @@ lifecycle_stop(void)
 	shutdown_stop();
 	if (L.ev != NULL)
 		event_free(L.ev);
-	L.ev = NULL;
+	if (L.ev_rearm != NULL)
+		event_free(L.ev_rearm);
+	L.ev = L.ev_rearm = NULL;
 	vmb_watch_free(L.watch);
 	L.watch = NULL;
 }

@@ -90,7 +90,7 @@ void
 vmbd_status_changed(void)
 {
 	/* A no-op without systemd ($NOTIFY_SOCKET unset). */
-	notify(false, "STATUS=%u VMs, %u builds running, %u clients%s",
+	notify_status("STATUS=%u VMs, %u builds running, %u clients%s",
 	    vm_count(), task_running(), control_connections(),
 	    vmbd.stopping ? ", stopping" : "");
 }
@@ -717,6 +717,7 @@ main(int argc, char **argv)
 		watchdog_cb(-1, 0, NULL);
 	}
 
+	notify_status_start(vmbd.base);
 	/* One message, so that systemd shows a status from the start. */
 	notify(true, "READY=1\nSTATUS=ready: %u VMs, listening", vm_count());
 	log_notice("ready: %u VMs, socket %s", vm_count(),
@@ -744,10 +745,10 @@ main(int argc, char **argv)
 	events_stop();
 	task_stop();
 	vm_stop();
+	notify_close();		/* its timer is of the loop */
 	event_base_free(vmbd.base);
 	vmb_ctx_free(vmbd.ctx);
 	images_free();
-	notify_close();
 	log_notice("stopped");
 	return 0;
 }

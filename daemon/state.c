@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "json.h"
@@ -164,6 +165,26 @@ write_all(int fd, const char *buf, size_t len)
 	return 0;
 }
 
+/* The record's text and its newline, in one write when it can. */
+static int
+write_record(int fd, const char *text, size_t len)
+{
+	struct iovec iov[2] = { { (void *)text, len }, { "\n", 1 } };
+	ssize_t n;
+	int rc;
+
+	do
+		n = writev(fd, iov, 2);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	if ((size_t)n == len + 1)
+		return 0;
+	/* Short: the rest as write_all does (n <= len here). */
+	rc = write_all(fd, text + n, len - n);
+	return rc < 0 ? rc : write_all(fd, "\n", 1);
+}
+
 /*
  * Put tmp in path's place, atomically.  A rename() over an existing
  * file makes ext4 (auto_da_alloc) start writing the new file out at
@@ -174,12 +195,18 @@ write_all(int fd, const char *buf, size_t len)
  * it was ever written.  A .tmp left by a crash in between is removed at
  * the next start, as any other.  (The new record is then no more
  * durable across a power loss than a VM's first one always was, and
- * records describe domains, which a power loss ends.)  Where there is
- * nothing to exchange with, or the file system cannot, rename().
+ * records describe domains, which a power loss ends.)  A new VM's first
+ * record ("building", `fresh`) is renamed without replacing: one call
+ * where trying the exchange first made two.  Where there is nothing to
+ * exchange with, or the file system cannot, rename().
  */
 static int
-state_replace(const char *tmp, const char *path)
+state_replace(const char *tmp, const char *path, bool fresh)
 {
+	/* A new VM's first record has nothing to exchange with (mostly). */
+	if (fresh && renameat2(AT_FDCWD, tmp, AT_FDCWD, path,
+	    RENAME_NOREPLACE) == 0)
+		return 0;
 	if (renameat2(AT_FDCWD, tmp, AT_FDCWD, path, RENAME_EXCHANGE) == 0) {
 		(void)unlink(tmp);
 		return 0;
@@ -253,14 +280,12 @@ state_write(const struct state_record *rec)
 		rc = -errno;
 		goto out;
 	}
-	rc = write_all(fd, text, len);
-	if (rc == 0)
-		rc = write_all(fd, "\n", 1);
+	rc = write_record(fd, text, len);
 	if (close(fd) < 0 && rc == 0)
 		rc = -errno;
 	fd = -1;
 	if (rc == 0)
-		rc = state_replace(tmp, path);
+		rc = state_replace(tmp, path, !rec->built && !rec->restart);
 	if (rc < 0)
 		(void)unlink(tmp);
 out:

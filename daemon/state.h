@@ -6,7 +6,10 @@
  * "building" BEFORE the domain is created, and rewritten as "built" once
  * the build succeeded.  After a crash of the daemon, a "building" record
  * names a domain that may be half built: the daemon destroys it at start
- * (reconcile.c, vm_reconcile).
+ * (reconcile.c, vm_reconcile).  Both writes stay: without the first, a
+ * half-built domain left by a crash is nobody's; without the second
+ * before the reply, a VM its client was told about would be destroyed
+ * by the next start.
  *
  * Records are not fsynced.  They must survive the daemon, not the host:
  * the kernel has them once the rename returns, and a host that goes down

@@ -109,8 +109,9 @@ struct branch {
 	int	(*fn)(struct run *r, struct branch *br);
 	int	who;			/* enum line */
 	uint32_t bit;			/* VMB_ALONGSIDE_* */
-	pthread_t tid;
-	bool	threaded;		/* runs on tid: to be joined */
+	struct vmb__task task;		/* on the context's pool */
+	size_t	pending;		/* 1 until the pool ran it */
+	bool	threaded;		/* started on the pool: to be joined */
 	bool	ran;			/* fn returned; rc and why are its */
 	int	rc;
 	char	why[sizeof(((struct vmb_build_result *)0)->error)];
@@ -261,15 +262,16 @@ branch_run(struct branch *br)
 		line_failed(r, br->who, br->rc);
 }
 
-static void *
+static void
 branch_main(void *arg)
 {
 	struct branch *br = arg;
 
 	report_alongside(br->r, br->bit, true);
 	branch_run(br);
+	/* A pool thread goes on to other builds: not with this cancel. */
+	vmb__set_cancel_fd(-1);
 	report_alongside(br->r, br->bit, false);
-	return NULL;
 }
 
 /*
@@ -284,7 +286,10 @@ branch_start(struct run *r, struct branch *br, int who, uint32_t bit,
 	br->fn = fn;
 	br->who = who;
 	br->bit = bit;
-	br->threaded = pthread_create(&br->tid, NULL, branch_main, br) == 0;
+	br->task.fn = branch_main;
+	br->task.arg = br;
+	br->threaded = vmb__tpool_start(r->b->ctx->pool, &br->task,
+	    &br->pending) == 0;
 	if (!br->threaded)
 		vmb__log(r->b->ctx, "build %s: no thread for the %s: they wait "
 		    "for the main line", r->b->guest->name, who == LINE_IMAGES ?
@@ -301,7 +306,7 @@ branch_join(struct run *r, struct branch *br, uint64_t *ret_wait_ns)
 	uint64_t t = since(r);
 
 	if (br->threaded) {
-		pthread_join(br->tid, NULL);
+		vmb__tpool_wait(r->b->ctx->pool, &br->pending);
 		br->threaded = false;
 		if (ret_wait_ns)
 			*ret_wait_ns = since(r) - t;
@@ -847,6 +852,8 @@ phase_populate(struct run *r)
 		return fail(r, -EIO, "the domain holds %llu bytes, not the "
 		    "%llu populated", (unsigned long long)dom.memory_bytes,
 		    (unsigned long long)b->guest->memory_bytes);
+	r->res.domain = dom;
+	r->res.have_domain = true;
 	return 0;
 }
 
@@ -932,6 +939,7 @@ phase_boot(struct run *r)
 		if (rc)
 			return fail(r, rc, "cannot unpause the domain: %s",
 			    strerror(-rc));
+		r->res.domain.state = VMB_DOM_RUNNING;
 	}
 	return 0;
 }

@@ -11,6 +11,9 @@
  *
  * Tasks never wait for one another, so a task waits at most for the
  * tasks queued before it: no deadlock, whatever the number of threads.
+ * A build's branches (build.c: the images, the devices) run on it too,
+ * started without waiting (vmb__tpool_start) and joined later: a thread
+ * per small VM's build cost as much as its populate.
  * A task may change its thread's CPU affinity (pinning to a node); the
  * pool puts back the thread's first affinity after each task, so a later
  * unpinned task does not inherit it.
@@ -87,22 +90,25 @@ tpool_main(void *arg)
 	return NULL;
 }
 
-int
-vmb__tpool_run(struct vmb__tpool *p, struct vmb__task *tasks, size_t n,
-    void (*self_fn)(void *), void *self_arg)
+/*
+ * Under the lock: queue n tasks counted down in *remaining, with a
+ * thread for each that no idle thread will take.  -EAGAIN (nothing
+ * queued) when the pool has no thread and cannot start one.
+ */
+static int
+tpool_queue(struct vmb__tpool *p, struct vmb__task *tasks, size_t n,
+    size_t *remaining)
 {
-	size_t remaining = n, started = 0;
+	size_t started = 0;
 	int rc = 0;
 
-	pthread_mutex_lock(&p->lock);
 	for (size_t i = 0; i < n; i++) {
-		tasks[i].remaining = &remaining;
+		tasks[i].remaining = remaining;
 		tasks[i].next = NULL;
 		*p->tail = &tasks[i];
 		p->tail = &tasks[i].next;
 		p->queued++;
 	}
-	/* A thread for every task that no idle thread will take. */
 	while (p->queued > p->idle + started) {
 		struct tpool_thread *th = malloc(sizeof(*th));
 
@@ -122,18 +128,50 @@ vmb__tpool_run(struct vmb__tpool *p, struct vmb__task *tasks, size_t n,
 		p->head = NULL;
 		p->tail = &p->head;
 		p->queued = 0;
-		pthread_mutex_unlock(&p->lock);
 		return rc;
 	}
 	pthread_cond_broadcast(&p->work);
+	return 0;
+}
+
+int
+vmb__tpool_run(struct vmb__tpool *p, struct vmb__task *tasks, size_t n,
+    void (*self_fn)(void *), void *self_arg)
+{
+	size_t remaining = n;
+	int rc;
+
+	pthread_mutex_lock(&p->lock);
+	rc = tpool_queue(p, tasks, n, &remaining);
 	pthread_mutex_unlock(&p->lock);
+	if (rc)
+		return rc;
 	if (self_fn)
 		self_fn(self_arg);
+	vmb__tpool_wait(p, &remaining);
+	return 0;
+}
+
+int
+vmb__tpool_start(struct vmb__tpool *p, struct vmb__task *task,
+    size_t *remaining)
+{
+	int rc;
+
+	*remaining = 1;
 	pthread_mutex_lock(&p->lock);
-	while (remaining > 0)
+	rc = tpool_queue(p, task, 1, remaining);
+	pthread_mutex_unlock(&p->lock);
+	return rc;
+}
+
+void
+vmb__tpool_wait(struct vmb__tpool *p, size_t *remaining)
+{
+	pthread_mutex_lock(&p->lock);
+	while (*remaining > 0)
 		pthread_cond_wait(&p->done, &p->lock);
 	pthread_mutex_unlock(&p->lock);
-	return 0;
 }
 
 void

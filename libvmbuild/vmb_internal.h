@@ -53,6 +53,13 @@ int vmb__tpool_new(struct vmb__tpool **ret_pool);
  */
 int vmb__tpool_run(struct vmb__tpool *pool, struct vmb__task *tasks,
     size_t n, void (*self_fn)(void *), void *self_arg);
+/*
+ * One task started without waiting; *remaining is 0 once it is done
+ * (vmb__tpool_wait).  -EAGAIN (not started) as vmb__tpool_run.
+ */
+int vmb__tpool_start(struct vmb__tpool *pool, struct vmb__task *task,
+    size_t *remaining);
+void vmb__tpool_wait(struct vmb__tpool *pool, size_t *remaining);
 void vmb__tpool_free(struct vmb__tpool *pool);
 
 void vmb__log(struct vmb_ctx *ctx, const char *fmt, ...)

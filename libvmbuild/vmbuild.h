@@ -1118,6 +1118,14 @@ struct vmb_build_result {
 	 */
 	int	undo_rc;
 	uint32_t leftover_domid;
+	/*
+	 * On success: the domain as the populate's check read it back
+	 * (memory and nodes), in the state the build left it (running, or
+	 * paused with start_paused); cpu_time_ns is that of the check.  A
+	 * caller that shows the new domain needs no list of its own.
+	 */
+	bool	have_domain;
+	struct vmb_domain domain;
 };
 
 struct vmb_build;

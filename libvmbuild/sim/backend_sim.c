@@ -760,13 +760,28 @@ sim_platform(void *priv, uint32_t domid, const struct vmb_platform *p)
 
 	if (!(((struct sim *)priv)->hello.caps & HV_CAP_VCPUS))
 		return 0;
-	rc = sim_vcpu_online(priv, domid, l->nr_vcpus, p->guest->vcpus);
+	/*
+	 * One call per vCPU sets whether it is online and its affinity
+	 * (HV_OP_DOMAIN_VCPU applies all its `set` bits at once); vCPU 0
+	 * first, online: the domain never has none online.
+	 */
+	rc = 0;
 	for (uint32_t v = 0; v < l->nr_vcpus && rc == 0; v++) {
 		const uint64_t *soft = p->soft[p->soft_per_vnode ?
 		    l->vcpu_vnode[v] : 0];
+		struct hv_domain_vcpu req = { .domid = domid, .vcpu = v,
+		    .set = HV_VCPU_SET_ONLINE, .online = v < p->guest->vcpus };
+		struct hv_domain_vcpu_reply rep;
 
-		if (p->hard || soft)
-			rc = sim_vcpu_affinity(priv, domid, v, p->hard, soft);
+		if (p->hard != NULL) {
+			req.set |= HV_VCPU_SET_HARD;
+			memcpy(req.hard, p->hard, sizeof(req.hard));
+		}
+		if (soft != NULL) {
+			req.set |= HV_VCPU_SET_SOFT;
+			memcpy(req.soft, soft, sizeof(req.soft));
+		}
+		rc = sim_vcpu(priv, &req, &rep);
 	}
 	return rc;
 }

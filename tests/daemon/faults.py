@@ -59,6 +59,9 @@ def counted_build(*faults):
 rc, build = counted_build()
 ok(rc == 0 and build.get("populate", 0) >= 1 and
    build.get("domain_create") == 1, "a build's calls, counted: %s" % build)
+# Each vCPU's online state and affinity in one call (2 vCPUs).
+ok(build.get("domain_vcpu") == 2, "one domain_vcpu call per vCPU: %s" %
+   build.get("domain_vcpu"))
 rc, failed = counted_build(("populate", 1))
 ok(rc == 1, "with its first populate failing, vmb-build fails")
 # The undo's calls: what the failing build made beyond its calls up to
