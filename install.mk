@@ -22,7 +22,7 @@ TMPFILESDIR ?= /usr/lib/tmpfiles.d
 BASHCOMPDIR ?= $(DATADIR)/bash-completion/completions
 # Where Debian's python3 and Ansible look without configuration.
 PYTHONDIR ?= $(PREFIX)/lib/python3/dist-packages
-ANSIBLEDIR ?= $(DATADIR)/ansible/plugins/modules
+ANSIBLEDIR ?= $(DATADIR)/ansible/collections/ansible_collections/vmbuild/xen
 
 INSTALL	?= install
 SED_PATHS = sed -e 's|/usr/sbin/vmbuildd|$(SBINDIR)/vmbuildd|g' \
@@ -30,6 +30,9 @@ SED_PATHS = sed -e 's|/usr/sbin/vmbuildd|$(SBINDIR)/vmbuildd|g' \
 		-e 's|"\.\./build/guest/hello\.elf"|"$(PKGLIBDIR)/hello.elf"|'
 
 PY_FILES := $(wildcard clients/python/vmbuild/*.py)
+# The Ansible collection vmbuild.xen, as ansible-galaxy would install it
+# (its tests/ stays in the source tree).
+ANSIBLE_FILES := $(filter-out contrib/ansible/tests/%,$(shell find contrib/ansible -type f -not -name '*.tar.gz'))
 EXAMPLES := $(wildcard configs/*.cfg) systemd/vmbuildd-devices.conf
 PROM_RULES := $(wildcard contrib/prometheus/*.rules.yml)
 
@@ -92,12 +95,15 @@ install-dev: build-all
 	$(INSTALL) -D -m 0644 $(HVCLIENT_LIB) $(DESTDIR)$(LIBDIR)/libhvclient.a
 	$(INSTALL) -D -m 0644 $(B)/vmbuild.pc $(DESTDIR)$(LIBDIR)/pkgconfig/vmbuild.pc
 
-# The Python client (standard library only) and the Ansible module that
-# uses it.  `pip install clients/python` is the other way.
+# The Python client (standard library only) and the Ansible collection
+# that uses it.  `pip install clients/python` and `ansible-galaxy
+# collection install` of a built collection are the other ways.
 install-python:
 	$(INSTALL) -d $(DESTDIR)$(PYTHONDIR)/vmbuild
 	$(INSTALL) -m 0644 $(PY_FILES) $(DESTDIR)$(PYTHONDIR)/vmbuild/
-	$(INSTALL) -D -m 0644 contrib/ansible/library/vmbuild_vm.py $(DESTDIR)$(ANSIBLEDIR)/vmbuild_vm.py
+	for f in $(ANSIBLE_FILES); do \
+		$(INSTALL) -D -m 0644 $$f $(DESTDIR)$(ANSIBLEDIR)/$${f#contrib/ansible/} || exit; \
+	done
 
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/vmbuildd $(DESTDIR)$(SBINDIR)/hvsim \
@@ -110,9 +116,9 @@ uninstall:
 	    $(DESTDIR)$(SYSUSERSDIR)/vmbuild.conf $(DESTDIR)$(TMPFILESDIR)/vmbuild.conf \
 	    $(DESTDIR)$(BASHCOMPDIR)/vmctl
 	rm -rf $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DATADIR)/vmbuild \
-	    $(DESTDIR)$(INCLUDEDIR)/vmbuild $(DESTDIR)$(PYTHONDIR)/vmbuild
+	    $(DESTDIR)$(INCLUDEDIR)/vmbuild $(DESTDIR)$(PYTHONDIR)/vmbuild \
+	    $(DESTDIR)$(ANSIBLEDIR)
 	rm -f $(DESTDIR)$(LIBDIR)/libvmbuild.a $(DESTDIR)$(LIBDIR)/libhvclient.a \
-	    $(DESTDIR)$(LIBDIR)/pkgconfig/vmbuild.pc \
-	    $(DESTDIR)$(ANSIBLEDIR)/vmbuild_vm.py
+	    $(DESTDIR)$(LIBDIR)/pkgconfig/vmbuild.pc
 	rmdir $(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(DOCDIR) 2>/dev/null || true
 	@echo "uninstall: $(SYSCONFDIR)/default/hvsim is configuration and stays"

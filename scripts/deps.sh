@@ -15,14 +15,16 @@ pk[build]="build-essential pkg-config libxen-dev libyajl-dev libevent-dev
 # for the metrics and rules tests, systemd-analyze (systemd) for the unit
 # files, python3 for the protocol tests; tests/ops: the package build
 # (dpkg-dev, debhelper, dh-python) and lintian, man and lexgrog (man-db),
-# bash-completion, ansible-core, pip in a venv (python3-venv,
+# bash-completion, ansible-core and the checkers of ansible-test sanity
+# (python3-voluptuous, pycodestyle, pylint, yamllint), pip in a venv (python3-venv,
 # python3-pip, python3-setuptools, python3-wheel), strace (the units'
 # system call filter); clang with its sanitizer and libFuzzer runtimes
 # for the fuzz targets (their corpora are replayed), ss (iproute2) for
 # the load test, useradd and groupadd (passwd) for the access test.
 pk[check]="libcmocka-dev prometheus systemd procps util-linux python3
 	   dpkg-dev debhelper dh-python lintian man-db bash-completion
-	   ansible-core python3-venv python3-pip python3-setuptools
+	   ansible-core python3-voluptuous pycodestyle pylint yamllint
+	   python3-venv python3-pip python3-setuptools
 	   python3-wheel strace clang-14 libclang-rt-14-dev iproute2 passwd"
 # bench: gnuplot draws bench/results/*.svg (gnuplot-nox: no X11 needed).
 pk[bench]="gnuplot-nox python3"

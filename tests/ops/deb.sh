@@ -77,7 +77,7 @@ contents libvmbuild-dev /usr/include/vmbuild/vmbuild.h \
 	/usr/lib/$ma/libvmbuild.a /usr/lib/$ma/libhvclient.a \
 	/usr/lib/$ma/pkgconfig/vmbuild.pc
 contents python3-vmbuild /usr/lib/python3/dist-packages/vmbuild/client.py \
-	/usr/share/ansible/plugins/modules/vmbuild_vm.py
+	/usr/share/ansible/collections/ansible_collections/vmbuild/xen/plugins/modules/vm.py
 
 mkdir "$tmp/x"
 for d in "$tmp"/vmbuild_*.deb "$tmp"/hvsim_*.deb; do dpkg-deb -x "$d" "$tmp/x"; done

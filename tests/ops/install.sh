@@ -36,7 +36,15 @@ ${p#/}/lib/python3/dist-packages/vmbuild/events.py
 ${p#/}/lib/vmbuild/hello.elf
 ${p#/}/sbin/hvsim
 ${p#/}/sbin/vmbuildd
-${p#/}/share/ansible/plugins/modules/vmbuild_vm.py
+${p#/}/share/ansible/collections/ansible_collections/vmbuild/xen/README.md
+${p#/}/share/ansible/collections/ansible_collections/vmbuild/xen/changelogs/changelog.yaml
+${p#/}/share/ansible/collections/ansible_collections/vmbuild/xen/galaxy.yml
+${p#/}/share/ansible/collections/ansible_collections/vmbuild/xen/meta/runtime.yml
+${p#/}/share/ansible/collections/ansible_collections/vmbuild/xen/playbooks/drain.yml
+${p#/}/share/ansible/collections/ansible_collections/vmbuild/xen/playbooks/tasks/drain_one.yml
+${p#/}/share/ansible/collections/ansible_collections/vmbuild/xen/plugins/module_utils/client.py
+${p#/}/share/ansible/collections/ansible_collections/vmbuild/xen/plugins/modules/vm.py
+${p#/}/share/ansible/collections/ansible_collections/vmbuild/xen/plugins/modules/vm_info.py
 ${p#/}/share/bash-completion/completions/vmctl
 $(for f in configs/*.cfg; do echo "${p#/}/share/doc/vmbuild/examples/${f##*/}"; done)
 ${p#/}/share/doc/vmbuild/examples/vmbuildd-devices.conf
