@@ -67,7 +67,7 @@ contents vmbuild /usr/sbin/vmbuildd /usr/bin/vmctl \
 	/lib/systemd/system/vmbuildd.service /lib/systemd/system/vmbuildd.socket \
 	/usr/lib/sysusers.d/vmbuild.conf /usr/lib/tmpfiles.d/vmbuild.conf \
 	/usr/share/man/man1/vmctl.1.gz /usr/share/man/man8/vmbuildd.8.gz \
-	/usr/share/man/man5/vmbuild.cfg.5.gz \
+	/usr/share/man/man5/vmbuild.cfg.5.gz /usr/share/man/man5/vmbuild-stream.5.gz \
 	/usr/share/bash-completion/completions/vmctl \
 	/usr/lib/vmbuild/hello.elf /usr/share/doc/vmbuild/examples/numa2.cfg \
 	/usr/share/vmbuild/prometheus/vmbuild.rules.yml

@@ -50,6 +50,7 @@ $(for f in configs/*.cfg; do echo "${p#/}/share/doc/vmbuild/examples/${f##*/}"; 
 ${p#/}/share/doc/vmbuild/examples/vmbuildd-devices.conf
 ${p#/}/share/man/man1/vmb-config-check.1
 ${p#/}/share/man/man1/vmctl.1
+${p#/}/share/man/man5/vmbuild-stream.5
 ${p#/}/share/man/man5/vmbuild.cfg.5
 ${p#/}/share/man/man8/hvsim.8
 ${p#/}/share/man/man8/vmbuildd.8
