@@ -482,7 +482,7 @@ build_unprepare(struct build_job *bj)
 }
 
 static int
-start(struct call *call, yajl_gen g, struct vmb_guest *guest,
+build_task_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
     struct image_req *images, const char *config_path, const char *source,
     bool wait, bool paused, struct build_warnings *warnings,
     const char *kind, const struct build_fill *fill)
@@ -583,7 +583,7 @@ build_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
     struct image_req *images, const char *config_path, const char *source,
     bool wait, bool paused, struct build_warnings *warnings)
 {
-	return start(call, g, guest, images, config_path, source, wait,
+	return build_task_start(call, g, guest, images, config_path, source, wait,
 	    paused, warnings, M_VM_CREATE, NULL);
 }
 
@@ -596,7 +596,7 @@ build_restore(struct call *call, yajl_gen g, struct vmb_guest *guest,
 	struct image_req images;
 
 	image_req_init(&images);
-	return start(call, g, guest, &images, NULL, source, wait, paused,
+	return build_task_start(call, g, guest, &images, NULL, source, wait, paused,
 	    &none, M_VM_RESTORE, fill);
 }
 

@@ -534,7 +534,8 @@ mtext_new(struct evbuffer *b)
 	t->len = len;
 	t->gzlen = gzlen;
 	t->crc = crc32(crc32(0, NULL, 0), text, (uInt)len);
-	memcpy(t->text, text, len);
+	if (len > 0)		/* an empty body has no text to copy */
+		memcpy(t->text, text, len);
 	evbuffer_copyout(gz, t->text + len, gzlen);
 out:
 	if (gz != NULL)

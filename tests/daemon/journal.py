@@ -197,7 +197,7 @@ if ns_ok:
            for d in raw),
        "journal: one CODE_FILE per entry")
     ok(b.get("CODE_FILE", "").endswith("daemon/build.c") and
-       b.get("CODE_FUNC") == "build_start" and
+       b.get("CODE_FUNC") == "build_task_start" and
        b.get("CODE_LINE", "").isdigit(),
        "journal: CODE_FILE, CODE_LINE, CODE_FUNC where it was said", b)
     built = [g for g in got if g.get("MESSAGE", "").startswith("j1: domain")]

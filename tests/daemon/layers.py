@@ -23,7 +23,7 @@ import sys
 
 LAYERS = [
     ("main", "main"),
-    ("methods", "methods devices console everyday resize check"),
+    ("methods", "methods devices console everyday resize check save"),
     ("tasks", "build lifecycle reap task events report source reconcile "
               "shutdown images metrics params"),
     ("registry", "vm"),

@@ -14,7 +14,7 @@ __all__ = [
     "NoSuchTask", "ConfigError", "NoMemory", "HypervisorError", "Busy",
     "Cancelled", "VMExists", "Unavailable", "RequestTooLarge",
     "TaskFinished", "BadState", "BadImage", "ImageDescriptors",
-    "GuestTimeout", "NoSuchDevice", "Diagnostic",
+    "GuestTimeout", "NoSuchDevice", "BadStream", "Diagnostic",
     "error_from_reply",
 ]
 
@@ -154,13 +154,16 @@ GuestTimeout = _code("E_TIMEOUT", 1015, "GuestTimeout",
                      "The guest did not do what was asked in time.")
 NoSuchDevice = _code("E_NO_SUCH_DEVICE", 1016, "NoSuchDevice",
                      "The VM has no such disk or network interface.")
+BadStream = _code("E_STREAM", 1017, "BadStream",
+                  "A save stream is truncated, corrupt or not one "
+                  "(data says which record, at which offset).")
 
 _BY_CODE = {cls.code: cls for cls in (
     ParseError, InvalidRequest, MethodNotFound, InvalidParams,
     InternalError, PermissionDenied, NoSuchVM, NoSuchTask, ConfigError,
     NoMemory, HypervisorError, Busy, Cancelled, VMExists, Unavailable,
     RequestTooLarge, TaskFinished, BadState, BadImage, ImageDescriptors,
-    GuestTimeout, NoSuchDevice)}
+    GuestTimeout, NoSuchDevice, BadStream)}
 
 
 def error_from_reply(error, method=None, task=None):
