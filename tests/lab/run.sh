@@ -403,6 +403,7 @@ q0=${EPOCHREALTIME/./}
 timeout --kill-after=5 "$LAB_TIMEOUT" qemu-system-x86_64 -accel tcg,thread=multi \
     -cpu "$LAB_CPU" -m "$LAB_MEM" -smp "$LAB_SMP" -nographic -no-reboot \
     -monitor none -serial stdio $numa $LAB_QEMU_EXTRA \
+    -d cpu_reset,guest_errors -D "$LAB_DIR/qemu-debug.log" \
     -kernel "$xen" -append "$xen_cmdline" \
     -initrd "$kernel console=hvc0 $LAB_DOM0_EXTRA,$LAB_DIR/dom0-initrd.gz" </dev/null 2>&1 |
 while IFS= read -r line; do
@@ -412,6 +413,15 @@ while IFS= read -r line; do
 done > "$CONSOLE"
 qrc=${PIPESTATUS[0]}
 qsecs=$(( (${EPOCHREALTIME/./} - q0) / 1000000 ))
+# What QEMU itself saw go wrong (-d cpu_reset,guest_errors): a triple
+# fault ends a -no-reboot run with exit 0 and not a word on the console
+# (seen once during vmctl net-attach).  Its register dumps stay in the
+# file; the reasons are said here.
+if grep -qaE 'Triple fault|check_exception|invalid|unimplemented' "$LAB_DIR/qemu-debug.log" 2>/dev/null; then
+	log "qemu's own log ($LAB_DIR/qemu-debug.log) says:"
+	grep -aE 'Triple fault|check_exception|invalid|unimplemented' "$LAB_DIR/qemu-debug.log" |
+	    sort | uniq -c | sort -rn | head -n 20 | sed 's/^/  qemu| /'
+fi
 
 # ------------------------------------------------------------- judge
 "$here/judge.sh" "$CONSOLE" "$qrc" "$qsecs" | tee "$LAB_DIR/summary.txt"
