@@ -478,3 +478,16 @@ vmb_guest_memory_write(struct vmb_ctx *ctx, uint32_t domid, uint64_t gpa,
 		return -EOPNOTSUPP;
 	return ctx->ops->write(ctx->priv, domid, gpa, buf, len);
 }
+
+int
+vmb_guest_dirty_log(struct vmb_ctx *ctx, uint32_t domid, unsigned op,
+    uint64_t gfn, uint32_t nr, uint64_t *bits, uint64_t *ret_dirty,
+    uint64_t *ret_end)
+{
+	if (!ctx || op > VMB_DIRTY_PEEK)
+		return -EINVAL;
+	if (!ctx->ops->dirty_log)
+		return -EOPNOTSUPP;
+	return ctx->ops->dirty_log(ctx->priv, domid, op, gfn, nr, bits,
+	    ret_dirty, ret_end);
+}

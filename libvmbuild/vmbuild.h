@@ -1160,6 +1160,25 @@ int vmb_guest_memory_read(struct vmb_ctx *ctx, uint32_t domid, uint64_t gpa,
 int vmb_guest_memory_write(struct vmb_ctx *ctx, uint32_t domid, uint64_t gpa,
     const void *buf, size_t len);
 
+/*
+ * Log-dirty: which pages of a domain were written since the log was last
+ * cleaned (a live migration's pre-copy rounds).  ENABLE starts it over
+ * the memory populated now, every bit clear; DISABLE stops it; CLEAN
+ * and PEEK copy `nr` bits (a multiple of 64, at most VMB_DIRTY_MAX_BITS)
+ * from `gfn` (a multiple of 64) into `bits`, CLEAN clearing them.
+ * *ret_dirty: bits set among those; *ret_end: the log covers
+ * [0, *ret_end) (either may be NULL).  -EOPNOTSUPP where the backend
+ * has no log (phantom memory), -ENOENT for CLEAN or PEEK with it off.
+ */
+#define VMB_DIRTY_DISABLE	0u
+#define VMB_DIRTY_ENABLE	1u
+#define VMB_DIRTY_CLEAN		2u
+#define VMB_DIRTY_PEEK		3u
+#define VMB_DIRTY_MAX_BITS	(1u << 22)
+int vmb_guest_dirty_log(struct vmb_ctx *ctx, uint32_t domid, unsigned op,
+    uint64_t gfn, uint32_t nr, uint64_t *bits, uint64_t *ret_dirty,
+    uint64_t *ret_end);
+
 #define VMB_STREAM_MAGIC	"\x89VMB\r\n\x1a\n"
 #define VMB_STREAM_VERSION	1
 #define VMB_STREAM_HDR		24	/* magic, version, flags, reserved */
