@@ -23,6 +23,7 @@
 #include "vmctl.h"
 
 #define CHILD_WAIT_S	60	/* for the ssh child to go, once done */
+#define QUERY_WAIT_S	300	/* for a receiver's build to end */
 
 /* `s` single-quoted for /bin/sh into buf; false when it does not fit. */
 static bool
@@ -51,12 +52,12 @@ sh_quote(char *buf, size_t cap, const char *s)
 }
 
 /*
- * Start `CMD HOST vmctl migrate-receive [--socket S]` with its stdin
- * and stdout on pipes: *send writes to it, *recv reads from it.
+ * Start `CMD HOST vmctl [--socket S] migrate-receive EXTRA` with its
+ * stdin and stdout on pipes: *send writes to it, *recv reads from it.
  */
 static int
 spawn_receiver(const char *cmd, const char *host, const char *remote_sock,
-    int *send, int *recv, pid_t *ret_pid)
+    const char *extra, int *send, int *recv, pid_t *ret_pid)
 {
 	char qhost[512], qsock[1100] = "", rune[2048];
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 };
@@ -64,8 +65,8 @@ spawn_receiver(const char *cmd, const char *host, const char *remote_sock,
 
 	if (!sh_quote(qhost, sizeof(qhost), host) || (remote_sock &&
 	    !sh_quote(qsock, sizeof(qsock), remote_sock)) ||
-	    snprintf(rune, sizeof(rune), "exec %s %s vmctl migrate-receive%s%s",
-	    cmd, qhost, remote_sock ? " --socket " : "", qsock) >=
+	    snprintf(rune, sizeof(rune), "exec %s %s vmctl%s%s migrate-receive%s",
+	    cmd, qhost, remote_sock ? " --socket " : "", qsock, extra) >=
 	    (int)sizeof(rune)) {
 		vmctl_warnx("migrate: the ssh command line is too long");
 		return -1;
@@ -141,6 +142,110 @@ print_migrated(struct vmctl *ctl, yajl_val task, double secs)
 	printf("migrated VM %s in %.2f s\n", name, secs);
 	printf("vmbuild-migrate: downtime_ms=%.0f total_s=%.2f pages=%.0f "
 	    "rounds=%.0f\n", down, total, pages, rounds);
+}
+
+/*
+ * The last vm.migrate_send task on c, if it failed with the outcome
+ * unknown (E_MIGRATE_DOUBT): its VM's name and uuid.
+ */
+static bool
+in_doubt(struct vmc_client *c, char *name, size_t nlen, char *uuid,
+    size_t ulen)
+{
+	struct vmc_error err = { 0 };
+	yajl_val res = NULL, tasks, t = NULL;
+	const char *ep[] = { "error", NULL };
+	double code = 0;
+	char kind[64];
+	yajl_gen g;
+
+	g = vmc_request(c, M_TASK_LIST);
+	if (vmc_call(c, g, &res, &err) == 0 &&
+	    (tasks = jget(res, "tasks")) != NULL && YAJL_IS_ARRAY(tasks)) {
+		for (size_t i = 0; i < tasks->u.array.len; i++) {
+			yajl_val x = tasks->u.array.values[i];
+
+			if (jtext(x, "kind", kind, sizeof(kind)) &&
+			    !strcmp(kind, M_VM_MIGRATE_SEND))
+				t = x;
+		}
+	}
+	if (t != NULL && jnum(yajl_tree_get(t, ep, yajl_t_object), "code",
+	    &code) && code == E_MIGRATE_DOUBT) {
+		jtext(t, "vm", name, nlen);
+		jtext(t, "uuid", uuid, ulen);
+	}
+	vmc_error_done(&err);
+	yajl_tree_free(res);
+	return code == E_MIGRATE_DOUBT;
+}
+
+/* A call naming vm, answered when done: 0 or the exit code. */
+static int
+vm_call(struct vmctl *ctl, struct vmc_client *c, const char *method,
+    const char *vm)
+{
+	struct vmc_error err = { 0 };
+	yajl_val res = NULL;
+	yajl_gen g;
+	int rc;
+
+	g = vmc_request(c, method);
+	if (g) {
+		jg_kv_str(g, P_VM, vm);
+		jg_kv_bool(g, P_WAIT, true);
+	}
+	rc = vmc_call(c, g, &res, &err);
+	rc = rc == 0 ? VMCTL_EXIT_OK : vmc_report(ctl, "migrate", rc, &err);
+	vmc_error_done(&err);
+	yajl_tree_free(res);
+	return rc;
+}
+
+/*
+ * The receiver's answer was lost after the whole stream went: ask it
+ * (migrate-receive --query, over a new connection) whether it runs
+ * the guest, then destroy the guest here or unpause it.
+ */
+static int
+resolve(struct vmctl *ctl, struct vmc_client *c, const char *ssh,
+    const char *host, const char *remote, int rc)
+{
+	char name[128] = "", uuid[64] = "", extra[300], line[200] = "";
+	int in = -1, out = -1;
+	pid_t pid = -1;
+	FILE *f;
+
+	if (!in_doubt(c, name, sizeof(name), uuid, sizeof(uuid)))
+		return rc;
+	snprintf(extra, sizeof(extra), " --query %s", name);
+	if (spawn_receiver(ssh, host, remote, extra, &in, &out, &pid) < 0)
+		return rc;
+	close(in);
+	f = fdopen(out, "r");
+	if (f == NULL || fgets(line, sizeof(line), f) == NULL)
+		line[0] = '\0';
+	if (f != NULL)
+		fclose(f);
+	else
+		close(out);
+	reap_receiver(pid);
+	if (!strncmp(line, "present ", 8) && !strncmp(line + 8, uuid,
+	    strlen(uuid)) && strlen(uuid) > 0) {
+		vmctl_warnx("migrate: %s answered that it runs %s: it is "
+		    "destroyed here", host, name);
+		return vm_call(ctl, c, M_VM_DESTROY, name);
+	}
+	if (!strncmp(line, "absent", 6)) {
+		vmctl_warnx("migrate: %s does not have %s: it is unpaused "
+		    "here", host, name);
+		(void)vm_call(ctl, c, M_VM_UNPAUSE, name);
+		return rc;
+	}
+	vmctl_warnx("migrate: %s could not be asked about %s: it stays "
+	    "paused here; if %s does not run it, vmctl unpause %s", host,
+	    name, host, name);
+	return rc;
 }
 
 /* vm.migrate_send with the two pipes; the task followed. */
@@ -223,12 +328,17 @@ cmd_migrate(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 		goto out;
 	if ((rc = vmctl_subscribe_tasks(ctl, c, "migrate")) != VMCTL_EXIT_OK)
 		goto out;
-	if (spawn_receiver(ssh, argv[optind + 1], remote, &fds[0], &fds[1],
-	    &pid) < 0) {
+	if (spawn_receiver(ssh, argv[optind + 1], remote, "", &fds[0],
+	    &fds[1], &pid) < 0) {
 		rc = VMCTL_EXIT_ERROR;
 		goto out;
 	}
 	rc = send_task(ctl, c, argv[optind], live, rounds, fds);
+	if (rc != VMCTL_EXIT_OK && pid > 0) {
+		reap_receiver(pid);
+		pid = -1;
+		rc = resolve(ctl, c, ssh, argv[optind + 1], remote, rc);
+	}
 out:
 	for (int i = 0; i < 2; i++)
 		if (fds[i] >= 0)
@@ -251,11 +361,54 @@ print_received(struct vmctl *ctl, yajl_val task, double secs)
 	    name, secs);
 }
 
+/*
+ * --query NAME: once no build of it is under way, is the guest here?
+ * "present UUID" or "absent" on stdout (what vmctl migrate reads).
+ */
+static int
+query(struct vmctl *ctl, const char *name)
+{
+	struct timespec ts = { 0, 100 * 1000 * 1000 };
+	struct vmc_client *c = NULL;
+	char u[64] = "", state[32] = "building";
+	bool absent = false;
+	int rc;
+
+	if ((rc = vmc_open(ctl, &c)) != VMCTL_EXIT_OK)
+		return rc;
+	for (int i = 0; i < QUERY_WAIT_S * 10; i++) {
+		struct vmc_error err = { 0 };
+		yajl_val res = NULL;
+		yajl_gen g = vmc_request(c, M_VM_INFO);
+
+		if (g)
+			jg_kv_str(g, P_VM, name);
+		rc = vmc_call(c, g, &res, &err);
+		if (rc == 0 && (!jtext(res, "uuid", u, sizeof(u)) ||
+		    !jtext(res, "state", state, sizeof(state))))
+			rc = -EPROTO;
+		absent = rc == VMC_RPC_ERROR && err.code == E_NO_SUCH_VM;
+		vmc_error_done(&err);
+		yajl_tree_free(res);
+		if (absent || rc != 0 || strcmp(state, "building") != 0)
+			break;
+		nanosleep(&ts, NULL);
+	}
+	vmc_close(c);
+	if (absent || (rc == 0 && strcmp(state, "building") != 0)) {
+		printf(absent ? "absent\n" : "present %s\n", u);
+		return VMCTL_EXIT_OK;
+	}
+	vmctl_warnx("migrate-receive: cannot tell whether %s is here", name);
+	return VMCTL_EXIT_ERROR;
+}
+
 int
 cmd_migrate_receive(struct vmctl *ctl, const struct vmctl_cmd *cmd,
     int argc, char **argv)
 {
 	static const struct option opts[] = {
+		{ "query", required_argument, NULL, 'q' },
 		VMCTL_COMMON_OPTS,
 		{ NULL, 0, NULL, 0 },
 	};
@@ -263,14 +416,20 @@ cmd_migrate_receive(struct vmctl *ctl, const struct vmctl_cmd *cmd,
 	struct vmc_error err = { 0 };
 	yajl_val res = NULL;
 	int ch, rc, fds[2] = { 0, -1 };
+	const char *qname = NULL;
 	double tid;
 	yajl_gen g;
 
-	while ((ch = getopt_long(argc, argv, "jh", opts, NULL)) != -1)
-		if ((rc = vmctl_opt_common(ctl, cmd, ch)) >= 0)
+	while ((ch = getopt_long(argc, argv, "jhq:", opts, NULL)) != -1) {
+		if (ch == 'q')
+			qname = optarg;
+		else if ((rc = vmctl_opt_common(ctl, cmd, ch)) >= 0)
 			return rc;
+	}
 	if ((rc = vmctl_operands(cmd, argc, argv, 0)) >= 0)
 		return rc;
+	if (qname != NULL)
+		return query(ctl, qname);
 	/* The answers go on our stdout; anything we print, on stderr. */
 	fds[1] = fcntl(1, F_DUPFD_CLOEXEC, 3);
 	if (fds[1] < 0 || dup2(2, 1) < 0) {

@@ -249,10 +249,15 @@ const struct vmctl_cmd vmctl_cmds[] = {
 	  "paused and its last state sent, HOST records and unpauses it and\n"
 	  "says done; only then is the domain here destroyed.  Any failure\n"
 	  "before that (connection lost, HOST's daemon gone, vmctl cancel\n"
-	  "TASK) leaves the guest running here and nothing on HOST.  Prints\n"
+	  "TASK) leaves the guest running here and nothing on HOST; if the\n"
+	  "connection goes after the whole stream went, vmctl asks HOST\n"
+	  "(migrate-receive --query) and keeps the guest where it runs.\n"
+	  "Prints\n"
 	  "vmbuild-migrate: downtime_ms=N total_s=N pages=N rounds=N.\n" },
-	{ "migrate-receive", cmd_migrate_receive, "",
+	{ "migrate-receive", cmd_migrate_receive, "[--query VM]",
 	  "the receiving end of vmctl migrate (run by it over ssh)",
+	  "  --query VM      once no build of it is under way, say whether\n"
+	  "                  VM is here: \"present UUID\" or \"absent\"\n"
 	  "Reads a migration stream on stdin and answers on stdout, both\n"
 	  "passed to the daemon (vm.restore, incoming); messages go to\n"
 	  "stderr.  Not for interactive use.\n" },

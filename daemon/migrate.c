@@ -14,11 +14,15 @@
  *                          <----    DONE
  *   domain destroyed, record removed
  *
- * Until DONE arrives the guest is the sender's: any failure (a FAILED
- * answer, the connection gone, a cancel) unpauses it here, and the
- * receiver, whose stream ended short, destroys what it built.  A
- * receiver that cannot send DONE destroys its domain too (save.c:
- * restore_finish).
+ * The receiver decides: with the whole stream (its end record) it
+ * keeps the guest, without it destroys what it built.  Until the end
+ * record is sent, any failure (a FAILED answer, the connection gone, a
+ * cancel) unpauses the guest here.  Once it is sent, a FAILED answer
+ * still does; but a connection lost before DONE or FAILED came leaves
+ * the outcome unknown here: the guest stays paused (it may run there
+ * now) and the task fails with E_MIGRATE_DOUBT, which vmctl migrate
+ * resolves by asking the receiver (vmctl migrate-receive --query), then
+ * destroying the guest here or unpausing it.
  *
  * A live migration enables log-dirty, sends all memory while the guest
  * runs (round 1), then the pages written since, round after round,
@@ -84,6 +88,8 @@ struct mig_job {
 	const char	*stage;		/* where it failed */
 	bool		memory;		/* the bytes travelled */
 	bool		committed;	/* DONE came: the guest is there */
+	bool		sent_end;	/* the receiver may have it all */
+	bool		doubt;		/* no answer after the end: unknown */
 	uint32_t	rounds;
 	uint64_t	bytes, pages;
 	double		t_start, t_pause, t_done;
@@ -356,11 +362,14 @@ mig_stream(struct mig_job *mj, struct vmb_stream_out *o, uint8_t *buf,
 	if (rc < 0)
 		return rc;
 	mj->stage = "commit";
+	mj->sent_end = true;
 	rc = mig_wait(mj, VMB_STATUS_DONE, "done");
 	if (rc == 0) {
 		mj->t_done = now_mono();
 		mj->committed = true;
 	}
+	/* Not a FAILED answer: the receiver may have it running. */
+	mj->doubt = rc < 0 && strncmp(mj->why, "the receiver failed", 19);
 	return rc;
 }
 
@@ -400,6 +409,11 @@ mig_run(struct job *job)
 			    "could not be removed: %s", mj->name, mj->domid,
 			    strerror(-rc));
 		rc = 0;
+	} else if (mj->doubt) {
+		log_vm(LOG_WARNING, mj->name, mj->domid, mj->task->id, "%s: no "
+		    "answer after the whole stream went: it may run on the "
+		    "receiver; domain %u stays paused here", mj->name,
+		    mj->domid);
 	} else if (paused && vmb_domain_unpause(vmbd.ctx, mj->domid) < 0) {
 		log_vm(LOG_ERR, mj->name, mj->domid, mj->task->id, "migration "
 		    "failed and domain %u could not be unpaused", mj->domid);
@@ -447,17 +461,20 @@ mig_reply(struct mig_job *mj, const struct task_migration *m)
 static void
 mig_failed(struct mig_job *mj, struct vm *vm)
 {
-	int code = mj->rc == -ECANCELED ? E_CANCELLED : E_MIGRATE;
+	int code = mj->doubt ? E_MIGRATE_DOUBT : mj->rc == -ECANCELED ?
+	    E_CANCELLED : E_MIGRATE;
 	struct task *t = mj->task;
 	char msg[600];
 
-	snprintf(msg, sizeof(msg), "migration of %s %s in its %s: %s; the "
-	    "guest goes on here", mj->name, mj->rc == -ECANCELED ?
-	    "cancelled" : "failed", mj->stage ? mj->stage : "start", mj->why);
+	snprintf(msg, sizeof(msg), "migration of %s %s in its %s: %s; %s",
+	    mj->name, mj->rc == -ECANCELED ? "cancelled" : "failed",
+	    mj->stage ? mj->stage : "start", mj->why, mj->doubt ? "the "
+	    "receiver may run it: it stays paused here until the receiver "
+	    "is asked (vmctl migrate does)" : "the guest goes on here");
 	log_vm(mj->rc == -ECANCELED ? LOG_NOTICE : LOG_WARNING, mj->name,
 	    mj->domid, t->id, "%s", msg);
-	task_finish(t, mj->rc == -ECANCELED ? TASK_CANCELLED : TASK_FAILED,
-	    code, -mj->rc, msg);
+	task_finish(t, mj->rc == -ECANCELED && !mj->doubt ? TASK_CANCELLED :
+	    TASK_FAILED, code, -mj->rc, msg);
 	if (vm != NULL)
 		vm_announce(vm, NULL, NULL, NULL);
 	if (mj->call != NULL) {

@@ -229,6 +229,7 @@
 #define E_NO_SUCH_DEVICE	1016	/* detach of a disk or vif the VM lacks */
 #define E_STREAM		1017	/* a save stream is truncated, corrupt or not one */
 #define E_MIGRATE		1018	/* a migration failed: the guest stays here */
+#define E_MIGRATE_DOUBT		1019	/* the receiver's answer was lost: paused here */
 
 /* vmctl exit codes. */
 #define VMCTL_EXIT_OK		0

@@ -656,6 +656,11 @@ restore_fill(void *user, uint32_t domid, char *why, size_t why_len)
 		return rc;
 	}
 	while ((rc = vmb_stream_next(&rs->in, &r)) > 0) {
+		/* A migration's sender waits for DONE: no EOF comes. */
+		if (r.type == VMB_REC_END && rs->incoming) {
+			rc = 0;
+			break;
+		}
 		if (r.type != VMB_REC_MEMORY)
 			continue;	/* the end, or an optional record */
 		if (!restore_in_ram(rs, r.gfn, r.count)) {
