@@ -348,9 +348,9 @@ class Client:
             return r
         return self.wait_task(r["task"], progress, timeout)
 
-    def vm_migrate(self, vm, host, live=False, ssh_command="ssh",
-                   remote_socket=None, max_rounds=None, wait=True,
-                   progress=None, timeout=None):
+    def vm_migrate_send(self, vm, host, live=False, ssh_command="ssh",
+                        remote_socket=None, max_rounds=None, wait=True,
+                        progress=None, timeout=None):
         """Migrate VM `vm` to `host` as vmctl migrate does: run
         `ssh_command host vmctl [--socket S] migrate-receive` (through
         /bin/sh) and pass its stdin and stdout to the daemon
@@ -390,8 +390,8 @@ class Client:
         finally:
             child.wait()
 
-    def vm_migrate_receive(self, infd=0, outfd=1, wait=True, progress=None,
-                           timeout=None):
+    def migrate_receive(self, infd=0, outfd=1, wait=True, progress=None,
+                        timeout=None):
         """The receiving end (vmctl migrate-receive): the stream read
         from `infd`, the answers written to `outfd`, both passed to the
         daemon (vm.restore, incoming).  Nothing else may write to
