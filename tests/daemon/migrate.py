@@ -16,6 +16,7 @@ daemon killed mid-stream and a cancel all leave the guest running on
 the source only, and no domain on the target; the read-only socket may
 not migrate.  After every case the guest exists exactly once.
 """
+import errno
 import os
 import re
 import signal
@@ -132,6 +133,43 @@ ok("result" in r, "vm.create mg1 (128 MiB) on a", r)
 info = ca.result("vm.info", {"vm": "mg1"})
 uuid = info["uuid"]
 ok(write_at(a, info["id"], PAT_AT), "a pattern written into its memory")
+
+# hvsim's log-dirty, what the live rounds read (HV_OP_DIRTY_LOG).
+def dirty_log(h, domid, op, gfn=0, nr=0):
+    hv = Hv(h.hv_sock)
+    try:
+        st, rep = hv.call(HV_OPS["dirty_log"],
+                          struct.pack("<IIQII", domid, op, gfn, nr, 0))
+    finally:
+        hv.close()
+    if st != 0:
+        return st, None, None, b""
+    dirty, end, n = struct.unpack_from("<QQI", rep)
+    return st, dirty, end, rep[24:24 + n // 8]
+
+
+dom = info["id"]
+st, _, _, _ = dirty_log(a, dom, 2, 0, 64)
+ok(st == -errno.ENOENT, "log-dirty: CLEAN before ENABLE is -ENOENT", st)
+st, _, end, _ = dirty_log(a, dom, 1)
+ok(st == 0 and end == 128 * MIB // 4096, "log-dirty: ENABLE over the "
+   "populated memory", (st, end))
+ok(write_at(a, dom, [0x2000 * 4096 + 10], 4096 + 1),
+   "log-dirty: 4097 bytes written at gfn 0x2000 + 10 bytes")
+st, dirty, _, bits = dirty_log(a, dom, 3, 0x2000, 64)
+ok(st == 0 and dirty == 2 and bits[0] == 0x3 and not any(bits[1:]),
+   "log-dirty: PEEK shows the two pages written", (st, dirty, bits))
+st, dirty, _, _ = dirty_log(a, dom, 2, 0x2000, 64)
+st2, dirty2, _, _ = dirty_log(a, dom, 3, 0x2000, 64)
+ok(st == 0 and dirty == 2 and st2 == 0 and dirty2 == 0,
+   "log-dirty: CLEAN returns them and clears them", (dirty, dirty2))
+st, _, _, _ = dirty_log(a, dom, 2, 3, 64)
+ok(st == -errno.EINVAL, "log-dirty: an unaligned window is -EINVAL", st)
+st, _, _, _ = dirty_log(a, dom, 0)
+ok(st == 0 and dirty_log(a, dom, 3, 0, 64)[0] == -errno.ENOENT,
+   "log-dirty: DISABLE stops it")
+ok(write_at(a, dom, PAT_AT), "the pattern written again")
+
 rc, out, err = migrate(a, b, "mg1")
 ok(rc == 0 and "migrated VM mg1" in out, "vmctl migrate mg1 target", out + err)
 m = re.search(r"vmbuild-migrate: downtime_ms=(\d+) total_s=\S+ pages=(\d+) "
