@@ -13,7 +13,7 @@ VMCTL_FROM_LIB := libvmbuild/editdist.c
 VMCTL_SRCS := cli/main.c cli/commands.c cli/client.c cli/json.c cli/fmt.c \
 	      cli/progress.c cli/cmd_vm.c cli/cmd_host.c cli/cmd_watch.c \
 	      cli/cmd_life.c cli/cmd_dev.c cli/cmd_everyday.c cli/cmd_resize.c \
-	      cli/cmd_check.c cli/cmd_save.c \
+	      cli/cmd_check.c cli/cmd_save.c cli/cmd_migrate.c \
 	      $(VMCTL_FROM_DAEMON) $(VMCTL_FROM_LIB)
 VMCTL_OBJS := $(VMCTL_SRCS:%.c=$(OBJ)/%.o)
 

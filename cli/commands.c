@@ -232,6 +232,35 @@ const struct vmctl_cmd vmctl_cmds[] = {
 	  "memory back and unpauses it: same name, uuid and devices.  A\n"
 	  "truncated or corrupt FILE is refused naming the record and its\n"
 	  "offset; a restore that fails or is cancelled leaves no domain.\n" },
+	{ "migrate", cmd_migrate, "[--live] [--ssh-command CMD] VM HOST",
+	  "move a running VM to another host (as xl migrate)",
+	  "  --live, -l      pre-copy: memory is sent while the guest runs,\n"
+	  "                  then what it wrote since, round after round\n"
+	  "  --ssh-command CMD, -s CMD\n"
+	  "                  run CMD HOST vmctl migrate-receive (default ssh;\n"
+	  "                  run by /bin/sh, so CMD may carry options)\n"
+	  "  --remote-socket PATH, -r PATH\n"
+	  "                  the daemon's socket on HOST\n"
+	  "  --max-rounds N  live rounds at most before the guest is paused\n"
+	  OPT_JSON
+	  "The stream (vmbuild-stream(5)) flows over ssh's stdin and stdout;\n"
+	  "nothing listens on the network.  HOST places the guest and says\n"
+	  "it is ready (a host without room refuses here), the guest is\n"
+	  "paused and its last state sent, HOST records and unpauses it and\n"
+	  "says done; only then is the domain here destroyed.  Any failure\n"
+	  "before that (connection lost, HOST's daemon gone, vmctl cancel\n"
+	  "TASK) leaves the guest running here and nothing on HOST; if the\n"
+	  "connection goes after the whole stream went, vmctl asks HOST\n"
+	  "(migrate-receive --query) and keeps the guest where it runs.\n"
+	  "Prints\n"
+	  "vmbuild-migrate: downtime_ms=N total_s=N pages=N rounds=N.\n" },
+	{ "migrate-receive", cmd_migrate_receive, "[--query VM]",
+	  "the receiving end of vmctl migrate (run by it over ssh)",
+	  "  --query VM      once no build of it is under way, say whether\n"
+	  "                  VM is here: \"present UUID\" or \"absent\"\n"
+	  "Reads a migration stream on stdin and answers on stdout, both\n"
+	  "passed to the daemon (vm.restore, incoming); messages go to\n"
+	  "stderr.  Not for interactive use.\n" },
 	{ "cancel", cmd_cancel, "TASK",
 	  "cancel a running task (a build): it undoes what it did",
 	  OPT_JSON

@@ -268,6 +268,11 @@ int cmd_save(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
     char **argv);
 int cmd_restore(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
     char **argv);
+/* cmd_migrate.c: migrate, migrate-receive. */
+int cmd_migrate(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
+    char **argv);
+int cmd_migrate_receive(struct vmctl *ctl, const struct vmctl_cmd *cmd,
+    int argc, char **argv);
 /* cmd_vm.c: P_VM, a domain id when VM is all digits, else a name. */
 void gen_vm_ref(yajl_gen g, const char *vm);
 /* cmd_life.c: shutdown, reboot, console; create -c attaches with it. */

@@ -48,7 +48,8 @@ struct build_job {
 	struct build_fill fill;		/* a restore's (save.c); fill NULL */
 	/* Results, written by the build thread. */
 	int		rc;
-	const char	*failed_in;	/* "state", "image", or NULL: the build */
+	/* "state", "image", "finish" (fill.finish), or NULL: the build */
+	const char	*failed_in;
 	char		why[256];	/* of an "image" failure */
 	struct vmb_build_result result;
 	struct vmb_domain dom;
@@ -154,10 +155,43 @@ build_pin(struct build_job *bj)
 	bj->rec.npins = n;
 }
 
+/*
+ * Destroy a built domain that cannot stay (unrecorded, or a migration
+ * that failed at its very end) and its record; one that will not go
+ * keeps its "building" record for reap.c.
+ */
 static void
-build_run(struct job *job)
+build_undo_built(struct build_job *bj)
 {
-	struct build_job *bj = (struct build_job *)job;
+	int drc = vmb_domain_destroy(B.cfg.ctx, bj->result.domid);
+
+	if (drc == 0 || drc == -ESRCH) {
+		(void)state_remove(bj->rec.uuid);
+	} else {
+		bj->result.undo_rc = drc;
+		bj->result.leftover_domid = bj->result.domid;
+	}
+}
+
+/* A restore's source hears why its build failed (fill.failed). */
+static void
+build_tell_failed(struct build_job *bj)
+{
+	const char *why = bj->why;
+
+	if (bj->fill.failed == NULL || bj->rc == 0)
+		return;
+	if (bj->failed_in == NULL)
+		why = bj->result.error[0] ? bj->result.error :
+		    strerror(-bj->rc);
+	else if (!strcmp(bj->failed_in, "state"))
+		why = "cannot write its state record";
+	bj->fill.failed(bj->fill.user, bj->rc, why);
+}
+
+static void
+build_steps(struct build_job *bj)
+{
 	int rc;
 
 	/* Images under --image-dir are opened here, off the loop. */
@@ -204,18 +238,21 @@ build_run(struct job *job)
 		 * Unrecorded, the domain would be taken for a half-built one
 		 * at the next start: undo it now rather than later.
 		 */
-		int drc = vmb_domain_destroy(B.cfg.ctx, bj->result.domid);
-
-		if (drc == 0 || drc == -ESRCH) {
-			(void)state_remove(bj->rec.uuid);
-		} else {
-			/* The "building" record stays: reap.c goes on. */
-			bj->result.undo_rc = drc;
-			bj->result.leftover_domid = bj->result.domid;
-		}
+		build_undo_built(bj);
 		bj->rc = rc;
 		bj->failed_in = "state";
 		return;
+	}
+	/* An incoming migration: unpaused, and the sender told (save.c). */
+	if (bj->fill.finish != NULL) {
+		rc = bj->fill.finish(bj->fill.user, bj->result.domid, bj->why,
+		    sizeof(bj->why));
+		if (rc < 0) {
+			build_undo_built(bj);
+			bj->rc = rc;
+			bj->failed_in = "finish";
+			return;
+		}
 	}
 	/*
 	 * Only for display: vm_built() takes the domid from the result.
@@ -226,6 +263,15 @@ build_run(struct job *job)
 	if (bj->have_dom)
 		bj->dom = bj->result.domain;
 	bj->rc = 0;
+}
+
+static void
+build_run(struct job *job)
+{
+	struct build_job *bj = (struct build_job *)job;
+
+	build_steps(bj);
+	build_tell_failed(bj);
 }
 
 static void
@@ -345,6 +391,11 @@ build_done(struct job *job)
 		if (bj->failed_in != NULL && image)
 			snprintf(msg, sizeof(msg), "build of %s failed in "
 			    "phase %s: %s", t->vm, phase, bj->why);
+		else if (bj->failed_in != NULL &&
+		    !strcmp(bj->failed_in, "finish"))
+			snprintf(msg, sizeof(msg), "migration of %s failed at "
+			    "its end: %s; its domain here is destroyed",
+			    t->vm, bj->why);
 		else if (bj->failed_in != NULL)
 			snprintf(msg, sizeof(msg), "cannot write the state "
 			    "record of %s: %s", t->vm, strerror(-bj->rc));

@@ -83,6 +83,14 @@ struct build_fill {
 	int	(*fill)(void *user, uint32_t domid, char *why, size_t len);
 	void	(*drop)(void *user);
 	void	(*bind)(void *user, struct vmb_build *build, void *task);
+	/*
+	 * Optional, on the build thread: once the built domain is
+	 * recorded (an incoming migration unpauses it and tells the
+	 * sender; a failure destroys it), and when the build failed
+	 * (`why` says why).
+	 */
+	int	(*finish)(void *user, uint32_t domid, char *why, size_t len);
+	void	(*failed)(void *user, int rc, const char *why);
 	void	*user;
 };
 int build_restore(struct call *call, yajl_gen g, struct vmb_guest *guest,

@@ -31,6 +31,7 @@
 #include "report.h"
 #include "source.h"
 #include "rpc.h"
+#include "migrate.h"
 #include "save.h"
 #include "shutdown.h"
 #include "state.h"
@@ -721,6 +722,7 @@ static const struct method methods[] = {
 	/* Save and restore (save.c). */
 	{ M_VM_SAVE,		m_vm_save,		true },
 	{ M_VM_RESTORE,		m_vm_restore,		true },
+	{ M_VM_MIGRATE_SEND,	m_vm_migrate_send,	true },
 	/* config.check: a dry run, changes nothing (check.c) */
 	{ M_CONFIG_CHECK,	m_config_check,		false },
 };

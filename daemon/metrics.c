@@ -59,6 +59,12 @@ static const double create_buckets[] = {
 };
 #define NBUCKETS	(sizeof(create_buckets) / sizeof(create_buckets[0]))
 
+/* Upper bounds of the migration-downtime histogram, in seconds. */
+static const double downtime_buckets[] = {
+	0.001, 0.005, 0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30,
+};
+#define NDOWNTIME	(sizeof(downtime_buckets) / sizeof(downtime_buckets[0]))
+
 /*
  * Series rendered once and shared by the replies that send them (the
  * per-VM ones, the snapshot's), and the same compressed on their own
@@ -116,6 +122,10 @@ static struct {
 	uint64_t	builds[3];	/* done, failed, cancelled */
 	uint64_t	saves[3], restores[3];	/* the same */
 	uint64_t	save_bytes, restore_bytes;
+	uint64_t	migrations[3];	/* sent: done, failed, cancelled */
+	uint64_t	mig_sent, mig_received;	/* stream bytes */
+	uint64_t	down_bucket[NDOWNTIME], down_count;
+	double		down_sum;
 	uint64_t	bucket[NBUCKETS];
 	uint64_t	dur_count;
 	double		dur_sum;
@@ -168,6 +178,29 @@ void
 metrics_restore_bytes(uint64_t bytes)
 {
 	MX.restore_bytes += bytes;
+}
+
+void
+metrics_migration_done(const char *result, uint64_t bytes, double downtime_s)
+{
+	int i = strcmp(result, "done") == 0 ? 0 :
+	    strcmp(result, "failed") == 0 ? 1 : 2;
+
+	MX.migrations[i]++;
+	MX.mig_sent += bytes;
+	if (downtime_s < 0)
+		return;
+	for (size_t b = 0; b < NDOWNTIME; b++)
+		if (downtime_s <= downtime_buckets[b])
+			MX.down_bucket[b]++;
+	MX.down_count++;
+	MX.down_sum += downtime_s;
+}
+
+void
+metrics_migration_received(uint64_t bytes)
+{
+	MX.mig_received += bytes;
 }
 
 static void
@@ -302,6 +335,37 @@ render_streams(struct evbuffer *b)
 	    (unsigned long long)MX.restore_bytes);
 }
 
+/* Migrations (migrate.c, save.c): results, bytes, the downtime. */
+static void
+render_migrations(struct evbuffer *b)
+{
+	static const char *const results[] = { "done", "failed", "cancelled" };
+	static const char *const name = "vmbuild_migration_downtime_seconds";
+
+	family(b, "vmbuild_migrations_total", "counter",
+	    "Migrations this daemon sent (vm.migrate_send) that ended, by "
+	    "result.");
+	for (int i = 0; i < 3; i++)
+		evbuffer_add_printf(b, "vmbuild_migrations_total{result=\"%s\"} "
+		    "%llu\n", results[i], (unsigned long long)MX.migrations[i]);
+	family(b, "vmbuild_migration_bytes_total", "counter",
+	    "Migration stream bytes sent and received.");
+	evbuffer_add_printf(b, "vmbuild_migration_bytes_total{direction="
+	    "\"sent\"} %llu\n", (unsigned long long)MX.mig_sent);
+	evbuffer_add_printf(b, "vmbuild_migration_bytes_total{direction="
+	    "\"received\"} %llu\n", (unsigned long long)MX.mig_received);
+	family(b, name, "histogram", "Guest paused on the sender until the "
+	    "receiver said it runs, completed migrations only.");
+	for (size_t i = 0; i < NDOWNTIME; i++)
+		evbuffer_add_printf(b, "%s_bucket{le=\"%g\"} %llu\n", name,
+		    downtime_buckets[i], (unsigned long long)MX.down_bucket[i]);
+	evbuffer_add_printf(b, "%s_bucket{le=\"+Inf\"} %llu\n", name,
+	    (unsigned long long)MX.down_count);
+	evbuffer_add_printf(b, "%s_sum %.6f\n", name, MX.down_sum);
+	evbuffer_add_printf(b, "%s_count %llu\n", name,
+	    (unsigned long long)MX.down_count);
+}
+
 /* What this daemon's builds did: bytes per node, durations, results. */
 static void
 render_builds(struct evbuffer *b)
@@ -337,6 +401,7 @@ render_builds(struct evbuffer *b)
 		evbuffer_add_printf(b, "vmbuild_vm_creates_total{result=\"%s\"} "
 		    "%llu\n", results[i], (unsigned long long)MX.builds[i]);
 	render_streams(b);
+	render_migrations(b);
 }
 
 /* The daemon itself: VMs, tasks, clients, scrapes. */

@@ -37,5 +37,14 @@ void metrics_build_done(const char *state, double seconds,
 void metrics_stream_done(bool restore, const char *result, uint64_t bytes);
 /* Stream bytes a restore read (counted as they are). */
 void metrics_restore_bytes(uint64_t bytes);
+/*
+ * A migration this daemon sent ended: result "done", "failed" or
+ * "cancelled", the stream's bytes sent, the downtime (pause to the
+ * receiver's DONE; < 0: none, it did not complete).
+ */
+void metrics_migration_done(const char *result, uint64_t bytes,
+    double downtime_s);
+/* Stream bytes an incoming migration received. */
+void metrics_migration_received(uint64_t bytes);
 
 #endif /* VMBUILDD_METRICS_H */

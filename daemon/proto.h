@@ -74,6 +74,8 @@
 /* Save and restore (save.c) */
 #define M_VM_SAVE		"vm.save"
 #define M_VM_RESTORE		"vm.restore"
+/* Migration's sending end (migrate.c); the receiver is vm.restore's */
+#define M_VM_MIGRATE_SEND	"vm.migrate_send"
 /* config.check: a dry run of vm.create (check.c) */
 #define M_CONFIG_CHECK		"config.check"
 
@@ -146,7 +148,18 @@
  *                    P_WAIT (bool: answer when the save ends); result
  *                    {"task","vm","bytes","pages","memory"}
  *   vm.restore       P_FDS ({"file":I}, required, open for reading),
- *                    P_WAIT, P_PAUSED; answered as vm.create
+ *                    P_WAIT, P_PAUSED; answered as vm.create.  With
+ *                    P_INCOMING (bool: a migration's receiving end), also
+ *                    P_FDS' "reply" (open for writing): the answers to
+ *                    the sender (vmbuild-stream(5) status records)
+ *   vm.migrate_send  P_VM (required), P_FDS ({"send":I,"recv":J},
+ *                    required: the stream to the receiver, its answers
+ *                    back), P_LIVE (bool: pre-copy rounds), P_MAX_ROUNDS
+ *                    (live rounds before the guest is paused, 1..100,
+ *                    default 10), P_DIRTY_PAGES (pause once a round left
+ *                    at most this many pages dirty, default 256), P_WAIT;
+ *                    result {"task","vm","rounds","pages","bytes",
+ *                    "downtime_ms","total_s"}
  *   events.subscribe P_EVENTS (list of event names; default: all)
  *   host.scrub, host.info, host.counters, vm.list, task.list,
  *   server.hello     none
@@ -177,6 +190,10 @@
 #define P_SOFT			"soft"
 #define P_IMAGE_ERRORS		"image_errors"
 #define P_CHECKPOINT		"checkpoint"
+#define P_INCOMING		"incoming"
+#define P_LIVE			"live"
+#define P_MAX_ROUNDS		"max_rounds"
+#define P_DIRTY_PAGES		"dirty_pages"
 
 /* Events (notifications). */
 #define E_TASK_PROGRESS		"task.progress"
@@ -211,6 +228,8 @@
 #define E_TIMEOUT		1015	/* the guest did not do it in time */
 #define E_NO_SUCH_DEVICE	1016	/* detach of a disk or vif the VM lacks */
 #define E_STREAM		1017	/* a save stream is truncated, corrupt or not one */
+#define E_MIGRATE		1018	/* a migration failed: the guest stays here */
+#define E_MIGRATE_DOUBT		1019	/* the receiver's answer was lost: paused here */
 
 /* vmctl exit codes. */
 #define VMCTL_EXIT_OK		0

@@ -50,8 +50,9 @@
  * a pipe open for writing (save) or reading (restore).  -1 after
  * call_error().
  */
-static int
-stream_fd(struct call *call, bool writing, bool *ret_regular)
+int
+stream_fd(struct call *call, const char *key, bool writing,
+    bool *ret_regular)
 {
 	yajl_val fds = NULL, v;
 	struct stat st;
@@ -59,31 +60,31 @@ stream_fd(struct call *call, bool writing, bool *ret_regular)
 
 	if (param_object(call, P_FDS, true, &fds) < 0)
 		return -1;
-	v = jv_get(fds, "file");
+	v = jv_get(fds, key);
 	if (v == NULL || !YAJL_IS_INTEGER(v) || YAJL_GET_INTEGER(v) < 0 ||
 	    YAJL_GET_INTEGER(v) >= RPC_MAX_FDS)
-		return call_error(call, RPC_INVALID_PARAMS, 0, "params.fds.file "
+		return call_error(call, RPC_INVALID_PARAMS, 0, "params.fds.%s "
 		    "must be the index of a descriptor sent with the request "
-		    "(0 to %d): the daemon opens no file a client names",
+		    "(0 to %d): the daemon opens no file a client names", key,
 		    RPC_MAX_FDS - 1);
 	fd = call_take_fd(call, (size_t)YAJL_GET_INTEGER(v));
 	if (fd < 0)
-		return call_error(call, RPC_INVALID_PARAMS, 0, "params.fds.file: "
-		    "no descriptor %lld came with the request (%zu did)",
+		return call_error(call, RPC_INVALID_PARAMS, 0, "params.fds.%s: "
+		    "no descriptor %lld came with the request (%zu did)", key,
 		    YAJL_GET_INTEGER(v), call->nfds);
 	fl = fcntl(fd, F_GETFL);
 	acc = fl & O_ACCMODE;
 	if (fstat(fd, &st) < 0 || fl < 0) {
-		call_error(call, RPC_INVALID_PARAMS, errno, "params.fds.file: "
-		    "%s", strerror(errno));
+		call_error(call, RPC_INVALID_PARAMS, errno, "params.fds.%s: "
+		    "%s", key, strerror(errno));
 	} else if (!S_ISREG(st.st_mode) && !S_ISFIFO(st.st_mode) &&
 	    !S_ISSOCK(st.st_mode)) {
-		call_error(call, RPC_INVALID_PARAMS, 0, "params.fds.file: not "
-		    "a regular file, a pipe or a socket");
+		call_error(call, RPC_INVALID_PARAMS, 0, "params.fds.%s: not "
+		    "a regular file, a pipe or a socket", key);
 	} else if ((fl & O_PATH) || (writing && acc == O_RDONLY) ||
 	    (!writing && acc == O_WRONLY)) {
-		call_error(call, RPC_INVALID_PARAMS, 0, "params.fds.file: not "
-		    "open for %s", writing ? "writing" : "reading");
+		call_error(call, RPC_INVALID_PARAMS, 0, "params.fds.%s: not "
+		    "open for %s", key, writing ? "writing" : "reading");
 	} else {
 		*ret_regular = S_ISREG(st.st_mode);
 		return fd;
@@ -147,41 +148,45 @@ save_progress(struct save_job *sj, uint64_t done)
 }
 
 /*
- * Pages [gfn, gfn + n) into the stream, page by page where the chunk
- * has holes (a ballooned guest): only populated pages travel.
+ * Pages [gfn, gfn + n) of domain `domid` into the stream, page by page
+ * where the chunk has holes (a ballooned guest): only populated pages
+ * travel.  `buf` holds n pages.
  */
-static int
-save_chunk(struct save_job *sj, struct vmb_stream_out *o, uint8_t *buf,
-    uint64_t gfn, uint32_t n)
+int
+stream_put_pages(struct vmb_stream_out *o, uint32_t domid, uint8_t *buf,
+    uint64_t gfn, uint32_t n, char *why, size_t why_len)
 {
+	uint64_t at = gfn;
 	uint32_t run = 0;
 	int rc;
 
-	rc = vmb_guest_memory_read(vmbd.ctx, sj->domid, gfn * VMB_STREAM_PAGE,
+	rc = vmb_guest_memory_read(vmbd.ctx, domid, gfn * VMB_STREAM_PAGE,
 	    buf, (size_t)n * VMB_STREAM_PAGE);
 	if (rc == 0)
 		return vmb_stream_put_memory(o, gfn, n, buf);
 	if (rc != -ENOENT)
-		return save_fail(sj, rc, "cannot read guest memory at gfn "
-		    "%#llx: %s", (unsigned long long)gfn, strerror(-rc));
+		goto read_error;
 	for (uint32_t i = 0; i <= n; i++) {
-		rc = i < n ? vmb_guest_memory_read(vmbd.ctx, sj->domid,
-		    (gfn + i) * VMB_STREAM_PAGE, buf + (size_t)run *
-		    VMB_STREAM_PAGE, VMB_STREAM_PAGE) : -ENOENT;
+		at = gfn + i;
+		rc = i < n ? vmb_guest_memory_read(vmbd.ctx, domid,
+		    at * VMB_STREAM_PAGE, buf + (size_t)run * VMB_STREAM_PAGE,
+		    VMB_STREAM_PAGE) : -ENOENT;
 		if (rc == 0) {
 			run++;
 			continue;
 		}
 		if (rc != -ENOENT)
-			return save_fail(sj, rc, "cannot read guest memory at "
-			    "gfn %#llx: %s", (unsigned long long)(gfn + i),
-			    strerror(-rc));
-		if (run > 0 && (rc = vmb_stream_put_memory(o, gfn + i - run,
-		    run, buf)) < 0)
+			goto read_error;
+		if (run > 0 && (rc = vmb_stream_put_memory(o, at - run, run,
+		    buf)) < 0)
 			return rc;
 		run = 0;
 	}
 	return 0;
+read_error:
+	snprintf(why, why_len, "cannot read guest memory at gfn %#llx: %s",
+	    (unsigned long long)at, strerror(-rc));
+	return rc;
 }
 
 /* The guest record, then the memory (when the hypervisor has bytes). */
@@ -210,7 +215,8 @@ save_stream(struct save_job *sj, struct vmb_stream_out *o, uint8_t *buf)
 
 			if (atomic_load(&sj->cancel))
 				return save_fail(sj, -ECANCELED, "cancelled");
-			rc = save_chunk(sj, o, buf, a / VMB_STREAM_PAGE, n);
+			rc = stream_put_pages(o, sj->domid, buf,
+			    a / VMB_STREAM_PAGE, n, sj->why, sizeof(sj->why));
 			done += (uint64_t)n * VMB_STREAM_PAGE;
 			save_progress(sj, done);
 		}
@@ -406,7 +412,7 @@ m_vm_save(struct call *call, yajl_gen g)
 	if (vm == NULL || save_check(call, vm) < 0 ||
 	    param_bool(call, P_WAIT, &wait) < 0 ||
 	    param_bool(call, P_CHECKPOINT, &checkpoint) < 0 ||
-	    (fd = stream_fd(call, true, &regular)) < 0)
+	    (fd = stream_fd(call, "file", true, &regular)) < 0)
 		goto fail;
 	sj = calloc(1, sizeof(*sj));
 	if (sj != NULL)
@@ -489,6 +495,16 @@ struct restore_src {
 	char		*guest_text;	/* its guest record */
 	uint64_t	memory_bytes;
 	int		rc;
+	/*
+	 * An incoming migration (vmctl migrate-receive): its answers go on
+	 * a reply stream (VMB_STREAM_F_REPLY) to reply_fd: READY from the
+	 * load phase (placed, claimed, populated), DONE once the guest runs
+	 * here, FAILED otherwise.  `said`: the last answer went.
+	 */
+	bool		incoming;
+	int		reply_fd;
+	struct vmb_stream_out reply;
+	bool		said;
 };
 
 /* Regular files are always ready; a pipe is waited on, a cancel seen. */
@@ -513,6 +529,66 @@ restore_read(void *user, void *buf, size_t len)
 	}
 }
 
+/*
+ * An answer to the sender: the reply stream's header before the first,
+ * the end record after the last (DONE or FAILED).
+ */
+static int
+restore_say(struct restore_src *rs, uint32_t verdict, int err,
+    const char *text)
+{
+	int rc = 0;
+
+	if (!rs->incoming || rs->said)
+		return 0;
+	if (rs->reply.fd != rs->reply_fd)
+		rc = vmb_stream_begin(&rs->reply, rs->reply_fd,
+		    VMB_STREAM_F_REPLY, -1);
+	if (rc == 0)
+		rc = vmb_stream_put_status(&rs->reply, verdict, (uint32_t)err,
+		    text);
+	if (rc == 0 && verdict != VMB_STATUS_READY) {
+		rs->said = true;
+		rc = vmb_stream_finish(&rs->reply);
+	}
+	return rc;
+}
+
+/* build_fill.failed: the sender hears why (its guest goes on there). */
+static void
+restore_failed(void *user, int rc, const char *why)
+{
+	struct restore_src *rs = user;
+
+	(void)restore_say(rs, VMB_STATUS_FAILED, -rc, why);
+}
+
+/*
+ * build_fill.finish of an incoming migration, the guest recorded: it
+ * runs here from now on (unless it was paused), and the sender, told
+ * DONE, destroys its own.  A DONE that cannot go fails the build, which
+ * destroys the domain: the sender, never told, resumes the guest there.
+ */
+static int
+restore_finish(void *user, uint32_t domid, char *why, size_t why_len)
+{
+	struct restore_src *rs = user;
+	int rc = 0;
+
+	if (!rs->paused)
+		rc = vmb_domain_unpause(vmbd.ctx, domid);
+	if (rc < 0) {
+		snprintf(why, why_len, "cannot unpause domain %u: %s", domid,
+		    strerror(-rc));
+		return rc;
+	}
+	rc = restore_say(rs, VMB_STATUS_DONE, 0, NULL);
+	if (rc < 0)
+		snprintf(why, why_len, "cannot tell the sender the guest runs "
+		    "here (%s): it goes on there", strerror(-rc));
+	return rc;
+}
+
 static void
 restore_free(void *user)
 {
@@ -520,7 +596,16 @@ restore_free(void *user)
 
 	if (rs == NULL)
 		return;
-	metrics_restore_bytes(rs->in.offset);
+	/* Refused before its build began: the sender hears why. */
+	(void)restore_say(rs, VMB_STATUS_FAILED, EAGAIN, rs->call != NULL &&
+	    rs->call->err_msg[0] ? rs->call->err_msg : "the receiving daemon "
+	    "did not build the guest (see its log)");
+	if (rs->reply_fd >= 0)
+		close(rs->reply_fd);
+	if (rs->incoming)
+		metrics_migration_received(rs->in.offset);
+	else
+		metrics_restore_bytes(rs->in.offset);
 	vmb_stream_in_done(&rs->in);
 	if (rs->fd >= 0)
 		close(rs->fd);
@@ -536,6 +621,7 @@ restore_bind(void *user, struct vmb_build *build, void *task)
 
 	rs->build = build;
 	rs->task = task;
+	rs->call = NULL;	/* answered by the build from here */
 }
 
 /* Does [gfn, gfn + count) lie in the guest's RAM? */
@@ -562,7 +648,19 @@ restore_fill(void *user, uint32_t domid, char *why, size_t why_len)
 	struct vmb_stream_rec r;
 	int rc;
 
+	/* Placed, claimed and populated: the sender may send the memory. */
+	rc = restore_say(rs, VMB_STATUS_READY, 0, NULL);
+	if (rc < 0) {
+		snprintf(why, why_len, "cannot tell the sender it is ready: "
+		    "%s", strerror(-rc));
+		return rc;
+	}
 	while ((rc = vmb_stream_next(&rs->in, &r)) > 0) {
+		/* A migration's sender waits for DONE: no EOF comes. */
+		if (r.type == VMB_REC_END && rs->incoming) {
+			rc = 0;
+			break;
+		}
 		if (r.type != VMB_REC_MEMORY)
 			continue;	/* the end, or an optional record */
 		if (!restore_in_ram(rs, r.gfn, r.count)) {
@@ -586,7 +684,10 @@ restore_fill(void *user, uint32_t domid, char *why, size_t why_len)
 			    "the stream's bytes)" : "");
 			return rc;
 		}
+		/* A live migration sends pages again: done stops at total. */
 		p.done += (uint64_t)r.count * VMB_STREAM_PAGE;
+		if (p.done > p.total)
+			p.done = p.total;
 		if (rs->task != NULL)
 			task_progress_cb(rs->task, &p);
 	}
@@ -639,6 +740,9 @@ restore_guest(struct restore_src *rs, char **ret_source)
 		    "(guest) at offset %d: %s", VMB_STREAM_HDR,
 		    v == NULL ? "no \"config\" object" : why);
 	}
+	v = jv_get(root, "paused");
+	if (v != NULL && YAJL_IS_TRUE(v))
+		rs->paused = true;	/* it was paused there */
 	v = jv_get(root, "source");
 	*ret_source = v != NULL && YAJL_IS_STRING(v) ?
 	    strdup(v->u.string) : NULL;
@@ -651,8 +755,9 @@ static void
 restore_open_done(struct job *job)
 {
 	struct restore_src *rs = (struct restore_src *)job;
-	struct build_fill fill = { restore_fill, restore_free, restore_bind,
-	    rs };
+	struct build_fill fill = { .fill = restore_fill, .drop = restore_free,
+	    .bind = restore_bind, .finish = rs->incoming ? restore_finish :
+	    NULL, .failed = restore_failed, .user = rs };
 	struct call *call = rs->call;
 	struct vmb_guest *guest;
 	char *source = NULL;
@@ -675,8 +780,9 @@ restore_open_done(struct job *job)
 	    " without memory bytes (phantom)");
 	g = jg_new();
 	/* The build owns rs from here (fill.drop frees it). */
+	/* Incoming: unpaused by restore_finish, once recorded. */
 	rc = build_restore(call, g, guest, source, &fill, rs->wait,
-	    rs->paused);
+	    rs->paused || rs->incoming);
 	free(source);
 	if (rc == 0)
 		call_reply(call, g);
@@ -685,40 +791,54 @@ restore_open_done(struct job *job)
 	yajl_gen_free(g);
 	return;
 fail:
+	restore_free(rs);	/* an incoming migration's sender told why */
 	call_fail(call);
-	restore_free(rs);
 }
 
 int
 m_vm_restore(struct call *call, yajl_gen g)
 {
 	struct restore_src *rs;
-	bool wait = false, paused = false, regular = false;
-	int fd;
+	bool wait = false, paused = false, regular = false, incoming = false;
+	int fd = -1, reply_fd = -1;
 
 	(void)g;
 	if (param_bool(call, P_WAIT, &wait) < 0 ||
 	    param_bool(call, P_PAUSED, &paused) < 0 ||
-	    (fd = stream_fd(call, false, &regular)) < 0)
+	    param_bool(call, P_INCOMING, &incoming) < 0 ||
+	    (fd = stream_fd(call, "file", false, &regular)) < 0 ||
+	    (incoming && (reply_fd = stream_fd(call, "reply", true,
+	    &regular)) < 0)) {
+		if (fd >= 0)
+			close(fd);
 		return -1;
+	}
 	rs = calloc(1, sizeof(*rs));
 	if (rs == NULL) {
 		close(fd);
+		if (reply_fd >= 0)
+			close(reply_fd);
 		return call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
 		    "out of memory");
 	}
 	rs->call = call;
 	rs->fd = fd;
-	rs->regular = regular;
+	rs->regular = regular && !incoming;
 	rs->wait = wait;
 	rs->paused = paused;
+	rs->incoming = incoming;
+	rs->reply_fd = reply_fd;
+	rs->reply.fd = -1;
 	rs->job.run = restore_open_run;
 	rs->job.done = restore_open_done;
 	/* A pipe may take its time: a thread of its own, not the pool's. */
 	if (worker_spawn(&rs->job) < 0) {
-		restore_free(rs);
-		return call_error(call, RPC_INTERNAL_ERROR, EAGAIN,
+		call_error(call, RPC_INTERNAL_ERROR, EAGAIN,
 		    "cannot start a thread");
+		restore_free(rs);
+		return -1;
 	}
+	if (incoming)
+		log_info("an incoming migration: reading its stream");
 	return CALL_DEFERRED;
 }

@@ -104,9 +104,19 @@ task_gen_progress(yajl_gen g, struct task *t, const struct vmb_progress *p)
 		[VMB_PROGRESS_SCRUB_WAIT] = "wait",
 		[VMB_PROGRESS_SCRUB_INLINE] = "inline",
 	};
+	uint64_t pages;
+	uint32_t round;
 	double rate;
 
+	pthread_mutex_lock(&t->lock);
+	round = t->round;
+	pages = t->pages;
+	pthread_mutex_unlock(&t->lock);
 	yajl_gen_map_open(g);
+	if (round > 0) {
+		jg_kv_u64(g, "round", round);
+		jg_kv_u64(g, "pages", pages);
+	}
 	jg_kv_u64(g, "done", p->done);
 	jg_kv_u64(g, "total", p->total);
 	jg_kv_str(g, "unit", "bytes");
@@ -314,6 +324,20 @@ task_progress_cb(void *user, const struct vmb_progress *p)
 	pthread_mutex_unlock(&t->lock);
 }
 
+void
+task_transfer(struct task *t, uint32_t domid, uint64_t done, uint64_t total,
+    uint32_t round, uint64_t pages)
+{
+	struct vmb_progress p = { .phase = VMB_PHASE_POPULATE, .domid = domid,
+	    .done = done, .total = total > done ? total : done };
+
+	pthread_mutex_lock(&t->lock);
+	t->round = round;
+	t->pages = pages;
+	pthread_mutex_unlock(&t->lock);
+	task_progress_cb(t, &p);
+}
+
 int
 task_init(struct event_base *base)
 {
@@ -478,6 +502,17 @@ task_gen(yajl_gen g, struct task *t)
 		jg_kv_u64(g, "domid", p.domid);
 	jg_key(g, "progress");
 	task_gen_progress(g, t, &p);
+	if (t->migration.set) {
+		jg_key(g, "migration");
+		yajl_gen_map_open(g);
+		jg_kv_bool(g, "live", t->migration.live);
+		jg_kv_u64(g, "rounds", t->migration.rounds);
+		jg_kv_u64(g, "pages", t->migration.pages);
+		jg_kv_u64(g, "bytes", t->migration.bytes);
+		jg_kv_u64(g, "downtime_ms", t->migration.downtime_ms);
+		jg_kv_dbl(g, "total_s", t->migration.total_s);
+		yajl_gen_map_close(g);
+	}
 	jg_kv_bool(g, "cancel_requested", t->cancel_requested);
 	jg_kv_dbl(g, "created_at", t->created_at);
 	jg_key(g, "finished_at");

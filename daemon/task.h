@@ -54,6 +54,16 @@ struct task {
 	struct rate	pop_rate;	/* bytes populated, over 5 s */
 	double		pop_end;	/* when a later phase began; 0: not */
 	double		last_emit;	/* loop: last task.progress */
+	/* A migration's (task_transfer), under the lock; round 0: none. */
+	uint32_t	round;
+	uint64_t	pages;
+	/* A migration's figures once it is over (the loop's): "migration". */
+	struct task_migration {
+		bool	set, live;
+		uint32_t rounds;
+		uint64_t pages, bytes, downtime_ms;
+		double	total_s;
+	} migration;
 	TAILQ_ENTRY(task) entry;
 };
 
@@ -77,6 +87,13 @@ void task_get_progress(struct task *t, struct vmb_progress *ret);
 void task_gen(yajl_gen g, struct task *t);
 /* {"tasks":[...]} */
 void task_gen_list(yajl_gen g);
+
+/*
+ * A migration's progress: `done` bytes of the stream sent of `total`,
+ * in pre-copy round `round` (from 1), `pages` of memory sent in all.
+ */
+void task_transfer(struct task *t, uint32_t domid, uint64_t done,
+    uint64_t total, uint32_t round, uint64_t pages);
 
 /* vmb_progress_fn: `user` is the struct task. */
 void task_progress_cb(void *user, const struct vmb_progress *p);

@@ -206,6 +206,13 @@ struct vmb_backend_ops {
 	/* The reverse, for a save (NULL or -EOPNOTSUPP: no bytes to read). */
 	int	(*read)(void *priv, uint32_t domid, uint64_t paddr, void *dst,
 		    uint64_t len);
+	/*
+	 * Log-dirty for a live migration (NULL: -EOPNOTSUPP), as
+	 * vmb_guest_dirty_log() describes it.
+	 */
+	int	(*dirty_log)(void *priv, uint32_t domid, unsigned op,
+		    uint64_t gfn, uint32_t nr, uint64_t *bits,
+		    uint64_t *ret_dirty, uint64_t *ret_end);
 
 	/*
 	 * Right after create (NULL: nothing to do): vNUMA, affinity, CPUID

@@ -60,6 +60,7 @@ vmb_stream_rec_name(uint32_t type)
 	case VMB_REC_GUEST:	return "guest";
 	case VMB_REC_MEMORY:	return "memory";
 	case VMB_REC_END:	return "end";
+	case VMB_REC_STATUS:	return "status";
 	case VMB_REC_XEN:	return "xen";
 	}
 	return "unknown";
@@ -182,6 +183,18 @@ vmb_stream_finish(struct vmb_stream_out *o)
 	return put(o, VMB_REC_END, e, sizeof(e), NULL, 0);
 }
 
+int
+vmb_stream_put_status(struct vmb_stream_out *o, uint32_t verdict,
+    uint32_t err, const char *text)
+{
+	uint32_t m[2] = { htole32(verdict), htole32(err) };
+	size_t len = text ? strnlen(text, VMB_STATUS_MAX_TEXT) : 0;
+
+	if (!o || verdict < VMB_STATUS_READY || verdict > VMB_STATUS_FAILED)
+		return -EINVAL;
+	return put(o, VMB_REC_STATUS, m, sizeof(m), text, len);
+}
+
 /* ------------------------------------------------------------------ */
 /* Reading.                                                            */
 
@@ -272,6 +285,7 @@ rec_limit(uint32_t type)
 	case VMB_REC_GUEST:	return VMB_STREAM_MAX_GUEST;
 	case VMB_REC_MEMORY:	return 16 + VMB_STREAM_MAX_PAGES * VMB_PAGE_SIZE;
 	case VMB_REC_END:	return 16;
+	case VMB_REC_STATUS:	return 8 + VMB_STATUS_MAX_TEXT;
 	}
 	return VMB_STREAM_MAX_REC;
 }
@@ -282,6 +296,14 @@ check_order(struct vmb_stream_in *in, uint32_t type, const char *at)
 {
 	if (in->ended)
 		return bad(in, -EBADMSG, "%s: data after the end record", at);
+	/* A reply stream has status records only; the others none. */
+	if (in->flags & VMB_STREAM_F_REPLY)
+		return type == VMB_REC_STATUS || type == VMB_REC_END ||
+		    (type & VMB_REC_OPTIONAL) ? 0 : bad(in, -EBADMSG, "%s: "
+		    "only status records belong in a reply stream", at);
+	if (type == VMB_REC_STATUS)
+		return bad(in, -EBADMSG, "%s: a status record outside a reply "
+		    "stream", at);
 	if (in->index == 0 && type != VMB_REC_GUEST)
 		return bad(in, -EBADMSG, "%s: the first record must be the "
 		    "guest description", at);
@@ -290,6 +312,30 @@ check_order(struct vmb_stream_in *in, uint32_t type, const char *at)
 	if (type == VMB_REC_MEMORY && !(in->flags & VMB_STREAM_F_MEMORY))
 		return bad(in, -EBADMSG, "%s: memory bytes in a stream whose "
 		    "header says it has none", at);
+	return 0;
+}
+
+/* A status record: a known verdict, a text without NUL bytes. */
+static int
+check_status(struct vmb_stream_in *in, uint32_t len,
+    struct vmb_stream_rec *r, const char *at)
+{
+	uint32_t v, e;
+
+	if (len < 8)
+		return bad(in, -EBADMSG, "%s: payload of %u bytes is shorter "
+		    "than its 8-byte fixed part", at, len);
+	memcpy(&v, in->buf, 4);
+	memcpy(&e, in->buf + 4, 4);
+	r->verdict = le32toh(v);
+	r->err = le32toh(e);
+	if (r->verdict < VMB_STATUS_READY || r->verdict > VMB_STATUS_FAILED)
+		return bad(in, -EBADMSG, "%s: unknown verdict %u", at,
+		    r->verdict);
+	if (memchr(in->buf + 8, 0, len - 8) != NULL)
+		return bad(in, -EBADMSG, "%s: the text holds a NUL byte", at);
+	memcpy(r->text, in->buf + 8, len - 8);
+	r->text[len - 8] = '\0';
 	return 0;
 }
 
@@ -307,6 +353,8 @@ check_payload(struct vmb_stream_in *in, uint32_t type, uint32_t len,
 			    "empty or holds a NUL byte", at);
 		return 0;
 	}
+	if (type == VMB_REC_STATUS)
+		return check_status(in, len, r, at);
 	if (len < 16)
 		return bad(in, -EBADMSG, "%s: payload of %u bytes is shorter "
 		    "than its 16-byte fixed part", at, len);
@@ -420,6 +468,7 @@ vmb_stream_next(struct vmb_stream_in *in, struct vmb_stream_rec *ret)
 	case VMB_REC_GUEST:
 	case VMB_REC_MEMORY:
 	case VMB_REC_END:
+	case VMB_REC_STATUS:
 		rc = check_payload(in, type, len, &r, at);
 		break;
 	case VMB_REC_XEN:
@@ -477,4 +526,17 @@ vmb_guest_memory_write(struct vmb_ctx *ctx, uint32_t domid, uint64_t gpa,
 	if (!ctx->ops->write)
 		return -EOPNOTSUPP;
 	return ctx->ops->write(ctx->priv, domid, gpa, buf, len);
+}
+
+int
+vmb_guest_dirty_log(struct vmb_ctx *ctx, uint32_t domid, unsigned op,
+    uint64_t gfn, uint32_t nr, uint64_t *bits, uint64_t *ret_dirty,
+    uint64_t *ret_end)
+{
+	if (!ctx || op > VMB_DIRTY_PEEK)
+		return -EINVAL;
+	if (!ctx->ops->dirty_log)
+		return -EOPNOTSUPP;
+	return ctx->ops->dirty_log(ctx->priv, domid, op, gfn, nr, bits,
+	    ret_dirty, ret_end);
 }

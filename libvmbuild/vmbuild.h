@@ -1201,12 +1201,32 @@ int vmb_guest_memory_read(struct vmb_ctx *ctx, uint32_t domid, uint64_t gpa,
 int vmb_guest_memory_write(struct vmb_ctx *ctx, uint32_t domid, uint64_t gpa,
     const void *buf, size_t len);
 
+/*
+ * Log-dirty: which pages of a domain were written since the log was last
+ * cleaned (a live migration's pre-copy rounds).  ENABLE starts it over
+ * the memory populated now, every bit clear; DISABLE stops it; CLEAN
+ * and PEEK copy `nr` bits (a multiple of 64, at most VMB_DIRTY_MAX_BITS)
+ * from `gfn` (a multiple of 64) into `bits`, CLEAN clearing them.
+ * *ret_dirty: bits set among those; *ret_end: the log covers
+ * [0, *ret_end) (either may be NULL).  -EOPNOTSUPP where the backend
+ * has no log (phantom memory), -ENOENT for CLEAN or PEEK with it off.
+ */
+#define VMB_DIRTY_DISABLE	0u
+#define VMB_DIRTY_ENABLE	1u
+#define VMB_DIRTY_CLEAN		2u
+#define VMB_DIRTY_PEEK		3u
+#define VMB_DIRTY_MAX_BITS	(1u << 22)
+int vmb_guest_dirty_log(struct vmb_ctx *ctx, uint32_t domid, unsigned op,
+    uint64_t gfn, uint32_t nr, uint64_t *bits, uint64_t *ret_dirty,
+    uint64_t *ret_end);
+
 #define VMB_STREAM_MAGIC	"\x89VMB\r\n\x1a\n"
 #define VMB_STREAM_VERSION	1
 #define VMB_STREAM_HDR		24	/* magic, version, flags, reserved */
 #define VMB_STREAM_REC_HDR	16	/* type, length, crc32, reserved */
 #define VMB_STREAM_F_MEMORY	0x1u	/* memory records carry the bytes */
-#define VMB_STREAM_F_ALL	0x1u
+#define VMB_STREAM_F_REPLY	0x2u	/* a migration's back channel */
+#define VMB_STREAM_F_ALL	0x3u
 #define VMB_STREAM_MAX_GUEST	(1u << 20)	/* the guest description */
 #define VMB_STREAM_PAGE		4096u		/* bytes of a page (gfn units) */
 #define VMB_STREAM_MAX_PAGES	1024u		/* per memory record (4 MiB) */
@@ -1218,10 +1238,22 @@ int vmb_guest_memory_write(struct vmb_ctx *ctx, uint32_t domid, uint64_t gpa,
 #define VMB_REC_GUEST		1u	/* the guest description (text) */
 #define VMB_REC_MEMORY		2u	/* u64 gfn, u64 count, count pages */
 #define VMB_REC_END		3u	/* u64 records before it, u64 pages */
+#define VMB_REC_STATUS		4u	/* u32 verdict, u32 errno, text */
 #define VMB_REC_XEN		16u	/* reserved: libxc's stream v2 */
 #define VMB_REC_OPTIONAL	0x80000000u
 
-/* "guest", "memory", "end", "xen", "unknown". */
+/*
+ * A migration's receiver answers on a reply stream (VMB_STREAM_F_REPLY:
+ * status records, then the end): READY once the guest is placed and its
+ * memory claimed, DONE once it runs there, FAILED (with errno and why)
+ * for anything that stops it.
+ */
+#define VMB_STATUS_READY	1u
+#define VMB_STATUS_DONE		2u
+#define VMB_STATUS_FAILED	3u
+#define VMB_STATUS_MAX_TEXT	1024u
+
+/* "guest", "memory", "end", "status", "xen", "unknown". */
 const char *vmb_stream_rec_name(uint32_t type);
 
 struct vmb_stream_out {
@@ -1244,6 +1276,9 @@ int vmb_stream_put_guest(struct vmb_stream_out *o, const char *text,
 int vmb_stream_put_memory(struct vmb_stream_out *o, uint64_t gfn,
     uint32_t count, const void *pages);
 int vmb_stream_finish(struct vmb_stream_out *o);
+/* A status record (a reply stream's): VMB_STATUS_*, errno, text or NULL. */
+int vmb_stream_put_status(struct vmb_stream_out *o, uint32_t verdict,
+    uint32_t err, const char *text);
 
 /* Read up to len bytes: the count, 0 at the end, or a negative errno. */
 typedef ssize_t vmb_stream_read_fn(void *user, void *buf, size_t len);
@@ -1271,6 +1306,9 @@ struct vmb_stream_rec {
 	uint64_t gfn;		/* memory: */
 	uint32_t count;
 	const uint8_t *pages;
+	uint32_t verdict;	/* status: VMB_STATUS_*, */
+	uint32_t err;		/* an errno (0: none) */
+	char	text[VMB_STATUS_MAX_TEXT + 1];	/* and why, NUL-ended */
 };
 
 /* Read and check the header: 0, or a negative errno with in->why. */

@@ -783,6 +783,36 @@ hvc_guest_write(struct hvc *conn, hv_domid_t domid, uint64_t gpa,
 }
 
 int
+hvc_dirty_log(struct hvc *conn, hv_domid_t domid, uint32_t op, uint64_t gfn,
+    uint32_t nr, uint64_t *bits, uint64_t *ret_dirty, uint64_t *ret_end)
+{
+	struct hv_dirty_log req = { .domid = domid, .op = op, .gfn = gfn,
+	    .nr = nr };
+	struct hv_dirty_log_reply *rep = NULL;
+	bool window = op == HV_DIRTY_CLEAN || op == HV_DIRTY_PEEK;
+	size_t len = 0;
+	int rc;
+
+	if ((window && (!bits || nr % 64 || nr > HV_MAX_DIRTY_BITS)) ||
+	    (!window && nr != 0))
+		return -EINVAL;
+	rc = op_alloc(conn, HV_OP_DIRTY_LOG, &req, sizeof(req),
+	    sizeof(*rep) + (size_t)nr / 8, (void **)&rep, &len);
+	if (rc < 0)
+		return rc;
+	if (rep->nr != (window ? nr : 0) || len != sizeof(*rep) + rep->nr / 8)
+		rc = -EPROTO;
+	if (rc == 0 && window)
+		memcpy(bits, rep + 1, (size_t)nr / 8);
+	if (rc == 0 && ret_dirty)
+		*ret_dirty = rep->dirty;
+	if (rc == 0 && ret_end)
+		*ret_end = rep->end_gfn;
+	free(rep);
+	return rc;
+}
+
+int
 hvc_scrub_progress(struct hvc *conn, struct hv_scrub_reply **ret_reply)
 {
 	size_t cap = sizeof(struct hv_scrub_reply) +

@@ -43,6 +43,7 @@ dom_free(struct hv *hv, struct domain *d)
 	free(d->vcpu_online);
 	free(d->vcpu_hard);
 	free(d->vcpu_soft);
+	free(d->dirty);
 	pthread_cond_destroy(&d->resv_done);
 	pthread_mutex_destroy(&d->lock);
 	free(d);
@@ -914,6 +915,15 @@ dom_map(struct hv *hv, hv_domid_t domid, uint64_t gfn, uint32_t nr,
 	return rc;
 }
 
+/* Pages first..last (inclusive) were written: mark them, if logged. */
+static void
+dirty_mark(struct domain *d, uint64_t first, uint64_t last)
+{
+	for (uint64_t g = first; d->dirty != NULL && g <= last &&
+	    g < d->dirty_end; g++)
+		d->dirty[g / 64] |= 1ull << (g % 64);
+}
+
 /*
  * Under the domain's lock, so that a destroy cannot free the pages while
  * they are copied (it releases memory under the same lock).
@@ -957,12 +967,80 @@ dom_copy(struct hv *hv, hv_domid_t domid, uint64_t gpa, void *buf,
 		n = end - a < len - done ? (uint32_t)(end - a) : len - done;
 		p = (uint8_t *)mem_page(&hv->mem, e->mfn) +
 		    (a - (e->gfn << HV_PAGE_SHIFT));
-		if (write)
+		if (write) {
 			memcpy(p, (uint8_t *)buf + done, n);
-		else
+			dirty_mark(d, a >> HV_PAGE_SHIFT,
+			    (a + n - 1) >> HV_PAGE_SHIFT);
+		} else
 			memcpy((uint8_t *)buf + done, p, n);
 		done += n;
 	}
+	pthread_mutex_unlock(&d->lock);
+	dom_put(hv, d);
+	return rc;
+}
+
+/*
+ * Log-dirty: ENABLE sizes the bitmap to the memory populated now (the
+ * highest extent's end), CLEAN and PEEK copy out a window of it.
+ */
+static int
+dirty_enable(struct domain *d)
+{
+	uint64_t end = 0;
+	uint64_t *bits;
+
+	if (d->nr_ext > 0)
+		end = d->ext[d->nr_ext - 1].gfn +
+		    (1ull << d->ext[d->nr_ext - 1].order);
+	end = (end + 63) & ~63ull;
+	bits = calloc(end / 64 ? end / 64 : 1, sizeof(*bits));
+	if (bits == NULL)
+		return -ENOMEM;
+	free(d->dirty);
+	d->dirty = bits;
+	d->dirty_end = end;
+	return 0;
+}
+
+int
+dom_dirty_log(struct hv *hv, const struct hv_dirty_log *req,
+    struct hv_dirty_log_reply *rep, uint64_t *bits)
+{
+	struct domain *d;
+	int rc = 0;
+
+	memset(rep, 0, sizeof(*rep));
+	if (req->op > HV_DIRTY_PEEK || req->pad != 0 ||
+	    (req->op >= HV_DIRTY_CLEAN && (req->gfn % 64 || req->nr % 64 ||
+	    req->nr > HV_MAX_DIRTY_BITS)))
+		return -EINVAL;
+	if (hv->mem.backing != HV_BACKING_REAL)
+		return -EOPNOTSUPP;
+	d = dom_get(hv, req->domid);
+	if (!d)
+		return -ESRCH;
+	pthread_mutex_lock(&d->lock);
+	if (req->op == HV_DIRTY_ENABLE) {
+		rc = dirty_enable(d);
+	} else if (req->op == HV_DIRTY_DISABLE) {
+		free(d->dirty);
+		d->dirty = NULL;
+		d->dirty_end = 0;
+	} else if (d->dirty == NULL) {
+		rc = -ENOENT;
+	} else {
+		for (uint32_t w = 0; w < req->nr / 64; w++) {
+			uint64_t at = req->gfn / 64 + w;
+
+			bits[w] = at < d->dirty_end / 64 ? d->dirty[at] : 0;
+			if (req->op == HV_DIRTY_CLEAN && at < d->dirty_end / 64)
+				d->dirty[at] = 0;
+			rep->dirty += (uint64_t)__builtin_popcountll(bits[w]);
+		}
+		rep->nr = req->nr;
+	}
+	rep->end_gfn = d->dirty_end;
 	pthread_mutex_unlock(&d->lock);
 	dom_put(hv, d);
 	return rc;

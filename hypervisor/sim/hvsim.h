@@ -370,6 +370,12 @@ struct domain {
 	uint8_t *vcpu_online;
 	uint64_t *vcpu_hard;
 	uint64_t *vcpu_soft;
+	/*
+	 * Log-dirty (HV_OP_DIRTY_LOG), under lock: a bit per page of
+	 * [0, dirty_end), set by guest writes; NULL when the log is off.
+	 */
+	uint64_t *dirty;
+	uint64_t dirty_end;
 };
 
 int dom_init(struct hv *hv);
@@ -428,6 +434,9 @@ int dom_map(struct hv *hv, hv_domid_t domid, uint64_t gfn, uint32_t nr,
  */
 int dom_copy(struct hv *hv, hv_domid_t domid, uint64_t gpa, void *buf,
     uint32_t len, bool write);
+/* HV_OP_DIRTY_LOG: `bits` has room for HV_MAX_DIRTY_BITS. */
+int dom_dirty_log(struct hv *hv, const struct hv_dirty_log *req,
+    struct hv_dirty_log_reply *rep, uint64_t *bits);
 /*
  * Claims: pages a domain may still take from the host's free memory.
  * dom_claim_take reserves `pages` for an allocation about to be made

@@ -48,7 +48,8 @@ op_hello(struct hv *hv, const void *req, size_t len, void *rep,
 	r->caps = HV_CAP_POPULATE_BATCH | HV_CAP_SCRUB_PROGRESS |
 	    HV_CAP_COUNTERS | HV_CAP_SHADOW | HV_CAP_CLAIMS | HV_CAP_LIFECYCLE |
 	    HV_CAP_SCRUB_BLOCKS | HV_CAP_EVERYDAY | HV_CAP_VCPUS |
-	    (hv->mem.backing == HV_BACKING_REAL ? HV_CAP_GUEST_COPY : 0);
+	    (hv->mem.backing == HV_BACKING_REAL ? HV_CAP_GUEST_COPY |
+	    HV_CAP_LOG_DIRTY : 0);
 	r->backing = hv->mem.backing;
 	r->flush_mode = hv->cfg.flush_mode;
 	r->shadow_threshold = hv->cfg.shadow_threshold;
@@ -428,6 +429,20 @@ op_domain_vcpu(struct hv *hv, const void *req, size_t len, void *rep,
 		    " offline") : "", (q->set & HV_VCPU_SET_HARD) ?
 		    " hard affinity set" : "", (q->set & HV_VCPU_SET_SOFT) ?
 		    " soft affinity set" : "");
+	return rc;
+}
+
+static int
+op_dirty_log(struct hv *hv, const void *req, size_t len, void *rep,
+    size_t *ret_len, int *ret_fd)
+{
+	struct hv_dirty_log_reply *r = rep;
+	int rc;
+
+	(void)len, (void)ret_fd;
+	rc = dom_dirty_log(hv, req, r, (uint64_t *)(r + 1));
+	if (rc == 0)
+		*ret_len = sizeof(*r) + (size_t)r->nr / 8;
 	return rc;
 }
 

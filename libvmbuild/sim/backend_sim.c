@@ -1197,6 +1197,40 @@ sim_dmesg(void *priv, bool clear, char **ret_text, size_t *ret_len)
 	return 0;
 }
 
+_Static_assert(VMB_DIRTY_CLEAN == HV_DIRTY_CLEAN &&
+    VMB_DIRTY_ENABLE == HV_DIRTY_ENABLE && VMB_DIRTY_PEEK == HV_DIRTY_PEEK &&
+    VMB_DIRTY_MAX_BITS == HV_MAX_DIRTY_BITS, "log-dirty ops of one kind");
+
+struct dirty_call {
+	uint32_t domid;
+	unsigned op;
+	uint64_t gfn;
+	uint32_t nr;
+	uint64_t *bits, *dirty, *end;
+};
+
+static int
+dirty_call(struct hvc *c, void *arg)
+{
+	const struct dirty_call *d = arg;
+
+	return hvc_dirty_log(c, d->domid, d->op, d->gfn, d->nr, d->bits,
+	    d->dirty, d->end);
+}
+
+/* A live migration's log of written pages (HV_OP_DIRTY_LOG). */
+static int
+sim_dirty_log(void *priv, uint32_t domid, unsigned op, uint64_t gfn,
+    uint32_t nr, uint64_t *bits, uint64_t *ret_dirty, uint64_t *ret_end)
+{
+	struct dirty_call d = { domid, op, gfn, nr, bits, ret_dirty, ret_end };
+	struct sim *s = priv;
+
+	if (!(s->hello.caps & HV_CAP_LOG_DIRTY))
+		return -EOPNOTSUPP;
+	return sim_call(s, dirty_call, &d);
+}
+
 const struct vmb_backend_ops vmb_backend_sim = {
 	.name = "sim",
 	.open = sim_open,
@@ -1217,6 +1251,7 @@ const struct vmb_backend_ops vmb_backend_sim = {
 	.write = sim_write,
 	.platform = sim_platform,
 	.read = sim_read,
+	.dirty_log = sim_dirty_log,
 	.boot = sim_boot,
 	.set_timeout = sim_set_timeout,
 	.shutdown_request = sim_shutdown_request,

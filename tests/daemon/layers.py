@@ -23,7 +23,8 @@ import sys
 
 LAYERS = [
     ("main", "main"),
-    ("methods", "methods devices console everyday resize check save"),
+    ("methods", "methods devices console everyday resize check save "
+                "migrate"),
     ("tasks", "build lifecycle reap task events report source reconcile "
               "shutdown images metrics params"),
     ("registry", "vm"),

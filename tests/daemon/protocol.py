@@ -74,7 +74,9 @@ methods = ["server.hello", "host.info", "host.scrub", "host.counters",
            "vm.sched_get", "vm.sched_set", "vm.rename", "vm.uptime",
            "host.dmesg", "config.check",
            # A guest written to a stream and read back (save.py).
-           "vm.save", "vm.restore"]
+           "vm.save", "vm.restore",
+           # A guest moved to another host (migrate.py).
+           "vm.migrate_send"]
 ok(sorted(hello["methods"]) == sorted(methods),
    "server.hello lists every method", hello["methods"])
 ok(hello["protocol"] == 1 and hello["backend"] == "sim" and

@@ -125,4 +125,16 @@ ok(got == ["configs/hello.cfg"] and not err.strip(),
 got, err = complete("vmctl create configs/h")
 ok(got == ["configs/hello.cfg"] and not err.strip(),
    "create: files", (got, err))
+expect("vmctl migrate --", ["--live", "--ssh-command", "--remote-socket",
+                            "--max-rounds", "--json", "--help"],
+       "migrate's options")
+expect("vmctl --socket %s migrate --live w" % sock, ["web-1", "web-2"],
+       "migrate: VM names first")
+with open(os.path.join(h.dir, "hosts"), "w") as f:
+    f.write("127.0.0.1 localhost-mig\n")
+got, err = complete("vmctl --socket %s migrate web-1 localhost-m" % sock,
+                    {"COMP_KNOWN_HOSTS_WITH_HOSTFILE": "1", "HOSTFILE":
+                     os.path.join(h.dir, "hosts")})
+ok(got == ["localhost-mig"] and not err.strip(), "migrate VM: a host name",
+   (got, err))
 done()

@@ -348,6 +348,61 @@ class Client:
             return r
         return self.wait_task(r["task"], progress, timeout)
 
+    def vm_migrate_send(self, vm, host, live=False, ssh_command="ssh",
+                        remote_socket=None, max_rounds=None, wait=True,
+                        progress=None, timeout=None):
+        """Migrate VM `vm` to `host` as vmctl migrate does: run
+        `ssh_command host vmctl [--socket S] migrate-receive` (through
+        /bin/sh) and pass its stdin and stdout to the daemon
+        (vm.migrate_send).  Returns the finished task, its "migration"
+        figures (rounds, pages, bytes, downtime_ms, total_s) in it, or
+        {"task", "vm"} with wait=False (the child is then the caller's
+        to reap: it is returned as r["child"]).  The outcome-unknown
+        case (error code E_MIGRATE_DOUBT) is left to the caller, who
+        asks host (vmctl migrate-receive --query VM)."""
+        import shlex
+        import subprocess
+        rune = "exec %s %s vmctl%s migrate-receive" % (
+            ssh_command, shlex.quote(host),
+            " --socket " + shlex.quote(remote_socket) if remote_socket
+            else "")
+        child = subprocess.Popen(["/bin/sh", "-c", rune],
+                                 stdin=subprocess.PIPE,
+                                 stdout=subprocess.PIPE)
+        try:
+            r = self.call("vm.migrate_send", _params(
+                vm=vm, live=live, max_rounds=max_rounds,
+                fds={"send": 0, "recv": 1}),
+                [child.stdin.fileno(), child.stdout.fileno()])
+        except Exception:
+            child.kill()
+            child.wait()
+            raise
+        finally:
+            # The daemon has them: ours would keep the pipes open.
+            child.stdin.close()
+            child.stdout.close()
+        if not wait:
+            r["child"] = child
+            return r
+        try:
+            return self.wait_task(r["task"], progress, timeout)
+        finally:
+            child.wait()
+
+    def migrate_receive(self, infd=0, outfd=1, wait=True, progress=None,
+                        timeout=None):
+        """The receiving end (vmctl migrate-receive): the stream read
+        from `infd`, the answers written to `outfd`, both passed to the
+        daemon (vm.restore, incoming).  Nothing else may write to
+        `outfd`.  Returns the finished task or {"task", "vm", "uuid"}."""
+        r = self.call("vm.restore", {"incoming": True,
+                                     "fds": {"file": 0, "reply": 1}},
+                      [infd, outfd])
+        if not wait:
+            return r
+        return self.wait_task(r["task"], progress, timeout)
+
     # --- tasks -----------------------------------------------------------
 
     def task_list(self):

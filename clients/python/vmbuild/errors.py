@@ -14,7 +14,8 @@ __all__ = [
     "NoSuchTask", "ConfigError", "NoMemory", "HypervisorError", "Busy",
     "Cancelled", "VMExists", "Unavailable", "RequestTooLarge",
     "TaskFinished", "BadState", "BadImage", "ImageDescriptors",
-    "GuestTimeout", "NoSuchDevice", "BadStream", "Diagnostic",
+    "GuestTimeout", "NoSuchDevice", "BadStream", "MigrateFailed",
+    "MigrateDoubt", "Diagnostic",
     "error_from_reply",
 ]
 
@@ -157,13 +158,19 @@ NoSuchDevice = _code("E_NO_SUCH_DEVICE", 1016, "NoSuchDevice",
 BadStream = _code("E_STREAM", 1017, "BadStream",
                   "A save stream is truncated, corrupt or not one "
                   "(data says which record, at which offset).")
+MigrateFailed = _code("E_MIGRATE", 1018, "MigrateFailed",
+                      "A migration failed: the guest stays on this host.")
+MigrateDoubt = _code("E_MIGRATE_DOUBT", 1019, "MigrateDoubt",
+                     "The receiver's answer was lost: the guest is paused "
+                     "here until the target is asked (vmctl migrate "
+                     "does).")
 
 _BY_CODE = {cls.code: cls for cls in (
     ParseError, InvalidRequest, MethodNotFound, InvalidParams,
     InternalError, PermissionDenied, NoSuchVM, NoSuchTask, ConfigError,
     NoMemory, HypervisorError, Busy, Cancelled, VMExists, Unavailable,
     RequestTooLarge, TaskFinished, BadState, BadImage, ImageDescriptors,
-    GuestTimeout, NoSuchDevice, BadStream)}
+    GuestTimeout, NoSuchDevice, BadStream, MigrateFailed, MigrateDoubt)}
 
 
 def error_from_reply(error, method=None, task=None):

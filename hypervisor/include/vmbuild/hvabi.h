@@ -96,6 +96,8 @@ enum hv_op {
 	HV_OP_LOG_READ,		/* hv_log_read -> hv_log_reply + text */
 	/* vCPUs (HV_CAP_VCPUS): online, hard and soft affinity. */
 	HV_OP_DOMAIN_VCPU,	/* hv_domain_vcpu -> hv_domain_vcpu_reply */
+	/* Log-dirty (HV_CAP_LOG_DIRTY): live migration's pre-copy. */
+	HV_OP_DIRTY_LOG,	/* hv_dirty_log -> hv_dirty_log_reply + bits */
 	HV_OP_MAX
 };
 
@@ -114,6 +116,8 @@ enum hv_op {
 #define HV_CAP_EVERYDAY		(1u << 8)
 /* HV_OP_DOMAIN_VCPU. */
 #define HV_CAP_VCPUS		(1u << 9)
+/* HV_OP_DIRTY_LOG (with real backing only: phantom memory has no bytes). */
+#define HV_CAP_LOG_DIRTY	(1u << 10)
 
 enum hv_backing {
 	HV_BACKING_REAL = 1,	/* memory is mapped; pages are real */
@@ -510,6 +514,42 @@ struct hv_guest_copy {
 	hv_domid_t domid;
 	uint32_t len;		/* 1..HV_MAX_COPY */
 	uint64_t gpa;
+};
+
+/* ------------------------------------------------------------------ */
+/* Log-dirty (HV_CAP_LOG_DIRTY).                                        */
+
+/*
+ * Which pages of a domain were written since the log was last cleaned,
+ * what a live migration's pre-copy rounds send again (Xen's shadow op
+ * ENABLE_LOGDIRTY / CLEAN / PEEK).  hvsim runs no guest code: a page is
+ * dirty when it is written through this ABI (HV_OP_GUEST_WRITE).
+ * ENABLE starts the log (every bit clear) over the domain's memory as
+ * populated then, [0, end_gfn); DISABLE stops it; CLEAN and PEEK return
+ * `nr` bits (a multiple of 64, at most HV_MAX_DIRTY_BITS) from `gfn` (a
+ * multiple of 64), bits past end_gfn zero, and CLEAN clears what it
+ * returned.  -ENOENT: CLEAN or PEEK without the log on; -EOPNOTSUPP
+ * with phantom memory; -ESRCH for a domain that is not there.
+ */
+#define HV_DIRTY_DISABLE	0u
+#define HV_DIRTY_ENABLE		1u
+#define HV_DIRTY_CLEAN		2u
+#define HV_DIRTY_PEEK		3u
+#define HV_MAX_DIRTY_BITS	(1u << 22)	/* 512 KiB of bitmap a reply */
+
+struct hv_dirty_log {
+	hv_domid_t domid;
+	uint32_t op;		/* HV_DIRTY_* */
+	uint64_t gfn;		/* CLEAN, PEEK: the first bit */
+	uint32_t nr;		/* CLEAN, PEEK: bits wanted */
+	uint32_t pad;
+};
+
+struct hv_dirty_log_reply {
+	uint64_t dirty;		/* bits set among those returned */
+	uint64_t end_gfn;	/* the log covers [0, end_gfn) */
+	uint32_t nr;		/* bits returned: uint64_t words[nr / 64] follow */
+	uint32_t pad;
 };
 
 /* ------------------------------------------------------------------ */

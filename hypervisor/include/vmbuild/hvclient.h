@@ -125,6 +125,15 @@ int hvc_guest_read(struct hvc *conn, hv_domid_t domid, uint64_t gpa,
 int hvc_guest_write(struct hvc *conn, hv_domid_t domid, uint64_t gpa,
     const void *buf, size_t len);
 
+/*
+ * Log-dirty (HV_OP_DIRTY_LOG): op HV_DIRTY_*; CLEAN and PEEK copy nr
+ * bits from gfn into `bits` (nr / 64 words).  *ret_dirty: bits set among
+ * them; *ret_end: the log covers [0, *ret_end).  Either may be NULL.
+ */
+int hvc_dirty_log(struct hvc *conn, hv_domid_t domid, uint32_t op,
+    uint64_t gfn, uint32_t nr, uint64_t *bits, uint64_t *ret_dirty,
+    uint64_t *ret_end);
+
 int hvc_scrub_progress(struct hvc *conn, struct hv_scrub_reply **ret_reply);
 struct hv_scrub_node *hvc_scrub_nodes(struct hv_scrub_reply *reply);
 
