@@ -88,6 +88,11 @@ row "  disk-attach / disk-detach (running)" "$(num xl-disk-attach)/$(num xl-disk
 row "  net-attach / net-detach (running)" "$(num xl-net-attach)/$(num xl-net-detach)" "$(num vmb-net-attach)/$(num vmb-net-detach)"
 echo "Linux devices, xl:      $(dev_said xl)"
 echo "Linux devices, vmbuild: $(dev_said vmb)"
+# The running guest resized (mem-set, vcpu-set, vcpu-pin, sched), as it saw it.
+resize_said() { grep -E "vmbuild-linux-resize: .* tool=$1\$" "$clean" | tail -n 1 | sed 's/.*\(vmbuild-linux-resize: .*\) tool=.*/\1/'; }
+row "  mem-set / vcpu-set / vcpu-pin / sched" "$(num xl-mem-set)/$(num xl-vcpu-set)/$(num xl-vcpu-pin)/$(num xl-sched)" "$(num vmb-mem-set)/$(num vmb-vcpu-set)/$(num vmb-vcpu-pin)/$(num vmb-sched)"
+echo "Linux resized, xl:      $(resize_said xl)"
+echo "Linux resized, vmbuild: $(resize_said vmb)"
 grep -E 'package [a-z]' "$clean" | sed 's/^\[[ 0-9.]*\] //' 
 grep -E '^\[[ 0-9.]*\]   vmctl-(scrub|stats)\| ' "$clean" | sed 's/^\[[ 0-9.]*\]   /reported by vmbuild: /'
 # How vmbuild populated each guest (calls and extents by order), from vmctl info.
