@@ -209,12 +209,13 @@ info = c.result("vm.info", {"vm": "p1"})
 ok(info["name"] == "p1" and isinstance(info["placement_reason"], str) and
    info["build"]["phases"]["populate"] >= 0 and info["uuid"],
    "vm.info by name: placement reason and build phases", info)
-# When each phase ran: the images read beside place..populate, done
-# before load began; every span within the build's total.
+# When each phase ran: the images read on a thread of their own, done
+# before load began (load waits for them); every span within the
+# build's total.  When that thread got to run is the machine's
+# business: under load it started after place had ended.
 b = info["build"]
 tl = b["timeline"]
 ok(set(tl) == set(b["phases"]) | {"images"} and
-   tl["images"]["start_seconds"] <= tl["place"]["end_seconds"] and
    tl["images"]["end_seconds"] <= tl["load"]["start_seconds"] and
    all(0 <= s["start_seconds"] <= s["end_seconds"] <= b["total_seconds"]
        for s in tl.values()) and
