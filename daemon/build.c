@@ -33,6 +33,7 @@
 #include "state.h"
 #include "task.h"
 #include "vm.h"
+#include "vmbuildd.h"
 #include "worker.h"
 
 struct build_job {
@@ -253,6 +254,14 @@ build_steps(struct build_job *bj)
 			bj->failed_in = "finish";
 			return;
 		}
+		/*
+		 * The result's domain was read before finish unpaused it:
+		 * recorded as it is now, or the VM would be listed paused
+		 * (after the sender was told DONE) until the next refresh.
+		 */
+		if (vmb_domain_get(vmbd.ctx, bj->result.domid,
+		    &bj->result.domain) < 0)
+			bj->result.have_domain = false;
 	}
 	/*
 	 * Only for display: vm_built() takes the domid from the result.

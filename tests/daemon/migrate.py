@@ -170,8 +170,20 @@ ok(st == 0 and dirty_log(a, dom, 3, 0, 64)[0] == -errno.ENOENT,
    "log-dirty: DISABLE stops it")
 ok(write_at(a, dom, PAT_AT), "the pattern written again")
 
+# b's vm.state events of mg1: the guest arrives running.
+evb = b.client()
+evb.result("events.subscribe", {"events": ["vm.state"]})
 rc, out, err = migrate(a, b, "mg1")
 ok(rc == 0 and "migrated VM mg1" in out, "vmctl migrate mg1 target", out + err)
+# Once vmctl migrate is back, b says running, not the paused the domain
+# was in before the receiver unpaused it (a refresh later mended it).
+st = cb.result("vm.info", {"vm": "mg1"})["state"]
+ev = evb.event(lambda m: m.get("method") == "vm.state" and
+               m["params"]["vm"] == "mg1" and
+               m["params"]["state"] not in ("building", "migrating"), 60)
+ok(st == "running" and ev and ev["params"]["state"] == "running",
+   "on b, mg1 is running as soon as vmctl migrate is back, and its first "
+   "state after the build is running", (st, ev))
 m = re.search(r"vmbuild-migrate: downtime_ms=(\d+) total_s=\S+ pages=(\d+) "
               r"rounds=(\d+)", out)
 ok(m and int(m.group(2)) == 128 * MIB // 4096 and m.group(3) == "1",

@@ -79,7 +79,9 @@ play_ok() {	# play_ok NAME FILE [ARGS]: the playbook passes
 		ok "ansible-playbook $1: every step asserted"
 	else
 		not_ok "ansible-playbook $1: every step asserted"
-		grep -E 'FAILED|fatal|ERROR|msg' "$RUN/$1.log" | head -20 | sed 's/^/# /'
+		# "assertion": which one of an assert's list failed.
+		grep -E 'FAILED|fatal|ERROR|msg|"assertion"' "$RUN/$1.log" |
+		    head -20 | sed 's/^/# /'
 	fi
 }
 
@@ -381,6 +383,11 @@ migrate_tests() {
           - a.vms | length == 0
           - b.vm.state == "running"
           - b.vm.uuid == r.vm.uuid
+        fail_msg: >-
+          changed={{ r.changed }} migration={{ r.migration | default(None) }}
+          on hostA={{ a.vms | map(attribute='name') | list }}
+          on hostB={{ b.vm | default({}) | dict2items | selectattr('key', 'in', ['name', 'state', 'uuid']) | items2dict }}
+          uuid moved={{ r.vm.uuid | default(None) }}
 
     - name: web1 migrated again
       vmbuild.xen.vm: {name: web1, state: migrated, target: hostB}
