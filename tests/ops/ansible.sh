@@ -434,8 +434,13 @@ EOF
 		"d2 d3/d1 web1/running"
 
 	RECAP_HOST=hostA play_ok drain "${drain[@]}"
-	check "drained: A holds nothing, B web1 d1 d2 d3" \
-		test "$(names "$SOCK")/$(names "$B_SOCK")" = "/d1 d2 d3 web1"
+	local held
+	held="$(names "$SOCK")/$(names "$B_SOCK")"
+	check "drained: A holds nothing, B web1 d1 d2 d3 (held: A/B $held)" \
+		test "$held" = "/d1 d2 d3 web1" ||
+		diag "B's list: $("$VMCTL" --socket "$B_SOCK" list 2>&1)
+B's vmbuildd.log: $(cat "$RUN/b/vmbuildd.log")
+A's vmbuildd.log (last 40): $(tail -n 40 "$RUN/vmbuildd.log")"
 
 	"$VMCTL" create "$RUN/big.cfg" >/dev/null 2>&1 || not_ok "build big on A"
 	if RECAP_HOST=hostA play drain-full "${drain[@]}"; then
