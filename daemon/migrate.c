@@ -523,50 +523,6 @@ mig_done(struct job *job)
 	vmbd_status_changed();
 }
 
-/* The guest record: the VM as its state record describes it. */
-static char *
-mig_guest_text(const struct vm *vm)
-{
-	char u[VMB_UUID_STRLEN];
-	yajl_gen g = jg_new();
-
-	if (g == NULL)
-		return NULL;
-	vmb_uuid_to_str(vm->uuid, u);
-	yajl_gen_map_open(g);
-	jg_kv_str(g, "name", vm->name);
-	jg_kv_str(g, "uuid", u);
-	jg_kv_dbl(g, "created_at", vm->created_at);
-	jg_key(g, "config");
-	guestjson_gen(g, vm->guest);
-	jg_kv_str(g, "source", vm->source);
-	/* The receiver leaves it paused if it was paused here. */
-	jg_kv_bool(g, "paused", vm->state == VM_PAUSED);
-	yajl_gen_map_close(g);
-	return jg_finish(g);
-}
-
-/* Can `vm` be migrated now?  -1 after call_error(). */
-static int
-mig_check(struct call *call, struct vm *vm)
-{
-	if (vm_check_idle(call, vm) < 0)
-		return -1;
-	if (!vm->ours || vm->guest == NULL)
-		return call_error(call, E_BAD_STATE, 0, "%s was not built by "
-		    "this daemon: it has no description to send", vm->name);
-	if (vm->state != VM_RUNNING && vm->state != VM_BLOCKED &&
-	    vm->state != VM_PAUSED)
-		return call_error(call, E_BAD_STATE, 0, "%s is %s: only a "
-		    "running or paused guest can be migrated", vm->name,
-		    vm_state_name(vm));
-	if (task_running() >= vmbd.max_tasks)
-		return call_error(call, E_BUSY, 0, "%u tasks are running "
-		    "(limit %u); try again later", task_running(),
-		    vmbd.max_tasks);
-	return 0;
-}
-
 /* The request's numbers: -1 after call_error(). */
 static int
 mig_params(struct call *call, struct mig_job *mj)
@@ -629,13 +585,13 @@ m_vm_migrate_send(struct call *call, yajl_gen g)
 	struct mig_job *mj = NULL;
 	bool wait = false;
 
-	if (vm == NULL || mig_check(call, vm) < 0 ||
+	if (vm == NULL || stream_vm_check(call, vm, "migrated") < 0 ||
 	    param_bool(call, P_WAIT, &wait) < 0)
 		return -1;
 	mj = calloc(1, sizeof(*mj));
 	if (mj != NULL) {
 		mj->send_fd = mj->recv_fd = mj->cancel_fd = -1;
-		mj->guest_text = mig_guest_text(vm);
+		mj->guest_text = stream_guest_text(vm, true);
 	}
 	if (mj == NULL || mj->guest_text == NULL) {
 		call_error(call, RPC_INTERNAL_ERROR, ENOMEM, "out of memory");

@@ -359,9 +359,12 @@ save_done(struct job *job)
 	vmbd_status_changed();
 }
 
-/* The guest record: the VM as its state record describes it. */
-static char *
-save_guest_text(const struct vm *vm)
+/*
+ * The guest record: the VM as its state record describes it; with
+ * `paused`, whether it is paused (a migration's receiver leaves it so).
+ */
+char *
+stream_guest_text(const struct vm *vm, bool paused)
 {
 	char u[VMB_UUID_STRLEN];
 	yajl_gen g = jg_new();
@@ -376,24 +379,27 @@ save_guest_text(const struct vm *vm)
 	jg_key(g, "config");
 	guestjson_gen(g, vm->guest);
 	jg_kv_str(g, "source", vm->source);
+	if (paused)
+		jg_kv_bool(g, "paused", vm->state == VM_PAUSED);
 	yajl_gen_map_close(g);
 	return jg_finish(g);
 }
 
-/* Can `vm` be saved now?  -1 after call_error(). */
-static int
-save_check(struct call *call, struct vm *vm)
+/* Can `vm` be saved (`verb`) now?  -1 after call_error(). */
+int
+stream_vm_check(struct call *call, struct vm *vm, const char *verb)
 {
 	if (vm_check_idle(call, vm) < 0)
 		return -1;
 	if (!vm->ours || vm->guest == NULL)
 		return call_error(call, E_BAD_STATE, 0, "%s was not built by "
-		    "this daemon: it has no description to save", vm->name);
+		    "this daemon: it has no description to %s", vm->name,
+		    strcmp(verb, "saved") == 0 ? "save" : "send");
 	if (vm->state != VM_RUNNING && vm->state != VM_BLOCKED &&
 	    vm->state != VM_PAUSED)
 		return call_error(call, E_BAD_STATE, 0, "%s is %s: only a "
-		    "running or paused guest can be saved", vm->name,
-		    vm_state_name(vm));
+		    "running or paused guest can be %s", vm->name,
+		    vm_state_name(vm), verb);
 	if (task_running() >= vmbd.max_tasks)
 		return call_error(call, E_BUSY, 0, "%u tasks are running "
 		    "(limit %u); try again later", task_running(),
@@ -409,7 +415,7 @@ m_vm_save(struct call *call, yajl_gen g)
 	struct vm *vm = vm_param(call);
 	int fd = -1, rc;
 
-	if (vm == NULL || save_check(call, vm) < 0 ||
+	if (vm == NULL || stream_vm_check(call, vm, "saved") < 0 ||
 	    param_bool(call, P_WAIT, &wait) < 0 ||
 	    param_bool(call, P_CHECKPOINT, &checkpoint) < 0 ||
 	    (fd = stream_fd(call, "file", true, &regular)) < 0)
@@ -417,7 +423,7 @@ m_vm_save(struct call *call, yajl_gen g)
 	sj = calloc(1, sizeof(*sj));
 	if (sj != NULL)
 		sj->fd = sj->cancel_fd = -1;
-	if (sj == NULL || (sj->guest_text = save_guest_text(vm)) == NULL) {
+	if (sj == NULL || (sj->guest_text = stream_guest_text(vm, false)) == NULL) {
 		call_error(call, RPC_INTERNAL_ERROR, ENOMEM, "out of memory");
 		goto fail;
 	}

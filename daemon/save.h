@@ -18,7 +18,12 @@
 #include <stdint.h>
 
 struct call;
+struct vm;
 struct vmb_stream_out;
+
+/* Shared by a save and a migration's sender (migrate.c). */
+char *stream_guest_text(const struct vm *vm, bool paused);
+int stream_vm_check(struct call *call, struct vm *vm, const char *verb);
 
 /*
  * Pages [gfn, gfn + n) of a domain into a stream (`buf`: room for n
