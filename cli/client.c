@@ -406,6 +406,18 @@ vmc_call(struct vmc_client *c, yajl_gen params, yajl_val *ret_result,
 	return vmc_call_fds(c, params, NULL, 0, ret_result, err);
 }
 
+void
+vmc_gen_fds(yajl_gen params, const char *const *keys, size_t nfds)
+{
+	if (nfds == 0)
+		return;
+	jg_key(params, P_FDS);
+	yajl_gen_map_open(params);
+	for (size_t i = 0; i < nfds; i++)
+		jg_kv_i64(params, keys[i], (int64_t)i);
+	yajl_gen_map_close(params);
+}
+
 int
 vmc_call_fds(struct vmc_client *c, yajl_gen params, const int *fds,
     size_t nfds, yajl_val *ret_result, struct vmc_error *err)

@@ -38,13 +38,7 @@ send_check(struct vmc_client *c, const char *text, const char *path,
 					jg_kv_str(g, image_keys[i], why[i]);
 			yajl_gen_map_close(g);
 		}
-		if (nfds > 0) {
-			jg_key(g, P_FDS);
-			yajl_gen_map_open(g);
-			for (size_t i = 0; i < nfds; i++)
-				jg_kv_i64(g, keys[i], (int64_t)i);
-			yajl_gen_map_close(g);
-		}
+		vmc_gen_fds(g, keys, nfds);
 	}
 	return vmc_call_fds(c, g, fds, nfds, ret_res, err);
 }

@@ -183,13 +183,7 @@ send_create(struct vmc_client *c, const char *text, const char *path,
 			jg_kv_bool(g, P_PAUSED, true);
 		if (ignore)
 			jg_kv_bool(g, P_IGNORE_UNSUPPORTED, true);
-		if (nfds > 0) {
-			jg_key(g, P_FDS);
-			yajl_gen_map_open(g);
-			for (size_t i = 0; i < nfds; i++)
-				jg_kv_i64(g, keys[i], (int64_t)i);
-			yajl_gen_map_close(g);
-		}
+		vmc_gen_fds(g, keys, nfds);
 	}
 	return vmc_call_fds(c, g, fds, nfds, ret_res, err);
 }

@@ -101,6 +101,8 @@ int vmc_call(struct vmc_client *c, yajl_gen params, yajl_val *ret_result,
  */
 int vmc_call_fds(struct vmc_client *c, yajl_gen params, const int *fds,
     size_t nfds, yajl_val *ret_result, struct vmc_error *err);
+/* params.fds as {keys[i]: i}, the files vmc_call_fds sends (none: nothing). */
+void vmc_gen_fds(yajl_gen params, const char *const *keys, size_t nfds);
 /* vmc_request + vmc_call with empty params. */
 int vmc_call0(struct vmc_client *c, const char *method, yajl_val *ret_result,
     struct vmc_error *err);
