@@ -323,145 +323,191 @@ gen_warnings(yajl_gen g, const struct build_warnings *w)
 	yajl_gen_array_close(g);
 }
 
+/*
+ * A build that succeeded: the VM takes the build's domid, pins and guest,
+ * a restart is announced, and the task and its caller are told.
+ */
+static void
+build_succeeded(struct build_job *bj, struct vm *vm)
+{
+	struct task *t = bj->task;
+	char msg[400];
+
+	snprintf(msg, sizeof(msg), "domain %u built in %.3f s",
+	    bj->result.domid, bj->result.total_ns / 1e9);
+	/*
+	 * The build's own domid, not only what a progress tick or the
+	 * domain list happened to show: a build can end between two
+	 * ticks and the list can fail, and a VM without its domid is
+	 * one vm.destroy cannot destroy.
+	 */
+	if (vm != NULL && bj->pin_why[0])
+		log_vm(LOG_WARNING, t->vm, bj->result.domid, t->id,
+		    "%s: a pin of its vCPUs is not set again: %s; it "
+		    "is dropped", t->vm, bj->pin_why);
+	if (vm != NULL) {
+		vm->domid = bj->result.domid;
+		vm->restart = false;
+		/* The pins set again, as the record now has them. */
+		state_pins_free(vm->pins, vm->npins);
+		vm->pins = bj->rec.pins;
+		vm->npins = bj->rec.npins;
+		bj->rec.pins = NULL;
+		bj->rec.npins = 0;
+		vm_built(vm, bj->have_dom ? &bj->dom : NULL,
+		    bj->guest, bj->build_json);
+		if (bj->restart)
+			restarted(vm, 0, msg);
+	}
+	task_finish(t, TASK_DONE, 0, 0, NULL);
+	if (bj->fill.fill != NULL)
+		metrics_stream_done(true, "done", 0);
+	else
+		metrics_build_done("done", bj->result.total_ns / 1e9,
+		    &bj->result);
+	log_vm(LOG_INFO, t->vm, bj->result.domid, t->id, "%s: %s",
+	    t->vm, msg);
+	if (bj->call != NULL) {
+		yajl_gen g = jg_new();
+
+		yajl_gen_map_open(g);
+		jg_kv_u64(g, "task", t->id);
+		jg_key(g, "vm");
+		if (vm != NULL)
+			vm_gen_info(g, vm);
+		else
+			yajl_gen_null(g);
+		gen_warnings(g, &bj->warnings);
+		yajl_gen_map_close(g);
+		call_reply(bj->call, g);
+		yajl_gen_free(g);
+	}
+}
+
+/*
+ * What a failed build says: its RPC error code, the phase it failed in
+ * (*phase; the image's load for a bad image) and the message in `msg`,
+ * from where and why the library's result says, written on failure
+ * too: the task's last progress tick is the undo's by then.
+ */
+static int
+build_failure_text(const struct build_job *bj, bool image,
+    const char **phase, char *msg, size_t size)
+{
+	const char *vmname = bj->task->vm;
+	const char *why;
+	int code;
+
+	*phase = vmb_build_phase_name(image ? VMB_PHASE_LOAD :
+	    bj->result.failed_phase);
+	why = bj->result.error[0] ? bj->result.error : strerror(-bj->rc);
+	code = image ? E_IMAGE : bj->failed_in != NULL ?
+	    RPC_INTERNAL_ERROR : build_errno_code(bj->rc);
+	if (bj->failed_in != NULL && image)
+		snprintf(msg, size, "build of %s failed in "
+		    "phase %s: %s", vmname, *phase, bj->why);
+	else if (bj->failed_in != NULL &&
+	    !strcmp(bj->failed_in, "finish"))
+		snprintf(msg, size, "migration of %s failed at "
+		    "its end: %s; its domain here is destroyed",
+		    vmname, bj->why);
+	else if (bj->failed_in != NULL)
+		snprintf(msg, size, "cannot write the state "
+		    "record of %s: %s", vmname, strerror(-bj->rc));
+	else if (bj->rc == -ECANCELED)
+		snprintf(msg, size, "build of %s cancelled "
+		    "(in phase %s); everything was undone", vmname,
+		    *phase);
+	else if (bj->result.failed_phase == VMB_PHASE_DONE)
+		snprintf(msg, size, "build of %s failed after "
+		    "it was done: %s", vmname, why);
+	else
+		snprintf(msg, size, "build of %s failed in "
+		    "phase %s: %s", vmname, *phase, why);
+	if (bj->result.undo_rc != 0) {
+		size_t len = strlen(msg);
+
+		snprintf(msg + len, size - len, "; its domain "
+		    "could not be destroyed (%s) and will be again "
+		    "until it is gone", strerror(-bj->result.undo_rc));
+	}
+	return code;
+}
+
+/*
+ * What becomes of the VM of a failed build: kept for the next daemon
+ * (a restart interrupted by the stop), kept for reap.c (a domain the
+ * undo could not destroy), or gone with its record.
+ */
+static void
+build_failed_vm(struct build_job *bj, struct vm *vm, const char *msg)
+{
+	struct task *t = bj->task;
+
+	if (vm != NULL && bj->restart && bj->rc == -ECANCELED &&
+	    B.stopping) {
+		/* Its record says "restart": the next daemon goes on. */
+		log_vm(LOG_NOTICE, t->vm, VMB_DOMID_INVALID, t->id,
+		    "restart of %s interrupted: it is built when the "
+		    "daemon starts again", t->vm);
+	} else if (vm != NULL && bj->result.undo_rc != 0) {
+		/* The record stays until reap.c has the domain gone. */
+		if (bj->restart)
+			restarted(vm, bj->rc, msg);
+		reap_start(vm, bj->result.leftover_domid);
+	} else {
+		if (bj->restart) {
+			vm_unrecord(bj->rec.uuid);
+			if (vm != NULL)
+				restarted(vm, bj->rc, msg);
+		}
+		if (vm != NULL)
+			vm_remove(vm, true);
+	}
+}
+
+/* A build that failed or was cancelled: the VM, the task, the caller. */
+static void
+build_failed(struct build_job *bj, struct vm *vm)
+{
+	struct task *t = bj->task;
+	bool image = bj->failed_in ? !strcmp(bj->failed_in, "image") :
+	    bj->result.bad_image;
+	const char *phase;
+	char msg[400];
+	int code;
+
+	code = build_failure_text(bj, image, &phase, msg, sizeof(msg));
+	build_failed_vm(bj, vm, msg);
+	if (bj->failed_in == NULL)
+		t->err_phase = phase;
+	task_finish(t, bj->rc == -ECANCELED ? TASK_CANCELLED :
+	    TASK_FAILED, code, -bj->rc, msg);
+	if (bj->fill.fill != NULL)
+		metrics_stream_done(true, bj->rc == -ECANCELED ?
+		    "cancelled" : "failed", 0);
+	else
+		metrics_build_done(bj->rc == -ECANCELED ? "cancelled" :
+		    "failed", 0, NULL);
+	if (bj->call != NULL) {
+		call_error(bj->call, code, bj->rc, "%s", msg);
+		if (bj->failed_in == NULL || image)
+			call_error_phase(bj->call, phase);
+		call_fail(bj->call);
+	}
+}
+
+/* The job's end, back on the event loop. */
 static void
 build_done(struct job *job)
 {
 	struct build_job *bj = (struct build_job *)job;
-	struct task *t = bj->task;
 	struct vm *vm = vm_find_uuid(bj->rec.uuid);
-	const char *phase, *why;
-	char msg[400];
-	int code;
 
-	/*
-	 * Where and why from the library's result, written on failure too:
-	 * the task's last progress tick is the undo's by then.
-	 */
-	phase = vmb_build_phase_name(bj->result.failed_phase);
-	why = bj->result.error[0] ? bj->result.error : strerror(-bj->rc);
-	if (bj->rc == 0) {
-		snprintf(msg, sizeof(msg), "domain %u built in %.3f s",
-		    bj->result.domid, bj->result.total_ns / 1e9);
-		/*
-		 * The build's own domid, not only what a progress tick or the
-		 * domain list happened to show: a build can end between two
-		 * ticks and the list can fail, and a VM without its domid is
-		 * one vm.destroy cannot destroy.
-		 */
-		if (vm != NULL && bj->pin_why[0])
-			log_vm(LOG_WARNING, t->vm, bj->result.domid, t->id,
-			    "%s: a pin of its vCPUs is not set again: %s; it "
-			    "is dropped", t->vm, bj->pin_why);
-		if (vm != NULL) {
-			vm->domid = bj->result.domid;
-			vm->restart = false;
-			/* The pins set again, as the record now has them. */
-			state_pins_free(vm->pins, vm->npins);
-			vm->pins = bj->rec.pins;
-			vm->npins = bj->rec.npins;
-			bj->rec.pins = NULL;
-			bj->rec.npins = 0;
-			vm_built(vm, bj->have_dom ? &bj->dom : NULL,
-			    bj->guest, bj->build_json);
-			if (bj->restart)
-				restarted(vm, 0, msg);
-		}
-		task_finish(t, TASK_DONE, 0, 0, NULL);
-		if (bj->fill.fill != NULL)
-			metrics_stream_done(true, "done", 0);
-		else
-			metrics_build_done("done", bj->result.total_ns / 1e9,
-			    &bj->result);
-		log_vm(LOG_INFO, t->vm, bj->result.domid, t->id, "%s: %s",
-		    t->vm, msg);
-		if (bj->call != NULL) {
-			yajl_gen g = jg_new();
-
-			yajl_gen_map_open(g);
-			jg_kv_u64(g, "task", t->id);
-			jg_key(g, "vm");
-			if (vm != NULL)
-				vm_gen_info(g, vm);
-			else
-				yajl_gen_null(g);
-			gen_warnings(g, &bj->warnings);
-			yajl_gen_map_close(g);
-			call_reply(bj->call, g);
-			yajl_gen_free(g);
-		}
-	} else {
-		bool image = bj->failed_in ? !strcmp(bj->failed_in, "image") :
-		    bj->result.bad_image;
-
-		if (image)
-			phase = vmb_build_phase_name(VMB_PHASE_LOAD);
-		code = image ? E_IMAGE : bj->failed_in != NULL ?
-		    RPC_INTERNAL_ERROR : build_errno_code(bj->rc);
-		if (bj->failed_in != NULL && image)
-			snprintf(msg, sizeof(msg), "build of %s failed in "
-			    "phase %s: %s", t->vm, phase, bj->why);
-		else if (bj->failed_in != NULL &&
-		    !strcmp(bj->failed_in, "finish"))
-			snprintf(msg, sizeof(msg), "migration of %s failed at "
-			    "its end: %s; its domain here is destroyed",
-			    t->vm, bj->why);
-		else if (bj->failed_in != NULL)
-			snprintf(msg, sizeof(msg), "cannot write the state "
-			    "record of %s: %s", t->vm, strerror(-bj->rc));
-		else if (bj->rc == -ECANCELED)
-			snprintf(msg, sizeof(msg), "build of %s cancelled "
-			    "(in phase %s); everything was undone", t->vm,
-			    phase);
-		else if (bj->result.failed_phase == VMB_PHASE_DONE)
-			snprintf(msg, sizeof(msg), "build of %s failed after "
-			    "it was done: %s", t->vm, why);
-		else
-			snprintf(msg, sizeof(msg), "build of %s failed in "
-			    "phase %s: %s", t->vm, phase, why);
-		if (bj->result.undo_rc != 0) {
-			size_t len = strlen(msg);
-
-			snprintf(msg + len, sizeof(msg) - len, "; its domain "
-			    "could not be destroyed (%s) and will be again "
-			    "until it is gone", strerror(-bj->result.undo_rc));
-		}
-		if (vm != NULL && bj->restart && bj->rc == -ECANCELED &&
-		    B.stopping) {
-			/* Its record says "restart": the next daemon goes on. */
-			log_vm(LOG_NOTICE, t->vm, VMB_DOMID_INVALID, t->id,
-			    "restart of %s interrupted: it is built when the "
-			    "daemon starts again", t->vm);
-		} else if (vm != NULL && bj->result.undo_rc != 0) {
-			/* The record stays until reap.c has the domain gone. */
-			if (bj->restart)
-				restarted(vm, bj->rc, msg);
-			reap_start(vm, bj->result.leftover_domid);
-		} else {
-			if (bj->restart) {
-				vm_unrecord(bj->rec.uuid);
-				if (vm != NULL)
-					restarted(vm, bj->rc, msg);
-			}
-			if (vm != NULL)
-				vm_remove(vm, true);
-		}
-		if (bj->failed_in == NULL)
-			t->err_phase = phase;
-		task_finish(t, bj->rc == -ECANCELED ? TASK_CANCELLED :
-		    TASK_FAILED, code, -bj->rc, msg);
-		if (bj->fill.fill != NULL)
-			metrics_stream_done(true, bj->rc == -ECANCELED ?
-			    "cancelled" : "failed", 0);
-		else
-			metrics_build_done(bj->rc == -ECANCELED ? "cancelled" :
-			    "failed", 0, NULL);
-		if (bj->call != NULL) {
-			call_error(bj->call, code, bj->rc, "%s", msg);
-			if (bj->failed_in == NULL || image)
-				call_error_phase(bj->call, phase);
-			call_fail(bj->call);
-		}
-	}
+	if (bj->rc == 0)
+		build_succeeded(bj, vm);
+	else
+		build_failed(bj, vm);
 	/* A failed build freed memory: scrubbing starts. */
 	if (bj->rc != 0)
 		events_scrub_kick();

@@ -3,7 +3,8 @@
  * writer walks libvmbuild's key table (vmb_key_desc), the reader takes
  * each member back into its field.  Records written by earlier
  * vmbuildds (libvmbuild wrote the JSON then) have the same shape, and
- * are read here too (tests/daemon/fixtures).
+ * are read here too (tests/daemon/fixtures).  vm.create's object of
+ * xl.cfg keys goes through libvmbuild's setters (guestjson_keys).
  */
 #include <errno.h>
 #include <stdbool.h>
@@ -679,4 +680,103 @@ guestjson_parse(const char *text, struct vmb_guest **ret, char *why,
 	rc = guestjson_read(root, ret, why, why_len);
 	yajl_tree_free(root);
 	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* vm.create's params.guest: an object of xl.cfg keys                  */
+
+/*
+ * A JSON value of such an object as a libvmbuild value, at list depth
+ * `depth` (1 for a key's value); lists are malloc'd (value_done frees
+ * them).  -EINVAL with *why set for a value no xl.cfg key takes.
+ */
+static int
+value_from_json(yajl_val v, struct vmb_value *out, const char **why,
+    int depth)
+{
+	memset(out, 0, sizeof(*out));
+	if (depth > GUEST_MAX_DEPTH) {
+		*why = "lists nested too deeply";
+		return -EINVAL;
+	}
+	switch (v->type) {
+	case yajl_t_string:
+		out->type = VMB_VALUE_STRING;
+		out->u.s = v->u.string;
+		return 0;
+	case yajl_t_number:
+		if (!YAJL_IS_INTEGER(v)) {
+			*why = "numbers must be integers";
+			return -EINVAL;
+		}
+		out->type = VMB_VALUE_INT;
+		out->u.i = YAJL_GET_INTEGER(v);
+		return 0;
+	case yajl_t_true:
+	case yajl_t_false:
+		out->type = VMB_VALUE_INT;
+		out->u.i = YAJL_IS_TRUE(v);
+		return 0;
+	case yajl_t_array: {
+		struct vmb_value *items;
+		size_t n = v->u.array.len;
+
+		items = calloc(n + 1, sizeof(*items));
+		if (items == NULL) {
+			*why = "out of memory";
+			return -ENOMEM;
+		}
+		out->type = VMB_VALUE_LIST;
+		out->u.list.v = items;
+		out->u.list.n = 0;
+		for (size_t i = 0; i < n; i++) {
+			int rc = value_from_json(v->u.array.values[i],
+			    &items[i], why, depth + 1);
+
+			/* Count the failed item too: it may hold a partly
+			 * built list that value_done() must free. */
+			out->u.list.n++;
+			if (rc < 0)
+				return rc;
+		}
+		return 0;
+	}
+	default:
+		*why = "values must be strings, integers, booleans or lists";
+		return -EINVAL;
+	}
+}
+
+static void
+value_done(struct vmb_value *v)
+{
+	if (v->type != VMB_VALUE_LIST)
+		return;
+	for (size_t i = 0; i < v->u.list.n; i++)
+		value_done((struct vmb_value *)&v->u.list.v[i]);
+	free((void *)v->u.list.v);
+}
+
+int
+guestjson_keys(struct vmb_guest *guest, yajl_val obj, const char *where,
+    struct vmb_diags *diags, const char **ret_key, const char **ret_why)
+{
+	for (size_t i = 0; i < obj->u.object.len; i++) {
+		const char *key = obj->u.object.keys[i], *why = NULL;
+		/* A scalar type, so that value_done() is a no-op when
+		 * value_from_json() fails before setting it. */
+		struct vmb_value val = { .type = VMB_VALUE_STRING };
+		int rc;
+
+		rc = value_from_json(obj->u.object.values[i], &val, &why, 1);
+		if (rc == 0)
+			(void)vmb_guest_set(guest, key, &val, where, diags);
+		value_done(&val);
+		if (rc < 0) {
+			*ret_key = key;
+			*ret_why = why;
+			return rc;
+		}
+	}
+	return 0;
 }

@@ -2,7 +2,8 @@
  * guestjson.h - the one JSON form of a guest (struct vmb_guest), both
  * ways: what vm.info shows as "config", what a state record keeps as
  * "config", and what vmb-config-check prints (the golden files of
- * configs/tests).  A member per key of libvmbuild's keys.def that has
+ * configs/tests); and the object of xl.cfg keys vm.create takes as
+ * params.guest (guestjson_keys).  A member per key of libvmbuild's keys.def that has
  * one (vmb_key_desc), in that order, written as the key's FORM says;
  * libvmbuild itself knows no JSON.
  */
@@ -53,5 +54,15 @@ int guestjson_read(yajl_val obj, struct vmb_guest **ret, char *why,
 /* The same from text (a record's "config"). */
 int guestjson_parse(const char *text, struct vmb_guest **ret, char *why,
     size_t why_len);
+
+/*
+ * vm.create's params.guest (and a source recorded so), an object of
+ * xl.cfg keys: every member into `guest` (vmb_guest_set, errors in
+ * diags as from `where`).  -EINVAL with *ret_key and *ret_why for a
+ * value of the wrong kind (not a config error: a request error).
+ */
+int guestjson_keys(struct vmb_guest *guest, yajl_val obj,
+    const char *where, struct vmb_diags *diags, const char **ret_key,
+    const char **ret_why);
 
 #endif /* VMBUILDD_GUESTJSON_H */

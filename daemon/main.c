@@ -86,8 +86,9 @@ static struct {
 	uint64_t	watchdog_usec;
 } M = { .ready_fd = -1 };
 
-void
-vmbd_status_changed(void)
+/* vmbd_status_changed()'s hook: tell systemd what we are doing. */
+static void
+status_send(void)
 {
 	/* A no-op without systemd ($NOTIFY_SOCKET unset). */
 	notify_status("STATUS=%u VMs, %u builds running, %u clients%s",
@@ -648,6 +649,7 @@ main(int argc, char **argv)
 		return rc;
 	log_init(M.verbose, M.log_target);
 	notify_init();
+	vmbd_status_hook(status_send);
 	event_set_log_callback(libevent_log);
 	/* A client gone mid-reply must not kill us. */
 	signal(SIGPIPE, SIG_IGN);

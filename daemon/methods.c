@@ -20,6 +20,7 @@
 #include "devices.h"
 #include "events.h"
 #include "everyday.h"
+#include "guestjson.h"
 #include "images.h"
 #include "json.h"
 #include "methods.h"
@@ -280,7 +281,7 @@ guest_from_json(struct call *call, yajl_val obj, const char *basedir,
 		return call_error(call, RPC_INTERNAL_ERROR, rc,
 		    "cannot allocate a guest: %s", strerror(-rc));
 	guest->flags = flags;
-	rc = source_guest_keys(guest, obj, "request", &diags, &key, &why);
+	rc = guestjson_keys(guest, obj, "request", &diags, &key, &why);
 	if (rc < 0) {
 		vmb_guest_free(guest);
 		vmb_diags_done(&diags);

@@ -23,24 +23,6 @@
 #include "vmbuild.h"
 
 /*
- * A JSON value of a guest object as a libvmbuild value, at list depth
- * `depth` (1 for a key's value; at most 8); lists are malloc'd
- * (value_done frees them).  -EINVAL with *why set for a value no xl.cfg
- * key takes.
- */
-int value_from_json(yajl_val v, struct vmb_value *out, const char **why,
-    int depth);
-void value_done(struct vmb_value *v);
-/*
- * Every member of a guest object into `guest` (vmb_guest_set, errors
- * in diags as from `where`).  -EINVAL with *ret_key and *ret_why for
- * a value of the wrong kind (not a config error: a request error).
- */
-int source_guest_keys(struct vmb_guest *guest, yajl_val obj,
-    const char *where, struct vmb_diags *diags, const char **ret_key,
-    const char **ret_why);
-
-/*
  * Who created a VM, as its source records it: a restart opens the VM's
  * images by path (the descriptors it came as are gone with the daemon
  * that took them) with its creator's rights, never root's, unless root

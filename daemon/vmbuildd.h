@@ -30,8 +30,12 @@ struct vmbuildd {
 
 extern struct vmbuildd vmbd;
 
-/* main.c: tell systemd (if any) what we are doing, e.g. after a build. */
+/*
+ * status.c: the figures of the status line changed (a VM, a build, a
+ * client); the hook main.c sets tells systemd, if any.  No-op until set.
+ */
 void vmbd_status_changed(void);
+void vmbd_status_hook(void (*fn)(void));
 
 /* Wall clock and monotonic time in seconds. */
 double now_real(void);

@@ -13,6 +13,9 @@ Checked from the sources (no build needed):
 
 - every daemon/*.c has a layer here (a new file is placed on purpose);
 - no file includes the header of a layer above its own;
+- no header declares a function defined in a layer above the header's
+  (a call back up hidden behind a lower header: vmbuildd.h once
+  declared main.c's vmbd_status_changed for the registry and the tasks);
 - the files form no include cycle.
 
 `layers.py --graph` prints each file's daemon includes.
@@ -30,7 +33,7 @@ LAYERS = [
     ("registry", "vm"),
     ("rpc/control", "rpc control peer"),
     ("base", "json log state guestjson worker notify procstat rate clock "
-             "proto vmbuildd vmstate"),
+             "proto vmbuildd vmstate status"),
 ]
 LAYER = {m: n for n, (_, names) in enumerate(LAYERS) for m in names.split()}
 DAEMON = os.path.join(os.path.dirname(os.path.abspath(__file__)),
@@ -46,6 +49,35 @@ def graph():
             inc = re.findall(r'^#include "([a-z_]+)\.h"', f.read(), re.M)
         edges[m] = [h for h in inc if h in hdrs and h != m]
     return mods, edges
+
+
+def strip_comments(text):
+    return re.sub(r"/\*.*?\*/|//[^\n]*", " ", text, flags=re.S)
+
+
+def hidden_up():
+    """Functions a header declares whose definition is in a file of a
+    layer above the header's: each (header, function, file)."""
+    defined = {}
+    for f in sorted(os.listdir(DAEMON)):
+        if f.endswith(".c"):
+            with open(os.path.join(DAEMON, f)) as fh:
+                text = strip_comments(fh.read())
+            for name in re.findall(r"^(?!static\b)[a-z][^;{}()]*\n"
+                                   r"([a-z_][a-z0-9_]*)\(", text, re.M):
+                defined.setdefault(name, f[:-2])
+    out = []
+    for f in sorted(os.listdir(DAEMON)):
+        if not f.endswith(".h") or f[:-2] not in LAYER:
+            continue
+        with open(os.path.join(DAEMON, f)) as fh:
+            text = strip_comments(fh.read())
+        for name in sorted(set(re.findall(r"\b([a-z_][a-z0-9_]*)\s*\(",
+                                          text))):
+            m = defined.get(name)
+            if m and m in LAYER and LAYER[m] < LAYER[f[:-2]]:
+                out.append((f, name, m))
+    return out
 
 
 def cycles(edges):
@@ -102,6 +134,10 @@ def main():
           for m in mods for h in edges[m]
           if m in LAYER and h in LAYER and LAYER[h] < LAYER[m]]
     checks.append(("no include of a layer above", up))
+    checks.append(("no header declares a function of a layer above",
+                   [f"{h} ({LAYERS[LAYER[h[:-2]]][0]}) declares {n}, "
+                    f"defined in {m}.c ({LAYERS[LAYER[m]][0]})"
+                    for h, n, m in hidden_up()]))
     checks.append(("no include cycle",
                    [" <-> ".join(c) for c in cycles(edges)]))
     print(f"1..{len(checks)}")

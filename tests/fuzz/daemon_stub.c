@@ -31,11 +31,6 @@
 
 struct vmbuildd vmbd;
 
-void
-vmbd_status_changed(void)
-{
-}
-
 /* A hypervisor that is not there. */
 static int
 null_host_info(void *priv, struct vmb_host **ret)
