@@ -830,27 +830,34 @@ lifecycle_restart() {
 	_u1=/vm/$(vm_field vmb-again uuid)
 	[ -n "$_d1" ] && [ "$_u1" != /vm/ ] ||
 		{ fail lifecycle-restart "no domain ($_d1) or uuid ($_u1) for vmb-again"; return 1; }
-	# A later domain of the VM, its xenstore /vm read while it lives (it
-	# too is gone within a second or two), and its hello from the log.
-	_t0=$(up); _d2="" _u2="" _ok=""
-	while [ "$(awk -v a=$_t0 -v b=$(up) 'BEGIN { print (b - a > 120) }')" = 0 ]; do
+	# A later domain of the VM says hello, and a later domain's xenstore
+	# /vm is read while it lives.  Each restart lives a second or two, the
+	# back-off between them grows (0, 1, 2, 4 ... s) and a round of this
+	# loop can take seconds in a loaded emulator, so no one domain is
+	# chased: the hello is that of the last domain whose cmdline line is in
+	# the log (it follows the hello), and the uuid that of whichever later
+	# domain was caught alive first.  The limit covers the back-offs.
+	_t0=$(up); _d2="" _u2="" _ud="" _ok=""
+	while [ "$(awk -v a=$_t0 -v b=$(up) 'BEGIN { print (b - a > 300) }')" = 0 ]; do
 		xsync
 		_d=$(xl domid vmb-again 2>/dev/null)
-		if [ -n "$_d" ] && [ "$_d" != "$_d1" ] && [ "$_d" != "$_d2" ]; then
+		if [ -z "$_u2" ] && [ -n "$_d" ] && [ "$_d" != "$_d1" ]; then
 			_u=$(xenstore-read /local/domain/$_d/vm 2>/dev/null)
-			[ -n "$_u" ] && _d2=$_d _u2=$_u
+			[ -n "$_u" ] && _u2=$_u _ud=$_d
 		fi
-		[ -n "$_d2" ] &&
+		_d2=$(guest_domid vmb-again)
+		[ "$_d2" = "$_d1" ] && _d2=""
+		[ -n "$_d2" ] && [ -n "$_u2" ] &&
 		    grep -q "(d$_d2).*vmbuild-guest: hello from domain $_d2\$" $XLOG &&
 		    { _ok=1; break; }
 		usleep 300000
 	done
 	echo "MARK step=run-vmb-again rc=0 secs=$(secs $_t0 $(up)) domid=$_d1,$_d2"
 	if [ -z "$_ok" ]; then
-		fail lifecycle-restart "no hello from a restarted vmb-again (first domain $_d1, later ${_d2:-none})"
+		fail lifecycle-restart "no hello from a restarted vmb-again, or none caught alive (first domain $_d1, later ${_d2:-none}, uuid read from ${_ud:-none})"
 	else
 		grep "(d$_d2).*vmbuild-guest: hello" $XLOG | sed "s/^/  guest| /"
-		echo "INFO lifecycle restart: domain $_d1 -> $_d2, $_u1 -> $_u2, restarts $(vm_field vmb-again restarts)"
+		echo "INFO lifecycle restart: domain $_d1 -> $_d2, $_u1 -> $_u2 (domain $_ud), restarts $(vm_field vmb-again restarts)"
 		[ "$_u1" = "$_u2" ] || fail lifecycle-restart-uuid "the restart changed the uuid ($_u1 -> $_u2)"
 		xenstore-ls /local/domain/$_d1 >/dev/null 2>&1 &&
 		    fail lifecycle-restart-xs "domain $_d1's entries outlived it"
