@@ -129,13 +129,60 @@ jgen_print(yajl_gen g)
 	fflush(stdout);
 }
 
+/*
+ * yajl's beautifier opens a line for an empty array or map and closes it on
+ * the next ("[", blank, "]"); an operator reads "[]".  Outside strings only:
+ * a string may hold "[ ]" but never a raw newline.
+ */
+static void
+print_pretty(const unsigned char *buf, size_t len)
+{
+	bool in_str = false, esc = false;
+	size_t i, j;
+
+	for (i = 0; i < len; i++) {
+		unsigned char c = buf[i];
+
+		if (in_str) {
+			if (esc)
+				esc = false;
+			else if (c == '\\')
+				esc = true;
+			else if (c == '"')
+				in_str = false;
+		} else if (c == '"') {
+			in_str = true;
+		} else if (c == '[' || c == '{') {
+			for (j = i + 1; j < len && strchr(" \t\r\n", buf[j]); j++)
+				;
+			if (j < len && buf[j] == (c == '[' ? ']' : '}')) {
+				fputc(c, stdout);
+				c = buf[j];
+				i = j;
+			}
+		}
+		fputc(c, stdout);
+	}
+	if (len == 0 || buf[len - 1] != '\n')
+		fputc('\n', stdout);
+}
+
 void
 jprint(yajl_val v, bool pretty)
 {
 	yajl_gen g = jgen_new(pretty);
+	const unsigned char *buf;
+	size_t len;
 
 	if (!g)
 		return;
 	jg_tree(g, v);
-	jgen_print(g);
+	if (!pretty) {
+		jgen_print(g);
+		return;
+	}
+	if (yajl_gen_get_buf(g, &buf, &len) == yajl_gen_status_ok)
+		print_pretty(buf, len);
+	yajl_gen_free(g);
+	fflush(stdout);
 }

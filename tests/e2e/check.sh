@@ -58,6 +58,18 @@ done
 check "hvsim: a bridge is said not to be checked" \
 	grep -q 'vif: warning: vif 0: bridge "xenbr1" not checked' "$RUN/err"
 
+# The normalised config as an operator reads it: an empty list is "[]",
+# not "[", a blank line and "]"; brackets inside a string are kept.
+write_cfg "$RUN/brackets.cfg" brackets 64 'cmdline = "a [ ] { } b"'
+"$VMCTL" check "$RUN/brackets.cfg" >"$RUN/out" 2>&1
+check "check: empty lists print as []" \
+	grep -qE '"disks": \[\],?$' "$RUN/out"
+check "check: no list or map opens on one line and closes empty on the next" \
+	test -z "$(awk '/[[{]$/ { o = NR } /^ *$/ && o == NR - 1 { print NR }
+	    /^ *[]}],?$/ && o == NR - 1 { print NR }' "$RUN/out")"
+check "check: brackets inside a string are kept" \
+	grep -qF '"cmdline": "a [ ] { } b"' "$RUN/out"
+
 # --json: the method's result as it is.
 "$VMCTL" --json check "$RUN/libvirt-host.cfg" >"$RUN/json" 2>/dev/null
 n=$(py 'len(j["errors"])' <"$RUN/json")
