@@ -624,10 +624,10 @@ step_sched(struct run *r, const struct vmb_guest *g)
 	uint32_t w = VMB_SCHED_KEEP, cap = VMB_SCHED_KEEP;
 	int rc;
 
-	if ((g->keys_set & (1u << VMB_KEY_CPU_WEIGHT)) &&
+	if ((g->keys_set & (1ull << VMB_KEY_CPU_WEIGHT)) &&
 	    g->cpu_weight != VMB_SCHED_WEIGHT_DEFAULT)
 		w = g->cpu_weight;
-	if ((g->keys_set & (1u << VMB_KEY_CAP)) && g->cap != 0)
+	if ((g->keys_set & (1ull << VMB_KEY_CAP)) && g->cap != 0)
 		cap = g->cap;
 	if (w == VMB_SCHED_KEEP && cap == VMB_SCHED_KEEP)
 		return 0;

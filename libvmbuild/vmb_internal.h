@@ -132,6 +132,10 @@ int vmb__get_string(const struct vmb__key *k, const struct vmb_value *v,
     const char *where, struct vmb_diags *diags, const char **ret);
 /* keys_list.c: the list keys' setters. */
 vmb__key_set_fn vmb__set_vnuma, vmb__set_disks, vmb__set_vifs;
+/* keys_hvm.c: the HVM keys, builder=, and their check with the guest. */
+vmb__key_set_fn vmb__set_hvm, vmb__set_builder;
+int vmb__hvm_check(struct vmb_guest *g, const char *where,
+    struct vmb_diags *diags);
 /* keys.c, keys_list.c: sizes in MiB are at most this (16 TiB). */
 #define VMB_MEMORY_MAX_MIB	(16ull << 20)
 

@@ -118,6 +118,8 @@ enum vmb_key {
 #undef VMB_KEY
 	VMB_KEY_MAX
 };
+/* Keys from this one on are an HVM guest's (struct vmb_hvm). */
+#define VMB_KEY_HVM_FIRST	VMB_KEY_BUILDER
 
 /*
  * Why a domain shut down: Xen's SHUTDOWN_* codes, in their order (the
@@ -217,6 +219,31 @@ struct vmb_nic {
 	int	line;
 };
 
+/*
+ * An HVM guest's own keys (type = "hvm"), as xl.cfg(5) names them; each
+ * holds its default (keys.def) until written.
+ */
+#define VMB_HVM_MMIO_HOLE_DEFAULT (256ull << 20)	/* libxl: 0xf0000000 up */
+#define VMB_HVM_MMIO_HOLE_MIN_MIB 256	/* xl's bounds of mmio_hole */
+#define VMB_HVM_MMIO_HOLE_MAX_MIB 3840
+struct vmb_hvm {
+	uint32_t shadow_mib;	/* shadow_memory=; 0: vmbuild sizes it */
+	bool	viridian;	/* Hyper-V enlightenments */
+	bool	acpi;
+	bool	hpet;
+	bool	localtime;	/* the RTC runs in the host's local time */
+	bool	vnc;		/* VNC on a local socket of vmbuildd's */
+	uint32_t rtc_timeoffset;	/* seconds, as libxl's (uint32) */
+	char	vga[8];		/* "cirrus", "stdvga", "none" */
+	uint32_t videoram_mib;	/* 0: the card's default */
+	char	bios[8];	/* "seabios", "ovmf" */
+	uint64_t mmio_hole_bytes;	/* 0: VMB_HVM_MMIO_HOLE_DEFAULT */
+	char	dm_version[16];	/* "qemu-xen" */
+	char	*dm_override;	/* device_model_override=; NULL none */
+	char	serial[32];	/* "pty", "none"; "" none */
+	char	boot[8];	/* boot order, of c (disk), d (cdrom), n */
+};
+
 struct vmb_guest {
 	char	name[VMB_NAME_LEN];
 	enum vmb_guest_type type;
@@ -271,11 +298,12 @@ struct vmb_guest {
 	struct vmb_disk *disks;	/* nr_disks, in the order written */
 	uint32_t nr_nics;
 	struct vmb_nic *nics;
+	struct vmb_hvm hvm;	/* type = "hvm" only */
 	char	*source;	/* file the description came from, or NULL */
 	uint32_t flags;		/* VMB_CONFIG_* the keys were read with */
-	uint32_t keys_set;	/* bitmap of 1 << enum vmb_key */
+	uint64_t keys_set;	/* bitmap of 1 << enum vmb_key */
 	/* Keys written, valid or not: a bad value is not also "missing". */
-	uint32_t keys_given;
+	uint64_t keys_given;
 	int	key_line[VMB_KEY_MAX];	/* line each key was set on; 0 unknown */
 };
 
@@ -374,6 +402,12 @@ const struct vmb_key_desc *vmb_key_desc(enum vmb_key key);
 void *vmb_guest_field(struct vmb_guest *g, enum vmb_key key);
 const void *vmb_guest_field_const(const struct vmb_guest *g,
     enum vmb_key key);
+
+/*
+ * The video memory an HVM guest's device model gets: videoram=, else
+ * libxl's default for its vga (stdvga 16 MiB, cirrus 8); 0 for none.
+ */
+uint32_t vmb_hvm_videoram_mib(const struct vmb_guest *guest);
 
 /* "pvh", "hvm", "pv"; the reverse -EINVAL for another name. */
 const char *vmb_guest_type_name(enum vmb_guest_type type);
