@@ -540,6 +540,11 @@ struct vmb_ctx;
  * without it (hvsim, which has no I/O) they are only recorded.
  */
 #define VMB_CAP_DEVICES		(1u << 9)
+/*
+ * HVM guests (type = "hvm") are built: hvsim.  Not yet on Xen, whose
+ * backend refuses them (a build fails "hvm: not yet on Xen").
+ */
+#define VMB_CAP_HVM		(1u << 10)
 
 /*
  * Open a backend: "sim:PATH" (hvsim's socket), "xen", or "auto" (xen if
@@ -993,7 +998,31 @@ struct vmb_build_opts {
 	 */
 	int	(*restore)(void *user, uint32_t domid, char *why, size_t len);
 	void	*restore_user;
+	/*
+	 * An HVM guest's firmware (NULL: Debian's, VMB_HVMLOADER_PATH and
+	 * the others below), read from the build's start beside placement.
+	 */
+	const char *hvmloader;
+	const char *seabios;
+	const char *ovmf;
+	/*
+	 * An HVM guest's device model, the caller's to run (vmbuildd):
+	 * dm_start once the devices are set up, the domain populated and
+	 * loaded (as libxl spawns it); dm_check just before the first
+	 * unpause, to see it still runs; dm_stop in the undo when it was
+	 * started (it must stop and reap it).  0 or a negative errno with
+	 * the reason in `why`; NULL dm_start: no device model is run.
+	 */
+	int	(*dm_start)(void *user, uint32_t domid, char *why, size_t len);
+	int	(*dm_check)(void *user, uint32_t domid, char *why, size_t len);
+	void	(*dm_stop)(void *user, uint32_t domid);
+	void	*dm_user;
 };
+
+/* Debian's firmware for HVM guests (xen-utils-4.17, seabios, ovmf). */
+#define VMB_HVMLOADER_PATH	"/usr/lib/xen-4.17/boot/hvmloader"
+#define VMB_SEABIOS_PATH	"/usr/share/seabios/bios-256k.bin"
+#define VMB_OVMF_PATH		"/usr/share/ovmf/OVMF.fd"
 
 /*
  * The phases of a build, in the order they run: build.c's phases[] has
