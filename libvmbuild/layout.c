@@ -253,3 +253,28 @@ vmb__memmap(const struct vmb_layout *l, const struct vmb_firmware *fw,
 	memcpy(out, e, n * sizeof(*e));
 	return (int)n;
 }
+
+int
+vmb_guest_ram_layout(const struct vmb_guest *g, struct vmb_ram_layout *ret)
+{
+	struct vmb_placement pl = { .nr_nodes = 1 };
+	struct vmb_guest one;
+	struct vmb_layout l;
+	int rc;
+
+	if (!g || !ret)
+		return -EINVAL;
+	/* The address ranges do not depend on which nodes back them. */
+	one = *g;
+	one.nr_vnodes = 0;
+	pl.node_bytes[0] = g->memory_bytes;
+	rc = vmb__layout_plan(&one, &pl, &l);
+	if (rc)
+		return rc;
+	*ret = (struct vmb_ram_layout){ .lowmem_end = l.lowmem_end,
+	    .highmem_end = l.highmem_end, .hole_start = l.hole_start,
+	    .vga_start = l.hvm ? VMB_VGA_HOLE_START : 0,
+	    .vga_end = l.hvm ? VMB_VGA_HOLE_END : 0,
+	    .populated = l.populated };
+	return 0;
+}

@@ -409,6 +409,20 @@ const void *vmb_guest_field_const(const struct vmb_guest *g,
  */
 uint32_t vmb_hvm_videoram_mib(const struct vmb_guest *guest);
 
+/*
+ * Where a guest's RAM lies, as a build lays it out (layout.c): RAM is
+ * [0, lowmem_end) less the VGA hole [vga_start, vga_end) of an HVM
+ * guest (both 0 for PVH), then [4 GiB, highmem_end) (0: none); the MMIO
+ * hole is [hole_start, 4 GiB); `populated` bytes hold memory.
+ */
+struct vmb_ram_layout {
+	uint64_t lowmem_end, highmem_end, hole_start;
+	uint64_t vga_start, vga_end;
+	uint64_t populated;
+};
+int vmb_guest_ram_layout(const struct vmb_guest *guest,
+    struct vmb_ram_layout *ret);
+
 /* "pvh", "hvm", "pv"; the reverse -EINVAL for another name. */
 const char *vmb_guest_type_name(enum vmb_guest_type type);
 int vmb_guest_type_parse(const char *name, enum vmb_guest_type *ret_type);
