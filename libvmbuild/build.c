@@ -1024,8 +1024,8 @@ vmb_build_new(struct vmb_ctx *ctx, const struct vmb_guest *guest,
 	int rc;
 
 	if (!ctx || !guest || !ret_build || guest->memory_bytes == 0 ||
-	    guest->memory_bytes % VMB_PAGE_SIZE || !guest->kernel ||
-	    guest->vcpus == 0)
+	    guest->memory_bytes % VMB_PAGE_SIZE || guest->vcpus == 0 ||
+	    (!guest->kernel && guest->type != VMB_GUEST_HVM))
 		return -EINVAL;
 	if (opts && opts->strategy != VMB_POPULATE_ENGINE &&
 	    opts->strategy != VMB_POPULATE_LIBXL)
