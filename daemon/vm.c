@@ -581,6 +581,11 @@ vm_gen_summary(yajl_gen g, const struct vm *vm)
 		jg_kv_u64(g, "id", vm->domid);
 	jg_kv_str(g, "name", vm->name);
 	jg_kv_str(g, "state", vm_state_name(vm));
+	/* "pvh", "hvm"; null for a domain not built here. */
+	if (vm->guest != NULL)
+		jg_kv_str(g, "type", vmb_guest_type_name(vm->guest->type));
+	else
+		jg_kv_null(g, "type");
 	if (vm->have_dom) {
 		jg_kv_u64(g, "memory_bytes", vm->dom.memory_bytes);
 		jg_kv_u64(g, "vcpus", vm_vcpus_online(vm));
