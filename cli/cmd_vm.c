@@ -619,8 +619,8 @@ cmd_list(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 		VMCTL_COMMON_OPTS,
 		{ NULL, 0, NULL, 0 },
 	};
-	static const char *const hdr[] = { "ID", "NAME", "STATE", "MEMORY",
-		"VCPUS", "NODES" };
+	static const char *const hdr[] = { "ID", "NAME", "STATE", "TYPE",
+		"MEMORY", "VCPUS", "NODES" };
 	struct vmc_client *c = NULL;
 	struct vmc_error err = { 0 };
 	char id[32], mem[32], vcpus[16], nodes[256];
@@ -665,6 +665,7 @@ cmd_list(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 			jg_kv_tree(g, "id", jget(vm, "id"));
 			jg_kv_tree(g, "name", jget(vm, "name"));
 			jg_kv_tree(g, "state", jget(vm, "state"));
+			jg_kv_tree(g, "type", jget(vm, "type"));
 			jg_kv_tree(g, "memory_bytes", jget(vm, "memory_bytes"));
 			jg_kv_tree(g, "vcpus", jget(vm, "vcpus"));
 			jg_kv_tree(g, "nodes", jget(vm, "nodes"));
@@ -687,13 +688,13 @@ cmd_list(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 		rc = VMCTL_EXIT_OK;
 		goto out;
 	}
-	t = table_new(6, hdr);
+	t = table_new(7, hdr);
 	table_right(t, 0);
-	table_right(t, 3);
 	table_right(t, 4);
+	table_right(t, 5);
 	if (dom0)
 		table_add(t, jtext(dom0, "id", id, sizeof(id)),
-		    jstr(dom0, "name"), jstr(dom0, "state"),
+		    jstr(dom0, "name"), jstr(dom0, "state"), "-",
 		    ju64(dom0, "memory_bytes", &bytes) ?
 		    fmt_size(bytes, mem, sizeof(mem)) : "-",
 		    jtext(dom0, "vcpus", vcpus, sizeof(vcpus)), "-");
@@ -701,6 +702,7 @@ cmd_list(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 		vm = vms->u.array.values[i];
 		table_add(t, jtext(vm, "id", id, sizeof(id)),
 		    jstr(vm, "name"), jstr(vm, "state"),
+		    jstr(vm, "type") ? jstr(vm, "type") : "-",
 		    ju64(vm, "memory_bytes", &bytes) ?
 		    fmt_size(bytes, mem, sizeof(mem)) : "-",
 		    jtext(vm, "vcpus", vcpus, sizeof(vcpus)),

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "build.h"
+#include "dm.h"
 #include "events.h"
 #include "images.h"
 #include "guestjson.h"
@@ -58,12 +59,41 @@ struct build_job {
 	char		*build_json;
 	char		pin_why[256];	/* a vCPU pin not set again, or "" */
 	struct build_warnings warnings;	/* of the configuration */
+	struct dm	*dm;		/* an HVM guest's device model */
 };
 
 static struct {
 	struct build_config cfg;
 	bool		stopping;
 } B;
+
+/* The build's device-model hooks (vmb_build_opts), on its thread. */
+static int
+build_dm_start(void *user, uint32_t domid, char *why, size_t len)
+{
+	struct build_job *bj = user;
+
+	return dm_start(bj->guest, domid, &bj->dm, why, len);
+}
+
+static int
+build_dm_check(void *user, uint32_t domid, char *why, size_t len)
+{
+	struct build_job *bj = user;
+
+	(void)domid;
+	return dm_check(bj->dm, why, len);
+}
+
+static void
+build_dm_stop(void *user, uint32_t domid)
+{
+	struct build_job *bj = user;
+
+	(void)domid;
+	dm_stop_now(bj->dm);
+	bj->dm = NULL;
+}
 
 void
 build_init(const struct build_config *cfg)
@@ -164,7 +194,11 @@ build_pin(struct build_job *bj)
 static void
 build_undo_built(struct build_job *bj)
 {
-	int drc = vmb_domain_destroy(B.cfg.ctx, bj->result.domid);
+	int drc;
+
+	dm_stop_now(bj->dm);
+	bj->dm = NULL;
+	drc = vmb_domain_destroy(B.cfg.ctx, bj->result.domid);
 
 	if (drc == 0 || drc == -ESRCH) {
 		(void)state_remove(bj->rec.uuid);
@@ -289,6 +323,8 @@ build_job_free(struct build_job *bj)
 	if (bj == NULL)
 		return;
 	vmb_build_free(bj->build);
+	/* Built, but not kept (the record failed): its device model too. */
+	dm_stop_now(bj->dm);
 	if (bj->fill.drop != NULL)
 		bj->fill.drop(bj->fill.user);
 	vmb_guest_free(bj->guest);
@@ -345,6 +381,10 @@ build_succeeded(struct build_job *bj, struct vm *vm)
 		log_vm(LOG_WARNING, t->vm, bj->result.domid, t->id,
 		    "%s: a pin of its vCPUs is not set again: %s; it "
 		    "is dropped", t->vm, bj->pin_why);
+	/* From now on its death crashes the guest (dm.c). */
+	if (bj->dm != NULL)
+		dm_supervise(bj->dm);
+	bj->dm = NULL;
 	if (vm != NULL) {
 		vm->domid = bj->result.domid;
 		vm->restart = false;
@@ -552,6 +592,22 @@ build_prepare(struct vmb_guest *guest, const char *kind,
 	opts.strategy = B.cfg.strategy;
 	opts.start_paused = paused;
 	opts.scrub_wait_ms = B.cfg.scrub_wait_ms;
+	opts.hvmloader = B.cfg.hvmloader;
+	opts.seabios = B.cfg.seabios;
+	opts.ovmf = B.cfg.ovmf;
+	opts.dm_start = build_dm_start;
+	opts.dm_check = build_dm_check;
+	opts.dm_stop = build_dm_stop;
+	opts.dm_user = bj;
+	/* The daemon runs its own device model, never one a client names. */
+	if (guest->hvm.dm_override != NULL) {
+		snprintf(why, why_len, "%s: device_model_override: not "
+		    "supported by vmbuildd (it runs %s, its --device-model)",
+		    guest->name, dm_path());
+		task_discard(t);
+		build_job_free(bj);
+		return -EINVAL;
+	}
 	rc = vmb_build_new(B.cfg.ctx, guest, &opts, task_progress_cb, t,
 	    &bj->build);
 	if (rc < 0) {

@@ -22,6 +22,8 @@ struct build_config {
 	unsigned	max_tasks;	/* builds running at once */
 	/* Wait this long for the scrubber rather than scrub inline. */
 	uint32_t	scrub_wait_ms;
+	/* An HVM guest's firmware (NULL: Debian's, vmbuild.h). */
+	const char	*hvmloader, *seabios, *ovmf;
 	void		(*status_changed)(void);	/* a build began or ended */
 	/*
 	 * A restart's build ended (lifecycle_restarted: rc 0, running

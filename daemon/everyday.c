@@ -251,7 +251,7 @@ sched_set_reply(struct ed_job *j, yajl_gen g)
 		vm->guest->cpu_weight = j->guest->cpu_weight;
 		vm->guest->cap = j->guest->cap;
 		vm->guest->keys_set |= j->guest->keys_set &
-		    (1u << VMB_KEY_CPU_WEIGHT | 1u << VMB_KEY_CAP);
+		    (1ull << VMB_KEY_CPU_WEIGHT | 1ull << VMB_KEY_CAP);
 	}
 	log_vm(LOG_INFO, vm->name, vm->domid, 0, "%s: scheduler %s: weight "
 	    "%u, cap %u%s", vm->name, j->sched.scheduler, j->sched.weight,
@@ -307,11 +307,11 @@ m_vm_sched_set(struct call *call, yajl_gen g)
 	if ((rc = ed_record(j, vm)) == 0 && j->guest != NULL) {
 		if (weight != VMB_SCHED_KEEP) {
 			j->guest->cpu_weight = weight;
-			j->guest->keys_set |= 1u << VMB_KEY_CPU_WEIGHT;
+			j->guest->keys_set |= 1ull << VMB_KEY_CPU_WEIGHT;
 		}
 		if (cap != VMB_SCHED_KEEP) {
 			j->guest->cap = cap;
-			j->guest->keys_set |= 1u << VMB_KEY_CAP;
+			j->guest->keys_set |= 1ull << VMB_KEY_CAP;
 		}
 		rc = ed_record_guest(j, vm);
 	}

@@ -220,8 +220,10 @@ guestjson_gen(yajl_gen g, const struct vmb_guest *guest)
 		return;
 	}
 	yajl_gen_map_open(g);
+	/* An HVM guest's keys only for an HVM guest: a PVH one has none. */
 	for (int k = 0; k < VMB_KEY_MAX; k++)
-		if (vmb_key_desc(k)->member != NULL)
+		if (vmb_key_desc(k)->member != NULL && (k < VMB_KEY_HVM_FIRST ||
+		    guest->type == VMB_GUEST_HVM))
 			gen_key(g, guest, k);
 	yajl_gen_map_close(g);
 }
@@ -641,7 +643,7 @@ guestjson_read(yajl_val obj, struct vmb_guest **ret, char *why,
 
 		if (v == NULL)
 			continue;
-		g->keys_set |= 1u << key;
+		g->keys_set |= 1ull << key;
 		if (k->form == VMB_FORM_DISKS || k->form == VMB_FORM_VIFS ||
 		    k->form == VMB_FORM_VNUMA) {
 			rc = read_list(g, k->form, k->member, v, why, why_len);
@@ -654,9 +656,9 @@ guestjson_read(yajl_val obj, struct vmb_guest **ret, char *why,
 			    rc == -ENOMEM ? "out of memory" : "invalid");
 		}
 	}
-	if (!(g->keys_set & (1u << VMB_KEY_DISK)))
+	if (!(g->keys_set & (1ull << VMB_KEY_DISK)))
 		g->flags |= GUESTJSON_NO_DISKS;
-	if (!(g->keys_set & (1u << VMB_KEY_VIF)))
+	if (!(g->keys_set & (1ull << VMB_KEY_VIF)))
 		g->flags |= GUESTJSON_NO_VIFS;
 	if (rc < 0)
 		vmb_guest_free(g);

@@ -30,6 +30,7 @@
 #include <event2/event.h>
 
 #include "build.h"
+#include "dm.h"
 #include "events.h"
 #include "guestjson.h"
 #include "images.h"
@@ -306,6 +307,7 @@ act_run(struct job *job)
 		return;
 	}
 	if (aj->domid != VMB_DOMID_INVALID) {
+		dm_stop_domid(aj->domid);
 		aj->rc = vmb_domain_destroy(vmbd.ctx, aj->domid);
 		if (aj->rc == -ESRCH || aj->rc == -ENOENT)
 			aj->rc = 0;

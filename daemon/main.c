@@ -28,6 +28,7 @@
 
 #include "build.h"
 #include "control.h"
+#include "dm.h"
 #include "events.h"
 #include "images.h"
 #include "lifecycle.h"
@@ -76,6 +77,8 @@ static struct {
 	int		verbose;
 	enum log_target	log_target;
 	uint32_t	scrub_wait_ms;
+	/* HVM guests: the device model and firmware (NULL: Debian's). */
+	const char	*device_model, *hvmloader, *seabios, *ovmf;
 	int		ready_fd;	/* daemonizing: tell the parent */
 	struct event	*ev_sig[4];
 	struct event	*ev_watchdog;
@@ -113,6 +116,10 @@ usage(FILE *f)
 "  --image-dir DIR        kernels and ramdisks a client may name by path\n"
 "                         (repeatable); others must come as descriptors\n"
 "  --state-dir DIR        state directory (default %s)\n"
+"  --device-model PATH    HVM guests' device model (default\n"
+"                         " DM_DEFAULT_PATH ")\n"
+"  --hvmloader PATH, --seabios PATH, --ovmf PATH\n"
+"                         HVM guests' firmware (default Debian's)\n"
 "  --populate engine|libxl  populate strategy (default engine)\n"
 "  --scrub-wait SECONDS   when the nodes a VM is placed on are short of\n"
 "                         scrubbed memory, wait up to SECONDS for the\n"
@@ -188,7 +195,8 @@ parse_count(const char *opt, const char *arg, unsigned long long min,
 enum { O_MAXREQ = 256, O_MAXCONN, O_MAXTASKS, O_POPULATE, O_METRICS,
     O_REQTIMEOUT, O_LOGTARGET, O_SCRUBWAIT, O_ROSOCK, O_GROUP, O_IMAGEDIR,
     O_MAXOUT, O_MAXMETRICS, O_HVTIMEOUT, O_HPTIMEOUT, O_MAXROCONN,
-    O_MAXUSERCONN, O_IDLETIMEOUT, O_METRICSTIMEOUT, O_RESTARTBACKOFF };
+    O_MAXUSERCONN, O_IDLETIMEOUT, O_METRICSTIMEOUT, O_RESTARTBACKOFF,
+    O_DM, O_HVMLOADER, O_SEABIOS, O_OVMF };
 
 static const struct option longopts[] = {
 	{ "hypervisor",	     required_argument,	NULL, 'H' },
@@ -206,6 +214,10 @@ static const struct option longopts[] = {
 	{ "ro-socket",	     required_argument,	NULL, O_ROSOCK },
 	{ "group",	     required_argument,	NULL, O_GROUP },
 	{ "image-dir",	     required_argument,	NULL, O_IMAGEDIR },
+	{ "device-model",    required_argument,	NULL, O_DM },
+	{ "hvmloader",	     required_argument,	NULL, O_HVMLOADER },
+	{ "seabios",	     required_argument,	NULL, O_SEABIOS },
+	{ "ovmf",	     required_argument,	NULL, O_OVMF },
 	{ "max-output",	     required_argument,	NULL, O_MAXOUT },
 	{ "max-metrics-connections", required_argument, NULL, O_MAXMETRICS },
 	{ "hypervisor-timeout", required_argument, NULL, O_HVTIMEOUT },
@@ -324,6 +336,20 @@ parse_option(int c, const char *arg)
 		break;
 	case O_ROSOCK:
 		M.ro_socket = arg;
+		break;
+	case O_DM:
+	case O_HVMLOADER:
+	case O_SEABIOS:
+	case O_OVMF:
+		if (arg[0] != '/') {
+			fprintf(stderr, "vmbuildd: --%s: expected an absolute "
+			    "path, got \"%s\"\n", c == O_DM ? "device-model" :
+			    c == O_HVMLOADER ? "hvmloader" : c == O_SEABIOS ?
+			    "seabios" : "ovmf", arg);
+			return 2;
+		}
+		*(c == O_DM ? &M.device_model : c == O_HVMLOADER ?
+		    &M.hvmloader : c == O_SEABIOS ? &M.seabios : &M.ovmf) = arg;
 		break;
 	case O_GROUP:
 		M.group = arg;
@@ -662,9 +688,11 @@ main(int argc, char **argv)
 		return 1;
 
 	open_hypervisor();
+	dm_init(M.device_model, vmbd.state_dir);
 	build_init(&(struct build_config){ .ctx = vmbd.ctx,
 	    .strategy = vmbd.strategy, .max_tasks = vmbd.max_tasks,
-	    .scrub_wait_ms = M.scrub_wait_ms,
+	    .scrub_wait_ms = M.scrub_wait_ms, .hvmloader = M.hvmloader,
+	    .seabios = M.seabios, .ovmf = M.ovmf,
 	    .status_changed = vmbd_status_changed,
 	    .restarted = lifecycle_restarted });
 	lifecycle_open();

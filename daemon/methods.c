@@ -18,6 +18,7 @@
 #include "console.h"
 #include "control.h"
 #include "devices.h"
+#include "dm.h"
 #include "events.h"
 #include "everyday.h"
 #include "guestjson.h"
@@ -463,7 +464,11 @@ m_vm_info(struct call *call, yajl_gen g)
 static int
 destroy_run(struct hv_call *h)
 {
-	int rc = vmb_domain_destroy(vmbd.ctx, h->domid);
+	int rc;
+
+	/* An HVM guest's device model goes first, as libxl stops it. */
+	dm_stop_domid(h->domid);
+	rc = vmb_domain_destroy(vmbd.ctx, h->domid);
 
 	if ((rc == 0 || rc == -ESRCH || rc == -ENOENT) && h->ours)
 		(void)state_remove(h->uuid);

@@ -102,21 +102,21 @@ size_now(struct vmb_guest *g, struct vmb_guest *now)
 {
 	char *swap;
 
-	if (g->nr_vnodes == 0 && (now->keys_set & (1u << VMB_KEY_MEMORY)) &&
-	    (now->keys_set & (1u << VMB_KEY_MAXMEM)) && now->memory_bytes &&
+	if (g->nr_vnodes == 0 && (now->keys_set & (1ull << VMB_KEY_MEMORY)) &&
+	    (now->keys_set & (1ull << VMB_KEY_MAXMEM)) && now->memory_bytes &&
 	    now->memory_bytes <= now->maxmem_bytes) {
 		g->memory_bytes = now->memory_bytes;
 		g->maxmem_bytes = now->maxmem_bytes;
 	}
-	if ((now->keys_set & (1u << VMB_KEY_VCPUS)) && now->vcpus > 0 &&
+	if ((now->keys_set & (1ull << VMB_KEY_VCPUS)) && now->vcpus > 0 &&
 	    now->vcpus <= g->maxvcpus)
 		g->vcpus = now->vcpus;
-	if (now->keys_set & (1u << VMB_KEY_CPUS)) {
+	if (now->keys_set & (1ull << VMB_KEY_CPUS)) {
 		swap = g->cpus;
 		g->cpus = now->cpus;
 		now->cpus = swap;
 	}
-	if (now->keys_set & (1u << VMB_KEY_CPUS_SOFT)) {
+	if (now->keys_set & (1ull << VMB_KEY_CPUS_SOFT)) {
 		swap = g->cpus_soft;
 		g->cpus_soft = now->cpus_soft;
 		now->cpus_soft = swap;
@@ -138,25 +138,25 @@ devices_now(struct vmb_guest *g, const char *config_json, char *why,
 		    reason);
 		return rc;
 	}
-	if (now->keys_set & (1u << VMB_KEY_DISK)) {
+	if (now->keys_set & (1ull << VMB_KEY_DISK)) {
 		vmb_guest_take_disks(g, now->disks, now->nr_disks);
 		now->disks = NULL;
 		now->nr_disks = 0;
 	}
-	if (now->keys_set & (1u << VMB_KEY_VIF)) {
+	if (now->keys_set & (1ull << VMB_KEY_VIF)) {
 		vmb_guest_take_nics(g, now->nics, now->nr_nics);
 		now->nics = NULL;
 		now->nr_nics = 0;
 	}
 	/* So do the settings changed at run time (vm.rename, vm.sched_set). */
-	if (now->keys_set & (1u << VMB_KEY_NAME))
+	if (now->keys_set & (1ull << VMB_KEY_NAME))
 		snprintf(g->name, sizeof(g->name), "%s", now->name);
-	if (now->keys_set & (1u << VMB_KEY_CPU_WEIGHT))
+	if (now->keys_set & (1ull << VMB_KEY_CPU_WEIGHT))
 		g->cpu_weight = now->cpu_weight;
-	if (now->keys_set & (1u << VMB_KEY_CAP))
+	if (now->keys_set & (1ull << VMB_KEY_CAP))
 		g->cap = now->cap;
 	g->keys_set |= now->keys_set &
-	    (1u << VMB_KEY_CPU_WEIGHT | 1u << VMB_KEY_CAP);
+	    (1ull << VMB_KEY_CPU_WEIGHT | 1ull << VMB_KEY_CAP);
 	size_now(g, now);
 	vmb_guest_free(now);
 	return 0;

@@ -11,6 +11,7 @@
 #include <event2/event.h>
 
 #include "control.h"
+#include "dm.h"
 #include "guestjson.h"
 #include "json.h"
 #include "log.h"
@@ -580,6 +581,11 @@ vm_gen_summary(yajl_gen g, const struct vm *vm)
 		jg_kv_u64(g, "id", vm->domid);
 	jg_kv_str(g, "name", vm->name);
 	jg_kv_str(g, "state", vm_state_name(vm));
+	/* "pvh", "hvm"; null for a domain not built here. */
+	if (vm->guest != NULL)
+		jg_kv_str(g, "type", vmb_guest_type_name(vm->guest->type));
+	else
+		jg_kv_null(g, "type");
 	if (vm->have_dom) {
 		jg_kv_u64(g, "memory_bytes", vm->dom.memory_bytes);
 		jg_kv_u64(g, "vcpus", vm_vcpus_online(vm));
@@ -589,6 +595,48 @@ vm_gen_summary(yajl_gen g, const struct vm *vm)
 	}
 	jg_key(g, "nodes");
 	vm_gen_nodes(g, vm);
+	yajl_gen_map_close(g);
+}
+
+/*
+ * The guest's type and RAM layout (layout.c); an HVM guest's device
+ * model (its pid; null when none runs).
+ */
+static void
+vm_gen_layout(yajl_gen g, const struct vm *vm)
+{
+	struct vmb_ram_layout l;
+	pid_t pid;
+
+	if (vm->guest == NULL) {
+		jg_kv_null(g, "type");
+		return;
+	}
+	jg_kv_str(g, "type", vmb_guest_type_name(vm->guest->type));
+	jg_key(g, "layout");
+	if (vmb_guest_ram_layout(vm->guest, &l) < 0) {
+		yajl_gen_null(g);
+	} else {
+		yajl_gen_map_open(g);
+		jg_kv_u64(g, "lowmem_end", l.lowmem_end);
+		jg_kv_u64(g, "highmem_end", l.highmem_end);
+		jg_kv_u64(g, "mmio_hole_start", l.hole_start);
+		jg_kv_u64(g, "vga_hole_start", l.vga_start);
+		jg_kv_u64(g, "vga_hole_end", l.vga_end);
+		jg_kv_u64(g, "populated_bytes", l.populated);
+		yajl_gen_map_close(g);
+	}
+	if (vm->guest->type != VMB_GUEST_HVM)
+		return;
+	jg_key(g, "device_model");
+	pid = vm->domid != VMB_DOMID_INVALID ? dm_pid(vm->domid) : -1;
+	if (pid < 0) {
+		yajl_gen_null(g);
+		return;
+	}
+	yajl_gen_map_open(g);
+	jg_kv_u64(g, "pid", (uint64_t)pid);
+	jg_kv_str(g, "path", dm_path());
 	yajl_gen_map_close(g);
 }
 
@@ -608,6 +656,7 @@ vm_gen_info(yajl_gen g, const struct vm *vm)
 	jg_kv_str(g, "state", vm_state_name(vm));
 	jg_kv_str(g, "shutdown_reason", vm_shutdown_reason(vm));
 	jg_kv_str(g, "origin", vm->ours ? "vmbuildd" : "foreign");
+	vm_gen_layout(g, vm);
 	if (vm->ours) {
 		jg_key(g, "lifecycle");
 		yajl_gen_map_open(g);

@@ -60,7 +60,16 @@ struct vmb__popstep {
  */
 #define VMB_MMIO_HOLE_START	0xfc000000ull
 #define VMB_4GIB		(1ull << 32)
-#define VMB_MAX_RANGES		(VMB_MAX_NODES + 1)	/* one range splits at the hole */
+/* One range splits at the MMIO hole, one (HVM) at the VGA hole. */
+#define VMB_MAX_RANGES		(VMB_MAX_NODES + 2)
+/*
+ * An HVM guest (libxl__build_hvm, xc_dom_x86.c meminit_hvm): the MMIO
+ * hole starts at 4 GiB less mmio_hole (default 0xf0000000), and the
+ * legacy VGA hole [0xa0000, 0xc0000) is left unpopulated: its 32 pages
+ * count in the guest's address space, not in its memory.
+ */
+#define VMB_VGA_HOLE_START	0xa0000ull
+#define VMB_VGA_HOLE_END	0xc0000ull
 
 struct vmb__range {
 	uint64_t gfn;
@@ -70,6 +79,9 @@ struct vmb__range {
 };
 
 struct vmb_layout {
+	bool	hvm;		/* an HVM guest's: the VGA hole is left out */
+	uint64_t hole_start;	/* the MMIO hole: [hole_start, 4 GiB) */
+	uint64_t populated;	/* bytes the ranges hold */
 	uint64_t lowmem_end;	/* RAM is [0, lowmem_end) ... */
 	uint64_t highmem_end;	/* ... and [4 GiB, highmem_end); 0: none */
 	uint32_t nr_ranges;	/* in populate order */

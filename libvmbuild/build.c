@@ -136,6 +136,7 @@ struct run {
 	uint32_t domid;			/* VMB_DOMID_INVALID until created */
 	bool	claimed;
 	uint32_t disks_up, nics_up;	/* devices set up, for undo */
+	bool	dm_up;			/* the device model started */
 	bool	bad_image;		/* the failure is the image's */
 	int	undo_rc;		/* 0: nothing of the build is left */
 	uint64_t t0;			/* the build's start */
@@ -323,6 +324,18 @@ images_read(struct run *r, struct branch *br)
 	struct vmb_build *b = r->b;
 	int rc;
 
+	if (b->guest->type == VMB_GUEST_HVM) {
+		const char *bios = !strcmp(b->guest->hvm.bios, "ovmf") ?
+		    (b->opts.ovmf ? b->opts.ovmf : VMB_OVMF_PATH) :
+		    (b->opts.seabios ? b->opts.seabios : VMB_SEABIOS_PATH);
+
+		rc = vmb__firmware_open(b->opts.hvmloader ? b->opts.hvmloader :
+		    VMB_HVMLOADER_PATH, bios, &r->img, br->why,
+		    sizeof(br->why));
+		/* Missing firmware is the host's, not the guest's image. */
+		r->images_bad = false;
+		return rc;
+	}
 	rc = vmb__image_open_why(b->guest, b->kernel_fd, b->ramdisk_fd,
 	    &r->img, br->why, sizeof(br->why));
 	r->images_bad = rc && rc != -ENOMEM;
@@ -542,6 +555,14 @@ phase_place(struct run *r)
 	struct vmb_build *b = r->b;
 	int rc;
 
+	/* Rather than build something else (PVH) of an HVM guest. */
+	if (b->guest->type == VMB_GUEST_HVM && !(b->ctx->caps & VMB_CAP_HVM))
+		return fail(r, -EOPNOTSUPP, "hvm: not yet on %s (HVM guests "
+		    "are built on hvsim only for now)",
+		    !strcmp(r->ops->name, "xen") ? "Xen" : r->ops->name);
+	if (b->guest->type == VMB_GUEST_HVM && b->opts.restore)
+		return fail(r, -EOPNOTSUPP, "hvm: a save or migration of an "
+		    "HVM guest is not done yet");
 	/*
 	 * Loading's first part, beside everything until load (a branch);
 	 * a restore has no image: its load writes the saved memory.
@@ -624,10 +645,10 @@ step_sched(struct run *r, const struct vmb_guest *g)
 	uint32_t w = VMB_SCHED_KEEP, cap = VMB_SCHED_KEEP;
 	int rc;
 
-	if ((g->keys_set & (1u << VMB_KEY_CPU_WEIGHT)) &&
+	if ((g->keys_set & (1ull << VMB_KEY_CPU_WEIGHT)) &&
 	    g->cpu_weight != VMB_SCHED_WEIGHT_DEFAULT)
 		w = g->cpu_weight;
-	if ((g->keys_set & (1u << VMB_KEY_CAP)) && g->cap != 0)
+	if ((g->keys_set & (1ull << VMB_KEY_CAP)) && g->cap != 0)
 		cap = g->cap;
 	if (w == VMB_SCHED_KEEP && cap == VMB_SCHED_KEEP)
 		return 0;
@@ -848,10 +869,11 @@ phase_populate(struct run *r)
 	if (rc)
 		return fail(r, rc, "cannot read the domain back: %s",
 		    strerror(-rc));
-	if (dom.memory_bytes != b->guest->memory_bytes)
+	/* An HVM guest's VGA hole is not populated (layout.c). */
+	if (dom.memory_bytes != r->layout.populated)
 		return fail(r, -EIO, "the domain holds %llu bytes, not the "
 		    "%llu populated", (unsigned long long)dom.memory_bytes,
-		    (unsigned long long)b->guest->memory_bytes);
+		    (unsigned long long)r->layout.populated);
 	r->res.domain = dom;
 	r->res.have_domain = true;
 	return 0;
@@ -910,12 +932,23 @@ phase_load(struct run *r)
 static int
 phase_devices(struct run *r)
 {
-	return branch_join(r, &r->devices, &r->res.devices_wait_ns);
+	const struct vmb_build_opts *o = &r->b->opts;
+	int rc = branch_join(r, &r->devices, &r->res.devices_wait_ns);
+
+	if (rc || r->b->guest->type != VMB_GUEST_HVM || !o->dm_start)
+		return rc;
+	/* The device model, as libxl spawns it after the disks (dm.c). */
+	rc = o->dm_start(o->dm_user, r->domid, r->why, sizeof(r->why));
+	r->dm_up = rc == 0;
+	return rc;
 }
 
 static void
 undo_devices(struct run *r)
 {
+	if (r->dm_up && r->b->opts.dm_stop)
+		r->b->opts.dm_stop(r->b->opts.dm_user, r->domid);
+	r->dm_up = false;
 	vmb__devices_undo(r->b->ctx, r->domid, r->b->guest, r->disks_up,
 	    r->nics_up);
 	r->disks_up = r->nics_up = 0;
@@ -934,6 +967,10 @@ phase_boot(struct run *r)
 			return fail(r, rc, "cannot set up the vCPUs: %s",
 			    strerror(-rc));
 	}
+	/* A device model that died since it started fails the build. */
+	if (r->dm_up && r->b->opts.dm_check && (rc = r->b->opts.dm_check(
+	    r->b->opts.dm_user, r->domid, r->why, sizeof(r->why))) != 0)
+		return rc;
 	if (!r->b->opts.start_paused) {
 		rc = r->ops->domain_unpause(r->priv, r->domid);
 		if (rc)
@@ -987,8 +1024,8 @@ vmb_build_new(struct vmb_ctx *ctx, const struct vmb_guest *guest,
 	int rc;
 
 	if (!ctx || !guest || !ret_build || guest->memory_bytes == 0 ||
-	    guest->memory_bytes % VMB_PAGE_SIZE || !guest->kernel ||
-	    guest->vcpus == 0)
+	    guest->memory_bytes % VMB_PAGE_SIZE || guest->vcpus == 0 ||
+	    (!guest->kernel && guest->type != VMB_GUEST_HVM))
 		return -EINVAL;
 	if (opts && opts->strategy != VMB_POPULATE_ENGINE &&
 	    opts->strategy != VMB_POPULATE_LIBXL)

@@ -353,20 +353,19 @@ set_key(struct vmb_guest *g, const XLU_Config *cfg,
 /*
  * xl builds a config without type (or builder) as a PV guest on x86: a
  * kernel meant for PV would be misread if built as PVH, so the type is
- * never guessed.  builder= is refused by unsupported.c.
+ * never guessed.  builder = "hvm" is type = "hvm" (keys_hvm.c).
  */
 static void
 check_type(const struct vmb_guest *g, const struct scan *sc,
     const char *where, struct vmb_diags *diags)
 {
-	if (g->keys_given & (1u << VMB_KEY_TYPE))
+	(void)sc;
+	if (g->keys_given & (1ull << VMB_KEY_TYPE | 1ull << VMB_KEY_BUILDER))
 		return;
-	for (size_t i = 0; i < sc->n; i++)
-		if (!strcmp(sc->keys[i].name, "builder"))
-			return;
 	vmb__diag_add(diags, VMB_ERROR, where, 0, "type", "missing: xl "
 	    "builds a config without type as a PV guest, which vmbuild does "
-	    "not do; add type = \"pvh\" to boot this kernel as PVH");
+	    "not do; add type = \"pvh\" to boot this kernel as PVH, or "
+	    "type = \"hvm\" for an HVM guest");
 }
 
 /*
@@ -454,7 +453,7 @@ blank_statement(char *t, size_t len, const struct scan *sc, int line,
 		from = k->line;
 		for (size_t i = 0; i < VMB_KEY_MAX; i++)
 			if (!strcmp(vmb__keys[i].name, k->name)) {
-				g->keys_given |= 1u << i;
+				g->keys_given |= 1ull << i;
 				g->key_line[i] = k->line;
 			}
 	}

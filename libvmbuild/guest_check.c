@@ -128,7 +128,7 @@ compose_cmdline(struct vmb_guest *g, const char *where,
 
 	if (!g->root)
 		return 0;
-	if (g->keys_set & (1u << VMB_KEY_CMDLINE)) {
+	if (g->keys_set & (1ull << VMB_KEY_CMDLINE)) {
 		vmb__diag_add(diags, VMB_WARNING, where,
 		    line_of(g, VMB_KEY_ROOT), "root",
 		    "ignored: cmdline is set");
@@ -156,8 +156,8 @@ vmb_guest_check(struct vmb_guest *g, const char *basedir, const char *where,
     unsigned flags, struct vmb_diags *diags)
 {
 	int errors = 0;
-	uint32_t bad, vnuma_deps = 1u << VMB_KEY_VNUMA | 1u << VMB_KEY_MEMORY |
-	    1u << VMB_KEY_VCPUS | 1u << VMB_KEY_MAXVCPUS | 1u << VMB_KEY_CPUS;
+	uint64_t bad, vnuma_deps = 1ull << VMB_KEY_VNUMA | 1ull << VMB_KEY_MEMORY |
+	    1ull << VMB_KEY_VCPUS | 1ull << VMB_KEY_MAXVCPUS | 1ull << VMB_KEY_CPUS;
 
 	if (!g)
 		return -EINVAL;
@@ -168,24 +168,25 @@ vmb_guest_check(struct vmb_guest *g, const char *basedir, const char *where,
 	vmb__diag_add(diags, VMB_ERROR, where, line_of(g, key), \
 	    vmb__keys[key].name, __VA_ARGS__); errors++; } while (0)
 
-	if (!(g->keys_given & (1u << VMB_KEY_NAME)))
+	if (!(g->keys_given & (1ull << VMB_KEY_NAME)))
 		ERR(VMB_KEY_NAME, "missing (every guest needs a name)");
-	if (!(g->keys_given & (1u << VMB_KEY_MEMORY)))
+	if (!(g->keys_given & (1ull << VMB_KEY_MEMORY)))
 		ERR(VMB_KEY_MEMORY, "missing (guest memory in MiB)");
-	if (!(g->keys_given & (1u << VMB_KEY_KERNEL)))
+	if (!(g->keys_given & (1ull << VMB_KEY_KERNEL)) &&
+	    g->type != VMB_GUEST_HVM)
 		ERR(VMB_KEY_KERNEL, "missing (path of the guest kernel)");
 	/*
 	 * A key whose value was refused (reported where it was read) is as
 	 * if unset below, taking its partner's value: one mistake, one
 	 * error, and the other keys still checked (all errors at once).
 	 */
-	if (bad & (1u << VMB_KEY_MEMORY))
+	if (bad & (1ull << VMB_KEY_MEMORY))
 		g->memory_bytes = g->maxmem_bytes;
-	if (!(g->keys_set & (1u << VMB_KEY_VCPUS)))
+	if (!(g->keys_set & (1ull << VMB_KEY_VCPUS)))
 		g->vcpus = 1;
-	if (!(g->keys_set & (1u << VMB_KEY_MAXVCPUS)))
+	if (!(g->keys_set & (1ull << VMB_KEY_MAXVCPUS)))
 		g->maxvcpus = g->vcpus;
-	if (!(g->keys_set & (1u << VMB_KEY_MAXMEM)))
+	if (!(g->keys_set & (1ull << VMB_KEY_MAXMEM)))
 		g->maxmem_bytes = g->memory_bytes;
 	if (g->memory_bytes > g->maxmem_bytes)
 		ERR(VMB_KEY_MAXMEM, "memory (%llu MiB) is larger than maxmem "
@@ -277,6 +278,7 @@ vmb_guest_check(struct vmb_guest *g, const char *basedir, const char *where,
 	    flags, diags))
 		errors++;
 	errors += validate_devices(g, basedir, where, diags);
+	errors += vmb__hvm_check(g, where, diags);
 #undef ERR
 	return errors ? -EINVAL : 0;
 }

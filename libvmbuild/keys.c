@@ -159,16 +159,16 @@ set_type(struct vmb_guest *g, const struct vmb__key *k,
 
 	if (rc)
 		return rc;
-	if (!strcmp(s, "pvh")) {
-		g->type = VMB_GUEST_PVH;
+	if (!strcmp(s, "pvh") || !strcmp(s, "hvm")) {
+		g->type = !strcmp(s, "hvm") ? VMB_GUEST_HVM : VMB_GUEST_PVH;
 		return 0;
 	}
-	if (!strcmp(s, "hvm") || !strcmp(s, "pv"))
+	if (!strcmp(s, "pv"))
 		return vmb__diag_add(diags, VMB_ERROR, where, v->line, k->name,
-		    "type \"%s\" is not supported by vmbuild (only \"pvh\")",
-		    s);
+		    "type \"pv\" is not supported by vmbuild (\"pvh\" or "
+		    "\"hvm\")");
 	return vmb__diag_add(diags, VMB_ERROR, where, v->line, k->name,
-	    "unknown type \"%.32s\" (expected \"pvh\")", s);
+	    "unknown type \"%.32s\" (expected \"pvh\" or \"hvm\")", s);
 }
 
 static int
@@ -293,10 +293,10 @@ set_cmdline(struct vmb_guest *g, const struct vmb__key *k,
 	if (rc)
 		return rc;
 	/* xl: cmdline wins over extra whichever comes first. */
-	if (k->key == VMB_KEY_EXTRA && (g->keys_set & (1u << VMB_KEY_CMDLINE)))
+	if (k->key == VMB_KEY_EXTRA && (g->keys_set & (1ull << VMB_KEY_CMDLINE)))
 		return vmb__diag_add(diags, VMB_WARNING, where, v->line,
 		    k->name, "ignored: cmdline is set");
-	if (k->key == VMB_KEY_CMDLINE && (g->keys_set & (1u << VMB_KEY_EXTRA)))
+	if (k->key == VMB_KEY_CMDLINE && (g->keys_set & (1ull << VMB_KEY_EXTRA)))
 		vmb__diag_add(diags, VMB_WARNING, where,
 		    g->key_line[VMB_KEY_EXTRA], "extra",
 		    "ignored: cmdline is set");
@@ -526,7 +526,7 @@ const struct vmb__key vmb__keys[VMB_KEY_MAX] = {
 #undef FIELD_OWNED
 
 /* keys_set has a bit per key. */
-_Static_assert(VMB_KEY_MAX <= 32, "guest->keys_set holds 32 keys");
+_Static_assert(VMB_KEY_MAX <= 64, "guest->keys_set holds 64 keys");
 
 /*
  * A new guest's values of the keys with a default: each through its
@@ -569,10 +569,10 @@ vmb_guest_set(struct vmb_guest *guest, const char *key,
 		if (strcmp(key, k->name) != 0)
 			continue;
 		rc = k->set(guest, k, value, where, diags);
-		guest->keys_given |= 1u << k->key;
+		guest->keys_given |= 1ull << k->key;
 		guest->key_line[k->key] = value->line;
 		if (rc == 0) {
-			guest->keys_set |= 1u << k->key;
+			guest->keys_set |= 1ull << k->key;
 			guest->key_line[k->key] = value->line;
 		}
 		return rc;
@@ -594,8 +594,8 @@ vmb_guest_set(struct vmb_guest *guest, const char *key,
 		 */
 		for (size_t i = 0; i < VMB_KEY_MAX; i++)
 			if (vmb__keys[i].name == best &&
-			    !(guest->keys_given & (1u << i))) {
-				guest->keys_given |= 1u << i;
+			    !(guest->keys_given & (1ull << i))) {
+				guest->keys_given |= 1ull << i;
 				guest->key_line[i] = value->line;
 			}
 		return vmb__diag_add(diags, VMB_ERROR, where, value->line, key,

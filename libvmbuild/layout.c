@@ -3,6 +3,9 @@
  * space, which host node backs each part, and which NUMA topology the
  * guest is told.
  *
+ * An HVM guest's layout differs in two ways (backend.h): its MMIO hole
+ * starts at 4 GiB less mmio_hole, and the VGA hole is not populated.
+ *
  * As libxl lays out a PVH guest (libxl__build_hvm in Xen 4.17's
  * libxl_dom.c): the MMIO hole is [VMB_MMIO_HOLE_START, 4 GiB), libxl
  * starting it at the lowest of the ACPI tables (0xfc000000), the LAPIC
@@ -36,7 +39,11 @@
 #define DISTANCE_LOCAL		10
 #define DISTANCE_REMOTE		20
 
-/* Append `bytes` of node/vnode at *next, split at the MMIO hole. */
+/*
+ * Append `bytes` of node/vnode at *next, split at the MMIO hole; an HVM
+ * guest's bytes that fall in the VGA hole are address space only (not
+ * populated), as meminit_hvm skips those pages.
+ */
 static int
 add_ram(struct vmb_layout *l, uint64_t *next, uint64_t bytes, uint32_t node,
     uint32_t vnode)
@@ -44,20 +51,53 @@ add_ram(struct vmb_layout *l, uint64_t *next, uint64_t bytes, uint32_t node,
 	while (bytes > 0) {
 		uint64_t count = bytes;
 
-		if (*next >= VMB_MMIO_HOLE_START && *next < VMB_4GIB)
+		if (*next >= l->hole_start && *next < VMB_4GIB)
 			*next = VMB_4GIB;
-		if (*next < VMB_MMIO_HOLE_START &&
-		    bytes > VMB_MMIO_HOLE_START - *next)
-			count = VMB_MMIO_HOLE_START - *next;
+		if (l->hvm && *next >= VMB_VGA_HOLE_START &&
+		    *next < VMB_VGA_HOLE_END) {
+			count = VMB_VGA_HOLE_END - *next;
+			count = count < bytes ? count : bytes;
+			*next += count;
+			bytes -= count;
+			continue;
+		}
+		if (l->hvm && *next < VMB_VGA_HOLE_START &&
+		    bytes > VMB_VGA_HOLE_START - *next)
+			count = VMB_VGA_HOLE_START - *next;
+		else if (*next < l->hole_start && bytes > l->hole_start - *next)
+			count = l->hole_start - *next;
 		if (l->nr_ranges == VMB_MAX_RANGES)
 			return -E2BIG;
 		l->ranges[l->nr_ranges++] = (struct vmb__range){
 		    .gfn = *next >> VMB_PAGE_SHIFT,
 		    .pages = count >> VMB_PAGE_SHIFT, .node = node,
 		    .vnode = vnode };
+		l->populated += count;
 		*next += count;
 		bytes -= count;
 	}
+	return 0;
+}
+
+/*
+ * Where the MMIO hole starts: libxl's for PVH, and for HVM 4 GiB less
+ * mmio_hole (default 256 MiB: 0xf0000000, HVM_BELOW_4G_MMIO_START).
+ */
+static int
+hole_start(const struct vmb_guest *g, uint64_t *ret)
+{
+	uint64_t size = g->hvm.mmio_hole_bytes ? g->hvm.mmio_hole_bytes :
+	    VMB_HVM_MMIO_HOLE_DEFAULT;
+
+	if (g->type != VMB_GUEST_HVM) {
+		*ret = VMB_MMIO_HOLE_START;
+		return 0;
+	}
+	if (size < (uint64_t)VMB_HVM_MMIO_HOLE_MIN_MIB * VMB_MIB ||
+	    size > (uint64_t)VMB_HVM_MMIO_HOLE_MAX_MIB * VMB_MIB ||
+	    size % VMB_MIB)
+		return -EINVAL;
+	*ret = VMB_4GIB - size;
 	return 0;
 }
 
@@ -140,6 +180,11 @@ vmb__layout_plan(const struct vmb_guest *g, const struct vmb_placement *pl,
 	if (!g || !pl || !ret || g->nr_vnodes > VMB_MAX_VNODES)
 		return -EINVAL;
 	memset(&l, 0, sizeof(l));
+	l.hvm = g->type == VMB_GUEST_HVM;
+	/* Below the VGA hole an HVM guest has nothing to boot with. */
+	if (hole_start(g, &l.hole_start) || (l.hvm && g->memory_bytes <=
+	    VMB_VGA_HOLE_END))
+		return -EINVAL;
 	l.nr_vcpus = g->maxvcpus > g->vcpus ? g->maxvcpus : g->vcpus;
 	if (l.nr_vcpus > VMB_MAX_VCPUS)
 		return -EINVAL;
@@ -147,7 +192,7 @@ vmb__layout_plan(const struct vmb_guest *g, const struct vmb_placement *pl,
 	    plan_placed(pl, &l, &next);
 	if (rc)
 		return rc;
-	l.lowmem_end = next < VMB_MMIO_HOLE_START ? next : VMB_MMIO_HOLE_START;
+	l.lowmem_end = next < l.hole_start ? next : l.hole_start;
 	l.highmem_end = next > VMB_4GIB ? next : 0;
 	if ((l.lowmem_end + (l.highmem_end ? l.highmem_end - VMB_4GIB : 0)) !=
 	    g->memory_bytes)
@@ -207,4 +252,29 @@ vmb__memmap(const struct vmb_layout *l, const struct vmb_firmware *fw,
 		return -EINVAL;
 	memcpy(out, e, n * sizeof(*e));
 	return (int)n;
+}
+
+int
+vmb_guest_ram_layout(const struct vmb_guest *g, struct vmb_ram_layout *ret)
+{
+	struct vmb_placement pl = { .nr_nodes = 1 };
+	struct vmb_guest one;
+	struct vmb_layout l;
+	int rc;
+
+	if (!g || !ret)
+		return -EINVAL;
+	/* The address ranges do not depend on which nodes back them. */
+	one = *g;
+	one.nr_vnodes = 0;
+	pl.node_bytes[0] = g->memory_bytes;
+	rc = vmb__layout_plan(&one, &pl, &l);
+	if (rc)
+		return rc;
+	*ret = (struct vmb_ram_layout){ .lowmem_end = l.lowmem_end,
+	    .highmem_end = l.highmem_end, .hole_start = l.hole_start,
+	    .vga_start = l.hvm ? VMB_VGA_HOLE_START : 0,
+	    .vga_end = l.hvm ? VMB_VGA_HOLE_END : 0,
+	    .populated = l.populated };
+	return 0;
 }

@@ -70,6 +70,7 @@ _Static_assert(sizeof(struct pvh_module) == 32, "module layout");
 _Static_assert(sizeof(struct pvh_memmap_entry) == 24, "memmap layout");
 
 #define INFO_OFF_MODLIST	64
+#define INFO_OFF_MODNAME	96	/* after the one module's entry */
 #define INFO_OFF_MEMMAP		128
 
 struct vmb__image {
@@ -79,6 +80,8 @@ struct vmb__image {
 	uint8_t	*ramdisk;
 	size_t	ramdisk_len;
 	char	*cmdline;
+	/* The module's name (its command line): hvmloader's "firmware". */
+	const char *module_name;
 };
 
 /* ------------------------------------------------------------------ */
@@ -177,11 +180,18 @@ get_shdr(const uint8_t *img, bool is64, uint64_t off, Elf64_Shdr *sh)
 int
 vmb__elf_parse(const void *image, size_t len, struct vmb__elf *ret_elf)
 {
+	return vmb__elf_parse_as(image, len, false, ret_elf);
+}
+
+int
+vmb__elf_parse_as(const void *image, size_t len, bool ehdr_entry,
+    struct vmb__elf *ret_elf)
+{
 	const uint8_t *img = image;
 	struct vmb__elf elf;
 	struct hdrs h;
 	bool found = false;
-	uint64_t entry = 0;
+	uint64_t entry = 0, e_entry;
 	size_t phsz, shsz;
 	int rc;
 
@@ -201,6 +211,7 @@ vmb__elf_parse(const void *image, size_t len, struct vmb__elf *ret_elf)
 		h = (struct hdrs){ eh.e_type, eh.e_machine, eh.e_phoff,
 		    eh.e_shoff, eh.e_phentsize, eh.e_phnum, eh.e_shentsize,
 		    eh.e_shnum };
+		e_entry = eh.e_entry;
 		elf.is64 = true;
 		phsz = sizeof(Elf64_Phdr);
 		shsz = sizeof(Elf64_Shdr);
@@ -213,6 +224,7 @@ vmb__elf_parse(const void *image, size_t len, struct vmb__elf *ret_elf)
 		h = (struct hdrs){ eh.e_type, eh.e_machine, eh.e_phoff,
 		    eh.e_shoff, eh.e_phentsize, eh.e_phnum, eh.e_shentsize,
 		    eh.e_shnum };
+		e_entry = eh.e_entry;
 		phsz = sizeof(Elf32_Phdr);
 		shsz = sizeof(Elf32_Shdr);
 	} else {
@@ -274,6 +286,11 @@ vmb__elf_parse(const void *image, size_t len, struct vmb__elf *ret_elf)
 			if (rc)
 				return rc;
 		}
+	}
+	/* hvmloader starts at its ELF entry, as xc_dom's loader takes it. */
+	if (!found && ehdr_entry) {
+		found = true;
+		entry = e_entry;
 	}
 	if (!found)
 		return -ENOEXEC;	/* not a PVH kernel */
@@ -467,6 +484,50 @@ fail:
 	return rc;
 }
 
+/*
+ * An HVM guest's images, as libxl hands them to xc_dom: hvmloader (an
+ * ELF started at its entry, in 32-bit protected mode) in place of a
+ * kernel, and the BIOS (SeaBIOS or OVMF) as the one module, named
+ * "firmware", which hvmloader finds in the start info and copies where
+ * the BIOS runs.  Missing or unreadable firmware says which file.
+ */
+int
+vmb__firmware_open(const char *hvmloader, const char *bios,
+    struct vmb__image **ret, char *why, size_t why_len)
+{
+	struct vmb__image *img = calloc(1, sizeof(*img));
+	int rc;
+
+	if (!img)
+		return -ENOMEM;
+	rc = read_path(hvmloader, KERNEL_MAX_BYTES, &img->kernel,
+	    &img->kernel_len);
+	if (rc) {
+		why_file(why, why_len, "firmware (hvmloader)", hvmloader,
+		    KERNEL_MAX_BYTES, rc);
+		goto fail;
+	}
+	rc = vmb__elf_parse_as(img->kernel, img->kernel_len, true, &img->elf);
+	if (rc) {
+		vmb__why(why, why_len, "firmware (hvmloader) %s: not a "
+		    "loadable ELF image", hvmloader);
+		goto fail;
+	}
+	rc = read_path(bios, RAMDISK_MAX_BYTES, &img->ramdisk,
+	    &img->ramdisk_len);
+	if (rc) {
+		why_file(why, why_len, "firmware (bios)", bios,
+		    RAMDISK_MAX_BYTES, rc);
+		goto fail;
+	}
+	img->module_name = "firmware";
+	*ret = img;
+	return 0;
+fail:
+	vmb__image_free(img);
+	return rc;
+}
+
 uint64_t
 vmb__image_entry(const struct vmb__image *img)
 {
@@ -586,8 +647,12 @@ fill_info_page(uint8_t *page, const struct vmb__image *img,
 		.memmap_entries = env->nr_memmap,
 	};
 	mod = (struct pvh_module){ .paddr = ramdisk,
-	    .size = img->ramdisk_len };
+	    .size = img->ramdisk_len, .cmdline_paddr = img->module_name ?
+	    info + INFO_OFF_MODNAME : 0 };
 	memcpy(page, &si, sizeof(si));
+	if (img->module_name)
+		snprintf((char *)page + INFO_OFF_MODNAME, INFO_OFF_MEMMAP -
+		    INFO_OFF_MODNAME, "%s", img->module_name);
 	if (img->ramdisk)
 		memcpy(page + INFO_OFF_MODLIST, &mod, sizeof(mod));
 	for (uint32_t i = 0; i < env->nr_memmap; i++) {

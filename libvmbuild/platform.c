@@ -103,7 +103,7 @@ int
 vmb__step_paging(const struct vmb_guest *g, uint32_t caps, bool *ret_hap,
     char *why, size_t why_len)
 {
-	bool asked = g->keys_set & (1u << VMB_KEY_HAP);
+	bool asked = g->keys_set & (1ull << VMB_KEY_HAP);
 
 	if (asked && g->hap && !(caps & VMB_CAP_HAP)) {
 		vmb__why(why, why_len, "hap=1: the host has no hardware-"

@@ -21,7 +21,6 @@ static const struct vmb__unsupported {
 	const char *same;	/* the value vmbuild honours, or NULL */
 	const char *why;
 } xl_unsupported[] = {
-	{ "acpi",		"1",	"PVH guests always get ACPI tables" },
 	{ "nomigrate",		"0",	"vmbuild's CPUID policy is libxl's "
 	    "for a migratable guest" },
 	{ "pool",		"Pool-0", "guests run in Xen's default "
@@ -29,22 +28,11 @@ static const struct vmb__unsupported {
 	{ "driver_domain",	"0",	"vmbuild builds no driver domains" },
 	{ "claim_mode",		"1",	"vmbuild always claims memory first" },
 	{ "autoballoon",	"0",	"vmbuild never balloons dom0 down" },
-	{ "builder",		NULL,	"it names an HVM or PV guest; vmbuild builds "
-	    "PVH only: use type = \"pvh\" for a PVH kernel" },
-	{ "serial",		NULL,	"a PVH guest has no emulated UART; "
-	    "its console is the PV console" },
 	{ "vfb",		NULL,	"needs a device model" },
 	{ "vkb",		NULL,	"needs a device model" },
-	{ "vga",		NULL,	"HVM only" },
-	{ "videoram",		NULL,	"HVM only" },
 	{ "stdvga",		"0",	"HVM only" },
-	{ "boot",		NULL,	"HVM only" },
-	{ "localtime",		"0",	"the guest's wallclock is UTC: vmbuild sets "
-	    "no time offset" },
 	{ "apic",		NULL,	"HVM only" },
 	{ "pae",		NULL,	"HVM only" },
-	{ "hpet",		NULL,	"HVM only" },
-	{ "viridian",		"0",	"HVM only" },
 	{ "nestedhvm",		"0",	"HVM only" },
 	{ "xen_platform_pci",	NULL,	"HVM only" },
 	{ "usb",		"0",	"needs a device model" },
@@ -52,7 +40,6 @@ static const struct vmb__unsupported {
 	{ "usbctrl",		NULL,	NULL },
 	{ "usbdev",		NULL,	NULL },
 	{ "sdl",		"0",	"needs a device model" },
-	{ "vnc",		"0",	"needs a device model" },
 	{ "vnclisten",		NULL,	"needs a device model" },
 	{ "vncpasswd",		NULL,	"needs a device model" },
 	{ "vncdisplay",		NULL,	"needs a device model" },
@@ -60,8 +47,6 @@ static const struct vmb__unsupported {
 	{ "keymap",		NULL,	"needs a device model" },
 	{ "soundhw",		NULL,	"needs a device model" },
 	{ "spice",		NULL,	"needs a device model" },
-	{ "device_model_version", NULL,	"vmbuild runs no device model" },
-	{ "device_model_override", NULL, "vmbuild runs no device model" },
 	{ "device_model_args",	NULL,	"vmbuild runs no device model" },
 	{ "pci",		NULL,	"no PCI passthrough" },
 	{ "dtdev",		NULL,	"no device passthrough" },
@@ -71,9 +56,10 @@ static const struct vmb__unsupported {
 	{ "rdm",		NULL,	"no device passthrough" },
 	{ "e820_host",		"0",	"the host's memory map is only for PCI "
 	    "passthrough, which vmbuild does not do" },
-	{ "bootloader",		NULL,	"give the kernel itself" },
+	{ "bootloader",		NULL,	"pygrub is not run: a PVH guest boots its "
+	    "disk with kernel = \"/usr/lib/grub-xen/grub-i386-xen_pvh.bin\" "
+	    "(grub-xen-host), an HVM guest through its BIOS" },
 	{ "bootloader_args",	NULL,	"give the kernel itself" },
-	{ "shadow_memory",	NULL,	"vmbuild sizes the paging pool" },
 	{ "seclabel",		NULL,	"no XSM labels" },
 	{ "channel",		NULL,	NULL },
 	{ "p9",			NULL,	NULL },
@@ -88,8 +74,6 @@ static const struct vmb__unsupported {
 	{ "vscsi",		NULL,	NULL },
 	{ "console",		NULL,	NULL },
 	/* The rest of xl.cfg(5)'s keys (Xen 4.21), and xl's older names. */
-	{ "rtc_timeoffset",	"0",	"the guest's wallclock is UTC: vmbuild "
-	    "sets no time offset" },
 	{ "device_model",	NULL,	"vmbuild runs no device model" },
 	{ "device_model_args_hvm", NULL, "vmbuild runs no device model" },
 	{ "device_model_args_pv", NULL,	"vmbuild runs no device model" },
@@ -110,9 +94,6 @@ static const struct vmb__unsupported {
 	{ "pci_power_mgmt",	"0",	"no PCI passthrough" },
 	{ "pci_seize",		"0",	"no PCI passthrough" },
 	{ "rdm_mem_boundary",	NULL,	"no device passthrough" },
-	{ "mmio_hole",		NULL,	"HVM only" },
-	{ "bios",		NULL,	"HVM only: a PVH kernel is loaded "
-	    "directly" },
 	{ "bios_path_override",	NULL,	"HVM only: a PVH kernel is loaded "
 	    "directly" },
 	{ "firmware_override",	NULL,	"the kernel is loaded directly" },
@@ -224,12 +205,7 @@ vmb__unsupported_set(struct vmb_guest *g, const struct vmb__unsupported *u,
 		snprintf(why, sizeof(why), " (only %s: %s)", u->same, u->why);
 	else if (u->why)
 		snprintf(why, sizeof(why), " (%s)", u->why);
-	/*
-	 * builder says which kind of guest to build: ignoring it would
-	 * build another kind (an HVM config as PVH), so it is always refused.
-	 */
-	if ((g->flags & VMB_CONFIG_IGNORE_UNSUPPORTED) &&
-	    strcmp(u->key, "builder") != 0)
+	if (g->flags & VMB_CONFIG_IGNORE_UNSUPPORTED)
 		return vmb__diag_add(diags, VMB_WARNING, where, v->line, u->key,
 		    "not supported, ignored%s", why);
 	return vmb__diag_add(diags, VMB_ERROR, where, v->line, u->key,

@@ -132,6 +132,10 @@ int vmb__get_string(const struct vmb__key *k, const struct vmb_value *v,
     const char *where, struct vmb_diags *diags, const char **ret);
 /* keys_list.c: the list keys' setters. */
 vmb__key_set_fn vmb__set_vnuma, vmb__set_disks, vmb__set_vifs;
+/* keys_hvm.c: the HVM keys, builder=, and their check with the guest. */
+vmb__key_set_fn vmb__set_hvm, vmb__set_builder;
+int vmb__hvm_check(struct vmb_guest *g, const char *where,
+    struct vmb_diags *diags);
 /* keys.c, keys_list.c: sizes in MiB are at most this (16 TiB). */
 #define VMB_MEMORY_MAX_MIB	(16ull << 20)
 
@@ -318,6 +322,9 @@ int vmb__bzimage_unpack(const void *image, size_t len, uint8_t **ret,
 
 /* Parse and check an ELF image held in memory. */
 int vmb__elf_parse(const void *image, size_t len, struct vmb__elf *ret_elf);
+/* The same; ehdr_entry: without the PVH note, start at e_entry. */
+int vmb__elf_parse_as(const void *image, size_t len, bool ehdr_entry,
+    struct vmb__elf *ret_elf);
 
 struct vmb__image;
 
@@ -332,6 +339,9 @@ int vmb__image_open(const struct vmb_guest *guest, struct vmb__image **ret);
 int vmb__image_open_why(const struct vmb_guest *guest, int kernel_fd,
     int ramdisk_fd, struct vmb__image **ret, char *why, size_t why_len);
 void vmb__image_free(struct vmb__image *img);
+/* An HVM guest's: hvmloader, and the BIOS as its "firmware" module. */
+int vmb__firmware_open(const char *hvmloader, const char *bios,
+    struct vmb__image **ret, char *why, size_t why_len);
 uint64_t vmb__image_entry(const struct vmb__image *img);
 /*
  * Write the image, ramdisk, command line and start info into the first

@@ -118,6 +118,8 @@ enum vmb_key {
 #undef VMB_KEY
 	VMB_KEY_MAX
 };
+/* Keys from this one on are an HVM guest's (struct vmb_hvm). */
+#define VMB_KEY_HVM_FIRST	VMB_KEY_BUILDER
 
 /*
  * Why a domain shut down: Xen's SHUTDOWN_* codes, in their order (the
@@ -217,6 +219,31 @@ struct vmb_nic {
 	int	line;
 };
 
+/*
+ * An HVM guest's own keys (type = "hvm"), as xl.cfg(5) names them; each
+ * holds its default (keys.def) until written.
+ */
+#define VMB_HVM_MMIO_HOLE_DEFAULT (256ull << 20)	/* libxl: 0xf0000000 up */
+#define VMB_HVM_MMIO_HOLE_MIN_MIB 256	/* xl's bounds of mmio_hole */
+#define VMB_HVM_MMIO_HOLE_MAX_MIB 3840
+struct vmb_hvm {
+	uint32_t shadow_mib;	/* shadow_memory=; 0: vmbuild sizes it */
+	bool	viridian;	/* Hyper-V enlightenments */
+	bool	acpi;
+	bool	hpet;
+	bool	localtime;	/* the RTC runs in the host's local time */
+	bool	vnc;		/* VNC on a local socket of vmbuildd's */
+	uint32_t rtc_timeoffset;	/* seconds, as libxl's (uint32) */
+	char	vga[8];		/* "cirrus", "stdvga", "none" */
+	uint32_t videoram_mib;	/* 0: the card's default */
+	char	bios[8];	/* "seabios", "ovmf" */
+	uint64_t mmio_hole_bytes;	/* 0: VMB_HVM_MMIO_HOLE_DEFAULT */
+	char	dm_version[16];	/* "qemu-xen" */
+	char	*dm_override;	/* device_model_override=; NULL none */
+	char	serial[32];	/* "pty", "none"; "" none */
+	char	boot[8];	/* boot order, of c (disk), d (cdrom), n */
+};
+
 struct vmb_guest {
 	char	name[VMB_NAME_LEN];
 	enum vmb_guest_type type;
@@ -271,11 +298,12 @@ struct vmb_guest {
 	struct vmb_disk *disks;	/* nr_disks, in the order written */
 	uint32_t nr_nics;
 	struct vmb_nic *nics;
+	struct vmb_hvm hvm;	/* type = "hvm" only */
 	char	*source;	/* file the description came from, or NULL */
 	uint32_t flags;		/* VMB_CONFIG_* the keys were read with */
-	uint32_t keys_set;	/* bitmap of 1 << enum vmb_key */
+	uint64_t keys_set;	/* bitmap of 1 << enum vmb_key */
 	/* Keys written, valid or not: a bad value is not also "missing". */
-	uint32_t keys_given;
+	uint64_t keys_given;
 	int	key_line[VMB_KEY_MAX];	/* line each key was set on; 0 unknown */
 };
 
@@ -374,6 +402,26 @@ const struct vmb_key_desc *vmb_key_desc(enum vmb_key key);
 void *vmb_guest_field(struct vmb_guest *g, enum vmb_key key);
 const void *vmb_guest_field_const(const struct vmb_guest *g,
     enum vmb_key key);
+
+/*
+ * The video memory an HVM guest's device model gets: videoram=, else
+ * libxl's default for its vga (stdvga 16 MiB, cirrus 8); 0 for none.
+ */
+uint32_t vmb_hvm_videoram_mib(const struct vmb_guest *guest);
+
+/*
+ * Where a guest's RAM lies, as a build lays it out (layout.c): RAM is
+ * [0, lowmem_end) less the VGA hole [vga_start, vga_end) of an HVM
+ * guest (both 0 for PVH), then [4 GiB, highmem_end) (0: none); the MMIO
+ * hole is [hole_start, 4 GiB); `populated` bytes hold memory.
+ */
+struct vmb_ram_layout {
+	uint64_t lowmem_end, highmem_end, hole_start;
+	uint64_t vga_start, vga_end;
+	uint64_t populated;
+};
+int vmb_guest_ram_layout(const struct vmb_guest *guest,
+    struct vmb_ram_layout *ret);
 
 /* "pvh", "hvm", "pv"; the reverse -EINVAL for another name. */
 const char *vmb_guest_type_name(enum vmb_guest_type type);
@@ -506,6 +554,11 @@ struct vmb_ctx;
  * without it (hvsim, which has no I/O) they are only recorded.
  */
 #define VMB_CAP_DEVICES		(1u << 9)
+/*
+ * HVM guests (type = "hvm") are built: hvsim.  Not yet on Xen, whose
+ * backend refuses them (a build fails "hvm: not yet on Xen").
+ */
+#define VMB_CAP_HVM		(1u << 10)
 
 /*
  * Open a backend: "sim:PATH" (hvsim's socket), "xen", or "auto" (xen if
@@ -959,7 +1012,31 @@ struct vmb_build_opts {
 	 */
 	int	(*restore)(void *user, uint32_t domid, char *why, size_t len);
 	void	*restore_user;
+	/*
+	 * An HVM guest's firmware (NULL: Debian's, VMB_HVMLOADER_PATH and
+	 * the others below), read from the build's start beside placement.
+	 */
+	const char *hvmloader;
+	const char *seabios;
+	const char *ovmf;
+	/*
+	 * An HVM guest's device model, the caller's to run (vmbuildd):
+	 * dm_start once the devices are set up, the domain populated and
+	 * loaded (as libxl spawns it); dm_check just before the first
+	 * unpause, to see it still runs; dm_stop in the undo when it was
+	 * started (it must stop and reap it).  0 or a negative errno with
+	 * the reason in `why`; NULL dm_start: no device model is run.
+	 */
+	int	(*dm_start)(void *user, uint32_t domid, char *why, size_t len);
+	int	(*dm_check)(void *user, uint32_t domid, char *why, size_t len);
+	void	(*dm_stop)(void *user, uint32_t domid);
+	void	*dm_user;
 };
+
+/* Debian's firmware for HVM guests (xen-utils-4.17, seabios, ovmf). */
+#define VMB_HVMLOADER_PATH	"/usr/lib/xen-4.17/boot/hvmloader"
+#define VMB_SEABIOS_PATH	"/usr/share/seabios/bios-256k.bin"
+#define VMB_OVMF_PATH		"/usr/share/ovmf/OVMF.fd"
 
 /*
  * The phases of a build, in the order they run: build.c's phases[] has

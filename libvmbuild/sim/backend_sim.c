@@ -218,6 +218,7 @@ sim_caps(void *priv)
 	if (hc & HV_CAP_SHADOW)
 		caps |= VMB_CAP_SHADOW;
 	caps |= VMB_CAP_HAP;	/* hvsim models HAP for every host */
+	caps |= VMB_CAP_HVM;	/* firmware loaded as a kernel is */
 	if (hc & HV_CAP_CLAIMS)
 		caps |= VMB_CAP_CLAIMS;
 	/* Without the flag the topology is modelled. */

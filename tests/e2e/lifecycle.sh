@@ -34,7 +34,7 @@ check "vmctl create b.cfg" test $? -eq 0
 list=$("$VMCTL" --json list)
 check "vmctl --json list" test $? -eq 0
 shape=$(py '
-all(set(v) == {"id", "name", "state", "memory_bytes", "vcpus", "nodes"}
+all(set(v) == {"id", "name", "state", "type", "memory_bytes", "vcpus", "nodes"}
     and isinstance(v["nodes"], list) for v in j["vms"])
 and set(j) == {"vms"}' <<<"$list")
 check "list --json has exactly the documented shape" test "$shape" = True

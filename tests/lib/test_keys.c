@@ -19,14 +19,17 @@
 #define MAN_PAGE	"man/vmbuild.cfg.5.scd"
 #define ALL_KEYS_CFG	"configs/tests/all-keys.cfg"
 #define ALL_KEYS_JSON	"configs/tests/all-keys.json"
+/* An HVM guest's keys (VMB_KEY_HVM_FIRST on): a PVH guest refuses them. */
+#define HVM_KEYS_CFG	"configs/tests/hvm-keys.cfg"
+#define HVM_KEYS_JSON	"configs/tests/hvm-keys.json"
 
 /* The whole of a small file, NUL-terminated; NULL if unreadable. */
 static char *
 slurp(const char *path)
 {
-	static char buf[3][1 << 16];
+	static char buf[5][1 << 16];
 	static int next;
-	char *b = buf[next++ % 3];
+	char *b = buf[next++ % 5];
 	FILE *f = fopen(path, "r");
 	size_t n;
 
@@ -65,18 +68,25 @@ static void
 test_every_key(void)
 {
 	const char *man = slurp(MAN_PAGE), *cfg = slurp(ALL_KEYS_CFG);
-	const char *json = slurp(ALL_KEYS_JSON);
-	struct vmb_diags d = { 0 };
-	struct vmb_guest *g = NULL;
+	const char *json = slurp(ALL_KEYS_JSON), *hcfg = slurp(HVM_KEYS_CFG);
+	const char *hjson = slurp(HVM_KEYS_JSON);
+	struct vmb_diags d = { 0 }, hd = { 0 };
+	struct vmb_guest *g = NULL, *hg = NULL;
 	int rc;
 
-	if (!ok(man && cfg && json, "read %s, %s and %s (run from the top "
-	    "of the tree)", MAN_PAGE, ALL_KEYS_CFG, ALL_KEYS_JSON))
+	if (!ok(man && cfg && json && hcfg && hjson, "read %s, %s, %s and "
+	    "the hvm-keys golden (run from the top of the tree)", MAN_PAGE,
+	    ALL_KEYS_CFG, ALL_KEYS_JSON))
 		return;
 	rc = vmb_config_parse_file(ALL_KEYS_CFG, &g, &d);
 	ok(rc == 0 && d.nr_errors == 0, "%s parses", ALL_KEYS_CFG);
+	rc = vmb_config_parse_file(HVM_KEYS_CFG, &hg, &hd);
+	ok(rc == 0 && hd.nr_errors == 0, "%s parses", HVM_KEYS_CFG);
 	for (int i = 0; i < VMB_KEY_MAX; i++) {
 		const struct vmb__key *k = &vmb__keys[i];
+		bool hvm = i >= VMB_KEY_HVM_FIRST;
+		const char *c = hvm ? hcfg : cfg, *j = hvm ? hjson : json;
+		struct vmb_guest *p = hvm ? hg : g;
 		char member[64];
 
 		ok(k->name && (int)k->key == i, "keys.def entry %d is "
@@ -85,19 +95,22 @@ test_every_key(void)
 			continue;
 		ok(has_line(man, k->man), "%s: vmbuild.cfg(5) has its line "
 		    "\"%s\"", k->name, k->man);
-		ok(sets_key(cfg, k->name), "%s: all-keys.cfg sets it",
-		    k->name);
-		ok(g && (g->keys_set >> i & 1), "%s: the parser took it from "
-		    "all-keys.cfg", k->name);
+		ok(sets_key(c, k->name), "%s: %s sets it", k->name,
+		    hvm ? HVM_KEYS_CFG : ALL_KEYS_CFG);
+		ok(p && (p->keys_set >> i & 1), "%s: the parser took it from "
+		    "%s", k->name, hvm ? HVM_KEYS_CFG : ALL_KEYS_CFG);
 		if (k->json) {
 			snprintf(member, sizeof(member), "\n  \"%s\": ",
 			    k->json);
-			ok(strstr(json, member) != NULL, "%s: all-keys.json "
-			    "has \"%s\"", k->name, k->json);
+			ok(strstr(j, member) != NULL, "%s: %s has \"%s\"",
+			    k->name, hvm ? HVM_KEYS_JSON : ALL_KEYS_JSON,
+			    k->json);
 		}
 	}
 	vmb_guest_free(g);
+	vmb_guest_free(hg);
 	vmb_diags_done(&d);
+	vmb_diags_done(&hd);
 }
 
 /* Parse `text` (kernel.stub exists in configs/tests). */
@@ -126,7 +139,7 @@ test_max_event_channels(void)
 
 	rc = parse(BASE, &g, &d);
 	ok(rc == 0 && g->max_event_channels == 1023 &&
-	    !(g->keys_set & (1u << VMB_KEY_MAX_EVENT_CHANNELS)),
+	    !(g->keys_set & (1ull << VMB_KEY_MAX_EVENT_CHANNELS)),
 	    "max_event_channels: unset, 1023 and not marked as set");
 	vmb_guest_free(g);
 	vmb_diags_done(&d);

@@ -249,6 +249,99 @@ test_memmap(void **state)
 	assert_int_equal(vmb__memmap(&l, &fw, m, 3), -EINVAL);
 }
 
+/*
+ * An HVM guest (libxl's meminit_hvm): RAM from 0 up to the VGA hole,
+ * from its end up to the MMIO hole at 4 GiB less mmio_hole (default
+ * 0xf0000000), the rest from 4 GiB; the VGA hole's 32 pages are not
+ * populated.  Checks every range against the holes and the totals.
+ */
+static void
+check_hvm(const struct vmb_layout *l, uint64_t bytes, uint64_t hole)
+{
+	uint64_t sum = 0, prev_end = 0;
+
+	assert_true(l->hvm);
+	assert_int_equal(l->hole_start, hole);
+	for (uint32_t i = 0; i < l->nr_ranges; i++) {
+		uint64_t a = l->ranges[i].gfn << 12;
+		uint64_t e = a + (l->ranges[i].pages << 12);
+
+		assert_true(l->ranges[i].pages > 0);
+		assert_true(a >= prev_end);
+		assert_false(a < VMB_VGA_HOLE_END && e > VMB_VGA_HOLE_START);
+		assert_false(a < VMB_4GIB && e > hole);
+		sum += e - a;
+		prev_end = e;
+	}
+	assert_int_equal(sum, bytes - (VMB_VGA_HOLE_END - VMB_VGA_HOLE_START));
+	assert_int_equal(l->populated, sum);
+	assert_int_equal(l->lowmem_end, bytes < hole ? bytes : hole);
+	assert_int_equal(l->highmem_end, bytes > hole ? VMB_4GIB + bytes -
+	    hole : 0);
+}
+
+static void
+test_hvm(void **state)
+{
+	static const uint64_t mmio[] = { 0, 256 * MIB, 1 * GIB, 3840 * MIB };
+	struct vmb_placement pl;
+	struct vmb_guest g;
+	struct vmb_layout l;
+
+	(void)state;
+	for (size_t m = 0; m < sizeof(mmio) / sizeof(mmio[0]); m++) {
+		uint64_t hole = VMB_4GIB - (mmio[m] ? mmio[m] : 256 * MIB);
+		/* Below, at and above the hole's start, by a page and more. */
+		const uint64_t sizes[] = { 4 * MIB, hole - 4096, hole,
+		    hole + 4096, hole + 2 * GIB };
+
+		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
+			one_node(&pl, &g, sizes[i]);
+			g.type = VMB_GUEST_HVM;
+			g.hvm.mmio_hole_bytes = mmio[m];
+			assert_int_equal(vmb__layout_plan(&g, &pl, &l), 0);
+			check_hvm(&l, sizes[i], hole);
+			/* [0, VGA), [VGA end, ...) and, past the hole, 4 GiB. */
+			assert_int_equal(l.nr_ranges, sizes[i] > hole ? 3 : 2);
+			assert_int_equal(l.ranges[0].pages << 12,
+			    VMB_VGA_HOLE_START);
+			assert_int_equal(l.ranges[1].gfn << 12,
+			    VMB_VGA_HOLE_END);
+		}
+	}
+	/* Default: 0xf0000000, as libxl's HVM_BELOW_4G_MMIO_START. */
+	one_node(&pl, &g, 8 * GIB);
+	g.type = VMB_GUEST_HVM;
+	assert_int_equal(vmb__layout_plan(&g, &pl, &l), 0);
+	assert_int_equal(l.lowmem_end, 0xf0000000ull);
+	assert_int_equal(l.highmem_end, VMB_4GIB + 8 * GIB - 0xf0000000ull);
+	/* Two nodes: node 0 holds the VGA hole, node 1 the rest. */
+	memset(&pl, 0, sizeof(pl));
+	pl.nr_nodes = 2;
+	pl.nodes[1] = 1;
+	pl.node_bytes[0] = pl.node_bytes[1] = 2 * GIB;
+	g.memory_bytes = g.maxmem_bytes = 4 * GIB;
+	assert_int_equal(vmb__layout_plan(&g, &pl, &l), 0);
+	check_hvm(&l, 4 * GIB, 0xf0000000ull);
+	assert_int_equal(l.ranges[1].node, 0);
+	assert_int_equal(l.ranges[2].node, 1);
+	assert_int_equal(l.ranges[2].gfn << 12, 2 * GIB);
+	assert_int_equal(l.nr_vnodes, 2);
+	/* Bad values refused: a hole too small, too big, not whole MiB. */
+	one_node(&pl, &g, 1 * GIB);
+	g.type = VMB_GUEST_HVM;
+	g.hvm.mmio_hole_bytes = 128 * MIB;
+	assert_int_equal(vmb__layout_plan(&g, &pl, &l), -EINVAL);
+	g.hvm.mmio_hole_bytes = 3841 * MIB;
+	assert_int_equal(vmb__layout_plan(&g, &pl, &l), -EINVAL);
+	g.hvm.mmio_hole_bytes = 512 * MIB + 4096;
+	assert_int_equal(vmb__layout_plan(&g, &pl, &l), -EINVAL);
+	/* No memory past the VGA hole: nothing to boot. */
+	one_node(&pl, &g, VMB_VGA_HOLE_END);
+	g.type = VMB_GUEST_HVM;
+	assert_int_equal(vmb__layout_plan(&g, &pl, &l), -EINVAL);
+}
+
 int
 main(void)
 {
@@ -258,6 +351,7 @@ main(void)
 		cmocka_unit_test(test_two_nodes),
 		cmocka_unit_test(test_vnuma),
 		cmocka_unit_test(test_memmap),
+		cmocka_unit_test(test_hvm),
 	};
 
 	return cmocka_run_group_tests_name("layout", tests, NULL, NULL);

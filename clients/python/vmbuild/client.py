@@ -162,8 +162,8 @@ class Client:
                               **kw)
 
     def vm_list(self):
-        """{"vms": [{"id", "name", "state", "memory_bytes", "vcpus",
-        "nodes"}]}."""
+        """{"vms": [{"id", "name", "state", "type", "memory_bytes",
+        "vcpus", "nodes"}]}."""
         return self.call("vm.list")
 
     def vm_info(self, vm):

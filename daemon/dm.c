@@ -1,0 +1,549 @@
+/*
+ * dm.c - the device model (QEMU for Xen) of each HVM guest, started and
+ * supervised as libxl's qemu-xen is (libxl_dm.c).
+ *
+ * The build starts it once the domain is populated, loaded and its
+ * devices are up (vmb_build_opts.dm_start), with the arguments libxl
+ * gives qemu-xen: -xen-domid, -machine xenfv, QMP on a private socket
+ * in the state directory, -no-shutdown, -nodefaults, the card, serial
+ * port, boot order and display the guest's keys ask for; and waits
+ * until it answers on QMP.  Before the first unpause the build asks it
+ * again (dm_check): one that died meanwhile fails the build, whose undo
+ * stops and reaps it (dm_stop_now) with everything else.
+ *
+ * Once the guest is built the loop watches the process (a pidfd, in the
+ * event loop: no SIGCHLD handler, which would reap the hotplug scripts
+ * the Xen backend waits for).  A device model that dies is reaped there
+ * and its domain shut down as crashed, so that on_crash applies as for
+ * a guest that crashed by itself.  A destroy stops it first
+ * (dm_stop_domid, on the destroying worker): QMP quit, SIGKILL after
+ * DM_STOP_MS, and waits until it has exited; the loop reaps it.  A
+ * device model being stopped is not a crash.
+ *
+ * The registry is shared by the loop and the workers (a mutex); each
+ * entry is counted (the registry's reference, a stopping worker's), and
+ * freed by whoever drops the last.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "dm.h"
+#include "log.h"
+#include "vmbuildd.h"
+#include "worker.h"
+
+extern char **environ;
+
+#define DM_START_MS	60000	/* libxl's LIBXL_DEVICE_MODEL_START_TIMEOUT */
+#define DM_CMD_MS	10000	/* one QMP command */
+#define DM_STOP_MS	10000	/* quit, then SIGKILL */
+#define DM_MAX_ARGS	48
+
+struct dm {
+	pid_t	pid;
+	int	pidfd;		/* readable once the process has exited */
+	int	qmp;		/* connected QMP socket, or -1 */
+	uint32_t domid;
+	char	name[VMB_NAME_LEN];
+	char	sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char	vnc[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	struct event *ev;	/* loop only */
+	bool	stopping;	/* a stop was asked: its exit is no crash */
+	int	refs;		/* under D.lock */
+	struct dm *next;	/* the registry's */
+};
+
+static struct {
+	const char	*path;
+	const char	*state_dir;
+	pthread_mutex_t	lock;
+	struct dm	*list;
+} D = { DM_DEFAULT_PATH, ".", PTHREAD_MUTEX_INITIALIZER, NULL };
+
+void
+dm_init(const char *path, const char *state_dir)
+{
+	if (path != NULL)
+		D.path = path;
+	D.state_dir = state_dir;
+}
+
+const char *
+dm_path(void)
+{
+	return D.path;
+}
+
+static uint64_t
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/* Has the process exited (its pidfd readable) within `ms`? */
+static bool
+exited_within(const struct dm *dm, int ms)
+{
+	struct pollfd p = { .fd = dm->pidfd, .events = POLLIN };
+
+	return poll(&p, 1, ms) > 0;
+}
+
+static void
+dm_free(struct dm *dm)
+{
+	if (dm == NULL)
+		return;
+	if (dm->qmp >= 0)
+		close(dm->qmp);
+	if (dm->pidfd >= 0)
+		close(dm->pidfd);
+	(void)unlink(dm->sock);
+	if (dm->vnc[0])
+		(void)unlink(dm->vnc);
+	free(dm);
+}
+
+/* ------------------------------------------------------------------ */
+/* QMP, line by line (each message is one JSON object and CRLF).      */
+
+static int
+qmp_send(struct dm *dm, const char *cmd)
+{
+	size_t len = strlen(cmd), off = 0;
+
+	while (off < len) {
+		ssize_t w = send(dm->qmp, cmd + off, len - off, MSG_NOSIGNAL);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			return -EPIPE;
+		off += (size_t)w;
+	}
+	return 0;
+}
+
+/*
+ * The next reply ("return" or "error"), skipping the greeting's and
+ * events' lines unless `greeting`: 0 for a return (or the greeting),
+ * -EPROTO for an error, -EPIPE when the socket closed, -ETIMEDOUT.
+ */
+static int
+qmp_reply(struct dm *dm, bool greeting, int ms)
+{
+	char buf[4096];
+	size_t n = 0;
+	uint64_t end = now_ms() + (uint64_t)ms;
+
+	for (;;) {
+		struct pollfd p = { .fd = dm->qmp, .events = POLLIN };
+		uint64_t now = now_ms();
+		char *nl;
+		ssize_t r;
+
+		if (now >= end)
+			return -ETIMEDOUT;
+		if (poll(&p, 1, (int)(end - now)) <= 0)
+			continue;
+		r = recv(dm->qmp, buf + n, sizeof(buf) - 1 - n, 0);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return -EPIPE;
+		n += (size_t)r;
+		buf[n] = '\0';
+		while ((nl = strchr(buf, '\n')) != NULL) {
+			*nl = '\0';
+			if (greeting && strstr(buf, "\"QMP\""))
+				return 0;
+			if (!greeting && strstr(buf, "\"return\""))
+				return 0;
+			if (!greeting && strstr(buf, "\"error\""))
+				return -EPROTO;
+			n -= (size_t)(nl + 1 - buf);
+			memmove(buf, nl + 1, n + 1);
+		}
+		if (n == sizeof(buf) - 1)
+			return -EPROTO;		/* a line too long */
+	}
+}
+
+static int
+qmp_command(struct dm *dm, const char *name)
+{
+	char cmd[128];
+	int rc;
+
+	snprintf(cmd, sizeof(cmd), "{\"execute\":\"%s\"}\r\n", name);
+	rc = qmp_send(dm, cmd);
+	return rc ? rc : qmp_reply(dm, false, DM_CMD_MS);
+}
+
+/*
+ * Connect to QMP as the device model opens it, capabilities negotiated;
+ * a device model that exits first says so.
+ */
+static int
+qmp_connect(struct dm *dm, char *why, size_t why_len)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	uint64_t end = now_ms() + DM_START_MS;
+	int rc;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", dm->sock);
+	for (;;) {
+		if (exited_within(dm, 0)) {
+			snprintf(why, why_len, "the device model %s exited "
+			    "before it answered on QMP (its log: %s.log)",
+			    D.path, dm->sock);
+			return -ECHILD;
+		}
+		dm->qmp = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (dm->qmp < 0)
+			return -errno;
+		if (connect(dm->qmp, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+			break;
+		close(dm->qmp);
+		dm->qmp = -1;
+		if (now_ms() >= end) {
+			snprintf(why, why_len, "the device model did not open "
+			    "QMP on %s within %d s", dm->sock,
+			    DM_START_MS / 1000);
+			return -ETIMEDOUT;
+		}
+		/* Not there yet: wait for it, or for the process to end. */
+		(void)exited_within(dm, 20);
+	}
+	rc = qmp_reply(dm, true, DM_CMD_MS);
+	if (rc == 0)
+		rc = qmp_command(dm, "qmp_capabilities");
+	if (rc)
+		snprintf(why, why_len, "the device model's QMP failed: %s",
+		    strerror(-rc));
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* Starting.                                                           */
+
+/*
+ * The arguments libxl gives qemu-xen for an HVM guest
+ * (libxl__build_device_model_args_new), as far as vmbuild's keys go.
+ */
+static int
+dm_args(const struct vmb_guest *g, const struct dm *dm, char **argv)
+{
+	uint32_t vram = vmb_hvm_videoram_mib(g);
+	uint64_t mem = g->memory_bytes >> 20;
+	int n = 0;
+
+#define ARG(...) do { \
+	if (n == DM_MAX_ARGS - 1 || asprintf(&argv[n++], __VA_ARGS__) < 0) \
+		return -ENOMEM; } while (0)
+	ARG("%s", D.path);
+	ARG("-xen-domid"); ARG("%u", dm->domid);
+	ARG("-chardev");
+	ARG("socket,id=libxl-cmd,path=%s,server=on,wait=off", dm->sock);
+	ARG("-mon"); ARG("chardev=libxl-cmd,mode=control");
+	ARG("-no-shutdown"); ARG("-nodefaults"); ARG("-no-user-config");
+	ARG("-name"); ARG("%s", g->name);
+	ARG("-machine"); ARG("xenfv");
+	/* The guest's RAM less the VRAM, which QEMU populates itself. */
+	ARG("-m"); ARG("%llu", (unsigned long long)(mem > vram ? mem - vram :
+	    mem));
+	ARG("-smp"); ARG("%u,maxcpus=%u", g->vcpus, g->maxvcpus);
+	if (vram) {
+		bool std = !strcmp(g->hvm.vga, "stdvga");
+
+		ARG("-device"); ARG("%s,vgamem_mb=%u", std ? "VGA" :
+		    "cirrus-vga", vram);
+	}
+	if (dm->vnc[0]) {
+		ARG("-vnc"); ARG("unix:%s", dm->vnc);
+	} else {
+		ARG("-display"); ARG("none");
+	}
+	if (!strcmp(g->hvm.serial, "pty")) {
+		ARG("-serial"); ARG("pty");
+	}
+	ARG("-boot"); ARG("order=%s", g->hvm.boot);
+#undef ARG
+	argv[n] = NULL;
+	return n;
+}
+
+/* Start the process: stdin /dev/null, its output to SOCK.log. */
+static int
+dm_spawn(struct dm *dm, char **argv)
+{
+	posix_spawn_file_actions_t fa;
+	posix_spawnattr_t attr;
+	char log[sizeof(dm->sock) + 8];
+	int rc;
+
+	snprintf(log, sizeof(log), "%s.log", dm->sock);
+	posix_spawn_file_actions_init(&fa);
+	posix_spawnattr_init(&attr);
+	posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+	posix_spawn_file_actions_addopen(&fa, 1, log, O_WRONLY | O_CREAT |
+	    O_TRUNC, 0600);
+	posix_spawn_file_actions_adddup2(&fa, 1, 2);
+	/* Its own session: a signal to the daemon's group is not its. */
+	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
+	rc = -posix_spawn(&dm->pid, argv[0], &fa, &attr, argv, environ);
+	posix_spawn_file_actions_destroy(&fa);
+	posix_spawnattr_destroy(&attr);
+	if (rc)
+		return rc;
+	dm->pidfd = (int)syscall(SYS_pidfd_open, dm->pid, 0);
+	if (dm->pidfd < 0) {
+		rc = -errno;
+		kill(dm->pid, SIGKILL);
+		(void)waitpid(dm->pid, NULL, 0);
+		return rc;
+	}
+	return 0;
+}
+
+int
+dm_start(const struct vmb_guest *g, uint32_t domid, struct dm **ret,
+    char *why, size_t why_len)
+{
+	char *argv[DM_MAX_ARGS] = { NULL };
+	struct dm *dm = calloc(1, sizeof(*dm));
+	int rc;
+
+	if (dm == NULL)
+		return -ENOMEM;
+	dm->pid = -1;
+	dm->pidfd = dm->qmp = -1;
+	dm->domid = domid;
+	snprintf(dm->name, sizeof(dm->name), "%s", g->name);
+	snprintf(dm->sock, sizeof(dm->sock), "%s/dm-%u.qmp", D.state_dir,
+	    domid);
+	if (g->hvm.vnc)
+		snprintf(dm->vnc, sizeof(dm->vnc), "%s/dm-%u.vnc",
+		    D.state_dir, domid);
+	(void)unlink(dm->sock);
+	rc = dm_args(g, dm, argv);
+	if (rc < 0) {
+		snprintf(why, why_len, "out of memory");
+		goto out;
+	}
+	rc = dm_spawn(dm, argv);
+	if (rc) {
+		snprintf(why, why_len, "cannot start the device model %s: %s",
+		    D.path, strerror(-rc));
+		goto out;
+	}
+	rc = qmp_connect(dm, why, why_len);
+	if (rc)
+		goto out;
+	log_vm(LOG_INFO, g->name, domid, 0, "%s: device model %s started "
+	    "(pid %d, QMP %s)", g->name, D.path, (int)dm->pid, dm->sock);
+	*ret = dm;
+	dm = NULL;
+out:
+	for (int i = 0; argv[i] != NULL; i++)
+		free(argv[i]);
+	if (dm != NULL && dm->pid > 0)
+		dm_stop_now(dm);
+	else
+		dm_free(dm);
+	return rc;
+}
+
+int
+dm_check(struct dm *dm, char *why, size_t why_len)
+{
+	int rc = exited_within(dm, 0) ? -ECHILD :
+	    qmp_command(dm, "query-status");
+
+	if (rc)
+		snprintf(why, why_len, "the device model (pid %d) died during "
+		    "the build", (int)dm->pid);
+	return rc;
+}
+
+/* Ask it to quit; kill it if it has not exited within DM_STOP_MS. */
+static void
+dm_quit(struct dm *dm)
+{
+	if (dm->qmp >= 0)
+		(void)qmp_send(dm, "{\"execute\":\"quit\"}\r\n");
+	if (!exited_within(dm, DM_STOP_MS)) {
+		log_vm(LOG_WARNING, dm->name, dm->domid, 0, "%s: device model "
+		    "(pid %d) did not quit within %d s: killed", dm->name,
+		    (int)dm->pid, DM_STOP_MS / 1000);
+		(void)kill(dm->pid, SIGKILL);
+		(void)exited_within(dm, -1);
+	}
+}
+
+void
+dm_stop_now(struct dm *dm)
+{
+	if (dm == NULL)
+		return;
+	dm_quit(dm);
+	(void)waitpid(dm->pid, NULL, 0);
+	dm_free(dm);
+}
+
+/* ------------------------------------------------------------------ */
+/* Supervision.                                                        */
+
+static void
+dm_unref(struct dm *dm)
+{
+	bool last;
+
+	pthread_mutex_lock(&D.lock);
+	last = --dm->refs == 0;
+	pthread_mutex_unlock(&D.lock);
+	if (last)
+		dm_free(dm);
+}
+
+struct crash_job {
+	struct job	job;
+	uint32_t	domid;
+	char		name[VMB_NAME_LEN];
+	int		rc;
+};
+
+static void
+crash_run(struct job *job)
+{
+	struct crash_job *cj = (struct crash_job *)job;
+
+	cj->rc = vmb_domain_shutdown(vmbd.ctx, cj->domid, VMB_SHUTDOWN_CRASH);
+}
+
+static void
+crash_done(struct job *job)
+{
+	struct crash_job *cj = (struct crash_job *)job;
+
+	if (cj->rc < 0 && cj->rc != -ESRCH)
+		log_vm(LOG_ERR, cj->name, cj->domid, 0, "%s: cannot crash "
+		    "domain %u after its device model died: %s", cj->name,
+		    cj->domid, strerror(-cj->rc));
+	free(cj);
+}
+
+/* The loop: the process exited; reap it and, unless stopped, crash. */
+static void
+dm_exited(evutil_socket_t fd, short what, void *arg)
+{
+	struct dm *dm = arg, **pp;
+	struct crash_job *cj;
+	bool stopping;
+	int status = 0;
+
+	(void)fd;
+	(void)what;
+	(void)waitpid(dm->pid, &status, 0);
+	event_free(dm->ev);
+	dm->ev = NULL;
+	pthread_mutex_lock(&D.lock);
+	for (pp = &D.list; *pp != NULL; pp = &(*pp)->next)
+		if (*pp == dm) {
+			*pp = dm->next;
+			break;
+		}
+	stopping = dm->stopping;
+	pthread_mutex_unlock(&D.lock);
+	if (!stopping) {
+		log_vm(LOG_ERR, dm->name, dm->domid, 0, "%s: device model "
+		    "(pid %d) died (%s %d): the guest is crashed", dm->name,
+		    (int)dm->pid, WIFSIGNALED(status) ? "signal" : "exit",
+		    WIFSIGNALED(status) ? WTERMSIG(status) :
+		    WEXITSTATUS(status));
+		cj = calloc(1, sizeof(*cj));
+		if (cj != NULL) {
+			cj->domid = dm->domid;
+			snprintf(cj->name, sizeof(cj->name), "%s", dm->name);
+			cj->job.run = crash_run;
+			cj->job.done = crash_done;
+			worker_submit(&cj->job);
+		}
+	}
+	dm_unref(dm);
+}
+
+void
+dm_supervise(struct dm *dm)
+{
+	dm->ev = event_new(vmbd.base, dm->pidfd, EV_READ, dm_exited, dm);
+	dm->refs = 1;
+	pthread_mutex_lock(&D.lock);
+	dm->next = D.list;
+	D.list = dm;
+	pthread_mutex_unlock(&D.lock);
+	if (dm->ev == NULL || event_add(dm->ev, NULL) < 0) {
+		/* Unwatched, it would never be reaped: stop it now. */
+		log_vm(LOG_ERR, dm->name, dm->domid, 0, "%s: cannot watch its "
+		    "device model: stopped", dm->name);
+		pthread_mutex_lock(&D.lock);
+		D.list = dm->next;
+		pthread_mutex_unlock(&D.lock);
+		if (dm->ev != NULL)
+			event_free(dm->ev);
+		dm->ev = NULL;
+		dm_stop_now(dm);
+	}
+}
+
+void
+dm_stop_domid(uint32_t domid)
+{
+	struct dm *dm;
+
+	pthread_mutex_lock(&D.lock);
+	for (dm = D.list; dm != NULL && dm->domid != domid; dm = dm->next)
+		;
+	if (dm != NULL && !dm->stopping) {
+		dm->stopping = true;
+		dm->refs++;
+	} else {
+		dm = NULL;
+	}
+	pthread_mutex_unlock(&D.lock);
+	if (dm == NULL)
+		return;
+	dm_quit(dm);
+	dm_unref(dm);
+}
+
+pid_t
+dm_pid(uint32_t domid)
+{
+	pid_t pid = -1;
+
+	pthread_mutex_lock(&D.lock);
+	for (struct dm *dm = D.list; dm != NULL; dm = dm->next)
+		if (dm->domid == domid)
+			pid = dm->pid;
+	pthread_mutex_unlock(&D.lock);
+	return pid;
+}

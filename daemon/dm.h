@@ -1,0 +1,49 @@
+/*
+ * dm.h - the device models of HVM guests (see dm.c).
+ */
+#ifndef VMBUILDD_DM_H
+#define VMBUILDD_DM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "vmbuild.h"
+
+struct dm;
+
+/* Debian's qemu-system-xen: what xen-utils-4.17's libxl runs. */
+#define DM_DEFAULT_PATH		"/usr/libexec/xen-qemu-system-i386"
+
+/* The device model to run (--device-model) and where its sockets go. */
+void dm_init(const char *path, const char *state_dir);
+const char *dm_path(void);
+
+/*
+ * Build thread: start the guest's device model for `domid` and wait
+ * until it answers on QMP; 0 with *ret, or a negative errno with why
+ * (nothing is left running).  dm_check: it still answers.  dm_stop_now:
+ * stop it (QMP quit, SIGKILL after a while), reap it and free it; for a
+ * device model not handed to dm_supervise().
+ */
+int dm_start(const struct vmb_guest *g, uint32_t domid, struct dm **ret,
+    char *why, size_t why_len);
+int dm_check(struct dm *dm, char *why, size_t why_len);
+void dm_stop_now(struct dm *dm);
+
+/*
+ * Loop thread: the device model of a built guest, taken over; its death
+ * is noticed (a pidfd in the event loop) and the domain is shut down as
+ * crashed, so on_crash applies.
+ */
+void dm_supervise(struct dm *dm);
+/*
+ * Any thread (a destroy, before the domain goes): stop the device model
+ * of `domid`, if it has one, and wait until it has exited; the loop
+ * reaps it.
+ */
+void dm_stop_domid(uint32_t domid);
+/* Its process id, or -1 when the domain has none (vm.info). */
+pid_t dm_pid(uint32_t domid);
+
+#endif /* VMBUILDD_DM_H */
