@@ -286,10 +286,16 @@ vmb__hvm_check(struct vmb_guest *g, const char *where,
 		for (int k = VMB_KEY_HVM_FIRST; k < VMB_KEY_MAX; k++) {
 			if (!(g->keys_set >> k & 1) || pvh_same(g, k))
 				continue;
+			/* xl sets a time offset for PV guests too. */
+			bool clock = k == VMB_KEY_LOCALTIME ||
+			    k == VMB_KEY_RTC_TIMEOFFSET;
+
 			vmb__diag_add(diags, ignore ? VMB_WARNING : VMB_ERROR,
 			    where, g->key_line[k], vmb__keys[k].name,
-			    "not supported%s (HVM only: type = \"hvm\" for an "
-			    "HVM guest)", ignore ? ", ignored" : "");
+			    "not supported%s (%s)", ignore ? ", ignored" : "",
+			    clock ? "only 0 for a PVH guest: its wallclock is "
+			    "UTC: vmbuild sets no time offset" : "HVM only: "
+			    "type = \"hvm\" for an HVM guest");
 			errors += !ignore;
 		}
 		return errors;

@@ -33,7 +33,7 @@ LAYERS = [
     ("registry", "vm"),
     ("rpc/control", "rpc control peer"),
     ("base", "json log state guestjson worker notify procstat rate clock "
-             "proto vmbuildd vmstate status"),
+             "proto vmbuildd vmstate status dm"),
 ]
 LAYER = {m: n for n, (_, names) in enumerate(LAYERS) for m in names.split()}
 DAEMON = os.path.join(os.path.dirname(os.path.abspath(__file__)),
