@@ -257,7 +257,7 @@ small() {
 			_rc=$?
 		fi
 		if [ $_rc = 0 ]; then
-			wait_guest xl-small done 120
+			wait_guest xl-small done 240
 			if xl list xl-small >/dev/null 2>&1; then
 				timed xl-destroy-small xl destroy xl-small ||
 				    fail xl-destroy-small "xl destroy"
@@ -268,7 +268,7 @@ small() {
 		fi ;;
 	vmb)
 		if timed vmb-create-small $V create /etc/lab/vmb-small.cfg; then
-			wait_guest vmb-small done 120
+			wait_guest vmb-small done 240
 			lifecycle_preserved vmb-small
 			timed vmctl-list $V list || fail vmctl-list "vmctl list"
 			# Domain-0 first, as xl list has it.
@@ -300,7 +300,7 @@ big() {
 		fi ;;
 	vmb)
 		if timed vmb-create-big $V create /etc/lab/vmb-big.cfg; then
-			wait_guest vmb-big holding 180
+			wait_guest vmb-big holding 360
 			timed vmctl-list-big $V list || fail vmctl-list-big "vmctl list"
 			timed vmctl-info-big $V info vmb-big || fail vmctl-info-big "vmctl info"
 			xl list
@@ -496,7 +496,7 @@ console_has() {
 # has them; hot-plug while it runs.
 linux_devices() {
 	_ip=$(guest_ip $2)
-	if console_has $2 'vmbuild-linux-dev: disk=' 120; then
+	if console_has $2 'vmbuild-linux-dev: disk=' 300; then
 		echo "MARK step=dev-$2 rc=0 secs=$(secs $4 $(up))"
 	else
 		fail dev-$2 "no vmbuild-linux-dev line from domain $3"
@@ -549,7 +549,7 @@ hp_step() {
 # less than XL_HP_RESERVE s of the run's LAB_TIMEOUT are left, it is
 # skipped, saying so, for the judged vmbuild steps that follow.  dom0's
 # uptime is QEMU's time less Xen's boot: an underestimate, on the safe side.
-XL_HP_RESERVE=900
+XL_HP_RESERVE=1200
 hotplug() {
 	if [ $1 = xl ] && [ -n "$LAB_TIMEOUT" ] &&
 	    [ "$(awk -v u=$(up) -v t=$LAB_TIMEOUT -v r=$XL_HP_RESERVE 'BEGIN { print (t - u < r) }')" = 1 ]; then
@@ -566,7 +566,7 @@ hotplug() {
 	# A failed attach has failed already: no wait for the guest to see
 	# the device (90 s each under TCG, twice per toolstack).
 	if hp_step $1-disk-attach $_da /guest/disk2.img,raw,xvdb,ro; then
-		console_has $2 'vmbuild-linux-dev: hotplug xvdb=seen' 90 ||
+		console_has $2 'vmbuild-linux-dev: hotplug xvdb=seen' 240 ||
 		    hp_fail $1 $1-disk-attach-seen "the guest did not see xvdb"
 	else
 		hp_fail $1 $1-disk-attach "disk-attach rc=$?"
@@ -575,18 +575,18 @@ hotplug() {
 	    grep -E '/(params|mode|physical-device|node|state|hotplug-status) ' | sed 's/^/  xvdb| /'
 	[ $1 = vmb ] && timed vmctl-info-hotplug $V info $2
 	hp_step $1-disk-detach $_dd xvdb || hp_fail $1 $1-disk-detach "disk-detach rc=$?"
-	console_has $2 'vmbuild-linux-dev: hotplug xvdb=gone' 90 ||
+	console_has $2 'vmbuild-linux-dev: hotplug xvdb=gone' 240 ||
 	    hp_fail $1 $1-disk-detach-seen "the guest still sees xvdb"
 	xenstore-ls /local/domain/0/backend/vbd/$3/51728 >/dev/null 2>&1 &&
 	    hp_fail $1 $1-disk-detach-left "backend of xvdb still in xenstore"
 	if hp_step $1-net-attach $_na bridge=$BR; then
-		console_has $2 'vmbuild-linux-dev: hotplug eth1=seen' 90 ||
+		console_has $2 'vmbuild-linux-dev: hotplug eth1=seen' 240 ||
 		    hp_fail $1 $1-net-attach-seen "the guest did not see eth1"
 	else
 		hp_fail $1 $1-net-attach "net-attach rc=$?"
 	fi
 	hp_step $1-net-detach $_nd 1 || hp_fail $1 $1-net-detach "net-detach rc=$?"
-	console_has $2 'vmbuild-linux-dev: hotplug eth1=gone' 90 ||
+	console_has $2 'vmbuild-linux-dev: hotplug eth1=gone' 240 ||
 	    hp_fail $1 $1-net-detach-seen "the guest still sees eth1"
 	tr -d '\r' < /var/log/xen/console/guest-$2.log | grep 'vmbuild-linux-dev: hotplug' |
 	    sed "s/^/  $2| /"

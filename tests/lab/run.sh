@@ -27,7 +27,7 @@
 #                            skip is a failure.  off: never run them.
 #   LAB_SMALL_MB=128 LAB_BIG_MB=512   guest sizes
 #   LAB_LINUX_MB=4608        the Linux guest (split over its 2 vnodes)
-#   LAB_TIMEOUT=1650         hard limit for the QEMU run, seconds
+#   LAB_TIMEOUT=2400         hard limit for the QEMU run, seconds
 #   LAB_HELLO=1              the hello guests' steps (0: skip them, e.g.
 #                            to iterate on the Linux guest)
 #   LAB_XEN=FILE             a xen.gz / xen ELF to boot instead of Debian's
@@ -63,7 +63,7 @@ LAB_SMALL_MB=${LAB_SMALL_MB:-128}
 LAB_BIG_MB=${LAB_BIG_MB:-512}
 LAB_LINUX_MB=${LAB_LINUX_MB:-4608}
 export LAB_LINUX_MB
-LAB_TIMEOUT=${LAB_TIMEOUT:-1650}
+LAB_TIMEOUT=${LAB_TIMEOUT:-2400}
 LAB_CPU=${LAB_CPU:-max,-smap,-rdtscp}
 LAB_SMP=${LAB_SMP:-4}
 LAB_MEM=${LAB_MEM:-6144}
