@@ -145,35 +145,33 @@ print_migrated(struct vmctl *ctl, yajl_val task, double secs)
 }
 
 /*
- * The last vm.migrate_send task on c, if it failed with the outcome
- * unknown (E_MIGRATE_DOUBT): its VM's name and uuid.
+ * Our vm.migrate_send task `tid`, if it failed with the outcome unknown
+ * (E_MIGRATE_DOUBT): its VM's name and uuid.  Asked by its id: another
+ * migration started since (a second vmctl migrate) is not ours.
  */
 static bool
-in_doubt(struct vmc_client *c, char *name, size_t nlen, char *uuid,
-    size_t ulen)
+in_doubt(struct vmc_client *c, long long tid, char *name, size_t nlen,
+    char *uuid, size_t ulen)
 {
 	struct vmc_error err = { 0 };
-	yajl_val res = NULL, tasks, t = NULL;
+	yajl_val res = NULL, t;
 	const char *ep[] = { "error", NULL };
 	double code = 0;
-	char kind[64];
 	yajl_gen g;
 
-	g = vmc_request(c, M_TASK_LIST);
-	if (vmc_call(c, g, &res, &err) == 0 &&
-	    (tasks = jget(res, "tasks")) != NULL && YAJL_IS_ARRAY(tasks)) {
-		for (size_t i = 0; i < tasks->u.array.len; i++) {
-			yajl_val x = tasks->u.array.values[i];
-
-			if (jtext(x, "kind", kind, sizeof(kind)) &&
-			    !strcmp(kind, M_VM_MIGRATE_SEND))
-				t = x;
+	if (tid <= 0)
+		return false;
+	g = vmc_request(c, M_TASK_GET);
+	if (g)
+		jg_kv_i64(g, P_TASK, tid);
+	if (vmc_call(c, g, &res, &err) == 0) {
+		t = jget(res, "task");
+		t = YAJL_IS_OBJECT(t) ? t : res;
+		if (jnum(yajl_tree_get(t, ep, yajl_t_object), "code", &code) &&
+		    code == E_MIGRATE_DOUBT) {
+			jtext(t, "vm", name, nlen);
+			jtext(t, "uuid", uuid, ulen);
 		}
-	}
-	if (t != NULL && jnum(yajl_tree_get(t, ep, yajl_t_object), "code",
-	    &code) && code == E_MIGRATE_DOUBT) {
-		jtext(t, "vm", name, nlen);
-		jtext(t, "uuid", uuid, ulen);
 	}
 	vmc_error_done(&err);
 	yajl_tree_free(res);
@@ -208,15 +206,15 @@ vm_call(struct vmctl *ctl, struct vmc_client *c, const char *method,
  * the guest, then destroy the guest here or unpause it.
  */
 static int
-resolve(struct vmctl *ctl, struct vmc_client *c, const char *ssh,
-    const char *host, const char *remote, int rc)
+resolve(struct vmctl *ctl, struct vmc_client *c, long long tid,
+    const char *ssh, const char *host, const char *remote, int rc)
 {
 	char name[128] = "", uuid[64] = "", extra[300], line[200] = "";
 	int in = -1, out = -1;
 	pid_t pid = -1;
 	FILE *f;
 
-	if (!in_doubt(c, name, sizeof(name), uuid, sizeof(uuid)))
+	if (!in_doubt(c, tid, name, sizeof(name), uuid, sizeof(uuid)))
 		return rc;
 	snprintf(extra, sizeof(extra), " --query %s", name);
 	if (spawn_receiver(ssh, host, remote, extra, &in, &out, &pid) < 0)
@@ -248,10 +246,10 @@ resolve(struct vmctl *ctl, struct vmc_client *c, const char *ssh,
 	return rc;
 }
 
-/* vm.migrate_send with the two pipes; the task followed. */
+/* vm.migrate_send with the two pipes; the task (*ret_tid) followed. */
 static int
 send_task(struct vmctl *ctl, struct vmc_client *c, const char *vm,
-    bool live, long long rounds, int fds[2])
+    bool live, long long rounds, int fds[2], long long *ret_tid)
 {
 	struct vmc_error err = { 0 };
 	yajl_val res = NULL;
@@ -280,9 +278,11 @@ send_task(struct vmctl *ctl, struct vmc_client *c, const char *vm,
 		rc = vmc_report(ctl, "migrate", rc, &err);
 	else if (!jnum(res, P_TASK, &tid))
 		rc = vmc_report(ctl, "migrate", -EPROTO, &err);
-	else
+	else {
+		*ret_tid = (long long)tid;
 		rc = vmctl_follow_task(ctl, c, (long long)tid, "migrate",
 		    print_migrated);
+	}
 	vmc_error_done(&err);
 	yajl_tree_free(res);
 	return rc;
@@ -303,7 +303,7 @@ cmd_migrate(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 	const char *ssh = "ssh", *remote = NULL;
 	struct vmc_client *c = NULL;
 	int ch, rc, fds[2] = { -1, -1 };
-	long long rounds = 0;
+	long long rounds = 0, tid = 0;
 	bool live = false;
 	pid_t pid = -1;
 	char *end;
@@ -333,11 +333,11 @@ cmd_migrate(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 		rc = VMCTL_EXIT_ERROR;
 		goto out;
 	}
-	rc = send_task(ctl, c, argv[optind], live, rounds, fds);
+	rc = send_task(ctl, c, argv[optind], live, rounds, fds, &tid);
 	if (rc != VMCTL_EXIT_OK && pid > 0) {
 		reap_receiver(pid);
 		pid = -1;
-		rc = resolve(ctl, c, ssh, argv[optind + 1], remote, rc);
+		rc = resolve(ctl, c, tid, ssh, argv[optind + 1], remote, rc);
 	}
 out:
 	for (int i = 0; i < 2; i++)
