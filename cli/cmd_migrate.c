@@ -51,6 +51,24 @@ sh_quote(char *buf, size_t cap, const char *s)
 	return true;
 }
 
+/* `exec CMD HOST vmctl [--socket S] migrate-receive EXTRA` into rune. */
+static int
+receiver_rune(char *rune, size_t cap, const char *cmd, const char *host,
+    const char *remote_sock, const char *extra)
+{
+	char qhost[512], qsock[1100] = "";
+
+	if (!sh_quote(qhost, sizeof(qhost), host) || (remote_sock &&
+	    !sh_quote(qsock, sizeof(qsock), remote_sock)) ||
+	    snprintf(rune, cap, "exec %s %s vmctl%s%s migrate-receive%s",
+	    cmd, qhost, remote_sock ? " --socket " : "", qsock, extra) >=
+	    (int)cap) {
+		vmctl_warnx("migrate: the ssh command line is too long");
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * Start `CMD HOST vmctl [--socket S] migrate-receive EXTRA` with its
  * stdin and stdout on pipes: *send writes to it, *recv reads from it.
@@ -59,18 +77,13 @@ static int
 spawn_receiver(const char *cmd, const char *host, const char *remote_sock,
     const char *extra, int *send, int *recv, pid_t *ret_pid)
 {
-	char qhost[512], qsock[1100] = "", rune[2048];
+	char rune[2048];
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 };
 	pid_t pid;
 
-	if (!sh_quote(qhost, sizeof(qhost), host) || (remote_sock &&
-	    !sh_quote(qsock, sizeof(qsock), remote_sock)) ||
-	    snprintf(rune, sizeof(rune), "exec %s %s vmctl%s%s migrate-receive%s",
-	    cmd, qhost, remote_sock ? " --socket " : "", qsock, extra) >=
-	    (int)sizeof(rune)) {
-		vmctl_warnx("migrate: the ssh command line is too long");
+	if (receiver_rune(rune, sizeof(rune), cmd, host, remote_sock,
+	    extra) < 0)
 		return -1;
-	}
 	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0) {
 		vmctl_warnx("migrate: pipe: %s", strerror(errno));
 		goto fail;
@@ -246,10 +259,16 @@ resolve(struct vmctl *ctl, struct vmc_client *c, long long tid,
 	return rc;
 }
 
-/* vm.migrate_send with the two pipes; the task (*ret_tid) followed. */
+/*
+ * vm.migrate_send with the two pipes, and the target: its host and the
+ * command that reaches its vmctl migrate-receive (`rune`), which the
+ * daemon keeps to ask it should it die mid-migration.  The task
+ * (*ret_tid) followed.
+ */
 static int
 send_task(struct vmctl *ctl, struct vmc_client *c, const char *vm,
-    bool live, long long rounds, int fds[2], long long *ret_tid)
+    bool live, long long rounds, int fds[2], const char *host,
+    const char *rune, long long *ret_tid)
 {
 	struct vmc_error err = { 0 };
 	yajl_val res = NULL;
@@ -261,6 +280,11 @@ send_task(struct vmctl *ctl, struct vmc_client *c, const char *vm,
 	if (g) {
 		gen_vm_ref(g, vm);
 		jg_kv_bool(g, P_LIVE, live);
+		jg_str(g, P_TARGET);
+		yajl_gen_map_open(g);
+		jg_kv_str(g, "host", host);
+		jg_kv_str(g, "command", rune);
+		yajl_gen_map_close(g);
 		if (rounds > 0)
 			jg_kv_i64(g, P_MAX_ROUNDS, rounds);
 		jg_str(g, P_FDS);
@@ -302,6 +326,7 @@ cmd_migrate(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 	};
 	const char *ssh = "ssh", *remote = NULL;
 	struct vmc_client *c = NULL;
+	char rune[2048];
 	int ch, rc, fds[2] = { -1, -1 };
 	long long rounds = 0, tid = 0;
 	bool live = false;
@@ -328,12 +353,14 @@ cmd_migrate(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 		goto out;
 	if ((rc = vmctl_subscribe_tasks(ctl, c, "migrate")) != VMCTL_EXIT_OK)
 		goto out;
-	if (spawn_receiver(ssh, argv[optind + 1], remote, "", &fds[0],
-	    &fds[1], &pid) < 0) {
+	if (receiver_rune(rune, sizeof(rune), ssh, argv[optind + 1], remote,
+	    "") < 0 || spawn_receiver(ssh, argv[optind + 1], remote, "",
+	    &fds[0], &fds[1], &pid) < 0) {
 		rc = VMCTL_EXIT_ERROR;
 		goto out;
 	}
-	rc = send_task(ctl, c, argv[optind], live, rounds, fds, &tid);
+	rc = send_task(ctl, c, argv[optind], live, rounds, fds,
+	    argv[optind + 1], rune, &tid);
 	if (rc != VMCTL_EXIT_OK && pid > 0) {
 		reap_receiver(pid);
 		pid = -1;
