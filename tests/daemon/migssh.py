@@ -5,8 +5,9 @@ The test starts Debian's sshd (openssh-server) itself, as root, on
 127.0.0.1 and a free port, with a host key, an authorized_keys and a
 configuration of its own in a temporary directory: no system file is
 read or touched, no system sshd started.  Where /run/sshd (sshd's
-privilege separation directory) does not exist, sshd runs in a mount
-namespace of its own with a private /run.  `vmctl migrate mg1 localhost
+privilege separation directory) or its user (sshd, which the package
+adds) does not exist, sshd runs in a mount namespace of its own with a
+private /run, or a copy of /etc/passwd with that user bind-mounted.  `vmctl migrate mg1 localhost
 --ssh-command 'ssh -p PORT -i KEY -o ...' --remote-socket B` then moves
 a guest between two hvsim+vmbuildd stacks and back; its bytes are read
 back on each side.  Skipped (counted, with the reason) when not root or
@@ -14,6 +15,7 @@ without sshd; VMBUILD_SSHD names another sshd binary.
 """
 import atexit
 import os
+import pwd
 import shutil
 import socket
 import struct
@@ -86,14 +88,32 @@ with open(config, "w") as f:
         "AllowUsers root", "X11Forwarding no", "AllowTcpForwarding no",
         # The session's vmctl: the one under test.
         "SetEnv PATH=%s:/usr/bin:/bin" % BIN, ""]))
-p = subprocess.run([SSHD, "-t", "-f", config], capture_output=True,
-                   text=True)
-ok(p.returncode == 0, "sshd -t accepts the test's configuration", p.stderr)
 argv = [SSHD, "-D", "-e", "-f", config]
+steps = []
+try:
+    pwd.getpwnam("sshd")
+except KeyError:
+    uids = {u.pw_uid for u in pwd.getpwall()}
+    uid = max(u for u in range(60000, 65534) if u not in uids)
+    with open("/etc/passwd") as f, \
+            open(os.path.join(tmp, "passwd"), "w") as g:
+        g.write(f.read() + "sshd:x:%d:65534::/run/sshd:/usr/sbin/nologin\n"
+                % uid)
+    steps.append("mount --bind %s/passwd /etc/passwd" % tmp)
 if not os.path.isdir("/run/sshd"):
+    steps.append("mount -t tmpfs -o mode=0755 tmpfs /run && "
+                 "mkdir -m 0755 /run/sshd")
+if steps:
     argv = ["unshare", "--mount", "--propagation", "private", "sh", "-c",
-            "mount -t tmpfs -o mode=0755 tmpfs /run && "
-            "mkdir -m 0755 /run/sshd && exec \"$@\"", "sh"] + argv
+            " && ".join(steps) + " && exec \"$@\"", "sh"] + argv
+    # sshd -t wants the user too.
+    p = subprocess.run(argv[:6] + [" && ".join(steps) + " && exec \"$@\"",
+                                   "sh", SSHD, "-t", "-f", config],
+                       capture_output=True, text=True)
+else:
+    p = subprocess.run([SSHD, "-t", "-f", config], capture_output=True,
+                       text=True)
+ok(p.returncode == 0, "sshd -t accepts the test's configuration", p.stderr)
 log = open(os.path.join(tmp, "sshd.log"), "w")
 sshd = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT)
 
