@@ -51,6 +51,24 @@ sh_quote(char *buf, size_t cap, const char *s)
 	return true;
 }
 
+/* `exec CMD HOST vmctl [--socket S] migrate-receive EXTRA` into rune. */
+static int
+receiver_rune(char *rune, size_t cap, const char *cmd, const char *host,
+    const char *remote_sock, const char *extra)
+{
+	char qhost[512], qsock[1100] = "";
+
+	if (!sh_quote(qhost, sizeof(qhost), host) || (remote_sock &&
+	    !sh_quote(qsock, sizeof(qsock), remote_sock)) ||
+	    snprintf(rune, cap, "exec %s %s vmctl%s%s migrate-receive%s",
+	    cmd, qhost, remote_sock ? " --socket " : "", qsock, extra) >=
+	    (int)cap) {
+		vmctl_warnx("migrate: the ssh command line is too long");
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * Start `CMD HOST vmctl [--socket S] migrate-receive EXTRA` with its
  * stdin and stdout on pipes: *send writes to it, *recv reads from it.
@@ -59,18 +77,13 @@ static int
 spawn_receiver(const char *cmd, const char *host, const char *remote_sock,
     const char *extra, int *send, int *recv, pid_t *ret_pid)
 {
-	char qhost[512], qsock[1100] = "", rune[2048];
+	char rune[2048];
 	int in[2] = { -1, -1 }, out[2] = { -1, -1 };
 	pid_t pid;
 
-	if (!sh_quote(qhost, sizeof(qhost), host) || (remote_sock &&
-	    !sh_quote(qsock, sizeof(qsock), remote_sock)) ||
-	    snprintf(rune, sizeof(rune), "exec %s %s vmctl%s%s migrate-receive%s",
-	    cmd, qhost, remote_sock ? " --socket " : "", qsock, extra) >=
-	    (int)sizeof(rune)) {
-		vmctl_warnx("migrate: the ssh command line is too long");
+	if (receiver_rune(rune, sizeof(rune), cmd, host, remote_sock,
+	    extra) < 0)
 		return -1;
-	}
 	if (pipe2(in, O_CLOEXEC) < 0 || pipe2(out, O_CLOEXEC) < 0) {
 		vmctl_warnx("migrate: pipe: %s", strerror(errno));
 		goto fail;
@@ -145,35 +158,33 @@ print_migrated(struct vmctl *ctl, yajl_val task, double secs)
 }
 
 /*
- * The last vm.migrate_send task on c, if it failed with the outcome
- * unknown (E_MIGRATE_DOUBT): its VM's name and uuid.
+ * Our vm.migrate_send task `tid`, if it failed with the outcome unknown
+ * (E_MIGRATE_DOUBT): its VM's name and uuid.  Asked by its id: another
+ * migration started since (a second vmctl migrate) is not ours.
  */
 static bool
-in_doubt(struct vmc_client *c, char *name, size_t nlen, char *uuid,
-    size_t ulen)
+in_doubt(struct vmc_client *c, long long tid, char *name, size_t nlen,
+    char *uuid, size_t ulen)
 {
 	struct vmc_error err = { 0 };
-	yajl_val res = NULL, tasks, t = NULL;
+	yajl_val res = NULL, t;
 	const char *ep[] = { "error", NULL };
 	double code = 0;
-	char kind[64];
 	yajl_gen g;
 
-	g = vmc_request(c, M_TASK_LIST);
-	if (vmc_call(c, g, &res, &err) == 0 &&
-	    (tasks = jget(res, "tasks")) != NULL && YAJL_IS_ARRAY(tasks)) {
-		for (size_t i = 0; i < tasks->u.array.len; i++) {
-			yajl_val x = tasks->u.array.values[i];
-
-			if (jtext(x, "kind", kind, sizeof(kind)) &&
-			    !strcmp(kind, M_VM_MIGRATE_SEND))
-				t = x;
+	if (tid <= 0)
+		return false;
+	g = vmc_request(c, M_TASK_GET);
+	if (g)
+		jg_kv_i64(g, P_TASK, tid);
+	if (vmc_call(c, g, &res, &err) == 0) {
+		t = jget(res, "task");
+		t = YAJL_IS_OBJECT(t) ? t : res;
+		if (jnum(yajl_tree_get(t, ep, yajl_t_object), "code", &code) &&
+		    code == E_MIGRATE_DOUBT) {
+			jtext(t, "vm", name, nlen);
+			jtext(t, "uuid", uuid, ulen);
 		}
-	}
-	if (t != NULL && jnum(yajl_tree_get(t, ep, yajl_t_object), "code",
-	    &code) && code == E_MIGRATE_DOUBT) {
-		jtext(t, "vm", name, nlen);
-		jtext(t, "uuid", uuid, ulen);
 	}
 	vmc_error_done(&err);
 	yajl_tree_free(res);
@@ -208,15 +219,15 @@ vm_call(struct vmctl *ctl, struct vmc_client *c, const char *method,
  * the guest, then destroy the guest here or unpause it.
  */
 static int
-resolve(struct vmctl *ctl, struct vmc_client *c, const char *ssh,
-    const char *host, const char *remote, int rc)
+resolve(struct vmctl *ctl, struct vmc_client *c, long long tid,
+    const char *ssh, const char *host, const char *remote, int rc)
 {
 	char name[128] = "", uuid[64] = "", extra[300], line[200] = "";
 	int in = -1, out = -1;
 	pid_t pid = -1;
 	FILE *f;
 
-	if (!in_doubt(c, name, sizeof(name), uuid, sizeof(uuid)))
+	if (!in_doubt(c, tid, name, sizeof(name), uuid, sizeof(uuid)))
 		return rc;
 	snprintf(extra, sizeof(extra), " --query %s", name);
 	if (spawn_receiver(ssh, host, remote, extra, &in, &out, &pid) < 0)
@@ -248,10 +259,16 @@ resolve(struct vmctl *ctl, struct vmc_client *c, const char *ssh,
 	return rc;
 }
 
-/* vm.migrate_send with the two pipes; the task followed. */
+/*
+ * vm.migrate_send with the two pipes, and the target: its host and the
+ * command that reaches its vmctl migrate-receive (`rune`), which the
+ * daemon keeps to ask it should it die mid-migration.  The task
+ * (*ret_tid) followed.
+ */
 static int
 send_task(struct vmctl *ctl, struct vmc_client *c, const char *vm,
-    bool live, long long rounds, int fds[2])
+    bool live, long long rounds, int fds[2], const char *host,
+    const char *rune, long long *ret_tid)
 {
 	struct vmc_error err = { 0 };
 	yajl_val res = NULL;
@@ -263,6 +280,11 @@ send_task(struct vmctl *ctl, struct vmc_client *c, const char *vm,
 	if (g) {
 		gen_vm_ref(g, vm);
 		jg_kv_bool(g, P_LIVE, live);
+		jg_str(g, P_TARGET);
+		yajl_gen_map_open(g);
+		jg_kv_str(g, "host", host);
+		jg_kv_str(g, "command", rune);
+		yajl_gen_map_close(g);
 		if (rounds > 0)
 			jg_kv_i64(g, P_MAX_ROUNDS, rounds);
 		jg_str(g, P_FDS);
@@ -280,9 +302,11 @@ send_task(struct vmctl *ctl, struct vmc_client *c, const char *vm,
 		rc = vmc_report(ctl, "migrate", rc, &err);
 	else if (!jnum(res, P_TASK, &tid))
 		rc = vmc_report(ctl, "migrate", -EPROTO, &err);
-	else
+	else {
+		*ret_tid = (long long)tid;
 		rc = vmctl_follow_task(ctl, c, (long long)tid, "migrate",
 		    print_migrated);
+	}
 	vmc_error_done(&err);
 	yajl_tree_free(res);
 	return rc;
@@ -302,8 +326,9 @@ cmd_migrate(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 	};
 	const char *ssh = "ssh", *remote = NULL;
 	struct vmc_client *c = NULL;
+	char rune[2048];
 	int ch, rc, fds[2] = { -1, -1 };
-	long long rounds = 0;
+	long long rounds = 0, tid = 0;
 	bool live = false;
 	pid_t pid = -1;
 	char *end;
@@ -328,16 +353,18 @@ cmd_migrate(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 		goto out;
 	if ((rc = vmctl_subscribe_tasks(ctl, c, "migrate")) != VMCTL_EXIT_OK)
 		goto out;
-	if (spawn_receiver(ssh, argv[optind + 1], remote, "", &fds[0],
-	    &fds[1], &pid) < 0) {
+	if (receiver_rune(rune, sizeof(rune), ssh, argv[optind + 1], remote,
+	    "") < 0 || spawn_receiver(ssh, argv[optind + 1], remote, "",
+	    &fds[0], &fds[1], &pid) < 0) {
 		rc = VMCTL_EXIT_ERROR;
 		goto out;
 	}
-	rc = send_task(ctl, c, argv[optind], live, rounds, fds);
+	rc = send_task(ctl, c, argv[optind], live, rounds, fds,
+	    argv[optind + 1], rune, &tid);
 	if (rc != VMCTL_EXIT_OK && pid > 0) {
 		reap_receiver(pid);
 		pid = -1;
-		rc = resolve(ctl, c, ssh, argv[optind + 1], remote, rc);
+		rc = resolve(ctl, c, tid, ssh, argv[optind + 1], remote, rc);
 	}
 out:
 	for (int i = 0; i < 2; i++)

@@ -216,6 +216,21 @@ task_obj(yajl_val v)
 
 static const char *nodes_text(yajl_val nodes, char *buf, size_t len);
 
+/* A VM's state for the list: "paused (in doubt)" while its migration is. */
+static const char *
+state_text(yajl_val vm, char *buf, size_t len)
+{
+	const char *ip[] = { "in_doubt", NULL };
+	yajl_val m = jget(vm, "migration");
+	const char *st = jstr(vm, "state");
+
+	if (!YAJL_IS_OBJECT(m) || !YAJL_IS_TRUE(yajl_tree_get(m, ip,
+	    yajl_t_true)))
+		return st;
+	snprintf(buf, len, "%s (in doubt)", st ? st : "-");
+	return buf;
+}
+
 /*
  * The phase with the work running beside it (progress.alongside):
  * "populate+images+devices".  The phase alone when nothing is.
@@ -623,7 +638,7 @@ cmd_list(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 		"MEMORY", "VCPUS", "NODES" };
 	struct vmc_client *c = NULL;
 	struct vmc_error err = { 0 };
-	char id[32], mem[32], vcpus[16], nodes[256];
+	char id[32], mem[32], vcpus[16], nodes[256], state[64];
 	struct table *t = NULL;
 	yajl_val res = NULL, vms, vm, dom0;
 	uint64_t bytes;
@@ -701,7 +716,7 @@ cmd_list(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 	for (i = 0; i < vms->u.array.len; i++) {
 		vm = vms->u.array.values[i];
 		table_add(t, jtext(vm, "id", id, sizeof(id)),
-		    jstr(vm, "name"), jstr(vm, "state"),
+		    jstr(vm, "name"), state_text(vm, state, sizeof(state)),
 		    jstr(vm, "type") ? jstr(vm, "type") : "-",
 		    ju64(vm, "memory_bytes", &bytes) ?
 		    fmt_size(bytes, mem, sizeof(mem)) : "-",

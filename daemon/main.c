@@ -35,6 +35,7 @@
 #include "log.h"
 #include "methods.h"
 #include "metrics.h"
+#include "migrate.h"
 #include "notify.h"
 #include "proto.h"
 #include "reap.h"
@@ -729,6 +730,7 @@ main(int argc, char **argv)
 	    vm_init(vmbd.base) < 0)
 		fatalx("cannot set up the event loop");
 	reap_start_pending();
+	migrate_resolve_pending();
 	if (lifecycle_start(vmbd.base) < 0 || control_start(vmbd.base) < 0)
 		fatalx("cannot set up the event loop");
 	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {

@@ -60,6 +60,8 @@ struct hv_call {
 	struct vmb_host	*host;
 	struct vmb_scrub scrub;
 	struct vmb_counters counters;
+	/* Written once run() succeeded (an unpause ending a doubt), or NULL. */
+	struct state_record *rec;
 };
 
 static void
@@ -68,6 +70,10 @@ hv_call_run(struct job *job)
 	struct hv_call *h = (struct hv_call *)job;
 
 	h->rc = h->run(h);
+	if (h->rc == 0 && h->rec != NULL && state_write(h->rec) < 0)
+		log_vm(LOG_WARNING, h->rec->name, h->domid, 0, "%s: its record "
+		    "still says its migration is in doubt (see above)",
+		    h->rec->name);
 }
 
 static void
@@ -86,18 +92,28 @@ hv_call_done(struct job *job)
 		call_reply(h->call, g);
 	yajl_gen_free(g);
 	vmb_host_free(h->host);
+	if (h->rec != NULL)
+		state_record_done(h->rec);
+	free(h->rec);
 	free(h);
 }
 
+/* As hv_call_submit(), `rec` (taken, or NULL) written after run(). */
 static int
-hv_call_submit(struct call *call, struct vm *vm,
-    int (*run)(struct hv_call *), int (*reply)(struct hv_call *, yajl_gen))
+hv_call_submit_rec(struct call *call, struct vm *vm,
+    int (*run)(struct hv_call *), int (*reply)(struct hv_call *, yajl_gen),
+    struct state_record *rec)
 {
 	struct hv_call *h = calloc(1, sizeof(*h));
 
-	if (h == NULL)
+	if (h == NULL) {
+		if (rec != NULL)
+			state_record_done(rec);
+		free(rec);
 		return call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
 		    "out of memory");
+	}
+	h->rec = rec;
 	h->call = call;
 	h->run = run;
 	h->reply = reply;
@@ -112,6 +128,13 @@ hv_call_submit(struct call *call, struct vm *vm,
 	}
 	worker_submit(&h->job);
 	return CALL_DEFERRED;
+}
+
+static int
+hv_call_submit(struct call *call, struct vm *vm,
+    int (*run)(struct hv_call *), int (*reply)(struct hv_call *, yajl_gen))
+{
+	return hv_call_submit_rec(call, vm, run, reply, NULL);
 }
 
 static int
@@ -536,6 +559,12 @@ pause_reply(struct hv_call *h, yajl_gen g)
 {
 	if (h->rc < 0)
 		return hv_error(h, h->vm->name);
+	if (h->rec != NULL) {
+		log_vm(LOG_NOTICE, h->vm->name, h->domid, 0, "%s unpaused: its "
+		    "migration to %s is no longer in doubt", h->vm->name,
+		    h->vm->migration.target);
+		vm_set_migration(h->vm, NULL, false);
+	}
 	if (h->have_dom)
 		vm_update(h->vm, &h->dom);
 	vm_gen_summary(g, h->vm);
@@ -563,6 +592,7 @@ static int
 m_vm_unpause(struct call *call, yajl_gen g)
 {
 	struct vm *vm = vm_param(call);
+	struct state_record *rec = NULL;
 
 	(void)g;
 	if (vm == NULL || vm_check_idle(call, vm) < 0)
@@ -570,7 +600,16 @@ m_vm_unpause(struct call *call, yajl_gen g)
 	if (vm_state_is_domain(vm->state) && vm->state != VM_PAUSED)
 		return call_error(call, E_BAD_STATE, 0, "%s is not paused "
 		    "(it is %s)", vm->name, vm_state_name(vm));
-	return hv_call_submit(call, vm, unpause_run, pause_reply);
+	/* An operator's (or vmctl migrate's) verdict on a migration. */
+	if (vm->migration.set && ((rec = calloc(1, sizeof(*rec))) == NULL ||
+	    vm_record(vm, NULL, rec) < 0)) {
+		free(rec);
+		return call_error(call, RPC_INTERNAL_ERROR, ENOMEM, "out of "
+		    "memory");
+	}
+	if (rec != NULL)
+		state_migration_done(&rec->migration);
+	return hv_call_submit_rec(call, vm, unpause_run, pause_reply, rec);
 }
 
 /* ------------------------------------------------------------------ */

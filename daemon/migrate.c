@@ -41,6 +41,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include "control.h"
 #include "events.h"
 #include "guestjson.h"
 #include "json.h"
@@ -62,6 +63,7 @@
 #define DEF_ROUNDS	10
 #define MAX_ROUNDS	100
 #define DEF_DIRTY	256
+#define QUERY_MAX	2048	/* params.target.command, bytes */
 
 struct mig_job {
 	struct job	job;
@@ -82,6 +84,7 @@ struct mig_job {
 	struct vmb_stream_in in;	/* the answers */
 	bool		in_open;
 	uint64_t	*bits;		/* a window of the dirty log */
+	struct state_record rec;	/* its record, "migrating" set */
 	/* Results, written by the thread. */
 	int		rc;
 	char		why[400];
@@ -330,6 +333,11 @@ mig_transfer(struct mig_job *mj, struct vmb_stream_out *o, uint8_t *buf,
 	mj->t_pause = now_mono();
 	mj->rounds++;
 	rc = precopy ? mig_send_dirty(mj, o, buf) : mig_send_all(mj, o, buf);
+	/* The receiver may keep the guest once the end goes: say so first. */
+	mj->rec.migration.ending = true;
+	if (rc == 0 && (rc = state_write(&mj->rec)) < 0)
+		return mig_fail(mj, rc, "cannot record in the state directory "
+		    "that the stream ends: %s", strerror(-rc));
 	if (rc == 0)
 		rc = mig_sent(mj, vmb_stream_finish(o));
 	return rc;
@@ -347,6 +355,11 @@ mig_stream(struct mig_job *mj, struct vmb_stream_out *o, uint8_t *buf,
 	    VMB_STREAM_PAGE);
 	mj->memory = rc != -EOPNOTSUPP;
 	mj->stage = "handshake";
+	/* Before a byte goes: a daemon killed from here on finds it. */
+	rc = state_write(&mj->rec);
+	if (rc < 0)
+		return mig_fail(mj, rc, "cannot record the migration in the "
+		    "state directory: %s", strerror(-rc));
 	rc = mig_sent(mj, vmb_stream_begin(o, mj->send_fd, mj->memory ?
 	    VMB_STREAM_F_MEMORY : 0, mj->cancel_fd));
 	if (rc == 0)
@@ -371,6 +384,23 @@ mig_stream(struct mig_job *mj, struct vmb_stream_out *o, uint8_t *buf,
 	/* Not a FAILED answer: the receiver may have it running. */
 	mj->doubt = rc < 0 && strncmp(mj->why, "the receiver failed", 19);
 	return rc;
+}
+
+/*
+ * The outcome known and the guest here: its record without "migrating"
+ * (committed, the record goes; in doubt, the marker stays).  A record
+ * that keeps it is resolved at the next start, as it is now.
+ */
+static void
+mig_unmark(struct mig_job *mj)
+{
+	if (mj->committed || mj->doubt)
+		return;
+	state_migration_done(&mj->rec.migration);
+	if (state_write(&mj->rec) < 0)
+		log_vm(LOG_WARNING, mj->name, mj->domid, mj->task->id, "%s: "
+		    "its record still says it migrates (see above): the next "
+		    "start of the daemon sorts that out", mj->name);
 }
 
 static void
@@ -418,6 +448,7 @@ mig_run(struct job *job)
 		log_vm(LOG_ERR, mj->name, mj->domid, mj->task->id, "migration "
 		    "failed and domain %u could not be unpaused", mj->domid);
 	}
+	mig_unmark(mj);
 	free(buf);
 	free(mj->bits);
 	mj->bits = NULL;
@@ -435,6 +466,7 @@ mig_job_free(struct mig_job *mj)
 	if (mj->cancel_fd >= 0)
 		close(mj->cancel_fd);
 	free(mj->guest_text);
+	state_record_done(&mj->rec);
 	free(mj);
 }
 
@@ -492,8 +524,13 @@ mig_done(struct job *job)
 	struct task_migration m = { .set = true, .live = mj->live,
 	    .rounds = mj->rounds, .pages = mj->pages, .bytes = mj->bytes };
 
-	if (vm != NULL)
+	if (vm != NULL) {
 		vm->busy = false;
+		if (mj->doubt)
+			vm_set_migration(vm, &mj->rec.migration, true);
+		else
+			vm_set_migration(vm, NULL, false);
+	}
 	m.total_s = now_mono() - mj->t_start;
 	if (mj->committed)
 		m.downtime_ms = (uint64_t)((mj->t_done - mj->t_pause) * 1e3);
@@ -546,6 +583,49 @@ mig_params(struct call *call, struct mig_job *mj)
 	return 0;
 }
 
+/*
+ * Its record as it stands, "migrating" set: to params.target's host,
+ * the query (its command and " --query NAME") run as the caller.
+ * -1 after call_error().
+ */
+static int
+mig_target(struct call *call, struct vm *vm, struct mig_job *mj)
+{
+	struct state_migration *m = &mj->rec.migration;
+	yajl_val t = NULL, host, cmd;
+
+	if (param_object(call, P_TARGET, false, &t) < 0)
+		return -1;
+	host = jv_get(t, "host");
+	cmd = jv_get(t, "command");
+	if (t != NULL && (!YAJL_IS_STRING(host) || !YAJL_IS_STRING(cmd) ||
+	    strlen(host->u.string) >= sizeof(m->target) ||
+	    strlen(cmd->u.string) > QUERY_MAX || !cmd->u.string[0]))
+		return call_error(call, RPC_INVALID_PARAMS, 0, "params.%s: "
+		    "{\"host\": at most %zu bytes, \"command\": 1 to %d "
+		    "bytes}, both strings", P_TARGET, sizeof(m->target) - 1,
+		    QUERY_MAX);
+	if (vm_record(vm, NULL, &mj->rec) < 0)
+		return call_error(call, RPC_INTERNAL_ERROR, ENOMEM, "out of "
+		    "memory");
+	state_migration_done(m);
+	m->set = true;
+	m->was_paused = vm->state == VM_PAUSED;
+	if (t == NULL)
+		return 0;
+	snprintf(m->target, sizeof(m->target), "%s", host->u.string);
+	/* A VM's name is letters, digits, '-', '_', '.': no quoting. */
+	if (asprintf(&m->query, "%s --query %s", cmd->u.string,
+	    vm->name) < 0) {
+		m->query = NULL;
+		return call_error(call, RPC_INTERNAL_ERROR, ENOMEM, "out of "
+		    "memory");
+	}
+	m->uid = call->conn->uid;
+	m->gid = call->conn->gid;
+	return 0;
+}
+
 /* The job for `vm`, its task started: -1 after call_error(). */
 static int
 mig_start(struct call *call, struct vm *vm, struct mig_job *mj, bool wait)
@@ -588,6 +668,13 @@ m_vm_migrate_send(struct call *call, yajl_gen g)
 	if (vm == NULL || stream_vm_check(call, vm, "migrated") < 0 ||
 	    param_bool(call, P_WAIT, &wait) < 0)
 		return -1;
+	if (vm->migration.set)
+		return call_error(call, E_BAD_STATE, 0, "%s: its migration to "
+		    "%s is in doubt (it may run there): destroy it here, or "
+		    "unpause it if %s does not run it", vm->name,
+		    vm->migration.target[0] ? vm->migration.target :
+		    "another host", vm->migration.target[0] ?
+		    vm->migration.target : "that host");
 	mj = calloc(1, sizeof(*mj));
 	if (mj != NULL) {
 		mj->send_fd = mj->recv_fd = mj->cancel_fd = -1;
@@ -597,7 +684,8 @@ m_vm_migrate_send(struct call *call, yajl_gen g)
 		call_error(call, RPC_INTERNAL_ERROR, ENOMEM, "out of memory");
 		goto fail;
 	}
-	if (mig_params(call, mj) < 0 || mig_start(call, vm, mj, wait) < 0)
+	if (mig_params(call, mj) < 0 || mig_target(call, vm, mj) < 0 ||
+	    mig_start(call, vm, mj, wait) < 0)
 		goto fail;
 	vm->busy = true;
 	log_vm(LOG_INFO, vm->name, vm->domid, mj->task->id, "task %llu: "

@@ -157,7 +157,12 @@
  *                    back), P_LIVE (bool: pre-copy rounds), P_MAX_ROUNDS
  *                    (live rounds before the guest is paused, 1..100,
  *                    default 10), P_DIRTY_PAGES (pause once a round left
- *                    at most this many pages dirty, default 256), P_WAIT;
+ *                    at most this many pages dirty, default 256), P_WAIT,
+ *                    P_TARGET ({"host","command"}: the receiving host and
+ *                    the sh command line that runs `vmctl
+ *                    migrate-receive` there; recorded with the migration,
+ *                    so that a daemon killed in it asks, at its next
+ *                    start, with " --query NAME" appended, as the caller);
  *                    result {"task","vm","rounds","pages","bytes",
  *                    "downtime_ms","total_s"}
  *   events.subscribe P_EVENTS (list of event names; default: all)
@@ -194,6 +199,7 @@
 #define P_LIVE			"live"
 #define P_MAX_ROUNDS		"max_rounds"
 #define P_DIRTY_PAGES		"dirty_pages"
+#define P_TARGET		"target"
 
 /* Events (notifications). */
 #define E_TASK_PROGRESS		"task.progress"

@@ -214,6 +214,25 @@ state_replace(const char *tmp, const char *path, bool fresh)
 	return rename(tmp, path) < 0 ? -errno : 0;
 }
 
+/* "migrating": null, or what struct state_migration holds. */
+static void
+state_gen_migration(yajl_gen g, const struct state_migration *m)
+{
+	jg_key(g, "migrating");
+	if (!m->set) {
+		yajl_gen_null(g);
+		return;
+	}
+	yajl_gen_map_open(g);
+	jg_kv_str(g, "target", m->target);
+	jg_kv_str(g, "phase", m->ending ? "ending" : "sending");
+	jg_kv_bool(g, "was_paused", m->was_paused);
+	jg_kv_str(g, "query", m->query);
+	jg_kv_u64(g, "uid", m->uid);
+	jg_kv_u64(g, "gid", m->gid);
+	yajl_gen_map_close(g);
+}
+
 int
 state_write(const struct state_record *rec)
 {
@@ -270,6 +289,7 @@ state_write(const struct state_record *rec)
 		yajl_gen_map_close(g);
 	}
 	yajl_gen_array_close(g);
+	state_gen_migration(g, &rec->migration);
 	yajl_gen_map_close(g);
 	text = jg_text(g, &len);
 
@@ -325,6 +345,59 @@ state_record_done(struct state_record *rec)
 	state_pins_free(rec->pins, rec->npins);
 	rec->pins = NULL;
 	rec->npins = 0;
+	state_migration_done(&rec->migration);
+}
+
+int
+state_migration_copy(struct state_migration *dst,
+    const struct state_migration *src)
+{
+	*dst = *src;
+	dst->query = NULL;
+	if (src->query != NULL && (dst->query = strdup(src->query)) == NULL)
+		return -ENOMEM;
+	return 0;
+}
+
+void
+state_migration_done(struct state_migration *m)
+{
+	free(m->query);
+	memset(m, 0, sizeof(*m));
+}
+
+/*
+ * "migrating": a migration the daemon died in, or left in doubt.  What
+ * cannot be read in it counts as the worst case, the end record gone
+ * to an unknown receiver: the guest is then never resumed here without
+ * an operator (never run twice), and the record is kept.
+ */
+static void
+state_migration_parse(yajl_val v, struct state_record *rec)
+{
+	struct state_migration *m = &rec->migration;
+	yajl_val t = jv_get(v, "target"), ph = jv_get(v, "phase"),
+	    q = jv_get(v, "query"), uid = jv_get(v, "uid"),
+	    gid = jv_get(v, "gid");
+
+	if (v == NULL || YAJL_IS_NULL(v))
+		return;
+	m->set = true;
+	m->ending = !YAJL_IS_STRING(ph) || strcmp(ph->u.string, "sending");
+	m->was_paused = YAJL_IS_TRUE(jv_get(v, "was_paused"));
+	if (YAJL_IS_STRING(t))
+		snprintf(m->target, sizeof(m->target), "%s", t->u.string);
+	if (YAJL_IS_STRING(q) && YAJL_IS_INTEGER(uid) && YAJL_IS_INTEGER(gid) &&
+	    YAJL_GET_INTEGER(uid) >= 0 && YAJL_GET_INTEGER(uid) < UINT32_MAX &&
+	    YAJL_GET_INTEGER(gid) >= 0 && YAJL_GET_INTEGER(gid) < UINT32_MAX) {
+		m->query = strdup(q->u.string);
+		m->uid = (uint32_t)YAJL_GET_INTEGER(uid);
+		m->gid = (uint32_t)YAJL_GET_INTEGER(gid);
+	}
+	if (!YAJL_IS_OBJECT(v) || (m->ending && m->query == NULL))
+		log_warnx("state: %s: its migration to %s cannot be asked "
+		    "about: it stays in doubt", rec->name,
+		    m->target[0] ? m->target : "an unknown host");
 }
 
 void
@@ -648,6 +721,7 @@ state_parse(const char *name, const char *text, size_t len,
 	rec->config_json = tree_text(jv_get(root, "config"));
 	rec->source_json = tree_text(jv_get(root, "source"));
 	rec->restart = YAJL_IS_TRUE(jv_get(root, "restart"));
+	state_migration_parse(jv_get(root, "migrating"), rec);
 	yajl_tree_free(root);
 	return 0;
 }

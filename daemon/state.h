@@ -57,6 +57,25 @@ struct state_pin {
  */
 #define STATE_QUARANTINE	"quarantine"
 
+/*
+ * A migration of the VM ("migrating" in the record, migrate.c): written
+ * before the stream starts, dropped when it ends, kept while its
+ * outcome is unknown.  Without `ending` the end record has not gone, so
+ * the receiver cannot keep the guest: it runs here.  With `ending` it
+ * may have gone: only the receiver knows, asked with `query` (a /bin/sh
+ * command line printing "present UUID" or "absent", run as uid/gid, who
+ * asked for the migration), or by an operator.  A daemon killed
+ * mid-migration resolves it at its next start (migrate_resolve_pending).
+ */
+struct state_migration {
+	bool		set;
+	bool		ending;
+	bool		was_paused;	/* before the migration: left so */
+	char		target[256];	/* the receiving host, as given */
+	char		*query;		/* NULL: none given */
+	uint32_t	uid, gid;
+};
+
 struct state_record {
 	uint8_t		uuid[16];
 	char		name[VMB_NAME_LEN];
@@ -92,7 +111,13 @@ struct state_record {
 	 */
 	struct state_pin *pins;
 	uint32_t	npins;
+	struct state_migration migration;
 };
+
+/* A copy of `src` into *dst (its query duplicated); 0 or -ENOMEM. */
+int state_migration_copy(struct state_migration *dst,
+    const struct state_migration *src);
+void state_migration_done(struct state_migration *m);
 
 /*
  * Locks the state directory (one daemon per directory: <dir>/lock,

@@ -490,12 +490,41 @@ vm_record(const struct vm *vm, const struct vmb_guest *guest,
 	    (vm->source != NULL && rec->source_json == NULL) ||
 	    rec->config_json == NULL ||
 	    (vm->build != NULL && rec->build_json == NULL) ||
+	    state_migration_copy(&rec->migration, &vm->migration) < 0 ||
 	    state_pins_copy(vm->pins, vm->npins, &rec->pins) < 0) {
 		state_record_done(rec);
 		return -ENOMEM;
 	}
 	rec->npins = vm->npins;
 	return 0;
+}
+
+void
+vm_set_migration(struct vm *vm, struct state_migration *m, bool doubt)
+{
+	state_migration_done(&vm->migration);
+	if (m != NULL) {
+		vm->migration = *m;
+		memset(m, 0, sizeof(*m));
+	}
+	vm->mig_doubt = vm->migration.set && doubt;
+	vm_list_invalidate();
+}
+
+/* "migration": its marker, in doubt or not; null when none. */
+static void
+vm_gen_migration(yajl_gen g, const struct vm *vm)
+{
+	jg_key(g, "migration");
+	if (!vm->migration.set) {
+		yajl_gen_null(g);
+		return;
+	}
+	yajl_gen_map_open(g);
+	jg_kv_str(g, "target", vm->migration.target);
+	jg_kv_str(g, "phase", vm->migration.ending ? "ending" : "sending");
+	jg_kv_bool(g, "in_doubt", vm->mig_doubt);
+	yajl_gen_map_close(g);
 }
 
 void
@@ -514,6 +543,7 @@ vm_remove(struct vm *vm, bool announce)
 	free(vm->config_path);
 	free(vm->source);
 	state_pins_free(vm->pins, vm->npins);
+	state_migration_done(&vm->migration);
 	conn_unref(vm->console);
 	for (int i = 0; i < 2; i++)
 		if (vm->image_fd[i] >= 0)
@@ -595,6 +625,7 @@ vm_gen_summary(yajl_gen g, const struct vm *vm)
 	}
 	jg_key(g, "nodes");
 	vm_gen_nodes(g, vm);
+	vm_gen_migration(g, vm);
 	yajl_gen_map_close(g);
 }
 
@@ -657,6 +688,7 @@ vm_gen_info(yajl_gen g, const struct vm *vm)
 	jg_kv_str(g, "shutdown_reason", vm_shutdown_reason(vm));
 	jg_kv_str(g, "origin", vm->ours ? "vmbuildd" : "foreign");
 	vm_gen_layout(g, vm);
+	vm_gen_migration(g, vm);
 	if (vm->ours) {
 		jg_key(g, "lifecycle");
 		yajl_gen_map_open(g);
@@ -1115,6 +1147,7 @@ vm_add_record(struct state_record *rec, const struct vmb_domain *dom)
 	vm->npins = rec->npins;
 	rec->pins = NULL;
 	rec->npins = 0;
+	vm_set_migration(vm, &rec->migration, rec->migration.ending);
 	vm_actions(vm);
 	return vm;
 }

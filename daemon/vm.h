@@ -60,6 +60,13 @@ struct vm {
 	/* Pins of single vCPUs (resize.c), as its record keeps them. */
 	struct state_pin *pins;
 	uint32_t	npins;
+	/*
+	 * Its record's migration (state.h; migrate.c sets it), and whether
+	 * its outcome is in doubt: the end record may have gone and nobody
+	 * knows yet whether the receiver runs the guest (vm.list, vm.info).
+	 */
+	struct state_migration migration;
+	bool		mig_doubt;
 	TAILQ_ENTRY(vm) entry;
 };
 
@@ -120,6 +127,11 @@ void vm_record_restarts(const struct vm *vm, struct state_record *rec);
  */
 int vm_record(const struct vm *vm, const struct vmb_guest *guest,
     struct state_record *rec);
+/*
+ * The VM's migration marker as its record now holds it (`m` taken and
+ * zeroed; NULL: none) and whether its outcome is in doubt.
+ */
+void vm_set_migration(struct vm *vm, struct state_migration *m, bool doubt);
 /* Forget a VM (destroyed, or its build failed). */
 void vm_remove(struct vm *vm, bool announce);
 /* reap.c took the VM over: it is "destroying" (`domid`: a hint). */

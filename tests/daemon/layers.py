@@ -27,7 +27,7 @@ import sys
 LAYERS = [
     ("main", "main"),
     ("methods", "methods devices console everyday resize check save "
-                "migrate"),
+                "migrate migresolve"),
     ("tasks", "build lifecycle reap task events report source reconcile "
               "shutdown images metrics params"),
     ("registry", "vm"),

@@ -99,13 +99,14 @@ def where(vm):
     return out
 
 
-def once_on(stack, vm, uuid, what):
+def once_on(stack, vm, uuid, what, others=0):
     """The guest exists exactly once: running on `stack`, nothing on the
-    other (no VM, no record, no domain)."""
+    other (no VM, no record, no domain but its `others`)."""
     other = b if stack is a else a
     on = "a" if stack is a else "b"
     w = wait_for(lambda: where(vm) == [(on, "running")] and
-                 hv_domains(other) == 0 and other.record(uuid) is None, 60)
+                 hv_domains(other) == others and
+                 other.record(uuid) is None, 60)
     ok(w is not None, "%s: %s runs on %s only, nothing on the other" %
        (what, vm, on), (where(vm), hv_domains(a), hv_domains(b)))
 
@@ -270,6 +271,52 @@ ok(t["state"] == "done" and t["migration"]["pages"] == 128 * MIB // 4096,
 pyc.close()
 once_on(a, "mg1", uuid, "back")
 
+# The sender reads DONE and closes before the receiver's reply stream
+# ends (fakessh.py FAKESSH_CUT_AFTER_DONE: the end record's write fails
+# with EPIPE there, every time): DONE went, so the guest is b's.
+rc, out, err = migrate(a, b, "mg1", env={"FAKESSH_CUT_AFTER_DONE": "1"})
+ok(rc == 0 and "migrated VM mg1" in out, "closed after DONE: vmctl "
+   "migrate succeeds", out + err)
+ok(b.log_has("the sender closed the connection after DONE"),
+   "closed after DONE: the receiver's end record failed, and it says so")
+once_on(b, "mg1", uuid, "closed after DONE")
+info = cb.result("vm.info", {"vm": "mg1"})
+ok(read_ok(b, info["id"], PAT_AT), "closed after DONE: its memory on b")
+rc, out, err = migrate(b, a, "mg1")
+ok(rc == 0, "and back to a", out + err)
+once_on(a, "mg1", uuid, "back again")
+
+# Two migrations at once, the first one's DONE lost while the second,
+# started after it, still runs: vmctl resolves its own task, not the
+# last one (it asked task.list for the last vm.migrate_send, which was
+# the other's, running, and left mg2 paused on a and running on b).
+for n in ("mg2", "mg3"):
+    r = ca.call("vm.create", {"config": guest_cfg(n, 32), "wait": True})
+    ok("result" in r, "vm.create %s on a" % n, r)
+uuid2 = ca.result("vm.info", {"vm": "mg2"})["uuid"]
+uuid3 = ca.result("vm.info", {"vm": "mg3"})["uuid"]
+h2, h3 = os.path.join(tmp, "two-2"), os.path.join(tmp, "two-3")
+p2 = migrate(a, b, "mg2", bg=True, env={
+    "FAKESSH_HOLD": "up:%d:2:%s" % (REC_STATUS, h2),
+    "FAKESSH_DROP": "up:%d:2" % REC_STATUS})
+ok(wait_for(lambda: os.path.exists(h2 + ".held"), 300) is not None,
+   "two: mg2's DONE held")
+p3 = migrate(a, b, "mg3", bg=True,
+             env={"FAKESSH_HOLD": "down:%d:2:%s" % (REC_MEMORY, h3)})
+ok(wait_for(lambda: os.path.exists(h3 + ".held"), 300) is not None,
+   "two: mg3's migration under way, its task the last")
+open(h2 + ".go", "w").close()
+out, err = p2.communicate(timeout=600)
+ok(p2.returncode == 0 and "answered that it runs mg2" in err,
+   "two: mg2's vmctl resolves its own task: b runs it", out + err)
+open(h3 + ".go", "w").close()
+out, err = p3.communicate(timeout=600)
+ok(p3.returncode == 0, "two: mg3 migrated", out + err)
+once_on(b, "mg2", uuid2, "two: mg2", others=1)
+once_on(b, "mg3", uuid3, "two: mg3", others=1)
+for n in ("mg2", "mg3"):
+    cb.call("vm.destroy", {"vm": n, "wait": True})
+
 # The receiving daemon killed while it writes the memory.
 hold = os.path.join(tmp, "kill")
 p = migrate(a, b, "mg1", bg=True,
@@ -342,14 +389,15 @@ ok(p.returncode != 0 and "read-only socket" in p.stderr,
 once_on(a, "mg1", uuid, "read-only")
 
 # ------------------------------------------------------------- metrics
-# a sent: 1 done (mg1 there), 5 drops, the killed receiver and no room
-# failed, 1 cancelled; b sent the live one.
+# a sent: 3 done (mg1 there, closed after DONE, mg3), 5 drops (mg2's
+# DONE lost too), the killed receiver and no room failed, 1 cancelled;
+# b sent the live one and mg1 back.
 text = urllib.request.urlopen("http://%s/metrics" % METRICS_A,
                               timeout=60).read().decode()
-for line in ('vmbuild_migrations_total{result="done"} 1',
-             'vmbuild_migrations_total{result="failed"} 7',
+for line in ('vmbuild_migrations_total{result="done"} 3',
+             'vmbuild_migrations_total{result="failed"} 8',
              'vmbuild_migrations_total{result="cancelled"} 1',
-             'vmbuild_migration_downtime_seconds_count 1'):
+             'vmbuild_migration_downtime_seconds_count 3'):
     ok(line in text, "metrics: " + line,
        [x for x in text.splitlines() if "migration" in x])
 ok(re.search(r'vmbuild_migration_bytes_total\{direction="sent"\} [1-9]',
