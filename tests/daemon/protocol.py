@@ -200,7 +200,7 @@ vl = c.result("vm.list")
 names = sorted(v["name"] for v in vl["vms"])
 ok(names == ["p1", "p2", "p3"], "vm.list: the three VMs", vl)
 ok(all(set(v) == {"id", "name", "state", "type", "memory_bytes", "vcpus",
-                  "nodes"}
+                  "nodes", "migration"}
        for v in vl["vms"]), "vm.list: exactly the keys of DESIGN.md", vl)
 p1 = [v for v in vl["vms"] if v["name"] == "p1"][0]
 ok(p1["memory_bytes"] == 96 * MIB and p1["nodes"],
