@@ -72,8 +72,20 @@ static int
 build_dm_start(void *user, uint32_t domid, char *why, size_t len)
 {
 	struct build_job *bj = user;
+	int rc = dm_start(bj->guest, domid, &bj->dm, why, len);
 
-	return dm_start(bj->guest, domid, &bj->dm, why, len);
+	if (rc)
+		return rc;
+	/*
+	 * Recorded at once: a daemon that ends before the build does
+	 * finds it in the "building" record and stops it (reconcile.c).
+	 */
+	dm_record(bj->dm, &bj->rec.dm);
+	rc = state_write(&bj->rec);
+	if (rc)
+		snprintf(why, len, "cannot write the state record: %s",
+		    strerror(-rc));
+	return rc;
 }
 
 static int
@@ -266,6 +278,8 @@ build_steps(struct build_job *bj)
 	bj->rec.restart = false;
 	bj->rec.domid = bj->result.domid;
 	bj->rec.build_json = bj->build_json;
+	/* A restarted daemon takes its device model back (dm.c). */
+	dm_record(bj->dm, &bj->rec.dm);
 	rc = state_write(&bj->rec);
 	bj->rec.build_json = NULL;
 	if (rc < 0) {

@@ -56,7 +56,10 @@ extern char **environ;
 
 struct dm {
 	pid_t	pid;
+	unsigned long long start_time;	/* /proc/PID/stat's starttime */
+	bool	adopted;	/* a previous vmbuildd's: not our child */
 	int	pidfd;		/* readable once the process has exited */
+	pthread_mutex_t qmp_lock;	/* one QMP exchange at a time */
 	int	qmp;		/* connected QMP socket, or -1 */
 	uint32_t domid;
 	char	name[VMB_NAME_LEN];
@@ -73,7 +76,8 @@ static struct {
 	const char	*state_dir;
 	pthread_mutex_t	lock;
 	struct dm	*list;
-} D = { DM_DEFAULT_PATH, ".", PTHREAD_MUTEX_INITIALIZER, NULL };
+	struct dm	*adopted;	/* taken back, until the loop runs */
+} D = { DM_DEFAULT_PATH, ".", PTHREAD_MUTEX_INITIALIZER, NULL, NULL };
 
 void
 dm_init(const char *path, const char *state_dir)
@@ -107,11 +111,71 @@ exited_within(const struct dm *dm, int ms)
 	return poll(&p, 1, ms) > 0;
 }
 
+/*
+ * /proc/PID/stat's state (field 3) and starttime (field 22, clock ticks
+ * since boot): 0, or a negative errno (-ENOENT: no such process).
+ */
+static int
+proc_stat(pid_t pid, char *state, unsigned long long *start)
+{
+	char path[32], buf[1024], *p, *save = NULL, *tok;
+	ssize_t n;
+	int fd, field;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	/* The command (field 2) may hold anything: count after its ')'. */
+	p = strrchr(buf, ')');
+	if (p == NULL)
+		return -EIO;
+	for (field = 3, tok = strtok_r(p + 1, " ", &save); tok != NULL;
+	    field++, tok = strtok_r(NULL, " ", &save)) {
+		if (field == 3)
+			*state = tok[0];
+		if (field == 22) {
+			*start = strtoull(tok, NULL, 10);
+			return 0;
+		}
+	}
+	return -EIO;
+}
+
+static struct dm *
+dm_new(uint32_t domid, const char *name)
+{
+	struct dm *dm = calloc(1, sizeof(*dm));
+
+	if (dm == NULL)
+		return NULL;
+	dm->pid = -1;
+	dm->pidfd = dm->qmp = -1;
+	pthread_mutex_init(&dm->qmp_lock, NULL);
+	dm->domid = domid;
+	snprintf(dm->name, sizeof(dm->name), "%s", name);
+	return dm;
+}
+
+/* Reap it: ours only (one a previous vmbuildd started is init's). */
+static void
+dm_reap(struct dm *dm, int *status)
+{
+	if (!dm->adopted)
+		(void)waitpid(dm->pid, status, 0);
+}
+
 static void
 dm_free(struct dm *dm)
 {
 	if (dm == NULL)
 		return;
+	pthread_mutex_destroy(&dm->qmp_lock);
 	if (dm->qmp >= 0)
 		close(dm->qmp);
 	if (dm->pidfd >= 0)
@@ -242,6 +306,34 @@ qmp_connect(struct dm *dm, char *why, size_t why_len)
 	return rc;
 }
 
+/*
+ * A device model a previous vmbuildd started: QMP again (its socket
+ * takes a new client once the old one is gone), at most one try.
+ * Under qmp_lock.
+ */
+static int
+qmp_reattach(struct dm *dm)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int rc;
+
+	if (dm->qmp >= 0)
+		return 0;
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", dm->sock);
+	dm->qmp = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (dm->qmp < 0)
+		return -errno;
+	rc = connect(dm->qmp, (struct sockaddr *)&sa, sizeof(sa)) < 0 ?
+	    -errno : qmp_reply(dm, true, DM_CMD_MS);
+	if (rc == 0)
+		rc = qmp_command(dm, "qmp_capabilities");
+	if (rc) {
+		close(dm->qmp);
+		dm->qmp = -1;
+	}
+	return rc;
+}
+
 /* ------------------------------------------------------------------ */
 /* Starting.                                                           */
 
@@ -297,7 +389,7 @@ dm_spawn(struct dm *dm, char **argv)
 {
 	posix_spawn_file_actions_t fa;
 	posix_spawnattr_t attr;
-	char log[sizeof(dm->sock) + 8];
+	char log[sizeof(dm->sock) + 8], state;
 	int rc;
 
 	snprintf(log, sizeof(log), "%s.log", dm->sock);
@@ -314,14 +406,15 @@ dm_spawn(struct dm *dm, char **argv)
 	posix_spawnattr_destroy(&attr);
 	if (rc)
 		return rc;
+	/* Its start time tells it from a later process of the same pid. */
 	dm->pidfd = (int)syscall(SYS_pidfd_open, dm->pid, 0);
-	if (dm->pidfd < 0) {
-		rc = -errno;
+	rc = dm->pidfd < 0 ? -errno : proc_stat(dm->pid, &state,
+	    &dm->start_time);
+	if (rc) {
 		kill(dm->pid, SIGKILL);
 		(void)waitpid(dm->pid, NULL, 0);
-		return rc;
 	}
-	return 0;
+	return rc;
 }
 
 int
@@ -329,19 +422,15 @@ dm_start(const struct vmb_guest *g, uint32_t domid, struct dm **ret,
     char *why, size_t why_len)
 {
 	char *argv[DM_MAX_ARGS] = { NULL };
-	struct dm *dm = calloc(1, sizeof(*dm));
+	struct dm *dm = dm_new(domid, g->name);
 	int rc;
 
 	if (dm == NULL)
 		return -ENOMEM;
-	dm->pid = -1;
-	dm->pidfd = dm->qmp = -1;
-	dm->domid = domid;
-	snprintf(dm->name, sizeof(dm->name), "%s", g->name);
 	snprintf(dm->sock, sizeof(dm->sock), "%s/dm-%u.qmp", D.state_dir,
 	    domid);
 	if (g->hvm.vnc)
-		snprintf(dm->vnc, sizeof(dm->vnc), "%s/dm-%u.vnc",
+		snprintf(dm->vnc, sizeof(dm->vnc), "%s/vnc-%u.sock",
 		    D.state_dir, domid);
 	(void)unlink(dm->sock);
 	rc = dm_args(g, dm, argv);
@@ -375,8 +464,11 @@ out:
 int
 dm_check(struct dm *dm, char *why, size_t why_len)
 {
-	int rc = exited_within(dm, 0) ? -ECHILD :
-	    qmp_command(dm, "query-status");
+	int rc;
+
+	pthread_mutex_lock(&dm->qmp_lock);
+	rc = exited_within(dm, 0) ? -ECHILD : qmp_command(dm, "query-status");
+	pthread_mutex_unlock(&dm->qmp_lock);
 
 	if (rc)
 		snprintf(why, why_len, "the device model (pid %d) died during "
@@ -388,8 +480,12 @@ dm_check(struct dm *dm, char *why, size_t why_len)
 static void
 dm_quit(struct dm *dm)
 {
+	pthread_mutex_lock(&dm->qmp_lock);
+	if (dm->adopted && !exited_within(dm, 0))
+		(void)qmp_reattach(dm);
 	if (dm->qmp >= 0)
 		(void)qmp_send(dm, "{\"execute\":\"quit\"}\r\n");
+	pthread_mutex_unlock(&dm->qmp_lock);
 	if (!exited_within(dm, DM_STOP_MS)) {
 		log_vm(LOG_WARNING, dm->name, dm->domid, 0, "%s: device model "
 		    "(pid %d) did not quit within %d s: killed", dm->name,
@@ -405,7 +501,7 @@ dm_stop_now(struct dm *dm)
 	if (dm == NULL)
 		return;
 	dm_quit(dm);
-	(void)waitpid(dm->pid, NULL, 0);
+	dm_reap(dm, NULL);
 	dm_free(dm);
 }
 
@@ -462,7 +558,7 @@ dm_exited(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	(void)waitpid(dm->pid, &status, 0);
+	dm_reap(dm, &status);
 	event_free(dm->ev);
 	dm->ev = NULL;
 	pthread_mutex_lock(&D.lock);
@@ -473,12 +569,19 @@ dm_exited(evutil_socket_t fd, short what, void *arg)
 		}
 	stopping = dm->stopping;
 	pthread_mutex_unlock(&D.lock);
-	if (!stopping) {
+	if (!stopping && dm->adopted) {
+		/* Not our child: how it ended is its parent's to know. */
+		log_vm(LOG_ERR, dm->name, dm->domid, 0, "%s: device model "
+		    "(pid %d) died: the guest is crashed", dm->name,
+		    (int)dm->pid);
+	} else if (!stopping) {
 		log_vm(LOG_ERR, dm->name, dm->domid, 0, "%s: device model "
 		    "(pid %d) died (%s %d): the guest is crashed", dm->name,
 		    (int)dm->pid, WIFSIGNALED(status) ? "signal" : "exit",
 		    WIFSIGNALED(status) ? WTERMSIG(status) :
 		    WEXITSTATUS(status));
+	}
+	if (!stopping) {
 		cj = calloc(1, sizeof(*cj));
 		if (cj != NULL) {
 			cj->domid = dm->domid;
@@ -546,4 +649,108 @@ dm_pid(uint32_t domid)
 			pid = dm->pid;
 	pthread_mutex_unlock(&D.lock);
 	return pid;
+}
+
+/* ------------------------------------------------------------------ */
+/* Across a restart of the daemon.                                     */
+
+void
+dm_record(const struct dm *dm, struct state_dm *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	if (dm == NULL)
+		return;
+	ret->pid = (int)dm->pid;
+	ret->start_time = dm->start_time;
+	snprintf(ret->qmp, sizeof(ret->qmp), "%s", dm->sock);
+}
+
+void
+dm_record_domid(uint32_t domid, struct state_dm *ret)
+{
+	struct dm *dm;
+
+	pthread_mutex_lock(&D.lock);
+	for (dm = D.list; dm != NULL && dm->domid != domid; dm = dm->next)
+		;
+	dm_record(dm != NULL && !dm->stopping ? dm : NULL, ret);
+	pthread_mutex_unlock(&D.lock);
+}
+
+/*
+ * The recorded process, if it still runs: a pidfd to it, or -ESRCH.
+ * The pidfd is opened first: if the pid then has the recorded start
+ * time, the pidfd is that process's (a pid is not used again while its
+ * process lives).
+ */
+static int
+recorded_pidfd(const struct state_dm *rec)
+{
+	unsigned long long start;
+	char state;
+	int pidfd = (int)syscall(SYS_pidfd_open, rec->pid, 0);
+
+	if (pidfd < 0)
+		return errno == ESRCH ? -ESRCH : -errno;
+	if (proc_stat(rec->pid, &state, &start) < 0 ||
+	    start != rec->start_time || state == 'Z' || state == 'X') {
+		close(pidfd);
+		return -ESRCH;
+	}
+	return pidfd;
+}
+
+int
+dm_adopt(const struct state_dm *rec, uint32_t domid, const char *name)
+{
+	struct dm *dm;
+	int pidfd = recorded_pidfd(rec);
+
+	if (pidfd < 0)
+		return pidfd;
+	dm = dm_new(domid, name);
+	if (dm == NULL) {
+		close(pidfd);
+		return -ENOMEM;
+	}
+	dm->pid = rec->pid;
+	dm->pidfd = pidfd;
+	dm->start_time = rec->start_time;
+	dm->adopted = true;
+	snprintf(dm->sock, sizeof(dm->sock), "%s", rec->qmp);
+	/* Where dm_start puts it, if it had one (removed at the end). */
+	snprintf(dm->vnc, sizeof(dm->vnc), "%s/vnc-%u.sock", D.state_dir,
+	    domid);
+	dm->next = D.adopted;
+	D.adopted = dm;
+	log_vm(LOG_NOTICE, name, domid, 0, "%s: device model (pid %d, QMP %s) "
+	    "taken back", name, (int)dm->pid, dm->sock);
+	return 0;
+}
+
+void
+dm_adopted_supervise(void)
+{
+	while (D.adopted != NULL) {
+		struct dm *dm = D.adopted;
+
+		D.adopted = dm->next;
+		dm->next = NULL;
+		dm_supervise(dm);
+	}
+}
+
+void
+dm_kill_recorded(const struct state_dm *rec, uint32_t domid,
+    const char *name)
+{
+	int pidfd = recorded_pidfd(rec);
+
+	if (pidfd < 0)
+		return;
+	log_vm(LOG_NOTICE, name, domid, 0, "%s: stopping the device model "
+	    "(pid %d) of its interrupted build", name, rec->pid);
+	(void)syscall(SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+	close(pidfd);
+	(void)unlink(rec->qmp);
 }

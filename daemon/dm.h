@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "state.h"
 #include "vmbuild.h"
 
 struct dm;
@@ -45,5 +46,26 @@ void dm_supervise(struct dm *dm);
 void dm_stop_domid(uint32_t domid);
 /* Its process id, or -1 when the domain has none (vm.info). */
 pid_t dm_pid(uint32_t domid);
+
+/*
+ * Across a restart of the daemon: what a record keeps of it (pid 0 for
+ * none): of a device model (build thread), or of the domain's (any
+ * thread).
+ */
+void dm_record(const struct dm *dm, struct state_dm *ret);
+void dm_record_domid(uint32_t domid, struct state_dm *ret);
+/*
+ * At start (reconcile.c, before the loop): take back the recorded
+ * device model of `domid` if that process still runs (its pid with its
+ * start time): 0, or -ESRCH when it is gone.  dm_adopted_supervise,
+ * once the loop runs: watch those taken back as dm_supervise does (one
+ * that died meanwhile crashes its guest then).  dm_kill_recorded: the
+ * device model of a build interrupted by the daemon's end, killed if
+ * it still runs.
+ */
+int dm_adopt(const struct state_dm *rec, uint32_t domid, const char *name);
+void dm_adopted_supervise(void);
+void dm_kill_recorded(const struct state_dm *rec, uint32_t domid,
+    const char *name);
 
 #endif /* VMBUILDD_DM_H */
