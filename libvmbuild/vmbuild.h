@@ -217,7 +217,22 @@ struct vmb_nic {
 	uint32_t rate_usecs;	/* rate=: the interval */
 	char	*spec;		/* the specification as written */
 	int	line;
+	/*
+	 * An HVM guest's emulated NIC beside its vif (xl's type=ioemu, the
+	 * default for an HVM guest): "e1000" or "rtl8139" (model=, default
+	 * rtl8139); "" for a vif only (type=vif, and every PVH guest's).
+	 */
+	char	model[16];
+	bool	vif_only;	/* type=vif: no emulated NIC */
 };
+
+/*
+ * The IDE unit (0-3) an HVM guest's device model emulates a disk as, as
+ * libxl 4.17 does for qemu-xen: hd[a-d] and xvd[a-d], whole disks (a
+ * read-only xvd disk not: qemu-xen has no read-only IDE disk); -1 for a
+ * disk served by its PV backend only.
+ */
+int vmb_disk_ide_index(const struct vmb_disk *disk);
 
 /*
  * An HVM guest's own keys (type = "hvm"), as xl.cfg(5) names them; each
