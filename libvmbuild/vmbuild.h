@@ -295,6 +295,12 @@ struct vmb_guest {
 	char	*ramdisk;	/* NULL if none */
 	char	*cmdline;	/* NULL if none */
 	char	*root;	/* root=, until vmb_guest_check puts it in cmdline */
+	/*
+	 * bootloader = "grub": its line (kernel is then Debian's GRUB for
+	 * Xen PVH, VMB_GRUB_PVH_PATH, which boots the guest's own disk);
+	 * 0 when not written.
+	 */
+	int	grub_line;
 	char	*cpus;		/* as written, e.g. "nodes:0-1"; NULL if none */
 	char	*cpus_soft;	/* soft affinity, same syntax; NULL if none */
 	enum vmb_tsc_mode tsc_mode;
@@ -1047,6 +1053,9 @@ struct vmb_build_opts {
 	void	(*dm_stop)(void *user, uint32_t domid);
 	void	*dm_user;
 };
+
+/* GRUB built for Xen PVH (Debian's grub-xen-host): bootloader = "grub". */
+#define VMB_GRUB_PVH_PATH	"/usr/lib/grub-xen/grub-i386-xen_pvh.bin"
 
 /* Debian's firmware for HVM guests (xen-utils-4.17, seabios, ovmf). */
 #define VMB_HVMLOADER_PATH	"/usr/lib/xen-4.17/boot/hvmloader"
