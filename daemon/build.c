@@ -16,9 +16,11 @@
  * reply (conn_send to a closed connection is a no-op).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "build.h"
 #include "dm.h"
@@ -60,6 +62,8 @@ struct build_job {
 	char		pin_why[256];	/* a vCPU pin not set again, or "" */
 	struct build_warnings warnings;	/* of the configuration */
 	struct dm	*dm;		/* an HVM guest's device model */
+	/* An HVM guest's kernel and ramdisk, for its device model; -1 */
+	int		dm_img[2];
 };
 
 static struct {
@@ -72,8 +76,20 @@ static int
 build_dm_start(void *user, uint32_t domid, char *why, size_t len)
 {
 	struct build_job *bj = user;
+	int rc = dm_start(bj->guest, domid, bj->dm_img, &bj->dm, why, len);
 
-	return dm_start(bj->guest, domid, &bj->dm, why, len);
+	if (rc)
+		return rc;
+	/*
+	 * Recorded at once: a daemon that ends before the build does
+	 * finds it in the "building" record and stops it (reconcile.c).
+	 */
+	dm_record(bj->dm, &bj->rec.dm);
+	rc = state_write(&bj->rec);
+	if (rc)
+		snprintf(why, len, "cannot write the state record: %s",
+		    strerror(-rc));
+	return rc;
 }
 
 static int
@@ -224,6 +240,30 @@ build_tell_failed(struct build_job *bj)
 	bj->fill.failed(bj->fill.user, bj->rc, why);
 }
 
+/*
+ * An HVM guest's kernel and ramdisk are its device model's (-kernel,
+ * -initrd): kept for dm_start, numbered above the descriptors the
+ * device model gets them at (dm.c).
+ */
+static int
+build_dm_images(struct build_job *bj)
+{
+	for (int i = 0; i < 2; i++) {
+		if (bj->images.fd[i] < 0)
+			continue;
+		bj->dm_img[i] = fcntl(bj->images.fd[i], F_DUPFD_CLOEXEC, 10);
+		if (bj->dm_img[i] < 0) {
+			int rc = -errno;
+
+			snprintf(bj->why, sizeof(bj->why), "cannot keep the "
+			    "%s for the device model: %s", i ? "ramdisk" :
+			    "kernel", strerror(-rc));
+			return rc;
+		}
+	}
+	return 0;
+}
+
 static void
 build_steps(struct build_job *bj)
 {
@@ -231,7 +271,10 @@ build_steps(struct build_job *bj)
 
 	/* Images under --image-dir are opened here, off the loop. */
 	rc = images_open(&bj->images, bj->guest, bj->why, sizeof(bj->why));
-	if (rc == 0 && bj->images.fd[0] >= 0)
+	if (rc == 0 && bj->images.fd[0] >= 0 &&
+	    bj->guest->type == VMB_GUEST_HVM)
+		rc = build_dm_images(bj);
+	else if (rc == 0 && bj->images.fd[0] >= 0)
 		rc = vmb_build_set_images(bj->build, bj->images.fd[0],
 		    bj->images.fd[1]);
 	image_req_done(&bj->images);
@@ -266,6 +309,8 @@ build_steps(struct build_job *bj)
 	bj->rec.restart = false;
 	bj->rec.domid = bj->result.domid;
 	bj->rec.build_json = bj->build_json;
+	/* A restarted daemon takes its device model back (dm.c). */
+	dm_record(bj->dm, &bj->rec.dm);
 	rc = state_write(&bj->rec);
 	bj->rec.build_json = NULL;
 	if (rc < 0) {
@@ -325,6 +370,9 @@ build_job_free(struct build_job *bj)
 	vmb_build_free(bj->build);
 	/* Built, but not kept (the record failed): its device model too. */
 	dm_stop_now(bj->dm);
+	for (int i = 0; i < 2; i++)
+		if (bj->dm_img[i] >= 0)
+			close(bj->dm_img[i]);
 	if (bj->fill.drop != NULL)
 		bj->fill.drop(bj->fill.user);
 	vmb_guest_free(bj->guest);
@@ -582,6 +630,7 @@ build_prepare(struct vmb_guest *guest, const char *kind,
 		return -ENOMEM;
 	}
 	image_req_init(&bj->images);
+	bj->dm_img[0] = bj->dm_img[1] = -1;
 	bj->guest = guest;
 	bj->task = t;
 	if (fill != NULL) {

@@ -30,6 +30,7 @@
 
 #include "console.h"
 #include "control.h"
+#include "dm.h"
 #include "json.h"
 #include "log.h"
 #include "params.h"
@@ -45,6 +46,7 @@ struct console_job {
 	uint8_t		uuid[16];
 	char		vm[VMB_NAME_LEN];
 	uint32_t	domid;
+	bool		hvm;	/* its serial port is the device model's */
 	int		rc;
 	int		fd;
 	char		tty[128];
@@ -55,8 +57,12 @@ console_run(struct job *job)
 {
 	struct console_job *cj = (struct console_job *)job;
 
-	cj->rc = vmb_console_open(vmbd.ctx, cj->domid, &cj->fd, cj->tty,
-	    sizeof(cj->tty));
+	if (cj->hvm)
+		cj->rc = dm_console_open(cj->domid, &cj->fd, cj->tty,
+		    sizeof(cj->tty));
+	else
+		cj->rc = vmb_console_open(vmbd.ctx, cj->domid, &cj->fd,
+		    cj->tty, sizeof(cj->tty));
 }
 
 static int
@@ -64,6 +70,16 @@ console_error(struct console_job *cj)
 {
 	struct call *call = cj->call;
 
+	if (cj->hvm && (cj->rc == -ENOENT || cj->rc == -ESRCH))
+		return call_error(call, E_UNAVAILABLE, -cj->rc, "%s (domain %u) "
+		    "has no serial console: %s", cj->vm, cj->domid,
+		    cj->rc == -ENOENT ? "its device model has no serial port "
+		    "(serial = \"pty\" gives it one)" : "no device model runs "
+		    "for it");
+	if (cj->hvm && cj->rc != -EPERM)
+		return call_error(call, E_HYPERVISOR, -cj->rc, "cannot ask the "
+		    "device model of %s (domain %u) for its serial port: %s",
+		    cj->vm, cj->domid, strerror(-cj->rc));
 	switch (-cj->rc) {
 	case EOPNOTSUPP:
 		return call_error(call, E_UNAVAILABLE, -cj->rc, "%s has no "
@@ -169,6 +185,7 @@ m_vm_console(struct call *call, yajl_gen g)
 	memcpy(cj->uuid, vm->uuid, 16);
 	snprintf(cj->vm, sizeof(cj->vm), "%s", vm->name);
 	cj->domid = vm->domid;
+	cj->hvm = vm->guest != NULL && vm->guest->type == VMB_GUEST_HVM;
 	cj->fd = -1;
 	cj->job.run = console_run;
 	cj->job.done = console_done;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "state.h"
 #include "vmbuild.h"
 
 struct dm;
@@ -21,13 +22,15 @@ const char *dm_path(void);
 
 /*
  * Build thread: start the guest's device model for `domid` and wait
- * until it answers on QMP; 0 with *ret, or a negative errno with why
+ * until it answers on QMP (img: the kernel and ramdisk of a direct
+ * kernel boot, opened with the client's rights, numbered above 4; -1
+ * for none); 0 with *ret, or a negative errno with why
  * (nothing is left running).  dm_check: it still answers.  dm_stop_now:
  * stop it (QMP quit, SIGKILL after a while), reap it and free it; for a
  * device model not handed to dm_supervise().
  */
-int dm_start(const struct vmb_guest *g, uint32_t domid, struct dm **ret,
-    char *why, size_t why_len);
+int dm_start(const struct vmb_guest *g, uint32_t domid, const int img[2],
+    struct dm **ret, char *why, size_t why_len);
 int dm_check(struct dm *dm, char *why, size_t why_len);
 void dm_stop_now(struct dm *dm);
 
@@ -43,7 +46,35 @@ void dm_supervise(struct dm *dm);
  * reaps it.
  */
 void dm_stop_domid(uint32_t domid);
+/*
+ * A worker (vm.console of an HVM guest): open the pty of the device
+ * model's serial port 0 (QMP query-chardev); 0 with the descriptor and
+ * its path, -ESRCH for no device model, -ENOENT for no serial port,
+ * -EPERM for a path that is no pty, another negative errno.
+ */
+int dm_console_open(uint32_t domid, int *ret_fd, char *tty, size_t tty_len);
 /* Its process id, or -1 when the domain has none (vm.info). */
 pid_t dm_pid(uint32_t domid);
+
+/*
+ * Across a restart of the daemon: what a record keeps of it (pid 0 for
+ * none): of a device model (build thread), or of the domain's (any
+ * thread).
+ */
+void dm_record(const struct dm *dm, struct state_dm *ret);
+void dm_record_domid(uint32_t domid, struct state_dm *ret);
+/*
+ * At start (reconcile.c, before the loop): take back the recorded
+ * device model of `domid` if that process still runs (its pid with its
+ * start time): 0, or -ESRCH when it is gone.  dm_adopted_supervise,
+ * once the loop runs: watch those taken back as dm_supervise does (one
+ * that died meanwhile crashes its guest then).  dm_kill_recorded: the
+ * device model of a build interrupted by the daemon's end, killed if
+ * it still runs.
+ */
+int dm_adopt(const struct state_dm *rec, uint32_t domid, const char *name);
+void dm_adopted_supervise(void);
+void dm_kill_recorded(const struct state_dm *rec, uint32_t domid,
+    const char *name);
 
 #endif /* VMBUILDD_DM_H */

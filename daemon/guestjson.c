@@ -95,6 +95,9 @@ guestjson_gen_nic(yajl_gen g, const uint8_t uuid[16], const struct vmb_nic *n)
 		yajl_gen_null(g);
 	}
 	jg_kv_bool(g, "trusted", n->trusted);
+	/* An HVM guest's emulated NIC (only there: PVH forms unchanged). */
+	if (n->model[0])
+		jg_kv_str(g, "model", n->model);
 	yajl_gen_map_close(g);
 }
 
@@ -453,7 +456,9 @@ nic_read(yajl_val e, void *dev, const char **bad)
 	    true, bad)) < 0 ||
 	    (rc = get_str(e, "gatewaydev", true, false, SIZE_MAX,
 	    &n->gatewaydev, true, bad)) < 0 ||
-	    (rc = get_bool(e, "trusted", &n->trusted, bad)) < 0)
+	    (rc = get_bool(e, "trusted", &n->trusted, bad)) < 0 ||
+	    (jv_get(e, "model") != NULL && (rc = get_str(e, "model", true,
+	    false, sizeof(n->model), n->model, false, bad)) < 0))
 		return rc;
 	n->devid = (uint32_t)devid;
 	n->mtu = (uint32_t)mtu;

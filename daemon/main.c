@@ -729,6 +729,8 @@ main(int argc, char **argv)
 	if (task_init(vmbd.base) < 0 || events_init(vmbd.base) < 0 ||
 	    vm_init(vmbd.base) < 0)
 		fatalx("cannot set up the event loop");
+	/* Device models taken back at reconciliation: watched now. */
+	dm_adopted_supervise();
 	reap_start_pending();
 	migrate_resolve_pending();
 	if (lifecycle_start(vmbd.base) < 0 || control_start(vmbd.base) < 0)

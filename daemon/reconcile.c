@@ -5,7 +5,9 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "dm.h"
 #include "log.h"
 #include "reconcile.h"
 #include "state.h"
@@ -53,6 +55,10 @@ vm_reconcile_building(struct state_record *rec, struct vmb_domain *dom,
 		(void)state_remove(rec->uuid);
 		return 0;
 	}
+	/* Its device model, if the build had started it. */
+	if (rec->dm.pid > 0)
+		dm_kill_recorded(&rec->dm, dom != NULL ? dom->domid :
+		    VMB_DOMID_INVALID, rec->name);
 	if (dom != NULL) {
 		log_vm(LOG_NOTICE, rec->name, dom->domid, 0, "destroying %s "
 		    "(domain %u, %s): its build was interrupted", rec->name,
@@ -73,6 +79,34 @@ vm_reconcile_building(struct state_record *rec, struct vmb_domain *dom,
 		return -ENOMEM;
 	/* reap.c destroys it once the loop runs (reap_start_pending). */
 	return vm_state_set(vm, VM_DESTROYING);
+}
+
+/*
+ * A built HVM guest's device model: taken back if it still runs, else
+ * the guest is crashed now, as if it had died under this daemon (the
+ * domain read again: lifecycle.c applies on_crash once it starts).
+ */
+static void
+vm_reconcile_dm(struct state_record *rec, struct vmb_domain *dom)
+{
+	int rc;
+
+	if (rec->dm.pid <= 0 || dom == NULL)
+		return;
+	rc = dm_adopt(&rec->dm, dom->domid, rec->name);
+	if (rc == 0)
+		return;
+	log_vm(LOG_ERR, rec->name, dom->domid, 0, "%s: its device model "
+	    "(pid %d) is gone (%s) while the daemon was not running: the "
+	    "guest is crashed", rec->name, rec->dm.pid, rc == -ESRCH ?
+	    "no such process, or another one with its pid" : strerror(-rc));
+	(void)unlink(rec->dm.qmp);
+	rc = vmb_domain_shutdown(vmbd.ctx, dom->domid, VMB_SHUTDOWN_CRASH);
+	if (rc == 0)
+		rc = vmb_domain_get(vmbd.ctx, dom->domid, dom);
+	if (rc < 0 && rc != -ESRCH)
+		log_vm(LOG_ERR, rec->name, dom->domid, 0, "%s: cannot crash "
+		    "domain %u: %s", rec->name, dom->domid, strerror(-rc));
 }
 
 int
@@ -140,6 +174,7 @@ vm_reconcile(void)
 				goto out;
 			continue;
 		}
+		vm_reconcile_dm(rec, dom);
 		if (vm_add_record(rec, dom) == NULL) {
 			rc = -ENOMEM;
 			goto out;

@@ -290,6 +290,16 @@ state_write(const struct state_record *rec)
 	}
 	yajl_gen_array_close(g);
 	state_gen_migration(g, &rec->migration);
+	jg_key(g, "device_model");
+	if (rec->dm.pid > 0) {
+		yajl_gen_map_open(g);
+		jg_kv_u64(g, "pid", (uint64_t)rec->dm.pid);
+		jg_kv_u64(g, "start_time", rec->dm.start_time);
+		jg_kv_str(g, "qmp", rec->dm.qmp);
+		yajl_gen_map_close(g);
+	} else {
+		yajl_gen_null(g);
+	}
 	yajl_gen_map_close(g);
 	text = jg_text(g, &len);
 
@@ -635,6 +645,30 @@ state_pins(yajl_val v, struct state_record *rec)
 	return NULL;
 }
 
+/*
+ * The device model (dm.c takes it back): {pid, start_time, qmp}, null
+ * or absent for none; NULL or why it is not one.
+ */
+static const char *
+state_dm(yajl_val v, struct state_record *rec)
+{
+	yajl_val pid = jv_get(v, "pid"), start = jv_get(v, "start_time");
+	yajl_val qmp = jv_get(v, "qmp");
+
+	if (v == NULL || YAJL_IS_NULL(v))
+		return NULL;
+	if (!YAJL_IS_INTEGER(pid) || YAJL_GET_INTEGER(pid) <= 1 ||
+	    YAJL_GET_INTEGER(pid) > INT32_MAX || !YAJL_IS_INTEGER(start) ||
+	    YAJL_GET_INTEGER(start) < 0 || !YAJL_IS_STRING(qmp) ||
+	    qmp->u.string[0] != '/' ||
+	    strlen(qmp->u.string) >= sizeof(rec->dm.qmp))
+		return "device_model is not {pid, start_time, qmp}";
+	rec->dm.pid = (int)YAJL_GET_INTEGER(pid);
+	rec->dm.start_time = (unsigned long long)YAJL_GET_INTEGER(start);
+	snprintf(rec->dm.qmp, sizeof(rec->dm.qmp), "%s", qmp->u.string);
+	return NULL;
+}
+
 /* 0, or -EINVAL with why a record is refused. */
 static int
 state_check(const char *file_uuid, yajl_val root, struct state_record *rec,
@@ -681,6 +715,9 @@ state_check(const char *file_uuid, yajl_val root, struct state_record *rec,
 	}
 	if (w == NULL)
 		w = state_restarts(jv_get(root, "restart_times"), rec);
+	/* Before the pins: the last, which allocate. */
+	if (w == NULL)
+		w = state_dm(jv_get(root, "device_model"), rec);
 	if (w == NULL)
 		w = state_pins(jv_get(root, "vcpu_pins"), rec);
 	if (w == NULL)

@@ -76,6 +76,20 @@ struct state_migration {
 	uint32_t	uid, gid;
 };
 
+/*
+ * An HVM guest's device model ("device_model"), so that a restarted
+ * daemon takes it back (dm.c): its pid, that process's start time
+ * (/proc/PID/stat's starttime, in clock ticks since boot: a pid used
+ * again by another process has another) and its QMP socket.  pid 0:
+ * none (a PVH guest, or a record of an older vmbuildd).
+ */
+#define STATE_DM_PATH_LEN	108	/* sun_path */
+struct state_dm {
+	int		pid;
+	unsigned long long start_time;
+	char		qmp[STATE_DM_PATH_LEN];
+};
+
 struct state_record {
 	uint8_t		uuid[16];
 	char		name[VMB_NAME_LEN];
@@ -112,6 +126,7 @@ struct state_record {
 	struct state_pin *pins;
 	uint32_t	npins;
 	struct state_migration migration;
+	struct state_dm	dm;		/* its device model, if any */
 };
 
 /* A copy of `src` into *dst (its query duplicated); 0 or -ENOMEM. */

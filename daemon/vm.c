@@ -496,6 +496,8 @@ vm_record(const struct vm *vm, const struct vmb_guest *guest,
 		return -ENOMEM;
 	}
 	rec->npins = vm->npins;
+	if (vm->domid != VMB_DOMID_INVALID)
+		dm_record_domid(vm->domid, &rec->dm);
 	return 0;
 }
 

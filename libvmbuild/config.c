@@ -585,6 +585,21 @@ vmb_config_parse(const char *text, size_t len, const char *where,
 	if (sc->overflow)
 		vmb__diag_add(diags, VMB_ERROR, where, 0, "",
 		    "more than %d settings", CONFIG_MAX_KEYS);
+	/*
+	 * The guest's type first (type=, builder=), silently: how its vif=
+	 * items read depends on it (an HVM guest's model=, type=ioemu).
+	 * Set again in order below, with what it has to say.
+	 */
+	for (size_t i = 0; i < sc->n; i++) {
+		const struct scanned_key *k = &sc->keys[i];
+
+		if (!k->superseded && (!strcmp(k->name, "type") ||
+		    !strcmp(k->name, "builder")) &&
+		    set_key(g, cfg, k, where, NULL) == -ENOMEM) {
+			rc = -ENOMEM;
+			goto out;
+		}
+	}
 	for (size_t i = 0; i < sc->n; i++) {
 		const struct scanned_key *k = &sc->keys[i];
 

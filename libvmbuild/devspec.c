@@ -317,10 +317,67 @@ out:
 }
 
 int
+vmb_disk_ide_index(const struct vmb_disk *d)
+{
+	const char *p = !strncmp(d->vdev, "hd", 2) ? d->vdev + 2 :
+	    !strncmp(d->vdev, "xvd", 3) ? d->vdev + 3 : NULL;
+
+	if (p == NULL || p[0] < 'a' || p[0] > 'd' || p[1] != '\0')
+		return -1;
+	/*
+	 * qemu-xen has no read-only IDE disk: a read-only xvd disk is its
+	 * PV backend's only (as later libxl leaves every xvd disk); a
+	 * read-only hd disk is refused (emulated_refused).
+	 */
+	if (d->vdev[0] == 'x' && d->readonly && !d->cdrom)
+		return -1;
+	return p[0] - 'a';
+}
+
+/*
+ * An HVM guest's disk as its device model takes it (libxl_dm.c of Xen
+ * 4.17 for qemu-xen: the first four IDE units, CD-ROMs among them, no
+ * read-only IDE disk); NULL, or why not.
+ */
+static const char *
+emulated_refused(const struct vmb_disk *d)
+{
+	int unit = vmb_disk_ide_index(d);
+
+	if (!strncmp(d->vdev, "sd", 2))
+		return "emulated SCSI disks are not supported (hda-hdd and "
+		    "xvda-xvdd are the device model's IDE disks, other xvd "
+		    "names PV disks)";
+	if (unit < 0 && d->cdrom)
+		return "an emulated CD-ROM drive is one of the first four IDE "
+		    "units: hda-hdd (or xvda-xvdd)";
+	if (unit < 0 && d->format == VMB_DISK_QCOW2)
+		return "a qcow2 image is read by the device model only: give "
+		    "it as one of the first four IDE disks, hda-hdd (or "
+		    "xvda-xvdd)";
+	if (unit >= 0 && !d->cdrom && d->readonly)
+		return "qemu-xen does not emulate a read-only IDE disk (as "
+		    "libxl refuses it): give it rw, as a CD-ROM "
+		    "(devtype=cdrom), or as a PV disk (xvdX)";
+	if (unit >= 0 && d->target && strchr(d->target, ','))
+		return "the device model's -drive cannot take a path with ','";
+	return NULL;
+}
+
+int
 vmb_disk_check(struct vmb_disk *d, const char *basedir, const char *where,
     struct vmb_diags *diags)
 {
+	return vmb__disk_check(d, VMB_GUEST_PVH, basedir, where, diags);
+}
+
+int
+vmb__disk_check(struct vmb_disk *d, enum vmb_guest_type type,
+    const char *basedir, const char *where, struct vmb_diags *diags)
+{
+	bool hvm = type == VMB_GUEST_HVM;
 	char *joined = NULL, *real = NULL;
+	const char *why;
 	struct stat st;
 	int rc = 0;
 
@@ -330,14 +387,20 @@ vmb_disk_check(struct vmb_disk *d, const char *basedir, const char *where,
 		where = "request";
 #define DERR(...) vmb__diag_add(diags, VMB_ERROR, where, d->line, "disk", \
 	__VA_ARGS__)
-	if (d->cdrom)
+	if (hvm && (why = emulated_refused(d)) != NULL)
+		return DERR("%s: %s", d->vdev, why);
+	if (d->cdrom && !hvm)
 		return DERR("%s: CD-ROM drives are not supported (a PVH guest "
 		    "has no emulated drive; give the image as a read-only "
 		    "disk)", d->vdev);
-	if (d->format != VMB_DISK_RAW)
+	/* An HVM guest's empty drive: a CD-ROM with no disc in it. */
+	if (d->cdrom && (!d->target || d->format == VMB_DISK_EMPTY))
+		return 0;
+	if (d->format != VMB_DISK_RAW && !(hvm && d->format == VMB_DISK_QCOW2))
 		return DERR("%s: format %s is not supported (only raw images "
-		    "and block devices: qcow, qcow2, vhd and qed need qemu's "
-		    "qdisk backend)", d->vdev, formats[d->format]);
+		    "and block devices%s: qcow, qcow2, vhd and qed need qemu's "
+		    "qdisk backend)", d->vdev, formats[d->format], hvm ?
+		    ", and qcow2 on an HVM guest's emulated disk" : "");
 	if (!d->target)
 		return DERR("%s: no target (an image file or a block device)",
 		    d->vdev);
@@ -538,10 +601,17 @@ nic_item(struct vmb_nic *n, const char *item, uint32_t flags,
 			return NERR("rate \"%.32s\": expected RATE/s[@INTERVAL] "
 			    "(e.g. 10Mb/s, 1MB/s@20ms)", val);
 	} else if (!strcmp(key, "type")) {
-		if (!strcmp(val, "ioemu"))
+		if (!strcmp(val, "ioemu") && !(flags & VMB__NIC_HVM))
 			goto unsupported;
-		if (strcmp(val, "vif") != 0)
-			return NERR("type \"%.32s\": expected vif", val);
+		if (strcmp(val, "vif") != 0 && strcmp(val, "ioemu") != 0)
+			return NERR("type \"%.32s\": expected vif%s", val,
+			    flags & VMB__NIC_HVM ? " or ioemu" : "");
+		n->vif_only = val[0] == 'v';
+	} else if (!strcmp(key, "model") && (flags & VMB__NIC_HVM)) {
+		if (strcmp(val, "e1000") && strcmp(val, "rtl8139"))
+			return NERR("model \"%.32s\": e1000 or rtl8139 (the "
+			    "NICs qemu-xen emulates that vmbuild offers)", val);
+		snprintf(n->model, sizeof(n->model), "%s", val);
 	} else if (!strcmp(key, "backend")) {
 		if (strcmp(val, "0") && strcmp(val, "Domain-0"))
 			goto unsupported;
@@ -610,6 +680,11 @@ vmb_nic_parse(const char *spec, uint32_t devid, uint32_t flags,
 		if (r)
 			rc = r;
 	}
+	/* libxl's for an HVM guest: an emulated NIC too, rtl8139. */
+	if ((flags & VMB__NIC_HVM) && n.vif_only)
+		n.model[0] = '\0';
+	else if ((flags & VMB__NIC_HVM) && n.model[0] == '\0')
+		snprintf(n.model, sizeof(n.model), "rtl8139");
 	if (rc == 0) {
 		*ret_nic = n;
 		memset(&n, 0, sizeof(n));

@@ -74,7 +74,7 @@ validate_devices(struct vmb_guest *g, const char *basedir,
 	for (uint32_t i = 0; i < g->nr_disks; i++) {
 		struct vmb_disk *d = &g->disks[i];
 
-		if (vmb_disk_check(d, basedir, where, diags) != 0) {
+		if (vmb__disk_check(d, g->type, basedir, where, diags) != 0) {
 			errors++;
 			continue;
 		}

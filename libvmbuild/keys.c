@@ -279,6 +279,10 @@ set_path(struct vmb_guest *g, const struct vmb__key *k,
 	if (!*s)
 		return vmb__diag_add(diags, VMB_ERROR, where, v->line, k->name,
 		    "empty path");
+	if (k->key == VMB_KEY_KERNEL && g->grub_line)
+		return vmb__diag_add(diags, VMB_ERROR, where, v->line, k->name,
+		    "bootloader = \"grub\" (line %d) is the kernel already: "
+		    "give one of them", g->grub_line);
 	return replace_string(k->key == VMB_KEY_KERNEL ? &g->kernel :
 	    &g->ramdisk, s);
 }

@@ -1,7 +1,8 @@
 /*
  * keys_hvm.c - the keys of an HVM guest (type = "hvm", or builder =
  * "hvm" as xl reads it): their setter, and their check with the whole
- * guest (vmb__hvm_check, from vmb_guest_check).
+ * guest (vmb__hvm_check, from vmb_guest_check).  kernel, ramdisk and
+ * cmdline of an HVM guest are the device model's (direct kernel boot).
  *
  * Each key is honoured or refused by name.  Honoured: bios (the
  * firmware loaded with hvmloader), mmio_hole (the layout), vga,
@@ -300,13 +301,17 @@ vmb__hvm_check(struct vmb_guest *g, const char *where,
 		}
 		return errors;
 	}
-	/* Direct kernel boot goes through the device model: not yet. */
-	for (int k = VMB_KEY_KERNEL; k <= VMB_KEY_ROOT; k++)
-		if (g->keys_set >> k & 1) {
+	/*
+	 * Direct kernel boot goes through the device model (-kernel,
+	 * -initrd, -append, as xl does): its ramdisk and command line only
+	 * with a kernel.
+	 */
+	for (int k = VMB_KEY_KERNEL + 1; k <= VMB_KEY_ROOT; k++)
+		if ((g->keys_set >> k & 1) && !g->kernel) {
 			vmb__diag_add(diags, VMB_ERROR, where, g->key_line[k],
-			    vmb__keys[k].name, "not supported for an HVM guest "
-			    "yet: it boots from its disk through its firmware "
-			    "(bios)");
+			    vmb__keys[k].name, "only with kernel (an HVM guest "
+			    "without one boots from its disk through its "
+			    "firmware)");
 			errors++;
 		}
 	if ((g->keys_set >> VMB_KEY_MEMORY & 1) &&

@@ -175,7 +175,8 @@ static int
 nic_parse(const struct vmb_guest *g, const char *spec, uint32_t index,
     const char *where, int line, void *dev, struct vmb_diags *diags)
 {
-	return vmb_nic_parse(spec, index, g->flags, where, line, dev, diags);
+	return vmb_nic_parse(spec, index, g->flags | (g->type == VMB_GUEST_HVM ?
+	    VMB__NIC_HVM : 0), where, line, dev, diags);
 }
 
 static void

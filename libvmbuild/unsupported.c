@@ -3,8 +3,10 @@
  * and what setting one does.  vmbuild.cfg(5) lists them (KEYS NOT
  * SUPPORTED; tests/ops/man.sh checks it against the table below).
  */
+#include <errno.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "vmb_internal.h"
@@ -56,9 +58,10 @@ static const struct vmb__unsupported {
 	{ "rdm",		NULL,	"no device passthrough" },
 	{ "e820_host",		"0",	"the host's memory map is only for PCI "
 	    "passthrough, which vmbuild does not do" },
+	/* but "grub" (set_bootloader) */
 	{ "bootloader",		NULL,	"pygrub is not run: a PVH guest boots its "
-	    "disk with kernel = \"/usr/lib/grub-xen/grub-i386-xen_pvh.bin\" "
-	    "(grub-xen-host), an HVM guest through its BIOS" },
+	    "disk with bootloader = \"grub\" (GRUB for Xen PVH, "
+	    "grub-xen-host), an HVM guest through its BIOS" },
 	{ "bootloader_args",	NULL,	"give the kernel itself" },
 	{ "seclabel",		NULL,	"no XSM labels" },
 	{ "channel",		NULL,	NULL },
@@ -192,6 +195,37 @@ unsupported_same(const struct vmb__unsupported *u, const struct vmb_value *v)
 	return false;
 }
 
+/*
+ * bootloader = "grub": a PVH guest's kernel is Debian's GRUB for Xen PVH,
+ * which reads the guest's own /boot/grub/grub.cfg.  (xl runs pygrub in
+ * dom0 for it, which vmbuild does not.)
+ */
+static int
+set_bootloader(struct vmb_guest *g, const struct vmb_value *v,
+    const char *where, struct vmb_diags *diags)
+{
+	char *path;
+
+	if (g->type == VMB_GUEST_HVM)
+		return vmb__diag_add(diags, VMB_ERROR, where, v->line,
+		    "bootloader", "an HVM guest boots its disk through its "
+		    "BIOS (bios =): no bootloader");
+	if (g->keys_given & (1ull << VMB_KEY_KERNEL))
+		return vmb__diag_add(diags, VMB_ERROR, where, v->line,
+		    "bootloader", "kernel (line %d) is given already: "
+		    "bootloader = \"grub\" is kernel = \"%s\"; give one of "
+		    "them", g->key_line[VMB_KEY_KERNEL], VMB_GRUB_PVH_PATH);
+	if ((path = strdup(VMB_GRUB_PVH_PATH)) == NULL)
+		return -ENOMEM;
+	free(g->kernel);
+	g->kernel = path;
+	g->keys_set |= 1ull << VMB_KEY_KERNEL;
+	g->keys_given |= 1ull << VMB_KEY_KERNEL;
+	g->key_line[VMB_KEY_KERNEL] = v->line;
+	g->grub_line = v->line ? v->line : -1;
+	return 0;
+}
+
 /* An xl key vmbuild does not implement: refused, or ignored on request. */
 int
 vmb__unsupported_set(struct vmb_guest *g, const struct vmb__unsupported *u,
@@ -199,6 +233,9 @@ vmb__unsupported_set(struct vmb_guest *g, const struct vmb__unsupported *u,
 {
 	char why[160] = "";
 
+	if (!strcmp(u->key, "bootloader") && v->type == VMB_VALUE_STRING &&
+	    !strcmp(v->u.s, "grub"))
+		return set_bootloader(g, v, where, diags);
 	if (unsupported_same(u, v))
 		return 0;
 	if (u->same)

@@ -374,4 +374,13 @@ int vmb__image_load_env(const struct vmb_backend_ops *ops, void *priv,
 /* Time */
 uint64_t vmb__now_ns(void);
 
+/*
+ * vmb_nic_parse's flags: the vif is an HVM guest's (model= and
+ * type=ioemu are its emulated NIC's); keys_list.c sets it.
+ */
+#define VMB__NIC_HVM	(1u << 30)
+/* vmb_disk_check() for a guest of `type` (an HVM guest's emulated disks). */
+int vmb__disk_check(struct vmb_disk *disk, enum vmb_guest_type type,
+    const char *basedir, const char *where, struct vmb_diags *diags);
+
 #endif /* VMB_INTERNAL_H */

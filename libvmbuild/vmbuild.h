@@ -217,7 +217,22 @@ struct vmb_nic {
 	uint32_t rate_usecs;	/* rate=: the interval */
 	char	*spec;		/* the specification as written */
 	int	line;
+	/*
+	 * An HVM guest's emulated NIC beside its vif (xl's type=ioemu, the
+	 * default for an HVM guest): "e1000" or "rtl8139" (model=, default
+	 * rtl8139); "" for a vif only (type=vif, and every PVH guest's).
+	 */
+	char	model[16];
+	bool	vif_only;	/* type=vif: no emulated NIC */
 };
+
+/*
+ * The IDE unit (0-3) an HVM guest's device model emulates a disk as, as
+ * libxl 4.17 does for qemu-xen: hd[a-d] and xvd[a-d], whole disks (a
+ * read-only xvd disk not: qemu-xen has no read-only IDE disk); -1 for a
+ * disk served by its PV backend only.
+ */
+int vmb_disk_ide_index(const struct vmb_disk *disk);
 
 /*
  * An HVM guest's own keys (type = "hvm"), as xl.cfg(5) names them; each
@@ -280,6 +295,12 @@ struct vmb_guest {
 	char	*ramdisk;	/* NULL if none */
 	char	*cmdline;	/* NULL if none */
 	char	*root;	/* root=, until vmb_guest_check puts it in cmdline */
+	/*
+	 * bootloader = "grub": its line (kernel is then Debian's GRUB for
+	 * Xen PVH, VMB_GRUB_PVH_PATH, which boots the guest's own disk);
+	 * 0 when not written.
+	 */
+	int	grub_line;
 	char	*cpus;		/* as written, e.g. "nodes:0-1"; NULL if none */
 	char	*cpus_soft;	/* soft affinity, same syntax; NULL if none */
 	enum vmb_tsc_mode tsc_mode;
@@ -1032,6 +1053,9 @@ struct vmb_build_opts {
 	void	(*dm_stop)(void *user, uint32_t domid);
 	void	*dm_user;
 };
+
+/* GRUB built for Xen PVH (Debian's grub-xen-host): bootloader = "grub". */
+#define VMB_GRUB_PVH_PATH	"/usr/lib/grub-xen/grub-i386-xen_pvh.bin"
 
 /* Debian's firmware for HVM guests (xen-utils-4.17, seabios, ovmf). */
 #define VMB_HVMLOADER_PATH	"/usr/lib/xen-4.17/boot/hvmloader"
