@@ -137,6 +137,13 @@ static struct {
 	z_stream	z;		/* raw deflate, reset for each piece */
 	bool		have_z;
 	unsigned	states[8], building;	/* vm_count_states() */
+	/* The bodies of this round of the loop, see round_body(). */
+	struct round {
+		struct timeval	tv;	/* the round's time; 0: none yet */
+		uint64_t	gen;	/* vm_generation() it shows */
+		struct mtext	*body;	/* the whole body, as text */
+		bool		gz;	/* it is in gzip */
+	}		round[2];	/* [wants gzip] */
 } MX;
 
 void
@@ -864,6 +871,55 @@ render_gzip(struct evbuffer *out)
 }
 
 /*
+ * The whole body of a scrape, shared by the scrapes answered in the
+ * same round of the event loop (libevent's cached time, taken once a
+ * round): 100 scrapers at once send dozens of requests a round, and
+ * rendering the live series (a printf for every figure) and their CRC
+ * were the larger part of each one's cost.  Requests read in one round
+ * are answered as of one moment, as if they had come together (a
+ * change of the registry in the round is shown at once all the same).  A
+ * reference for the caller (mtext_put), with *ret_gz saying whether it
+ * is gzip; NULL without memory.
+ */
+static struct mtext *
+round_body(bool want_gz, bool *ret_gz)
+{
+	struct round *r = &MX.round[want_gz];
+	struct timeval now = { 0, 0 };
+	struct evbuffer *b;
+	unsigned char *text;
+	size_t len;
+
+	(void)event_base_gettimeofday_cached(vmbd.base, &now);
+	if (r->body == NULL || !timerisset(&now) ||
+	    timercmp(&now, &r->tv, !=) || r->gen != vm_generation()) {
+		mtext_put(NULL, 0, r->body);
+		r->body = NULL;
+		if ((b = evbuffer_new()) == NULL)
+			return NULL;
+		r->gz = want_gz && render_gzip(b) == 0;
+		if (!r->gz)
+			render(b);
+		len = evbuffer_get_length(b);
+		text = evbuffer_pullup(b, -1);
+		if ((len == 0 || text != NULL) &&
+		    (r->body = malloc(sizeof(*r->body) + len)) != NULL) {
+			*r->body = (struct mtext){ .refs = 1, .len = len };
+			if (len > 0)
+				memcpy(r->body->text, text, len);
+			r->tv = now;
+			r->gen = vm_generation();
+		}
+		evbuffer_free(b);
+		if (r->body == NULL)
+			return NULL;
+	}
+	r->body->refs++;
+	*ret_gz = r->gz;
+	return r->body;
+}
+
+/*
  * Does the request's Accept-Encoding take gzip: "gzip" or "x-gzip",
  * without a q of 0 (RFC 9110, 12.5.3)?
  */
@@ -922,6 +978,8 @@ metrics_cb(struct evhttp_request *req, void *arg)
 {
 	enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
 	struct evbuffer *b;
+	struct mtext *t;
+	bool gz = false;
 
 	(void)arg;
 	metrics_request_seen(req);
@@ -934,15 +992,18 @@ metrics_cb(struct evhttp_request *req, void *arg)
 	}
 	MX.scrapes++;
 	b = evbuffer_new();
-	if (b == NULL) {
+	t = b != NULL ? round_body(wants_gzip(req), &gz) : NULL;
+	if (t == NULL || evbuffer_add_reference(b, t->text, t->len, mtext_put,
+	    t) < 0) {
+		mtext_put(NULL, 0, t);
+		if (b != NULL)
+			evbuffer_free(b);
 		http_error(req, 500, "Internal Server Error", "out of memory");
 		return;
 	}
-	if (wants_gzip(req) && render_gzip(b) == 0)
+	if (gz)
 		evhttp_add_header(evhttp_request_get_output_headers(req),
 		    "Content-Encoding", "gzip");
-	else
-		render(b);
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "Vary", "Accept-Encoding");
 	evhttp_add_header(evhttp_request_get_output_headers(req),
@@ -1353,6 +1414,10 @@ metrics_stop(void)
 	MX.vms = NULL;
 	mtext_put(NULL, 0, MX.snap_text);
 	MX.snap_text = NULL;
+	for (int i = 0; i < 2; i++) {
+		mtext_put(NULL, 0, MX.round[i].body);
+		MX.round[i].body = NULL;
+	}
 	if (MX.have_z)
 		deflateEnd(&MX.z);
 	MX.have_z = false;
