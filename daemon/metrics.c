@@ -141,7 +141,7 @@ static struct {
 	struct round {
 		struct timeval	tv;	/* the round's time; 0: none yet */
 		uint64_t	gen;	/* vm_generation() it shows */
-		struct mtext	*body;	/* the whole body, as text */
+		struct evbuffer	*body;	/* the whole body */
 		bool		gz;	/* it is in gzip */
 	}		round[2];	/* [wants gzip] */
 } MX;
@@ -877,44 +877,31 @@ render_gzip(struct evbuffer *out)
  * rendering the live series (a printf for every figure) and their CRC
  * were the larger part of each one's cost.  Requests read in one round
  * are answered as of one moment, as if they had come together (a
- * change of the registry in the round is shown at once all the same).  A
- * reference for the caller (mtext_put), with *ret_gz saying whether it
- * is gzip; NULL without memory.
+ * change of the registry in the round is shown at once all the same).
+ * Replies take the body by reference (evbuffer_add_buffer_reference:
+ * its chains are shared, not copied), so that a newer body never
+ * changes a reply still queued.  NULL without memory; *ret_gz says
+ * whether it is gzip.
  */
-static struct mtext *
+static struct evbuffer *
 round_body(bool want_gz, bool *ret_gz)
 {
 	struct round *r = &MX.round[want_gz];
 	struct timeval now = { 0, 0 };
-	struct evbuffer *b;
-	unsigned char *text;
-	size_t len;
 
 	(void)event_base_gettimeofday_cached(vmbd.base, &now);
 	if (r->body == NULL || !timerisset(&now) ||
 	    timercmp(&now, &r->tv, !=) || r->gen != vm_generation()) {
-		mtext_put(NULL, 0, r->body);
-		r->body = NULL;
-		if ((b = evbuffer_new()) == NULL)
+		if (r->body != NULL)
+			evbuffer_free(r->body);
+		if ((r->body = evbuffer_new()) == NULL)
 			return NULL;
-		r->gz = want_gz && render_gzip(b) == 0;
+		r->gz = want_gz && render_gzip(r->body) == 0;
 		if (!r->gz)
-			render(b);
-		len = evbuffer_get_length(b);
-		text = evbuffer_pullup(b, -1);
-		if ((len == 0 || text != NULL) &&
-		    (r->body = malloc(sizeof(*r->body) + len)) != NULL) {
-			*r->body = (struct mtext){ .refs = 1, .len = len };
-			if (len > 0)
-				memcpy(r->body->text, text, len);
-			r->tv = now;
-			r->gen = vm_generation();
-		}
-		evbuffer_free(b);
-		if (r->body == NULL)
-			return NULL;
+			render(r->body);
+		r->tv = now;
+		r->gen = vm_generation();
 	}
-	r->body->refs++;
 	*ret_gz = r->gz;
 	return r->body;
 }
@@ -977,8 +964,7 @@ static void
 metrics_cb(struct evhttp_request *req, void *arg)
 {
 	enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
-	struct evbuffer *b;
-	struct mtext *t;
+	struct evbuffer *b, *body;
 	bool gz = false;
 
 	(void)arg;
@@ -992,14 +978,17 @@ metrics_cb(struct evhttp_request *req, void *arg)
 	}
 	MX.scrapes++;
 	b = evbuffer_new();
-	t = b != NULL ? round_body(wants_gzip(req), &gz) : NULL;
-	if (t == NULL || evbuffer_add_reference(b, t->text, t->len, mtext_put,
-	    t) < 0) {
-		mtext_put(NULL, 0, t);
-		if (b != NULL)
-			evbuffer_free(b);
+	if (b == NULL) {
 		http_error(req, 500, "Internal Server Error", "out of memory");
 		return;
+	}
+	body = round_body(wants_gzip(req), &gz);
+	if (body == NULL || evbuffer_add_buffer_reference(b, body) < 0) {
+		/* Rendered for this reply alone. */
+		evbuffer_drain(b, evbuffer_get_length(b));
+		gz = wants_gzip(req) && render_gzip(b) == 0;
+		if (!gz)
+			render(b);
 	}
 	if (gz)
 		evhttp_add_header(evhttp_request_get_output_headers(req),
@@ -1415,7 +1404,8 @@ metrics_stop(void)
 	mtext_put(NULL, 0, MX.snap_text);
 	MX.snap_text = NULL;
 	for (int i = 0; i < 2; i++) {
-		mtext_put(NULL, 0, MX.round[i].body);
+		if (MX.round[i].body != NULL)
+			evbuffer_free(MX.round[i].body);
 		MX.round[i].body = NULL;
 	}
 	if (MX.have_z)

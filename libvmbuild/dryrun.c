@@ -181,8 +181,9 @@ vmb_guest_dry_run(struct vmb_ctx *ctx, const struct vmb_guest *g,
 	dry_bridges(ctx, g, where, diags);
 	rc = vmb__host_state(ctx, &ret->host, &doms, &nr_doms, &scrub,
 	    &scrub_rc);
+	/* Not the config's fault: the caller says the host failed. */
 	if (rc)
-		return rc;	/* not the config's: the caller says the host failed */
+		return rc;
 	have_scrub = scrub_rc == 0;
 	if (place && dry_nodes(g, ret->host, where, diags) == 0 &&
 	    vmb__place_why(ret->host, have_scrub ? &scrub : NULL, doms,
