@@ -137,6 +137,13 @@ static struct {
 	z_stream	z;		/* raw deflate, reset for each piece */
 	bool		have_z;
 	unsigned	states[8], building;	/* vm_count_states() */
+	/* The bodies of this round of the loop, see round_body(). */
+	struct round {
+		struct timeval	tv;	/* the round's time; 0: none yet */
+		uint64_t	gen;	/* vm_generation() it shows */
+		struct evbuffer	*body;	/* the whole body */
+		bool		gz;	/* it is in gzip */
+	}		round[2];	/* [wants gzip] */
 } MX;
 
 void
@@ -864,6 +871,42 @@ render_gzip(struct evbuffer *out)
 }
 
 /*
+ * The whole body of a scrape, shared by the scrapes answered in the
+ * same round of the event loop (libevent's cached time, taken once a
+ * round): 100 scrapers at once send dozens of requests a round, and
+ * rendering the live series (a printf for every figure) and their CRC
+ * were the larger part of each one's cost.  Requests read in one round
+ * are answered as of one moment, as if they had come together (a
+ * change of the registry in the round is shown at once all the same).
+ * Replies take the body by reference (evbuffer_add_buffer_reference:
+ * its chains are shared, not copied), so that a newer body never
+ * changes a reply still queued.  NULL without memory; *ret_gz says
+ * whether it is gzip.
+ */
+static struct evbuffer *
+round_body(bool want_gz, bool *ret_gz)
+{
+	struct round *r = &MX.round[want_gz];
+	struct timeval now = { 0, 0 };
+
+	(void)event_base_gettimeofday_cached(vmbd.base, &now);
+	if (r->body == NULL || !timerisset(&now) ||
+	    timercmp(&now, &r->tv, !=) || r->gen != vm_generation()) {
+		if (r->body != NULL)
+			evbuffer_free(r->body);
+		if ((r->body = evbuffer_new()) == NULL)
+			return NULL;
+		r->gz = want_gz && render_gzip(r->body) == 0;
+		if (!r->gz)
+			render(r->body);
+		r->tv = now;
+		r->gen = vm_generation();
+	}
+	*ret_gz = r->gz;
+	return r->body;
+}
+
+/*
  * Does the request's Accept-Encoding take gzip: "gzip" or "x-gzip",
  * without a q of 0 (RFC 9110, 12.5.3)?
  */
@@ -921,7 +964,8 @@ static void
 metrics_cb(struct evhttp_request *req, void *arg)
 {
 	enum evhttp_cmd_type cmd = evhttp_request_get_command(req);
-	struct evbuffer *b;
+	struct evbuffer *b, *body;
+	bool gz = false;
 
 	(void)arg;
 	metrics_request_seen(req);
@@ -938,11 +982,17 @@ metrics_cb(struct evhttp_request *req, void *arg)
 		http_error(req, 500, "Internal Server Error", "out of memory");
 		return;
 	}
-	if (wants_gzip(req) && render_gzip(b) == 0)
+	body = round_body(wants_gzip(req), &gz);
+	if (body == NULL || evbuffer_add_buffer_reference(b, body) < 0) {
+		/* Rendered for this reply alone. */
+		evbuffer_drain(b, evbuffer_get_length(b));
+		gz = wants_gzip(req) && render_gzip(b) == 0;
+		if (!gz)
+			render(b);
+	}
+	if (gz)
 		evhttp_add_header(evhttp_request_get_output_headers(req),
 		    "Content-Encoding", "gzip");
-	else
-		render(b);
 	evhttp_add_header(evhttp_request_get_output_headers(req),
 	    "Vary", "Accept-Encoding");
 	evhttp_add_header(evhttp_request_get_output_headers(req),
@@ -1353,6 +1403,11 @@ metrics_stop(void)
 	MX.vms = NULL;
 	mtext_put(NULL, 0, MX.snap_text);
 	MX.snap_text = NULL;
+	for (int i = 0; i < 2; i++) {
+		if (MX.round[i].body != NULL)
+			evbuffer_free(MX.round[i].body);
+		MX.round[i].body = NULL;
+	}
 	if (MX.have_z)
 		deflateEnd(&MX.z);
 	MX.have_z = false;

@@ -179,6 +179,15 @@ struct vmb_backend_ops {
 
 	int	(*host_info)(void *priv, struct vmb_host **ret_host);
 	int	(*scrub)(void *priv, struct vmb_scrub *ret_scrub);
+	/*
+	 * What placement reads: host_info, domain_list and scrub (whose
+	 * own failure is *ret_scrub_rc, not the call's) in one go, where
+	 * the hypervisor can answer them in one round trip (NULL: the
+	 * three calls, vmb__host_state).
+	 */
+	int	(*host_state)(void *priv, struct vmb_host **ret_host,
+		    struct vmb_domain **ret_domains, size_t *ret_nr,
+		    struct vmb_scrub *ret_scrub, int *ret_scrub_rc);
 	int	(*counters)(void *priv, struct vmb_counters *ret_counters);
 
 	int	(*domain_create)(void *priv, const struct vmb_dom_config *cfg,

@@ -553,7 +553,7 @@ static int
 phase_place(struct run *r)
 {
 	struct vmb_build *b = r->b;
-	int rc;
+	int rc, scrub_rc;
 
 	/* Rather than build something else (PVH) of an HVM guest. */
 	if (b->guest->type == VMB_GUEST_HVM && !(b->ctx->caps & VMB_CAP_HVM))
@@ -570,13 +570,12 @@ phase_place(struct run *r)
 	if (!b->opts.restore)
 		branch_start(r, &r->images, LINE_IMAGES, VMB_ALONGSIDE_IMAGES,
 		    images_read);
-	rc = vmb_host_info(b->ctx, &r->host);
-	if (!rc)
-		rc = vmb_domain_list(b->ctx, &r->doms, &r->nr_doms);
+	rc = vmb__host_state(b->ctx, &r->host, &r->doms, &r->nr_doms,
+	    &r->scrub, &scrub_rc);
 	if (rc)
 		return fail(r, rc, "cannot read the host's state: %s",
 		    strerror(-rc));
-	r->have_scrub = vmb_scrub_progress(b->ctx, &r->scrub) == 0;
+	r->have_scrub = scrub_rc == 0;
 	r->scrub_at_ns = vmb__now_ns();
 	rc = vmb__place_why(r->host, r->have_scrub ? &r->scrub : NULL, r->doms,
 	    r->nr_doms, b->guest, &r->res.placement, r->why, sizeof(r->why));
@@ -862,10 +861,17 @@ phase_populate(struct run *r)
 		return fail(r, rc, "populating %llu MiB stopped after %llu "
 		    "MiB: %s", (unsigned long long)(b->guest->memory_bytes >>
 		    20), (unsigned long long)(done >> 20), strerror(-rc));
-	/* Whatever the populate did not consume goes back. */
-	undo_claim(r);
 	/* Trust, but check: the hypervisor must hold exactly what we asked. */
 	rc = vmb_domain_get(b->ctx, r->domid, &dom);
+	/*
+	 * Whatever the populate did not consume goes back; the domain, read
+	 * back, says whether anything is left of its claim: a populate of
+	 * the whole guest consumed it all, and a release of nothing would
+	 * cost a call.
+	 */
+	if (rc || dom.outstanding_bytes)
+		undo_claim(r);
+	r->claimed = false;
 	if (rc)
 		return fail(r, rc, "cannot read the domain back: %s",
 		    strerror(-rc));

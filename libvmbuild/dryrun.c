@@ -171,7 +171,7 @@ vmb_guest_dry_run(struct vmb_ctx *ctx, const struct vmb_guest *g,
 	size_t nr_doms = 0;
 	char why[512] = "";
 	bool have_scrub, place;
-	int rc;
+	int rc, scrub_rc;
 
 	memset(ret, 0, sizeof(*ret));
 	place = placeable(g, diags);
@@ -179,15 +179,12 @@ vmb_guest_dry_run(struct vmb_ctx *ctx, const struct vmb_guest *g,
 	    !has_error(diags, "ramdisk", 0))
 		dry_images(g, kernel_fd, ramdisk_fd, where, diags);
 	dry_bridges(ctx, g, where, diags);
-	rc = vmb_host_info(ctx, &ret->host);
-	if (rc == 0)
-		rc = vmb_domain_list(ctx, &doms, &nr_doms);
-	if (rc) {
-		/* Not the config's fault: the caller says the host failed. */
-		free(doms);
+	rc = vmb__host_state(ctx, &ret->host, &doms, &nr_doms, &scrub,
+	    &scrub_rc);
+	/* Not the config's fault: the caller says the host failed. */
+	if (rc)
 		return rc;
-	}
-	have_scrub = vmb_scrub_progress(ctx, &scrub) == 0;
+	have_scrub = scrub_rc == 0;
 	if (place && dry_nodes(g, ret->host, where, diags) == 0 &&
 	    vmb__place_why(ret->host, have_scrub ? &scrub : NULL, doms,
 	    nr_doms, g, &ret->placement, why, sizeof(why)) == 0)

@@ -62,6 +62,29 @@ vmb_domain_list(struct vmb_ctx *ctx, struct vmb_domain **ret_domains,
 }
 
 int
+vmb__host_state(struct vmb_ctx *ctx, struct vmb_host **ret_host,
+    struct vmb_domain **ret_domains, size_t *ret_nr,
+    struct vmb_scrub *ret_scrub, int *ret_scrub_rc)
+{
+	struct vmb_host *h = NULL;
+	int rc;
+
+	if (ctx->ops->host_state)
+		return ctx->ops->host_state(ctx->priv, ret_host, ret_domains,
+		    ret_nr, ret_scrub, ret_scrub_rc);
+	rc = vmb_host_info(ctx, &h);
+	if (rc == 0)
+		rc = vmb_domain_list(ctx, ret_domains, ret_nr);
+	if (rc) {
+		vmb_host_free(h);
+		return rc;
+	}
+	*ret_host = h;
+	*ret_scrub_rc = vmb_scrub_progress(ctx, ret_scrub);
+	return 0;
+}
+
+int
 vmb_control_domain(struct vmb_ctx *ctx, struct vmb_domain *ret_domain)
 {
 	if (!ctx || !ret_domain)

@@ -75,6 +75,16 @@ void vmb__log(struct vmb_ctx *ctx, const char *fmt, ...)
 int vmb__cancel_fd(void);
 void vmb__set_cancel_fd(int fd);
 
+/*
+ * host.c: what placement reads (vmb_host_info, vmb_domain_list, and
+ * vmb_scrub_progress, whose own failure is *ret_scrub_rc), in one round
+ * trip where the backend can (its host_state op).  On failure nothing
+ * is left to free.
+ */
+int vmb__host_state(struct vmb_ctx *ctx, struct vmb_host **ret_host,
+    struct vmb_domain **ret_domains, size_t *ret_nr,
+    struct vmb_scrub *ret_scrub, int *ret_scrub_rc);
+
 /* counters.c */
 struct hv_counters;
 /*

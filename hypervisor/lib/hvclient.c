@@ -26,6 +26,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -262,6 +263,46 @@ drain(struct hvc *conn, size_t len)
 	return 0;
 }
 
+/*
+ * The rest of a reply whose header (and `got` payload bytes) are in:
+ * the header checked against the request (op, seq), the payload read
+ * into rep, or drained when it does not fit (-EMSGSIZE, the stream kept
+ * in step).  Returns the reply's status, or a transport error with
+ * *ret_broken set.  *ret_len: the payload's length.
+ */
+static int
+reply_rest(struct hvc *conn, const struct hv_msg_hdr *hdr, uint16_t op,
+    uint64_t seq, void *rep, size_t rep_cap, size_t got, int *fdp,
+    size_t *ret_len, bool *ret_broken)
+{
+	int rc;
+
+	*ret_broken = true;
+	if (hdr->magic != HV_MSG_MAGIC || hdr->version != HV_ABI_VERSION ||
+	    hdr->op != op || hdr->seq != seq || hdr->len > HV_MAX_PAYLOAD ||
+	    hdr->status > 0 || got > hdr->len)
+		return -EPROTO;
+	if (hdr->len > rep_cap) {
+		/* Keep the stream in step: consume what we cannot take. */
+		rc = drain(conn, hdr->len - got);
+		if (rc < 0)
+			return rc;
+		*ret_broken = false;
+		return hdr->status < 0 ? hdr->status : -EMSGSIZE;
+	}
+	rc = read_all(conn, (char *)rep + got, hdr->len - got, fdp);
+	if (rc < 0)
+		return rc;
+	/*
+	 * A failing call may still carry a payload (a populate that stopped
+	 * at a bad extent says how far it got), so the length is reported
+	 * either way.
+	 */
+	*ret_len = hdr->len;
+	*ret_broken = false;
+	return hdr->status;
+}
+
 int
 hvc_call(struct hvc *conn, uint16_t op, const void *req, size_t req_len,
     void *rep, size_t rep_cap, size_t *ret_len, int *ret_fd)
@@ -273,7 +314,8 @@ hvc_call(struct hvc *conn, uint16_t op, const void *req, size_t req_len,
 		.len = (uint32_t)req_len,
 	};
 	struct iovec iov[2];
-	size_t got = 0;
+	size_t got = 0, len = SIZE_MAX;	/* SIZE_MAX: no payload read */
+	bool broken = true;
 	int fd = -1;
 	int rc;
 
@@ -290,48 +332,99 @@ hvc_call(struct hvc *conn, uint16_t op, const void *req, size_t req_len,
 	iov[0] = (struct iovec){ .iov_base = &hdr, .iov_len = sizeof(hdr) };
 	iov[1] = (struct iovec){ .iov_base = (void *)req, .iov_len = req_len };
 	rc = write_all(conn, iov, req_len ? 2 : 1);
-	if (rc < 0)
-		goto broken;
-
-	rc = read_reply(conn, &hdr, rep, rep_cap, &got, &fd);
-	if (rc < 0)
-		goto broken;
-	if (hdr.magic != HV_MSG_MAGIC || hdr.version != HV_ABI_VERSION ||
-	    hdr.op != op || hdr.seq != conn->seq || hdr.len > HV_MAX_PAYLOAD ||
-	    hdr.status > 0 || got > hdr.len) {
-		rc = -EPROTO;
-		goto broken;
-	}
-	if (hdr.len > rep_cap) {
-		/* Keep the stream in step: consume what we cannot take. */
-		rc = drain(conn, hdr.len - got);
-		if (rc < 0)
-			goto broken;
-		rc = hdr.status < 0 ? hdr.status : -EMSGSIZE;
-		goto out;
-	}
-	rc = read_all(conn, (char *)rep + got, hdr.len - got, &fd);
-	if (rc < 0)
-		goto broken;
-	/*
-	 * A failing call may still carry a payload (a populate that stopped
-	 * at a bad extent says how far it got), so the length is reported
-	 * either way.
-	 */
-	if (ret_len)
-		*ret_len = hdr.len;
-	rc = hdr.status;
+	if (rc == 0)
+		rc = read_reply(conn, &hdr, rep, rep_cap, &got, &fd);
+	if (rc == 0)
+		rc = reply_rest(conn, &hdr, op, conn->seq, rep, rep_cap, got,
+		    &fd, &len, &broken);
+	conn->broken = broken;
+	if (ret_len && len != SIZE_MAX)
+		*ret_len = len;
 	if (rc == 0 && ret_fd) {
 		*ret_fd = fd;
 		fd = -1;
 	}
-	goto out;
-
-broken:
-	conn->broken = true;
-out:
 	if (fd >= 0)
 		close(fd);
+	return rc;
+}
+
+/* v's sizes as hvops.def gives them for its op (hvc_op's check). */
+static bool
+sizes_ok(uint16_t op, size_t req_len, size_t rep_cap)
+{
+	const struct hv_op_desc *d = hv_op_desc(op);
+
+	return d && (d->req_tail ? req_len >= d->req_len :
+	    req_len == d->req_len) && rep_cap >= d->rep_len &&
+	    (d->rep_tail || rep_cap == d->rep_len);
+}
+
+/* A successful reply's length as hvops.def wants it. */
+static bool
+reply_len_ok(uint16_t op, size_t len)
+{
+	const struct hv_op_desc *d = hv_op_desc(op);
+
+	return d->rep_tail ? len >= d->rep_len : len == d->rep_len;
+}
+
+int
+hvc_calls(struct hvc *conn, struct hvc_req *v, size_t n)
+{
+	struct hv_msg_hdr hdr[HVC_CALLS_MAX];
+	struct iovec iov[2 * HVC_CALLS_MAX];
+	int niov = 0, rc = 0;
+	uint64_t seq0;
+
+	if (!conn || !v || n == 0 || n > HVC_CALLS_MAX)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++)
+		if (!sizes_ok(v[i].op, v[i].req_len, v[i].rep_cap) ||
+		    (v[i].req_len && !v[i].req) || (v[i].rep_cap && !v[i].rep))
+			return -EINVAL;
+	if (conn->broken)
+		return -ECONNRESET;
+	seq0 = conn->seq + 1;
+	for (size_t i = 0; i < n; i++) {
+		hdr[i] = (struct hv_msg_hdr){ .magic = HV_MSG_MAGIC,
+		    .version = HV_ABI_VERSION, .op = v[i].op,
+		    .len = (uint32_t)v[i].req_len, .seq = ++conn->seq };
+		iov[niov++] = (struct iovec){ &hdr[i], sizeof(hdr[i]) };
+		if (v[i].req_len)
+			iov[niov++] = (struct iovec){ (void *)v[i].req,
+			    v[i].req_len };
+		v[i].rc = -ECONNRESET;
+		v[i].rep_len = 0;
+	}
+	conn->deadline_ms = conn->timeout_ms > 0 ?
+	    now_ms() + (uint64_t)conn->timeout_ms : 0;
+	rc = write_all(conn, iov, niov);
+	/*
+	 * Replies follow one another on the stream: each header is read
+	 * alone, then exactly its payload, so that no read takes bytes of
+	 * the next reply.
+	 */
+	for (size_t i = 0; i < n && rc == 0; i++) {
+		struct hv_msg_hdr h;
+		bool broken = true;
+		int fd = -1;
+
+		rc = read_all(conn, &h, sizeof(h), &fd);
+		if (rc == 0)
+			v[i].rc = reply_rest(conn, &h, v[i].op, seq0 + i,
+			    v[i].rep, v[i].rep_cap, 0, &fd, &v[i].rep_len,
+			    &broken);
+		if (fd >= 0)
+			close(fd);	/* no op of ABI 2 passes one */
+		if (broken)
+			rc = v[i].rc < 0 ? v[i].rc : -EPROTO;
+		else if (v[i].rc == 0 && !reply_len_ok(v[i].op,
+		    v[i].rep_len))
+			v[i].rc = -EPROTO;
+	}
+	if (rc < 0)
+		conn->broken = true;
 	return rc;
 }
 
@@ -446,17 +539,15 @@ int
 hvc_op(struct hvc *conn, uint16_t op, const void *req, size_t req_len,
     void *rep, size_t rep_cap, size_t *ret_len)
 {
-	const struct hv_op_desc *d = hv_op_desc(op);
 	size_t len = 0;
 	int rc;
 
 	if (ret_len)
 		*ret_len = 0;
-	if (!d || (d->req_tail ? req_len < d->req_len : req_len != d->req_len) ||
-	    rep_cap < d->rep_len || (!d->rep_tail && rep_cap != d->rep_len))
+	if (!sizes_ok(op, req_len, rep_cap))
 		return -EINVAL;
 	rc = hvc_call(conn, op, req, req_len, rep, rep_cap, &len, NULL);
-	if (rc == 0 && (d->rep_tail ? len < d->rep_len : len != d->rep_len))
+	if (rc == 0 && !reply_len_ok(op, len))
 		rc = -EPROTO;
 	if (ret_len)
 		*ret_len = len;
@@ -486,26 +577,37 @@ op_alloc(struct hvc *conn, uint16_t op, const void *req, size_t req_len,
 	return 0;
 }
 
+#define HOST_INFO_CAP	(sizeof(struct hv_host_info) + \
+	HV_MAX_NODES * sizeof(struct hv_node_info) + \
+	HV_MAX_CPUS * sizeof(struct hv_cpu_info))
+
+/* A host_info reply of `len` bytes holds what its counts say. */
+static int
+host_info_check(const struct hv_host_info *info, size_t len)
+{
+	if (info->nr_nodes > HV_MAX_NODES || info->nr_cpus > HV_MAX_CPUS ||
+	    len != sizeof(*info) +
+	    info->nr_nodes * sizeof(struct hv_node_info) +
+	    info->nr_cpus * sizeof(struct hv_cpu_info))
+		return -EPROTO;
+	return 0;
+}
+
 int
 hvc_host_info(struct hvc *conn, struct hv_host_info **ret_info)
 {
-	size_t cap = sizeof(struct hv_host_info) +
-	    HV_MAX_NODES * sizeof(struct hv_node_info) +
-	    HV_MAX_CPUS * sizeof(struct hv_cpu_info);
 	struct hv_host_info *info = NULL;
 	size_t len = 0;
 	int rc;
 
-	rc = op_alloc(conn, HV_OP_HOST_INFO, NULL, 0, cap, (void **)&info,
-	    &len);
+	rc = op_alloc(conn, HV_OP_HOST_INFO, NULL, 0, HOST_INFO_CAP,
+	    (void **)&info, &len);
 	if (rc < 0)
 		return rc;
-	if (info->nr_nodes > HV_MAX_NODES || info->nr_cpus > HV_MAX_CPUS ||
-	    len != sizeof(*info) +
-	    info->nr_nodes * sizeof(struct hv_node_info) +
-	    info->nr_cpus * sizeof(struct hv_cpu_info)) {
+	rc = host_info_check(info, len);
+	if (rc < 0) {
 		free(info);
-		return -EPROTO;
+		return rc;
 	}
 	*ret_info = info;
 	return 0;
@@ -560,62 +662,83 @@ hvc_domain_set(struct hvc *conn, uint16_t op, hv_domid_t domid,
 	return hvc_op(conn, op, &req, sizeof(req), NULL, 0, NULL);
 }
 
+#define LIST_CAP	(sizeof(struct hv_domain_list_reply) + \
+	HV_MAX_LIST * sizeof(struct hv_domain_info))
+
+/*
+ * One list reply of `len` bytes appended to *all (*nr domains); *req
+ * moves past its last domain.  *ret_more: whether more are to be asked.
+ */
+static int
+list_append(const struct hv_domain_list_reply *rep, size_t len,
+    struct hv_domain_list *req, struct hv_domain_info **all, uint32_t *nr,
+    bool *ret_more)
+{
+	const struct hv_domain_info *info = (const void *)(rep + 1);
+	struct hv_domain_info *tmp;
+
+	if (rep->nr > HV_MAX_LIST || len != sizeof(*rep) + rep->nr *
+	    sizeof(*info))
+		return -EPROTO;
+	if (rep->nr > 0) {
+		tmp = realloc(*all, (*nr + rep->nr) * sizeof(*info));
+		if (!tmp)
+			return -ENOMEM;
+		*all = tmp;
+		memcpy(*all + *nr, info, rep->nr * sizeof(*info));
+		*nr += rep->nr;
+	}
+	*ret_more = rep->more && rep->nr > 0;
+	if (!*ret_more)
+		return 0;
+	/* Domids only grow, so continue after the last one seen. */
+	if (info[rep->nr - 1].domid < req->first_domid)
+		return -EPROTO;
+	req->first_domid = info[rep->nr - 1].domid + 1;
+	return 0;
+}
+
+/* The rest of a list from req->first_domid on, rep a LIST_CAP buffer. */
+static int
+list_more(struct hvc *conn, struct hv_domain_list *req,
+    struct hv_domain_list_reply *rep, struct hv_domain_info **all,
+    uint32_t *nr)
+{
+	bool more = true;
+	size_t len;
+	int rc = 0;
+
+	while (more && rc == 0) {
+		rc = hvc_op(conn, HV_OP_DOMAIN_LIST, req, sizeof(*req), rep,
+		    LIST_CAP, &len);
+		if (rc == 0)
+			rc = list_append(rep, len, req, all, nr, &more);
+	}
+	return rc;
+}
+
 int
 hvc_domain_list(struct hvc *conn, struct hv_domain_info **ret_info,
     uint32_t *ret_nr)
 {
-	size_t cap = sizeof(struct hv_domain_list_reply) +
-	    HV_MAX_LIST * sizeof(struct hv_domain_info);
 	struct hv_domain_list req = { .first_domid = 0, .max = HV_MAX_LIST };
 	struct hv_domain_list_reply *rep;
-	struct hv_domain_info *all = NULL, *tmp;
+	struct hv_domain_info *all = NULL;
 	uint32_t nr = 0;
-	size_t len;
 	int rc;
 
-	rep = malloc(cap);
+	rep = malloc(LIST_CAP);
 	if (!rep)
 		return -ENOMEM;
-	for (;;) {
-		struct hv_domain_info *info = (struct hv_domain_info *)(rep + 1);
-
-		rc = hvc_op(conn, HV_OP_DOMAIN_LIST, &req, sizeof(req), rep,
-		    cap, &len);
-		if (rc < 0)
-			goto fail;
-		if (rep->nr > HV_MAX_LIST ||
-		    len != sizeof(*rep) + rep->nr * sizeof(*info)) {
-			rc = -EPROTO;
-			goto fail;
-		}
-		if (rep->nr > 0) {
-			tmp = realloc(all, (nr + rep->nr) * sizeof(*info));
-			if (!tmp) {
-				rc = -ENOMEM;
-				goto fail;
-			}
-			all = tmp;
-			memcpy(all + nr, info, rep->nr * sizeof(*info));
-			nr += rep->nr;
-		}
-		if (!rep->more || rep->nr == 0)
-			break;
-		/* Domids only grow, so continue after the last one seen. */
-		if (info[rep->nr - 1].domid < req.first_domid) {
-			rc = -EPROTO;
-			goto fail;
-		}
-		req.first_domid = info[rep->nr - 1].domid + 1;
-	}
+	rc = list_more(conn, &req, rep, &all, &nr);
 	free(rep);
+	if (rc < 0) {
+		free(all);
+		return rc;
+	}
 	*ret_info = all;
 	*ret_nr = nr;
 	return 0;
-
-fail:
-	free(rep);
-	free(all);
-	return rc;
 }
 
 static void
@@ -812,23 +935,33 @@ hvc_dirty_log(struct hvc *conn, hv_domid_t domid, uint32_t op, uint64_t gfn,
 	return rc;
 }
 
+#define SCRUB_CAP	(sizeof(struct hv_scrub_reply) + \
+	HV_MAX_NODES * sizeof(struct hv_scrub_node))
+
+static int
+scrub_check(const struct hv_scrub_reply *rep, size_t len)
+{
+	if (rep->version != HV_ABI_VERSION || rep->nr_nodes > HV_MAX_NODES ||
+	    len != sizeof(*rep) + rep->nr_nodes * sizeof(struct hv_scrub_node))
+		return -EPROTO;
+	return 0;
+}
+
 int
 hvc_scrub_progress(struct hvc *conn, struct hv_scrub_reply **ret_reply)
 {
-	size_t cap = sizeof(struct hv_scrub_reply) +
-	    HV_MAX_NODES * sizeof(struct hv_scrub_node);
 	struct hv_scrub_reply *rep = NULL;
 	size_t len = 0;
 	int rc;
 
-	rc = op_alloc(conn, HV_OP_SCRUB_PROGRESS, NULL, 0, cap, (void **)&rep,
-	    &len);
+	rc = op_alloc(conn, HV_OP_SCRUB_PROGRESS, NULL, 0, SCRUB_CAP,
+	    (void **)&rep, &len);
 	if (rc < 0)
 		return rc;
-	if (rep->version != HV_ABI_VERSION || rep->nr_nodes > HV_MAX_NODES ||
-	    len != sizeof(*rep) + rep->nr_nodes * sizeof(struct hv_scrub_node)) {
+	rc = scrub_check(rep, len);
+	if (rc < 0) {
 		free(rep);
-		return -EPROTO;
+		return rc;
 	}
 	*ret_reply = rep;
 	return 0;
@@ -838,6 +971,58 @@ struct hv_scrub_node *
 hvc_scrub_nodes(struct hv_scrub_reply *reply)
 {
 	return (struct hv_scrub_node *)(reply + 1);
+}
+
+int
+hvc_host_state(struct hvc *conn, struct hv_host_info **ret_info,
+    struct hv_domain_info **ret_doms, uint32_t *ret_nr,
+    struct hv_scrub_reply **ret_scrub, int *ret_scrub_rc)
+{
+	struct hv_domain_list lreq = { .first_domid = 0, .max = HV_MAX_LIST };
+	struct hv_host_info *info = malloc(HOST_INFO_CAP);
+	struct hv_domain_list_reply *lrep = malloc(LIST_CAP);
+	struct hv_scrub_reply *scrub = malloc(SCRUB_CAP);
+	struct hvc_req v[3] = {
+		{ .op = HV_OP_HOST_INFO, .rep = info, .rep_cap = HOST_INFO_CAP },
+		{ .op = HV_OP_DOMAIN_LIST, .req = &lreq,
+		    .req_len = sizeof(lreq), .rep = lrep, .rep_cap = LIST_CAP },
+		{ .op = HV_OP_SCRUB_PROGRESS, .rep = scrub,
+		    .rep_cap = SCRUB_CAP },
+	};
+	struct hv_domain_info *all = NULL;
+	uint32_t nr = 0;
+	bool more = false;
+	int rc;
+
+	rc = !info || !lrep || !scrub ? -ENOMEM : hvc_calls(conn, v, 3);
+	if (rc == 0)
+		rc = v[0].rc ? v[0].rc : host_info_check(info, v[0].rep_len);
+	if (rc == 0)
+		rc = v[1].rc;
+	if (rc == 0)
+		rc = list_append(lrep, v[1].rep_len, &lreq, &all, &nr, &more);
+	if (rc == 0 && more)
+		rc = list_more(conn, &lreq, lrep, &all, &nr);
+	if (rc < 0)
+		goto fail;
+	*ret_scrub_rc = v[2].rc ? v[2].rc : scrub_check(scrub, v[2].rep_len);
+	if (*ret_scrub_rc < 0) {
+		free(scrub);
+		scrub = NULL;
+	}
+	free(lrep);
+	*ret_info = info;
+	*ret_doms = all;
+	*ret_nr = nr;
+	*ret_scrub = scrub;
+	return 0;
+
+fail:
+	free(info);
+	free(lrep);
+	free(scrub);
+	free(all);
+	return rc;
 }
 
 int

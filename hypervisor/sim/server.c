@@ -610,11 +610,33 @@ read_buffered(int fd, struct rbuf *rb, void *buf, size_t len)
 	return 0;
 }
 
-static int
-send_reply(int fd, const struct hv_msg_hdr *req, int status,
-    const void *payload, size_t len, int pass_fd)
+/*
+ * Replies to requests that came together (a client's pipelined call,
+ * hvc_calls) are held while the next request is already in the read
+ * buffer, then go out with the last one in one sendmsg(): the client
+ * wakes once for all of them, not once per reply.
+ */
+struct obuf {
+	size_t	len;
+	char	b[64 << 10];
+};
+
+/* Whether the whole next request is in the read buffer already. */
+static bool
+next_buffered(const struct rbuf *rb)
 {
-	struct hv_msg_hdr h = {
+	struct hv_msg_hdr h;
+
+	if (rb->len < sizeof(h))
+		return false;
+	memcpy(&h, rb->b + rb->off, sizeof(h));
+	return h.magic == HV_MSG_MAGIC && h.len <= rb->len - sizeof(h);
+}
+
+static struct hv_msg_hdr
+reply_hdr(const struct hv_msg_hdr *req, int status, size_t len)
+{
+	return (struct hv_msg_hdr){
 		.magic = HV_MSG_MAGIC,
 		.version = HV_ABI_VERSION,
 		.op = req->op,
@@ -622,17 +644,38 @@ send_reply(int fd, const struct hv_msg_hdr *req, int status,
 		.status = status,
 		.seq = req->seq,
 	};
+}
+
+/* Hold a reply in ob; false when it does not fit (it is sent now). */
+static bool
+hold_reply(struct obuf *ob, const struct hv_msg_hdr *req, int status,
+    const void *payload, size_t len)
+{
+	struct hv_msg_hdr h = reply_hdr(req, status, len);
+
+	if (sizeof(h) + len > sizeof(ob->b) - ob->len)
+		return false;
+	memcpy(ob->b + ob->len, &h, sizeof(h));
+	if (len)
+		memcpy(ob->b + ob->len + sizeof(h), payload, len);
+	ob->len += sizeof(h) + len;
+	return true;
+}
+
+/* All of iov[0..n), pass_fd (if >= 0) with the first bytes. */
+static int
+send_iov(int fd, struct iovec *iov, int n, int pass_fd)
+{
 	union {
 		struct cmsghdr align;
 		char buf[CMSG_SPACE(sizeof(int))];
 	} cbuf;
-	struct iovec iov[2] = {
-		{ .iov_base = &h, .iov_len = sizeof(h) },
-		{ .iov_base = (void *)payload, .iov_len = len },
-	};
-	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
-	size_t total = sizeof(h) + len;
+	struct msghdr mh = { .msg_iov = iov, .msg_iovlen = n };
 
+	while (mh.msg_iovlen > 0 && mh.msg_iov->iov_len == 0) {
+		mh.msg_iov++;
+		mh.msg_iovlen--;
+	}
 	if (pass_fd >= 0) {
 		struct cmsghdr *cm;
 
@@ -645,28 +688,64 @@ send_reply(int fd, const struct hv_msg_hdr *req, int status,
 		cm->cmsg_len = CMSG_LEN(sizeof(int));
 		memcpy(CMSG_DATA(cm), &pass_fd, sizeof(int));
 	}
-	while (total > 0) {
-		ssize_t n = sendmsg(fd, &mh, MSG_NOSIGNAL);
+	while (mh.msg_iovlen > 0) {
+		ssize_t k = sendmsg(fd, &mh, MSG_NOSIGNAL);
 
-		if (n < 0 && errno == EINTR)
+		if (k < 0 && errno == EINTR)
 			continue;
-		if (n < 0)
+		if (k < 0)
 			return -errno;
-		total -= n;
 		/* The descriptor went with the first bytes. */
 		mh.msg_control = NULL;
 		mh.msg_controllen = 0;
-		while (mh.msg_iovlen > 0 && (size_t)n >= mh.msg_iov->iov_len) {
-			n -= mh.msg_iov->iov_len;
+		while (mh.msg_iovlen > 0 && (size_t)k >= mh.msg_iov->iov_len) {
+			k -= mh.msg_iov->iov_len;
 			mh.msg_iov++;
 			mh.msg_iovlen--;
 		}
 		if (mh.msg_iovlen > 0) {
-			mh.msg_iov->iov_base = (char *)mh.msg_iov->iov_base + n;
-			mh.msg_iov->iov_len -= n;
+			mh.msg_iov->iov_base = (char *)mh.msg_iov->iov_base + k;
+			mh.msg_iov->iov_len -= k;
 		}
 	}
 	return 0;
+}
+
+/*
+ * A reply, after the replies held in ob (which it empties); a passed
+ * descriptor goes with its own reply's bytes, not with held ones.
+ */
+static int
+send_reply(int fd, struct obuf *ob, const struct hv_msg_hdr *req, int status,
+    const void *payload, size_t len, int pass_fd)
+{
+	struct hv_msg_hdr h = reply_hdr(req, status, len);
+	struct iovec iov[3] = {
+		{ .iov_base = ob->b, .iov_len = ob->len },
+		{ .iov_base = &h, .iov_len = sizeof(h) },
+		{ .iov_base = (void *)payload, .iov_len = len },
+	};
+	int rc = 0;
+
+	if (pass_fd >= 0 && ob->len > 0) {
+		rc = send_iov(fd, iov, 1, -1);
+		iov[0].iov_len = 0;
+	}
+	ob->len = 0;
+	if (rc == 0)
+		rc = send_iov(fd, iov, 3, pass_fd);
+	return rc;
+}
+
+/* What ob holds, sent now (before a hang or a close). */
+static void
+flush_held(int fd, struct obuf *ob)
+{
+	struct iovec iov = { .iov_base = ob->b, .iov_len = ob->len };
+
+	if (ob->len > 0)
+		(void)send_iov(fd, &iov, 1, -1);
+	ob->len = 0;
 }
 
 /*
@@ -693,11 +772,14 @@ conn_main(void *arg)
 	struct hv *hv = c->hv;
 	void *req = malloc(HV_MAX_PAYLOAD), *rep = malloc(HV_MAX_PAYLOAD);
 	struct rbuf *rb = malloc(sizeof(*rb));
+	struct obuf *ob = malloc(sizeof(*ob));
 	struct hv_msg_hdr h;
 
 	if (rb != NULL)
 		rb->off = rb->len = 0;
-	while (req && rep && rb) {
+	if (ob != NULL)
+		ob->len = 0;
+	while (req && rep && rb && ob) {
 		size_t rlen;
 		int status, pfd;
 		bool hang;
@@ -705,29 +787,34 @@ conn_main(void *arg)
 		if (read_buffered(c->fd, rb, &h, sizeof(h)) < 0)
 			break;
 		if (h.magic != HV_MSG_MAGIC) {
-			send_reply(c->fd, &h, -EPROTO, NULL, 0, -1);
+			send_reply(c->fd, ob, &h, -EPROTO, NULL, 0, -1);
 			break;
 		}
 		if (h.len > HV_MAX_PAYLOAD) {
-			send_reply(c->fd, &h, -EMSGSIZE, NULL, 0, -1);
+			send_reply(c->fd, ob, &h, -EMSGSIZE, NULL, 0, -1);
 			break;
 		}
 		if (read_buffered(c->fd, rb, req, h.len) < 0)
 			break;
 		status = server_handle(hv, &h, req, rep, &rlen, &pfd, &hang);
 		if (hang) {
+			flush_held(c->fd, ob);
 			hang_until_closed(c->fd);
 			break;
 		}
 		if (hv->cfg.verbose)
 			hv_log(hv, "conn %u: op %u len %u -> %d", c->slot,
 			    h.op, h.len, status);
-		if (send_reply(c->fd, &h, status, rep, rlen, pfd) < 0)
+		if (pfd < 0 && next_buffered(rb) &&
+		    hold_reply(ob, &h, status, rep, rlen))
+			continue;
+		if (send_reply(c->fd, ob, &h, status, rep, rlen, pfd) < 0)
 			break;
 	}
 	free(req);
 	free(rep);
 	free(rb);
+	free(ob);
 	/* Closed under the lock, so that shutdown never hits a reused fd. */
 	pthread_mutex_lock(&conn_lock);
 	close(c->fd);

@@ -239,28 +239,21 @@ host_info_call(struct hvc *c, void *ret_hi)
 	return hvc_host_info(c, ret_hi);
 }
 
+/* hvsim's host_info reply as ours. */
 static int
-sim_host_info(void *priv, struct vmb_host **ret_host)
+host_from_hv(const struct hv_host_info *hi, struct vmb_host **ret_host)
 {
-	struct sim *s = priv;
-	struct hv_host_info *hi = NULL;
 	struct hv_node_info *ni;
 	struct hv_cpu_info *ci;
-	struct vmb_host *h = NULL;
-	int rc;
+	struct vmb_host *h;
 
-	rc = sim_call(s, host_info_call, &hi);
-	if (rc)
-		return rc;
-	if (hi->nr_nodes == 0 || hi->nr_nodes > VMB_MAX_NODES) {
-		rc = -EPROTO;
-		goto out;
-	}
+	if (hi->nr_nodes == 0 || hi->nr_nodes > VMB_MAX_NODES)
+		return -EPROTO;
 	h = calloc(1, sizeof(*h));
 	if (!h || !(h->cpus = calloc(hi->nr_cpus ? hi->nr_cpus : 1,
 	    sizeof(*h->cpus)))) {
-		rc = -ENOMEM;
-		goto out;
+		vmb_host_free(h);
+		return -ENOMEM;
 	}
 	h->nr_nodes = hi->nr_nodes;
 	h->nr_cpus = hi->nr_cpus;
@@ -269,23 +262,33 @@ sim_host_info(void *priv, struct vmb_host **ret_host)
 	h->total_bytes = hi->total_pages << HV_PAGE_SHIFT;
 	h->free_bytes = hi->free_pages << HV_PAGE_SHIFT;
 	h->claimed_bytes = hi->outstanding_claims << HV_PAGE_SHIFT;
-	ni = hvc_host_nodes(hi);
+	ni = hvc_host_nodes((struct hv_host_info *)hi);
 	for (uint32_t i = 0; i < hi->nr_nodes; i++) {
 		h->nodes[i].node = ni[i].node;
 		h->nodes[i].nr_cpus = ni[i].nr_cpus;
 		h->nodes[i].total_bytes = ni[i].total_pages << HV_PAGE_SHIFT;
 		h->nodes[i].free_bytes = ni[i].free_pages << HV_PAGE_SHIFT;
 	}
-	ci = hvc_host_cpus(hi);
+	ci = hvc_host_cpus((struct hv_host_info *)hi);
 	for (uint32_t i = 0; i < hi->nr_cpus; i++) {
 		h->cpus[i] = (struct vmb_cpu){ .cpu = ci[i].cpu,
 		    .node = ci[i].node, .socket = ci[i].socket,
 		    .core = ci[i].core, .thread = ci[i].thread };
 	}
 	*ret_host = h;
-	h = NULL;
-out:
-	vmb_host_free(h);
+	return 0;
+}
+
+static int
+sim_host_info(void *priv, struct vmb_host **ret_host)
+{
+	struct hv_host_info *hi = NULL;
+	int rc;
+
+	rc = sim_call(priv, host_info_call, &hi);
+	if (rc)
+		return rc;
+	rc = host_from_hv(hi, ret_host);
 	free(hi);
 	return rc;
 }
@@ -296,28 +299,22 @@ scrub_call(struct hvc *c, void *ret_reply)
 	return hvc_scrub_progress(c, ret_reply);
 }
 
+/* hvsim's scrub progress reply as ours. */
 static int
-sim_scrub(void *priv, struct vmb_scrub *ret)
+scrub_from_hv(const struct sim *s, const struct hv_scrub_reply *r,
+    struct vmb_scrub *ret)
 {
-	struct sim *s = priv;
-	struct hv_scrub_reply *r = NULL;
 	struct hv_scrub_node *n;
-	int rc;
 
-	rc = sim_call(s, scrub_call, &r);
-	if (rc)
-		return rc;
-	if (r->nr_nodes > VMB_MAX_NODES) {
-		free(r);
+	if (r->nr_nodes > VMB_MAX_NODES)
 		return -EPROTO;
-	}
 	memset(ret, 0, sizeof(*ret));
 	ret->have = VMB_SCRUB_HAVE_DIRTY | VMB_SCRUB_HAVE_SCRUBBED |
 	    VMB_SCRUB_HAVE_RATE | VMB_SCRUB_HAVE_BOOT;
 	if (s->hello.caps & HV_CAP_SCRUB_BLOCKS)
 		ret->have |= VMB_SCRUB_HAVE_BLOCKS;
 	ret->nr_nodes = r->nr_nodes;
-	n = hvc_scrub_nodes(r);
+	n = hvc_scrub_nodes((struct hv_scrub_reply *)r);
 	for (uint32_t i = 0; i < r->nr_nodes; i++) {
 		ret->nodes[i] = (struct vmb_scrub_node){
 			.node = n[i].node,
@@ -334,8 +331,21 @@ sim_scrub(void *priv, struct vmb_scrub *ret)
 			.boot_scrub_done = n[i].boot_scrub_done != 0,
 		};
 	}
-	free(r);
 	return 0;
+}
+
+static int
+sim_scrub(void *priv, struct vmb_scrub *ret)
+{
+	struct hv_scrub_reply *r = NULL;
+	int rc;
+
+	rc = sim_call(priv, scrub_call, &r);
+	if (rc)
+		return rc;
+	rc = scrub_from_hv(priv, r, ret);
+	free(r);
+	return rc;
 }
 
 static int
@@ -450,21 +460,14 @@ list_call(struct hvc *c, void *arg)
 	return hvc_domain_list(c, &l->info, &l->nr);
 }
 
+/* hvsim's domains as ours, the control domain left out; frees info. */
 static int
-sim_domain_list(void *priv, struct vmb_domain **ret_domains, size_t *ret_nr)
+domains_from_hv(struct hv_domain_info *info, uint32_t nr,
+    struct vmb_domain **ret_domains, size_t *ret_nr)
 {
-	struct list_call l = { NULL, 0 };
-	struct hv_domain_info *info;
 	struct vmb_domain *d = NULL;
-	uint32_t nr;
 	size_t n = 0;
-	int rc;
 
-	rc = sim_call(priv, list_call, &l);
-	if (rc)
-		return rc;
-	info = l.info;
-	nr = l.nr;
 	if (nr) {
 		d = calloc(nr, sizeof(*d));
 		if (!d) {
@@ -506,6 +509,69 @@ sim_domain_list(void *priv, struct vmb_domain **ret_domains, size_t *ret_nr)
 	}
 	*ret_domains = d;
 	*ret_nr = n;
+	return 0;
+}
+
+static int
+sim_domain_list(void *priv, struct vmb_domain **ret_domains, size_t *ret_nr)
+{
+	struct list_call l = { NULL, 0 };
+	int rc;
+
+	rc = sim_call(priv, list_call, &l);
+	if (rc)
+		return rc;
+	return domains_from_hv(l.info, l.nr, ret_domains, ret_nr);
+}
+
+struct state_call {
+	struct hv_host_info *info;
+	struct hv_domain_info *doms;
+	uint32_t nr;
+	struct hv_scrub_reply *scrub;
+	int	scrub_rc;
+};
+
+static int
+state_call(struct hvc *c, void *arg)
+{
+	struct state_call *st = arg;
+
+	return hvc_host_state(c, &st->info, &st->doms, &st->nr, &st->scrub,
+	    &st->scrub_rc);
+}
+
+/*
+ * The host, its domains and scrub progress in one round trip: three
+ * requests sent together on one connection (hvc_host_state).
+ */
+static int
+sim_host_state(void *priv, struct vmb_host **ret_host,
+    struct vmb_domain **ret_domains, size_t *ret_nr,
+    struct vmb_scrub *ret_scrub, int *ret_scrub_rc)
+{
+	struct state_call st = { 0 };
+	struct vmb_host *h = NULL;
+	int rc;
+
+	rc = sim_call(priv, state_call, &st);
+	if (rc)
+		return rc;
+	*ret_scrub_rc = st.scrub ? scrub_from_hv(priv, st.scrub, ret_scrub) :
+	    st.scrub_rc;
+	free(st.scrub);
+	rc = host_from_hv(st.info, &h);
+	free(st.info);
+	if (rc) {
+		free(st.doms);
+		return rc;
+	}
+	rc = domains_from_hv(st.doms, st.nr, ret_domains, ret_nr);
+	if (rc) {
+		vmb_host_free(h);
+		return rc;
+	}
+	*ret_host = h;
 	return 0;
 }
 
@@ -913,6 +979,15 @@ sim_shutdown(void *priv, uint32_t domid, enum vmb_shutdown_reason reason)
  */
 #define SIM_WATCH_MS		10000
 #define SIM_WATCH_RETRY_MS	1000
+/*
+ * After a change is signalled, the next watch starts this much later:
+ * the changes in between (one or two per small VM created or destroyed,
+ * hundreds a second) are one signal, not a wake-up of hvsim's watch and
+ * of this thread each.  The daemon reads events at most every 20 ms
+ * anyway (lifecycle.c's WATCH_COALESCE_MS); the first change of a quiet
+ * spell is signalled at once.
+ */
+#define SIM_WATCH_COALESCE_MS	5
 
 struct sim_watch {
 	pthread_mutex_t lock;
@@ -962,6 +1037,7 @@ sim_watch_main(void *arg)
 {
 	struct timespec retry = { SIM_WATCH_RETRY_MS / 1000,
 	    (SIM_WATCH_RETRY_MS % 1000) * 1000000L };
+	struct timespec coalesce = { 0, SIM_WATCH_COALESCE_MS * 1000000L };
 	struct sim_watch *w = arg;
 	struct hvc *c = NULL;
 	uint64_t gen = 0, now;
@@ -990,8 +1066,10 @@ sim_watch_main(void *arg)
 			lost = true;
 			continue;
 		}
-		if ((gen != 0 && now != gen) || lost)
+		if ((gen != 0 && now != gen) || lost) {
 			sim_watch_signal(w);
+			nanosleep(&coalesce, NULL);
+		}
 		gen = now;
 		lost = false;
 	}
@@ -1240,6 +1318,7 @@ const struct vmb_backend_ops vmb_backend_sim = {
 	.describe = sim_describe,
 	.host_info = sim_host_info,
 	.scrub = sim_scrub,
+	.host_state = sim_host_state,
 	.counters = sim_counters,
 	.domain_create = sim_domain_create,
 	.domain_destroy = sim_domain_destroy,

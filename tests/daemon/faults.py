@@ -59,6 +59,10 @@ def counted_build(*faults):
 rc, build = counted_build()
 ok(rc == 0 and build.get("populate", 0) >= 1 and
    build.get("domain_create") == 1, "a build's calls, counted: %s" % build)
+# The claim is made once: a populate of the whole guest consumes it, and
+# the domain read back says nothing is left to release.
+ok(build.get("claim") == 1, "one claim call, no release of a claim "
+   "consumed: %s" % build.get("claim"))
 # Each vCPU's online state and affinity in one call (2 vCPUs).
 ok(build.get("domain_vcpu") == 2, "one domain_vcpu call per vCPU: %s" %
    build.get("domain_vcpu"))

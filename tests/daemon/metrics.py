@@ -15,6 +15,8 @@ series as one gzip member whose CRC and length check; q=0 refuses it.
 import os
 import re
 import shutil
+import signal
+import socket
 import subprocess
 import sys
 import time
@@ -280,6 +282,49 @@ with urllib.request.urlopen(urllib.request.Request(url, method="HEAD"),
     ok(r.status == 200 and r.read() == b"", "HEAD /metrics: 200, no body")
 ok(c.result("server.hello")["server"] == "vmbuildd",
    "the control socket still serves")
+
+
+def scrapes_total_of(sock):
+    """scrapes_total of the next reply on a kept-alive connection."""
+    f = sock.makefile("rb")
+    length = None
+    while True:
+        line = f.readline()
+        if line in (b"\r\n", b""):
+            break
+        k, _, v = line.decode().partition(":")
+        if k.lower() == "content-length":
+            length = int(v)
+    body = f.read(length).decode() if length is not None else ""
+    return value(body, "vmbuild_metrics_scrapes_total")
+
+
+# Requests read in one round of the daemon's loop share one rendering:
+# stopped (SIGSTOP), the daemon gets a request on each of five
+# connections it already serves, then reads them all in one round when
+# it goes on (SIGCONT).  Their replies are of one moment, scrapes_total
+# included; a request of a later round shows the scrapes since.
+conns = [socket.create_connection(("127.0.0.1", port), timeout=30)
+         for _ in range(5)]
+get = b"GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n"
+for s in conns:
+    s.sendall(get)
+    scrapes_total_of(s)
+os.kill(h.d.pid, signal.SIGSTOP)
+try:
+    for s in conns:
+        s.sendall(get)
+finally:
+    os.kill(h.d.pid, signal.SIGCONT)
+together = [scrapes_total_of(s) for s in conns]
+conns[0].sendall(get)
+later = scrapes_total_of(conns[0])
+ok(len(set(together)) == 1 and together[0] is not None and
+   later == together[0] + 5,
+   "scrapes read in one round get one rendering; the next round's is new",
+   (together, later))
+for s in conns:
+    s.close()
 # A second daemon asked for the same address must refuse to start.
 p = subprocess.run([VMBUILDD, "--foreground", "--hypervisor",
                     "sim:" + h.hv_sock, "--socket",

@@ -6,6 +6,7 @@
  * Prints TAP lines.
  */
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -1064,6 +1065,98 @@ test_op_table(void)
 	hvc_close(c);
 }
 
+/* ------------------------------------------------------------------ */
+/* Pipelined calls (hvc_calls) and replies held together.              */
+
+static void
+test_pipelined(void)
+{
+	struct hv_hello_reply hello;
+	struct hv_counters ctr;
+	struct hv_domid dom = { .domid = 4242 };
+	struct hv_host_info small;
+	struct hv_host_info *hi = NULL;
+	struct hv_domain_info *doms = NULL;
+	struct hv_scrub_reply *scrub = NULL;
+	struct {
+		struct hv_msg_hdr h[2];
+		struct hv_domain_watch w;
+	} req;
+	struct pollfd pfd;
+	uint64_t gen;
+	uint32_t nr = 0;
+	char buf[8192];
+	ssize_t n;
+	size_t want;
+	int scrub_rc = 1, fd, rc;
+	struct hvc *c = conn("real");
+	struct hvc_req v[4] = {
+		{ .op = HV_OP_HELLO, .rep = &hello, .rep_cap = sizeof(hello) },
+		{ .op = HV_OP_DOMAIN_DESTROY, .req = &dom,
+		    .req_len = sizeof(dom) },
+		/* Room for the fixed part only: the reply has nodes too. */
+		{ .op = HV_OP_HOST_INFO, .rep = &small, .rep_cap = sizeof(small) },
+		{ .op = HV_OP_COUNTERS, .rep = &ctr, .rep_cap = sizeof(ctr) },
+	};
+
+	ok(c != NULL, "pipelined: connect");
+	if (!c)
+		return;
+	ok(hvc_calls(c, v, 0) == -EINVAL &&
+	    hvc_calls(c, v, HVC_CALLS_MAX + 1) == -EINVAL,
+	    "hvc_calls: no request, or more than HVC_CALLS_MAX, is -EINVAL");
+	rc = hvc_calls(c, v, 4);
+	ok(rc == 0 && v[0].rc == 0 && v[0].rep_len == sizeof(hello) &&
+	    hello.abi_version == HV_ABI_VERSION && v[1].rc == -ESRCH &&
+	    v[2].rc == -EMSGSIZE && v[3].rc == 0 &&
+	    v[3].rep_len == sizeof(ctr),
+	    "hvc_calls: four requests in one round trip, each answered as if "
+	    "alone (%d: %d %d %d %d)", rc, v[0].rc, v[1].rc, v[2].rc, v[3].rc);
+	ok(hvc_counters(c, &ctr) == 0,
+	    "hvc_calls: the stream stays in step after a reply too large");
+	ok(hvc_host_state(c, &hi, &doms, &nr, &scrub, &scrub_rc) == 0 &&
+	    hi->nr_nodes == 2 && scrub_rc == 0 && scrub != NULL &&
+	    scrub->nr_nodes == 2,
+	    "hvc_host_state: host, domains (%u) and scrub progress at once",
+	    nr);
+	free(hi);
+	free(doms);
+	free(scrub);
+	hvc_close(c);
+
+	/*
+	 * A hello and a watch that waits (nothing changes) in one write:
+	 * hvsim holds the hello's reply while the watch is already there,
+	 * so both come in one sendmsg() and the first read after the
+	 * socket is readable takes both (the client wakes once, not once
+	 * per reply).  Sent one by one, the hello's reply would come alone,
+	 * the watch's some 300 ms later.
+	 */
+	fd = raw_conn();
+	c = conn("real");
+	if (c == NULL || hvc_domain_watch(c, 0, 0, &gen) < 0)
+		gen = 0;
+	hvc_close(c);
+	memset(&req, 0, sizeof(req));
+	req.h[0] = (struct hv_msg_hdr){ .magic = HV_MSG_MAGIC,
+	    .version = HV_ABI_VERSION, .op = HV_OP_HELLO, .seq = 100 };
+	req.h[1] = (struct hv_msg_hdr){ .magic = HV_MSG_MAGIC,
+	    .version = HV_ABI_VERSION, .op = HV_OP_DOMAIN_WATCH,
+	    .len = sizeof(req.w), .seq = 101 };
+	req.w = (struct hv_domain_watch){ .since = gen, .timeout_ms = 300 };
+	want = 2 * sizeof(struct hv_msg_hdr) + sizeof(hello) +
+	    sizeof(struct hv_domain_watch_reply);
+	pfd = (struct pollfd){ .fd = fd, .events = POLLIN };
+	n = fd >= 0 && gen != 0 &&
+	    write(fd, &req, sizeof(req)) == (ssize_t)sizeof(req) &&
+	    poll(&pfd, 1, 30000) == 1 ? read(fd, buf, sizeof(buf)) : -1;
+	ok(n == (ssize_t)want,
+	    "replies to requests sent together come together (%zd of %zu "
+	    "bytes in the first read)", n, want);
+	if (fd >= 0)
+		close(fd);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -1075,6 +1168,7 @@ main(int argc, char **argv)
 	test_real();
 	test_malformed();
 	test_op_table();
+	test_pipelined();
 	test_domain_ops();
 	test_lifecycle();
 	test_flush_modes();

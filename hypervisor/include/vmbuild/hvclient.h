@@ -1,8 +1,10 @@
 /*
  * hvclient.h - client side of hvsim's socket (hypervisor/lib/hvclient.c).
  *
- * A connection carries one request at a time; it is not thread-safe.
- * Threads that populate in parallel open one connection each.
+ * A connection carries one call at a time; it is not thread-safe.
+ * Threads that populate in parallel open one connection each.  A call
+ * may be several requests sent together (hvc_calls): hvsim answers
+ * them in order, each as if it came alone, in one round trip.
  *
  * Error convention: every function returns 0 or a negative errno, either a
  * transport error (-ECONNRESET, -EPIPE, -EPROTO for a malformed reply, ...)
@@ -71,6 +73,27 @@ int hvc_op(struct hvc *conn, uint16_t op, const void *req, size_t req_len,
     void *rep, size_t rep_cap, size_t *ret_len);
 
 /*
+ * Several ops in one round trip: every request is sent at once, then
+ * the replies are read in order.  Each element is what hvc_op takes
+ * (op, request, reply buffer; sizes checked the same way); its rc and
+ * rep_len get that op's outcome (rep_len as hvc_op's *ret_len).  Returns
+ * 0 when every reply came, whatever their status, or the transport error
+ * that broke the connection (the elements' rc are then not to be
+ * trusted).  At most HVC_CALLS_MAX requests.
+ */
+#define HVC_CALLS_MAX	8
+struct hvc_req {
+	uint16_t op;
+	const void *req;
+	size_t	req_len;
+	void	*rep;
+	size_t	rep_cap;
+	size_t	rep_len;	/* out */
+	int	rc;		/* out */
+};
+int hvc_calls(struct hvc *conn, struct hvc_req *v, size_t n);
+
+/*
  * Typed helpers over hvc_op.  Variable-sized replies are malloc'd; the caller frees
  * them with free().
  */
@@ -136,6 +159,16 @@ int hvc_dirty_log(struct hvc *conn, hv_domid_t domid, uint32_t op,
 
 int hvc_scrub_progress(struct hvc *conn, struct hv_scrub_reply **ret_reply);
 struct hv_scrub_node *hvc_scrub_nodes(struct hv_scrub_reply *reply);
+
+/*
+ * What placement reads, in one round trip (hvc_calls): hvc_host_info's
+ * reply, hvc_domain_list's (a list longer than one reply is continued
+ * in more calls) and hvc_scrub_progress's, whose failure alone is
+ * *ret_scrub_rc (*ret_scrub then NULL), not the call's.
+ */
+int hvc_host_state(struct hvc *conn, struct hv_host_info **ret_info,
+    struct hv_domain_info **ret_doms, uint32_t *ret_nr,
+    struct hv_scrub_reply **ret_scrub, int *ret_scrub_rc);
 
 int hvc_counters(struct hvc *conn, struct hv_counters *ret_counters);
 
