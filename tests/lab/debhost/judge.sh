@@ -36,7 +36,7 @@ echo
 grep -E 'debhost: ' "$clean" | sed 's/^\[[ 0-9.]*\] //; s/^.*\(debhost: \)/\1/'
 echo
 printf '%-44s %s\n' "qemu exit / wall seconds" "$qrc / $qsecs" \
-    "Xen starts dom0 (s from QEMU start)" "$(at '\*\*\* LOADING DOMAIN 0')" \
+    "Xen loads dom0's kernel (s from QEMU start)" "$(at 'Dom0 kernel:')" \
     "systemd starts (s)" "$(at 'systemd\[1\]|Welcome to')" \
     "lab-checks begin (s)" "$(at 'debhost: begin')" \
     "lab-checks end (s)" "$(at 'debhost: end')"
