@@ -4,14 +4,14 @@
 # runs must have printed `debhost: NAME ok`.  Prints the checks' lines,
 # the info lines they asked to show, the boot's timings and, last,
 #     vmbuild-host: systemd=yes|no socket_activated=... prometheus=...
-# (issue 24's summary; watchdog and upgrade are not run yet: no).
+# (issue 24's summary; the upgrade is not run yet: no).
 # Exit 0 only when every check passed.
 set -uo pipefail
 log=${1:?usage: judge.sh CONSOLE [QEMU_RC QEMU_SECS]}
 qrc=${2:-?}
 qsecs=${3:-?}
 CHECKS="xen socket first-call alice-create bob-reads bob-denied
-	bob-create-denied journal reload restart-after-crash security
+	bob-create-denied journal reload restart-after-crash watchdog security
 	prometheus alice-destroy"
 clean=$(mktemp)
 trap 'rm -f "$clean"' EXIT
@@ -46,7 +46,7 @@ for c in $CHECKS; do
 done
 sysd=no
 grep -qE 'debhost: begin' "$clean" && grep -qE 'systemd\[1\]|Welcome to' "$clean" && sysd=yes
-echo "vmbuild-host: systemd=$sysd socket_activated=$(yn socket first-call) journal_fields=$(yn journal) restart_after_crash=$(yn restart-after-crash) watchdog=no upgrade_kept_guest=no prometheus=$(yn prometheus)"
+echo "vmbuild-host: systemd=$sysd socket_activated=$(yn socket first-call) journal_fields=$(yn journal) restart_after_crash=$(yn restart-after-crash) watchdog=$(yn watchdog) upgrade_kept_guest=no prometheus=$(yn prometheus)"
 if [ -z "$bad" ]; then
 	echo "debhost lab: PASS"
 	exit 0
