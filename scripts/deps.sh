@@ -2,8 +2,9 @@
 # deps.sh GROUP... - install the Debian packages a group of targets needs.
 #
 # Groups: build (compile everything), check (run the tests), bench (make
-# bench: its plots), lab (boot Xen under QEMU), demo (make demo), xen
-# (build the patched hypervisor, hypervisor/xen).  Only missing packages
+# bench: its plots), lab (boot Xen under QEMU), debhost (the Debian host
+# lab), demo (make demo), xen (build the patched hypervisor,
+# hypervisor/xen).  Only missing packages
 # are installed, with one
 # `apt-get update` per run; as non-root it lists them and fails instead.
 set -eu
@@ -33,6 +34,10 @@ pk[check]="libcmocka-dev prometheus systemd procps util-linux python3
 pk[bench]="gnuplot-nox python3"
 # lab: e2fsprogs makes the Linux guest's disk image (mke2fs -d).
 pk[lab]="qemu-system-x86 busybox-static cpio xz-utils zstd gzip e2fsprogs"
+# debhost: the Debian host lab (make check-debhost) also makes dom0's
+# root file system with mmdebstrap and builds the .debs (dpkg-dev,
+# debhelper, dh-python: as tests/ops/deb.sh).
+pk[debhost]="mmdebstrap dpkg-dev debhelper dh-python"
 # demo: python3 picks a free port and reads JSON and the metrics.
 pk[demo]="python3"
 # xen: Xen's hypervisor build (its Kconfig needs bison and flex, its
