@@ -201,6 +201,9 @@ report_now(struct run *r)
 	p.done = p.phase > VMB_PHASE_POPULATE && p.phase != VMB_PHASE_UNDO ?
 	    b->guest->memory_bytes : 0;
 	p.alongside = r->alongside;
+	/* The main line waiting in devices for the devices branch: one. */
+	if (p.phase == VMB_PHASE_DEVICES)
+		p.alongside &= ~VMB_ALONGSIDE_DEVICES;
 	pthread_mutex_unlock(&r->report_lock);
 	if (b->progress)
 		b->progress(b->user, &p);

@@ -247,13 +247,16 @@ static struct {
 	bool	claim_waits_images;	/* claim waits for the images' end */
 	bool	dev_waits_populate;	/* each add waits for the populate */
 	bool	populate_waits_dev;	/* ... for an add to begin */
+	bool	dev_waits_devphase;	/* an add waits for phase devices */
 	bool	populate_waits_devs_end;	/* ... for the devices' end */
 	bool	populate_fails;		/* the first populate fails */
 	uint32_t fail_devid;		/* this disk's add fails */
 	/* What happened. */
 	bool	claiming, populating, populate_failed, dev_entered;
+	bool	devphase;	/* the main line reported phase devices */
 	bool	images_seen, images_ended, devs_seen, devs_ended;
 	bool	devs_beside_populate;	/* a report said so */
+	bool	devs_twice;	/* phase devices with devices beside it */
 	atomic_bool first_populate;
 	/* What each wait found. */
 	bool	claim_saw_images_end, dev_saw_populate, populate_saw_dev;
@@ -304,9 +307,13 @@ pl_progress(const struct vmb_progress *p)
 		pl_set(&pl.devs_seen);
 		if (p->phase == VMB_PHASE_POPULATE)
 			pl.devs_beside_populate = true;
+		if (p->phase == VMB_PHASE_DEVICES)
+			pl.devs_twice = true;
 	} else if (pl.devs_seen) {
 		pl_set(&pl.devs_ended);
 	}
+	if (p->phase == VMB_PHASE_DEVICES)
+		pl_set(&pl.devphase);
 	pthread_mutex_unlock(&pl.lock);
 }
 
@@ -998,6 +1005,8 @@ pl_device_add(void *priv, uint32_t domid, const struct vmb_dev *dev,
 	pl_set(&pl.dev_entered);
 	if (pl.dev_waits_populate)
 		pl.dev_saw_populate = pl_wait(&pl.populating);
+	if (pl.dev_waits_devphase)
+		(void)pl_wait(&pl.devphase);
 	if (pl.populate_fails)
 		(void)pl_wait(&pl.populate_failed);
 	if (dev->kind == VMB_DEVICE_DISK && dev->devid == pl.fail_devid) {
@@ -1096,6 +1105,8 @@ test_pipeline_overlap(void **state)
 	NEED_HVSIM();
 	pl_begin(&g, "overlap");
 	pl.dev_waits_populate = pl.populate_waits_dev = true;
+	/* Still adding when the main line comes to wait for them. */
+	pl.dev_waits_devphase = true;
 	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
 	    &res), 0);
 	real_sim.ctx->ops = pl.sim;
@@ -1104,6 +1115,8 @@ test_pipeline_overlap(void **state)
 	assert_true(pl.dev_saw_populate);
 	assert_true(pl.populate_saw_dev);
 	assert_true(pl.devs_beside_populate);
+	/* Waiting for them in phase devices is not "devices+devices". */
+	assert_false(pl.devs_twice);
 	assert_true(pl.images_seen && pl.images_ended);
 	assert_int_equal(pl.nr_up, 3);
 	sp = res.phase_span;
