@@ -10,6 +10,7 @@ BINDIR	?= $(PREFIX)/bin
 SBINDIR	?= $(PREFIX)/sbin
 LIBDIR	?= $(PREFIX)/lib
 PKGLIBDIR ?= $(PREFIX)/lib/vmbuild
+LIBEXECDIR ?= $(PREFIX)/libexec/vmbuild
 INCLUDEDIR ?= $(PREFIX)/include
 DATADIR	?= $(PREFIX)/share
 MANDIR	?= $(DATADIR)/man
@@ -27,6 +28,7 @@ ANSIBLEDIR ?= $(DATADIR)/ansible/collections/ansible_collections/vmbuild/xen
 INSTALL	?= install
 SED_PATHS = sed -e 's|/usr/sbin/vmbuildd|$(SBINDIR)/vmbuildd|g' \
 		-e 's|/usr/sbin/hvsim|$(SBINDIR)/hvsim|g' \
+		-e 's|/usr/libexec/vmbuild/|$(LIBEXECDIR)/|g' \
 		-e 's|"\.\./build/guest/hello\.elf"|"$(PKGLIBDIR)/hello.elf"|'
 
 PY_FILES := $(wildcard clients/python/vmbuild/*.py)
@@ -54,6 +56,8 @@ install-bin: build-all
 	$(INSTALL) -D -m 0755 $(BIN)/vmctl $(DESTDIR)$(BINDIR)/vmctl
 	$(INSTALL) -D -m 0755 $(BIN)/vmb-config-check $(DESTDIR)$(BINDIR)/vmb-config-check
 	$(INSTALL) -D -m 0644 $(GUEST_ELF) $(DESTDIR)$(PKGLIBDIR)/hello.elf
+	# Its vmctl is the one in PATH (the unit's, /usr/bin's).
+	$(INSTALL) -D -m 0755 scripts/vmbuild-guests $(DESTDIR)$(LIBEXECDIR)/vmbuild-guests
 
 install-data: build-all
 	for p in $(MAN_PAGES); do \
@@ -61,7 +65,8 @@ install-data: build-all
 		$(INSTALL) -D -m 0644 $$p $(DESTDIR)$(MANDIR)/man$$s/$${p##*/} || exit; \
 	done
 	$(INSTALL) -d $(DESTDIR)$(UNITDIR)
-	for u in vmbuildd.service vmbuildd.socket vmbuildd-ro.socket hvsim.service; do \
+	for u in vmbuildd.service vmbuildd.socket vmbuildd-ro.socket hvsim.service \
+	    vmbuild-guests.service; do \
 		$(SED_PATHS) systemd/$$u >$(DESTDIR)$(UNITDIR)/$$u && \
 		chmod 0644 $(DESTDIR)$(UNITDIR)/$$u || exit; \
 	done
@@ -70,6 +75,10 @@ install-data: build-all
 	# Configuration: an administrator's copy is kept.
 	[ -e $(DESTDIR)$(SYSCONFDIR)/default/hvsim ] || \
 		$(INSTALL) -D -m 0644 systemd/hvsim.default $(DESTDIR)$(SYSCONFDIR)/default/hvsim
+	[ -e $(DESTDIR)$(SYSCONFDIR)/default/vmbuild ] || \
+		$(INSTALL) -D -m 0644 systemd/vmbuild.default $(DESTDIR)$(SYSCONFDIR)/default/vmbuild
+	# vmbuild-guests' AUTOSTART_DIR, as /etc/xen/auto.
+	$(INSTALL) -d $(DESTDIR)$(SYSCONFDIR)/vmbuild/auto
 	$(INSTALL) -D -m 0644 cli/vmctl.bash-completion $(DESTDIR)$(BASHCOMPDIR)/vmctl
 	$(INSTALL) -d $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DATADIR)/vmbuild/prometheus
 	for f in $(EXAMPLES); do \
@@ -108,11 +117,11 @@ install-python:
 uninstall:
 	rm -f $(DESTDIR)$(SBINDIR)/vmbuildd $(DESTDIR)$(SBINDIR)/hvsim \
 	    $(DESTDIR)$(BINDIR)/vmctl $(DESTDIR)$(BINDIR)/vmb-config-check \
-	    $(DESTDIR)$(PKGLIBDIR)/hello.elf
+	    $(DESTDIR)$(PKGLIBDIR)/hello.elf $(DESTDIR)$(LIBEXECDIR)/vmbuild-guests
 	for p in $(MAN_PAGES); do rm -f $(DESTDIR)$(MANDIR)/man$${p##*.}/$${p##*/}; done
 	rm -f $(DESTDIR)$(UNITDIR)/vmbuildd.service \
 	    $(DESTDIR)$(UNITDIR)/vmbuildd.socket $(DESTDIR)$(UNITDIR)/vmbuildd-ro.socket \
-	    $(DESTDIR)$(UNITDIR)/hvsim.service \
+	    $(DESTDIR)$(UNITDIR)/hvsim.service $(DESTDIR)$(UNITDIR)/vmbuild-guests.service \
 	    $(DESTDIR)$(SYSUSERSDIR)/vmbuild.conf $(DESTDIR)$(TMPFILESDIR)/vmbuild.conf \
 	    $(DESTDIR)$(BASHCOMPDIR)/vmctl
 	rm -rf $(DESTDIR)$(DOCDIR)/examples $(DESTDIR)$(DATADIR)/vmbuild \
@@ -120,5 +129,6 @@ uninstall:
 	    $(DESTDIR)$(ANSIBLEDIR)
 	rm -f $(DESTDIR)$(LIBDIR)/libvmbuild.a $(DESTDIR)$(LIBDIR)/libhvclient.a \
 	    $(DESTDIR)$(LIBDIR)/pkgconfig/vmbuild.pc
-	rmdir $(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(DOCDIR) 2>/dev/null || true
-	@echo "uninstall: $(SYSCONFDIR)/default/hvsim is configuration and stays"
+	rmdir $(DESTDIR)$(PKGLIBDIR) $(DESTDIR)$(LIBEXECDIR) $(DESTDIR)$(DOCDIR) 2>/dev/null || true
+	@echo "uninstall: $(SYSCONFDIR)/default/hvsim, $(SYSCONFDIR)/default/vmbuild and" \
+	    "$(SYSCONFDIR)/vmbuild/auto are configuration and stay"

@@ -15,7 +15,8 @@ TESTS += tests/daemon/protocol.py tests/daemon/restart.py \
 	tests/daemon/resize.py tests/daemon/badmsg.py tests/daemon/vcpupin.py \
 	tests/daemon/save.py tests/daemon/reopen.py tests/daemon/migrate.py \
 	tests/daemon/hvm.py tests/daemon/migkill.py tests/daemon/migssh.py \
-	tests/daemon/hvmrestart.py tests/daemon/hvmdevices.py tests/daemon/grubpvh.py
+	tests/daemon/hvmrestart.py tests/daemon/hvmdevices.py tests/daemon/grubpvh.py \
+	tests/daemon/guests.py
 # counters.py lists the counter table with tests/lib's test_counters;
 # protocol.py compares vm.info's config with vmb-config-check's;
 # faults.py counts a build's hypercalls with vmb-build; records.py

@@ -70,7 +70,10 @@ contents vmbuild /usr/sbin/vmbuildd /usr/bin/vmctl \
 	/usr/share/man/man5/vmbuild.cfg.5.gz /usr/share/man/man5/vmbuild-stream.5.gz \
 	/usr/share/bash-completion/completions/vmctl \
 	/usr/lib/vmbuild/hello.elf /usr/share/doc/vmbuild/examples/numa2.cfg \
-	/usr/share/vmbuild/prometheus/vmbuild.rules.yml
+	/usr/share/vmbuild/prometheus/vmbuild.rules.yml \
+	/lib/systemd/system/vmbuild-guests.service \
+	/usr/libexec/vmbuild/vmbuild-guests /etc/default/vmbuild /etc/vmbuild/auto/ \
+	/usr/share/man/man8/vmbuild-guests.8.gz
 contents hvsim /usr/sbin/hvsim /usr/share/man/man8/hvsim.8.gz \
 	/lib/systemd/system/hvsim.service /etc/default/hvsim
 contents libvmbuild-dev /usr/include/vmbuild/vmbuild.h \
@@ -88,6 +91,20 @@ check "the postinst makes /run/vmbuild (systemd-tmpfiles)" \
 	grep -q 'systemd-tmpfiles.*--create vmbuild.conf' "$tmp/ctl/postinst"
 check "the postinst enables vmbuildd.socket" \
 	grep -q "deb-systemd-helper enable 'vmbuildd.socket'" "$tmp/ctl/postinst"
+check "/etc/default/vmbuild is a conffile" \
+	grep -qx /etc/default/vmbuild "$tmp/ctl/conffiles"
+# Started at installation (its stop runs only if it is active), but an
+# upgrade must not stop it: that would save or shut down every guest.
+check "the postinst enables vmbuild-guests.service" \
+	grep -q "deb-systemd-helper enable 'vmbuild-guests.service'" "$tmp/ctl/postinst"
+if grep -q "vmbuild-guests.service" "$tmp/ctl/prerm" 2>/dev/null &&
+    ! sed -n '/vmbuild-guests/,/^fi/p' "$tmp/ctl/prerm" | grep -q upgrade &&
+    ! grep -q "restart 'vmbuild-guests.service'\|restart vmbuild-guests" "$tmp/ctl/postinst"; then
+	ok "vmbuild-guests.service: an upgrade neither stops nor restarts it"
+else
+	not_ok "vmbuild-guests.service: an upgrade neither stops nor restarts it"
+	grep -n -A3 vmbuild-guests "$tmp/ctl/prerm" "$tmp/ctl/postinst" 2>&1 | sed 's/^/# /' | head -20
+fi
 dpkg-deb -e "$tmp"/hvsim_*.deb "$tmp/hctl"
 # --no-enable --no-start: enabled again on upgrade only if the
 # administrator had enabled it, never started by the package.

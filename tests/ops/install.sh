@@ -17,7 +17,9 @@ expected() {
 	local p=$1	# PREFIX
 	cat <<EOF
 etc/default/hvsim
+etc/default/vmbuild
 lib/systemd/system/hvsim.service
+lib/systemd/system/vmbuild-guests.service
 lib/systemd/system/vmbuildd-ro.socket
 lib/systemd/system/vmbuildd.service
 lib/systemd/system/vmbuildd.socket
@@ -34,6 +36,7 @@ ${p#/}/lib/python3/dist-packages/vmbuild/connection.py
 ${p#/}/lib/python3/dist-packages/vmbuild/errors.py
 ${p#/}/lib/python3/dist-packages/vmbuild/events.py
 ${p#/}/lib/vmbuild/hello.elf
+${p#/}/libexec/vmbuild/vmbuild-guests
 ${p#/}/sbin/hvsim
 ${p#/}/sbin/vmbuildd
 ${p#/}/share/ansible/collections/ansible_collections/vmbuild/xen/README.md
@@ -53,6 +56,7 @@ ${p#/}/share/man/man1/vmctl.1
 ${p#/}/share/man/man5/vmbuild-stream.5
 ${p#/}/share/man/man5/vmbuild.cfg.5
 ${p#/}/share/man/man8/hvsim.8
+${p#/}/share/man/man8/vmbuild-guests.8
 ${p#/}/share/man/man8/vmbuildd.8
 ${p#/}/share/vmbuild/prometheus/vmbuild.rules.yml
 usr/lib/sysusers.d/vmbuild.conf
@@ -79,6 +83,9 @@ for prefix in /usr /usr/local; do
 		grep -q "^ExecStart=$prefix/sbin/vmbuildd " "$d/lib/systemd/system/vmbuildd.service"
 	check "PREFIX=$prefix: hvsim.service runs $prefix/sbin/hvsim" \
 		grep -q "^ExecStart=$prefix/sbin/hvsim " "$d/lib/systemd/system/hvsim.service"
+	check "PREFIX=$prefix: vmbuild-guests.service runs $prefix/libexec/vmbuild/vmbuild-guests" \
+		grep -q "^ExecStop=$prefix/libexec/vmbuild/vmbuild-guests stop" "$d/lib/systemd/system/vmbuild-guests.service"
+	check "PREFIX=$prefix: an empty etc/vmbuild/auto" test -d "$d/etc/vmbuild/auto"
 	check "PREFIX=$prefix: examples boot $prefix/lib/vmbuild/hello.elf" \
 		grep -q "^kernel = \"$prefix/lib/vmbuild/hello.elf\"" "$d/${prefix#/}/share/doc/vmbuild/examples/hello.cfg"
 	check "PREFIX=$prefix: vmbuild.pc says prefix=$prefix" \
@@ -88,7 +95,10 @@ done
 # A second make install keeps the administrator's configuration.
 d=$tmp/root_usr
 echo 'HVSIM_OPTS="--nodes 4"' >"$d/etc/default/hvsim"
+echo 'ON_SHUTDOWN=shutdown' >"$d/etc/default/vmbuild"
 make install DESTDIR="$d" PREFIX=/usr >"$tmp/install.log" 2>&1
+check "make install again keeps an edited /etc/default/vmbuild" \
+	grep -qx 'ON_SHUTDOWN=shutdown' "$d/etc/default/vmbuild"
 check "make install again keeps an edited /etc/default/hvsim" \
 	grep -qx 'HVSIM_OPTS="--nodes 4"' "$d/etc/default/hvsim"
 
@@ -143,9 +153,9 @@ for prefix in /usr /usr/local; do
 	d=$tmp/root${prefix//\//_}
 	make uninstall DESTDIR="$d" PREFIX="$prefix" >"$tmp/uninstall.log" 2>&1 ||
 		not_ok "make uninstall PREFIX=$prefix failed"
-	left=$(cd "$d" && find . -type f | sed 's|^\./||')
-	if [ "$left" = etc/default/hvsim ]; then
-		ok "make uninstall PREFIX=$prefix leaves only etc/default/hvsim"
+	left=$(cd "$d" && find . -type f | sed 's|^\./||' | sort | tr '\n' ' ')
+	if [ "$left" = "etc/default/hvsim etc/default/vmbuild " ]; then
+		ok "make uninstall PREFIX=$prefix leaves only etc/default/hvsim and vmbuild"
 	else
 		not_ok "make uninstall PREFIX=$prefix left: $(echo $left)"
 	fi

@@ -12,7 +12,8 @@ cd "$top" || exit 1
 bin=build/bin
 . "$top/tests/tap.sh"
 
-pages=(man1/vmctl.1 man8/vmbuildd.8 man8/hvsim.8 man5/vmbuild.cfg.5)
+pages=(man1/vmctl.1 man8/vmbuildd.8 man8/hvsim.8 man5/vmbuild.cfg.5
+	man8/vmbuild-guests.8)
 for p in "${pages[@]}"; do
 	f=build/man/$p
 	if [ ! -s "$f" ]; then

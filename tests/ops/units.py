@@ -5,6 +5,9 @@
   4.0 or lower, and vmbuildd(8) states the score it really has;
 - systemd-analyze verify passes on every unit in systemd/ (ExecStart on
   the built programs; Documentation=man: on the built pages);
+- vmbuild-guests.service: a oneshot after vmbuildd, its stop's timeout
+  above SHUTDOWN_TIMEOUT's default, /etc/default/vmbuild naming every
+  setting of the helper with the helper's default;
 - the ordering after Debian 12's xen.service and upstream's units, and
   the device list, are what the Xen backend needs;
 - systemd-tmpfiles makes /run/vmbuild, systemd-sysusers group vmbuild,
@@ -104,6 +107,8 @@ try:
         text = text.replace("/usr/sbin/vmbuildd",
                             os.path.join(BIN, "vmbuildd"))
         text = text.replace("/usr/sbin/hvsim", os.path.join(BIN, "hvsim"))
+        text = text.replace("/usr/libexec/vmbuild/",
+                            os.path.join(TOP, "scripts") + "/")
         with open(os.path.join(tmp, os.path.basename(u)), "w") as f:
             f.write(text)
     copies = [os.path.join(tmp, os.path.basename(u)) for u in UNITS]
@@ -138,6 +143,35 @@ try:
        "/run/vmbuild writable")
     ok(k["Service"].get("ProcSubset") is None,
        "no ProcSubset=pid (it would hide /proc/xen)")
+
+    # ------------------------------------------- vmbuild-guests.service
+    gk = unit_keys(os.path.join(TOP, "systemd", "vmbuild-guests.service"))
+    gs = gk["Service"]
+    gafter = " ".join(gk["Unit"].get("After", [])).split()
+    ok(gs.get("Type") == ["oneshot"] and
+       gs.get("RemainAfterExit") == ["yes"] and
+       gs.get("ExecStart") == ["/usr/libexec/vmbuild/vmbuild-guests start"]
+       and gs.get("ExecStop") == ["/usr/libexec/vmbuild/vmbuild-guests stop"]
+       and gs.get("EnvironmentFile") == ["-/etc/default/vmbuild"],
+       "vmbuild-guests.service: a oneshot that stays active, start at "
+       "boot, stop at shutdown, settings from /etc/default/vmbuild", gs)
+    ok("vmbuildd.socket" in gk["Unit"].get("Requires", []) and
+       "vmbuildd.socket" in gafter and "vmbuildd.service" in gafter,
+       "vmbuild-guests.service: after vmbuildd (which outlives its stop)",
+       gafter)
+    # Every setting the helper reads is in /etc/default/vmbuild with the
+    # helper's default, and the stop's timeout covers SHUTDOWN_TIMEOUT.
+    helper = open(os.path.join(TOP, "scripts", "vmbuild-guests")).read()
+    dflt = open(os.path.join(TOP, "systemd", "vmbuild.default")).read()
+    hd = dict(re.findall(r"^([A-Z_]+)=\$\{\1:-([^}]*)\}$", helper, re.M))
+    dd = dict(re.findall(r"^#([A-Z_]+)=(\S*)$", dflt, re.M))
+    hd.pop("VMCTL", None)
+    ok(len(hd) == 6 and hd == dd,
+       "/etc/default/vmbuild names every setting with its default",
+       (hd, dd))
+    tss = int(gs.get("TimeoutStopSec", ["0"])[0])
+    ok(tss >= int(hd.get("SHUTDOWN_TIMEOUT", "1e9")) + 60,
+       "TimeoutStopSec=%d: SHUTDOWN_TIMEOUT and a margin" % tss)
 
     # ----------------------------------------------- tmpfiles and sysusers
     root = os.path.join(tmp, "root")

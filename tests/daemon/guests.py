@@ -1,0 +1,165 @@
+#!/usr/bin/env python3
+"""guests.py - vmbuild-guests stop and start (vmbuild-guests.service) on
+hvsim, as a host's shutdown and boot run them.
+
+- ON_SHUTDOWN=save with three guests running: none left, three save
+  files; start restores them (same uuids, running) and removes the
+  files; a save file that does not restore is kept and said so, and the
+  others are restored all the same (exit 1);
+- ON_SHUTDOWN=shutdown: a guest that answers powers off; one that takes
+  no request (no PV control) and one that announces PV control but never
+  answers are destroyed after SHUTDOWN_TIMEOUT, and the helper says so
+  (exit 1);
+- ON_BOOT=start creates AUTOSTART_DIR's configs and skips the one whose
+  VM already runs (and editors' leftovers); ON_BOOT=ignore does not;
+- settings that make no sense are refused before anything is done.
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from vmbdtest import *  # noqa: E402,F401,F403
+
+HELPER = os.path.join(TOP, "scripts", "vmbuild-guests")
+
+tmp = tempfile.mkdtemp(prefix="vmbd-guests.")
+save_dir = os.path.join(tmp, "save")
+auto_dir = os.path.join(tmp, "auto")
+h = Host(["--nodes", "2", "--cpus-per-node", "2", "--mem-per-node", "1G",
+          "--backing", "phantom"])
+h.start_daemon()
+c = h.client()
+g = HvGuest(h.hv_sock)
+
+
+def helper(action, **settings):
+    env = dict(os.environ, VMCTL=os.path.join(BIN, "vmctl"),
+               VMBUILD_SOCKET=h.sock, SAVE_DIR=save_dir,
+               AUTOSTART_DIR=auto_dir)
+    env.update({k: str(v) for k, v in settings.items()})
+    p = subprocess.run([HELPER, action], capture_output=True, text=True,
+                       env=env, timeout=300)
+    return p.returncode, p.stdout, p.stderr
+
+
+def vms():
+    return {v["name"]: v for v in c.result("vm.list")["vms"]}
+
+
+def create(name):
+    r = c.call("vm.create", {"config": guest_cfg(name, 64), "wait": True})
+    if "result" not in r:
+        bail("create %s: %r" % (name, r))
+    return c.result("vm.info", {"vm": name})
+
+
+def saves():
+    return sorted(os.listdir(save_dir)) if os.path.isdir(save_dir) else []
+
+
+# ------------------------------------------------------------ save, restore
+uuids = {n: create(n)["uuid"] for n in ("g1", "g2", "g3")}
+rc, out, err = helper("stop", ON_SHUTDOWN="save", PARALLEL_SHUTDOWN=2)
+ok(rc == 0, "stop, ON_SHUTDOWN=save: exit 0", out + err)
+ok(vms() == {}, "no guest left", vms())
+ok(saves() == ["g1.save", "g2.save", "g3.save"], "three save files",
+   saves())
+ok(all("VM %s: saved to" % n in out for n in uuids),
+   "each save is logged with its VM's name", out)
+ok(oct(os.stat(save_dir).st_mode & 0o777) == "0o700",
+   "SAVE_DIR made mode 0700")
+
+rc, out, err = helper("start", ON_BOOT="ignore")
+now = vms()
+ok(rc == 0, "start: exit 0", out + err)
+ok(sorted(now) == ["g1", "g2", "g3"] and
+   all(now[n]["state"] == "running" for n in now),
+   "the three restored and running", now)
+ok(all(c.result("vm.info", {"vm": n})["uuid"] == u
+       for n, u in uuids.items()), "with the same uuids")
+ok(saves() == [], "their files removed", saves())
+ok(all("VM %s: restored from" % n in out for n in uuids),
+   "each restore is logged with its VM's name", out)
+
+# One file that does not restore: the others are restored, it is kept.
+rc, out, err = helper("stop")
+ok(rc == 0 and saves() == ["g1.save", "g2.save", "g3.save"],
+   "saved again (the defaults: ON_SHUTDOWN=save)", out + err)
+with open(os.path.join(save_dir, "g2.save"), "r+b") as f:
+    f.truncate(100)
+rc, out, err = helper("start", ON_BOOT="ignore")
+ok(rc == 1, "start with a broken save file: exit 1", out + err)
+ok(sorted(vms()) == ["g1", "g3"], "the other two restored", vms())
+ok(saves() == ["g2.save"] and "VM g2: restore from" in err and
+   "file kept" in err, "the broken one kept, said so", err)
+os.unlink(os.path.join(save_dir, "g2.save"))
+
+# ---------------------------------------------- shutdown, with a timeout
+# g1 answers, g3 has no PV control, mute announces it and never answers.
+mute = create("mute")
+g.control(mute["id"], g.ANNOUNCE, g.F_POWEROFF)
+g1 = vms()["g1"]
+g.control(g1["id"], g.ANNOUNCE, g.F_POWEROFF)
+
+
+def answer(domid):
+    if wait_for(lambda: g.control(domid, g.GET)[2] == g.POWEROFF, 120):
+        g.control(domid, g.TAKE)
+        g.shutdown(domid, g.POWEROFF)
+
+
+th = threading.Thread(target=answer, args=(g1["id"],))
+th.start()
+# In parallel (all three at once): the one that answers is not held up
+# behind the one that does not, whatever order they come in.
+rc, out, err = helper("stop", ON_SHUTDOWN="shutdown", SHUTDOWN_TIMEOUT=15,
+                      PARALLEL_SHUTDOWN=3)
+th.join()
+ok(rc == 1, "stop, ON_SHUTDOWN=shutdown with guests that do not answer: "
+   "exit 1", out + err)
+ok(vms() == {}, "no guest left", vms())
+ok(saves() == [], "no save file")
+ok("VM g1: shut down" in out, "the guest that answers: shut down", out)
+ok("VM mute: still there (running) after 15 s: destroyed" in err and
+   "VM mute: no shutdown within" in err,
+   "the one that never answers: destroyed after SHUTDOWN_TIMEOUT, said",
+   err)
+ok("VM g3: still there (running) after 15 s: destroyed" in err and
+   "feature-poweroff" in err,
+   "the one without PV control: destroyed, said why", err)
+
+# ------------------------------------------------------------ autostart
+os.makedirs(auto_dir)
+for n in ("a1", "a2", "a3"):
+    with open(os.path.join(auto_dir, n + ".cfg"), "w") as f:
+        f.write(guest_cfg(n, 64))
+with open(os.path.join(auto_dir, "a1.cfg~"), "w") as f:
+    f.write(guest_cfg("backup", 64))
+a2 = create("a2")
+rc, out, err = helper("start", ON_BOOT="ignore")
+ok(rc == 0 and sorted(vms()) == ["a2"] and "not started" in out,
+   "ON_BOOT=ignore: AUTOSTART_DIR left alone", out + err)
+rc, out, err = helper("start")
+now = vms()
+ok(rc == 0, "start, ON_BOOT=start (the default): exit 0", out + err)
+ok(sorted(now) == ["a1", "a2", "a3"] and
+   all(v["state"] == "running" for v in now.values()),
+   "AUTOSTART_DIR's configs created, an editor's backup not", now)
+ok(c.result("vm.info", {"vm": "a2"})["uuid"] == a2["uuid"],
+   "the running one left alone")
+ok("VM a2: already running" in out and "VM a1: created from" in out and
+   "VM a3: created from" in out, "each logged with its VM's name", out)
+
+# ------------------------------------------------------------- settings
+for k, v in (("ON_SHUTDOWN", "suspend"), ("SHUTDOWN_TIMEOUT", "5m"),
+             ("ON_BOOT", "yes"), ("PARALLEL_SHUTDOWN", "-1")):
+    rc, out, err = helper("stop", **{k: v})
+    ok(rc == 2 and k in err and sorted(vms()) == ["a1", "a2", "a3"],
+       "%s=%s refused, nothing done" % (k, v), (rc, err))
+rc, out, err = helper("restart")
+ok(rc == 2 and "usage" in err, "an unknown action: usage, exit 2", err)
+
+done()
