@@ -63,6 +63,7 @@ struct watch_job {
 	int		rc;
 	struct vmb_domain_event *ev;
 	size_t		n;
+	uint64_t	since;		/* vm_seq() before the read */
 };
 
 /*
@@ -144,7 +145,7 @@ watch_done(struct job *job)
 		vm_refresh_kick();
 	L.failing = wj->rc < 0;
 	for (size_t i = 0; wj->rc == 0 && i < wj->n; i++)
-		vm_apply_event(&wj->ev[i]);
+		vm_apply_event(&wj->ev[i], wj->since);
 	if (wj->rc == 0 && wj->n > 0) {
 		events_scrub_kick();
 		vmbd_status_changed();
@@ -181,6 +182,7 @@ watch_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	wj->job.run = watch_run;
 	wj->job.done = watch_done;
+	wj->since = vm_seq();
 	L.reading = true;
 	worker_submit(&wj->job);
 }

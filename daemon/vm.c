@@ -239,6 +239,12 @@ vm_list_invalidate(void)
 }
 
 uint64_t
+vm_seq(void)
+{
+	return V.seq;
+}
+
+uint64_t
 vm_generation(void)
 {
 	return V.generation;
@@ -426,6 +432,7 @@ vm_update(struct vm *vm, const struct vmb_domain *dom)
 	vm->domid = dom->domid;
 	vm_domain_state(vm);
 	V.seq++;
+	vm->read_seq = V.seq;
 	vm_list_invalidate();
 	if (changed)
 		vm_changed(vm);
@@ -954,7 +961,7 @@ vm_apply(const struct vmb_domain *doms, size_t n)
 }
 
 void
-vm_apply_event(const struct vmb_domain_event *ev)
+vm_apply_event(const struct vmb_domain_event *ev, uint64_t since)
 {
 	struct vm *vm = vm_match(&ev->dom);
 
@@ -965,6 +972,15 @@ vm_apply_event(const struct vmb_domain_event *ev)
 	case VMB_EVENT_CHANGED:
 		if (vm == NULL) {
 			vm_appeared(&ev->dom, 0);
+			return;
+		}
+		/*
+		 * Read by a method (a pause, say) after the watch began: the
+		 * event may show the domain as it was before (a vm.pause
+		 * answered "paused" and the next vm.list said "running").
+		 */
+		if (vm->read_seq > since) {
+			vm_refresh_kick();
 			return;
 		}
 		vm_seen(vm, &ev->dom);

@@ -38,6 +38,7 @@ struct vm {
 	bool		ours;		/* built by this daemon (has a record) */
 	bool		have_dom;	/* `dom` is shown (not while building) */
 	struct vmb_domain dom;		/* last seen from the hypervisor */
+	uint64_t	read_seq;	/* vm_seq() when a method last read it */
 	unsigned	seen;		/* refresh generation that saw it */
 	char		*config_path;
 	double		created_at;
@@ -138,8 +139,14 @@ void vm_remove(struct vm *vm, bool announce);
 void vm_set_reaping(struct vm *vm, struct reap *r, uint32_t domid);
 /* Remove a VM's record off the loop (a file system call). */
 void vm_unrecord(const uint8_t uuid[16]);
-/* A domain event (vmb_watch_read) into the registry. */
-void vm_apply_event(const struct vmb_domain_event *ev);
+/*
+ * A domain event (vmb_watch_read) into the registry; `since`: vm_seq()
+ * when the watch began to read.  A VM a method read after that keeps
+ * what the method read (the event may be older) and a refresh is asked.
+ */
+void vm_apply_event(const struct vmb_domain_event *ev, uint64_t since);
+/* The registry's change count (every update adds one). */
+uint64_t vm_seq(void);
 /*
  * Tell subscribers (vm.state): `state` (NULL: the VM's own), and for a
  * shutdown the reason and the action taken (NULL: none).
