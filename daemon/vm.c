@@ -408,6 +408,9 @@ vm_built(struct vm *vm, const struct vmb_domain *dom,
 	}
 	(void)vm_state_set(vm, vm->have_dom ?
 	    vm_state_of_domain(vm->dom.state) : VM_UNKNOWN);
+	/* Read after its unpause: newer than a watch begun while it built. */
+	if (dom != NULL)
+		vm->read_seq = V.seq + 1;
 	if (guest != NULL && vmb_guest_copy(guest, &copy) == 0) {
 		vmb_guest_free(vm->guest);
 		vm->guest = copy;

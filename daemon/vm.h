@@ -38,7 +38,7 @@ struct vm {
 	bool		ours;		/* built by this daemon (has a record) */
 	bool		have_dom;	/* `dom` is shown (not while building) */
 	struct vmb_domain dom;		/* last seen from the hypervisor */
-	uint64_t	read_seq;	/* vm_seq() when a method last read it */
+	uint64_t	read_seq;	/* vm_seq() when a method or its build read it */
 	unsigned	seen;		/* refresh generation that saw it */
 	char		*config_path;
 	double		created_at;
