@@ -55,8 +55,8 @@ vmb__get_string(const struct vmb__key *k, const struct vmb_value *v,
  * An integer in [min, max].  A string holding only digits is accepted,
  * as xl accepts memory="512".
  */
-static int
-get_int(const struct vmb__key *k, const struct vmb_value *v, long long min,
+int
+vmb__get_int(const struct vmb__key *k, const struct vmb_value *v, long long min,
     long long max, const char *where, struct vmb_diags *diags,
     long long *ret)
 {
@@ -176,7 +176,7 @@ set_mib(struct vmb_guest *g, const struct vmb__key *k,
     const struct vmb_value *v, const char *where, struct vmb_diags *diags)
 {
 	long long x;
-	int rc = get_int(k, v, 1, (long long)VMB_MEMORY_MAX_MIB, where, diags,
+	int rc = vmb__get_int(k, v, 1, (long long)VMB_MEMORY_MAX_MIB, where, diags,
 	    &x);
 
 	if (rc)
@@ -193,7 +193,7 @@ set_vcpus(struct vmb_guest *g, const struct vmb__key *k,
     const struct vmb_value *v, const char *where, struct vmb_diags *diags)
 {
 	long long x;
-	int rc = get_int(k, v, 1, VMB_MAX_VCPUS, where, diags, &x);
+	int rc = vmb__get_int(k, v, 1, VMB_MAX_VCPUS, where, diags, &x);
 
 	if (rc)
 		return rc;
@@ -214,7 +214,7 @@ set_evtchn(struct vmb_guest *g, const struct vmb__key *k,
     const struct vmb_value *v, const char *where, struct vmb_diags *diags)
 {
 	long long x;
-	int rc = get_int(k, v, VMB_MIN_EVENT_CHANNELS, VMB_MAX_EVENT_CHANNELS,
+	int rc = vmb__get_int(k, v, VMB_MIN_EVENT_CHANNELS, VMB_MAX_EVENT_CHANNELS,
 	    where, diags, &x);
 
 	if (rc)
@@ -233,7 +233,7 @@ set_frames(struct vmb_guest *g, const struct vmb__key *k,
     const struct vmb_value *v, const char *where, struct vmb_diags *diags)
 {
 	long long x;
-	int rc = get_int(k, v, 1, VMB_MAX_GRANT_FRAMES, where, diags, &x);
+	int rc = vmb__get_int(k, v, 1, VMB_MAX_GRANT_FRAMES, where, diags, &x);
 
 	if (rc)
 		return rc;
@@ -255,7 +255,7 @@ set_sched(struct vmb_guest *g, const struct vmb__key *k,
 {
 	bool weight = k->key == VMB_KEY_CPU_WEIGHT;
 	long long x;
-	int rc = get_int(k, v, weight ? 1 : 0, weight ? VMB_SCHED_WEIGHT_MAX :
+	int rc = vmb__get_int(k, v, weight ? 1 : 0, weight ? VMB_SCHED_WEIGHT_MAX :
 	    100ll * VMB_MAX_VCPUS, where, diags, &x);
 
 	if (rc)
@@ -376,7 +376,7 @@ set_hap(struct vmb_guest *g, const struct vmb__key *k,
     const struct vmb_value *v, const char *where, struct vmb_diags *diags)
 {
 	long long x;
-	int rc = get_int(k, v, 0, 1, where, diags, &x);
+	int rc = vmb__get_int(k, v, 0, 1, where, diags, &x);
 
 	if (rc)
 		return rc;

@@ -46,33 +46,6 @@ get_bool(const struct vmb__key *k, const struct vmb_value *v,
 	    "expected 0 or 1");
 }
 
-static int
-get_num(const struct vmb__key *k, const struct vmb_value *v, long long lo,
-    long long hi, const char *where, struct vmb_diags *diags, long long *ret)
-{
-	long long x;
-	char *end;
-
-	if (v->type == VMB_VALUE_INT) {
-		x = v->u.i;
-	} else if (v->type == VMB_VALUE_STRING && v->u.s && *v->u.s) {
-		errno = 0;
-		x = strtoll(v->u.s, &end, 10);
-		if (*end || errno)
-			return vmb__diag_add(diags, VMB_ERROR, where, v->line,
-			    k->name, "expected an integer, got \"%.64s\"",
-			    v->u.s);
-	} else {
-		return vmb__diag_add(diags, VMB_ERROR, where, v->line, k->name,
-		    "expected an integer, got %s", vmb__value_type_name(v));
-	}
-	if (x < lo || x > hi)
-		return vmb__diag_add(diags, VMB_ERROR, where, v->line, k->name,
-		    "%lld is out of range (%lld..%lld)", x, lo, hi);
-	*ret = x;
-	return 0;
-}
-
 /* `s` is one of the NULL-ended `names`. */
 static bool
 one_of(const char *s, const char *const *names)
@@ -201,23 +174,23 @@ vmb__set_hvm(struct vmb_guest *g, const struct vmb__key *k,
 		return get_bool(k, v, where, diags, flag);
 	switch (k->key) {
 	case VMB_KEY_SHADOW_MEMORY:
-		rc = get_num(k, v, 1, 1 << 20, where, diags, &x);
+		rc = vmb__get_int(k, v, 1, 1 << 20, where, diags, &x);
 		if (!rc)
 			g->hvm.shadow_mib = (uint32_t)x;
 		return rc;
 	case VMB_KEY_RTC_TIMEOFFSET:
 		/* libxl's is a uint32; a negative offset wraps as there. */
-		rc = get_num(k, v, INT32_MIN, UINT32_MAX, where, diags, &x);
+		rc = vmb__get_int(k, v, INT32_MIN, UINT32_MAX, where, diags, &x);
 		if (!rc)
 			g->hvm.rtc_timeoffset = (uint32_t)x;
 		return rc;
 	case VMB_KEY_VIDEORAM:
-		rc = get_num(k, v, 1, 1024, where, diags, &x);
+		rc = vmb__get_int(k, v, 1, 1024, where, diags, &x);
 		if (!rc)
 			g->hvm.videoram_mib = (uint32_t)x;
 		return rc;
 	case VMB_KEY_MMIO_HOLE:
-		rc = get_num(k, v, VMB_HVM_MMIO_HOLE_MIN_MIB,
+		rc = vmb__get_int(k, v, VMB_HVM_MMIO_HOLE_MIN_MIB,
 		    VMB_HVM_MMIO_HOLE_MAX_MIB, where, diags, &x);
 		if (!rc)
 			g->hvm.mmio_hole_bytes = (uint64_t)x * VMB_MIB;

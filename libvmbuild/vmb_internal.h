@@ -140,6 +140,13 @@ int vmb__keys_default(struct vmb_guest *g);
 const char *vmb__value_type_name(const struct vmb_value *v);
 int vmb__get_string(const struct vmb__key *k, const struct vmb_value *v,
     const char *where, struct vmb_diags *diags, const char **ret);
+/*
+ * keys.c: an integer value of key `k` in [min, max] (a string of digits
+ * too, as xl takes memory="512"); 0, or an error added to diags.
+ */
+int vmb__get_int(const struct vmb__key *k, const struct vmb_value *v,
+    long long min, long long max, const char *where,
+    struct vmb_diags *diags, long long *ret);
 /* keys_list.c: the list keys' setters. */
 vmb__key_set_fn vmb__set_vnuma, vmb__set_disks, vmb__set_vifs;
 /* keys_hvm.c: the HVM keys, builder=, and their check with the guest. */
