@@ -103,7 +103,7 @@ for i in vmctl-info vmctl-info-big; do
 done
 sizes=$(grep -E '^\[[ 0-9.]*\] \(d[0-9]+\).*vmbuild-guest: RAM ' "$clean" | sed -n 's/.*RAM \([0-9]*\) MiB.*/\1/p' | sort -nu | tr '\n' ' ')
 echo "guest sizes seen (MiB): ${sizes:-none}"
-grep -E '^\[[ 0-9.]*\] (INFO|LAB-SKIP) ' "$clean" | sed 's/^\[[ 0-9.]*\] //'
+grep -E '^\[[ 0-9.]*\] (INFO|LAB-SKIP|LAB-EMU) ' "$clean" | sed 's/^\[[ 0-9.]*\] //'
 # Guest lines as Xen's serial console printed them (not dom0's echoes).
 grep -E '^\[[ 0-9.]*\] \(d[0-9]+\).*vmbuild-guest: (hello|RAM|touched|cmdline)' "$clean" | sed 's/^\[[ 0-9.]*\] /  /'
 

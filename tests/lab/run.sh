@@ -44,6 +44,13 @@
 #   LAB_HOTPLUG_TRACE=0      1: the hotplug scripts run with `set -x`
 #                            (their trace in dom0's xen-hotplug.log, shown
 #                            whole at the end of the run)
+#   LAB_INJECT=""            triple-fault:xl or triple-fault:vmb: that
+#                            toolstack's Linux guest is made to look as if
+#                            Xen saw it triple-fault (destroyed, with a line
+#                            marked "injected" in dom0's copy of Xen's
+#                            console), to try the lab's handling of the
+#                            emulated CPU's triple faults (dom0-init.sh,
+#                            emu_fault); never in CI
 #   LAB_TESTS="..."          hvsim-free test programs (paths under build/) run
 #                            in dom0 from a copy of the tree at /tree; default:
 #                            the xen backend, placement, populate-plan and
@@ -78,6 +85,7 @@ LAB_VMBUILDD_ARGS=${LAB_VMBUILDD_ARGS:-}
 LAB_XL_SHIM=${LAB_XL_SHIM:-1}
 LAB_HOTPLUG_TRACE=${LAB_HOTPLUG_TRACE:-0}
 LAB_HELLO=${LAB_HELLO:-1}
+LAB_INJECT=${LAB_INJECT:-}
 LAB_TESTS=${LAB_TESTS-build/tests/xenbe/test_xen_backend build/tests/lib/test_placement build/tests/lib/test_populate_plan build/tests/lib/test_loader}
 XENVER=4.17
 ARCHLIB=usr/lib/x86_64-linux-gnu
@@ -368,6 +376,7 @@ HELLO=$LAB_HELLO
 XS_TRACE=${LAB_XS_TRACE:-}
 TESTS="$tests"
 LAB_TIMEOUT=$LAB_TIMEOUT
+INJECT=$LAB_INJECT
 EOF
 (cd "$D0" && find . | cpio -o -H newc 2>/dev/null | gzip -1) > "$LAB_DIR/dom0-initrd.gz" ||
     fail $step "cpio"
