@@ -6,7 +6,9 @@
  * record holds it; then its memory, read back from the hypervisor, in
  * records of up to VMB_STREAM_MAX_PAGES pages), and then either the
  * domain destroyed and the VM's record removed (a save) or the guest
- * unpaused (a checkpoint).  A save that fails or is cancelled leaves the
+ * unpaused (a checkpoint).  The VM is "saving" meanwhile (vm.list,
+ * vm.info, a vm.state event), then in its domain's state again, or gone
+ * ("saved").  A save that fails or is cancelled leaves the
  * guest as it found it and truncates a regular file it wrote (the client,
  * which created the file, removes it).  The VM is busy meanwhile: no
  * other operation, and no domain event, touches it.
@@ -115,6 +117,9 @@ struct save_job {
 	char		why[256];
 	bool		memory;		/* the bytes travelled */
 	uint64_t	bytes, pages;
+	/* Its domain once the save ended, when the guest stays here. */
+	struct vmb_domain dom;
+	bool		have_dom;
 };
 
 static void
@@ -276,6 +281,10 @@ save_run(struct job *job)
 		    "unpaused", sj->domid);
 	if (fl >= 0 && !sj->regular)
 		(void)fcntl(sj->fd, F_SETFL, fl);
+	/* The state the VM leaves "saving" for: read after the unpause. */
+	if (rc < 0 || sj->checkpoint)
+		sj->have_dom = vmb_domain_get(vmbd.ctx, sj->domid,
+		    &sj->dom) == 0;
 	free(buf);
 	sj->rc = rc;
 }
@@ -332,7 +341,7 @@ save_done(struct job *job)
 			vm_remove(vm, false);
 			events_scrub_kick();
 		} else if (vm != NULL) {
-			vm_announce(vm, NULL, NULL, NULL);
+			vm_save_ended(vm, sj->have_dom ? &sj->dom : NULL);
 		}
 		if (sj->call != NULL)
 			save_reply(sj);
@@ -348,7 +357,7 @@ save_done(struct job *job)
 		task_finish(t, sj->rc == -ECANCELED ? TASK_CANCELLED :
 		    TASK_FAILED, code, -sj->rc, msg);
 		if (vm != NULL)
-			vm_announce(vm, NULL, NULL, NULL);
+			vm_save_ended(vm, sj->have_dom ? &sj->dom : NULL);
 		if (sj->call != NULL) {
 			call_error(sj->call, code, sj->rc, "%s", msg);
 			call_fail(sj->call);
@@ -463,7 +472,7 @@ m_vm_save(struct call *call, yajl_gen g)
 	    (unsigned long long)sj->task->id, vm->name, vm->domid,
 	    (unsigned long long)(sj->memory_bytes >> 20),
 	    checkpoint ? ", a checkpoint" : "");
-	vm_announce(vm, "saving", NULL, NULL);
+	vm_set_saving(vm);
 	vmbd_status_changed();
 	if (wait)
 		return CALL_DEFERRED;
