@@ -200,6 +200,9 @@ report_now(struct run *r)
 	p.domid = r->rdomid;
 	p.done = p.phase > VMB_PHASE_POPULATE && p.phase != VMB_PHASE_UNDO ?
 	    b->guest->memory_bytes : 0;
+	/* A restore's load counts the saved bytes written back, from 0. */
+	if (p.phase == VMB_PHASE_LOAD && b->opts.restore != NULL)
+		p.done = 0;
 	p.alongside = r->alongside;
 	/* The main line waiting in devices for the devices branch: one. */
 	if (p.phase == VMB_PHASE_DEVICES)
