@@ -949,6 +949,14 @@ phase_devices(struct run *r)
 
 	if (rc || r->b->guest->type != VMB_GUEST_HVM || !o->dm_start)
 		return rc;
+	/* Its entries in the store first, as libxl writes them (undo: the
+	 * domain's destroy removes them with the domain's). */
+	if (r->ops->dm_store != NULL &&
+	    (rc = r->ops->dm_store(r->priv, r->domid, r->b->guest)) < 0) {
+		vmb__why(r->why, sizeof(r->why), "cannot write the device "
+		    "model's xenstore entries: %s", strerror(-rc));
+		return rc;
+	}
 	/* The device model, as libxl spawns it after the disks (dm.c). */
 	rc = o->dm_start(o->dm_user, r->domid, r->why, sizeof(r->why));
 	r->dm_up = rc == 0;
