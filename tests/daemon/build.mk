@@ -18,6 +18,7 @@ TESTS += tests/daemon/protocol.py tests/daemon/restart.py \
 	tests/daemon/hvm.py tests/daemon/migkill.py tests/daemon/migquery.py \
 	tests/daemon/migssh.py \
 	tests/daemon/hvmrestart.py tests/daemon/hvmdevices.py tests/daemon/grubpvh.py \
+	tests/daemon/hvmrunas.py \
 	tests/daemon/guests.py
 # counters.py lists the counter table with tests/lib's test_counters;
 # protocol.py compares vm.info's config with vmb-config-check's;
