@@ -190,6 +190,8 @@ cmd_restore(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 	g = vmc_request(c, M_VM_RESTORE);
 	if (g) {
 		jg_kv_bool(g, P_PAUSED, paused);
+		/* The task at once: its progress from phase "read" on. */
+		jg_kv_bool(g, P_EARLY, true);
 		jg_str(g, P_FDS);
 		yajl_gen_map_open(g);
 		jg_kv_i64(g, "file", 0);

@@ -277,6 +277,13 @@ show_progress(struct progress *bar, yajl_val task)
 	ju64(p, "done", &in.done);
 	ju64(p, "total", &in.total);
 	in.bar = in.total > 0;
+	/* Work of no known size (a restore reading a pipe): how much. */
+	note[0] = '\0';
+	if (!in.bar && in.done > 0) {
+		fmt_size(in.done, nb, sizeof(nb));
+		snprintf(note, sizeof(note), "%s so far", nb);
+		in.note = note;
+	}
 	in.unit = jstr(p, "unit");
 	in.have_rate = jnum(p, "rate_bytes_per_second", &in.rate);
 	s = jget(p, "scrub");

@@ -49,6 +49,7 @@ struct build_job {
 	struct state_record rec;
 	struct image_req images;
 	bool		restart;	/* a VM's new domain (lifecycle.c) */
+	bool		adopted;	/* its task is fill.task */
 	struct build_fill fill;		/* a restore's (save.c); fill NULL */
 	/* Results, written by the build thread. */
 	int		rc;
@@ -486,7 +487,7 @@ build_failure_text(const struct build_job *bj, bool image,
 	const char *why;
 	int code;
 
-	*phase = vmb_build_phase_name(image ? VMB_PHASE_LOAD :
+	*phase = task_phase_name(bj->task, image ? VMB_PHASE_LOAD :
 	    bj->result.failed_phase);
 	why = bj->result.error[0] ? bj->result.error : strerror(-bj->rc);
 	code = image ? E_IMAGE : bj->failed_in != NULL ?
@@ -604,6 +605,18 @@ build_done(struct job *job)
 }
 
 /*
+ * Undo build_prepare() of a build that did not start: its task goes,
+ * unless adopted (build_task_start() finishes that one, failed).
+ */
+static void
+build_unprepare(struct build_job *bj)
+{
+	if (!bj->adopted)
+		task_discard(bj->task);
+	build_job_free(bj);
+}
+
+/*
  * A build of `guest` (taken over) as a new task: the library's build,
  * the job and the record it writes.  0, or a negative errno with the
  * reason in `why`.
@@ -620,7 +633,14 @@ build_prepare(struct vmb_guest *guest, const char *kind,
 	int rc;
 
 	bj = calloc(1, sizeof(*bj));
-	t = bj != NULL ? task_new(kind, guest->name, guest->uuid) : NULL;
+	if (bj != NULL && fill != NULL && fill->task != NULL) {
+		t = fill->task;
+		bj->adopted = true;
+		task_adopt(t, guest->name, guest->uuid, fill->phase_names);
+	} else {
+		t = bj != NULL ? task_new(kind, guest->name, guest->uuid) :
+		    NULL;
+	}
 	if (t == NULL) {
 		free(bj);
 		if (fill != NULL && fill->drop != NULL)
@@ -653,8 +673,7 @@ build_prepare(struct vmb_guest *guest, const char *kind,
 		snprintf(why, why_len, "%s: device_model_override: not "
 		    "supported by vmbuildd (it runs %s, its --device-model)",
 		    guest->name, dm_path());
-		task_discard(t);
-		build_job_free(bj);
+		build_unprepare(bj);
 		return -EINVAL;
 	}
 	rc = vmb_build_new(B.cfg.ctx, guest, &opts, task_progress_cb, t,
@@ -662,8 +681,7 @@ build_prepare(struct vmb_guest *guest, const char *kind,
 	if (rc < 0) {
 		snprintf(why, why_len, "cannot prepare the build of %s: %s",
 		    guest->name, strerror(-rc));
-		task_discard(t);
-		build_job_free(bj);
+		build_unprepare(bj);
 		return rc;
 	}
 	t->build = bj->build;
@@ -684,13 +702,6 @@ build_prepare(struct vmb_guest *guest, const char *kind,
 	return 0;
 }
 
-/* Undo build_prepare() of a build that did not start. */
-static void
-build_unprepare(struct build_job *bj)
-{
-	task_discard(bj->task);
-	build_job_free(bj);
-}
 
 static int
 build_task_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
@@ -708,7 +719,9 @@ build_task_start(struct call *call, yajl_gen g, struct vmb_guest *guest,
 		rc = call_error(call, E_BUSY, 0, "the daemon is shutting down");
 		goto fail;
 	}
-	if (task_running() >= B.cfg.max_tasks) {
+	/* A restore's task is counted already (m_vm_restore). */
+	if (task_running() - (fill != NULL && fill->task != NULL) >=
+	    B.cfg.max_tasks) {
 		rc = call_error(call, E_BUSY, 0, "%u tasks are running "
 		    "(limit %u); try again later", task_running(),
 		    B.cfg.max_tasks);
@@ -785,6 +798,10 @@ fail:
 		build_unprepare(bj);
 	else if (fill != NULL && fill->drop != NULL && guest != NULL)
 		fill->drop(fill->user);	/* not handed to a job yet */
+	/* A restore's task, which its client may follow: it failed. */
+	if (fill != NULL && fill->task != NULL)
+		task_finish(fill->task, TASK_FAILED, call->err_code,
+		    call->err_errno, call->err_msg);
 	vmb_guest_free(guest);
 	return -1;
 }

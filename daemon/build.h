@@ -94,6 +94,13 @@ struct build_fill {
 	int	(*finish)(void *user, uint32_t domid, char *why, size_t len);
 	void	(*failed)(void *user, int rc, const char *why);
 	void	*user;
+	/*
+	 * The restore's task, made while its stream was read (NULL: a new
+	 * one): the build adopts it, its phases named by `phase_names`
+	 * (task_adopt()); one that fails to start finishes it failed.
+	 */
+	struct task *task;
+	const char *const *phase_names;
 };
 int build_restore(struct call *call, yajl_gen g, struct vmb_guest *guest,
     const char *source, const struct build_fill *fill, bool wait,

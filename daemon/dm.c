@@ -28,6 +28,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
+#include <pwd.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -83,7 +84,9 @@ static struct {
 	pthread_mutex_t	lock;
 	struct dm	*list;
 	struct dm	*adopted;	/* taken back, until the loop runs */
-} D = { DM_DEFAULT_PATH, ".", PTHREAD_MUTEX_INITIALIZER, NULL, NULL };
+	const char	*user;		/* --dm-user: "auto", "required", a name */
+} D = { DM_DEFAULT_PATH, ".", PTHREAD_MUTEX_INITIALIZER, NULL, NULL,
+    "auto" };
 
 void
 dm_init(const char *path, const char *state_dir)
@@ -97,6 +100,73 @@ const char *
 dm_path(void)
 {
 	return D.path;
+}
+
+int
+dm_set_user(const char *user)
+{
+	struct passwd pw, *res = NULL;
+	char buf[2048];
+
+	if (strcmp(user, "auto") != 0 && strcmp(user, "required") != 0 &&
+	    (getpwnam_r(user, &pw, buf, sizeof(buf), &res) != 0 ||
+	    res == NULL || res->pw_uid == 0)) {
+		fprintf(stderr, "vmbuildd: --dm-user: %s \"%s\" (expected "
+		    "auto, required or a user other than root)\n", res ?
+		    "root is no restriction:" : "no such user", user);
+		return -EINVAL;
+	}
+	D.user = user;
+	return 0;
+}
+
+/*
+ * Whom the device model of `domid` runs as, as libxl 4.17 chooses
+ * (libxl__domain_get_device_model_uid with dm_restrict): into runas
+ * ("" for root: no -runas), or -EPERM with why.
+ */
+static int
+dm_runas(uint32_t domid, char *runas, size_t len, char *why,
+    size_t why_len)
+{
+	struct passwd pw, *base = NULL, *clash = NULL;
+	char buf[2048], buf2[2048];
+	uid_t uid;
+
+	runas[0] = '\0';
+	if (strcmp(D.user, "auto") != 0 && strcmp(D.user, "required") != 0) {
+		snprintf(runas, len, "%s", D.user);
+		return 0;
+	}
+	/* A uid per domain: nothing another device model may signal. */
+	if (getpwnam_r(DM_USER_RANGE_BASE, &pw, buf, sizeof(buf), &base) ==
+	    0 && base != NULL) {
+		uid = base->pw_uid + domid;
+		if (getpwuid_r(uid, &pw, buf2, sizeof(buf2), &clash) == 0 &&
+		    clash != NULL) {
+			snprintf(why, why_len, "the device model of domain %u "
+			    "would run as uid %u (%s + %u), but that is user "
+			    "%s", domid, (unsigned)uid, DM_USER_RANGE_BASE,
+			    domid, clash->pw_name);
+			return -EPERM;
+		}
+		snprintf(runas, len, "%u:%u", (unsigned)uid,
+		    (unsigned)base->pw_gid);
+		return 0;
+	}
+	if (getpwnam_r(DM_USER_SHARED, &pw, buf, sizeof(buf), &base) == 0 &&
+	    base != NULL) {
+		snprintf(runas, len, "%s", DM_USER_SHARED);
+		return 0;
+	}
+	if (strcmp(D.user, "required") == 0) {
+		snprintf(why, why_len, "no user %s or %s to run the device "
+		    "model of domain %u as, and --dm-user required refuses "
+		    "root (create one, as Xen's packaging suggests)",
+		    DM_USER_SHARED, DM_USER_RANGE_BASE, domid);
+		return -EPERM;
+	}
+	return 0;
 }
 
 static uint64_t
@@ -451,7 +521,7 @@ dm_args_nics(struct dm_argv *a, const struct vmb_guest *g, uint32_t domid)
  */
 static int
 dm_args(const struct vmb_guest *g, const struct dm *dm, const int img[2],
-    struct dm_argv *a)
+    const char *runas, struct dm_argv *a)
 {
 	uint32_t vram = vmb_hvm_videoram_mib(g);
 	uint64_t mem = g->memory_bytes >> 20;
@@ -463,6 +533,10 @@ dm_args(const struct vmb_guest *g, const struct dm *dm, const int img[2],
 	argf(a, "-mon"); argf(a, "chardev=libxl-cmd,mode=control");
 	argf(a, "-no-shutdown"); argf(a, "-nodefaults");
 	argf(a, "-no-user-config");
+	/* QEMU drops root once its sockets and files are open. */
+	if (runas[0]) {
+		argf(a, "-runas"); argf(a, "%s", runas);
+	}
 	argf(a, "-name"); argf(a, "%s", g->name);
 	/* VNC on a local socket of the state directory, or none. */
 	argf(a, "-vnc");
@@ -547,6 +621,7 @@ dm_start(const struct vmb_guest *g, uint32_t domid, const int img[2],
 {
 	struct dm_argv *a = calloc(1, sizeof(*a));
 	struct dm *dm = dm_new(domid, g->name);
+	char runas[64];
 	int rc;
 
 	if (dm == NULL || a == NULL) {
@@ -560,7 +635,15 @@ dm_start(const struct vmb_guest *g, uint32_t domid, const int img[2],
 		snprintf(dm->vnc, sizeof(dm->vnc), "%s/vnc-%u.sock",
 		    D.state_dir, domid);
 	(void)unlink(dm->sock);
-	rc = dm_args(g, dm, img, a);
+	rc = dm_runas(domid, runas, sizeof(runas), why, why_len);
+	if (rc < 0)
+		goto out;
+	if (!runas[0])
+		log_vm(LOG_WARNING, g->name, domid, 0, "%s: device model runs "
+		    "as root: no user %s or %s (vmbuildd --dm-user required "
+		    "refuses this)", g->name, DM_USER_SHARED,
+		    DM_USER_RANGE_BASE);
+	rc = dm_args(g, dm, img, runas, a);
 	if (rc < 0) {
 		snprintf(why, why_len, "out of memory");
 		goto out;

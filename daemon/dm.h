@@ -18,6 +18,19 @@ struct dm;
 
 /* The device model to run (--device-model) and where its sockets go. */
 void dm_init(const char *path, const char *state_dir);
+
+/* libxl 4.17's users for a restricted qemu-xen (LIBXL_QEMU_USER_*). */
+#define DM_USER_RANGE_BASE	"xen-qemuuser-range-base"
+#define DM_USER_SHARED		"xen-qemuuser-shared"
+/*
+ * --dm-user: whom the device model runs as (-runas).  "auto" (the
+ * default): as libxl with dm_restrict, DM_USER_RANGE_BASE's uid plus
+ * the domid, else DM_USER_SHARED, else root with a warning;
+ * "required": the same, but no such user refuses the build; a user
+ * name: that user, as device_model_user=.  0, or -EINVAL (a user that
+ * does not exist or is root: said on stderr).
+ */
+int dm_set_user(const char *user);
 const char *dm_path(void);
 
 /*

@@ -119,6 +119,10 @@ usage(FILE *f)
 "  --state-dir DIR        state directory (default %s)\n"
 "  --device-model PATH    HVM guests' device model (default\n"
 "                         " DM_DEFAULT_PATH ")\n"
+"  --dm-user auto|required|USER  whom the device model runs as (-runas):\n"
+"                         auto as libxl (xen-qemuuser-range-base + domid,\n"
+"                         else xen-qemuuser-shared, else root with a\n"
+"                         warning); required refuses root (default auto)\n"
 "  --hvmloader PATH, --seabios PATH, --ovmf PATH\n"
 "                         HVM guests' firmware (default Debian's)\n"
 "  --populate engine|libxl  populate strategy (default engine)\n"
@@ -197,7 +201,7 @@ enum { O_MAXREQ = 256, O_MAXCONN, O_MAXTASKS, O_POPULATE, O_METRICS,
     O_REQTIMEOUT, O_LOGTARGET, O_SCRUBWAIT, O_ROSOCK, O_GROUP, O_IMAGEDIR,
     O_MAXOUT, O_MAXMETRICS, O_HVTIMEOUT, O_HPTIMEOUT, O_MAXROCONN,
     O_MAXUSERCONN, O_IDLETIMEOUT, O_METRICSTIMEOUT, O_RESTARTBACKOFF,
-    O_DM, O_HVMLOADER, O_SEABIOS, O_OVMF };
+    O_DM, O_HVMLOADER, O_SEABIOS, O_OVMF, O_DM_USER };
 
 static const struct option longopts[] = {
 	{ "hypervisor",	     required_argument,	NULL, 'H' },
@@ -216,6 +220,7 @@ static const struct option longopts[] = {
 	{ "group",	     required_argument,	NULL, O_GROUP },
 	{ "image-dir",	     required_argument,	NULL, O_IMAGEDIR },
 	{ "device-model",    required_argument,	NULL, O_DM },
+	{ "dm-user",	     required_argument,	NULL, O_DM_USER },
 	{ "hvmloader",	     required_argument,	NULL, O_HVMLOADER },
 	{ "seabios",	     required_argument,	NULL, O_SEABIOS },
 	{ "ovmf",	     required_argument,	NULL, O_OVMF },
@@ -337,6 +342,10 @@ parse_option(int c, const char *arg)
 		break;
 	case O_ROSOCK:
 		M.ro_socket = arg;
+		break;
+	case O_DM_USER:
+		if (dm_set_user(arg) < 0)
+			return 2;
 		break;
 	case O_DM:
 	case O_HVMLOADER:

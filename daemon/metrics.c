@@ -526,6 +526,8 @@ render_vms(struct evbuffer *b)
 			continue;
 		vm_series(b, "vmbuild_vm_state", vm, ",state=\"building\"");
 		evbuffer_add_printf(b, "%d\n", vm->state == VM_BUILDING);
+		vm_series(b, "vmbuild_vm_state", vm, ",state=\"saving\"");
+		evbuffer_add_printf(b, "%d\n", vm->state == VM_SAVING);
 		for (int i = VMB_DOM_PAUSED; i <= VMB_DOM_CRASHED; i++) {
 			snprintf(extra, sizeof(extra), ",state=\"%s\"",
 			    vmb_domain_state_name(i));

@@ -148,7 +148,9 @@
  *                    P_WAIT (bool: answer when the save ends); result
  *                    {"task","vm","bytes","pages","memory"}
  *   vm.restore       P_FDS ({"file":I}, required, open for reading),
- *                    P_WAIT, P_PAUSED; answered as vm.create.  With
+ *                    P_WAIT, P_PAUSED; answered as vm.create, or with
+ *                    P_EARLY (bool) at once, {"task":N}, the task then
+ *                    in phase "read" and failing as the call would.  With
  *                    P_INCOMING (bool: a migration's receiving end), also
  *                    P_FDS' "reply" (open for writing): the answers to
  *                    the sender (vmbuild-stream(5) status records)
@@ -196,6 +198,7 @@
 #define P_IMAGE_ERRORS		"image_errors"
 #define P_CHECKPOINT		"checkpoint"
 #define P_INCOMING		"incoming"
+#define P_EARLY			"early"
 #define P_LIVE			"live"
 #define P_MAX_ROUNDS		"max_rounds"
 #define P_DIRTY_PAGES		"dirty_pages"

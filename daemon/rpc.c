@@ -280,6 +280,20 @@ call_reply_fd(struct call *call, yajl_gen result, int fd)
 }
 
 void
+call_answer_now(struct call *call, yajl_gen result)
+{
+	const char *text;
+	size_t len;
+
+	if (call->id == NULL)
+		return;
+	text = jg_text(result, &len);
+	rpc_send_parts(call->conn, call->id, "result", text, len);
+	free(call->id);
+	call->id = NULL;
+}
+
+void
 call_fail(struct call *call)
 {
 	if (call->id != NULL)

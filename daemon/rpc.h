@@ -119,6 +119,11 @@ void call_reply(struct call *call, yajl_gen result);
  */
 int call_reply_fd(struct call *call, yajl_gen result, int fd);
 void call_fail(struct call *call);
+/*
+ * Answer a deferred call now with `result` and keep it, silent: its
+ * later call_reply()/call_fail() only free it (vm.restore's "early").
+ */
+void call_answer_now(struct call *call, yajl_gen result);
 void call_free(struct call *call);
 
 /*

@@ -6,13 +6,17 @@
  * record holds it; then its memory, read back from the hypervisor, in
  * records of up to VMB_STREAM_MAX_PAGES pages), and then either the
  * domain destroyed and the VM's record removed (a save) or the guest
- * unpaused (a checkpoint).  A save that fails or is cancelled leaves the
+ * unpaused (a checkpoint).  The VM is "saving" meanwhile (vm.list,
+ * vm.info, a vm.state event), then in its domain's state again, or gone
+ * ("saved").  A save that fails or is cancelled leaves the
  * guest as it found it and truncates a regular file it wrote (the client,
  * which created the file, removes it).  The VM is busy meanwhile: no
  * other operation, and no domain event, touches it.
  *
- * A restore reads the stream's header and guest record on a worker,
- * then builds the guest as vm.create does (placement, claim, the
+ * A restore is a task from its request on: phase "read" while a worker
+ * reads the stream's header and guest record (a pipe may be slow to
+ * come), then the build's, which adopts the task and builds the guest
+ * as vm.create does (placement, claim, the
  * populate engine, the state records that make a crash safe), with the
  * load phase writing the saved memory back in place of a kernel.
  */
@@ -115,6 +119,9 @@ struct save_job {
 	char		why[256];
 	bool		memory;		/* the bytes travelled */
 	uint64_t	bytes, pages;
+	/* Its domain once the save ended, when the guest stays here. */
+	struct vmb_domain dom;
+	bool		have_dom;
 };
 
 static void
@@ -276,6 +283,10 @@ save_run(struct job *job)
 		    "unpaused", sj->domid);
 	if (fl >= 0 && !sj->regular)
 		(void)fcntl(sj->fd, F_SETFL, fl);
+	/* The state the VM leaves "saving" for: read after the unpause. */
+	if (rc < 0 || sj->checkpoint)
+		sj->have_dom = vmb_domain_get(vmbd.ctx, sj->domid,
+		    &sj->dom) == 0;
 	free(buf);
 	sj->rc = rc;
 }
@@ -332,7 +343,7 @@ save_done(struct job *job)
 			vm_remove(vm, false);
 			events_scrub_kick();
 		} else if (vm != NULL) {
-			vm_announce(vm, NULL, NULL, NULL);
+			vm_save_ended(vm, sj->have_dom ? &sj->dom : NULL);
 		}
 		if (sj->call != NULL)
 			save_reply(sj);
@@ -348,7 +359,7 @@ save_done(struct job *job)
 		task_finish(t, sj->rc == -ECANCELED ? TASK_CANCELLED :
 		    TASK_FAILED, code, -sj->rc, msg);
 		if (vm != NULL)
-			vm_announce(vm, NULL, NULL, NULL);
+			vm_save_ended(vm, sj->have_dom ? &sj->dom : NULL);
 		if (sj->call != NULL) {
 			call_error(sj->call, code, sj->rc, "%s", msg);
 			call_fail(sj->call);
@@ -463,7 +474,7 @@ m_vm_save(struct call *call, yajl_gen g)
 	    (unsigned long long)sj->task->id, vm->name, vm->domid,
 	    (unsigned long long)(sj->memory_bytes >> 20),
 	    checkpoint ? ", a checkpoint" : "");
-	vm_announce(vm, "saving", NULL, NULL);
+	vm_set_saving(vm);
 	vmbd_status_changed();
 	if (wait)
 		return CALL_DEFERRED;
@@ -496,7 +507,15 @@ struct restore_src {
 	bool		wait, paused;
 	struct vmb_stream_in in;
 	struct vmb_build *build;	/* bound once the build exists */
+	/*
+	 * Its task: its own in phase "read" (`own_task`, cancelled by
+	 * `cancel`), the build's once handed to build_restore().
+	 */
 	struct task	*task;
+	bool		own_task;
+	atomic_bool	cancel;
+	uint64_t	size;		/* a regular file's, else 0 */
+	uint64_t	got;		/* bytes read */
 	struct vmb_guest *guest;	/* what the stream describes */
 	char		*guest_text;	/* its guest record */
 	uint64_t	memory_bytes;
@@ -513,6 +532,30 @@ struct restore_src {
 	bool		said;
 };
 
+/* The restore's phases by name (task.h): the build's boot unpauses. */
+static const char *const restore_phases[VMB_PHASE_UNDO + 1] = {
+	[VMB_PHASE_BOOT] = "unpause",
+};
+
+static void
+restore_cancel(void *arg)
+{
+	struct restore_src *rs = arg;
+
+	atomic_store(&rs->cancel, true);
+}
+
+/* Phase "read": the bytes read of the stream (of the file's size). */
+static void
+restore_read_progress(struct restore_src *rs)
+{
+	struct vmb_progress p = { .phase = VMB_PHASE_PLACE,
+	    .domid = VMB_DOMID_INVALID, .done = rs->got, .total = rs->size };
+
+	if (rs->own_task)
+		task_progress_cb(rs->task, &p);
+}
+
 /* Regular files are always ready; a pipe is waited on, a cancel seen. */
 static ssize_t
 restore_read(void *user, void *buf, size_t len)
@@ -523,11 +566,16 @@ restore_read(void *user, void *buf, size_t len)
 		struct pollfd pf = { rs->fd, POLLIN, 0 };
 		ssize_t n;
 
-		if (rs->build != NULL && vmb_build_cancelled(rs->build))
+		if (atomic_load(&rs->cancel) ||
+		    (rs->build != NULL && vmb_build_cancelled(rs->build)))
 			return -ECANCELED;
 		if (!rs->regular && poll(&pf, 1, 200) == 0)
 			continue;
 		n = read(rs->fd, buf, len);
+		if (n > 0) {
+			rs->got += (uint64_t)n;
+			restore_read_progress(rs);
+		}
 		if (n >= 0)
 			return n;
 		if (errno != EINTR && errno != EAGAIN)
@@ -617,6 +665,13 @@ restore_free(void *user)
 
 	if (rs == NULL)
 		return;
+	/* Never handed to a build: the task ends here, as the call. */
+	if (rs->own_task)
+		task_finish(rs->task, rs->call != NULL &&
+		    rs->call->err_code == E_CANCELLED ? TASK_CANCELLED :
+		    TASK_FAILED, rs->call != NULL ? rs->call->err_code : 0,
+		    rs->call != NULL ? rs->call->err_errno : 0,
+		    rs->call != NULL ? rs->call->err_msg : NULL);
 	/* Refused before its build began: the sender hears why. */
 	(void)restore_say(rs, VMB_STATUS_FAILED, EAGAIN, rs->call != NULL &&
 	    rs->call->err_msg[0] ? rs->call->err_msg : "the receiving daemon "
@@ -778,13 +833,19 @@ restore_open_done(struct job *job)
 	struct restore_src *rs = (struct restore_src *)job;
 	struct build_fill fill = { .fill = restore_fill, .drop = restore_free,
 	    .bind = restore_bind, .finish = rs->incoming ? restore_finish :
-	    NULL, .failed = restore_failed, .user = rs };
+	    NULL, .failed = restore_failed, .user = rs, .task = rs->task,
+	    .phase_names = restore_phases };
 	struct call *call = rs->call;
 	struct vmb_guest *guest;
 	char *source = NULL;
 	yajl_gen g;
 	int rc;
 
+	if (rs->rc == -ECANCELED) {
+		call_error(call, E_CANCELLED, ECANCELED, "restore cancelled "
+		    "while reading the stream's header and guest record");
+		goto fail;
+	}
 	if (rs->rc < 0) {
 		call_error(call, rs->rc == -ENOMEM ? RPC_INTERNAL_ERROR :
 		    E_STREAM, -rs->rc, "%s", rs->in.why[0] ? rs->in.why :
@@ -800,7 +861,8 @@ restore_open_done(struct job *job)
 	    rs->in.flags & VMB_STREAM_F_MEMORY ? " with its memory" :
 	    " without memory bytes (phantom)");
 	g = jg_new();
-	/* The build owns rs from here (fill.drop frees it). */
+	/* The build owns rs and its task from here (fill.drop frees rs). */
+	rs->own_task = false;
 	/* Incoming: unpaused by restore_finish, once recorded. */
 	rc = build_restore(call, g, guest, source, &fill, rs->wait,
 	    rs->paused || rs->incoming);
@@ -819,14 +881,17 @@ fail:
 int
 m_vm_restore(struct call *call, yajl_gen g)
 {
+	static const uint8_t no_uuid[16];
 	struct restore_src *rs;
-	bool wait = false, paused = false, regular = false, incoming = false;
+	bool wait = false, paused = false, regular = false, incoming = false,
+	    early = false;
+	struct stat st;
 	int fd = -1, reply_fd = -1;
 
-	(void)g;
 	if (param_bool(call, P_WAIT, &wait) < 0 ||
 	    param_bool(call, P_PAUSED, &paused) < 0 ||
 	    param_bool(call, P_INCOMING, &incoming) < 0 ||
+	    param_bool(call, P_EARLY, &early) < 0 ||
 	    (fd = stream_fd(call, "file", false, &regular)) < 0 ||
 	    (incoming && (reply_fd = stream_fd(call, "reply", true,
 	    &regular)) < 0)) {
@@ -834,14 +899,32 @@ m_vm_restore(struct call *call, yajl_gen g)
 			close(fd);
 		return -1;
 	}
-	rs = calloc(1, sizeof(*rs));
+	rs = task_running() >= vmbd.max_tasks ? NULL : calloc(1, sizeof(*rs));
+	/* Its task from now on: phase "read" until the build adopts it. */
+	if (rs != NULL && (rs->task = task_new(M_VM_RESTORE, "",
+	    no_uuid)) == NULL) {
+		free(rs);
+		rs = NULL;
+	}
 	if (rs == NULL) {
 		close(fd);
 		if (reply_fd >= 0)
 			close(reply_fd);
+		if (task_running() >= vmbd.max_tasks)
+			return call_error(call, E_BUSY, 0, "%u tasks are "
+			    "running (limit %u); try again later",
+			    task_running(), vmbd.max_tasks);
 		return call_error(call, RPC_INTERNAL_ERROR, ENOMEM,
 		    "out of memory");
 	}
+	rs->own_task = true;
+	rs->task->phase_name = "read";
+	rs->task->cancel = restore_cancel;
+	rs->task->cancel_arg = rs;
+	atomic_init(&rs->cancel, false);
+	if (regular && !incoming && fstat(fd, &st) == 0)
+		rs->size = (uint64_t)st.st_size;
+	restore_read_progress(rs);
 	rs->call = call;
 	rs->fd = fd;
 	rs->regular = regular && !incoming;
@@ -856,10 +939,19 @@ m_vm_restore(struct call *call, yajl_gen g)
 	if (worker_spawn(&rs->job) < 0) {
 		call_error(call, RPC_INTERNAL_ERROR, EAGAIN,
 		    "cannot start a thread");
+		task_discard(rs->task);
+		rs->own_task = false;
 		restore_free(rs);
 		return -1;
 	}
 	if (incoming)
 		log_info("an incoming migration: reading its stream");
+	/* The client follows the task from its first phase. */
+	if (early && !wait && !incoming) {
+		yajl_gen_map_open(g);
+		jg_kv_u64(g, "task", rs->task->id);
+		yajl_gen_map_close(g);
+		call_answer_now(call, g);
+	}
 	return CALL_DEFERRED;
 }

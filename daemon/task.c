@@ -97,6 +97,17 @@ task_rate(struct task *t, const struct vmb_progress *p, double *ret)
 	return have;
 }
 
+const char *
+task_phase_name(const struct task *t, enum vmb_build_phase phase)
+{
+	if (t->phase_name != NULL)
+		return t->phase_name;
+	if (t->phase_names != NULL && (unsigned)phase <= VMB_PHASE_UNDO &&
+	    t->phase_names[phase] != NULL)
+		return t->phase_names[phase];
+	return vmb_build_phase_name(phase);
+}
+
 static void
 task_gen_progress(yajl_gen g, struct task *t, const struct vmb_progress *p)
 {
@@ -120,8 +131,7 @@ task_gen_progress(yajl_gen g, struct task *t, const struct vmb_progress *p)
 	jg_kv_u64(g, "done", p->done);
 	jg_kv_u64(g, "total", p->total);
 	jg_kv_str(g, "unit", "bytes");
-	jg_kv_str(g, "phase", t->phase_name != NULL ? t->phase_name :
-	    vmb_build_phase_name(p->phase));
+	jg_kv_str(g, "phase", task_phase_name(t, p->phase));
 	/* The work beside that phase, on threads of its own. */
 	jg_key(g, "alongside");
 	yajl_gen_array_open(g);
@@ -382,6 +392,26 @@ task_new(const char *kind, const char *vm, const uint8_t uuid[16])
 	T.running++;
 	task_tick_arm();
 	return t;
+}
+
+void
+task_adopt(struct task *t, const char *vm, const uint8_t uuid[16],
+    const char *const *phase_names)
+{
+	snprintf(t->vm, sizeof(t->vm), "%s", vm);
+	memcpy(t->uuid, uuid, 16);
+	t->phase_name = NULL;
+	t->phase_names = phase_names;
+	/* The build cancels it from here (t->build). */
+	t->cancel = NULL;
+	t->cancel_arg = NULL;
+	pthread_mutex_lock(&t->lock);
+	/* Phases only go forward: the build's place begins anew. */
+	memset(&t->progress, 0, sizeof(t->progress));
+	t->progress.phase = VMB_PHASE_PLACE;
+	t->progress.domid = VMB_DOMID_INVALID;
+	t->dirty = true;
+	pthread_mutex_unlock(&t->lock);
 }
 
 void

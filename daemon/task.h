@@ -42,6 +42,8 @@ struct task {
 	void		*cancel_arg;
 	/* Shown as progress.phase in place of the build phase's name. */
 	const char	*phase_name;
+	/* Or per build phase (NULL or a NULL entry: the build's name). */
+	const char *const *phase_names;
 	bool		cancel_requested;
 	int		err_code;	/* when failed or cancelled */
 	int		err_errno;
@@ -72,6 +74,16 @@ void task_stop(void);
 /* A new running task; NULL when out of memory. */
 struct task *task_new(const char *kind, const char *vm,
     const uint8_t uuid[16]);
+/*
+ * A build takes over task `t` (a restore's, made before its stream told
+ * which VM it is): now of VM `vm` and `uuid`, its phases named by
+ * `phase_names` (see struct task), its progress the build's from the
+ * start (phase place, nothing done).
+ */
+void task_adopt(struct task *t, const char *vm, const uint8_t uuid[16],
+    const char *const *phase_names);
+/* What task `t` calls build phase `phase` (progress.phase, error.phase). */
+const char *task_phase_name(const struct task *t, enum vmb_build_phase phase);
 /* Discard a task that never started (its build could not be spawned). */
 void task_discard(struct task *t);
 void task_finish(struct task *t, enum task_state state, int code, int errnum,

@@ -139,12 +139,13 @@ vm_state_name(const struct vm *vm)
 
 /*
  * Its domain was stored (`dom`, shown): the VM is in the domain's state,
- * unless it is being built or destroyed.
+ * unless it is being built, destroyed or saved.
  */
 static void
 vm_domain_state(struct vm *vm)
 {
-	if (vm->state != VM_BUILDING && vm->state != VM_DESTROYING)
+	if (vm->state != VM_BUILDING && vm->state != VM_DESTROYING &&
+	    vm->state != VM_SAVING)
 		(void)vm_state_set(vm, vm_state_of_domain(vm->dom.state));
 }
 
@@ -439,6 +440,35 @@ vm_update(struct vm *vm, const struct vmb_domain *dom)
 	vm_list_invalidate();
 	if (changed)
 		vm_changed(vm);
+	vm_seen_hooks(vm);
+}
+
+void
+vm_set_saving(struct vm *vm)
+{
+	(void)vm_state_set(vm, VM_SAVING);
+	V.seq++;
+	vm_list_invalidate();
+	vm_announce(vm, NULL, NULL, NULL);
+}
+
+void
+vm_save_ended(struct vm *vm, const struct vmb_domain *dom)
+{
+	if (vm->state != VM_SAVING)
+		return;
+	/* Its domain's state, announced even if the same as before. */
+	(void)vm_state_set(vm, vm_state_of_domain(vm->dom.state));
+	if (dom != NULL) {
+		vm->dom = *dom;
+		vm->have_dom = true;
+		vm->domid = dom->domid;
+		(void)vm_state_set(vm, vm_state_of_domain(dom->state));
+	}
+	V.seq++;
+	vm->read_seq = V.seq;
+	vm_list_invalidate();
+	vm_announce(vm, NULL, NULL, NULL);
 	vm_seen_hooks(vm);
 }
 
@@ -914,7 +944,8 @@ vm_seen(struct vm *vm, const struct vmb_domain *d)
 	vm->have_dom = true;
 	vm->domid = d->domid;
 	vm_domain_state(vm);
-	if (changed)
+	/* The save's own pause is no change of the VM's: it is saving. */
+	if (changed && vm->state != VM_SAVING)
 		vm_changed(vm);
 }
 

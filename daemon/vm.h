@@ -113,6 +113,14 @@ void vm_built(struct vm *vm, const struct vmb_domain *dom,
     const struct vmb_guest *guest, const char *build_json);
 /* Our operation changed a domain (pause, unpause). */
 void vm_update(struct vm *vm, const struct vmb_domain *dom);
+/* vm.save began (save.c): the VM is "saving" until vm_save_ended(). */
+void vm_set_saving(struct vm *vm);
+/*
+ * A save ended with the VM still here (failed, cancelled, a
+ * checkpoint): it is in its domain's state again, as `dom` (read once
+ * the save ended) says, or as last seen when NULL.
+ */
+void vm_save_ended(struct vm *vm, const struct vmb_domain *dom);
 /* Our operation renamed it (vm.rename): the registry and its guest. */
 void vm_rename(struct vm *vm, const char *name);
 /* The VM's restart history into a record it is about to write. */

@@ -23,15 +23,25 @@ static const struct {
 	[VM_BUILDING] = { "building",
 	    DOMAIN | B(VM_UNKNOWN) | B(VM_DESTROYING) },
 	/* Each: any other, rebuilt by a restart, or destroyed by reap.c. */
-	[VM_RUNNING] = { "running", DOMAIN | B(VM_BUILDING) | B(VM_DESTROYING) },
-	[VM_BLOCKED] = { "blocked", DOMAIN | B(VM_BUILDING) | B(VM_DESTROYING) },
-	[VM_PAUSED] = { "paused", DOMAIN | B(VM_BUILDING) | B(VM_DESTROYING) },
+	/* The three a save starts from (save.c's stream_vm_check()). */
+	[VM_RUNNING] = { "running",
+	    DOMAIN | B(VM_BUILDING) | B(VM_DESTROYING) | B(VM_SAVING) },
+	[VM_BLOCKED] = { "blocked",
+	    DOMAIN | B(VM_BUILDING) | B(VM_DESTROYING) | B(VM_SAVING) },
+	[VM_PAUSED] = { "paused",
+	    DOMAIN | B(VM_BUILDING) | B(VM_DESTROYING) | B(VM_SAVING) },
 	[VM_SHUTDOWN] = { "shutdown",
 	    DOMAIN | B(VM_BUILDING) | B(VM_DESTROYING) },
 	[VM_DYING] = { "dying", DOMAIN | B(VM_BUILDING) | B(VM_DESTROYING) },
 	[VM_CRASHED] = { "crashed", DOMAIN | B(VM_BUILDING) | B(VM_DESTROYING) },
 	/* Until the VM leaves the registry. */
 	[VM_DESTROYING] = { "destroying", 0 },
+	/*
+	 * A save runs (save.c): its domain's own moves (the save pauses it)
+	 * do not show.  A failed or cancelled save, or a checkpoint, ends
+	 * in the domain's state; a save done leaves the registry.
+	 */
+	[VM_SAVING] = { "saving", DOMAIN },
 };
 
 const char *

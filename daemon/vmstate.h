@@ -29,6 +29,7 @@ enum vm_state {
 	VM_DYING,
 	VM_CRASHED,
 	VM_DESTROYING,		/* reap.c destroys its domain until gone */
+	VM_SAVING,		/* vm.save writes it out (save.c) */
 	VM_STATE_NR
 };
 

@@ -254,6 +254,13 @@ struct vmb_backend_ops {
 	 * context, xenstore).
 	 */
 	int	(*boot)(void *priv, uint32_t domid, const struct vmb_boot *boot);
+	/*
+	 * An HVM guest's entries for its device model, written before it
+	 * starts as libxl writes them for qemu-xen (NULL: a hypervisor
+	 * without a store, hvsim).  Removed with the domain's entries.
+	 */
+	int	(*dm_store)(void *priv, uint32_t domid,
+		    const struct vmb_guest *guest);
 
 	/*
 	 * Devices; NULL where the hypervisor has no I/O (hvsim): devices

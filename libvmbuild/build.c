@@ -200,6 +200,9 @@ report_now(struct run *r)
 	p.domid = r->rdomid;
 	p.done = p.phase > VMB_PHASE_POPULATE && p.phase != VMB_PHASE_UNDO ?
 	    b->guest->memory_bytes : 0;
+	/* A restore's load counts the saved bytes written back, from 0. */
+	if (p.phase == VMB_PHASE_LOAD && b->opts.restore != NULL)
+		p.done = 0;
 	p.alongside = r->alongside;
 	/* The main line waiting in devices for the devices branch: one. */
 	if (p.phase == VMB_PHASE_DEVICES)
@@ -946,6 +949,14 @@ phase_devices(struct run *r)
 
 	if (rc || r->b->guest->type != VMB_GUEST_HVM || !o->dm_start)
 		return rc;
+	/* Its entries in the store first, as libxl writes them (undo: the
+	 * domain's destroy removes them with the domain's). */
+	if (r->ops->dm_store != NULL &&
+	    (rc = r->ops->dm_store(r->priv, r->domid, r->b->guest)) < 0) {
+		vmb__why(r->why, sizeof(r->why), "cannot write the device "
+		    "model's xenstore entries: %s", strerror(-rc));
+		return rc;
+	}
 	/* The device model, as libxl spawns it after the disks (dm.c). */
 	rc = o->dm_start(o->dm_user, r->domid, r->why, sizeof(r->why));
 	r->dm_up = rc == 0;

@@ -7,6 +7,9 @@
  * The backend does the work (xen/xen_dev.c); a backend without device
  * ops (hvsim, which has no I/O) leaves the devices recorded in the
  * guest description only, and every call here succeeds.
+ *
+ * Not every disk is the PV block backend's (vmb__disk_pv): an HVM
+ * guest's CD-ROM and qcow2 image are its device model's only.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -66,12 +69,29 @@ struct dev_job {
 	char		why[256];
 };
 
+bool
+vmb__disk_pv(const struct vmb_disk *d)
+{
+	/*
+	 * As libxl 4.17 gives an HVM guest's disks (libxl_dm.c, and
+	 * libxl__device_disk_set_backend): a raw disk both to the device
+	 * model and to blkback, whose PV drivers take it over; a qcow2
+	 * image to QEMU only (blkback reads raw; libxl's PV path for it
+	 * is QEMU's qdisk, which vmbuild does not run); a CD-ROM emulated
+	 * only (a drive with or without a disc, not a block device).
+	 */
+	return !d->cdrom && d->format == VMB_DISK_RAW;
+}
+
 static void
 dev_job_run(void *arg)
 {
 	struct dev_job *j = arg;
 	const struct vmb_backend_ops *ops = j->ctx->ops;
 
+	j->rc = 0;
+	if (j->v.kind == VMB_DEVICE_DISK && !vmb__disk_pv(j->v.disk))
+		return;		/* the device model's only: nothing here */
 	if (j->remove)
 		j->rc = ops->device_remove(j->ctx->priv, j->domid, j->v.kind,
 		    j->v.devid, true, j->ctx->hotplug_ms / 4, j->why,
@@ -189,6 +209,8 @@ vmb__devices_undo(struct vmb_ctx *ctx, uint32_t domid,
 	}
 	while (nr_disks > 0) {
 		nr_disks--;
+		if (!vmb__disk_pv(&g->disks[nr_disks]))
+			continue;
 		(void)ctx->ops->device_remove(ctx->priv, domid,
 		    VMB_DEVICE_DISK, g->disks[nr_disks].devid, true,
 		    ctx->hotplug_ms / 4, NULL, 0);

@@ -261,6 +261,8 @@ int vmb__memmap(const struct vmb_layout *layout,
  * ops); the first failure in the guest's order is the one returned.
  * *ret_disks and *ret_nics say how many were tried, for undo.
  */
+/* Is the disk the PV block backend's too (not its device model's only)? */
+bool vmb__disk_pv(const struct vmb_disk *d);
 int vmb__devices_setup(struct vmb_ctx *ctx, uint32_t domid,
     const uint8_t uuid[16], const struct vmb_guest *guest,
     uint32_t *ret_disks, uint32_t *ret_nics, char *why, size_t why_len);

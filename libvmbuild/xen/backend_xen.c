@@ -864,6 +864,7 @@ const struct vmb_backend_ops vmb_backend_xen = {
 	.unmap = xen_unmap,
 	.platform = xen_platform,
 	.firmware = xen_firmware,
+	.dm_store = xen_xs_dm_store,
 	.boot = xen_boot,
 	.device_add = xen_device_add,
 	.device_remove = xen_device_remove,

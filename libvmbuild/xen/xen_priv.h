@@ -128,6 +128,8 @@ void xen_xs_domain_boot_undo(struct xen_be *be, const struct xen_xs_boot *xb);
 int xen_xs_introduce(struct xen_be *be, uint32_t domid, uint64_t store_gfn,
     uint32_t store_port);
 void xen_xs_domain_remove(struct xen_be *be, uint32_t domid);
+/* An HVM guest's device model entries (backend op dm_store). */
+int xen_xs_dm_store(void *priv, uint32_t domid, const struct vmb_guest *g);
 void xen_xs_read_name(struct xen_be *be, uint32_t domid, char *buf,
     size_t len);
 /*

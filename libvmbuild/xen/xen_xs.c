@@ -189,7 +189,7 @@ fill_make(struct xs_tx *tx, const void *varg)
 	tx_write(tx, vm, "", NULL, tx->ro, 2);
 	tx_write(tx, lx, "", NULL, tx->no, 1);
 	tx_write(tx, lx, "device", NULL, tx->no, 1);
-	tx_write(tx, lx, "type", "pvh", NULL, 0);
+	tx_write(tx, lx, "type", a->cfg->hvm ? "hvm" : "pvh", NULL, 0);
 	/*
 	 * vmbuild runs the hotplug scripts itself (xen_dev.c): the ones a
 	 * dom0 with Xen's udev rules would start too exit at once when they
@@ -414,6 +414,69 @@ fill_remove(struct xs_tx *tx, const void *varg)
 	tx_path(tx, path, "/libxl/%u", *domid);
 	if (tx->err == 0 && !xs_rm(tx->h, tx->t, path) && errno != ENOENT)
 		tx_fail(tx);
+	/* Its device model's directory in dom0's tree (xen_xs_dm_store). */
+	tx_path(tx, path, "/local/domain/0/device-model/%u", *domid);
+	if (tx->err == 0 && !xs_rm(tx->h, tx->t, path) && errno != ENOENT)
+		tx_fail(tx);
+}
+
+struct dm_arg {
+	uint32_t domid;
+	const struct vmb_guest *g;
+};
+
+/* Below this much RAM under 4 GiB libxl tells hvmloader the hole. */
+#define XS_BELOW_4G_MMIO_START	0xf0000000ull	/* HVM_BELOW_4G_MMIO_START */
+
+/*
+ * What libxl 4.17 writes for an HVM guest's qemu-xen, before spawning
+ * it: hvmloader's firmware choice and no memory relocation
+ * (libxl__spawn_local_dm), dom0's device-model/DOMID directory QEMU
+ * writes its state to, /libxl/DOMID/dm-version (store_libxl_entry);
+ * and libxl__build_post's HVM entries: platform/ (acpi, acpi_s3,
+ * acpi_s4 and acpi_laptop_slate at libxl's defaults, the MMIO hole's
+ * size when mmio_hole= asks for a larger one, the device model), and
+ * the /vm entries rtc/timeoffset (no timeoffset= key: empty) and
+ * image/ostype.  All inherit their parents' permissions, as libxl's.
+ */
+static void
+fill_dm(struct xs_tx *tx, const void *varg)
+{
+	const struct dm_arg *a = varg;
+	const struct vmb_hvm *h = &a->g->hvm;
+	char dom[XS_PATH_MAX], vm[XS_PATH_MAX], lx[XS_PATH_MAX];
+	char dm[XS_PATH_MAX], uuid[VMB_UUID_STRLEN];
+
+	vmb_uuid_to_str(a->g->uuid, uuid);
+	tx_path(tx, dom, "/local/domain/%u", a->domid);
+	tx_path(tx, vm, "/vm/%s", uuid);
+	tx_path(tx, lx, "/libxl/%u", a->domid);
+	tx_path(tx, dm, "/local/domain/0/device-model/%u", a->domid);
+	tx_write(tx, dom, "hvmloader/bios", h->bios, NULL, 0);
+	tx_write(tx, dom, "hvmloader/allow-memory-relocate", "0", NULL, 0);
+	tx_write(tx, dm, "", NULL, NULL, 0);
+	tx_write(tx, lx, "dm-version", "qemu_xen", NULL, 0);
+	tx_write(tx, dom, "platform/acpi", h->acpi ? "1" : "0", NULL, 0);
+	tx_write(tx, dom, "platform/acpi_s3", "1", NULL, 0);
+	tx_write(tx, dom, "platform/acpi_s4", "1", NULL, 0);
+	tx_write(tx, dom, "platform/acpi_laptop_slate", "0", NULL, 0);
+	if (h->mmio_hole_bytes != 0 &&
+	    (1ull << 32) - h->mmio_hole_bytes <= XS_BELOW_4G_MMIO_START)
+		tx_writef(tx, dom, "platform/mmio_hole_size", "%llu",
+		    (unsigned long long)h->mmio_hole_bytes);
+	tx_write(tx, dom, "platform/device-model", "qemu_xen", NULL, 0);
+	tx_write(tx, vm, "rtc/timeoffset", "", NULL, 0);
+	tx_write(tx, vm, "image/ostype", "hvm", NULL, 0);
+}
+
+int
+xen_xs_dm_store(void *priv, uint32_t domid, const struct vmb_guest *g)
+{
+	struct dm_arg a = { domid, g };
+
+	if (g == NULL || g->type != VMB_GUEST_HVM)
+		return -EINVAL;
+	return xs_run(priv, domid, fill_dm, &a);
 }
 
 /*

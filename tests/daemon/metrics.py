@@ -167,8 +167,8 @@ def wait_listed(name, want, timeout=30):
 
 _, t1 = scrape()
 _, t2 = scrape()
-ok(vm_lines(t1) == vm_lines(t2) and len(vm_lines(t1)) == 2 * 10,
-   "two scrapes without a change: the same per-VM series (10 a VM)",
+ok(vm_lines(t1) == vm_lines(t2) and len(vm_lines(t1)) == 2 * 11,
+   "two scrapes without a change: the same per-VM series (11 a VM)",
    len(vm_lines(t1)))
 ok(value(t2, "vmbuild_metrics_scrapes_total") ==
    value(t1, "vmbuild_metrics_scrapes_total") + 1,
@@ -198,7 +198,7 @@ if promtool:
        p.stdout + p.stderr)
 c.result("vm.destroy", {"vm": "m3"})
 _, text = scrape()
-ok(not has_series(text, "m3") and len(vm_lines(text)) == 2 * 10,
+ok(not has_series(text, "m3") and len(vm_lines(text)) == 2 * 11,
    "a destroyed VM's series are gone on the next scrape")
 g = HvGuest(h.hv_sock)
 fid = g.create("outsider")

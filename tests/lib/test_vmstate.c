@@ -30,6 +30,13 @@ static const struct {
 	{ VM_BUILDING, VM_RUNNING }, { VM_BUILDING, VM_BLOCKED },
 	{ VM_BUILDING, VM_PAUSED }, { VM_BUILDING, VM_SHUTDOWN },
 	{ VM_BUILDING, VM_DYING }, { VM_BUILDING, VM_CRASHED },
+	/* A save starts from a running, blocked or paused guest... */
+	{ VM_RUNNING, VM_SAVING }, { VM_BLOCKED, VM_SAVING },
+	{ VM_PAUSED, VM_SAVING },
+	/* ...and ends in its domain's state (a save done: removed). */
+	{ VM_SAVING, VM_RUNNING }, { VM_SAVING, VM_BLOCKED },
+	{ VM_SAVING, VM_PAUSED }, { VM_SAVING, VM_SHUTDOWN },
+	{ VM_SAVING, VM_DYING }, { VM_SAVING, VM_CRASHED },
 };
 
 static const enum vm_state domain[] = {
@@ -96,6 +103,8 @@ test_illegal(void **state)
 	assert_false(vm_state_legal(VM_DESTROYING, VM_UNKNOWN));
 	assert_false(vm_state_legal(VM_RUNNING, VM_UNKNOWN));
 	assert_false(vm_state_legal(VM_SHUTDOWN, VM_UNKNOWN));
+	assert_false(vm_state_legal(VM_SHUTDOWN, VM_SAVING));
+	assert_false(vm_state_legal(VM_SAVING, VM_BUILDING));
 	/* Out of range, either side. */
 	assert_false(vm_state_legal(VM_STATE_NR, VM_RUNNING));
 	assert_false(vm_state_legal(VM_RUNNING, VM_STATE_NR));
@@ -111,7 +120,7 @@ test_names(void **state)
 		[VM_RUNNING] = "running", [VM_BLOCKED] = "blocked",
 		[VM_PAUSED] = "paused", [VM_SHUTDOWN] = "shutdown",
 		[VM_DYING] = "dying", [VM_CRASHED] = "crashed",
-		[VM_DESTROYING] = "destroying",
+		[VM_DESTROYING] = "destroying", [VM_SAVING] = "saving",
 	};
 
 	(void)state;

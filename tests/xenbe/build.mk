@@ -47,6 +47,9 @@ $(XENBE_TEST_BIN)/test_xen_%: $(OBJ)/tests/xenbe/test_xen_%.o \
 
 TESTS += $(XENBE_TEST_BIN)/test_xen_xs $(XENBE_TEST_BIN)/test_xen_dev
 TESTS_DEPS += $(XENBE_TEST_BIN)/test_xen_xs $(XENBE_TEST_BIN)/test_xen_dev
+# test_xen_dm: an HVM guest's device model entries (xen_xs_dm_store).
+TESTS += $(XENBE_TEST_BIN)/test_xen_dm
+TESTS_DEPS += $(XENBE_TEST_BIN)/test_xen_dm
 
 # The everyday ops (xen_everyday.c): the scheduler's calls and the
 # console ring through wrapped libxenctrl calls, names and start times
