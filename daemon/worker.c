@@ -141,7 +141,12 @@ worker_drain(evutil_socket_t fd, short what, void *arg)
 
 	(void)what;
 	(void)arg;
-	while (read(fd, buf, sizeof(buf)) > 0)
+	/*
+	 * Mostly one byte: a read that does not fill buf emptied the pipe,
+	 * and needs no second one to see EAGAIN (a byte written meanwhile
+	 * wakes the loop again).
+	 */
+	while (read(fd, buf, sizeof(buf)) == (ssize_t)sizeof(buf))
 		;
 	TAILQ_INIT(&list);
 	pthread_mutex_lock(&W.lock);
