@@ -9,8 +9,9 @@
 #   smallvms  benchmark 5's phantom figures: 128 MiB guests created and
 #             destroyed by 1 and by 4 clients, SECONDS (3) each, with the
 #             CPU time vmbuildd and hvsim spent per create+destroy
-#   metrics   benchmark 6's scrape: GET /metrics in gzip with 10 VMs, by
-#             1 and by 100 clients, SECONDS (1) each
+#   metrics   benchmark 6's scrape: GET /metrics in gzip with AB_VMS (10;
+#             the headline keys are taken at 1000) VMs, by 1 and by 100
+#             clients, SECONDS (1) each
 # ROUNDS (5).  Prints the raw JSON lines (with the round, the build and
 # the load average at the time) to $BENCH_RESULTS/ab-MODE.jsonl, then
 # medians with their spread and each round's new/old ratio: the
@@ -34,7 +35,7 @@ for r in $(seq "$rounds"); do
 		[ "$v" = new ] && dir=$new
 		HVSIM=$dir/bin/hvsim VMBUILDD=$dir/bin/vmbuildd \
 		    AB_RPCLOAD=$dir/bench/rpcload AB_TAG="\"build\":\"$v\",\"round\":$r" \
-		    AB_OUT=$out AB_SECS=$secs \
+		    AB_OUT=$out AB_SECS=$secs AB_VMS=${AB_VMS:-10} \
 		    bash "$top/bench/lib/ab-round.sh" "$mode" ||
 			{ echo "ab.sh: round $r ($v) failed" >&2; exit 1; }
 	done
@@ -51,11 +52,14 @@ for c in sorted({x["clients"] for x in rows}):
         p99 = [x["p99_us"] / 1000 for x in r]
         med[v] = st.median(rps)
         cpu = [x["cpu_ms_per_pair"] for x in r if "cpu_ms_per_pair" in x]
+        sc = [x["syscalls_per_pair"] for x in r if "syscalls_per_pair" in x]
         print("%3d clients %s: %.0f/s [%.0f..%.0f], p99 %.1f ms [%.1f..%.1f]"
-              "%s, load %s" % (c, v, st.median(rps), min(rps), max(rps),
+              "%s%s, load %s" % (c, v, st.median(rps), min(rps), max(rps),
               st.median(p99), min(p99), max(p99),
               ", CPU %.3f ms a pair [%.3f..%.3f]" % (st.median(cpu),
               min(cpu), max(cpu)) if cpu else "",
+              ", %.1f system calls a pair [%.1f..%.1f]" % (st.median(sc),
+              min(sc), max(sc)) if sc else "",
               " ".join("%.1f" % x["load"] for x in r)))
     pairs = []
     for rd in sorted({x["round"] for x in rows}):

@@ -39,6 +39,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <syslog.h>
 #include <time.h>
@@ -64,6 +65,7 @@ static struct {
 	int		journal_fd;	/* unconnected, non-blocking */
 	int		syslog_fd;	/* connected to /dev/log; under lock */
 	pthread_mutex_t	lock;		/* stderr writes, syslog_fd */
+	bool		stderr_has_room;	/* a regular file, /dev/null */
 	atomic_ullong	dropped;	/* since start */
 	atomic_uint	unreported;	/* dropped, not said yet */
 } L = {
@@ -134,10 +136,27 @@ syslog_connect(void)
 	}
 }
 
+/*
+ * Is fd 2 a regular file or /dev/null, which always take a write (poll
+ * says so every time): no poll() before each line, a system call of
+ * every log line (four a small VM's create and destroy).
+ */
+static bool
+stderr_always_has_room(void)
+{
+	struct stat st;
+
+	if (fstat(STDERR_FILENO, &st) < 0)
+		return false;
+	return S_ISREG(st.st_mode) || (S_ISCHR(st.st_mode) &&
+	    major(st.st_rdev) == 1 && minor(st.st_rdev) == 3);
+}
+
 void
 log_init(int verbose, enum log_target target)
 {
 	L.verbose = verbose;
+	L.stderr_has_room = stderr_always_has_room();
 	if (target == LOG_TARGET_AUTO)
 		target = stderr_is_journal() ? LOG_TARGET_JOURNAL :
 		    LOG_TARGET_STDERR;
@@ -199,10 +218,12 @@ to_stderr(int prio, const char *msg)
 	 * whoever started us, so ask first: a pipe or socket that polls
 	 * writable has room for one line (under a page), and the lock
 	 * keeps our threads from filling that room between the poll and
-	 * the write.  A regular file or /dev/null always has room.
+	 * the write.  A regular file or /dev/null always has room: not
+	 * asked (L.stderr_has_room).
 	 */
 	pthread_mutex_lock(&L.lock);
-	if (poll(&pfd, 1, 0) != 1 || !(pfd.revents & POLLOUT))
+	if (!L.stderr_has_room &&
+	    (poll(&pfd, 1, 0) != 1 || !(pfd.revents & POLLOUT)))
 		r = DROPPED;
 	else if (write(STDERR_FILENO, buf, n) < 0)
 		r = errno == EAGAIN ? DROPPED : FAILED;

@@ -57,14 +57,6 @@ worker_finish(struct job *job)
 	pthread_mutex_lock(&W.lock);
 	wake = TAILQ_EMPTY(&W.finished);
 	TAILQ_INSERT_TAIL(&W.finished, job, entry);
-	/*
-	 * One byte per batch of completions is enough: the loop drains the
-	 * whole list.  The pipe is non-blocking; a full pipe already means
-	 * the loop will wake up.  Written under the lock so that shutdown
-	 * cannot close the pipe under a finishing detached thread.
-	 */
-	if (wake)
-		(void)!write(W.pipe[1], &c, 1);
 	if (job->detached)
 		W.detached_running--;
 	/*
@@ -76,6 +68,20 @@ worker_finish(struct job *job)
 	if (W.stopping)
 		pthread_cond_broadcast(&W.cond);
 	pthread_mutex_unlock(&W.lock);
+	/*
+	 * One byte per batch of completions is enough: the loop drains the
+	 * whole list (whoever found it empty writes; the loop takes all
+	 * that is there when it drains).  The pipe is non-blocking; a full
+	 * pipe already means the loop will wake up.  Written after the
+	 * unlock: the loop, woken on the other CPU, would otherwise find
+	 * the lock still held, and sleep and be woken for it (two system
+	 * calls and a context switch a job).  The pipe outlives this
+	 * call: worker_shutdown() closes it after joining the pool threads
+	 * and once no build thread is left (build_threads counts one until
+	 * it has returned from here).
+	 */
+	if (wake)
+		(void)!write(W.pipe[1], &c, 1);
 }
 
 static void *
@@ -141,7 +147,12 @@ worker_drain(evutil_socket_t fd, short what, void *arg)
 
 	(void)what;
 	(void)arg;
-	while (read(fd, buf, sizeof(buf)) > 0)
+	/*
+	 * Mostly one byte: a read that does not fill buf emptied the pipe,
+	 * and needs no second one to see EAGAIN (a byte written meanwhile
+	 * wakes the loop again).
+	 */
+	while (read(fd, buf, sizeof(buf)) == (ssize_t)sizeof(buf))
 		;
 	TAILQ_INIT(&list);
 	pthread_mutex_lock(&W.lock);
@@ -189,8 +200,9 @@ worker_submit(struct job *job)
 	pthread_mutex_lock(&W.lock);
 	W.pending++;
 	TAILQ_INSERT_TAIL(&W.queue, job, entry);
-	pthread_cond_signal(&W.cond);
 	pthread_mutex_unlock(&W.lock);
+	/* After the unlock: the thread woken does not wait for the lock. */
+	pthread_cond_signal(&W.cond);
 }
 
 int
@@ -208,8 +220,8 @@ worker_spawn(struct job *job)
 	if (W.build_idle > W.builds_queued) {
 		TAILQ_INSERT_TAIL(&W.builds, job, entry);
 		W.builds_queued++;
-		pthread_cond_signal(&W.build_cond);
 		pthread_mutex_unlock(&W.lock);
+		pthread_cond_signal(&W.build_cond);	/* as worker_submit */
 		return 0;
 	}
 	pthread_attr_init(&attr);

@@ -19,7 +19,7 @@ TESTS += tests/daemon/protocol.py tests/daemon/restart.py \
 	tests/daemon/migssh.py \
 	tests/daemon/hvmrestart.py tests/daemon/hvmdevices.py tests/daemon/grubpvh.py \
 	tests/daemon/hvmrunas.py \
-	tests/daemon/guests.py
+	tests/daemon/guests.py tests/daemon/syscalls.py
 # counters.py lists the counter table with tests/lib's test_counters;
 # protocol.py compares vm.info's config with vmb-config-check's;
 # faults.py counts a build's hypercalls with vmb-build; records.py
