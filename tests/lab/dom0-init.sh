@@ -460,8 +460,12 @@ linux_once() {
 	tr -d '\r' < /var/log/xen/console/guest-$_tag.log 2>/dev/null |
 	    grep -E 'vmbuild-linux: node|BIOS-e820|ACPI: (SRAT|SLIT|APIC|XSDT|RSDP)|ACPI Error|NUMA|SCI' |
 	    sed "s/^/  $_tag| /" | head -n 40
+	# A guest Xen saw triple-fault is not asked for more (linux()
+	# builds it once more).
 	linux_devices $1 $_tag $_id $_tc
+	emu_dead && return 1
 	resize $1 $_tag $_id
+	emu_dead && return 1
 	[ $1 = vmb ] && timed vmctl-info-linux $V info $_tag
 	xs_dump $1 $_id
 	# vmbuild's guest is powered off and reaped (and shows the rest of
@@ -633,11 +637,13 @@ hotplug() {
 	xenstore-ls -f /local/domain/0/backend/vbd/$3/51728 2>/dev/null |
 	    grep -E '/(params|mode|physical-device|node|state|hotplug-status) ' | sed 's/^/  xvdb| /'
 	[ $1 = vmb ] && timed vmctl-info-hotplug $V info $2
+	emu_dead && return 1
 	hp_step $1-disk-detach $_dd xvdb || hp_fail $1 $1-disk-detach "disk-detach rc=$?"
 	console_has $2 'vmbuild-linux-dev: hotplug xvdb=gone' 240 ||
 	    hp_fail $1 $1-disk-detach-seen "the guest still sees xvdb"
 	xenstore-ls /local/domain/0/backend/vbd/$3/51728 >/dev/null 2>&1 &&
 	    hp_fail $1 $1-disk-detach-left "backend of xvdb still in xenstore"
+	emu_dead && return 1
 	if hp_step $1-net-attach $_na bridge=$BR; then
 		console_has $2 'vmbuild-linux-dev: hotplug eth1=seen' 240 ||
 		    hp_fail $1 $1-net-attach-seen "the guest did not see eth1"
