@@ -94,11 +94,19 @@ def once_on(stack, what):
     (no VM, no domain, no record) and all its memory back."""
     other, oc = (b, cb) if stack is a else (a, ca)
     on = "a" if stack is a else "b"
-    w = wait_for(lambda: where() == [(on, "running")] and
-                 hv_domains(other) == 0 and other.record(uuid) is None, 120)
+    c = ca if stack is a else cb
+
+    def settled():
+        """The restarted daemon resumes the guest, then drops the
+        migration from its record: running is seen before that ends."""
+        rec = stack.record(uuid) or {}
+        return (where() == [(on, "running")] and hv_domains(other) == 0 and
+                other.record(uuid) is None and rec.get("migrating") is None
+                and c.result("vm.info", {"vm": "mg1"}).get("migration")
+                is None)
+    w = wait_for(settled, 120)
     ok(w is not None, "%s: mg1 runs on %s only, nothing on the other" %
        (what, on), (where(), hv_domains(a), hv_domains(b)))
-    c = ca if stack is a else cb
     info = c.result("vm.info", {"vm": "mg1"})
     rec = stack.record(uuid) or {}
     ok(read_ok(stack, info["id"]) and info.get("migration") is None and
