@@ -16,14 +16,19 @@
 #     files put into the image change (their md5 is the key); the
 #     archive's .debs are kept in build/debhost/apt-cache, so a rebuild
 #     downloads nothing already fetched.
-#  3. the lab disk (lab.img, label labchecks, mounted on /lab): lab-checks,
-#     the guest's config, lab.conf (the security score the repository
-#     claims, from man/vmbuildd.8.scd).
+#     The upgrade check's package: vmbuild_*.deb repacked with its
+#     version bumped (VERSION+lab1).
+#  3. the Linux guest's initramfs (tests/lab/linux-init.sh as /init) and
+#     disk; the lab disk (lab.img, label labchecks, mounted on /lab):
+#     lab-checks, the guests' configs, the newer .deb, lab.conf (the
+#     security score the repository claims, from man/vmbuildd.8.scd).
 #  4. boot: Xen + Debian's kernel and initrd, root on a virtio disk (a copy
 #     of rootfs.img, so each run starts from the same state), the lab's
 #     machine (tests/lab/run.sh: -cpu max,-smap,-rdtscp, eager FPU); the
 #     serial console, time-stamped, in build/debhost/console.log.
-#     lab-checks.service runs the checks and powers the host off.
+#     lab-checks.service runs the checks, reboots the host once (QEMU
+#     runs without -no-reboot: the same disk boots again), checks what
+#     vmbuild-guests did, and powers the host off.
 #  5. judge.sh reads the log (summary also in build/debhost/summary.txt).
 #
 # Settings (environment):
