@@ -14,8 +14,9 @@
 #   make demo       install, build, start hvsim + vmbuildd, create the examples
 #   make bench      benchmarks (ratios against a baseline of the same run)
 #   make check-xen  the lab: a real Xen 4.17 under QEMU
-#   make check-debhost  a Debian 12 Xen host under QEMU, vmbuild from its
-#                   .deb run by systemd (tests/lab/debhost)
+#   make check-xen-debhost  a Debian 12 Xen host under QEMU, vmbuild from
+#                   its .deb run by systemd (tests/lab/debhost); alias
+#                   check-debhost
 #   make xen        the companion hypercalls in Xen 4.17 (hypervisor/xen):
 #                   build/xen/xen.gz and the perf-counter build xen-perfc.gz
 #   make check-xen-companion  the patched Xen in the lab, beside hvsim
@@ -59,7 +60,7 @@ PKG	 = pkg-config
 # pkg-config: on a fresh machine neither it nor the .pc files are there
 # yet, and every $(shell $(PKG) ...) would print an error.
 PKG_FREE_GOALS = deps check demo bench check-xen clean uninstall asan ubsan \
-	tsan fuzz soak xen check-xen-companion check-debhost
+	tsan fuzz soak xen check-xen-companion check-xen-debhost check-debhost
 ifneq ($(MAKECMDGOALS),)
 ifeq ($(filter-out $(PKG_FREE_GOALS),$(MAKECMDGOALS)),)
 PKG	 = :
@@ -70,7 +71,8 @@ ALL	:=
 TESTS	:=
 BENCH	:=
 
-.PHONY: all check demo bench check-xen xen check-xen-companion check-debhost \
+.PHONY: all check demo bench check-xen xen check-xen-companion check-xen-debhost \
+	check-debhost \
 	clean deps \
 	install asan ubsan tsan fuzz soak san-check
 all: build-all
@@ -186,9 +188,11 @@ check-xen-companion:
 
 # The .debs are built from a copy of the tree by the script itself
 # (dpkg-buildpackage), not from this build.
-check-debhost:
+check-xen-debhost:
 	scripts/deps.sh build lab debhost
 	tests/lab/debhost/run.sh
+
+check-debhost: check-xen-debhost
 
 include install.mk
 

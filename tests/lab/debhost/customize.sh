@@ -12,6 +12,11 @@
 #  - fstab: / on the first virtio disk, the lab disk (label labchecks,
 #    tests/lab/debhost/lab-checks and the guest config) on /lab;
 #  - lab-checks.service, enabled; Prometheus scraping vmbuildd;
+#  - the bridge xenbr0 (10.99.0.1/24) by systemd-networkd, for the Linux
+#    guest's vif; xenconsoled logs each guest's console to a file;
+#    xendomains masked (vmbuild-guests has the guests at shutdown and
+#    boot: xendomains would `xl save` domains xl did not build);
+#  - a persistent journal (the second boot reads the first's shutdown);
 #  - the hostname, and no password for root on the console.
 set -eux
 root=$1 debs=$2 here=$(dirname "$0")
@@ -42,3 +47,25 @@ install -m 0644 "$here/prometheus.yml" "$root/etc/prometheus/prometheus.yml"
 # A lab machine has no keys to keep: sshd's are made at package
 # install; nothing else needs a network.
 chroot "$root" systemctl enable prometheus.service ssh.service
+
+cat > "$root/etc/systemd/network/50-xenbr0.netdev" <<'NETDEV'
+[NetDev]
+Name=xenbr0
+Kind=bridge
+NETDEV
+cat > "$root/etc/systemd/network/50-xenbr0.network" <<'NETWORK'
+[Match]
+Name=xenbr0
+
+[Network]
+Address=10.99.0.1/24
+ConfigureWithoutCarrier=yes
+NETWORK
+chroot "$root" systemctl enable systemd-networkd.service
+# Nothing here waits for a network to come online: the bridge has no
+# uplink, and the wait would hold the boot up to its timeout.
+chroot "$root" systemctl mask systemd-networkd-wait-online.service
+echo 'XENCONSOLED_ARGS="--log=guest"' >> "$root/etc/default/xen"
+chroot "$root" systemctl mask xendomains.service
+mkdir -p "$root/var/log/journal"
+chroot "$root" systemd-tmpfiles --create --prefix /var/log/journal

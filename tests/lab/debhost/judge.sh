@@ -4,15 +4,17 @@
 # runs must have printed `debhost: NAME ok`.  Prints the checks' lines,
 # the info lines they asked to show, the boot's timings and, last,
 #     vmbuild-host: systemd=yes|no socket_activated=... prometheus=...
-# (issue 24's summary; the upgrade is not run yet: no).
+# (issue 24's summary).  The log holds two boots: lab-checks reboots the
+# host once (vmbuild-guests at shutdown and boot).
 # Exit 0 only when every check passed.
 set -uo pipefail
 log=${1:?usage: judge.sh CONSOLE [QEMU_RC QEMU_SECS]}
 qrc=${2:-?}
 qsecs=${3:-?}
-CHECKS="xen socket first-call alice-create bob-reads bob-denied
-	bob-create-denied journal reload restart-after-crash watchdog security
-	prometheus alice-destroy"
+CHECKS="xen security socket first-call alice-create bob-reads bob-denied
+	bob-create-denied journal reload restart-after-crash watchdog
+	prometheus alice-destroy devices-dropin linux upgrade guests-unit
+	guests-shutdown guests-boot linux-destroy"
 clean=$(mktemp)
 trap 'rm -f "$clean"' EXIT
 # dom0's console (hvc0) ends lines in CRs; QEMU's lines carry the time.
@@ -39,6 +41,8 @@ printf '%-44s %s\n' "qemu exit / wall seconds" "$qrc / $qsecs" \
     "Xen loads dom0's kernel (s from QEMU start)" "$(at 'Dom0 kernel:')" \
     "systemd starts (s)" "$(at 'systemd\[1\]|Welcome to')" \
     "lab-checks begin (s)" "$(at 'debhost: begin')" \
+    "reboot asked (s)" "$(at 'debhost: reboot')" \
+    "second boot's checks begin (s)" "$(at 'debhost: boot2')" \
     "lab-checks end (s)" "$(at 'debhost: end')"
 bad=""
 for c in $CHECKS; do
@@ -46,7 +50,7 @@ for c in $CHECKS; do
 done
 sysd=no
 grep -qE 'debhost: begin' "$clean" && grep -qE 'systemd\[1\]|Welcome to' "$clean" && sysd=yes
-echo "vmbuild-host: systemd=$sysd socket_activated=$(yn socket first-call) journal_fields=$(yn journal) restart_after_crash=$(yn restart-after-crash) watchdog=$(yn watchdog) upgrade_kept_guest=no prometheus=$(yn prometheus)"
+echo "vmbuild-host: systemd=$sysd socket_activated=$(yn socket first-call) journal_fields=$(yn journal) restart_after_crash=$(yn restart-after-crash) watchdog=$(yn watchdog) upgrade_kept_guest=$(yn linux upgrade) prometheus=$(yn prometheus)"
 if [ -z "$bad" ]; then
 	echo "debhost lab: PASS"
 	exit 0

@@ -16,14 +16,19 @@
 #     files put into the image change (their md5 is the key); the
 #     archive's .debs are kept in build/debhost/apt-cache, so a rebuild
 #     downloads nothing already fetched.
-#  3. the lab disk (lab.img, label labchecks, mounted on /lab): lab-checks,
-#     the guest's config, lab.conf (the security score the repository
-#     claims, from man/vmbuildd.8.scd).
+#     The upgrade check's package: vmbuild_*.deb repacked with its
+#     version bumped (VERSION+lab1).
+#  3. the Linux guest's initramfs (tests/lab/linux-init.sh as /init) and
+#     disk; the lab disk (lab.img, label labchecks, mounted on /lab):
+#     lab-checks, the guests' configs, the newer .deb, lab.conf (the
+#     security score the repository claims, from man/vmbuildd.8.scd).
 #  4. boot: Xen + Debian's kernel and initrd, root on a virtio disk (a copy
 #     of rootfs.img, so each run starts from the same state), the lab's
 #     machine (tests/lab/run.sh: -cpu max,-smap,-rdtscp, eager FPU); the
 #     serial console, time-stamped, in build/debhost/console.log.
-#     lab-checks.service runs the checks and powers the host off.
+#     lab-checks.service runs the checks, reboots the host once (QEMU
+#     runs without -no-reboot: the same disk boots again), checks what
+#     vmbuild-guests did, and powers the host off.
 #  5. judge.sh reads the log (summary also in build/debhost/summary.txt).
 #
 # Settings (environment):
@@ -56,7 +61,7 @@ XENVER=4.17
 PACKAGES="systemd systemd-sysv udev dbus kmod procps iproute2 util-linux
 	curl linux-image-amd64 initramfs-tools xen-hypervisor-$XENVER-amd64
 	xen-utils-$XENVER xen-utils-common xenstore-utils openssh-server
-	prometheus"
+	prometheus iputils-ping"
 # This machine's Debian archive (deb822): the first sources file naming
 # deb.debian.org with Types: deb.
 SOURCES=$(grep -l '^Types: deb$' /etc/apt/sources.list.d/*.sources 2>/dev/null |
@@ -116,13 +121,30 @@ ls "$debs"/vmbuild_*.deb "$debs"/python3-vmbuild_*.deb >/dev/null 2>&1 ||
     fail $step "no vmbuild_*.deb and python3-vmbuild_*.deb in $debs"
 log "vmbuild $(dpkg-deb -f "$(ls "$debs"/vmbuild_*.deb | head -n 1)" Version) from $debs"
 
+# ------------------------------------------------------------- newer
+# The upgrade check's package: this vmbuild_*.deb with its version
+# bumped (VERSION+lab1), repacked by dpkg-deb (same files, so its
+# DEBIAN/md5sums still hold); lab-checks installs it with
+# `apt-get install ./FILE` while the Linux guest runs.
+step=newer
+deb=$(ls "$debs"/vmbuild_*.deb | head -n 1)
+ver=$(dpkg-deb -f "$deb" Version)
+newer=$DIR/newer/vmbuild_${ver}+lab1_$(dpkg-deb -f "$deb" Architecture).deb
+rm -rf "$DIR/newer" && mkdir -p "$DIR/newer/x" &&
+    dpkg-deb -R "$deb" "$DIR/newer/x" &&
+    sed -i "s/^Version: .*/Version: ${ver}+lab1/" "$DIR/newer/x/DEBIAN/control" &&
+    dpkg-deb --root-owner-group -b "$DIR/newer/x" "$newer" >/dev/null &&
+    rm -rf "$DIR/newer/x" || fail $step "repack $deb as version ${ver}+lab1"
+log "upgrade package: $(basename "$newer")"
+
 # ------------------------------------------------------------- rootfs
 step=rootfs
 img=$DIR/rootfs.img
 boot=$DIR/boot
 key=$( (echo $PACKAGES; cat "$SOURCES"; md5sum "$debs"/vmbuild_*.deb "$debs"/python3-vmbuild_*.deb | cut -d' ' -f1
 	cat "$here/customize.sh" "$here/lab-checks.service" "$here/prometheus.yml") | md5sum | cut -d' ' -f1)
-if [ "$(cat "$DIR/rootfs.key" 2>/dev/null)" != "$key" ] || [ ! -f "$img" ]; then
+if [ "$(cat "$DIR/rootfs.key" 2>/dev/null)" != "$key" ] || [ ! -f "$img" ] ||
+    [ ! -f "$boot/kver" ]; then
 	tree=$DIR/tree
 	rm -rf "$tree" "$img" "$boot" "$DIR/rootfs.key" && mkdir -p "$DIR/apt-cache" ||
 	    fail $step "cannot clean $tree"
@@ -145,7 +167,8 @@ if [ "$(cat "$DIR/rootfs.key" 2>/dev/null)" != "$key" ] || [ ! -f "$img" ]; then
 	mkdir -p "$boot" &&
 	    zcat "$tree"/boot/xen-$XENVER-amd64.gz > "$boot/xen" &&
 	    cp "$(ls "$tree"/boot/vmlinuz-* | head -n 1)" "$boot/vmlinuz" &&
-	    cp "$(ls "$tree"/boot/initrd.img-* | head -n 1)" "$boot/initrd.img" ||
+	    cp "$(ls "$tree"/boot/initrd.img-* | head -n 1)" "$boot/initrd.img" &&
+	    ls "$tree"/lib/modules | head -n 1 > "$boot/kver" ||
 	    fail $step "no xen-$XENVER-amd64.gz, vmlinuz or initrd.img in $tree/boot"
 	# The tree's size plus room for the journal, Prometheus' data and
 	# vmbuildd's state.
@@ -158,16 +181,76 @@ if [ "$(cat "$DIR/rootfs.key" 2>/dev/null)" != "$key" ] || [ ! -f "$img" ]; then
 	log "rootfs.img: ${mb} MiB, $(du -sh "$img" | cut -f1) used"
 fi
 
+# ------------------------------------------------------------- Linux guest
+# The Linux guest of the main lab (tests/lab/linux-init.sh as /init):
+# the host's own kernel (lab-checks takes it from /boot), an initramfs
+# of this machine's static busybox, xenstore and the guest's device
+# modules, both from the archive's .debs the rootfs was made of; and
+# its disk, an ext2 image holding payload.bin and its md5.
+# /sbin/poweroff is what Linux runs when the toolstack asks it to shut
+# down (control/shutdown): busybox's poweroff -f, as /init is no init
+# daemon to signal.
+step=guest
+kver=$(cat "$boot/kver")
+G=$DIR/guest
+rm -rf "$G" && mkdir -p "$G/x" "$G/root"/{bin,sbin,proc,sys,dev,tmp,lib64,lib/modules,usr/lib/x86_64-linux-gnu} "$G/disk" ||
+    fail $step "mkdir $G"
+for d in "$DIR"/apt-cache/linux-image-"$kver"_*.deb "$DIR"/apt-cache/xenstore-utils_*.deb \
+    "$DIR"/apt-cache/libxenstore4_*.deb "$DIR"/apt-cache/libxentoolcore1_*.deb; do
+	dpkg-deb -x "$d" "$G/x" || fail $step "dpkg-deb -x $d (not in $DIR/apt-cache?)"
+done
+R=$G/root
+cp /bin/busybox "$R/bin/" && cp "$G/x/usr/bin/xenstore" "$R/bin/" &&
+    ln -s xenstore "$R/bin/xenstore-read" && ln -s ../usr/lib/x86_64-linux-gnu "$R/lib/x86_64-linux-gnu" &&
+    install -m 0755 tests/lab/linux-init.sh "$R/init" &&
+    printf '#!/bin/busybox sh\nexec /bin/busybox poweroff -f\n' > "$R/sbin/poweroff" &&
+    chmod 0755 "$R/sbin/poweroff" || fail $step "busybox (scripts/deps.sh lab), xenstore, /init"
+for l in $(LD_LIBRARY_PATH=$G/x/usr/lib/x86_64-linux-gnu ldd "$R/bin/xenstore" |
+    awk '/=> \// {print $3} /^[ \t]*\/lib64\// {print $1}'); do
+	case $l in
+	*/ld-linux-x86-64.so.2) cp -L "$l" "$R/lib64/" ;;
+	*) cp -L "$l" "$R/usr/lib/x86_64-linux-gnu/" ;;
+	esac || fail $step "copy $l"
+done
+# gmods M...: each module and, first, what it depends on (modinfo's
+# depends=), in the order linux-init.sh loads them (devices.order).
+gmods() {
+	local m f dep
+	for m in "$@"; do
+		grep -qx "$m" "$R/lib/modules/devices.order" 2>/dev/null && continue
+		f=$(find "$G/x/lib/modules/$kver/kernel" -name "$m.ko*" | head -n 1)
+		[ -n "$f" ] || { log "module $m not in linux-image-$kver"; return 1; }
+		case $f in
+		*.xz) xz -dc "$f" ;; *.zst) zstd -qdc "$f" ;; *) cat "$f" ;;
+		esac > "$R/lib/modules/$m.ko" || return 1
+		for dep in $(tr '\0' '\n' < "$R/lib/modules/$m.ko" |
+		    sed -n 's/^depends=//p' | head -n 1 | tr ',' ' '); do
+			gmods "$dep" || return 1
+		done
+		echo "$m" >> "$R/lib/modules/devices.order"
+	done
+}
+gmods xen-blkfront xen-netfront ext4 crc32c_generic || fail $step "the guest's modules"
+(cd "$R" && find . | cpio -o -H newc 2>/dev/null | gzip -1) > "$G/linux-initrd.gz" ||
+    fail $step "cpio"
+head -c 1048576 /dev/urandom > "$G/disk/payload.bin" &&
+    (cd "$G/disk" && md5sum payload.bin > payload.md5) &&
+    truncate -s 8M "$G/linux-disk.img" &&
+    mke2fs -q -F -t ext2 -L debhost-linux -d "$G/disk" "$G/linux-disk.img" ||
+    fail $step "the guest's disk (mke2fs -d)"
+log "Linux guest: kernel $kver, initramfs $(du -h "$G/linux-initrd.gz" | cut -f1)"
+
 # ------------------------------------------------------------- lab disk
 step=labdisk
 score=$(sed -n 's/.*rates it \([0-9.]*\).*/\1/p' man/vmbuildd.8.scd | head -n 1)
 [ -n "$score" ] || fail $step "no 'rates it N' in man/vmbuildd.8.scd"
 rm -rf "$DIR/lab" && mkdir -p "$DIR/lab" &&
     install -m 0755 "$here/lab-checks" "$DIR/lab/" &&
-    install -m 0644 "$here/debhost-hello.cfg" "$DIR/lab/" &&
+    install -m 0644 "$here/debhost-hello.cfg" "$here/debhost-linux.cfg" "$DIR/lab/" &&
+    install -m 0644 "$newer" "$G/linux-initrd.gz" "$G/linux-disk.img" "$DIR/lab/" &&
     echo "CLAIMED_SCORE=$score" > "$DIR/lab/lab.conf" ||
     fail $step "fill $DIR/lab"
-rm -f "$DIR/lab.img" && truncate -s 8M "$DIR/lab.img" &&
+rm -f "$DIR/lab.img" && truncate -s 64M "$DIR/lab.img" &&
     mkfs.ext4 -q -F -L labchecks -d "$DIR/lab" "$DIR/lab.img" ||
     fail $step "mkfs.ext4 -d $DIR/lab"
 # Each run boots a fresh copy: the journal, vmbuildd's state and
@@ -187,7 +270,7 @@ log "xen: $xen_cmdline"
 log "dom0: $dom0_cmdline"
 q0=${EPOCHREALTIME/./}
 timeout --kill-after=5 "$DEBHOST_TIMEOUT" qemu-system-x86_64 -accel tcg,thread=multi \
-    -cpu max,-smap,-rdtscp -m "$DEBHOST_MEM" -smp "$DEBHOST_SMP" -nographic -no-reboot \
+    -cpu max,-smap,-rdtscp -m "$DEBHOST_MEM" -smp "$DEBHOST_SMP" -nographic \
     -monitor none -serial stdio $DEBHOST_QEMU_EXTRA \
     -d cpu_reset,guest_errors -D "$DIR/qemu-debug.log" \
     -drive file="$DIR/disk.img",if=virtio,format=raw \
