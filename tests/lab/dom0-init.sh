@@ -381,6 +381,11 @@ linux() {
 		echo "INFO $_lo left by the faulted guest's devices; detached"
 		losetup -d $_lo
 	done
+	# The rebuilt guest has the same address and a new MAC: dom0's
+	# neighbour entry still names the dead one's (its pings went there
+	# in the LAB_INJECT try).
+	ip neigh flush dev $BR 2>/dev/null ||
+	    echo "INFO ip neigh flush dev $BR failed: the first pings may go to the old MAC"
 	scrub_wait 300
 	LINUX_ID=""
 	linux_once $1
