@@ -311,7 +311,25 @@ for s in conns:
     s.sendall(get)
     scrapes_total_of(s)
 os.kill(h.d.pid, signal.SIGSTOP)
+
+
+def stopped(pid):
+    """Every thread of pid is stopped: kill() only queues SIGSTOP, and a
+    daemon still running on the other CPU read the first request in a
+    round of its own once (scrapes_total 22, then 23 for the rest)."""
+    try:
+        for t in os.listdir("/proc/%d/task" % pid):
+            with open("/proc/%d/task/%s/stat" % (pid, t)) as f:
+                if f.read().rsplit(")", 1)[1].split()[0] not in ("T", "t"):
+                    return False
+    except OSError:
+        return False
+    return True
+
+
 try:
+    ok(wait_for(lambda: stopped(h.d.pid), 60) is not None,
+       "the daemon is stopped (SIGSTOP) before the requests go")
     for s in conns:
         s.sendall(get)
 finally:
