@@ -117,7 +117,7 @@ struct vmb_xen_populate_batch {
 	uint32_t flags;		/* VMB_XENMEM_POPB_* */
 	uint32_t nr_extents;
 	uint32_t start;
-	uint64_t extents;	/* XEN_GUEST_HANDLE_64(extent) */
+	uint64_t extents;	/* address of vmb_xen_populate_extent[nr_extents] */
 	uint32_t next;		/* OUT: first extent not populated */
 	uint32_t pad2;
 	struct vmb_xen_populate_batch_stats stats;	/* OUT */
