@@ -19,6 +19,7 @@ mkdir -p "$out" && out=$(cd "$out" && pwd)
 base=$(sed -n 's/^base-commit: //p' "$here/upstream/0000-cover-letter.patch")
 [ -n "$base" ] || { echo "no base-commit: in the cover letter"; exit 2; }
 wt=$out/tree obj=$out/obj
+"$here/../../scripts/deps.sh" xen-upstream || exit 2
 jobs=${JOBS:-2}
 failed=0
 
