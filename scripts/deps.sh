@@ -38,6 +38,10 @@ pk[lab]="qemu-system-x86 busybox-static cpio xz-utils zstd gzip e2fsprogs"
 # root file system with mmdebstrap and builds the .debs (dpkg-dev,
 # debhelper, dh-python: as tests/ops/deb.sh).
 pk[debhost]="mmdebstrap dpkg-dev debhelper dh-python"
+# xen-upstream: hypervisor/xen/check-upstream.sh also configures Xen's
+# tools (./configure wants iasl) to build tools/tests/mm-stats.
+pk[xen-upstream]="build-essential bison flex python3 acpica-tools uuid-dev
+	   libyajl-dev zlib1g-dev libncurses-dev"
 # demo: python3 picks a free port and reads JSON and the metrics.
 pk[demo]="python3"
 # xen: Xen's hypervisor build (its Kconfig needs bison and flex, its

@@ -145,6 +145,7 @@ xen_open(const char *arg, void **ret_priv)
 	dbg = getenv("VMBUILD_XEN_DEBUG");
 	be->debug = dbg != NULL && dbg[0] != '\0' && strcmp(dbg, "0") != 0;
 	pthread_mutex_init(&be->xs_lock, NULL);
+	pthread_mutex_init(&be->scrub_lock, NULL);
 
 	be->xch = xc_interface_open(&be->logger, &be->logger, 0);
 	if (be->xch == NULL) {
@@ -190,6 +191,7 @@ xen_close(void *priv)
 	if (be->xch != NULL)
 		xc_interface_close(be->xch);
 	pthread_mutex_destroy(&be->xs_lock);
+	pthread_mutex_destroy(&be->scrub_lock);
 	free(be);
 }
 

@@ -1,15 +1,21 @@
 /*
  * xen_companion.c - what the xen backend can do beyond stock Xen: the
- * companion hypercalls of vmbuild's Xen patch series (hypervisor/xen;
- * hvabi.h): the scrub-progress and counters sysctls, the batched
- * populate memory op; and Xen's own perf counters when the hypervisor
- * was built with CONFIG_PERF_COUNTERS.
+ * interface of vmbuild's Xen series (hypervisor/xen; xen_series.h):
+ * XEN_SYSCTL_mm_stats, XEN_SYSCTL_scrub_progress, XENMEM_populate_batch;
+ * and Xen's own perf counters when the hypervisor was built with
+ * CONFIG_PERF_COUNTERS.
+ *
+ * The series comes with libxenctrl wrappers for them, but Debian's
+ * libxenctrl does not have them: the backend issues the same hypercalls
+ * over xencall with xen_series.h's copies of the public structures
+ * (checked against the series by hypervisor/xen/abi-check.c).
  *
  * All are probed once at open.  An unknown sysctl or memory op gets
- * -ENOSYS from stock Xen, and XEN_SYSCTL_perfc_op gets -ENOSYS when perf
- * counters are compiled out (Debian's build): then the backend reports
- * them as unavailable, never as zero, and populates with stock
- * XENMEM_populate_physmap.
+ * -ENOSYS from stock Xen (-EOPNOTSUPP from some), and XEN_SYSCTL_perfc_op
+ * gets -ENOSYS when perf counters are compiled out (Debian's build): then
+ * the backend reports them as unavailable, never as zero, and populates
+ * with stock XENMEM_populate_physmap.  Xen returns counts and its time;
+ * the scrub rates are computed here (xen_series_scrub_rate()).
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -20,49 +26,43 @@
 #include "vmb_internal.h"
 #include "xen_priv.h"
 
-#define XEN_SCRUB_BUF	(sizeof(struct hv_scrub_reply) + \
-			 HV_MAX_NODES * sizeof(struct hv_scrub_node))
-
 /*
- * One companion sysctl: the reply lands in a hypercall buffer of `size`
- * bytes, then is copied to `out`.  Returns the bytes written or -errno.
+ * One series sysctl: `arg` (arg_size bytes) starts struct xen_sysctl's
+ * union; `handle_off` is where in it the array handle goes, pointing at a
+ * hypercall buffer of `size` bytes copied to `out` afterwards.  The
+ * union is copied back to `arg`, on -ENOBUFS too.  Returns 0 or -errno.
  */
 static int
-xen_companion_call(struct xen_be *be, uint32_t cmd, void *out, size_t size)
+xen_series_sysctl(struct xen_be *be, uint32_t cmd, void *arg,
+    size_t arg_size, size_t handle_off, void *out, size_t size)
 {
 	struct xen_sysctl *sc = NULL;
-	struct hv_xen_sysctl_buf req;
 	void *buf = NULL;
+	uint64_t h;
 	int rc;
 
 	if (be->xcall == NULL)
 		return -ENOSYS;
 	sc = xencall_alloc_buffer(be->xcall, sizeof(*sc));
-	buf = xencall_alloc_buffer(be->xcall, size);
-	if (sc == NULL || buf == NULL) {
+	buf = size ? xencall_alloc_buffer(be->xcall, size) : NULL;
+	if (sc == NULL || (size && buf == NULL)) {
 		rc = -ENOMEM;
 		goto out;
 	}
 	memset(sc, 0, sizeof(*sc));
-	memset(buf, 0, size);
-	memset(&req, 0, sizeof(req));
-	req.buf = (uint64_t)(uintptr_t)buf;
-	req.size = (uint32_t)size;
+	if (buf != NULL)
+		memset(buf, 0, size);
 	sc->cmd = cmd;
 	sc->interface_version = XEN_SYSCTL_INTERFACE_VERSION;
-	memcpy(&sc->u, &req, sizeof(req));
+	memcpy(&sc->u, arg, arg_size);
+	h = (uint64_t)(uintptr_t)buf;
+	memcpy((char *)&sc->u + handle_off, &h, sizeof(h));
 	rc = xencall1(be->xcall, __HYPERVISOR_sysctl, (uint64_t)(uintptr_t)sc);
-	if (rc < 0) {
-		rc = -xen_errno();
-		goto out;
-	}
-	memcpy(&req, &sc->u, sizeof(req));
-	if (req.size > size) {
-		rc = -EPROTO;
-		goto out;
-	}
-	memcpy(out, buf, req.size);
-	rc = (int)req.size;
+	rc = rc < 0 ? -xen_errno() : 0;
+	if (rc == 0 || rc == -ENOBUFS)
+		memcpy(arg, &sc->u, arg_size);
+	if (rc == 0 && size)
+		memcpy(out, buf, size);
 out:
 	if (buf != NULL)
 		xencall_free_buffer(be->xcall, buf);
@@ -71,37 +71,96 @@ out:
 	return rc;
 }
 
+/* XEN_SYSCTL_mm_stats as struct hv_counters. */
+static int
+xen_mm_stats(struct xen_be *be, struct hv_counters *h)
+{
+	struct vmb_xen_sysctl_mm_stats ms;
+	uint64_t c[VMB_XEN_MM_STAT_NR];
+	int rc;
+
+	memset(&ms, 0, sizeof(ms));
+	ms.nr_counters = VMB_XEN_MM_STAT_NR;
+	rc = xen_series_sysctl(be, VMB_XEN_SYSCTL_mm_stats, &ms, sizeof(ms),
+	    offsetof(struct vmb_xen_sysctl_mm_stats, counters), c, sizeof(c));
+	if (rc < 0)
+		return rc;
+	return xen_series_counters(c, ms.nr_counters, h);
+}
+
 /*
- * One batched populate call on the hypercall buffer `arg` (request and
- * extents filled in).  Returns 0 or -errno; arg->rep holds Xen's reply
- * when it wrote one (its version is then HV_ABI_VERSION).
+ * XEN_SYSCTL_scrub_progress into `nodes` (HV_MAX_NODES of them): the
+ * number of nodes, or -errno.
  */
 static int
-xen_populate_call(struct xen_be *be, struct hv_xen_populate *arg)
+xen_scrub_nodes(struct xen_be *be, struct vmb_xen_sysctl_scrub_node *nodes,
+    uint64_t *now)
 {
-	memset(&arg->rep, 0, sizeof(arg->rep));
+	struct vmb_xen_sysctl_scrub_progress sp;
+	int rc;
+
+	memset(&sp, 0, sizeof(sp));
+	sp.num_nodes = HV_MAX_NODES;
+	rc = xen_series_sysctl(be, VMB_XEN_SYSCTL_scrub_progress, &sp,
+	    sizeof(sp), offsetof(struct vmb_xen_sysctl_scrub_progress, nodes),
+	    nodes, HV_MAX_NODES * sizeof(*nodes));
+	if (rc < 0)
+		return rc;
+	if (sp.num_nodes > HV_MAX_NODES)
+		return -EPROTO;
+	*now = sp.now;
+	return (int)sp.num_nodes;
+}
+
+/*
+ * One batched populate call on the hypercall buffer `arg` (request and
+ * extents filled in).  Returns 0 or -errno; arg->next and arg->stats hold
+ * Xen's reply (also on failure: the extents before next are done).
+ */
+static int
+xen_populate_call(struct xen_be *be, struct vmb_xen_populate_batch *arg)
+{
+	memset(&arg->stats, 0, sizeof(arg->stats));
+	arg->next = UINT32_MAX;	/* not Xen's: nothing replied */
 	if (xencall2(be->xcall, __HYPERVISOR_memory_op,
-	    HV_XEN_XENMEM_POPULATE_BATCH, (uint64_t)(uintptr_t)arg) < 0)
+	    VMB_XENMEM_populate_batch, (uint64_t)(uintptr_t)arg) < 0)
 		return -xen_errno();
 	return 0;
 }
 
+/* The engine's extents [base, base + n) in Xen's layout. */
+static void
+xen_populate_fill(struct vmb_xen_populate_extent *he,
+    const struct vmb_extent *ext, size_t n)
+{
+	size_t i;
+
+	memset(he, 0, n * sizeof(*he));
+	for (i = 0; i < n; i++) {
+		he[i].gfn = ext[i].gfn;
+		he[i].order = (uint8_t)ext[i].order;
+		he[i].node = (uint16_t)(ext[i].node == VMB_NODE_ANY ?
+		    VMB_XENMEM_POPB_NODE_ANY : ext[i].node);
+	}
+}
+
 /*
  * Carry the engine's extents to the batched populate: one call per
- * HV_MAX_EXTENTS (an engine batch fits in one), so one filtered TLB
- * flush per batch; Xen continues a preempted call by itself.  Stock Xen
- * answers -ENOSYS, which the caller takes as "use populate_physmap".
+ * VMB_XENMEM_POPB_MAX_EXTENTS (an engine batch fits in one), so one
+ * filtered TLB flush per batch; Xen continues a preempted call by itself.
+ * Stock Xen answers -ENOSYS, which the caller takes as "use
+ * populate_physmap".
  */
 int
 xen_companion_populate(struct xen_be *be, uint32_t domid, uint32_t flags,
     const struct vmb_extent *ext, size_t nr,
     struct vmb_populate_stats *stats, size_t *ret_done)
 {
-	struct hv_xen_populate *arg;
-	struct hv_extent *he;
-	const struct hv_populate_reply *rep;
+	struct vmb_xen_populate_batch *arg;
+	struct vmb_xen_populate_extent *he;
 	struct vmb_populate_stats unused;
-	size_t base = 0, i, n, cap = nr < HV_MAX_EXTENTS ? nr : HV_MAX_EXTENTS;
+	size_t base = 0, i, n, cap = nr < VMB_XENMEM_POPB_MAX_EXTENTS ? nr :
+	    VMB_XENMEM_POPB_MAX_EXTENTS;
 	int rc = 0;
 
 	*ret_done = 0;
@@ -115,25 +174,19 @@ xen_companion_populate(struct xen_be *be, uint32_t domid, uint32_t flags,
 		rc = -ENOMEM;
 		goto out;
 	}
-	rep = &arg->rep;
 	while (base < nr) {
 		n = nr - base < cap ? nr - base : cap;
-		memset(he, 0, n * sizeof(*he));
-		for (i = 0; i < n; i++) {
-			he[i].gfn = ext[base + i].gfn;
-			he[i].order = (uint8_t)ext[base + i].order;
-			he[i].node = (uint16_t)(ext[base + i].node ==
-			    VMB_NODE_ANY ? HV_NODE_ANY : ext[base + i].node);
-		}
+		xen_populate_fill(he, ext + base, n);
 		memset(arg, 0, sizeof(*arg));
-		arg->req.domid = domid;
-		arg->req.flags = ((flags & VMB_POPF_EXACT_NODE) ?
-		    HV_POPF_EXACT_NODE : 0) | ((flags & VMB_POPF_ALLOW_DIRTY) ?
-		    HV_POPF_ALLOW_DIRTY : 0);
-		arg->req.nr_extents = (uint32_t)n;
+		arg->domid = (uint16_t)domid;
+		arg->flags = ((flags & VMB_POPF_EXACT_NODE) ?
+		    VMB_XENMEM_POPB_exact_node : 0) |
+		    ((flags & VMB_POPF_ALLOW_DIRTY) ?
+		    VMB_XENMEM_POPB_allow_dirty : 0);
+		arg->nr_extents = (uint32_t)n;
 		arg->extents = (uint64_t)(uintptr_t)he;
 		rc = xen_populate_call(be, arg);
-		if (rep->version != HV_ABI_VERSION || rep->next > n) {
+		if (arg->next > n) {
 			/* No reply: nothing of this call is known to be done. */
 			if (rc == 0 || ((rc == -ENOSYS || rc == -EOPNOTSUPP) &&
 			    base > 0))
@@ -141,19 +194,19 @@ xen_companion_populate(struct xen_be *be, uint32_t domid, uint32_t flags,
 			break;
 		}
 		stats->calls++;
-		stats->pages_scrubbed_inline += rep->stats.pages_scrubbed_inline;
-		stats->pages_fallback += rep->stats.pages_fallback;
-		stats->flushes_issued += rep->stats.flushes_issued;
-		stats->flushes_avoided += rep->stats.flushes_avoided;
-		stats->filter_evaluations += rep->stats.filter_evaluations;
+		stats->pages_scrubbed_inline += arg->stats.pages_scrubbed_inline;
+		stats->pages_fallback += arg->stats.pages_offnode;
+		stats->flushes_issued += arg->stats.flushes_issued;
+		stats->flushes_avoided += arg->stats.flushes_avoided;
+		stats->filter_evaluations += arg->stats.filter_evaluations;
 		stats->have |= VMB_POPSTAT_HAVE_SCRUBBED_INLINE |
 		    VMB_POPSTAT_HAVE_FALLBACK | VMB_POPSTAT_HAVE_FLUSHES |
 		    VMB_POPSTAT_HAVE_FILTER;
-		for (i = 0; i < rep->next; i++)
+		for (i = 0; i < arg->next; i++)
 			xen_count(stats, ext[base + i].order, ext[base + i].node,
 			    1);
-		base += rep->next;
-		if (rc == 0 && rep->next != n)
+		base += arg->next;
+		if (rc == 0 && arg->next != n)
 			rc = -EPROTO;	/* success is every extent done */
 		if (rc < 0)
 			break;
@@ -171,14 +224,14 @@ out:
 static bool
 xen_populate_probe(struct xen_be *be)
 {
-	struct hv_xen_populate *arg;
+	struct vmb_xen_populate_batch *arg;
 	bool ok;
 
 	arg = xencall_alloc_buffer(be->xcall, sizeof(*arg));
 	if (arg == NULL)
 		return false;
 	memset(arg, 0, sizeof(*arg));
-	arg->req.domid = DOMID_INVALID;
+	arg->domid = DOMID_INVALID;
 	ok = xen_populate_call(be, arg) == -ESRCH;
 	xencall_free_buffer(be->xcall, arg);
 	return ok;
@@ -187,19 +240,16 @@ xen_populate_probe(struct xen_be *be)
 void
 xen_companion_probe(struct xen_be *be)
 {
+	struct vmb_xen_sysctl_scrub_node *nodes;
 	struct hv_counters cnt;
-	void *scrub;
+	uint64_t now;
 	int nd, nv;
 
-	scrub = malloc(XEN_SCRUB_BUF);
-	if (scrub != NULL &&
-	    xen_companion_call(be, HV_XEN_SYSCTL_SCRUB_PROGRESS, scrub,
-	    XEN_SCRUB_BUF) >= (int)sizeof(struct hv_scrub_reply) &&
-	    ((struct hv_scrub_reply *)scrub)->version == HV_ABI_VERSION)
+	nodes = calloc(HV_MAX_NODES, sizeof(*nodes));
+	if (nodes != NULL && xen_scrub_nodes(be, nodes, &now) > 0)
 		be->companion |= XEN_COMP_SCRUB;
-	free(scrub);
-	if (xen_companion_call(be, HV_XEN_SYSCTL_COUNTERS, &cnt,
-	    sizeof(cnt)) == (int)sizeof(cnt) && cnt.version == HV_ABI_VERSION)
+	free(nodes);
+	if (xen_mm_stats(be, &cnt) == 0)
 		be->companion |= XEN_COMP_COUNTERS;
 	/*
 	 * No domain has DOMID_INVALID: the op answers -ESRCH, stock Xen
@@ -215,48 +265,48 @@ xen_companion_probe(struct xen_be *be)
 int
 xen_companion_scrub(struct xen_be *be, struct vmb_scrub *ret_scrub)
 {
-	struct hv_scrub_reply *rep;
-	struct hv_scrub_node *n;
+	struct vmb_xen_sysctl_scrub_node *n;
 	struct vmb_scrub s;
-	uint32_t i;
-	int got, rc;
+	uint64_t now, rate;
+	int i, nr, rc;
 
-	rep = malloc(XEN_SCRUB_BUF);
-	if (rep == NULL)
+	n = calloc(HV_MAX_NODES, sizeof(*n));
+	if (n == NULL)
 		return -ENOMEM;
-	got = xen_companion_call(be, HV_XEN_SYSCTL_SCRUB_PROGRESS, rep,
-	    XEN_SCRUB_BUF);
-	if (got < 0) {
-		rc = got;
-		goto out;
-	}
-	if ((size_t)got < sizeof(*rep) || rep->version != HV_ABI_VERSION ||
-	    rep->nr_nodes > HV_MAX_NODES ||
-	    (size_t)got < sizeof(*rep) + rep->nr_nodes * sizeof(*n)) {
-		rc = -EPROTO;
+	nr = xen_scrub_nodes(be, n, &now);
+	if (nr < 0) {
+		rc = nr;
 		goto out;
 	}
 	memset(&s, 0, sizeof(s));
 	s.have = VMB_SCRUB_HAVE_DIRTY | VMB_SCRUB_HAVE_SCRUBBED |
 	    VMB_SCRUB_HAVE_RATE | VMB_SCRUB_HAVE_BOOT;
-	n = (struct hv_scrub_node *)(rep + 1);
-	for (i = 0; i < rep->nr_nodes && i < VMB_MAX_NODES; i++) {
+	for (i = 0; i < nr && i < VMB_MAX_NODES; i++) {
 		struct vmb_scrub_node *o = &s.nodes[s.nr_nodes++];
 
+		if (n[i].node >= HV_MAX_NODES) {
+			rc = -EPROTO;
+			goto out;
+		}
+		pthread_mutex_lock(&be->scrub_lock);
+		rate = xen_series_scrub_rate(&be->scrub_rate[n[i].node], now,
+		    n[i].scrubbed_pages);
+		pthread_mutex_unlock(&be->scrub_lock);
 		o->node = n[i].node;
-		o->workers = n[i].workers;
+		/* Xen's idle loop lets one CPU at a time scrub a node. */
+		o->workers = 1;
 		o->total_bytes = n[i].total_pages << HV_PAGE_SHIFT;
 		o->free_bytes = n[i].free_pages << HV_PAGE_SHIFT;
 		o->dirty_bytes = n[i].dirty_pages << HV_PAGE_SHIFT;
-		o->scrubbed_bytes_total =
-		    n[i].scrubbed_pages_total << HV_PAGE_SHIFT;
-		o->rate_bytes_per_sec = n[i].rate_pages_per_sec << HV_PAGE_SHIFT;
-		o->boot_scrub_done = n[i].boot_scrub_done != 0;
+		o->scrubbed_bytes_total = n[i].scrubbed_pages << HV_PAGE_SHIFT;
+		o->rate_bytes_per_sec = rate << HV_PAGE_SHIFT;
+		o->boot_scrub_done =
+		    (n[i].flags & VMB_XEN_SYSCTL_SCRUB_boot_done) != 0;
 	}
 	*ret_scrub = s;
 	rc = 0;
 out:
-	free(rep);
+	free(n);
 	return rc;
 }
 
@@ -264,12 +314,12 @@ int
 xen_companion_counters(struct xen_be *be, struct vmb_counters *ret_cnt)
 {
 	struct hv_counters h;
-	int got;
+	int rc;
 
-	got = xen_companion_call(be, HV_XEN_SYSCTL_COUNTERS, &h, sizeof(h));
-	if (got < 0)
-		return got;
-	return vmb__counters_from_hv(&h, (size_t)got, VMB_CNT_HAVE_FLUSH |
+	rc = xen_mm_stats(be, &h);
+	if (rc < 0)
+		return rc;
+	return vmb__counters_from_hv(&h, sizeof(h), VMB_CNT_HAVE_FLUSH |
 	    VMB_CNT_HAVE_POPULATE | VMB_CNT_HAVE_SCRUB | VMB_CNT_HAVE_SHADOW,
 	    ret_cnt);
 }

@@ -19,6 +19,7 @@
 #include <xentoollog.h>
 
 #include "backend.h"
+#include "xen_series.h"
 
 /*
  * Special pages of a PVH domain, as libxenguest lays them out in Xen
@@ -57,6 +58,9 @@ struct xen_be {
 	uint32_t	caps;		/* VMB_CAP_* */
 	uint32_t	companion;	/* XEN_COMP_* */
 	unsigned	nr_perfc_desc;	/* perf counters, when compiled in */
+	/* Scrub rates, from the last samples of XEN_SYSCTL_scrub_progress. */
+	pthread_mutex_t	scrub_lock;
+	struct xen_scrub_rate scrub_rate[HV_MAX_NODES];
 	bool		have_hap;	/* hardware-assisted paging available */
 	uint32_t	gnttab_version;	/* the highest Xen offers, as libxl */
 	bool		debug;		/* VMBUILD_XEN_DEBUG set: libraries log to stderr */

@@ -694,45 +694,13 @@ struct hv_fault_reply {
 /* The companion hypercalls on Xen (hypervisor/xen).                   */
 
 /*
- * On Xen, scrub progress and counters are XEN_SYSCTL sub-operations
- * (XEN_SYSCTL_scrub_progress, XEN_SYSCTL_vmstat in the series' public
- * sysctl.h): struct xen_sysctl's cmd is one of these, interface_version
- * is Xen's XEN_SYSCTL_INTERFACE_VERSION, and its union u starts with a
- * struct hv_xen_sysctl_buf naming a hypercall buffer that receives the
- * same layout hvsim sends on its socket (hv_scrub_reply followed by
- * hv_scrub_node[nr_nodes], or hv_counters).  A buffer too small gets
- * -ENOBUFS and size set to what the reply needs.  Stock Xen answers
- * -ENOSYS to an unknown sysctl, which is how a toolstack probes for
- * them.  hypervisor/xen/abi-check.c checks that the series' structures
- * have these layouts.
+ * On Xen, scrub progress, counters and the batched populate are the
+ * series' XEN_SYSCTL_scrub_progress, XEN_SYSCTL_mm_stats and
+ * XENMEM_populate_batch, with Xen's own typed structures (guest-handle
+ * arrays, counts and Xen's time: the tools compute rates).  The xen
+ * backend converts them to and from this file's layouts:
+ * libvmbuild/xen/xen_series.h has its copy of them, which
+ * hypervisor/xen/abi-check.c checks against the series.
  */
-#define HV_XEN_SYSCTL_SCRUB_PROGRESS	0x4801
-#define HV_XEN_SYSCTL_COUNTERS		0x4802
-
-struct hv_xen_sysctl_buf {
-	uint64_t buf;		/* XEN_GUEST_HANDLE_64 of the reply buffer */
-	uint32_t size;		/* IN: bytes at buf; OUT: bytes written */
-	uint32_t pad;
-};
-
-/*
- * The batched populate is a memory op, XENMEM_populate_batch (number 63,
- * the last a memory op can have: not a sysctl, since every sysctl runs
- * under one global lock): HYPERVISOR_memory_op(63, struct hv_xen_populate
- * *), a hypercall buffer.  The extents are a second hypercall buffer
- * whose address is in `extents`.  Xen continues a preempted call by
- * itself, so one call is one batch: it returns 0 when every extent is
- * done, or -errno with rep.next at the extent that failed (the
- * hv_populate rules above); rep.stats add up the whole batch, and the
- * filtered TLB flush is issued at most once per call while the domain is
- * being built.  Stock Xen answers -ENOSYS (an unknown memory op).
- */
-#define HV_XEN_XENMEM_POPULATE_BATCH	63
-
-struct hv_xen_populate {
-	struct hv_populate req;	/* IN */
-	uint64_t extents;	/* IN: address of hv_extent[req.nr_extents] */
-	struct hv_populate_reply rep;	/* OUT, also on failure */
-};
 
 #endif /* VMBUILD_HVABI_H */

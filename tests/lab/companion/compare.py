@@ -347,7 +347,7 @@ def judge_shadow(j, sh, off):
     if sh.present:
         d = shadow_deltas(sh, 'stats-0', 'stats-1')
         flood = d
-        j.check('shadow: write-flood unshadows (shadow-flood default 3)',
+        j.check('shadow: write-flood unshadows (shadow-flood=3 on Xen\'s line)',
                 (d['write_flood'] or 0) > 0,
                 'write_flood +%s early +%s other +%s emulated_pt_writes +%s '
                 'shadow_faults +%s' % (d['write_flood'], d['early'],
