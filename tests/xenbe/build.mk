@@ -9,7 +9,7 @@ XENBE_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(sort $(wildcard libvmbuild/xen/*.c))) 
 XENBE_WRAP := -Wl,--wrap=xc_domain_populate_physmap -Wl,--wrap=xc_interface_open \
 	-Wl,--wrap=xc_domain_getinfolist -Wl,--wrap=xs_read \
 	-Wl,--wrap=xc_domain_create
-EXTRA_CFLAGS_tests/xenbe/ += -Ilibvmbuild -Ilibvmbuild/xen \
+EXTRA_CFLAGS_tests/xenbe/ += -Ilibvmbuild -Ilibvmbuild/xen -Ihypervisor/include \
 	$(shell $(PKG) --cflags $(LIBVMB_XEN_PKGS))
 
 $(XENBE_TEST_BIN)/test_xen_backend: $(OBJ)/tests/xenbe/test_xen_backend.o \
