@@ -41,6 +41,7 @@ static struct {
 	struct vmq	vms;
 	unsigned	count;
 	uint64_t	seq;		/* bumped by each change of ours */
+	uint64_t	removed_seq;	/* seq of the last VM removed */
 	bool		refreshing;
 	bool		list_failing;	/* the last refresh failed */
 	struct event	*ev_refresh;
@@ -579,6 +580,7 @@ vm_remove(struct vm *vm, bool announce)
 	TAILQ_REMOVE(&V.vms, vm, entry);
 	V.count--;
 	V.seq++;
+	V.removed_seq = V.seq;
 	vm_list_invalidate();
 	yajl_tree_free(vm->build);
 	vmb_guest_free(vm->guest);
@@ -1004,6 +1006,16 @@ vm_apply_event(const struct vmb_domain_event *ev, uint64_t since)
 	switch (ev->type) {
 	case VMB_EVENT_NEW:
 	case VMB_EVENT_CHANGED:
+		/*
+		 * A domain read before a VM was removed (a vm.destroy's dying
+		 * domain, say) would come back as someone else's VM under the
+		 * name just freed: a create of that name then found it taken
+		 * (faults.py under ASan).  A fresh list decides instead.
+		 */
+		if (vm == NULL && V.removed_seq > since) {
+			vm_refresh_kick();
+			return;
+		}
 		if (vm == NULL) {
 			vm_appeared(&ev->dom, 0);
 			return;

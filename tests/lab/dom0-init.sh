@@ -373,9 +373,23 @@ linux() {
 	echo "LAB-EMU tool=$1 domid=$_tf_id what=triple-fault uptime=$(up) set-aside=$(echo ${FAILED#"$_lf0"} | tr ' ' ',')"
 	grep -E "[] ]d${_tf_id}v[0-9]+ Triple fault" -A 14 $XLOG | head -n 15 | sed 's/^/  emu-fault| /'
 	FAILED="$_lf0"
-	# What is left of it (normally nothing: on_crash/on_reboot = destroy).
-	if [ $1 = vmb ]; then timed vmb-emu-destroy $V destroy $1-linux
-	else timed xl-emu-destroy xl destroy $1-linux; fi
+	# What is left of it (normally nothing: on_crash/on_reboot =
+	# destroy).  vmbuildd may still be at that destroy (a destroy of
+	# ours then says "another operation ... in progress") and must
+	# have let the name go before the rebuild: run 1 of a series
+	# rebuilt 7 s after the fault and got "a VM named vmb-linux exists".
+	if [ $1 = vmb ]; then
+		_w0=$(up)
+		while $V list 2>/dev/null | grep -qw vmb-linux; do
+			[ "$(awk -v a=$_w0 -v b=$(up) 'BEGIN { print (b - a > 180) }')" = 1 ] && break
+			$V destroy vmb-linux >/dev/null 2>&1
+			sleep 3
+		done
+		echo "INFO vmbuildd let vmb-linux go after $(secs $_w0 $(up)) s"
+		timed vmctl-list-emu $V list
+	else
+		timed xl-emu-destroy xl destroy $1-linux
+	fi
 	gone $1-linux 60 || fail $1-linux-emu-gone "$1-linux still listed after its triple fault"
 	losetup -a | grep -E '/guest/disk2?\.img\)?$' | cut -d: -f1 | while read -r _lo; do
 		echo "INFO $_lo left by the faulted guest's devices; detached"
