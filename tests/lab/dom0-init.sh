@@ -395,6 +395,12 @@ linux() {
 		echo "INFO $_lo left by the faulted guest's devices; detached"
 		losetup -d $_lo
 	done
+	# xenconsoled appends to the log of the guest's name: the rebuilt
+	# guest's lines must not be read from the dead one's (series run 4
+	# read the dead guest's "vmbuild-linux: domid=10" and devices line
+	# at once and pinged a guest still booting).
+	mv /var/log/xen/console/guest-$1-linux.log \
+	    /var/log/xen/console/guest-$1-linux.emu-$_tf_id.log 2>/dev/null
 	# The rebuilt guest has the same address and a new MAC: dom0's
 	# neighbour entry still names the dead one's (its pings went there
 	# in the LAB_INJECT try).
