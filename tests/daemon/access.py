@@ -25,38 +25,7 @@ import time
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from vmbdtest import *  # noqa: E402,F401,F403
 
-if os.geteuid() != 0:
-    skip("access tests", "need root to create a group and users")
-    done()
-for tool in ("groupadd", "useradd", "userdel", "groupdel"):
-    if shutil.which(tool) is None:
-        skip("access tests", "%s missing" % tool)
-        done()
-
-tag = "vmbt%d" % (os.getpid() % 100000)
-group, member, other = tag, tag + "m", tag + "o"
-
-
-def run(*cmd):
-    return subprocess.run(cmd, capture_output=True, text=True)
-
-
-def cleanup_accounts():
-    for u in (member, other):
-        run("userdel", u)
-    run("groupdel", group)
-
-
-atexit.register(cleanup_accounts)
-cleanup_accounts()
-r1 = run("groupadd", "--system", group)
-r2 = run("useradd", "--system", "--no-create-home", "--shell",
-         "/usr/sbin/nologin", "--groups", group, member)
-r3 = run("useradd", "--system", "--no-create-home", "--shell",
-         "/usr/sbin/nologin", other)
-if r1.returncode or r2.returncode or r3.returncode:
-    bail("cannot create the throwaway accounts: %s" %
-         (r1.stderr + r2.stderr + r3.stderr))
+group, member, (other,) = throwaway_accounts("vmbt", "access tests", 1)
 gid = grp.getgrnam(group).gr_gid
 m_uid, m_gid = pwd.getpwnam(member).pw_uid, pwd.getpwnam(member).pw_gid
 o_uid, o_gid = pwd.getpwnam(other).pw_uid, pwd.getpwnam(other).pw_gid

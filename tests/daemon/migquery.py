@@ -25,40 +25,13 @@ import tempfile
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from vmbdtest import *  # noqa: E402,F401,F403
 
-if os.geteuid() != 0:
-    skip("migration query as its user", "needs root to create a user")
-    done()
-for tool in ("groupadd", "useradd", "userdel", "groupdel"):
-    if shutil.which(tool) is None:
-        skip("migration query as its user", "%s missing" % tool)
-        done()
+group, member, _ = throwaway_accounts("vmbq", "migration query as its user")
 
 VMCTL = os.path.join(BIN, "vmctl")
 FAKESSH = os.path.join(os.path.dirname(os.path.abspath(__file__)),
                        "fakessh.py")
 REC_STATUS = 4
 ENV = {"PATH": BIN + ":" + os.environ.get("PATH", "")}
-tag = "vmbq%d" % (os.getpid() % 100000)
-group, member = tag, tag + "m"
-
-
-def run(*cmd):
-    return subprocess.run(cmd, capture_output=True, text=True)
-
-
-def cleanup_accounts():
-    run("userdel", member)
-    run("groupdel", group)
-
-
-atexit.register(cleanup_accounts)
-cleanup_accounts()
-r1 = run("groupadd", "--system", group)
-r2 = run("useradd", "--system", "--no-create-home", "--shell",
-         "/usr/sbin/nologin", "--groups", group, member)
-if r1.returncode or r2.returncode:
-    bail("cannot create the throwaway accounts: %s" % (r1.stderr +
-                                                       r2.stderr))
 gid = grp.getgrnam(group).gr_gid
 m_uid, m_gid = pwd.getpwnam(member).pw_uid, pwd.getpwnam(member).pw_gid
 

@@ -236,6 +236,43 @@ def bail(msg):
     done()
 
 
+def throwaway_accounts(prefix, what, outsiders=0):
+    """A throwaway system group and a member of it, plus `outsiders`
+    users in no group, named PREFIX<pid>, PREFIX<pid>m, PREFIX<pid>o...,
+    removed at exit: (group, member, [outsider...]).  Skips the test
+    (`what`) unless run as root with shadow's tools."""
+    if os.geteuid() != 0:
+        skip(what, "needs root to create a group and users")
+        done()
+    for tool in ("groupadd", "useradd", "userdel", "groupdel"):
+        if shutil.which(tool) is None:
+            skip(what, "%s missing" % tool)
+            done()
+    tag = "%s%d" % (prefix, os.getpid() % 100000)
+    group, member = tag, tag + "m"
+    others = [tag + "o" + ("%d" % i if i else "") for i in range(outsiders)]
+
+    def run(*cmd):
+        return subprocess.run(cmd, capture_output=True, text=True)
+
+    def cleanup():
+        for u in [member] + others:
+            run("userdel", u)
+        run("groupdel", group)
+
+    atexit.register(cleanup)
+    cleanup()
+    rs = [run("groupadd", "--system", group),
+          run("useradd", "--system", "--no-create-home", "--shell",
+              "/usr/sbin/nologin", "--groups", group, member)]
+    rs += [run("useradd", "--system", "--no-create-home", "--shell",
+               "/usr/sbin/nologin", u) for u in others]
+    if any(r.returncode for r in rs):
+        bail("cannot create the throwaway accounts: %s" %
+             "".join(r.stderr for r in rs))
+    return group, member, others
+
+
 def wait_for(pred, timeout=30):
     """pred()'s first true value, asked every 50 ms; None after timeout
     seconds."""
