@@ -10,6 +10,9 @@ hvsim, as a host's shutdown and boot run them.
   no request (no PV control) and one that announces PV control but never
   answers are destroyed after SHUTDOWN_TIMEOUT, and the helper says so
   (exit 1);
+- a VM busy with another operation when the shutdown comes (here: its
+  build held in populate) is asked again until the deadline, and shut
+  down once it is free (it used to be destroyed at once);
 - ON_BOOT=start creates AUTOSTART_DIR's configs and skips the one whose
   VM already runs (and editors' leftovers); ON_BOOT=ignore does not;
 - settings that make no sense are refused before anything is done.
@@ -28,20 +31,28 @@ HELPER = os.path.join(TOP, "scripts", "vmbuild-guests")
 tmp = tempfile.mkdtemp(prefix="vmbd-guests.")
 save_dir = os.path.join(tmp, "save")
 auto_dir = os.path.join(tmp, "auto")
+# hvsim preempts a populate after 8 units of work, so that HoldProxy can
+# hold a build in the middle of it.
 h = Host(["--nodes", "2", "--cpus-per-node", "2", "--mem-per-node", "1G",
-          "--backing", "phantom"])
+          "--backing", "phantom", "--preempt-pages", "8"])
+proxy = HoldProxy(os.path.join(h.dir, "hold.sock"), h.hv_sock)
+h.hv_sock = proxy.path
 h.start_daemon()
 c = h.client()
 g = HvGuest(h.hv_sock)
 
 
-def helper(action, **settings):
+def helper_env(**settings):
     env = dict(os.environ, VMCTL=os.path.join(BIN, "vmctl"),
                VMBUILD_SOCKET=h.sock, SAVE_DIR=save_dir,
                AUTOSTART_DIR=auto_dir)
     env.update({k: str(v) for k, v in settings.items()})
+    return env
+
+
+def helper(action, **settings):
     p = subprocess.run([HELPER, action], capture_output=True, text=True,
-                       env=env, timeout=300)
+                       env=helper_env(**settings), timeout=300)
     return p.returncode, p.stdout, p.stderr
 
 
@@ -130,6 +141,47 @@ ok("VM mute: still there (running) after 15 s: destroyed" in err and
 ok("VM g3: still there (running) after 15 s: destroyed" in err and
    "feature-poweroff" in err,
    "the one without PV control: destroyed, said why", err)
+
+# ------------------------------- a VM busy when the shutdown comes
+# Its build is held in populate (vm.shutdown: code 1012, "being
+# built"); the helper asks again each second and says so once; the
+# build is let go only after that line, so the retry is what is tested.
+proxy.arm()
+btask = c.result("vm.create", {"config": guest_cfg("busy", 64),
+                               "wait": False})["task"]
+ok(proxy.held.wait(60), "a build held in populate")
+# vm.info has no id for a VM being built; its task has the domain.
+bid = c.result("task.get", {"task": btask})["domid"]
+g.control(bid, g.ANNOUNCE, g.F_POWEROFF)
+th = threading.Thread(target=answer, args=(bid,))
+th.start()
+p = subprocess.Popen([HELPER, "stop"], stdout=subprocess.PIPE,
+                     stderr=subprocess.PIPE, text=True,
+                     env=helper_env(ON_SHUTDOWN="shutdown",
+                                    SHUTDOWN_TIMEOUT=120))
+err_lines, busy_said = [], threading.Event()
+
+
+def read_err():
+    for line in p.stderr:
+        err_lines.append(line)
+        if "VM busy: busy" in line:
+            busy_said.set()
+
+
+reader = threading.Thread(target=read_err)
+reader.start()
+said = busy_said.wait(60)
+proxy.free()
+out = p.stdout.read()
+rc = p.wait(timeout=300)
+reader.join()
+th.join()
+err = "".join(err_lines)
+ok(said and "code 1012" in err and "asking again" in err,
+   "the busy VM: said once, asked again", err)
+ok(rc == 0 and "VM busy: shut down" in out and vms() == {},
+   "then shut down once its build was done, not destroyed", (rc, out, err))
 
 # ------------------------------------------------------------ autostart
 os.makedirs(auto_dir)

@@ -155,10 +155,18 @@ try:
        and gs.get("EnvironmentFile") == ["-/etc/default/vmbuild"],
        "vmbuild-guests.service: a oneshot that stays active, start at "
        "boot, stop at shutdown, settings from /etc/default/vmbuild", gs)
-    ok("vmbuildd.socket" in gk["Unit"].get("Requires", []) and
+    ok("vmbuildd.socket" in gk["Unit"].get("Wants", []) and
        "vmbuildd.socket" in gafter and "vmbuildd.service" in gafter,
        "vmbuild-guests.service: after vmbuildd (which outlives its stop)",
        gafter)
+    # An upgrade restarts vmbuildd's units: a dependency that passes a
+    # stop or restart on would run this unit's stop, the shutdown of
+    # every guest, on an apt-get install.
+    binding = [(k, v) for k in ("Requires", "BindsTo", "PartOf", "Requisite")
+               for v in " ".join(gk["Unit"].get(k, [])).split()
+               if v.startswith("vmbuildd")]
+    ok(binding == [], "vmbuild-guests.service: no dependency on vmbuildd "
+       "that passes a restart on (Wants= only)", binding)
     # Every setting the helper reads is in /etc/default/vmbuild with the
     # helper's default, and the stop's timeout covers SHUTDOWN_TIMEOUT.
     helper = open(os.path.join(TOP, "scripts", "vmbuild-guests")).read()
