@@ -83,6 +83,25 @@ xb_line_wait() {
 	return 0
 }
 
+# xb_faulted_gone TOOL TAG: what is left of a guest Xen saw triple-fault
+# taken away.  xl -e leaves the crashed domain to an explicit destroy;
+# vmbuildd destroys it itself (on_crash) and may still be at it (a
+# destroy of ours then says "another operation ... in progress"): as
+# linux() does, asked again until vmbuildd no longer lists it.
+xb_faulted_gone() {
+	if [ $1 = xl ]; then
+		timed xb-emu-destroy-$2 xl destroy $2
+		return
+	fi
+	_xf0=$(up)
+	while $V list 2>/dev/null | grep -qw $2; do
+		[ "$(awk -v a=$_xf0 -v b=$(up) 'BEGIN { print (b - a > 180) }')" = 1 ] && break
+		$V destroy $2 >/dev/null 2>&1
+		sleep 3
+	done
+	echo "INFO vmbuildd let $2 go after $(secs $_xf0 $(up)) s"
+}
+
 # xb_round K TOOL: one create of the Linux guest by TOOL, timed to the
 # return and to the guest's line; destroyed; memory back (scrub_wait).
 # The devices, resize and hot-plug steps of linux_once are left out.
@@ -116,9 +135,9 @@ xb_round() {
 		   tail -n 5 /var/log/xen/console/guest-$_xt.log 2>/dev/null | sed "s/^/  $_xt| /" ;;
 		esac
 	fi
-	# Destroyed by its toolstack (a triple-faulted one is gone already:
-	# on_crash = destroy; vmbuildd lets its name go on its own).
-	if xl list $_xt >/dev/null 2>&1; then
+	if [ -n "$_xid" ] && emu_fault $_xid; then
+		xb_faulted_gone $2 $_xt
+	elif xl list $_xt >/dev/null 2>&1; then
 		timed xb-destroy-$_xt $_xbd $_xt || fail xb-destroy-$_xt "destroy rc=$?"
 	fi
 	gone $_xt 60 || fail xb-gone-$_xt "$_xt still listed after destroy"
@@ -133,6 +152,7 @@ xb_round() {
 # xb_rounds N: N rounds, A B B A.
 xb_rounds() {
 	_xk=1 _xorder="xl vmb"
+	scrub_wait 300
 	while [ $_xk -le $1 ]; do
 		for _xtool in $_xorder; do
 			if ! xb_time_for $((XB_ROUND_RESERVE + ${DIRTY:-0} * XB_DIRTY_RESERVE)); then
