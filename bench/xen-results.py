@@ -16,8 +16,12 @@ build/lab-companion/numa/console.log) with the records dom0 printed
   XBSTATS K before|after rc=R {vmctl --json stats}
   LAB-HOST load_start=L load_end=L cpus=N        (run.sh, after QEMU)
 
-A create's figures are dom0's (its PV console has no timestamps of its
-own); a dirty create's time to the guest's hello line is the host's, from
+A command's return is the time dom0's `timed` gave its step ("MARK
+step=xb-create-T-rK ... secs=S", as the lab's other rows; the record's
+own return= adds the printing of the command's output and is the
+fallback).  A create's time to its line is dom0's (the PV console has no
+timestamps of its own); a dirty create's time to the guest's hello line
+is the host's, from
 the timestamps run.sh gives every console line: "MARK begin
 step=xb-dirty-TAG" to "(dN) ... vmbuild-guest: hello from domain N".
 
@@ -37,6 +41,7 @@ import sys
 
 TS = re.compile(r'^\[ *([0-9]+\.[0-9]+)\] (.*)$')
 KV = re.compile(r'([a-z_]+)=(\S*)')
+MARK = re.compile(r'^MARK step=(\S+) rc=([0-9]+) secs=([0-9.]+)')
 TOOLS = ('xl', 'vmb')
 # The issue's targets, shown beside the figures (not judged here).
 TARGETS = {'create_return_ratio': 0.7, 'create_line_ratio': 0.7,
@@ -88,12 +93,22 @@ def parse_log(path):
     """The raw records of one log."""
     lines = lines_of(path)
     r = {'log': path, 'creates': [], 'dirty': [], 'stats': {}, 'host': None}
-    for i, (ts, text) in enumerate(lines):
+    marks = {}
+    for ts, text in lines:
+        m = MARK.match(text)
+        if m and m.group(2) == '0':
+            marks[m.group(1)] = fnum(m.group(3))
+    for ts, text in lines:
         if text.startswith('XBENCH create '):
-            r['creates'].append(dict(KV.findall(text)))
+            c = dict(KV.findall(text))
+            c['return'] = marks.get('xb-create-%s-r%s' % (
+                c.get('tool'), c.get('round')), c.get('return'))
+            r['creates'].append(c)
         elif text.startswith('XBENCH dirty '):
             d = dict(KV.findall(text))
             d['line'] = hello_time(lines, d)
+            d['return'] = marks.get('xb-dirty-xbd%s-%s' % (
+                d.get('seq'), d.get('tool')), d.get('return'))
             r['dirty'].append(d)
         elif text.startswith('XBSTATS '):
             w = text.split(' ', 4)

@@ -13,6 +13,8 @@ ending in CRs as dom0's hvc0 gives them):
                  each create, one guest's hello line missing
   cut.log        a run cut short after xl's first create: vmbuild's
                  figures missing
+  run-2d38e64.log  the records of a real lab run (make check-xen), one
+                 of vmbuild's rounds dropped for a real triple fault
 
 Checked: medians, spreads and ratios of the counted figures only; the
 dropped round and the missing figures said, their ratios null; the dirty
@@ -73,6 +75,22 @@ want = ('vmbuild-xen-dirty: xen=stock xl=13.5[12.5-14.5] vmb=8.5[8-9] '
         'load=2.15-3.4/2cpu')
 check(want in lines, 'dirty line on stock: times from the host\'s '
       'timestamps (MARK begin to the (dN) hello line), counters na', out)
+
+# A real run's records (make check-xen at 2d38e64, 2026-12-02): vmbuild's
+# third round triple-faulted under emulation; returns from the steps'
+# MARK lines (timed), not the records' return= (which adds the printing
+# of the command's output).
+rc, out, err = run('--summary', log('run-2d38e64.log'))
+lines = out.splitlines()
+check(lines == [
+    'vmbuild-xen-create: rounds=3 xl_return=18.5[17.57-18.77] '
+    'vmb_return=15.88[14.69-17.06] return_ratio=0.858 '
+    'xl_line=37.48[36.49-39.34] vmb_line=35.5[33.24-37.75] '
+    'line_ratio=0.947 load=2.05-3.25/2cpu',
+    '  create rounds dropped, not counted: vmb round 3 (triple-fault)',
+    'vmbuild-xen-dirty: xen=stock xl=1.09[0.78-1.4] vmb=0.8[0.79-0.82] '
+    'ratio=0.734 scrubbed_inline=na flushes=na mb=2368 '
+    'load=2.05-3.25/2cpu'], 'a real run\'s excerpt: its lines', out)
 
 # The companion: counters as differences, one figure missing.
 rc, out, err = run('--summary', log('companion.log'))
