@@ -115,7 +115,8 @@ xb_round() {
 	_xs=$(up)
 	LIMIT=600 timed xb-create-$_xt $_xbc /etc/lab/$_xt.cfg
 	_xrc=$?
-	_xr=$(secs $_xs $(up))
+	# timed's own figure (its _t0, _t1), as its MARK line has it.
+	_xr=$(secs $_t0 $_t1)
 	_xid=$(q xl domid $_xt)
 	if [ $_xrc != 0 ] || [ -z "$_xid" ]; then
 		if [ -n "$_xid" ] && emu_fault $_xid; then
@@ -227,7 +228,7 @@ xb_dirty() {
 		_xs=$(up)
 		LIMIT=300 timed xb-dirty-$_xt $_xbcreate /etc/lab/$_xt.cfg
 		_xrc=$?
-		_xr=$(secs $_xs $(up))
+		_xr=$(secs $_t0 $_t1)
 		[ -n "$_xprev" ] && xb_stats $_xk after
 		if [ $_xrc != 0 ]; then
 			fail xb-dirty-$_xt "create rc=$_xrc"
