@@ -210,6 +210,8 @@ done
 
 # --------------------------------------------------------------- toolstacks
 V="vmctl --socket $SOCK"	# word-split on purpose: timeout runs it
+# The side-by-side figures' steps (xb_*), used below and by the companion.
+[ -f /etc/lab/xenbench.sh ] && . /etc/lab/xenbench.sh
 
 # Start vmbuildd on the xen backend; 0 when its socket answers.
 start_vmbuildd() {
@@ -1059,6 +1061,9 @@ if echo " $LAB_STEPS " | grep -q " linux "; then
 		only /tmp/xs-xl /tmp/xs-vmb | sed 's/^/INFO xenstore only-vmbuild /'
 	fi
 fi
+# issue 22: xl and vmbuild side by side, LAB_ROUNDS create rounds and
+# the dirty-memory sequence (tests/lab/xenbench.sh).
+[ -f /etc/lab/xenbench.sh ] && xb_main
 # The guest's fallbacks for its memory map, forced on a toolstack (xl)
 # that offers every source.
 if echo " $LAB_STEPS " | grep -q " guest "; then

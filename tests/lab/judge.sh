@@ -94,6 +94,10 @@ row "  mem-set / vcpu-set / vcpu-pin / sched" "$(num xl-mem-set)/$(num xl-vcpu-s
 echo "Linux resized, xl:      $(resize_said xl)"
 echo "Linux resized, vmbuild: $(resize_said vmb)"
 grep -E 'package [a-z]' "$clean" | sed 's/^\[[ 0-9.]*\] //' 
+# issue 22: xl and vmbuild side by side (tests/lab/xenbench.sh's records,
+# read by bench/xen-results.py), and the host's load that run.sh saw.
+grep -E '^\[[ 0-9.]*\] LAB-HOST ' "$clean" | tail -n 1 | sed 's/^\[[ 0-9.]*\] LAB-HOST /host (QEMU start, end): /'
+python3 "$(dirname "$0")/../../bench/xen-results.py" --summary "$log"
 grep -E '^\[[ 0-9.]*\]   vmctl-(scrub|stats)\| ' "$clean" | sed 's/^\[[ 0-9.]*\]   /reported by vmbuild: /'
 # How vmbuild populated each guest (calls and extents by order), from vmctl info.
 for i in vmctl-info vmctl-info-big; do

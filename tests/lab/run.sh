@@ -27,7 +27,7 @@
 #                            skip is a failure.  off: never run them.
 #   LAB_SMALL_MB=128 LAB_BIG_MB=512   guest sizes
 #   LAB_LINUX_MB=4608        the Linux guest (split over its 2 vnodes)
-#   LAB_TIMEOUT=2400         hard limit for the QEMU run, seconds
+#   LAB_TIMEOUT=3000         hard limit for the QEMU run, seconds
 #   LAB_HELLO=1              the hello guests' steps (0: skip them, e.g.
 #                            to iterate on the Linux guest)
 #   LAB_XEN=FILE             a xen.gz / xen ELF to boot instead of Debian's
@@ -51,6 +51,11 @@
 #                            console), to try the lab's handling of the
 #                            emulated CPU's triple faults (dom0-init.sh,
 #                            emu_fault); never in CI
+#   LAB_ROUNDS=3             issue 22's create rounds after the Linux steps
+#                            (tests/lab/xenbench.sh): N pairs of creates of
+#                            the Linux guest, xl and vmbuild in A B B A
+#                            order; 0: none
+#   LAB_DIRTY=1              the dirty-memory sequence (xenbench.sh); 0: none
 #   LAB_TESTS="..."          hvsim-free test programs (paths under build/) run
 #                            in dom0 from a copy of the tree at /tree; default:
 #                            the xen backend, placement, populate-plan and
@@ -70,7 +75,7 @@ LAB_SMALL_MB=${LAB_SMALL_MB:-128}
 LAB_BIG_MB=${LAB_BIG_MB:-512}
 LAB_LINUX_MB=${LAB_LINUX_MB:-4608}
 export LAB_LINUX_MB
-LAB_TIMEOUT=${LAB_TIMEOUT:-2400}
+LAB_TIMEOUT=${LAB_TIMEOUT:-3000}
 LAB_CPU=${LAB_CPU:-max,-smap,-rdtscp}
 LAB_SMP=${LAB_SMP:-4}
 LAB_MEM=${LAB_MEM:-6144}
@@ -86,6 +91,8 @@ LAB_XL_SHIM=${LAB_XL_SHIM:-1}
 LAB_HOTPLUG_TRACE=${LAB_HOTPLUG_TRACE:-0}
 LAB_HELLO=${LAB_HELLO:-1}
 LAB_INJECT=${LAB_INJECT:-}
+LAB_ROUNDS=${LAB_ROUNDS:-3}
+LAB_DIRTY=${LAB_DIRTY:-1}
 LAB_TESTS=${LAB_TESTS-build/tests/xenbe/test_xen_backend build/tests/lib/test_placement build/tests/lib/test_populate_plan build/tests/lib/test_loader}
 XENVER=4.17
 ARCHLIB=usr/lib/x86_64-linux-gnu
@@ -292,6 +299,7 @@ if [ "$LAB_XL_SHIM" = 1 ]; then
 	    fail $step "build xl-vnuma-shim.so"
 fi
 cp "$here/dom0-init.sh" "$D0/init" && chmod +x "$D0/init" || fail $step "copy dom0-init.sh"
+cp "$here/xenbench.sh" "$D0/etc/lab/xenbench.sh" || fail $step "copy xenbench.sh"
 # Devices: blkback, netback, loop and the bridge; Debian's hotplug
 # scripts (xen-utils-common) with what they call that busybox lacks or
 # does differently (bash, util-linux's losetup and flock: locking.sh
@@ -377,6 +385,8 @@ XS_TRACE=${LAB_XS_TRACE:-}
 TESTS="$tests"
 LAB_TIMEOUT=$LAB_TIMEOUT
 INJECT=$LAB_INJECT
+ROUNDS=$LAB_ROUNDS
+DIRTY=$LAB_DIRTY
 EOF
 (cd "$D0" && find . | cpio -o -H newc 2>/dev/null | gzip -1) > "$LAB_DIR/dom0-initrd.gz" ||
     fail $step "cpio"
@@ -407,6 +417,9 @@ fi
 xen_cmdline="console=com1 com1=115200,8n1 dom0_mem=$LAB_DOM0_MEM,max:$LAB_DOM0_MEM loglvl=all guest_loglvl=all console_timestamps=boot spec-ctrl=eager-fpu $LAB_XEN_EXTRA"
 log "qemu: -cpu $LAB_CPU -smp $LAB_SMP -m $LAB_MEM, $LAB_NUMA NUMA node(s), timeout ${LAB_TIMEOUT}s; console -> $CONSOLE"
 log "xen: $xen_cmdline"
+# The host's load (dom0's view of its own is meaningless): at QEMU's
+# start and end, one line after the run (bench/xen-results.py reads it).
+load0=$(cut -d' ' -f1 /proc/loadavg)
 q0=${EPOCHREALTIME/./}
 # Each console line gets the seconds since QEMU started, for the timings.
 timeout --kill-after=5 "$LAB_TIMEOUT" qemu-system-x86_64 -accel tcg,thread=multi \
@@ -422,6 +435,8 @@ while IFS= read -r line; do
 done > "$CONSOLE"
 qrc=${PIPESTATUS[0]}
 qsecs=$(( (${EPOCHREALTIME/./} - q0) / 1000000 ))
+printf '[%4d.00] LAB-HOST load_start=%s load_end=%s cpus=%s\n' "$qsecs" "$load0" \
+    "$(cut -d' ' -f1 /proc/loadavg)" "$(nproc)" >> "$CONSOLE"
 # What QEMU itself saw go wrong (-d cpu_reset,guest_errors): a triple
 # fault ends a -no-reboot run with exit 0 and not a word on the console
 # (seen once during vmctl net-attach).  Its register dumps stay in the

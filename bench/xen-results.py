@@ -1,0 +1,384 @@
+#!/usr/bin/env python3
+"""xen-results.py - issue 22's side-by-side figures from the lab's console logs.
+
+  xen-results.py --summary LOG...     print the summary lines (judge.sh)
+  xen-results.py [--out FILE.json] [--plot FILE.svg] [--commit C] LOG...
+                                      write the results (and the plot)
+
+Each LOG is a lab console log (build/lab/console.log, the companion's
+build/lab-companion/numa/console.log) with the records dom0 printed
+(tests/lab/xenbench.sh):
+
+  XBENCH create round=K tool=xl|vmb domid=N return=S line=S
+  XBENCH create round=K tool=T domid=N dropped=triple-fault
+  XBENCH create round=K tool=T failed=WHY
+  XBENCH dirty seq=K tool=T domid=N mb=M node=N xen=stock|companion rc=R return=S
+  XBSTATS K before|after rc=R {vmctl --json stats}
+  LAB-HOST load_start=L load_end=L cpus=N        (run.sh, after QEMU)
+
+A command's return is the time dom0's `timed` gave its step ("MARK
+step=xb-create-T-rK ... secs=S", as the lab's other rows; the record's
+own return= adds the printing of the command's output and is the
+fallback).  A create's time to its line is dom0's (the PV console has no
+timestamps of its own); a dirty create's time to the guest's hello line
+is the host's, from
+the timestamps run.sh gives every console line: "MARK begin
+step=xb-dirty-TAG" to "(dN) ... vmbuild-guest: hello from domain N".
+
+Per tool: the median, min and max of every counted figure; each ratio is
+vmbuild's median over xl's (below 1: vmbuild faster).  A dropped round (the
+emulated CPU's triple fault) is not counted and is said; a missing figure
+leaves its ratio null and is said.  Figures, never a verdict: the lab is
+TCG on a shared machine.
+"""
+import datetime
+import json
+import os
+import re
+import statistics
+import subprocess
+import sys
+
+TS = re.compile(r'^\[ *([0-9]+\.[0-9]+)\] (.*)$')
+KV = re.compile(r'([a-z_]+)=(\S*)')
+MARK = re.compile(r'^MARK step=(\S+) rc=([0-9]+) secs=([0-9.]+)')
+TOOLS = ('xl', 'vmb')
+# The issue's targets, shown beside the figures (not judged here).
+TARGETS = {'create_return_ratio': 0.7, 'create_line_ratio': 0.7,
+           'dirty_ratio_companion': 0.5, 'dirty_ratio_stock': 1.0,
+           'restore_ratio': 0.7}
+
+
+def lines_of(path):
+    """(seconds, text) of each time-stamped line, CRs dropped."""
+    out = []
+    with open(path, errors='replace') as f:
+        for raw in f:
+            m = TS.match(raw.replace('\r', '').rstrip('\n'))
+            if m:
+                out.append((float(m.group(1)), m.group(2)))
+    return out
+
+
+def fnum(v):
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
+
+
+def spread(v):
+    """median, min, max of the figures, or None without any."""
+    if not v:
+        return None
+    return {'n': len(v), 'median': round(statistics.median(v), 2),
+            'min': min(v), 'max': max(v), 'values': v}
+
+
+def ratio(a, b):
+    if not a or not b or not b['median']:
+        return None
+    return round(a['median'] / b['median'], 3)
+
+
+def dig(j, *keys):
+    for k in keys:
+        if not isinstance(j, dict):
+            return None
+        j = j.get(k)
+    return j
+
+
+def parse_log(path):
+    """The raw records of one log."""
+    lines = lines_of(path)
+    r = {'log': path, 'creates': [], 'dirty': [], 'stats': {}, 'host': None}
+    marks = {}
+    for ts, text in lines:
+        m = MARK.match(text)
+        if m and m.group(2) == '0':
+            marks[m.group(1)] = fnum(m.group(3))
+    for ts, text in lines:
+        if text.startswith('XBENCH create '):
+            c = dict(KV.findall(text))
+            c['return'] = marks.get('xb-create-%s-r%s' % (
+                c.get('tool'), c.get('round')), c.get('return'))
+            r['creates'].append(c)
+        elif text.startswith('XBENCH dirty '):
+            d = dict(KV.findall(text))
+            d['line'] = hello_time(lines, d)
+            d['return'] = marks.get('xb-dirty-xbd%s-%s' % (
+                d.get('seq'), d.get('tool')), d.get('return'))
+            r['dirty'].append(d)
+        elif text.startswith('XBSTATS '):
+            w = text.split(' ', 4)
+            if len(w) == 5 and w[3] == 'rc=0':
+                try:
+                    r['stats'][(w[1], w[2])] = json.loads(w[4])
+                except ValueError:
+                    pass
+        elif text.startswith('LAB-HOST '):
+            h = dict(KV.findall(text))
+            r['host'] = {k: fnum(h.get(k)) for k in
+                         ('load_start', 'load_end', 'cpus')}
+    return r
+
+
+def hello_time(lines, d):
+    """Seconds from the dirty create's start to its guest's hello line."""
+    tag = 'xbd%s-%s' % (d.get('seq'), d.get('tool'))
+    begin = next((ts for ts, t in lines
+                  if t == 'MARK begin step=xb-dirty-' + tag), None)
+    dom = d.get('domid')
+    if begin is None or not dom:
+        return None
+    hello = re.compile(r'^\(d%s\) .*vmbuild-guest: hello from domain %s$'
+                       % (dom, dom))
+    for ts, t in lines:
+        if ts >= begin and hello.match(t):
+            return round(ts - begin, 2)
+    return None
+
+
+def creates(recs):
+    """The create rounds of every log: per tool, its return and line times."""
+    out = {'rounds': 0, 'dropped': [], 'failed': [], 'missing': []}
+    vals = {t: {'return': [], 'line': []} for t in TOOLS}
+    for c in recs:
+        tool, rnd = c.get('tool'), c.get('round')
+        if tool not in TOOLS:
+            continue
+        out['rounds'] = max(out['rounds'], int(rnd or 0))
+        what = '%s round %s' % (tool, rnd)
+        if 'dropped' in c:
+            out['dropped'].append('%s (%s)' % (what, c['dropped']))
+            continue
+        if 'failed' in c:
+            out['failed'].append('%s (%s)' % (what, c['failed']))
+            continue
+        for k in ('return', 'line'):
+            v = fnum(c.get(k))
+            if v is None:
+                out['missing'].append('%s %s' % (what, k))
+            else:
+                vals[tool][k].append(v)
+    for t in TOOLS:
+        out[t] = {k: spread(v) for k, v in vals[t].items()}
+    out['return_ratio'] = ratio(out['vmb']['return'], out['xl']['return'])
+    out['line_ratio'] = ratio(out['vmb']['line'], out['xl']['line'])
+    return out
+
+
+def stats_delta(stats, seq, *keys):
+    a, b = dig(stats.get((seq, 'before')), *keys), \
+        dig(stats.get((seq, 'after')), *keys)
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return b - a
+    return None
+
+
+def dirty(recs_by_log):
+    """Per Xen (stock, companion): each tool's times to the hello line over
+    dirty memory, and the pages scrubbed inline and flushes it caused."""
+    out = {}
+    for r in recs_by_log:
+        for d in r['dirty']:
+            xen = d.get('xen', 'stock')
+            x = out.setdefault(xen, {'mb': fnum(d.get('mb')),
+                                     'node': d.get('node'), 'missing': [],
+                                     'failed': [], 'log': r['log'],
+                                     'raw': {t: [] for t in TOOLS}})
+            tool = d.get('tool')
+            if tool not in TOOLS:
+                continue
+            what = '%s seq %s' % (tool, d.get('seq'))
+            if d.get('rc') != '0':
+                x['failed'].append('%s (rc %s)' % (what, d.get('rc')))
+                continue
+            if d['line'] is None:
+                x['missing'].append(what + ' line')
+            x['raw'][tool].append({
+                'line': d['line'], 'return': fnum(d.get('return')),
+                'scrubbed_inline': stats_delta(r['stats'], d.get('seq'),
+                                               'scrub', 'pages_inline'),
+                'flushes': stats_delta(r['stats'], d.get('seq'),
+                                       'tlb_flushes', 'issued_by_cause',
+                                       'populate')})
+    for x in out.values():
+        for t in TOOLS:
+            raw = x['raw'][t]
+            x[t] = {k: spread([v[k] for v in raw if v[k] is not None])
+                    for k in ('line', 'return', 'scrubbed_inline',
+                              'flushes')}
+        x['ratio'] = ratio(x['vmb']['line'], x['xl']['line'])
+    return out
+
+
+def results(paths, commit=None):
+    recs = [parse_log(p) for p in paths if os.path.exists(p)]
+    cr = creates([c for r in recs for c in r['creates']])
+    di = dirty(recs)
+    j = {
+        'create_return_ratio': cr['return_ratio'],
+        'create_line_ratio': cr['line_ratio'],
+        'dirty_ratio_stock': dig(di, 'stock', 'ratio'),
+        'dirty_ratio_companion': dig(di, 'companion', 'ratio'),
+        'restore_ratio': None,
+        'targets': TARGETS,
+        'create': cr,
+        'dirty': di,
+        'host': {r['log']: r['host'] for r in recs},
+        'logs': [r['log'] for r in recs],
+        'missing_logs': [p for p in paths if not os.path.exists(p)],
+        'commit': commit,
+        'date': max((datetime.datetime.fromtimestamp(
+            os.path.getmtime(r['log']), datetime.timezone.utc)
+            for r in recs), default=None),
+    }
+    if j['date']:
+        j['date'] = j['date'].strftime('%Y-%m-%dT%H:%MZ')
+    return j
+
+
+def fig(s):
+    if not s:
+        return '-'
+    return '%g[%g-%g]' % (s['median'], s['min'], s['max'])
+
+
+def fmt(v):
+    return '-' if v is None else '%g' % v
+
+
+def load_text(host):
+    if not host or host.get('load_start') is None:
+        return '-'
+    return '%g-%g/%dcpu' % (host['load_start'], host['load_end'],
+                            host['cpus'] or 0)
+
+
+def summary(j):
+    """The lines judge.sh prints; nothing when a log has no records."""
+    L = []
+    cr = j['create']
+    loads = ','.join(load_text(h) for h in j['host'].values())
+    if cr['rounds']:
+        L.append('vmbuild-xen-create: rounds=%d xl_return=%s vmb_return=%s '
+                 'return_ratio=%s xl_line=%s vmb_line=%s line_ratio=%s '
+                 'load=%s' % (cr['rounds'], fig(cr['xl']['return']),
+                              fig(cr['vmb']['return']),
+                              fmt(cr['return_ratio']), fig(cr['xl']['line']),
+                              fig(cr['vmb']['line']), fmt(cr['line_ratio']),
+                              loads))
+        for k, what in (('dropped', 'dropped, not counted'),
+                        ('failed', 'failed'), ('missing', 'missing figure')):
+            if cr[k]:
+                L.append('  create rounds %s: %s' % (what, ', '.join(cr[k])))
+    for xen, x in sorted(j['dirty'].items()):
+        per = {}
+        for k in ('scrubbed_inline', 'flushes'):
+            v = [(t, x[t][k]) for t in TOOLS if x[t][k]]
+            per[k] = ','.join('%s:%g' % (t, s['median']) for t, s in v) \
+                if v else 'na'
+        L.append('vmbuild-xen-dirty: xen=%s xl=%s vmb=%s ratio=%s '
+                 'scrubbed_inline=%s flushes=%s mb=%s load=%s' % (
+                     xen, fig(x['xl']['line']), fig(x['vmb']['line']),
+                     fmt(x['ratio']), per['scrubbed_inline'],
+                     per['flushes'], fmt(x['mb']),
+                     load_text(j['host'].get(x['log']))))
+        for k, what in (('failed', 'failed'), ('missing', 'missing figure')):
+            if x[k]:
+                L.append('  dirty %s %s: %s' % (xen, what, ', '.join(x[k])))
+    return L
+
+
+def plot(j, path):
+    """Bars: each tool's median with its min-max, per figure (gnuplot,
+    through bench/report.py's helper: an SVG and a PNG)."""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import report
+    rows = []
+    cr = j['create']
+    for label, a, b in (
+            ('create, return', cr['xl']['return'], cr['vmb']['return']),
+            ('create, guest line', cr['xl']['line'], cr['vmb']['line']),
+            ('dirty, stock', dig(j, 'dirty', 'stock', 'xl', 'line'),
+             dig(j, 'dirty', 'stock', 'vmb', 'line')),
+            ('dirty, companion', dig(j, 'dirty', 'companion', 'xl', 'line'),
+             dig(j, 'dirty', 'companion', 'vmb', 'line'))):
+        if a and b:
+            rows.append('"%s" %g %g %g %g %g %g' % (
+                label, a['median'], a['min'], a['max'],
+                b['median'], b['min'], b['max']))
+    if not rows:
+        return None
+    sc = [report.SVG, 'set style data histogram',
+          'set style histogram errorbars gap 1 lw 1',
+          'set style fill solid 0.7', 'set boxwidth 0.9',
+          'set ylabel "seconds (median; bars: min-max)"', 'set yrange [0:*]',
+          'set title "Real Xen under QEMU, xl and vmbuild side by side '
+          '(%s, %s)"' % (j.get('date') or '?', j.get('commit') or '?'),
+          '$d << EOD', '\n'.join(rows), 'EOD',
+          'plot $d using 2:3:4:xtic(1) title "xl" lc rgb "#d95f02", '
+          '$d using 5:6:7 title "vmbuild" lc rgb "#1b9e77"']
+    return report.gnuplot('\n'.join(sc) + '\n', path)
+
+
+def git_commit():
+    try:
+        return subprocess.run(['git', 'rev-parse', '--short', 'HEAD'],
+                              capture_output=True, text=True,
+                              check=True).stdout.strip() or None
+    except (OSError, subprocess.CalledProcessError):
+        return None
+
+
+def main(argv):
+    out = svg = commit = None
+    only_summary = False
+    paths = []
+    it = iter(argv)
+    for a in it:
+        if a == '--summary':
+            only_summary = True
+        elif a in ('--out', '--plot', '--commit'):
+            v = next(it, None)
+            if v is None:
+                print('xen-results.py: %s needs a value' % a, file=sys.stderr)
+                return 2
+            if a == '--out':
+                out = v
+            elif a == '--plot':
+                svg = v
+            else:
+                commit = v
+        elif a.startswith('-'):
+            print(__doc__, file=sys.stderr)
+            return 2
+        else:
+            paths.append(a)
+    if not paths:
+        print(__doc__, file=sys.stderr)
+        return 2
+    j = results(paths, commit or (None if only_summary else git_commit()))
+    for line in summary(j):
+        print(line)
+    if only_summary:
+        return 0
+    for p in j['missing_logs']:
+        print('xen-results.py: no log %s (its figures are null)' % p)
+    if out:
+        os.makedirs(os.path.dirname(out) or '.', exist_ok=True)
+        with open(out, 'w') as f:
+            json.dump(j, f, indent=1, sort_keys=True)
+            f.write('\n')
+        print('xen-results.py: wrote %s' % out)
+    if svg:
+        os.makedirs(os.path.dirname(svg) or '.', exist_ok=True)
+        made = plot(j, svg)
+        print('xen-results.py: plot %s' % (made or 'not made'))
+    return 0
+
+
+if __name__ == '__main__':
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,276 @@
+# tests/lab/xenbench.sh - issue 22's side-by-side figures on real Xen.
+#
+# Sourced by the lab's /init (dom0-init.sh) from /etc/lab/xenbench.sh, with
+# its helpers (timed, wait_guest, mkcfg, mklinux, linux_line, emu_fault,
+# scrub_wait, gone, fail, q, up, secs) and $V.  dom0 only drives and
+# records, one line per figure; bench/xen-results.py reads them from the
+# console log on the host (medians, ratios, the summary lines judge.sh
+# prints and bench/results/xen.json):
+#
+#   XBENCH create round=K tool=T domid=N return=S line=S
+#       one create of the Linux guest (linux.cfg, as the linux steps build
+#       it): seconds to the command's return and to its vmbuild-linux
+#       line on its PV console (polled every second), both from the
+#       create's start
+#   XBENCH create round=K tool=T domid=N dropped=triple-fault
+#       a round the emulated CPU's triple fault ended (emu_fault): not
+#       counted, not a failure
+#   XBENCH create round=K tool=T failed=WHY    (and a LAB-FAIL)
+#   XBENCH dirty seq=K tool=T domid=N mb=M node=N xen=stock|companion rc=R return=S
+#       a hello guest of M MiB (most of node N's free memory, pinned
+#       there) created at once after the destroy of one as big that
+#       touched all of its memory; the time to its hello line is taken
+#       on the host from Xen's console ("MARK begin step=xb-dirty-TAG" to
+#       "(dN) vmbuild-guest: hello from domain N")
+#   XBSTATS K before|after rc=R {json}   vmctl --json stats around that
+#       destroy and create (the companion's scrubbed-inline pages and
+#       flushes; rc != 0 on stock Xen, which reports none)
+#   XBENCH skip what=... reason=...     (and a LAB-SKIP)
+#
+# LAB_ROUNDS (lab.conf ROUNDS, default 3) rounds of creates, each round a
+# pair in A B B A order (xl vmb, vmb xl, xl vmb ...) so that a drift of
+# the machine's load falls on both alike; LAB_DIRTY (DIRTY, default 1):
+# the dirty-memory sequence xl, vmb, vmb, xl (0: none).
+
+# Seconds of LAB_TIMEOUT a create round needs left (under load a Linux
+# create and its line took over 200 s; the steps after, up to 300 s),
+# and the dirty sequence's guests each (a create, its memory touched, a
+# destroy: some 60 s quiet), with the dirty sequence after the rounds.
+XB_ROUND_RESERVE=600
+XB_DIRTY_RESERVE=300
+
+# xb_time_for SECS: more than SECS of the run's LAB_TIMEOUT are left
+# (dom0's uptime is less than QEMU's: on the safe side).
+xb_time_for() {
+	[ -z "$LAB_TIMEOUT" ] && return 0
+	[ "$(awk -v u=$(up) -v t=$LAB_TIMEOUT -v r=$1 'BEGIN { print (t - u > r) }')" = 1 ]
+}
+
+xb_skip() {
+	echo "XBENCH skip what=$1 reason=$2"
+	echo "LAB-SKIP what=$1 reason=$2"
+}
+
+# xb_cmds TOOL: _xbc and _xbd, the create and destroy commands of TOOL.
+xb_cmds() {
+	case $1 in
+	xl)
+		_xbc="xl create -e"; _xbd="xl destroy"
+		# libxl 4.17 cannot build the vNUMA PVH guest alone (linux_once).
+		[ "$XL_SHIM" = 1 ] && _xbc="env LD_PRELOAD=/lib/xl-vnuma-shim.so $_xbc" ;;
+	*) _xbc="$V create"; _xbd="$V destroy" ;;
+	esac
+}
+
+# xb_line_wait TAG ID SECS: poll the guest's PV console every second for
+# its vmbuild-linux line.  0: seen; 1: the guest is gone or SECS passed;
+# 2: Xen saw it triple-fault.  Its domain's name in xenstore is cheaper
+# to read than xl, and Xen's console (emu_fault: an xl dmesg) is read
+# every 10 s only: every command costs the emulated machine.
+xb_line_wait() {
+	_xw0=$(up) _xwn=0
+	while [ -z "$(linux_line $1)" ]; do
+		_xwn=$((_xwn + 1))
+		if [ $((_xwn % 10)) = 0 ]; then
+			emu_fault $2 && return 2
+			[ "$(timeout 20 xenstore-read /local/domain/$2/name 2>/dev/null)" = $1 ] ||
+			    { emu_fault $2 && return 2; return 1; }
+		fi
+		[ "$(awk -v a=$_xw0 -v b=$(up) -v l=$3 'BEGIN { print (b - a > l) }')" = 1 ] &&
+		    return 1
+		sleep 1
+	done
+	return 0
+}
+
+# xb_faulted_gone TOOL TAG: what is left of a guest Xen saw triple-fault
+# taken away.  xl -e leaves the crashed domain to an explicit destroy;
+# vmbuildd destroys it itself (on_crash) and may still be at it (a
+# destroy of ours then says "another operation ... in progress"): as
+# linux() does, asked again until vmbuildd no longer lists it.
+xb_faulted_gone() {
+	if [ $1 = xl ]; then
+		timed xb-emu-destroy-$2 xl destroy $2
+		return
+	fi
+	_xf0=$(up)
+	while $V list 2>/dev/null | grep -qw $2; do
+		[ "$(awk -v a=$_xf0 -v b=$(up) 'BEGIN { print (b - a > 180) }')" = 1 ] && break
+		$V destroy $2 >/dev/null 2>&1
+		sleep 3
+	done
+	echo "INFO vmbuildd let $2 go after $(secs $_xf0 $(up)) s"
+}
+
+# xb_round K TOOL: one create of the Linux guest by TOOL, timed to the
+# return and to the guest's line; destroyed; memory back (scrub_wait).
+# The devices, resize and hot-plug steps of linux_once are left out.
+xb_round() {
+	_xt=$2-r$1
+	xb_cmds $2
+	mklinux $_xt
+	# Its own name, so its own console log (xenconsoled appends to the
+	# name's log: an earlier round's line must not be read for it).
+	rm -f /var/log/xen/console/guest-$_xt.log
+	_xs=$(up)
+	LIMIT=600 timed xb-create-$_xt $_xbc /etc/lab/$_xt.cfg
+	_xrc=$?
+	# timed's own figure (its _t0, _t1), as its MARK line has it.
+	_xr=$(secs $_t0 $_t1)
+	_xid=$(q xl domid $_xt)
+	if [ $_xrc != 0 ] || [ -z "$_xid" ]; then
+		if [ -n "$_xid" ] && emu_fault $_xid; then
+			echo "XBENCH create round=$1 tool=$2 domid=$_xid dropped=triple-fault"
+		elif [ $2 = xl ] && grep -q 'because of timeout' /tmp/out.xb-create-$_xt; then
+			# libxl's fixed 40 s for a hotplug script, outlasted
+			# under emulation (linux_once tries again; a round is
+			# a figure, it is dropped and said).
+			echo "XBENCH create round=$1 tool=$2 dropped=libxl-hotplug-timeout"
+			xl destroy $_xt >/dev/null 2>&1
+		else
+			echo "XBENCH create round=$1 tool=$2 failed=create-rc-$_xrc"
+			fail xb-create-$_xt "create rc=$_xrc (domain '${_xid:-none}')"
+		fi
+	else
+		xb_line_wait $_xt $_xid 600
+		case $? in
+		0) echo "XBENCH create round=$1 tool=$2 domid=$_xid return=$_xr line=$(secs $_xs $(up))" ;;
+		2) echo "XBENCH create round=$1 tool=$2 domid=$_xid dropped=triple-fault"
+		   grep -E "[] ]d${_xid}v[0-9]+ Triple fault" $XLOG | head -n 1 | sed 's/^/  emu-fault| /' ;;
+		*) echo "XBENCH create round=$1 tool=$2 domid=$_xid failed=no-line"
+		   fail xb-line-$_xt "no vmbuild-linux line from domain $_xid"
+		   tail -n 5 /var/log/xen/console/guest-$_xt.log 2>/dev/null | sed "s/^/  $_xt| /" ;;
+		esac
+	fi
+	if [ -n "$_xid" ] && emu_fault $_xid; then
+		xb_faulted_gone $2 $_xt
+	elif xl list $_xt >/dev/null 2>&1; then
+		timed xb-destroy-$_xt $_xbd $_xt || fail xb-destroy-$_xt "destroy rc=$?"
+	fi
+	gone $_xt 60 || fail xb-gone-$_xt "$_xt still listed after destroy"
+	# A faulted guest's disk may keep its loop device (linux() does the same).
+	losetup -a | grep -E '/guest/disk2?\.img\)?$' | cut -d: -f1 | while read -r _lo; do
+		echo "INFO $_lo left by $_xt; detached"
+		losetup -d $_lo
+	done
+	scrub_wait 300
+}
+
+# xb_rounds N: N rounds, A B B A.
+xb_rounds() {
+	_xk=1 _xorder="xl vmb"
+	scrub_wait 300
+	while [ $_xk -le $1 ]; do
+		for _xtool in $_xorder; do
+			if ! xb_time_for $((XB_ROUND_RESERVE + ${DIRTY:-0} * XB_DIRTY_RESERVE)); then
+				xb_skip create-rounds "round $_xk ($_xtool) and after: $(up) s of the run's $LAB_TIMEOUT s used"
+				return 0
+			fi
+			xb_round $_xk $_xtool
+		done
+		# The next round starts with the tool that ended this one.
+		case $_xorder in "xl vmb") _xorder="vmb xl" ;; *) _xorder="xl vmb" ;; esac
+		_xk=$((_xk + 1))
+	done
+}
+
+# xb_node: "NODE FREE_MIB" of the NUMA node with the most free memory
+# (xl info -n: "   N:  memsize  memfree  distances"), nothing if unknown.
+xb_node() {
+	q xl info -n | awk '
+	    /^numa_info/ { on = 1; next }
+	    on && /^ *[0-9]+: +[0-9]+ +[0-9]+/ {
+		sub(":", "", $1)
+		if ($3 + 0 > best) { best = $3 + 0; node = $1 }
+		next }
+	    on && !/^node:/ { on = 0 }
+	    END { if (best > 0) print node, best }'
+}
+
+# xb_stats K WHEN: the companion's counters as one line (rc 1009 on stock).
+xb_stats() {
+	$V --json stats > /tmp/xb.stats 2>/dev/null
+	echo "XBSTATS $1 $2 rc=$? $(tr -d '\n' < /tmp/xb.stats)"
+}
+
+# xb_dirty: a hello guest of most of a node's free memory, holding
+# (it touched all its memory); destroyed and at once another as big
+# created on that node, by xl, vmb, vmb, xl: each new guest is the next
+# one's dirty memory.  The first is xl's and not measured.
+xb_dirty() {
+	scrub_wait 300
+	set -- $(xb_node)
+	if [ -z "$2" ]; then
+		xb_skip dirty "no free memory per node in xl info -n"
+		return 0
+	fi
+	_xnode=$1
+	# Most of the node; 2 MiB multiples; room left for the guest's own
+	# page tables and Xen's per-domain memory.
+	_xmb=$(( $2 * 80 / 100 / 2 * 2 ))
+	_xxen=stock
+	$V --json stats >/dev/null 2>&1 && _xxen=companion
+	echo "INFO dirty memory: node $_xnode has $2 MiB free; guests of $_xmb MiB pinned there; Xen: $_xxen"
+	_xprev="" _xptool="" _xk=0
+	for _xtool in xl xl vmb vmb xl; do
+		if ! xb_time_for $XB_DIRTY_RESERVE; then
+			xb_skip dirty "seq $_xk and after: $(up) s of the run's $LAB_TIMEOUT s used"
+			break
+		fi
+		_xt=xbd$_xk-$_xtool
+		mkcfg $_xt $_xmb hold
+		echo "cpus = \"nodes:$_xnode\"" >> /etc/lab/$_xt.cfg
+		xb_cmds $_xtool
+		_xbcreate=$_xbc
+		[ -n "$_xprev" ] && xb_stats $_xk before
+		if [ -n "$_xprev" ]; then
+			xb_cmds $_xptool
+			timed xb-dirty-destroy-$_xprev $_xbd $_xprev ||
+			    fail xb-dirty-destroy-$_xprev "destroy rc=$?"
+			gone $_xprev 60 || fail xb-dirty-gone-$_xprev "$_xprev still listed"
+		fi
+		# xl create -e of the hello guest has no shim: it has no vNUMA.
+		_xbcreate=$(echo "$_xbcreate" | sed 's|^env LD_PRELOAD=[^ ]* ||')
+		_xs=$(up)
+		LIMIT=300 timed xb-dirty-$_xt $_xbcreate /etc/lab/$_xt.cfg
+		_xrc=$?
+		_xr=$(secs $_t0 $_t1)
+		[ -n "$_xprev" ] && xb_stats $_xk after
+		if [ $_xrc != 0 ]; then
+			fail xb-dirty-$_xt "create rc=$_xrc"
+			echo "XBENCH dirty seq=$_xk tool=$_xtool mb=$_xmb node=$_xnode xen=$_xxen rc=$_xrc"
+			xl destroy $_xt >/dev/null 2>&1
+			break
+		fi
+		wait_guest $_xt holding 600
+		[ -n "$_xprev" ] &&
+		    echo "XBENCH dirty seq=$_xk tool=$_xtool domid=$_id mb=$_xmb node=$_xnode xen=$_xxen rc=$_xrc return=$_xr"
+		_xprev=$_xt _xptool=$_xtool _xk=$((_xk + 1))
+	done
+	if [ -n "$_xprev" ] && xl list $_xprev >/dev/null 2>&1; then
+		xb_cmds $_xptool
+		timed xb-dirty-destroy-$_xprev $_xbd $_xprev
+		gone $_xprev 60 || fail xb-dirty-gone-$_xprev "$_xprev still listed"
+	fi
+	scrub_wait 300
+}
+
+# xb_main: what LAB_ROUNDS and LAB_DIRTY ask for, when both toolstacks run.
+xb_main() {
+	# Not asked for (the companion's runs call xb_dirty themselves).
+	echo " $LAB_STEPS " | grep -qE " (xl|vmbuild) " || return 0
+	echo " $tools " | grep -q " xl " && echo " $tools " | grep -q " vmb " || {
+		xb_skip xenbench "needs both xl and vmbuild (tools: $tools)"
+		return 0
+	}
+	if [ "${ROUNDS:-0}" -gt 0 ] && echo " $LAB_STEPS " | grep -q " linux "; then
+		_xb0=$(up)
+		xb_rounds $ROUNDS
+		echo "MARK step=xb-rounds rc=0 secs=$(secs $_xb0 $(up))"
+	fi
+	if [ "${DIRTY:-0}" = 1 ]; then
+		_xb0=$(up)
+		xb_dirty
+		echo "MARK step=xb-dirty rc=0 secs=$(secs $_xb0 $(up))"
+	fi
+}

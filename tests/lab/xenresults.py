@@ -1,0 +1,155 @@
+#!/usr/bin/env python3
+"""xenresults.py - bench/xen-results.py on saved lab console excerpts.
+
+tests/lab/xenbench-logs/ holds console excerpts in the lab's format (the
+records tests/lab/xenbench.sh prints, time-stamped by run.sh, some lines
+ending in CRs as dom0's hvc0 gives them):
+
+  stock.log      three create rounds, vmbuild's second dropped for the
+                 emulated CPU's triple fault, a record echoed inside a
+                 step's output (not a record), the dirty sequence on stock
+                 Xen (vmctl stats unavailable), LAB-HOST
+  companion.log  the dirty sequence on the companion, its counters around
+                 each create, one guest's hello line missing
+  cut.log        a run cut short after xl's first create: vmbuild's
+                 figures missing
+  run-2d38e64.log  the records of a real lab run (make check-xen), one
+                 of vmbuild's rounds dropped for a real triple fault
+
+Checked: medians, spreads and ratios of the counted figures only; the
+dropped round and the missing figures said, their ratios null; the dirty
+time from the host's timestamps; the companion's scrubbed-inline pages
+and flushes as differences; the JSON's keys; judge.sh printing the lines.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+top = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(
+    __file__))))
+sys.path.insert(0, os.path.join(top, 'bench'))
+logs = os.path.join(top, 'tests', 'lab', 'xenbench-logs')
+script = os.path.join(top, 'bench', 'xen-results.py')
+n = 0
+failed = 0
+
+
+def check(ok, what, detail=''):
+    global n, failed
+    n += 1
+    if ok:
+        print('ok %d - %s' % (n, what))
+    else:
+        failed += 1
+        print('not ok %d - %s' % (n, what))
+        for line in str(detail).splitlines():
+            print('#   ' + line)
+
+
+def run(*args):
+    p = subprocess.run([sys.executable, script] + list(args),
+                       capture_output=True, text=True, cwd=top)
+    return p.returncode, p.stdout, p.stderr
+
+
+def log(name):
+    return os.path.join(logs, name)
+
+
+# The summary lines judge.sh prints, for the stock run alone.
+rc, out, err = run('--summary', log('stock.log'))
+lines = out.splitlines()
+check(rc == 0, 'summary of stock.log exits 0', err)
+want = ('vmbuild-xen-create: rounds=3 xl_return=22[21.6-24.7] '
+        'vmb_return=16.1[13.9-18.3] return_ratio=0.732 '
+        'xl_line=43.1[42-44.5] vmb_line=38.3[34.1-42.5] line_ratio=0.889 '
+        'load=2.15-3.4/2cpu')
+check(want in lines, 'create line: medians, min-max, ratios of the counted '
+      'rounds (the echoed record and the dropped round left out)', out)
+check('  create rounds dropped, not counted: vmb round 2 (triple-fault)'
+      in lines, 'the dropped round is said', out)
+want = ('vmbuild-xen-dirty: xen=stock xl=13.5[12.5-14.5] vmb=8.5[8-9] '
+        'ratio=0.63 scrubbed_inline=na flushes=na mb=2288 '
+        'load=2.15-3.4/2cpu')
+check(want in lines, 'dirty line on stock: times from the host\'s '
+      'timestamps (MARK begin to the (dN) hello line), counters na', out)
+
+# A real run's records (make check-xen at 2d38e64, 2026-12-02): vmbuild's
+# third round triple-faulted under emulation; returns from the steps'
+# MARK lines (timed), not the records' return= (which adds the printing
+# of the command's output).
+rc, out, err = run('--summary', log('run-2d38e64.log'))
+lines = out.splitlines()
+check(lines == [
+    'vmbuild-xen-create: rounds=3 xl_return=18.5[17.57-18.77] '
+    'vmb_return=15.88[14.69-17.06] return_ratio=0.858 '
+    'xl_line=37.48[36.49-39.34] vmb_line=35.5[33.24-37.75] '
+    'line_ratio=0.947 load=2.05-3.25/2cpu',
+    '  create rounds dropped, not counted: vmb round 3 (triple-fault)',
+    'vmbuild-xen-dirty: xen=stock xl=1.09[0.78-1.4] vmb=0.8[0.79-0.82] '
+    'ratio=0.734 scrubbed_inline=na flushes=na mb=2368 '
+    'load=2.05-3.25/2cpu'], 'a real run\'s excerpt: its lines', out)
+
+# The companion: counters as differences, one figure missing.
+rc, out, err = run('--summary', log('companion.log'))
+lines = out.splitlines()
+want = ('vmbuild-xen-dirty: xen=companion xl=21[20-22] vmb=8[8-8] '
+        'ratio=0.381 scrubbed_inline=xl:590000,vmb:0 flushes=xl:4,vmb:1 '
+        'mb=2048 load=5-7.25/2cpu')
+check(want in lines, 'dirty line on the companion: the counters\' '
+      'differences around each create', out)
+check('  dirty companion missing figure: vmb seq 2 line' in lines,
+      'the missing hello line is said', out)
+check(not any(x.startswith('vmbuild-xen-create') for x in lines),
+      'no create line for a log without create rounds', out)
+
+# A run cut short: vmbuild's figures missing, the ratios null.
+rc, out, err = run('--summary', log('cut.log'))
+check('vmbuild-xen-create: rounds=1 xl_return=21.6[21.6-21.6] vmb_return=- '
+      'return_ratio=- xl_line=42[42-42] vmb_line=- line_ratio=- load=-'
+      in out.splitlines(), 'a missing tool: its figures "-", ratios "-"',
+      out)
+
+# The results file.
+with tempfile.TemporaryDirectory() as d:
+    out_json = os.path.join(d, 'sub', 'xen.json')
+    rc, out, err = run('--commit', 'abc1234', '--out', out_json,
+                       log('stock.log'), log('companion.log'),
+                       log('absent.log'))
+    check(rc == 0 and os.path.exists(out_json), 'results written', out + err)
+    j = json.load(open(out_json)) if os.path.exists(out_json) else {}
+    check(j.get('create_return_ratio') == 0.732 and
+          j.get('create_line_ratio') == 0.889,
+          'create ratios in the JSON', j.get('create'))
+    check(j.get('dirty_ratio_stock') == 0.63 and
+          j.get('dirty_ratio_companion') == 0.381,
+          'dirty ratios in the JSON', j.get('dirty'))
+    check('restore_ratio' in j and j['restore_ratio'] is None,
+          'restore_ratio present and null (no restore yet)')
+    check(j.get('commit') == 'abc1234' and j.get('date'),
+          'commit and date', (j.get('commit'), j.get('date')))
+    xl = (j.get('create') or {}).get('xl') or {}
+    check(xl.get('return', {}).get('values') == [21.6, 24.7, 22.0] and
+          xl.get('line', {}).get('min') == 42.0,
+          'raw times and spreads kept', xl)
+    host = j.get('host') or {}
+    check(host.get(log('stock.log')) == {'load_start': 2.15, 'load_end': 3.4,
+                                         'cpus': 2.0},
+          'host load per log', host)
+    check(j.get('missing_logs') == [log('absent.log')] and
+          'no log ' + log('absent.log') in out,
+          'an absent log is said, not fatal', out)
+
+# judge.sh shows the lines in its summary (it fails the excerpt: no run).
+p = subprocess.run([os.path.join(top, 'tests', 'lab', 'judge.sh'),
+                    log('stock.log')], capture_output=True, text=True,
+                   cwd=top)
+check('vmbuild-xen-create: rounds=3 ' in p.stdout and
+      'host (QEMU start, end): load_start=2.15 load_end=3.4 cpus=2'
+      in p.stdout, 'judge.sh prints the side-by-side lines and the load',
+      p.stdout[-3000:])
+
+print('1..%d' % n)
+sys.exit(1 if failed else 0)
