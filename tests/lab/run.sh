@@ -282,7 +282,8 @@ step=initramfs
 rm -rf "$D0" && mkdir -p "$D0"/{bin,sbin,proc,sys,dev,run,var,tmp,etc/xen,etc/lab,lib/modules,guest,lib64,$ARCHLIB,usr/lib/xen-$XENVER/bin} ||
     fail $step "cannot create $D0"
 cp "$ROOT/bin/busybox" "$D0/bin/" || fail $step "busybox"
-for b in xl xenstored xenconsoled xen-init-dom0; do
+# libxl-save-helper: xl save and restore run it (the saverestore step).
+for b in xl xenstored xenconsoled xen-init-dom0 libxl-save-helper; do
 	cp "$xenbin/$b" "$D0/usr/lib/xen-$XENVER/bin/" || fail $step "copy $b"
 done
 cp "$ROOT/usr/bin/xenstore" "$D0/bin/" || fail $step "copy xenstore"
