@@ -232,6 +232,29 @@ xen_save_native(void *priv, uint32_t domid, int fd, int cancel_fd,
 	return rc;
 }
 
+/*
+ * The guest announced its PV control watcher when it booted (Linux's
+ * drivers/xen/manage.c: control/feature-poweroff, -reboot, -suspend),
+ * in the saved domain's tree; the restored domain's tree is new, and a
+ * guest that resumes rather than boots does not announce again.  It
+ * answered control/shutdown with a suspend to be saved: the watcher is
+ * there, and the same watcher takes poweroff and reboot.  Without these
+ * a restored guest could be neither shut down nor saved again (the
+ * nodes stay the guest's own: the values only are written).
+ */
+static void
+fill_restored_control(struct xs_tx *tx, const void *arg)
+{
+	static const char *const feature[] = { "control/feature-poweroff",
+	    "control/feature-reboot", "control/feature-suspend" };
+	const uint32_t *domid = arg;
+	char dom[XS_PATH_MAX];
+
+	snprintf(dom, sizeof(dom), "/local/domain/%u", *domid);
+	for (size_t i = 0; i < sizeof(feature) / sizeof(feature[0]); i++)
+		xen_xs_tx_write(tx, dom, feature[i], "1", NULL, 0);
+}
+
 int
 xen_restore_native(void *priv, uint32_t domid, int fd,
     const struct vmb_boot *boot, char *why, size_t len)
@@ -292,11 +315,14 @@ xen_restore_native(void *priv, uint32_t domid, int fd,
 		    "entries: %s", domid, strerror(-rc));
 		return rc;
 	}
-	rc = xen_xs_introduce(be, domid, xb.store_gfn, xb.store_port);
+	rc = xen_xs_transaction(be, domid, fill_restored_control, &domid);
+	if (rc == 0)
+		rc = xen_xs_introduce(be, domid, xb.store_gfn, xb.store_port);
 	if (rc < 0) {
 		xen_xs_domain_boot_undo(be, &xb);
-		snprintf(why, len, "restore: cannot introduce domain %u to "
-		    "xenstored: %s", domid, strerror(-rc));
+		snprintf(why, len, "restore: cannot write domain %u's control "
+		    "nodes or introduce it to xenstored: %s", domid,
+		    strerror(-rc));
 	}
 	return rc;
 fail:

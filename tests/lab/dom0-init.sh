@@ -1120,6 +1120,16 @@ sr_steps() {
 		return 1
 	}
 	echo "INFO $_tag continued: '$_before' before the save, '$(sr_count $_tag)' after the restore"
+	[ $_t = vmb ] || return 0
+	# The restored guest saved again, as a checkpoint: it runs on.
+	_before=$(sr_count $_tag); _bn=${_before#n=}; _bn=${_bn%% *}
+	LIMIT=600 timed vmb-sr-checkpoint $V save --checkpoint $_tag $_f ||
+	    { fail vmb-sr-checkpoint "checkpoint of the restored $_tag failed"; return 1; }
+	echo "INFO $_tag checkpoint: $(ls -l $_f | awk '{ print $5 }') bytes"
+	rm -f $_f
+	sr_wait $_tag "$_bn" "$_bb" 300 ||
+	    { fail vmb-sr-checkpoint-runs "$_tag did not count on after its checkpoint (last: '$(sr_count $_tag)')"; return 1; }
+	echo "INFO $_tag runs on after its checkpoint: '$(sr_count $_tag)'"
 }
 
 saverestore() {
