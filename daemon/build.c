@@ -657,6 +657,7 @@ build_prepare(struct vmb_guest *guest, const char *kind,
 		bj->fill = *fill;
 		opts.restore = fill->fill;
 		opts.restore_user = fill->user;
+		opts.restore_populates = fill->populates;
 	}
 	opts.strategy = B.cfg.strategy;
 	opts.start_paused = paused;

@@ -94,6 +94,8 @@ struct build_fill {
 	int	(*finish)(void *user, uint32_t domid, char *why, size_t len);
 	void	(*failed)(void *user, int rc, const char *why);
 	void	*user;
+	/* The fill populates the domain itself (a Xen stream's restore). */
+	bool	populates;
 	/*
 	 * The restore's task, made while its stream was read (NULL: a new
 	 * one): the build adopts it, its phases named by `phase_names`

@@ -1,6 +1,12 @@
 /*
  * save.c - vm.save and vm.restore (see save.h).
  *
+ * On a hypervisor with its own save (Xen: libxenguest, vmb_native_stream)
+ * the guest is not paused but asked to suspend, and its state travels as
+ * that stream in Xen records after the guest record; a restore of such a
+ * stream builds the domain without populating it and hands the records
+ * to the hypervisor's restore, which populates.
+ *
  * A save is a task on a thread of its own: the guest is paused, the
  * stream written (the guest record: the VM's configuration as its state
  * record holds it; then its memory, read back from the hypervisor, in
@@ -122,6 +128,7 @@ struct save_job {
 	/* Its domain once the save ended, when the guest stays here. */
 	struct vmb_domain dom;
 	bool		have_dom;
+	struct vmb_stream_out *out;	/* a native save's stream */
 };
 
 static void
@@ -238,6 +245,64 @@ save_stream(struct save_job *sj, struct vmb_stream_out *o, uint8_t *buf)
 	return rc;
 }
 
+/* vmb_native_io.put: one piece of the hypervisor's stream, one record. */
+static int
+save_put_xen(void *user, const void *buf, size_t len)
+{
+	struct save_job *sj = user;
+	int rc = vmb_stream_put_xen(sj->out, buf, len);
+
+	if (rc == 0) {
+		/* Bytes of the stream so far, against the guest's RAM. */
+		save_progress(sj, sj->out->offset < sj->memory_bytes ?
+		    sj->out->offset : sj->memory_bytes);
+	}
+	return rc;
+}
+
+/*
+ * The hypervisor's own save: the guest suspended and its stream written
+ * by the backend (vmb_guest_save_native), a checkpoint resumed.  Not
+ * kept (a write of ours failed after), the guest is resumed.
+ */
+static int
+save_native(struct save_job *sj, struct vmb_stream_out *o)
+{
+	struct vmb_native_io io = { .put = save_put_xen, .user = sj,
+	    .cancel_fd = sj->cancel_fd, .resume = sj->checkpoint };
+	char rwhy[160];
+	int rc;
+
+	save_progress(sj, 0);
+	sj->out = o;
+	rc = vmb_stream_begin(o, sj->fd, VMB_STREAM_F_XEN, sj->cancel_fd);
+	if (rc == 0)
+		rc = vmb_stream_put_guest(o, sj->guest_text,
+		    strlen(sj->guest_text));
+	if (rc < 0)
+		return save_fail(sj, rc, "cannot write the stream: %s",
+		    strerror(-rc));
+	rc = vmb_guest_save_native(vmbd.ctx, sj->domid, &io);
+	if (rc < 0)
+		return save_fail(sj, rc, "%s", io.why[0] ? io.why :
+		    rc == -ECANCELED ? "cancelled" : strerror(-rc));
+	sj->memory = true;
+	rc = vmb_stream_finish(o);
+	if (rc == 0 && sj->regular && fsync(sj->fd) < 0)
+		rc = -errno;
+	if (rc < 0) {
+		save_fail(sj, rc, "cannot write the stream: %s", strerror(-rc));
+		if (!sj->checkpoint && vmb_guest_resume_native(vmbd.ctx,
+		    sj->domid, rwhy, sizeof(rwhy)) < 0) {
+			size_t l = strlen(sj->why);
+
+			snprintf(sj->why + l, sizeof(sj->why) - l, "; and %s",
+			    rwhy);
+		}
+	}
+	return rc;
+}
+
 static void
 save_run(struct job *job)
 {
@@ -255,14 +320,22 @@ save_run(struct job *job)
 	buf = malloc((size_t)CHUNK_PAGES * VMB_STREAM_PAGE);
 	rc = buf == NULL ? save_fail(sj, -ENOMEM, "out of memory") :
 	    vmb_domain_get(vmbd.ctx, sj->domid, &dom);
-	if (rc == 0 && dom.state != VMB_DOM_PAUSED) {
+	/* The guest suspends itself: a paused one could not. */
+	if (rc == 0 && vmb_native_stream(vmbd.ctx) &&
+	    dom.state == VMB_DOM_PAUSED)
+		rc = save_fail(sj, -EBUSY, "domain %u is paused: the guest "
+		    "must run to answer the suspend request (unpause it "
+		    "first)", sj->domid);
+	else if (rc == 0 && vmb_native_stream(vmbd.ctx))
+		rc = save_native(sj, &o);
+	else if (rc == 0 && dom.state != VMB_DOM_PAUSED) {
 		rc = vmb_domain_pause(vmbd.ctx, sj->domid);
 		paused = rc == 0;
 	}
 	if (rc < 0 && !sj->why[0])
 		save_fail(sj, rc, "cannot pause domain %u: %s", sj->domid,
 		    strerror(-rc));
-	if (rc == 0)
+	if (rc == 0 && !vmb_native_stream(vmbd.ctx))
 		rc = save_stream(sj, &o, buf);
 	sj->bytes = o.offset;
 	sj->pages = o.pages;
@@ -530,6 +603,9 @@ struct restore_src {
 	int		reply_fd;
 	struct vmb_stream_out reply;
 	bool		said;
+	/* A Xen stream's restore: the domain, and the guest being built. */
+	uint32_t	domid;
+	const struct vmb_guest *xguest;
 };
 
 /* The restore's phases by name (task.h): the build's boot unpauses. */
@@ -714,6 +790,72 @@ restore_in_ram(const struct restore_src *rs, uint64_t gfn, uint32_t count)
 	return false;
 }
 
+/*
+ * vmb_native_io.get: the next Xen record's payload (optional records
+ * skipped), 0 at the end record; any other record is out of place.
+ */
+static ssize_t
+restore_get_xen(void *user, void *buf, size_t len)
+{
+	struct restore_src *rs = user;
+	struct vmb_progress p = { .phase = VMB_PHASE_LOAD,
+	    .domid = rs->domid, .total = rs->memory_bytes };
+	struct vmb_stream_rec r;
+	int rc;
+
+	while ((rc = vmb_stream_next(&rs->in, &r)) > 0) {
+		if (r.type == VMB_REC_END)
+			return 0;
+		if (r.type & VMB_REC_OPTIONAL)
+			continue;
+		if (r.type != VMB_REC_XEN || r.len > len) {
+			snprintf(rs->in.why, sizeof(rs->in.why), "stream "
+			    "record %llu (%s) at offset %llu: only Xen "
+			    "records belong in a Xen stream",
+			    (unsigned long long)rs->in.index - 1,
+			    vmb_stream_rec_name(r.type),
+			    (unsigned long long)r.offset);
+			return -EBADMSG;
+		}
+		memcpy(buf, r.data, r.len);
+		p.done = rs->in.offset < p.total ? rs->in.offset : p.total;
+		if (rs->task != NULL)
+			task_progress_cb(rs->task, &p);
+		return (ssize_t)r.len;
+	}
+	if (rc == 0)
+		snprintf(rs->in.why, sizeof(rs->in.why), "the stream ended "
+		    "without its end record");
+	return rc < 0 ? rc : -EBADMSG;
+}
+
+/*
+ * The load phase of a Xen stream's restore: the hypervisor's restore
+ * reads the Xen records (and populates); an incoming migration's sender
+ * hears READY first.
+ */
+static int
+restore_fill_native(struct restore_src *rs, uint32_t domid, char *why,
+    size_t why_len)
+{
+	struct vmb_native_io io = { .get = restore_get_xen, .user = rs,
+	    .cancel_fd = -1 };
+	int rc;
+
+	rs->domid = domid;
+	rc = restore_say(rs, VMB_STATUS_READY, 0, NULL);
+	if (rc < 0) {
+		snprintf(why, why_len, "cannot tell the sender it is ready: "
+		    "%s", strerror(-rc));
+		return rc;
+	}
+	rc = vmb_guest_restore_native(vmbd.ctx, domid, rs->xguest, &io);
+	if (rc < 0)
+		snprintf(why, why_len, "%s", rc == -ECANCELED ? "cancelled" :
+		    io.why[0] ? io.why : rs->in.why);
+	return rc;
+}
+
 /* The build's load phase: every memory record into the new domain. */
 static int
 restore_fill(void *user, uint32_t domid, char *why, size_t why_len)
@@ -724,6 +866,8 @@ restore_fill(void *user, uint32_t domid, char *why, size_t why_len)
 	struct vmb_stream_rec r;
 	int rc;
 
+	if (rs->in.flags & VMB_STREAM_F_XEN)
+		return restore_fill_native(rs, domid, why, why_len);
 	/* Placed, claimed and populated: the sender may send the memory. */
 	rc = restore_say(rs, VMB_STATUS_READY, 0, NULL);
 	if (rc < 0) {
@@ -852,12 +996,25 @@ restore_open_done(struct job *job)
 		    strerror(-rs->rc));
 		goto fail;
 	}
+	/* The guest's state as this hypervisor can take it, or nothing. */
+	if (!(rs->in.flags & VMB_STREAM_F_XEN) != !vmb_native_stream(vmbd.ctx)) {
+		call_error(call, E_STREAM, EOPNOTSUPP, "stream header flags "
+		    "%#x at offset 12: %s", rs->in.flags,
+		    vmb_native_stream(vmbd.ctx) ? "the stream has no Xen "
+		    "stream (saved on another hypervisor): this one restores "
+		    "only its own" : "the guest's state is a Xen stream: this "
+		    "hypervisor cannot restore it");
+		goto fail;
+	}
 	if (restore_guest(rs, &source) < 0)
 		goto fail;
 	guest = rs->guest;
 	rs->guest = NULL;
+	rs->xguest = guest;	/* the build's until it ends, after the fill */
+	fill.populates = (rs->in.flags & VMB_STREAM_F_XEN) != 0;
 	log_info("restoring %s (%llu MiB) from a stream%s", guest->name,
 	    (unsigned long long)(guest->memory_bytes >> 20),
+	    rs->in.flags & VMB_STREAM_F_XEN ? " with a Xen stream" :
 	    rs->in.flags & VMB_STREAM_F_MEMORY ? " with its memory" :
 	    " without memory bytes (phantom)");
 	g = jg_new();

@@ -236,6 +236,27 @@ struct vmb_backend_ops {
 		    uint64_t *ret_dirty, uint64_t *ret_end);
 
 	/*
+	 * The hypervisor's own save stream (NULL: none, the core reads and
+	 * writes the memory), each blocking until done (native.c runs them
+	 * on a thread of their own and carries the bytes; see
+	 * vmb_guest_save_native).  save_native: suspend the guest (at most
+	 * suspend_ms, a readable cancel_fd stops the wait), write its
+	 * stream to fd, and leave it suspended; a failure resumes it.
+	 * resume_native: a suspended guest runs on (a checkpoint, or a
+	 * save that failed after).  restore_native: read the stream from
+	 * fd into the domain (created and claimed, not populated), then set
+	 * it up as boot does (event channels, xenstore), paused.  They say
+	 * why in `why`.
+	 */
+	int	(*save_native)(void *priv, uint32_t domid, int fd,
+		    int cancel_fd, uint32_t suspend_ms, char *why,
+		    size_t why_len);
+	int	(*resume_native)(void *priv, uint32_t domid, char *why,
+		    size_t why_len);
+	int	(*restore_native)(void *priv, uint32_t domid, int fd,
+		    const struct vmb_boot *boot, char *why, size_t why_len);
+
+	/*
 	 * Right after create (NULL: nothing to do): vNUMA, affinity, CPUID
 	 * and the other platform settings.  Undone by destroying the domain.
 	 */

@@ -12,7 +12,9 @@
  *   boot      the backend's last step, then unpause unless start_paused
  *
  * A restore (opts.restore) reads no kernel: its load phase is the
- * caller's, which writes the saved memory into the populated domain.
+ * caller's, which writes the saved memory into the populated domain, or,
+ * with opts.restore_populates (libxenguest's restore of a Xen stream),
+ * populates the claimed domain itself.
  *
  * Each phase is a function over the state of one run (struct run) and,
  * where it leaves something behind, an undo.  vmb_build_run() enters the
@@ -831,6 +833,9 @@ phase_populate(struct run *r)
 	uint64_t done = 0;
 	int rc;
 
+	/* The restore populates (libxenguest's): claimed, no more here. */
+	if (b->opts.restore && b->opts.restore_populates)
+		return 0;
 	memset(&job, 0, sizeof(job));
 	job.ranges = r->layout.ranges;
 	job.nr_ranges = r->layout.nr_ranges;
@@ -894,6 +899,24 @@ phase_populate(struct run *r)
 /* ------------------------------------------------------------------ */
 /* load and boot                                                       */
 
+/*
+ * After a restore that populated the domain itself: what is left of the
+ * claim goes back, and the domain read back is the result's.
+ */
+static int
+restored_domain(struct run *r)
+{
+	int rc;
+
+	undo_claim(r);
+	rc = vmb_domain_get(r->b->ctx, r->domid, &r->res.domain);
+	if (rc)
+		return fail(r, rc, "cannot read the restored domain back: %s",
+		    strerror(-rc));
+	r->res.have_domain = true;
+	return 0;
+}
+
 static int
 phase_load(struct run *r)
 {
@@ -911,7 +934,8 @@ phase_load(struct run *r)
 	if (r->b->opts.restore) {
 		rc = r->b->opts.restore(r->b->opts.restore_user, r->domid,
 		    r->why, sizeof(r->why));
-		return rc;
+		return rc == 0 && r->b->opts.restore_populates ?
+		    restored_domain(r) : rc;
 	}
 
 	/* Special pages and ACPI tables first: the memory map names them. */

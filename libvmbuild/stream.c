@@ -8,9 +8,9 @@
  * 8 bytes.  The guest description comes first as the toolstack's own
  * text (vmbuildd's record JSON: libvmbuild writes no JSON), memory as
  * (gfn, count, bytes) records, an end record last that counts what came
- * before.  A Xen stream (libxc's stream v2) is meant to travel as one
- * more record kind, which this reader refuses by name until a backend
- * can use it.
+ * before.  A Xen guest's state (libxc's stream v2, libxenguest's
+ * save) travels instead of memory records as Xen records, pieces of that
+ * stream in order, in a stream whose header says so (VMB_STREAM_F_XEN).
  *
  * The reader trusts nothing: every length is bounded before anything is
  * allocated or read, the order of records is checked, and every error
@@ -175,6 +175,14 @@ vmb_stream_put_memory(struct vmb_stream_out *o, uint64_t gfn, uint32_t count,
 }
 
 int
+vmb_stream_put_xen(struct vmb_stream_out *o, const void *buf, size_t len)
+{
+	if (!o || !buf || len == 0 || len > VMB_STREAM_MAX_XEN)
+		return -EINVAL;
+	return put(o, VMB_REC_XEN, buf, len, NULL, 0);
+}
+
+int
 vmb_stream_finish(struct vmb_stream_out *o)
 {
 	/* What came before the end record, so a reader can tell a cut. */
@@ -261,6 +269,10 @@ vmb_stream_open(struct vmb_stream_in *in, vmb_stream_read_fn *read_fn,
 	if (in->flags & ~VMB_STREAM_F_ALL)
 		return bad(in, -EPROTONOSUPPORT, "stream header flags %#x at "
 		    "offset 12: unknown bits", in->flags);
+	/* The guest's memory travels one way or the other, not both. */
+	if ((in->flags & VMB_STREAM_F_XEN) && (in->flags & VMB_STREAM_F_MEMORY))
+		return bad(in, -EBADMSG, "stream header flags %#x at offset "
+		    "12: memory records and a Xen stream both", in->flags);
 	if (h.reserved != 0)
 		return bad(in, -EBADMSG, "stream header: reserved bytes at "
 		    "offset 16 are not zero");
@@ -286,6 +298,7 @@ rec_limit(uint32_t type)
 	case VMB_REC_MEMORY:	return 16 + VMB_STREAM_MAX_PAGES * VMB_PAGE_SIZE;
 	case VMB_REC_END:	return 16;
 	case VMB_REC_STATUS:	return 8 + VMB_STATUS_MAX_TEXT;
+	case VMB_REC_XEN:	return VMB_STREAM_MAX_XEN;
 	}
 	return VMB_STREAM_MAX_REC;
 }
@@ -312,6 +325,9 @@ check_order(struct vmb_stream_in *in, uint32_t type, const char *at)
 	if (type == VMB_REC_MEMORY && !(in->flags & VMB_STREAM_F_MEMORY))
 		return bad(in, -EBADMSG, "%s: memory bytes in a stream whose "
 		    "header says it has none", at);
+	if (type == VMB_REC_XEN && !(in->flags & VMB_STREAM_F_XEN))
+		return bad(in, -EBADMSG, "%s: a Xen record in a stream whose "
+		    "header says it has no Xen stream (flags bit 2)", at);
 	return 0;
 }
 
@@ -355,6 +371,10 @@ check_payload(struct vmb_stream_in *in, uint32_t type, uint32_t len,
 	}
 	if (type == VMB_REC_STATUS)
 		return check_status(in, len, r, at);
+	/* libxc's own bytes: libxenguest checks them as it reads them. */
+	if (type == VMB_REC_XEN)
+		return len == 0 ? bad(in, -EBADMSG, "%s: an empty Xen record",
+		    at) : 0;
 	if (len < 16)
 		return bad(in, -EBADMSG, "%s: payload of %u bytes is shorter "
 		    "than its 16-byte fixed part", at, len);
@@ -469,11 +489,8 @@ vmb_stream_next(struct vmb_stream_in *in, struct vmb_stream_rec *ret)
 	case VMB_REC_MEMORY:
 	case VMB_REC_END:
 	case VMB_REC_STATUS:
-		rc = check_payload(in, type, len, &r, at);
-		break;
 	case VMB_REC_XEN:
-		rc = bad(in, -EOPNOTSUPP, "%s: a Xen (libxc) stream; this "
-		    "backend cannot restore it", at);
+		rc = check_payload(in, type, len, &r, at);
 		break;
 	default:
 		if (!(type & VMB_REC_OPTIONAL))

@@ -1034,6 +1034,12 @@ struct vmb_build_opts {
 	int	(*restore)(void *user, uint32_t domid, char *why, size_t len);
 	void	*restore_user;
 	/*
+	 * The restore populates the domain itself (libxenguest's, a Xen
+	 * stream): the build claims the memory but does not populate it,
+	 * and reads the domain back after the restore.
+	 */
+	bool	restore_populates;
+	/*
 	 * An HVM guest's firmware (NULL: Debian's, VMB_HVMLOADER_PATH and
 	 * the others below), read from the build's start beside placement.
 	 */
@@ -1321,13 +1327,52 @@ int vmb_guest_dirty_log(struct vmb_ctx *ctx, uint32_t domid, unsigned op,
     uint64_t gfn, uint32_t nr, uint64_t *bits, uint64_t *ret_dirty,
     uint64_t *ret_end);
 
+/*
+ * The hypervisor's own save and restore (Xen: libxenguest's
+ * xc_domain_save and xc_domain_restore, stream v2), where the backend
+ * has them (vmb_native_stream): the guest's memory and state travel as
+ * that stream, which vmbuild frames as Xen records, rather than as
+ * memory records.  Each call runs the backend's saver or restorer on a
+ * thread of its own with a pipe between it and the caller's put or get.
+ *
+ * Save: the guest is asked to suspend (at most suspend_ms; 0: 60 s, as
+ * libxl waits), its stream handed to put() piece by piece; then with
+ * `resume` (a checkpoint) it runs again, else it stays suspended for
+ * the caller to destroy.  A failure or a cancel (cancel_fd readable)
+ * resumes it.  Restore: into a domain created and claimed, not
+ * populated (the restorer populates), the pieces from get() (0: the
+ * end); then what a boot does for a built guest (event channels,
+ * xenstore, the console), the domain left paused.  0, or a negative
+ * errno with `why` naming the step (empty when put or get failed: the
+ * caller knows why).
+ */
+struct vmb_native_io {
+	int	(*put)(void *user, const void *buf, size_t len);
+	ssize_t	(*get)(void *user, void *buf, size_t len);
+	void	*user;
+	int	cancel_fd;	/* -1: none */
+	uint32_t suspend_ms;
+	bool	resume;
+	uint64_t bytes;		/* out: of the hypervisor's stream */
+	char	why[256];
+};
+bool vmb_native_stream(struct vmb_ctx *ctx);
+int vmb_guest_save_native(struct vmb_ctx *ctx, uint32_t domid,
+    struct vmb_native_io *io);
+int vmb_guest_restore_native(struct vmb_ctx *ctx, uint32_t domid,
+    const struct vmb_guest *guest, struct vmb_native_io *io);
+/* A guest left suspended by a save resumed (its save failed after). */
+int vmb_guest_resume_native(struct vmb_ctx *ctx, uint32_t domid, char *why,
+    size_t why_len);
+
 #define VMB_STREAM_MAGIC	"\x89VMB\r\n\x1a\n"
 #define VMB_STREAM_VERSION	1
 #define VMB_STREAM_HDR		24	/* magic, version, flags, reserved */
 #define VMB_STREAM_REC_HDR	16	/* type, length, crc32, reserved */
 #define VMB_STREAM_F_MEMORY	0x1u	/* memory records carry the bytes */
 #define VMB_STREAM_F_REPLY	0x2u	/* a migration's back channel */
-#define VMB_STREAM_F_ALL	0x3u
+#define VMB_STREAM_F_XEN	0x4u	/* the guest's state in Xen records */
+#define VMB_STREAM_F_ALL	0x7u
 #define VMB_STREAM_MAX_GUEST	(1u << 20)	/* the guest description */
 #define VMB_STREAM_PAGE		4096u		/* bytes of a page (gfn units) */
 #define VMB_STREAM_MAX_PAGES	1024u		/* per memory record (4 MiB) */
@@ -1340,7 +1385,8 @@ int vmb_guest_dirty_log(struct vmb_ctx *ctx, uint32_t domid, unsigned op,
 #define VMB_REC_MEMORY		2u	/* u64 gfn, u64 count, count pages */
 #define VMB_REC_END		3u	/* u64 records before it, u64 pages */
 #define VMB_REC_STATUS		4u	/* u32 verdict, u32 errno, text */
-#define VMB_REC_XEN		16u	/* reserved: libxc's stream v2 */
+#define VMB_REC_XEN		16u	/* a piece of libxc's stream v2 */
+#define VMB_STREAM_MAX_XEN	(1u << 20)	/* bytes per Xen record */
 #define VMB_REC_OPTIONAL	0x80000000u
 
 /*
@@ -1376,6 +1422,13 @@ int vmb_stream_put_guest(struct vmb_stream_out *o, const char *text,
     size_t len);
 int vmb_stream_put_memory(struct vmb_stream_out *o, uint64_t gfn,
     uint32_t count, const void *pages);
+/*
+ * A piece (1 byte to VMB_STREAM_MAX_XEN) of the hypervisor's own stream
+ * (Xen: libxc's stream v2), in a stream begun with VMB_STREAM_F_XEN:
+ * the pieces, in order, are that stream as libxenguest wrote it.
+ */
+int vmb_stream_put_xen(struct vmb_stream_out *o, const void *buf,
+    size_t len);
 int vmb_stream_finish(struct vmb_stream_out *o);
 /* A status record (a reply stream's): VMB_STATUS_*, errno, text or NULL. */
 int vmb_stream_put_status(struct vmb_stream_out *o, uint32_t verdict,

@@ -196,6 +196,20 @@ int xen_device_remove(void *priv, uint32_t domid, enum vmb_device_kind kind,
 /* Every device of a domain being destroyed, forced, all at once. */
 void xen_devices_destroy(struct xen_be *be, uint32_t domid);
 
+/*
+ * xen_save.c: save and restore through libxenguest (backend.h's native
+ * ops); xen_suspend_wait asks the guest to suspend and waits, at most
+ * suspend_ms (0: a minute), for it (0), the request taken back if it
+ * does not (-ETIMEDOUT, or -ECANCELED when cancel_fd turns readable).
+ */
+int xen_suspend_wait(struct xen_be *be, uint32_t domid, int cancel_fd,
+    uint32_t suspend_ms, char *why, size_t len);
+int xen_save_native(void *priv, uint32_t domid, int fd, int cancel_fd,
+    uint32_t suspend_ms, char *why, size_t len);
+int xen_resume_native(void *priv, uint32_t domid, char *why, size_t len);
+int xen_restore_native(void *priv, uint32_t domid, int fd,
+    const struct vmb_boot *boot, char *why, size_t len);
+
 /* xen_boot.c */
 int xen_boot(void *priv, uint32_t domid, const struct vmb_boot *boot);
 

@@ -9,7 +9,8 @@ into a second hvsim+vmbuildd stack, as a guest moved between hosts.  A
 truncated file and a corrupt checksum are refused naming the record and
 its offset, leaving no domain; a target short of memory says so and
 keeps nothing; a save into a pipe nobody reads is cancelled with the
-guest left running; the read-only socket may not save, and vmctl opens
+guest left running; a Xen save (libxenguest's stream in Xen records)
+is refused by name; the read-only socket may not save, and vmctl opens
 the file with its user's rights.  With phantom memory only the
 description travels.
 """
@@ -20,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from vmbdtest import *  # noqa: E402,F401,F403
@@ -151,6 +153,26 @@ with open(junk, "wb") as f:
     f.write(b"not a save stream at all\n" * 4)
 rc, out, err = vmctl(b, "restore", junk)
 ok(rc == 1 and "not a vmbuild save stream" in err, "not a stream", err)
+
+
+def rec(rtype, payload):
+    pad = b"\0" * (-len(payload) % 8)
+    h = struct.pack("<IIII", rtype, len(payload), 0, 0)
+    crc = zlib.crc32(payload, zlib.crc32(h)) & 0xffffffff
+    return struct.pack("<IIII", rtype, len(payload), crc, 0) + payload + pad
+
+
+# A Xen save (header flag bit 2, Xen records): hvsim cannot take it.
+glen = struct.unpack_from("<I", data, 24 + 4)[0]
+guest_rec = data[24:24 + 16 + glen + (-glen % 8)]
+xenf = os.path.join(tmp, "xen.save")
+with open(xenf, "wb") as f:
+    f.write(data[:12] + struct.pack("<IQ", 4, 0) + guest_rec +
+            rec(16, b"Xen stream v2 bytes") + rec(3, struct.pack("<QQ", 2, 0)))
+rc, out, err = vmctl(b, "restore", xenf)
+ok(rc == 1 and "flags 0x4" in err and
+   "a Xen stream: this hypervisor cannot restore it" in err,
+   "a Xen save on hvsim: refused by name before any build", err)
 ok(cb.result("vm.list")["vms"] == [] and hv_domains(b) == 0,
    "no VM and no domain left by the failed restores")
 

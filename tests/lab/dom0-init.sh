@@ -1025,6 +1025,131 @@ linux_lifecycle() {
 	    fail vmb-linux-event "no vm.state destroyed/poweroff/destroy event for $_tag"
 }
 
+# ------------------------------------------------------- save / restore
+# saverestore (LAB_STEPS, off by default): a small PVH Linux guest
+# (LAB_SR_MB, no vNUMA, no devices; it counts on its console, lab_count)
+# saved to a file and restored, by xl and by vmbuild, timed side by side.
+# It continued if its count after the restore goes on from where it was
+# with the same boot id (a rebuilt guest would start again at 1 with a
+# new one).  dom0 holds the file in its RAM (LAB_DOM0_MEM must fit it).
+sr_cfg() {
+	sed -e "s/^name = .*/name = \"$1\"/" -e "s/^memory = .*/memory = $SR_MB/" \
+	    -e '/^vnuma/,/\]\ \]$/d' -e '/^ *\[ "pnode/d' -e '/^disk/d' -e '/^vif/d' \
+	    -e 's/^cmdline = "\(.*\)"/cmdline = "\1 lab_count lab_nodev"/' \
+	    /etc/lab/linux.cfg > /etc/lab/$1.cfg
+}
+
+# sr_count TAG: the last "n=N boot=B" the guest counted on its console.
+sr_count() {
+	console_lines $1 | sed -n 's/^.*vmbuild-linux-count: \(n=[0-9]* boot=[0-9a-f]*\).*$/\1/p' | tail -n 1
+}
+
+# sr_wait TAG N BOOT SECS: wait for a count above N (from boot BOOT, or
+# any when BOOT is empty).
+sr_wait() {
+	_w0=$(up)
+	while :; do
+		_c=$(sr_count $1); _cn=${_c#n=}; _cn=${_cn%% *}; _cb=${_c##*boot=}
+		[ -n "$_cn" ] && [ "$_cn" -gt "$2" ] && { [ -z "$3" ] || [ "$_cb" = "$3" ]; } && return 0
+		[ "$(awk -v a=$_w0 -v b=$(up) -v l=$4 'BEGIN { print (b - a > l) }')" = 1 ] && return 1
+		usleep 500000
+	done
+}
+
+# sr_destroy TOOL TAG: whatever is left of the guest goes.
+sr_destroy() {
+	if [ $1 = xl ]; then xl list $2 >/dev/null 2>&1 && timed xl-sr-destroy xl destroy $2
+	else $V list 2>/dev/null | grep -qw $2 && timed vmb-sr-destroy $V destroy $2; fi
+	rm -f /tmp/$1-sr.save
+}
+
+# sr_faulted: one of the domains of the try (SR_IDS) triple-faulted
+# under the emulation (see emu_fault), said with the failures set aside.
+sr_faulted() {
+	for _i in $SR_IDS; do
+		emu_fault $_i || continue
+		echo "LAB-EMU tool=$1 domid=$_i what=triple-fault uptime=$(up) set-aside=$(echo ${FAILED#"$2"} | tr ' ' ',')"
+		FAILED="$2"
+		return 0
+	done
+	return 1
+}
+
+# saverestore_one TOOL: SR_SAVE and SR_RESTORE (seconds), SR_OK yes|no;
+# once more if the emulated CPU triple-faulted the guest (a second time
+# fails the step).
+saverestore_one() {
+	_sf0="$FAILED"
+	for _try in 1 2; do
+		SR_OK=no SR_SAVE=- SR_RESTORE=- SR_IDS=""
+		if sr_steps $1 $1-sr /tmp/$1-sr.save; then
+			SR_OK=yes
+			sr_destroy $1 $1-sr
+			return 0
+		fi
+		sr_destroy $1 $1-sr
+		[ $_try = 1 ] && sr_faulted $1 "$_sf0" || return 1
+		mv /var/log/xen/console/guest-$1-sr.log /var/log/xen/console/guest-$1-sr.emu.log 2>/dev/null
+	done
+}
+
+# sr_steps TOOL TAG FILE: create, save, restore, check it continued.
+sr_steps() {
+	_t=$1 _tag=$2 _f=$3
+	sr_cfg $_tag
+	rm -f /var/log/xen/console/guest-$_tag.log $_f
+	if [ $_t = xl ]; then LIMIT=600 timed xl-sr-create xl create -e /etc/lab/$_tag.cfg
+	else LIMIT=600 timed vmb-sr-create $V create /etc/lab/$_tag.cfg; fi ||
+	    { fail $_t-sr-create "create of $_tag failed"; return 1; }
+	SR_IDS="$SR_IDS $(q xl domid $_tag)"
+	sr_wait $_tag 2 "" 480 ||
+	    { fail $_t-sr-count "$_tag did not count on its console"; console_lines $_tag | tail -n 20 | sed "s/^/  $_tag| /"; return 1; }
+	_s0=$(up)
+	if [ $_t = xl ]; then LIMIT=600 timed xl-sr-save xl save $_tag $_f
+	else LIMIT=600 timed vmb-sr-save $V save $_tag $_f; fi ||
+	    { fail $_t-sr-save "save of $_tag failed"; return 1; }
+	SR_SAVE=$(secs $_s0 $(up))
+	_before=$(sr_count $_tag); _bn=${_before#n=}; _bn=${_bn%% *}; _bb=${_before##*boot=}
+	echo "INFO $_tag saved at count '$_before': $(ls -l $_f | awk '{ print $5 }') bytes"
+	xl list $_tag >/dev/null 2>&1 && { fail $_t-sr-gone "$_tag still listed after its save"; return 1; }
+	_s0=$(up)
+	if [ $_t = xl ]; then LIMIT=600 timed xl-sr-restore xl restore -e $_f
+	else LIMIT=600 timed vmb-sr-restore $V restore $_f; fi ||
+	    { fail $_t-sr-restore "restore of $_tag failed"; return 1; }
+	SR_RESTORE=$(secs $_s0 $(up))
+	SR_IDS="$SR_IDS $(q xl domid $_tag)"
+	rm -f $_f
+	[ $_t = vmb ] && timed vmb-sr-info $V info $_tag
+	sr_wait $_tag "$_bn" "$_bb" 300 || {
+		fail $_t-sr-continued "$_tag did not count on from '$_before' after its restore (last: '$(sr_count $_tag)')"
+		console_lines $_tag | tail -n 20 | sed "s/^/  $_tag| /"
+		return 1
+	}
+	echo "INFO $_tag continued: '$_before' before the save, '$(sr_count $_tag)' after the restore"
+	[ $_t = vmb ] || return 0
+	# The restored guest saved again, as a checkpoint: it runs on.
+	_before=$(sr_count $_tag); _bn=${_before#n=}; _bn=${_bn%% *}
+	LIMIT=600 timed vmb-sr-checkpoint $V save --checkpoint $_tag $_f ||
+	    { fail vmb-sr-checkpoint "checkpoint of the restored $_tag failed"; return 1; }
+	echo "INFO $_tag checkpoint: $(ls -l $_f | awk '{ print $5 }') bytes"
+	rm -f $_f
+	sr_wait $_tag "$_bn" "$_bb" 300 ||
+	    { fail vmb-sr-checkpoint-runs "$_tag did not count on after its checkpoint (last: '$(sr_count $_tag)')"; return 1; }
+	echo "INFO $_tag runs on after its checkpoint: '$(sr_count $_tag)'"
+}
+
+saverestore() {
+	_vs=- _vr=- _vo=no
+	if echo " $tools " | grep -q " vmb "; then
+		saverestore_one vmb; _vs=$SR_SAVE _vr=$SR_RESTORE _vo=$SR_OK
+	else
+		fail vmb-sr "vmbuildd not running: no vmbuild save/restore"
+	fi
+	saverestore_one xl; _xs=$SR_SAVE _xr=$SR_RESTORE _xo=$SR_OK
+	_ok=no; [ $_xo = yes ] && [ $_vo = yes ] && _ok=yes
+	echo "vmbuild-saverestore: save_xl=$_xs save_vmb=$_vs restore_xl=$_xr restore_vmb=$_vr ok=$_ok mb=$SR_MB"
+}
+
 
 devices_setup
 tools=""
@@ -1064,6 +1189,7 @@ fi
 # issue 22: xl and vmbuild side by side, LAB_ROUNDS create rounds and
 # the dirty-memory sequence (tests/lab/xenbench.sh).
 [ -f /etc/lab/xenbench.sh ] && xb_main
+echo " $LAB_STEPS " | grep -q " saverestore " && saverestore
 # The guest's fallbacks for its memory map, forced on a toolstack (xl)
 # that offers every source.
 if echo " $LAB_STEPS " | grep -q " guest "; then

@@ -220,12 +220,32 @@ pv_control() {
 	chmod +x /sbin/poweroff /sbin/reboot
 }
 
+# lab_count (dom0-init.sh's saverestore): a count on the console each
+# second with this boot's id, which a restored guest goes on with and a
+# rebooted one would start again under a new id:
+#   vmbuild-linux-count: n=N boot=B
+counter() {
+	b=$(cut -c1-8 /proc/sys/kernel/random/boot_id)
+	n=0
+	while :; do
+		n=$((n + 1))
+		say "vmbuild-linux-count: n=$n boot=$b"
+		sleep 1
+	done
+}
+
 main() {
 	mounts
 	pv_control
 	facts
 	details
-	devices
+	case " $(cat /proc/cmdline) " in
+	*" lab_count "*) counter & ;;
+	esac
+	case " $(cat /proc/cmdline) " in
+	*" lab_nodev "*) ;;
+	*) devices ;;
+	esac
 	resize_watch &
 	case " $(cat /proc/cmdline) " in
 	*" lab_poweroff "*) poweroff -f ;;

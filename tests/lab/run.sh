@@ -27,6 +27,10 @@
 #                            skip is a failure.  off: never run them.
 #   LAB_SMALL_MB=128 LAB_BIG_MB=512   guest sizes
 #   LAB_LINUX_MB=4608        the Linux guest (split over its 2 vnodes)
+#   LAB_SR_MB=256            the saverestore step's guest (LAB_STEPS
+#                            saverestore, off by default: xl save/restore
+#                            beside vmctl's; dom0 holds the saved file, so
+#                            raise LAB_DOM0_MEM, e.g. 1536M)
 #   LAB_TIMEOUT=3000         hard limit for the QEMU run, seconds
 #   LAB_HELLO=1              the hello guests' steps (0: skip them, e.g.
 #                            to iterate on the Linux guest)
@@ -75,6 +79,7 @@ LAB_SMALL_MB=${LAB_SMALL_MB:-128}
 LAB_BIG_MB=${LAB_BIG_MB:-512}
 LAB_LINUX_MB=${LAB_LINUX_MB:-4608}
 export LAB_LINUX_MB
+LAB_SR_MB=${LAB_SR_MB:-256}
 LAB_TIMEOUT=${LAB_TIMEOUT:-3000}
 LAB_CPU=${LAB_CPU:-max,-smap,-rdtscp}
 LAB_SMP=${LAB_SMP:-4}
@@ -284,7 +289,8 @@ step=initramfs
 rm -rf "$D0" && mkdir -p "$D0"/{bin,sbin,proc,sys,dev,run,var,tmp,etc/xen,etc/lab,lib/modules,guest,lib64,$ARCHLIB,usr/lib/xen-$XENVER/bin} ||
     fail $step "cannot create $D0"
 cp "$ROOT/bin/busybox" "$D0/bin/" || fail $step "busybox"
-for b in xl xenstored xenconsoled xen-init-dom0; do
+# libxl-save-helper: xl save and restore run it (the saverestore step).
+for b in xl xenstored xenconsoled xen-init-dom0 libxl-save-helper; do
 	cp "$xenbin/$b" "$D0/usr/lib/xen-$XENVER/bin/" || fail $step "copy $b"
 done
 cp "$ROOT/usr/bin/xenstore" "$D0/bin/" || fail $step "copy xenstore"
@@ -376,6 +382,7 @@ HAVE_VMBUILD=$have_vmbuild
 SMALL_MB=$LAB_SMALL_MB
 BIG_MB=$LAB_BIG_MB
 LINUX_MB=$LAB_LINUX_MB
+SR_MB=$LAB_SR_MB
 XENVER=$XENVER
 VMBUILDD_ARGS="$LAB_VMBUILDD_ARGS"
 XL_SHIM=$LAB_XL_SHIM

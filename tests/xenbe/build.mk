@@ -81,3 +81,16 @@ $(XENBE_TEST_BIN)/test_xen_resize: $(OBJ)/tests/xenbe/test_xen_resize.o \
 
 TESTS += $(XENBE_TEST_BIN)/test_xen_resize
 TESTS_DEPS += $(XENBE_TEST_BIN)/test_xen_resize
+
+# The suspend of a save (xen_save.c): control/shutdown in the in-memory
+# xenstore, a guest played by its meddle hook, the domain's state from a
+# wrapped xc_domain_getinfolist.
+XENBE_SAVE_WRAP := $(XENBE_XS_WRAP) -Wl,--wrap=xc_domain_getinfolist
+$(XENBE_TEST_BIN)/test_xen_save: $(OBJ)/tests/xenbe/test_xen_save.o \
+		$(OBJ)/tests/xenbe/fake_xs.o $(XENBE_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) $(XENBE_SAVE_WRAP) -o $@ $^ $(LIBVMB_XEN_LDLIBS) \
+		-luuid $(shell $(PKG) --libs cmocka) $(LDLIBS_COMMON)
+
+TESTS += $(XENBE_TEST_BIN)/test_xen_save
+TESTS_DEPS += $(XENBE_TEST_BIN)/test_xen_save
