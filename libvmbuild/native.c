@@ -35,6 +35,19 @@ struct native_run {
 	char		why[256];
 };
 
+/* A run's start, and the caller's io reset (one place for save and restore). */
+static void
+native_run_init(struct native_run *r, struct vmb_ctx *ctx, uint32_t domid,
+    struct vmb_native_io *io)
+{
+	io->why[0] = '\0';
+	io->bytes = 0;
+	memset(r, 0, sizeof(*r));
+	r->ctx = ctx;
+	r->domid = domid;
+	r->cancel_fd = io->cancel_fd;
+}
+
 /*
  * The thread's writes to a pipe whose reader is gone fail with EPIPE
  * rather than raise SIGPIPE (blocked here, it stays pending on the
@@ -169,12 +182,7 @@ vmb_guest_save_native(struct vmb_ctx *ctx, uint32_t domid,
 		return -EINVAL;
 	if (!vmb_native_stream(ctx))
 		return -EOPNOTSUPP;
-	io->why[0] = '\0';
-	io->bytes = 0;
-	memset(&r, 0, sizeof(r));
-	r.ctx = ctx;
-	r.domid = domid;
-	r.cancel_fd = io->cancel_fd;
+	native_run_init(&r, ctx, domid, io);
 	r.suspend_ms = io->suspend_ms;
 	buf = malloc(NATIVE_CHUNK);
 	rc = buf == NULL ? -ENOMEM : native_pipe(p);
@@ -265,12 +273,7 @@ vmb_guest_restore_native(struct vmb_ctx *ctx, uint32_t domid,
 		return -EINVAL;
 	if (!vmb_native_stream(ctx))
 		return -EOPNOTSUPP;
-	io->why[0] = '\0';
-	io->bytes = 0;
-	memset(&r, 0, sizeof(r));
-	r.ctx = ctx;
-	r.domid = domid;
-	r.cancel_fd = io->cancel_fd;
+	native_run_init(&r, ctx, domid, io);
 	r.boot.vcpus = guest->vcpus;
 	r.boot.memory_bytes = guest->memory_bytes;
 	r.boot.guest = guest;

@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "vmb_internal.h"
 #include "xen_priv.h"
 
 /* After xenctrl.h (xen_priv.h): it relies on its types. */
@@ -35,13 +36,11 @@
 #define SUSPEND_MS_DEFAULT	60000u
 #define SUSPEND_POLL_MS		10
 
+/* libvmbuild's one clock (clock.c), in ms. */
 static uint64_t
 now_ms(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+	return vmb__now_ns() / 1000000;
 }
 
 /*
