@@ -108,7 +108,7 @@ cmp_numa() {
 	cmp_cap stats-4 $V --json stats
 	# issue 22: xl and vmbuild over dirty memory on this Xen (XBENCH
 	# lines, tests/lab/xenbench.sh), after the counters above are taken.
-	[ "$CMP_DIRTY" = 1 ] && xb_dirty
+	if [ "$CMP_DIRTY" = 1 ]; then xb_dirty; fi
 }
 
 cmp_shadow() {
