@@ -435,7 +435,10 @@ vmb__disk_check(struct vmb_disk *d, enum vmb_guest_type type,
 	 * CAP_DAC_OVERRIDE under systemd, checks a client's separately.
 	 */
 	if (access(real, d->readonly ? R_OK : R_OK | W_OK) != 0) {
-		rc = DERR("%s: cannot %s \"%s\": %s", d->vdev, d->readonly ?
+		rc = DERR("%s: this process (uid %u, gid %u) cannot %s \"%s\": "
+		    "%s; the image must be open to it as well as to the "
+		    "client (vmbuildd(8), DEVICES)", d->vdev,
+		    (unsigned)geteuid(), (unsigned)getegid(), d->readonly ?
 		    "read" : "read and write", d->target, strerror(errno));
 		goto out;
 	}

@@ -35,7 +35,7 @@ yn() {		# yes when every named check is ok
 
 grep -E 'debhost-info\| ' "$clean" | sed 's/^\[[ 0-9.]*\] //'
 echo
-grep -E 'debhost: ' "$clean" | sed 's/^\[[ 0-9.]*\] //; s/^.*\(debhost: \)/\1/'
+grep -E 'debhost(-emu)?: ' "$clean" | sed 's/^\[[ 0-9.]*\] //; s/^.*\(debhost\(-emu\)\{0,1\}: \)/\1/'
 echo
 printf '%-44s %s\n' "qemu exit / wall seconds" "$qrc / $qsecs" \
     "Xen loads dom0's kernel (s from QEMU start)" "$(at 'Dom0 kernel:')" \
