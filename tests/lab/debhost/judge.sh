@@ -37,13 +37,14 @@ grep -E 'debhost-info\| ' "$clean" | sed 's/^\[[ 0-9.]*\] //'
 echo
 grep -E 'debhost(-emu)?: ' "$clean" | sed 's/^\[[ 0-9.]*\] //; s/^.*\(debhost\(-emu\)\{0,1\}: \)/\1/'
 echo
-printf '%-44s %s\n' "qemu exit / wall seconds" "$qrc / $qsecs" \
+printf '%-46s %s\n' "qemu exit / wall seconds" "$qrc / $qsecs" \
     "Xen loads dom0's kernel (s from QEMU start)" "$(at 'Dom0 kernel:')" \
     "systemd starts (s)" "$(at 'systemd\[1\]|Welcome to')" \
     "lab-checks begin (s)" "$(at 'debhost: begin')" \
     "reboot asked (s)" "$(at 'debhost: reboot')" \
     "second boot's checks begin (s)" "$(at 'debhost: boot2')" \
-    "lab-checks end (s)" "$(at 'debhost: end')"
+    "lab-checks end (s)" "$(at 'debhost: end')" \
+    "guests' triple faults set aside (debhost-emu)" "$(grep -c 'debhost-emu: ' "$clean")"
 bad=""
 for c in $CHECKS; do
 	[ "$(result "$c")" = ok ] || bad="$bad $c=$(result "$c")"
