@@ -28,6 +28,15 @@ struct vmb_dom_config {
 	uint32_t max_maptrack_frames;
 	uint64_t max_pages;	/* 4 KiB pages */
 	uint64_t target_pages;	/* pages that will be populated */
+	/*
+	 * An HVM guest with a device model: every emulated device (Xen's
+	 * emulation flags), the pages the device model populates itself
+	 * (its video RAM) on top of max_pages, and shadow_memory= (MiB;
+	 * 0: sized as libxl does).
+	 */
+	bool	dm;
+	uint64_t dm_pages;
+	uint32_t paging_mib;
 	uint32_t nr_nodes;	/* placement: the nodes the domain may use */
 	uint32_t nodes[VMB_MAX_NODES];
 };

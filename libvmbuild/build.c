@@ -694,6 +694,12 @@ phase_create(struct run *r)
 	dc.max_pages = (g->maxmem_bytes > g->memory_bytes ?
 	    g->maxmem_bytes : g->memory_bytes) >> VMB_PAGE_SHIFT;
 	dc.target_pages = g->memory_bytes >> VMB_PAGE_SHIFT;
+	if (g->type == VMB_GUEST_HVM) {
+		dc.dm = true;
+		dc.dm_pages = (uint64_t)vmb_hvm_videoram_mib(g) <<
+		    (20 - VMB_PAGE_SHIFT);
+		dc.paging_mib = g->hvm.shadow_mib;
+	}
 	dc.nr_nodes = r->res.placement.nr_nodes;
 	memcpy(dc.nodes, r->res.placement.nodes, sizeof(dc.nodes));
 	rc = r->ops->domain_create(r->priv, &dc, &r->domid);
