@@ -71,6 +71,16 @@ facts() {
 	say "vmbuild-linux: domid=$domid memtotal_kib=$memtotal cpus=$cpus nodes=$nodes"
 }
 
+# The lab's HVM guest (lab_hvm on its command line: dom0-init.sh's hvm
+# step boots this kernel and initramfs through QEMU): one line on its
+# console (the emulated serial port), with the disks and NICs it has.
+hvm_facts() {
+	disk=no net=no
+	ls /sys/block 2>/dev/null | grep -qE '^(sd|hd|xvd)' && disk=ok
+	ls /sys/class/net 2>/dev/null | grep -qv '^lo$' && net=ok
+	say "vmbuild-hvm: domid=$domid memtotal_kib=$memtotal cpus=$cpus nodes=$nodes disk=$disk net=$net"
+}
+
 # What Linux made of the tables and map it was given, for the log.
 details() {
 	for n in /sys/devices/system/node/node[0-9]*; do
@@ -238,6 +248,9 @@ main() {
 	mounts
 	pv_control
 	facts
+	case " $(cat /proc/cmdline) " in
+	*" lab_hvm "*) hvm_facts ;;
+	esac
 	details
 	case " $(cat /proc/cmdline) " in
 	*" lab_count "*) counter & ;;
