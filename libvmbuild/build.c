@@ -565,9 +565,8 @@ phase_place(struct run *r)
 
 	/* Rather than build something else (PVH) of an HVM guest. */
 	if (b->guest->type == VMB_GUEST_HVM && !(b->ctx->caps & VMB_CAP_HVM))
-		return fail(r, -EOPNOTSUPP, "hvm: not yet on %s (HVM guests "
-		    "are built on hvsim only for now)",
-		    !strcmp(r->ops->name, "xen") ? "Xen" : r->ops->name);
+		return fail(r, -EOPNOTSUPP, "hvm: not on %s (its backend "
+		    "builds no HVM guests)", r->ops->name);
 	if (b->guest->type == VMB_GUEST_HVM && b->opts.restore)
 		return fail(r, -EOPNOTSUPP, "hvm: a save or migration of an "
 		    "HVM guest is not done yet");

@@ -11,9 +11,9 @@
  * ships), device_model_override (vmbuildd refuses it: it runs the
  * device model it was started with).  shadow_memory, viridian, hpet,
  * localtime and rtc_timeoffset are the Xen HVM build's (HVM params, the
- * paging pool, the time offset), kept in the description; hvsim runs no
- * guest code that would see them, and the Xen backend refuses HVM guests
- * for now (build.c).  Values vmbuild cannot honour are refused with the
+ * paging pool, the time offset: xen/xen_hvm.c), kept in the description;
+ * hvsim runs no guest code that would see them.  Values vmbuild cannot
+ * honour are refused with the
  * reason.  On a PVH guest these keys are refused as before, unless the
  * value is what a PVH guest has anyway (acpi = 1, viridian = 0, ...).
  */
