@@ -569,13 +569,11 @@ dm_args(const struct vmb_guest *g, const struct dm *dm, const int img[2],
 	dm_args_nics(a, g, dm->domid);
 	argf(a, "-machine"); argf(a, "xenfv");
 	/*
-	 * The guest's RAM, all of memory= as the build populated it; the
-	 * VRAM, which QEMU populates itself, lies beyond it (the domain's
-	 * limit has room for it: backend_xen.c).  libxl carves the VRAM
-	 * out of memory= instead; QEMU's view must be the build's.
+	 * The guest's RAM less the VRAM, which QEMU populates itself: the
+	 * build's layout (layout.c carves it out of memory=, as libxl).
 	 */
 	argf(a, "-m");
-	argf(a, "%llu", (unsigned long long)mem);
+	argf(a, "%llu", (unsigned long long)(mem > vram ? mem - vram : mem));
 	dm_args_disks(a, g);
 	a->v[a->n] = NULL;
 	return a->failed ? -ENOMEM : 0;

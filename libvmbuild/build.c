@@ -695,8 +695,6 @@ phase_create(struct run *r)
 	dc.target_pages = g->memory_bytes >> VMB_PAGE_SHIFT;
 	if (g->type == VMB_GUEST_HVM) {
 		dc.dm = true;
-		dc.dm_pages = (uint64_t)vmb_hvm_videoram_mib(g) <<
-		    (20 - VMB_PAGE_SHIFT);
 		dc.paging_mib = g->hvm.shadow_mib;
 	}
 	dc.nr_nodes = r->res.placement.nr_nodes;
@@ -927,7 +925,7 @@ phase_load(struct run *r)
 {
 	struct vmb_firmware fw;
 	struct vmb__load_env env = { .load_limit = r->layout.lowmem_end,
-	    .ram_bytes = r->b->guest->memory_bytes, .memmap = r->memmap };
+	    .ram_bytes = vmb__layout_ram(&r->layout), .memmap = r->memmap };
 	int rc;
 
 	/* A bad image is the images branch's failure, and the build's. */

@@ -397,10 +397,10 @@ out:
  * emulation only, an HVM guest's every emulated device but vPCI (as
  * libxl__arch_domain_prepare_config); grant table version, its highest
  * event channel port (max_event_channels), then its limits and paging
- * pool, node affinity and the xenstore skeleton.  An HVM guest's limit
- * has room for the video RAM its device model populates (dm_pages):
- * vmbuild populates all of memory= as RAM, where libxl carves the VRAM
- * out of it.  Any failure destroys the domain again.
+ * pool, node affinity and the xenstore skeleton.  An HVM guest's video
+ * RAM, which its device model populates, is within max_pages (the
+ * layout carves it out of memory=, as libxl).  Any failure destroys
+ * the domain again.
  */
 static int
 xen_domain_create(void *priv, const struct vmb_dom_config *cfg,
@@ -440,7 +440,7 @@ xen_domain_create(void *priv, const struct vmb_dom_config *cfg,
 
 	if (xc_domain_max_vcpus(be->xch, domid, cfg->max_vcpus) < 0 ||
 	    xc_domain_setmaxmem(be->xch, domid,
-		(((cfg->max_pages + cfg->dm_pages) << XC_PAGE_SHIFT) >> 10) +
+		((cfg->max_pages << XC_PAGE_SHIFT) >> 10) +
 		XEN_MAXMEM_SLACK_KB) < 0 ||
 	    xc_set_paging_mempool_size(be->xch, domid,
 		xen_paging_pool_bytes(cfg)) < 0) {

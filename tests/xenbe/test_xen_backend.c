@@ -380,7 +380,6 @@ test_create_hvm_emulation(void **state)
 	cfg.max_vcpus = 2;
 	cfg.max_pages = cfg.target_pages = 131072;
 	cfg.dm = true;
-	cfg.dm_pages = 2048;	/* 8 MiB of VRAM */
 	be.have_hap = true;
 	assert_int_equal(vmb_backend_xen.domain_create(&be, &cfg, &domid),
 	    -EPERM);
@@ -392,7 +391,6 @@ test_create_hvm_emulation(void **state)
 	assert_true(created.dc.flags & XEN_DOMCTL_CDF_hvm);
 	assert_true(created.dc.flags & XEN_DOMCTL_CDF_hap);
 	cfg.dm = false;
-	cfg.dm_pages = 0;
 	assert_int_equal(vmb_backend_xen.domain_create(&be, &cfg, &domid),
 	    -EPERM);
 	assert_int_equal(created.dc.arch.emulation_flags, XEN_X86_EMU_LAPIC);
