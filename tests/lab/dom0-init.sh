@@ -1155,22 +1155,29 @@ saverestore() {
 # The Linux guest's kernel and initramfs as an HVM guest (type = "hvm",
 # off by default): hvmloader and SeaBIOS (Debian's), QEMU for Xen as
 # its device model, which boots the kernel directly (kernel=/ramdisk=,
-# -kernel/-initrd as xl gives them); no disk, no NIC yet.  Its /init
-# (linux-init.sh, lab_hvm) prints on its serial console, the device
-# model's pty:
+# -kernel/-initrd as xl gives them); with HVM_DEV=1 (LAB_HVM_DEV) the
+# Linux guest's disk as xvda (emulated IDE beside the PV disk, which the
+# guest's xen-blkfront takes) and a PV vif (type=vif: no emulated NIC,
+# dom0 has no tun), checked as the PVH guest checks them (md5, ping);
+# a create with devices that fails is said and tried once without.
+# Its /init (linux-init.sh, lab_hvm) prints on its serial console, the
+# device model's pty:
 #   vmbuild-hvm: domid=N memtotal_kib=N cpus=N nodes=N disk=.. net=..
 # Per toolstack: create, the pty read (xl: serial/0/tty as libxl writes
 # it; vmbuild: vmctl console), the line, create -> line; destroy, then
 # no QEMU of the domain, nothing of it in xenstore.
 HVM_DM=/usr/libexec/xen-qemu-system-i386
 
+# mkhvm TAG DEV IP: its config; DEV=1 with the disk and vif, at IP.
 mkhvm() {
+	_dev="lab_nodev"
+	[ "$2" = 1 ] && _dev="lab_ip=$3 lab_peer=$BR_IP"
 	cat > /etc/lab/$1.cfg <<EOF
 name = "$1"
 type = "hvm"
 kernel = "/guest/vmlinuz"
 ramdisk = "/guest/linux-initrd.gz"
-cmdline = "console=ttyS0 loglevel=4 rdinit=/init mitigations=off lab_hvm lab_nodev"
+cmdline = "console=ttyS0 loglevel=4 rdinit=/init mitigations=off lab_hvm $_dev"
 memory = $HVM_MB
 vcpus = 2
 serial = "pty"
@@ -1178,6 +1185,10 @@ vnc = 0
 on_poweroff = "destroy"
 on_reboot = "destroy"
 on_crash = "destroy"
+EOF
+	[ "$2" = 1 ] && cat >> /etc/lab/$1.cfg <<EOF
+disk = [ '/guest/disk.img,raw,xvda,rw' ]
+vif = [ 'bridge=$BR,type=vif' ]
 EOF
 }
 
@@ -1198,16 +1209,25 @@ hvm_diag() {
 }
 
 hvm_one() {
-	_tag=$1-hvm _slog=/tmp/serial-$1-hvm.log _sp="" _pty=""
+	_tag=$1-hvm _slog=/tmp/serial-$1-hvm.log _sp="" _pty="" _ip=10.99.0.5
 	case $1 in
 	xl) _create="xl create" _destroy="xl destroy" ;;
-	*) _create="$V create" _destroy="$V destroy" ;;
+	*) _create="$V create" _destroy="$V destroy" _ip=10.99.0.6 ;;
 	esac
-	mkhvm $_tag
+	mkhvm $_tag "$HVM_DEV" $_ip
 	: > $_slog
 	_tc=$(up)
 	LIMIT=300 timed $1-create-hvm $_create /etc/lab/$_tag.cfg
 	_rc=$? _tr=$(up)
+	if [ $_rc != 0 ] && [ "$HVM_DEV" = 1 ]; then
+		fail $1-create-hvm-dev "create with a disk and a vif: rc=$_rc; once more without"
+		hvm_diag $1 $_tag "$(q xl domid $_tag)"
+		$_destroy $_tag >/dev/null 2>&1; gone $_tag 60
+		mkhvm $_tag 0
+		_tc=$(up)
+		LIMIT=300 timed $1-create-hvm $_create /etc/lab/$_tag.cfg
+		_rc=$? _tr=$(up)
+	fi
 	_id=$(q xl domid $_tag)
 	if [ $_rc != 0 ] || [ -z "$_id" ]; then
 		fail $1-create-hvm "create rc=$_rc"
@@ -1241,6 +1261,7 @@ hvm_one() {
 	xsync
 	grep "(d$_id)" $XLOG | grep -E 'HVM Loader|System requested|Loading|E820|Invoking|BIOS' |
 	    head -n 12 | sed "s/^/  $_tag-xen| /"
+	# devices() prints its line before the hvm line.
 	tr -d '\r' < $_slog | grep -E 'vmbuild-(hvm|linux)|BIOS-e820|Hypervisor detected|Xen HVM' |
 	    head -n 16 | sed "s/^/  $_tag| /"
 	[ $1 = vmb ] && timed vmctl-info-hvm $V info $_tag

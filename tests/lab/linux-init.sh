@@ -73,12 +73,10 @@ facts() {
 
 # The lab's HVM guest (lab_hvm on its command line: dom0-init.sh's hvm
 # step boots this kernel and initramfs through QEMU): one line on its
-# console (the emulated serial port), with the disks and NICs it has.
+# console (the emulated serial port), with what devices() found of its
+# PV disk and vif (no: it was given none, lab_nodev).
 hvm_facts() {
-	disk=no net=no
-	ls /sys/block 2>/dev/null | grep -qE '^(sd|hd|xvd)' && disk=ok
-	ls /sys/class/net 2>/dev/null | grep -qv '^lo$' && net=ok
-	say "vmbuild-hvm: domid=$domid memtotal_kib=$memtotal cpus=$cpus nodes=$nodes disk=$disk net=$net"
+	say "vmbuild-hvm: domid=$domid memtotal_kib=$memtotal cpus=$cpus nodes=$nodes disk=${disk:-no} net=${net:-no}"
 }
 
 # What Linux made of the tables and map it was given, for the log.
@@ -248,9 +246,6 @@ main() {
 	mounts
 	pv_control
 	facts
-	case " $(cat /proc/cmdline) " in
-	*" lab_hvm "*) hvm_facts ;;
-	esac
 	details
 	case " $(cat /proc/cmdline) " in
 	*" lab_count "*) counter & ;;
@@ -258,6 +253,9 @@ main() {
 	case " $(cat /proc/cmdline) " in
 	*" lab_nodev "*) ;;
 	*) devices ;;
+	esac
+	case " $(cat /proc/cmdline) " in
+	*" lab_hvm "*) hvm_facts ;;
 	esac
 	resize_watch &
 	case " $(cat /proc/cmdline) " in

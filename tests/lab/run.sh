@@ -23,6 +23,7 @@
 #                            guest, hvmloader + SeaBIOS + QEMU for Xen's
 #                            direct kernel boot, by each toolstack)
 #   LAB_HVM_MB=512           the hvm step's guest
+#   LAB_HVM_DEV=1            its disk (xvda) and PV vif; 0: none
 #   LAB_VMBUILD=require      require (default): the vmbuild steps must run and
 #                            pass, and judge.sh wants their guests' hello.  auto:
 #                            the vmbuild steps run when vmbuildd and vmctl
@@ -85,6 +86,7 @@ LAB_LINUX_MB=${LAB_LINUX_MB:-4608}
 export LAB_LINUX_MB
 LAB_SR_MB=${LAB_SR_MB:-256}
 LAB_HVM_MB=${LAB_HVM_MB:-512}
+LAB_HVM_DEV=${LAB_HVM_DEV:-1}
 LAB_TIMEOUT=${LAB_TIMEOUT:-3000}
 LAB_CPU=${LAB_CPU:-max,-smap,-rdtscp}
 LAB_SMP=${LAB_SMP:-4}
@@ -412,6 +414,7 @@ BIG_MB=$LAB_BIG_MB
 LINUX_MB=$LAB_LINUX_MB
 SR_MB=$LAB_SR_MB
 HVM_MB=$LAB_HVM_MB
+HVM_DEV=$LAB_HVM_DEV
 XENVER=$XENVER
 VMBUILDD_ARGS="$LAB_VMBUILDD_ARGS"
 XL_SHIM=$LAB_XL_SHIM
