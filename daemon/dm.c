@@ -568,7 +568,10 @@ dm_args(const struct vmb_guest *g, const struct dm *dm, const int img[2],
 	argf(a, "-smp"); argf(a, "%u,maxcpus=%u", g->vcpus, g->maxvcpus);
 	dm_args_nics(a, g, dm->domid);
 	argf(a, "-machine"); argf(a, "xenfv");
-	/* The guest's RAM less the VRAM, which QEMU populates itself. */
+	/*
+	 * The guest's RAM less the VRAM, which QEMU populates itself: the
+	 * build's layout (layout.c carves it out of memory=, as libxl).
+	 */
 	argf(a, "-m");
 	argf(a, "%llu", (unsigned long long)(mem > vram ? mem - vram : mem));
 	dm_args_disks(a, g);

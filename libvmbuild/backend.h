@@ -28,6 +28,12 @@ struct vmb_dom_config {
 	uint32_t max_maptrack_frames;
 	uint64_t max_pages;	/* 4 KiB pages */
 	uint64_t target_pages;	/* pages that will be populated */
+	/*
+	 * An HVM guest with a device model: every emulated device (Xen's
+	 * emulation flags); its shadow_memory= (MiB; 0: sized as libxl).
+	 */
+	bool	dm;
+	uint32_t paging_mib;
 	uint32_t nr_nodes;	/* placement: the nodes the domain may use */
 	uint32_t nodes[VMB_MAX_NODES];
 };
@@ -66,7 +72,9 @@ struct vmb__popstep {
  * An HVM guest (libxl__build_hvm, xc_dom_x86.c meminit_hvm): the MMIO
  * hole starts at 4 GiB less mmio_hole (default 0xf0000000), and the
  * legacy VGA hole [0xa0000, 0xc0000) is left unpopulated: its 32 pages
- * count in the guest's address space, not in its memory.
+ * count in the guest's address space, not in its memory.  Its RAM is
+ * memory= less the card's video RAM (vmb__layout_ram), which the device
+ * model populates.
  */
 #define VMB_VGA_HOLE_START	0xa0000ull
 #define VMB_VGA_HOLE_END	0xc0000ull

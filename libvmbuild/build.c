@@ -565,9 +565,8 @@ phase_place(struct run *r)
 
 	/* Rather than build something else (PVH) of an HVM guest. */
 	if (b->guest->type == VMB_GUEST_HVM && !(b->ctx->caps & VMB_CAP_HVM))
-		return fail(r, -EOPNOTSUPP, "hvm: not yet on %s (HVM guests "
-		    "are built on hvsim only for now)",
-		    !strcmp(r->ops->name, "xen") ? "Xen" : r->ops->name);
+		return fail(r, -EOPNOTSUPP, "hvm: not on %s (its backend "
+		    "builds no HVM guests)", r->ops->name);
 	if (b->guest->type == VMB_GUEST_HVM && b->opts.restore)
 		return fail(r, -EOPNOTSUPP, "hvm: a save or migration of an "
 		    "HVM guest is not done yet");
@@ -694,6 +693,10 @@ phase_create(struct run *r)
 	dc.max_pages = (g->maxmem_bytes > g->memory_bytes ?
 	    g->maxmem_bytes : g->memory_bytes) >> VMB_PAGE_SHIFT;
 	dc.target_pages = g->memory_bytes >> VMB_PAGE_SHIFT;
+	if (g->type == VMB_GUEST_HVM) {
+		dc.dm = true;
+		dc.paging_mib = g->hvm.shadow_mib;
+	}
 	dc.nr_nodes = r->res.placement.nr_nodes;
 	memcpy(dc.nodes, r->res.placement.nodes, sizeof(dc.nodes));
 	rc = r->ops->domain_create(r->priv, &dc, &r->domid);
@@ -922,7 +925,7 @@ phase_load(struct run *r)
 {
 	struct vmb_firmware fw;
 	struct vmb__load_env env = { .load_limit = r->layout.lowmem_end,
-	    .ram_bytes = r->b->guest->memory_bytes, .memmap = r->memmap };
+	    .ram_bytes = vmb__layout_ram(&r->layout), .memmap = r->memmap };
 	int rc;
 
 	/* A bad image is the images branch's failure, and the build's. */

@@ -11,9 +11,9 @@
  * ships), device_model_override (vmbuildd refuses it: it runs the
  * device model it was started with).  shadow_memory, viridian, hpet,
  * localtime and rtc_timeoffset are the Xen HVM build's (HVM params, the
- * paging pool, the time offset), kept in the description; hvsim runs no
- * guest code that would see them, and the Xen backend refuses HVM guests
- * for now (build.c).  Values vmbuild cannot honour are refused with the
+ * paging pool, the time offset: xen/xen_hvm.c), kept in the description;
+ * hvsim runs no guest code that would see them.  Values vmbuild cannot
+ * honour are refused with the
  * reason.  On a PVH guest these keys are refused as before, unless the
  * value is what a PVH guest has anyway (acpi = 1, viridian = 0, ...).
  */
@@ -287,12 +287,14 @@ vmb__hvm_check(struct vmb_guest *g, const char *where,
 			    "firmware)");
 			errors++;
 		}
-	if ((g->keys_set >> VMB_KEY_MEMORY & 1) &&
-	    g->memory_bytes < HVM_MIN_MEMORY) {
+	/* The card's VRAM comes out of memory= (layout.c, as libxl). */
+	if ((g->keys_set >> VMB_KEY_MEMORY & 1) && g->memory_bytes <
+	    HVM_MIN_MEMORY + (uint64_t)vmb_hvm_videoram_mib(g) * VMB_MIB) {
 		vmb__diag_add(diags, VMB_ERROR, where,
 		    g->key_line[VMB_KEY_MEMORY], "memory", "an HVM guest needs "
-		    "at least %llu MiB (hvmloader and its BIOS)",
-		    (unsigned long long)(HVM_MIN_MEMORY / VMB_MIB));
+		    "at least %llu MiB (hvmloader and its BIOS) besides its "
+		    "%u MiB of videoram", (unsigned long long)(HVM_MIN_MEMORY /
+		    VMB_MIB), vmb_hvm_videoram_mib(g));
 		errors++;
 	}
 	/* qemu-xen's smallest VRAM for the card, as xl checks it. */
@@ -305,15 +307,4 @@ vmb__hvm_check(struct vmb_guest *g, const char *where,
 		errors++;
 	}
 	return errors;
-}
-
-/* The video memory the device model gets (libxl's defaults). */
-uint32_t
-vmb_hvm_videoram_mib(const struct vmb_guest *g)
-{
-	if (!strcmp(g->hvm.vga, "none"))
-		return 0;
-	if (g->hvm.videoram_mib)
-		return g->hvm.videoram_mib;
-	return !strcmp(g->hvm.vga, "stdvga") ? 16 : 8;
 }

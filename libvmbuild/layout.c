@@ -3,8 +3,11 @@
  * space, which host node backs each part, and which NUMA topology the
  * guest is told.
  *
- * An HVM guest's layout differs in two ways (backend.h): its MMIO hole
- * starts at 4 GiB less mmio_hole, and the VGA hole is not populated.
+ * An HVM guest's layout differs in three ways (backend.h): its MMIO hole
+ * starts at 4 GiB less mmio_hole, the VGA hole is not populated, and its
+ * card's video RAM is carved out of memory= (libxl__build_hvm's mem_size
+ * = max_memkb - video_memkb; libxl__vnuma_build_vmemrange_hvm takes it
+ * from vnode 0): the device model populates it itself, beyond the RAM.
  *
  * As libxl lays out a PVH guest (libxl__build_hvm in Xen 4.17's
  * libxl_dom.c): the MMIO hole is [VMB_MMIO_HOLE_START, 4 GiB), libxl
@@ -101,6 +104,29 @@ hole_start(const struct vmb_guest *g, uint64_t *ret)
 	return 0;
 }
 
+/* The video memory the device model gets (libxl's defaults). */
+uint32_t
+vmb_hvm_videoram_mib(const struct vmb_guest *g)
+{
+	if (!strcmp(g->hvm.vga, "none"))
+		return 0;
+	if (g->hvm.videoram_mib)
+		return g->hvm.videoram_mib;
+	return !strcmp(g->hvm.vga, "stdvga") ? 16 : 8;
+}
+
+/* Bytes of node or vnode 0 less an HVM guest's VRAM (-EINVAL: none left). */
+static int
+less_vram(const struct vmb_layout *l, uint64_t vram, uint64_t *bytes)
+{
+	if (!l->hvm || vram == 0)
+		return 0;
+	if (*bytes <= vram)
+		return -EINVAL;
+	*bytes -= vram;
+	return 0;
+}
+
 static void
 default_distances(struct vmb_layout *l, uint32_t v)
 {
@@ -110,18 +136,22 @@ default_distances(struct vmb_layout *l, uint32_t v)
 
 /* vnuma= as written: vnodes in order, each on its pnode. */
 static int
-plan_vnuma(const struct vmb_guest *g, struct vmb_layout *l, uint64_t *next)
+plan_vnuma(const struct vmb_guest *g, uint64_t vram, struct vmb_layout *l,
+    uint64_t *next)
 {
 	int rc;
 
 	l->nr_vnodes = g->nr_vnodes;
 	for (uint32_t v = 0; v < g->nr_vnodes; v++) {
 		const struct vmb_vnode *vn = &g->vnodes[v];
+		uint64_t bytes = vn->size_bytes;
 		bool given = false;
 
-		if (vn->size_bytes % VMB_PAGE_SIZE)
+		if (bytes % VMB_PAGE_SIZE)
 			return -EINVAL;
-		rc = add_ram(l, next, vn->size_bytes, vn->pnode, v);
+		rc = v == 0 ? less_vram(l, vram, &bytes) : 0;
+		if (rc == 0)
+			rc = add_ram(l, next, bytes, vn->pnode, v);
 		if (rc)
 			return rc;
 		l->vnode_pnode[v] = vn->pnode;
@@ -141,8 +171,8 @@ plan_vnuma(const struct vmb_guest *g, struct vmb_layout *l, uint64_t *next)
 
 /* No vnuma=: the placement's nodes in order; a vnode each if several. */
 static int
-plan_placed(const struct vmb_placement *pl, struct vmb_layout *l,
-    uint64_t *next)
+plan_placed(const struct vmb_placement *pl, uint64_t vram,
+    struct vmb_layout *l, uint64_t *next)
 {
 	uint32_t n = pl->nr_nodes;
 	int rc;
@@ -151,10 +181,14 @@ plan_placed(const struct vmb_placement *pl, struct vmb_layout *l,
 		return -EINVAL;
 	l->nr_vnodes = n > 1 && n <= VMB_MAX_VNODES ? n : 0;
 	for (uint32_t i = 0; i < n; i++) {
-		if (pl->node_bytes[i] % VMB_PAGE_SIZE)
+		uint64_t bytes = pl->node_bytes[i];
+
+		if (bytes % VMB_PAGE_SIZE)
 			return -EINVAL;
-		rc = add_ram(l, next, pl->node_bytes[i], pl->nodes[i],
-		    l->nr_vnodes ? i : 0);
+		rc = i == 0 ? less_vram(l, vram, &bytes) : 0;
+		if (rc == 0)
+			rc = add_ram(l, next, bytes, pl->nodes[i],
+			    l->nr_vnodes ? i : 0);
 		if (rc)
 			return rc;
 	}
@@ -174,31 +208,37 @@ vmb__layout_plan(const struct vmb_guest *g, const struct vmb_placement *pl,
     struct vmb_layout *ret)
 {
 	struct vmb_layout l;
-	uint64_t next = 0;
+	uint64_t next = 0, vram;
 	int rc;
 
 	if (!g || !pl || !ret || g->nr_vnodes > VMB_MAX_VNODES)
 		return -EINVAL;
 	memset(&l, 0, sizeof(l));
 	l.hvm = g->type == VMB_GUEST_HVM;
+	vram = l.hvm ? (uint64_t)vmb_hvm_videoram_mib(g) * VMB_MIB : 0;
 	/* Below the VGA hole an HVM guest has nothing to boot with. */
 	if (hole_start(g, &l.hole_start) || (l.hvm && g->memory_bytes <=
-	    VMB_VGA_HOLE_END))
+	    VMB_VGA_HOLE_END + vram))
 		return -EINVAL;
 	l.nr_vcpus = g->maxvcpus > g->vcpus ? g->maxvcpus : g->vcpus;
 	if (l.nr_vcpus > VMB_MAX_VCPUS)
 		return -EINVAL;
-	rc = g->nr_vnodes ? plan_vnuma(g, &l, &next) :
-	    plan_placed(pl, &l, &next);
+	rc = g->nr_vnodes ? plan_vnuma(g, vram, &l, &next) :
+	    plan_placed(pl, vram, &l, &next);
 	if (rc)
 		return rc;
 	l.lowmem_end = next < l.hole_start ? next : l.hole_start;
 	l.highmem_end = next > VMB_4GIB ? next : 0;
-	if ((l.lowmem_end + (l.highmem_end ? l.highmem_end - VMB_4GIB : 0)) !=
-	    g->memory_bytes)
+	if (vmb__layout_ram(&l) != g->memory_bytes - vram)
 		return -EINVAL;
 	*ret = l;
 	return 0;
+}
+
+uint64_t
+vmb__layout_ram(const struct vmb_layout *l)
+{
+	return l->lowmem_end + (l->highmem_end ? l->highmem_end - VMB_4GIB : 0);
 }
 
 int

@@ -248,6 +248,12 @@ int vmb__layout_plan(const struct vmb_guest *guest,
 int vmb__layout(const struct vmb_guest *guest,
     const struct vmb_placement *placement, struct vmb__range *ranges);
 /*
+ * The guest's RAM, in bytes of address space (the VGA hole included):
+ * memory= less an HVM guest's video RAM, which its device model
+ * populates (libxl's mem_size).
+ */
+uint64_t vmb__layout_ram(const struct vmb_layout *layout);
+/*
  * The guest's memory map: the layout's RAM and the firmware's regions
  * (may be NULL), sorted by address; -EINVAL if they overlap or do not
  * fit in `cap` entries.  Returns the number of entries.

@@ -5,8 +5,9 @@
  * This file holds the handles, host information, domain lifetime and the
  * memory operations (claim, populate, map).  vNUMA, affinity, CPUID and
  * TSC are in xen_platform.c, the special pages and ACPI tables in
- * xen_firmware.c and xen_acpi.c, what a PVH domain needs before its
- * first unpause in xen_boot.c, the xenstore entries in xen_xs.c, the
+ * xen_firmware.c and xen_acpi.c, what a PVH or HVM domain needs before
+ * its first unpause in xen_boot.c (an HVM guest's own parts in
+ * xen_hvm.c), the xenstore entries in xen_xs.c, the
  * probes of the companion hypercalls and of Xen's perf counters in
  * xen_companion.c.
  *
@@ -94,7 +95,8 @@ xen_probe(struct xen_be *be)
 	if (xc_physinfo(be->xch, &pi) < 0)
 		return -xen_errno();
 
-	be->caps = VMB_CAP_IMAGE_LOAD | VMB_CAP_CLAIMS;
+	/* HVM: hvmloader, the BIOS and the device model (xen_hvm.c). */
+	be->caps = VMB_CAP_IMAGE_LOAD | VMB_CAP_CLAIMS | VMB_CAP_HVM;
 	if (pi.capabilities & XEN_SYSCTL_PHYSCAP_shadow)
 		be->caps |= VMB_CAP_SHADOW;
 	be->have_hap = (pi.capabilities & XEN_SYSCTL_PHYSCAP_hap) != 0;
@@ -352,6 +354,9 @@ xen_paging_pool_bytes(const struct vmb_dom_config *cfg)
 	uint64_t maxmem_mb = (cfg->max_pages << XC_PAGE_SHIFT) >> 20;
 	uint64_t kb;
 
+	/* shadow_memory= of an HVM guest, as libxl takes it. */
+	if (cfg->paging_mib)
+		return (uint64_t)cfg->paging_mib << 20;
 	kb = 4 * (256 * (uint64_t)cfg->max_vcpus +
 	    maxmem_mb * (cfg->hap ? 1 : 2));
 	return kb << 10;
@@ -388,10 +393,14 @@ out:
 }
 
 /*
- * Create a paused PVH domain: hvm (+hap), LAPIC emulation only, grant
- * table v1, its highest event channel port (max_event_channels), then
- * its limits and paging pool, node affinity and the xenstore skeleton.
- * Any failure destroys the domain again.
+ * Create a paused PVH or HVM domain: hvm (+hap); a PVH guest's LAPIC
+ * emulation only, an HVM guest's every emulated device but vPCI (as
+ * libxl__arch_domain_prepare_config); grant table version, its highest
+ * event channel port (max_event_channels), then its limits and paging
+ * pool, node affinity and the xenstore skeleton.  An HVM guest's video
+ * RAM, which its device model populates, is within max_pages (the
+ * layout carves it out of memory=, as libxl).  Any failure destroys
+ * the domain again.
  */
 static int
 xen_domain_create(void *priv, const struct vmb_dom_config *cfg,
@@ -405,7 +414,7 @@ xen_domain_create(void *priv, const struct vmb_dom_config *cfg,
 	if (cfg->max_vcpus == 0 || cfg->max_vcpus > HVM_MAX_VCPUS ||
 	    cfg->max_pages == 0 || cfg->target_pages > cfg->max_pages ||
 	    !cfg->hvm)
-		return -EINVAL;	/* this backend builds PVH domains only */
+		return -EINVAL;	/* PVH and HVM domains only, no PV */
 	/* The build chose the mode (vmb__step_paging); Xen's -EINVAL says less. */
 	if (cfg->hap ? !be->have_hap : !(be->caps & VMB_CAP_SHADOW))
 		return -EOPNOTSUPP;
@@ -423,7 +432,8 @@ xen_domain_create(void *priv, const struct vmb_dom_config *cfg,
 	dc.max_maptrack_frames = cfg->max_maptrack_frames ?
 	    (int32_t)cfg->max_maptrack_frames : -1;
 	dc.grant_opts = XEN_DOMCTL_GRANT_version(be->gnttab_version);
-	dc.arch.emulation_flags = XEN_X86_EMU_LAPIC;
+	dc.arch.emulation_flags = cfg->dm ?
+	    (XEN_X86_EMU_ALL & ~XEN_X86_EMU_VPCI) : XEN_X86_EMU_LAPIC;
 
 	if (xc_domain_create(be->xch, &domid, &dc) < 0)
 		return -xen_errno();

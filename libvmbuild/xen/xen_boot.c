@@ -1,17 +1,20 @@
 /*
- * xen_boot.c - everything a PVH domain needs between "image loaded" and
- * its first unpause, in the order libxenguest and libxl do it for PVH
- * (xg_dom_x86.c bootlate_hvm, vcpu_hvm; libxl__build_post):
+ * xen_boot.c - everything a PVH or HVM domain needs between "image
+ * loaded" and its first unpause, in the order libxenguest and libxl do
+ * it (xg_dom_x86.c bootlate_hvm, vcpu_hvm; libxl__build_post):
  *
  *   1. event channels for xenstore and the console, bound to the domains
  *      that run xenstored and xenconsoled (/tool/.../domid, as libxl);
  *   2. the memory map the guest gets from XENMEM_memory_map: the same
  *      one its start info carries (RAM around the MMIO hole, the special
  *      pages RESERVED, the ACPI tables), as domain_construct_memmap;
+ *      an HVM guest's hvmloader gets its RAM only, and the
+ *      hvm_info_table (xen_hvm.c);
  *   3. the reserved grant entries that let xenstored and xenconsoled map
  *      the two rings;
  *   4. the BSP in 32-bit flat protected mode, paging off, at the PVH
- *      entry with %ebx = start info; MTRRs write-back on every vCPU;
+ *      entry (hvmloader's ELF entry) with %ebx = start info; a PVH
+ *      guest's MTRRs write-back on every vCPU;
  *   5. the xenstore entries of a booted domain, then xs_introduce_domain.
  *
  * The special pages and ACPI tables are the firmware op's
@@ -38,21 +41,48 @@
 #define MTRR_TYPE_WRBACK	6u
 #define MTRR_DEF_TYPE_ENABLE	(1u << 11)
 
-/* The memory map, the same the start info carries. */
+static bool xen_boot_hvm(const struct vmb_boot *boot);
+
+/*
+ * The memory map: a PVH guest's the same its start info carries; an HVM
+ * guest's as libxl gives hvmloader (xen_hvm_memmap), and its
+ * hvm_info_table, which says where RAM ends, after it.
+ */
 static int
-xen_memory_map(struct xen_be *be, uint32_t domid, const struct vmb_boot *boot)
+xen_memory_map(struct xen_be *be, uint32_t domid, uint32_t max_vcpus,
+    const struct vmb_boot *boot)
 {
 	struct e820entry e820[VMB_MEMMAP_MAX];
+	struct xen_hvm_info hi;
+	int n;
 
 	if (boot->nr_memmap == 0 || boot->nr_memmap > VMB_MEMMAP_MAX)
 		return -EINVAL;
-	for (uint32_t i = 0; i < boot->nr_memmap; i++) {
-		e820[i].addr = boot->memmap[i].addr;
-		e820[i].size = boot->memmap[i].size;
-		e820[i].type = boot->memmap[i].type;
+	if (!xen_boot_hvm(boot)) {
+		for (uint32_t i = 0; i < boot->nr_memmap; i++) {
+			e820[i].addr = boot->memmap[i].addr;
+			e820[i].size = boot->memmap[i].size;
+			e820[i].type = boot->memmap[i].type;
+		}
+		return xc_domain_set_memory_map(be->xch, domid, e820,
+		    boot->nr_memmap) < 0 ? -xen_errno() : 0;
 	}
-	return xc_domain_set_memory_map(be->xch, domid, e820,
-	    boot->nr_memmap) < 0 ? -xen_errno() : 0;
+	n = xen_hvm_memmap(boot->memmap, boot->nr_memmap, e820,
+	    VMB_MEMMAP_MAX, &hi.lowmem_end, &hi.highmem_end);
+	if (n < 0)
+		return n;
+	if (xc_domain_set_memory_map(be->xch, domid, e820, (uint32_t)n) < 0)
+		return -xen_errno();
+	hi.nr_vcpus = max_vcpus;
+	hi.online = boot->vcpus;
+	return xen_hvm_info_load(be, domid, &hi);
+}
+
+/* An HVM guest's boot: hvmloader, with a device model. */
+static bool
+xen_boot_hvm(const struct vmb_boot *boot)
+{
+	return boot->guest != NULL && boot->guest->type == VMB_GUEST_HVM;
 }
 
 /* Find a record in an HVM context blob (descriptor-prefixed records). */
@@ -77,10 +107,51 @@ xen_hvm_record(const uint8_t *ctx, size_t len, uint16_t type,
 }
 
 /*
+ * A PVH guest's MTRRs, write-back on every vCPU (no device model, no
+ * passthrough: all of RAM is write-back), through partial contexts with
+ * Xen's own header (`hdr`, its descriptor first) from the full context.
+ */
+static int
+xen_vcpu_mtrrs(struct xen_be *be, uint32_t domid, uint32_t max_vcpus,
+    const uint8_t *full, size_t len)
+{
+	struct {
+		struct hvm_save_descriptor header_d;
+		HVM_SAVE_TYPE(HEADER) header;
+		struct hvm_save_descriptor mtrr_d;
+		HVM_SAVE_TYPE(MTRR) mtrr;
+		struct hvm_save_descriptor end_d;
+		HVM_SAVE_TYPE(END) end;
+	} mtrr;
+	const HVM_SAVE_TYPE(MTRR) *cur;
+
+	cur = xen_hvm_record(full, len, HVM_SAVE_CODE(MTRR), 0);
+	if (cur == NULL)
+		return -EPROTO;
+	memset(&mtrr, 0, sizeof(mtrr));
+	memcpy(&mtrr, full, sizeof(mtrr.header_d) + HVM_SAVE_LENGTH(HEADER));
+	mtrr.mtrr_d.typecode = HVM_SAVE_CODE(MTRR);
+	mtrr.mtrr_d.length = HVM_SAVE_LENGTH(MTRR);
+	memcpy(&mtrr.mtrr, cur, sizeof(mtrr.mtrr));
+	mtrr.mtrr.msr_mtrr_def_type = MTRR_TYPE_WRBACK | MTRR_DEF_TYPE_ENABLE;
+	mtrr.end_d.typecode = HVM_SAVE_CODE(END);
+	mtrr.end_d.length = HVM_SAVE_LENGTH(END);
+	for (uint32_t i = 0; i < max_vcpus; i++) {
+		mtrr.mtrr_d.instance = (uint16_t)i;
+		if (xc_domain_hvm_setcontext(be->xch, domid, (uint8_t *)&mtrr,
+		    sizeof(mtrr)) < 0)
+			return -xen_errno();
+	}
+	return 0;
+}
+
+/*
  * The BSP's context, set through a partial HVM context: the header must
  * be Xen's own (it carries the CPUID Xen checks on load), so the full
- * context is fetched first.  Each setcontext resets every vCPU, so the
- * MTRRs go first and the BSP last.
+ * context is fetched first.  Each setcontext resets every vCPU, so a
+ * PVH guest's MTRRs go first and the BSP last; an HVM guest's hvmloader
+ * sets the MTRRs itself (libxenguest leaves them for a device model).
+ * PVH kernel and hvmloader alike start in 32-bit flat protected mode.
  */
 static int
 xen_vcpu_context(struct xen_be *be, uint32_t domid, uint32_t max_vcpus,
@@ -94,18 +165,8 @@ xen_vcpu_context(struct xen_be *be, uint32_t domid, uint32_t max_vcpus,
 		struct hvm_save_descriptor end_d;
 		HVM_SAVE_TYPE(END) end;
 	} bsp;
-	struct {
-		struct hvm_save_descriptor header_d;
-		HVM_SAVE_TYPE(HEADER) header;
-		struct hvm_save_descriptor mtrr_d;
-		HVM_SAVE_TYPE(MTRR) mtrr;
-		struct hvm_save_descriptor end_d;
-		HVM_SAVE_TYPE(END) end;
-	} mtrr;
-	const HVM_SAVE_TYPE(MTRR) *cur;
 	uint8_t *full = NULL;
 	int len, rc;
-	uint32_t i;
 
 	len = xc_domain_hvm_getcontext(be->xch, domid, NULL, 0);
 	if (len <= 0) {
@@ -145,35 +206,11 @@ xen_vcpu_context(struct xen_be *be, uint32_t domid, uint32_t max_vcpus,
 	bsp.end_d.instance = 0;
 	bsp.end_d.length = HVM_SAVE_LENGTH(END);
 
-	cur = xen_hvm_record(full, (size_t)len, HVM_SAVE_CODE(MTRR), 0);
-	if (cur == NULL) {
-		rc = -EPROTO;
-		goto out;
-	}
-	memset(&mtrr, 0, sizeof(mtrr));
-	mtrr.header_d = bsp.header_d;
-	mtrr.header = bsp.header;
-	mtrr.mtrr_d.typecode = HVM_SAVE_CODE(MTRR);
-	mtrr.mtrr_d.length = HVM_SAVE_LENGTH(MTRR);
-	memcpy(&mtrr.mtrr, cur, sizeof(mtrr.mtrr));
-	/* No device model, no passthrough: all of RAM is write-back. */
-	mtrr.mtrr.msr_mtrr_def_type = MTRR_TYPE_WRBACK | MTRR_DEF_TYPE_ENABLE;
-	mtrr.end_d = bsp.end_d;
-	mtrr.end = bsp.end;
-	for (i = 0; i < max_vcpus; i++) {
-		mtrr.mtrr_d.instance = (uint16_t)i;
-		if (xc_domain_hvm_setcontext(be->xch, domid, (uint8_t *)&mtrr,
-		    sizeof(mtrr)) < 0) {
-			rc = -xen_errno();
-			goto out;
-		}
-	}
-	if (xc_domain_hvm_setcontext(be->xch, domid, (uint8_t *)&bsp,
-	    sizeof(bsp)) < 0) {
+	rc = xen_boot_hvm(boot) ? 0 :
+	    xen_vcpu_mtrrs(be, domid, max_vcpus, full, (size_t)len);
+	if (rc == 0 && xc_domain_hvm_setcontext(be->xch, domid,
+	    (uint8_t *)&bsp, sizeof(bsp)) < 0)
 		rc = -xen_errno();
-		goto out;
-	}
-	rc = 0;
 out:
 	free(full);
 	return rc;
@@ -231,7 +268,7 @@ xen_boot(void *priv, uint32_t domid, const struct vmb_boot *boot)
 		goto fail;
 	}
 
-	rc = xen_memory_map(be, domid, boot);
+	rc = xen_memory_map(be, domid, xb.max_vcpus, boot);
 	if (rc < 0)
 		goto fail;
 	if (xc_dom_gnttab_seed(be->xch, domid, true, xb.console_gfn,

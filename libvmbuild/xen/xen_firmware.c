@@ -11,6 +11,9 @@
  *   - the ACPI tables (xen_acpi.c) at 0xfc000000, ACPI in the memory map,
  *     the RSDP's address for the start info.
  *
+ * An HVM guest gets the special pages and, below them, the ioreq
+ * server pages (xen_hvm.c), and no ACPI tables: hvmloader makes them.
+ *
  * Both are populated outside the guest's RAM, within the 1 MiB that
  * setmaxmem adds (libxl's LIBXL_MAXMEM_CONSTANT).  On failure what was
  * populated here is released again; the rest is the build's undo.
@@ -113,6 +116,19 @@ xen_firmware(void *priv, uint32_t domid, const struct vmb_platform *p,
 		xen_special_pages_undo(be, domid);
 		return rc;
 	}
+	memset(ret, 0, sizeof(*ret));
+	if (p->guest->type == VMB_GUEST_HVM) {
+		/*
+		 * hvmloader builds the ACPI tables and the guest's E820
+		 * itself; the device model gets the ioreq server pages.
+		 */
+		rc = xen_hvm_ioreq_pages(be, domid);
+		if (rc < 0) {
+			xen_hvm_ioreq_pages_undo(be, domid);
+			xen_special_pages_undo(be, domid);
+		}
+		return rc;
+	}
 	online = p->guest->vcpus < p->layout->nr_vcpus ? p->guest->vcpus :
 	    p->layout->nr_vcpus;
 	rc = xen_acpi_load(be, domid, p->layout, online, &acpi);
@@ -120,7 +136,6 @@ xen_firmware(void *priv, uint32_t domid, const struct vmb_platform *p,
 		xen_special_pages_undo(be, domid);
 		return rc;
 	}
-	memset(ret, 0, sizeof(*ret));
 	ret->regions[0] = (struct vmb_memmap_entry){ XEN_ACPI_BASE,
 	    (uint64_t)acpi.pages << XC_PAGE_SHIFT, VMB_E820_ACPI };
 	ret->regions[1] = (struct vmb_memmap_entry){

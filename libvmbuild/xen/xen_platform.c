@@ -1,5 +1,5 @@
 /*
- * xen_platform.c - the platform op: what libxl sets on a new PVH domain
+ * xen_platform.c - the platform op: what libxl sets on a new PVH or HVM domain
  * before any memory is populated (libxl__build_pre, set_vnuma_info and
  * set_vnuma_affinity in libxl_dom.c; libxl__arch_domain_create and
  * hvm_set_conf_params in libxl_x86.c; libxl__cpuid_legacy), in its order:
@@ -8,7 +8,8 @@
  *      memory ranges, distances, vCPUs and host nodes;
  *   2. vCPU hard affinity (cpus=) and soft affinity (cpus_soft=, else
  *      each vCPU its vnode's host node, else the placed nodes);
- *   3. HVM parameters for PVH: timer mode, altp2m off;
+ *   3. HVM parameters (xen_hvm.c): for PVH timer mode and altp2m off;
+ *      for HVM also HPET, vpt_align, Viridian, and the RTC's offset;
  *   4. TSC mode;
  *   5. the CPUID policy, as libxl applies it to a PVH guest: PAE on, no
  *      invariant TSC (libxl advertises it only with nomigrate or an
@@ -25,8 +26,6 @@
 #include <string.h>
 
 #include "xen_priv.h"
-
-#include <xen/hvm/params.h>
 
 static int
 xen_vnuma(struct xen_be *be, uint32_t domid, const struct vmb_layout *l)
@@ -115,11 +114,11 @@ xen_platform(void *priv, uint32_t domid, const struct vmb_platform *p)
 		rc = xen_affinity(be, domid, p);
 	if (rc < 0)
 		return rc;
-	if (xc_hvm_param_set(be->xch, domid, HVM_PARAM_TIMER_MODE,
-	    (uint64_t)p->guest->timer_mode) < 0 ||
-	    xc_hvm_param_set(be->xch, domid, HVM_PARAM_ALTP2M, 0) < 0 ||
-	    xc_domain_set_tsc_info(be->xch, domid, (uint32_t)p->guest->tsc_mode,
-		0, 0, 0) < 0)
+	rc = xen_hvm_params_set(be, domid, p->guest);
+	if (rc < 0)
+		return rc;
+	if (xc_domain_set_tsc_info(be->xch, domid, (uint32_t)p->guest->tsc_mode,
+	    0, 0, 0) < 0)
 		return -xen_errno();
 	/* xc_cpuid_apply_policy returns -errno itself. */
 	rc = xc_cpuid_apply_policy(be->xch, domid, false, NULL, 0, true,

@@ -39,6 +39,13 @@
 #define XEN_SPECIAL_END		0xff000u	/* gfn, exclusive */
 #define XEN_SPECIAL_GFN(x)	(XEN_SPECIAL_END - XEN_SPECIAL_NR + (x))
 
+/*
+ * An HVM guest's ioreq server pages (xg_dom_x86.c's NR_IOREQ_SERVER_PAGES),
+ * just below the special pages; hvmloader's reserved region starts here.
+ */
+#define XEN_IOREQ_SERVER_NR	8
+#define XEN_IOREQ_SERVER_GFN(x)	(XEN_SPECIAL_GFN(0) - XEN_IOREQ_SERVER_NR + (x))
+
 /* ACPI tables (xen_acpi.c): at the bottom of the MMIO hole, as libxl. */
 #define XEN_ACPI_BASE		0xfc000000ull
 #define XEN_ACPI_MAX_PAGES	16	/* libxl's NUM_ACPI_PAGES */
@@ -229,6 +236,41 @@ int xen_platform(void *priv, uint32_t domid, const struct vmb_platform *p);
 /* xen_firmware.c: the firmware op (special pages, ACPI tables). */
 int xen_firmware(void *priv, uint32_t domid, const struct vmb_platform *p,
     struct vmb_firmware *ret);
+
+/*
+ * xen_hvm.c: an HVM guest's parameters, memory map and hvm_info_table
+ * (the pure parts first, for tests/xenbe).
+ */
+struct xen_hvm_setting {
+	uint32_t index;		/* HVM_PARAM_* */
+	uint64_t value;
+};
+#define XEN_HVM_MAX_PARAMS	8
+/* The HVM params libxl sets at create, in its order: their number. */
+size_t xen_hvm_params(const struct vmb_guest *g, struct xen_hvm_setting *out);
+/* The RTC's offset from UTC (seconds), `gmtoff` the host's local one. */
+int32_t xen_hvm_time_offset(const struct vmb_guest *g, long gmtoff);
+int xen_hvm_params_set(struct xen_be *be, uint32_t domid,
+    const struct vmb_guest *g);
+/*
+ * The memory map hvmloader gets from Xen, of the build's `in`: its RAM,
+ * low RAM from 1 MiB; the number of entries, and the ends of low RAM
+ * (below 4 GiB) and high RAM (0: none).
+ */
+int xen_hvm_memmap(const struct vmb_memmap_entry *in, uint32_t n,
+    struct e820entry *out, uint32_t cap, uint64_t *ret_low,
+    uint64_t *ret_high);
+struct xen_hvm_info {
+	uint64_t lowmem_end, highmem_end;	/* bytes; high 0: none */
+	uint32_t nr_vcpus;			/* maxvcpus */
+	uint32_t online;			/* vCPUs 0..online-1 */
+};
+/* The page HVM_INFO_PFN holds, the table at HVM_INFO_OFFSET. */
+void xen_hvm_info_fill(const struct xen_hvm_info *hi, uint8_t *page);
+int xen_hvm_info_load(struct xen_be *be, uint32_t domid,
+    const struct xen_hvm_info *hi);
+int xen_hvm_ioreq_pages(struct xen_be *be, uint32_t domid);
+void xen_hvm_ioreq_pages_undo(struct xen_be *be, uint32_t domid);
 
 /* xen_acpi.c */
 struct xen_acpi_cfg {

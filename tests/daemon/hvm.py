@@ -104,11 +104,12 @@ ok(vm and vm.get("type") == "hvm", "vm.info says type hvm", vm)
 lay = (vm or {}).get("layout") or {}
 ok(lay.get("vga_hole_start") == 0xa0000 and lay.get("vga_hole_end") ==
    0xc0000 and lay.get("mmio_hole_start") == 0xf0000000 and
-   lay.get("lowmem_end") == 64 << 20 and
-   lay.get("populated_bytes") == (64 << 20) - 0x20000,
-   "vm.info has the HVM layout (VGA hole unpopulated)", lay)
-ok(vm and vm.get("memory_bytes") == (64 << 20) - 0x20000,
-   "the domain holds the memory less the VGA hole", vm)
+   lay.get("lowmem_end") == 48 << 20 and
+   lay.get("populated_bytes") == (48 << 20) - 0x20000,
+   "vm.info has the HVM layout (stdvga's 16 MiB of VRAM carved out of "
+   "memory as libxl does, the VGA hole unpopulated)", lay)
+ok(vm and vm.get("memory_bytes") == (48 << 20) - 0x20000,
+   "the domain holds the memory less the VRAM and the VGA hole", vm)
 b = (vm or {}).get("build") or {}
 ok(b.get("image_loaded") is True and b.get("entry"),
    "hvmloader and the BIOS were loaded into guest memory", b)
@@ -120,7 +121,7 @@ argv = open(os.path.join(h.state, "dm-%d.qmp.argv" % vm["id"])).read() \
 for want in (["-xen-domid", str(vm["id"])], ["-machine", "xenfv"],
              ["-no-shutdown"], ["-nodefaults"], ["-display", "none"],
              ["-device", "VGA,vgamem_mb=16"], ["-boot", "order=dc"],
-             ["-serial", "pty"], ["-name", "hv1"]):
+             ["-serial", "pty"], ["-name", "hv1"], ["-m", "48"]):
     ok(any(argv[i:i + len(want)] == want for i in range(len(argv))),
        "the device model got %s" % " ".join(want), argv)
 ok(any("server=on" in a and os.path.join(h.state, "dm-") in a

@@ -1151,6 +1151,148 @@ saverestore() {
 }
 
 
+# ------------------------------------------------- HVM guest (LAB_STEPS hvm)
+# The Linux guest's kernel and initramfs as an HVM guest (type = "hvm",
+# off by default): hvmloader and SeaBIOS (Debian's), QEMU for Xen as
+# its device model, which boots the kernel directly (kernel=/ramdisk=,
+# -kernel/-initrd as xl gives them); with HVM_DEV=1 (LAB_HVM_DEV) the
+# Linux guest's disk as xvda (emulated IDE beside the PV disk, which the
+# guest's xen-blkfront takes) and a PV vif (type=vif: no emulated NIC,
+# dom0 has no tun), checked as the PVH guest checks them (md5, ping);
+# a create with devices that fails is said and tried once without.
+# Its /init (linux-init.sh, lab_hvm) prints on its serial console, the
+# device model's pty:
+#   vmbuild-hvm: domid=N memtotal_kib=N cpus=N nodes=N disk=.. net=..
+# Per toolstack: create, the pty read (xl: serial/0/tty as libxl writes
+# it; vmbuild: vmctl console), the line, create -> line; destroy, then
+# no QEMU of the domain, nothing of it in xenstore.
+HVM_DM=/usr/libexec/xen-qemu-system-i386
+
+# mkhvm TAG DEV IP: its config; DEV=1 with the disk and vif, at IP.
+mkhvm() {
+	_dev="lab_nodev"
+	[ "$2" = 1 ] && _dev="lab_ip=$3 lab_peer=$BR_IP"
+	cat > /etc/lab/$1.cfg <<EOF
+name = "$1"
+type = "hvm"
+kernel = "/guest/vmlinuz"
+ramdisk = "/guest/linux-initrd.gz"
+cmdline = "console=ttyS0 loglevel=4 rdinit=/init mitigations=off lab_hvm $_dev"
+memory = $HVM_MB
+vcpus = 2
+serial = "pty"
+vnc = 0
+on_poweroff = "destroy"
+on_reboot = "destroy"
+on_crash = "destroy"
+EOF
+	[ "$2" = 1 ] && cat >> /etc/lab/$1.cfg <<EOF
+disk = [ '/guest/disk.img,raw,xvda,rw' ]
+vif = [ 'bridge=$BR,type=vif' ]
+EOF
+}
+
+# hvm_dm_left ID: the device model of domain ID still runs.
+hvm_dm_left() {
+	ps | grep -v grep | grep -q "xen-qemu-system-i386 .*-xen-domid $1 "
+}
+
+# hvm_diag TOOL TAG ID: what Xen and the device model said.
+hvm_diag() {
+	xsync
+	grep "(d${3:-x})" $XLOG | tail -n 40 | sed "s/^/  hvm-xen| /"
+	for _f in /var/log/xen/qemu-dm-$2.log /var/lib/vmbuild/dm-$3.qmp.log; do
+		[ -f $_f ] && tail -n 20 $_f | sed "s/^/  hvm-dm| /"
+	done
+	tail -n 20 /tmp/serial-$2.log 2>/dev/null | tr -d '\r' | sed "s/^/  hvm-serial| /"
+	[ $1 = vmb ] && tail -n 10 /tmp/vmbuildd.log | sed 's/^/  vmbuildd| /'
+}
+
+hvm_one() {
+	_tag=$1-hvm _slog=/tmp/serial-$1-hvm.log _sp="" _pty="" _ip=10.99.0.5
+	case $1 in
+	xl) _create="xl create" _destroy="xl destroy" ;;
+	*) _create="$V create" _destroy="$V destroy" _ip=10.99.0.6 ;;
+	esac
+	mkhvm $_tag "$HVM_DEV" $_ip
+	: > $_slog
+	_tc=$(up)
+	LIMIT=300 timed $1-create-hvm $_create /etc/lab/$_tag.cfg
+	_rc=$? _tr=$(up)
+	if [ $_rc != 0 ] && [ "$HVM_DEV" = 1 ]; then
+		fail $1-create-hvm-dev "create with a disk and a vif: rc=$_rc; once more without"
+		hvm_diag $1 $_tag "$(q xl domid $_tag)"
+		$_destroy $_tag >/dev/null 2>&1; gone $_tag 60
+		mkhvm $_tag 0
+		_tc=$(up)
+		LIMIT=300 timed $1-create-hvm $_create /etc/lab/$_tag.cfg
+		_rc=$? _tr=$(up)
+	fi
+	_id=$(q xl domid $_tag)
+	if [ $_rc != 0 ] || [ -z "$_id" ]; then
+		fail $1-create-hvm "create rc=$_rc"
+		hvm_diag $1 $_tag "$_id"
+		$_destroy $_tag >/dev/null 2>&1
+		return 1
+	fi
+	# QEMU drops what it writes to a pty nobody has open: attach now.
+	if [ $1 = xl ]; then
+		_pty=$(xs_read_retry /local/domain/$_id/serial/0/tty)
+		cat "$_pty" > $_slog 2>&1 &
+		_sp=$!
+	else
+		sleep 3600 | $V console $_tag > $_slog 2>&1 &
+		_sp=$!
+	fi
+	echo "INFO $_tag: domain $_id, $(ps | grep -v grep | grep -c "xen-qemu-system-i386 .*-xen-domid $_id ") device model process(es), serial ${_pty:-by vmctl console}"
+	while ! grep -q 'vmbuild-hvm: domid=' $_slog; do
+		if [ "$(awk -v a=$_tc -v b=$(up) 'BEGIN { print (b - a > 900) }')" = 1 ] ||
+		    [ "$(xs_read_retry /local/domain/$_id/name)" != $_tag ]; then
+			fail wait-$_tag "no vmbuild-hvm line from domain $_id"
+			hvm_diag $1 $_tag $_id
+			break
+		fi
+		sleep 2
+	done
+	_tl=$(up)
+	_line=$(tr -d '\r' < $_slog | sed -n 's/^.*\(vmbuild-hvm: domid=.*\)$/\1/p' | head -n 1)
+	echo "MARK step=run-$_tag rc=0 secs=$(secs $_tr $_tl) domid=$_id"
+	echo "HVM tool=$1 domid=$_id create_s=$(secs $_tc $_tr) line_s=$(secs $_tc $_tl) $_line"
+	xsync
+	grep "(d$_id)" $XLOG | grep -E 'HVM Loader|System requested|Loading|E820|Invoking|BIOS' |
+	    head -n 12 | sed "s/^/  $_tag-xen| /"
+	# devices() prints its line before the hvm line.
+	tr -d '\r' < $_slog | grep -E 'vmbuild-(hvm|linux)|BIOS-e820|Hypervisor detected|Xen HVM' |
+	    head -n 16 | sed "s/^/  $_tag| /"
+	[ $1 = vmb ] && timed vmctl-info-hvm $V info $_tag
+	xs_dump $1 $_id
+	timed $1-destroy-hvm $_destroy $_tag || fail $1-destroy-hvm "destroy rc=$?"
+	gone $_tag 60 || fail $_tag-gone "$_tag still listed after destroy"
+	kill $_sp 2>/dev/null
+	_i=0
+	while hvm_dm_left $_id && [ $_i -lt 100 ]; do usleep 200000; _i=$((_i + 1)); done
+	hvm_dm_left $_id && fail $1-hvm-dm-left "a device model of domain $_id runs after destroy"
+	xs_gone $1 $_id
+	xenstore-ls /local/domain/0/device-model/$_id >/dev/null 2>&1 &&
+	    fail $1-hvm-xenstore-left "/local/domain/0/device-model/$_id still in xenstore"
+	echo "INFO $_tag after destroy: $(ps | grep -v grep | grep -c xen-qemu-system-i386) device model(s) running"
+}
+
+# hvm_step: the device model's libraries first (ldd's answer, in dom0),
+# then each toolstack's HVM guest.
+hvm_step() {
+	_nf=$(/lib64/ld-linux-x86-64.so.2 --list $HVM_DM 2>&1 | grep -c 'not found')
+	echo "INFO hvm: $HVM_DM: $_nf libraries not found; hvmloader $(wc -c < /usr/lib/xen-$XENVER/boot/hvmloader 2>/dev/null || echo missing) bytes, bios-256k.bin $(wc -c < /usr/share/seabios/bios-256k.bin 2>/dev/null || echo missing) bytes"
+	[ "$_nf" = 0 ] || { fail hvm-dm-libs "$(/lib64/ld-linux-x86-64.so.2 --list $HVM_DM 2>&1 | grep 'not found' | tr '\n' ' ')"; return 1; }
+	for t in $tools; do scrub_wait 300; hvm_one $t; done
+	if [ -f /tmp/xs-xl ] && [ -f /tmp/xs-vmb ]; then
+		only() { awk 'NR == FNR { seen[$0] = 1; next } !($0 in seen)' "$1" "$2"; }
+		only /tmp/xs-vmb /tmp/xs-xl | sed 's/^/INFO xenstore hvm only-xl /'
+		only /tmp/xs-xl /tmp/xs-vmb | sed 's/^/INFO xenstore hvm only-vmbuild /'
+	fi
+}
+
+
 devices_setup
 tools=""
 echo " $LAB_STEPS " | grep -q " xl " && tools="xl"
@@ -1186,6 +1328,7 @@ if echo " $LAB_STEPS " | grep -q " linux "; then
 		only /tmp/xs-xl /tmp/xs-vmb | sed 's/^/INFO xenstore only-vmbuild /'
 	fi
 fi
+echo " $LAB_STEPS " | grep -q " hvm " && hvm_step
 # issue 22: xl and vmbuild side by side, LAB_ROUNDS create rounds and
 # the dirty-memory sequence (tests/lab/xenbench.sh).
 [ -f /etc/lab/xenbench.sh ] && xb_main

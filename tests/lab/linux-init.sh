@@ -71,6 +71,14 @@ facts() {
 	say "vmbuild-linux: domid=$domid memtotal_kib=$memtotal cpus=$cpus nodes=$nodes"
 }
 
+# The lab's HVM guest (lab_hvm on its command line: dom0-init.sh's hvm
+# step boots this kernel and initramfs through QEMU): one line on its
+# console (the emulated serial port), with what devices() found of its
+# PV disk and vif (no: it was given none, lab_nodev).
+hvm_facts() {
+	say "vmbuild-hvm: domid=$domid memtotal_kib=$memtotal cpus=$cpus nodes=$nodes disk=${disk:-no} net=${net:-no}"
+}
+
 # What Linux made of the tables and map it was given, for the log.
 details() {
 	for n in /sys/devices/system/node/node[0-9]*; do
@@ -245,6 +253,9 @@ main() {
 	case " $(cat /proc/cmdline) " in
 	*" lab_nodev "*) ;;
 	*) devices ;;
+	esac
+	case " $(cat /proc/cmdline) " in
+	*" lab_hvm "*) hvm_facts ;;
 	esac
 	resize_watch &
 	case " $(cat /proc/cmdline) " in

@@ -18,7 +18,12 @@
 #   LAB_STEPS="xl vmbuild guest linux"  what dom0 runs: xl, vmbuild (side by
 #                            side), guest (the hello guest's memory-map
 #                            fallbacks, by xl), linux (Debian's kernel as a
-#                            4.5 GiB 2-node PVH guest, by each toolstack)
+#                            4.5 GiB 2-node PVH guest, by each toolstack),
+#                            hvm (off by default: the same kernel as an HVM
+#                            guest, hvmloader + SeaBIOS + QEMU for Xen's
+#                            direct kernel boot, by each toolstack)
+#   LAB_HVM_MB=512           the hvm step's guest
+#   LAB_HVM_DEV=1            its disk (xvda) and PV vif; 0: none
 #   LAB_VMBUILD=require      require (default): the vmbuild steps must run and
 #                            pass, and judge.sh wants their guests' hello.  auto:
 #                            the vmbuild steps run when vmbuildd and vmctl
@@ -80,6 +85,8 @@ LAB_BIG_MB=${LAB_BIG_MB:-512}
 LAB_LINUX_MB=${LAB_LINUX_MB:-4608}
 export LAB_LINUX_MB
 LAB_SR_MB=${LAB_SR_MB:-256}
+LAB_HVM_MB=${LAB_HVM_MB:-512}
+LAB_HVM_DEV=${LAB_HVM_DEV:-1}
 LAB_TIMEOUT=${LAB_TIMEOUT:-3000}
 LAB_CPU=${LAB_CPU:-max,-smap,-rdtscp}
 LAB_SMP=${LAB_SMP:-4}
@@ -153,6 +160,14 @@ pkgs="xen-hypervisor-$XENVER-amd64 $kpkg busybox-static xen-utils-$XENVER
       libxenhypfs1 libxendevicemodel1 libxentoolcore1 libyajl2
       libevent-2.1-7 libevent-pthreads-2.1-7 libsystemd0 libnuma1
       xen-utils-common"
+# The hvm step's device model and firmware: QEMU for Xen (its libraries
+# beyond Xen's are those of qemu-system-x86, which the lab host has:
+# scripts/deps.sh lab; dom0 checks them with ldd), SeaBIOS, and QEMU's
+# data (linuxboot_dma.bin for direct kernel boot, keymaps); hvmloader
+# is xen-utils-4.17's.
+case " $LAB_STEPS " in
+*" hvm "*) pkgs="$pkgs qemu-system-xen seabios qemu-system-data" ;;
+esac
 missing=""
 for p in $pkgs; do
 	ls "$DEBS/${p}_"*.deb >/dev/null 2>&1 || missing="$missing $p"
@@ -305,6 +320,21 @@ if [ "$LAB_XL_SHIM" = 1 ]; then
 	    fail $step "build xl-vnuma-shim.so"
 fi
 cp "$here/dom0-init.sh" "$D0/init" && chmod +x "$D0/init" || fail $step "copy dom0-init.sh"
+# The hvm step: QEMU for Xen where libxl and vmbuildd look for it,
+# hvmloader, SeaBIOS and the QEMU data the guest's boot reads.
+hvm_bins=""
+case " $LAB_STEPS " in
+*" hvm "*)
+	mkdir -p "$D0/usr/libexec" "$D0/usr/lib/xen-$XENVER/boot" \
+	    "$D0/usr/share/qemu/keymaps" "$D0/usr/share/seabios" &&
+	    cp "$ROOT/usr/libexec/xen-qemu-system-i386" "$D0/usr/libexec/" &&
+	    cp "$ROOT/usr/lib/xen-$XENVER/boot/hvmloader" "$D0/usr/lib/xen-$XENVER/boot/" &&
+	    cp -a "$ROOT/usr/share/seabios/." "$D0/usr/share/seabios/" &&
+	    cp "$ROOT"/usr/share/qemu/linuxboot*.bin "$D0/usr/share/qemu/" &&
+	    cp "$ROOT/usr/share/qemu/keymaps/en-us" "$D0/usr/share/qemu/keymaps/" ||
+	    fail $step "copy QEMU for Xen, hvmloader, SeaBIOS, QEMU's data (the hvm step)"
+	hvm_bins=$D0/usr/libexec/xen-qemu-system-i386 ;;
+esac
 cp "$here/xenbench.sh" "$D0/etc/lab/xenbench.sh" || fail $step "copy xenbench.sh"
 # Devices: blkback, netback, loop and the bridge; Debian's hotplug
 # scripts (xen-utils-common) with what they call that busybox lacks or
@@ -346,7 +376,7 @@ done
 # the rest (glibc & co., same Debian release) from this host; plus
 # libgcc_s, which glibc dlopens for pthread_cancel (xl aborts without it).
 libpath=$PWD/$ROOT/$ARCHLIB:$PWD/$ROOT/lib/x86_64-linux-gnu
-bins=$(ls "$D0"/usr/lib/xen-$XENVER/bin/* "$D0/bin/xenstore" "$D0/bin/bash" "$D0/usr/sbin/losetup" "$D0/usr/sbin/flock"; [ $have_vmbuild = 1 ] && ls "$D0/bin/vmbuildd" "$D0/bin/vmctl")
+bins=$(ls "$D0"/usr/lib/xen-$XENVER/bin/* "$D0/bin/xenstore" "$D0/bin/bash" "$D0/usr/sbin/losetup" "$D0/usr/sbin/flock" $hvm_bins; [ $have_vmbuild = 1 ] && ls "$D0/bin/vmbuildd" "$D0/bin/vmctl")
 for t in $tests; do bins="$bins $D0/tree/$t"; done
 for f in $LAB_EXTRA_FILES; do ldd "$D0/${f#*:}" >/dev/null 2>&1 && bins="$bins $D0/${f#*:}"; done
 libs=$(for b in $bins; do
@@ -383,6 +413,8 @@ SMALL_MB=$LAB_SMALL_MB
 BIG_MB=$LAB_BIG_MB
 LINUX_MB=$LAB_LINUX_MB
 SR_MB=$LAB_SR_MB
+HVM_MB=$LAB_HVM_MB
+HVM_DEV=$LAB_HVM_DEV
 XENVER=$XENVER
 VMBUILDD_ARGS="$LAB_VMBUILDD_ARGS"
 XL_SHIM=$LAB_XL_SHIM

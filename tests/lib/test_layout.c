@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -280,6 +281,14 @@ check_hvm(const struct vmb_layout *l, uint64_t bytes, uint64_t hole)
 	    hole : 0);
 }
 
+/* An HVM guest without a card: its layout's holes alone. */
+static void
+hvm_no_vga(struct vmb_guest *g)
+{
+	g->type = VMB_GUEST_HVM;
+	snprintf(g->hvm.vga, sizeof(g->hvm.vga), "none");
+}
+
 static void
 test_hvm(void **state)
 {
@@ -297,7 +306,7 @@ test_hvm(void **state)
 
 		for (size_t i = 0; i < sizeof(sizes) / sizeof(sizes[0]); i++) {
 			one_node(&pl, &g, sizes[i]);
-			g.type = VMB_GUEST_HVM;
+			hvm_no_vga(&g);
 			g.hvm.mmio_hole_bytes = mmio[m];
 			assert_int_equal(vmb__layout_plan(&g, &pl, &l), 0);
 			check_hvm(&l, sizes[i], hole);
@@ -311,7 +320,7 @@ test_hvm(void **state)
 	}
 	/* Default: 0xf0000000, as libxl's HVM_BELOW_4G_MMIO_START. */
 	one_node(&pl, &g, 8 * GIB);
-	g.type = VMB_GUEST_HVM;
+	hvm_no_vga(&g);
 	assert_int_equal(vmb__layout_plan(&g, &pl, &l), 0);
 	assert_int_equal(l.lowmem_end, 0xf0000000ull);
 	assert_int_equal(l.highmem_end, VMB_4GIB + 8 * GIB - 0xf0000000ull);
@@ -329,7 +338,7 @@ test_hvm(void **state)
 	assert_int_equal(l.nr_vnodes, 2);
 	/* Bad values refused: a hole too small, too big, not whole MiB. */
 	one_node(&pl, &g, 1 * GIB);
-	g.type = VMB_GUEST_HVM;
+	hvm_no_vga(&g);
 	g.hvm.mmio_hole_bytes = 128 * MIB;
 	assert_int_equal(vmb__layout_plan(&g, &pl, &l), -EINVAL);
 	g.hvm.mmio_hole_bytes = 3841 * MIB;
@@ -338,8 +347,79 @@ test_hvm(void **state)
 	assert_int_equal(vmb__layout_plan(&g, &pl, &l), -EINVAL);
 	/* No memory past the VGA hole: nothing to boot. */
 	one_node(&pl, &g, VMB_VGA_HOLE_END);
-	g.type = VMB_GUEST_HVM;
+	hvm_no_vga(&g);
 	assert_int_equal(vmb__layout_plan(&g, &pl, &l), -EINVAL);
+}
+
+/*
+ * The card's video RAM comes out of memory=, from the first node (or
+ * vnode), as libxl's mem_size = max_memkb - video_memkb: the device
+ * model populates it beyond the RAM.  cirrus 8 MiB, stdvga 16, or
+ * videoram=; none without a card.
+ */
+static void
+test_hvm_vram(void **state)
+{
+	struct vmb_placement pl;
+	struct vmb_guest g;
+	struct vmb_layout l;
+
+	(void)state;
+	one_node(&pl, &g, 512 * MIB);
+	g.type = VMB_GUEST_HVM;
+	snprintf(g.hvm.vga, sizeof(g.hvm.vga), "cirrus");
+	assert_int_equal(vmb__layout_plan(&g, &pl, &l), 0);
+	assert_int_equal(l.lowmem_end, 504 * MIB);
+	assert_int_equal(vmb__layout_ram(&l), 504 * MIB);
+	assert_int_equal(l.populated, 504 * MIB - 0x20000);
+	snprintf(g.hvm.vga, sizeof(g.hvm.vga), "stdvga");
+	assert_int_equal(vmb__layout_plan(&g, &pl, &l), 0);
+	assert_int_equal(l.lowmem_end, 496 * MIB);
+	g.hvm.videoram_mib = 32;
+	assert_int_equal(vmb__layout_plan(&g, &pl, &l), 0);
+	assert_int_equal(l.lowmem_end, 480 * MIB);
+	/* Past the hole: the high part is what is left. */
+	one_node(&pl, &g, 8 * GIB);
+	g.type = VMB_GUEST_HVM;
+	snprintf(g.hvm.vga, sizeof(g.hvm.vga), "cirrus");
+	assert_int_equal(vmb__layout_plan(&g, &pl, &l), 0);
+	assert_int_equal(l.lowmem_end, 0xf0000000ull);
+	assert_int_equal(l.highmem_end, VMB_4GIB + 8 * GIB - 8 * MIB -
+	    0xf0000000ull);
+	/* Two nodes: node 0 gives it, node 1 keeps all of its share. */
+	memset(&pl, 0, sizeof(pl));
+	pl.nr_nodes = 2;
+	pl.nodes[1] = 1;
+	pl.node_bytes[0] = pl.node_bytes[1] = 1 * GIB;
+	g.memory_bytes = g.maxmem_bytes = 2 * GIB;
+	assert_int_equal(vmb__layout_plan(&g, &pl, &l), 0);
+	assert_int_equal(l.lowmem_end, 2 * GIB - 8 * MIB);
+	assert_int_equal(l.ranges[2].gfn << 12, 1 * GIB - 8 * MIB);
+	assert_int_equal(l.ranges[2].pages << 12, 1 * GIB);
+	assert_int_equal(l.ranges[2].node, 1);
+	/* vNUMA: vnode 0 gives it. */
+	one_node(&pl, &g, 2 * GIB);
+	g.type = VMB_GUEST_HVM;
+	snprintf(g.hvm.vga, sizeof(g.hvm.vga), "cirrus");
+	g.nr_vnodes = 2;
+	g.vnodes[0].size_bytes = g.vnodes[1].size_bytes = 1 * GIB;
+	g.vnodes[1].pnode = 1;
+	g.vnodes[0].vcpus[0] = 1;
+	g.vnodes[1].vcpus[0] = 2;
+	assert_int_equal(vmb__layout_plan(&g, &pl, &l), 0);
+	assert_int_equal(l.lowmem_end, 2 * GIB - 8 * MIB);
+	assert_int_equal(l.ranges[l.nr_ranges - 1].pages << 12, 1 * GIB);
+	assert_int_equal(l.ranges[l.nr_ranges - 1].vnode, 1);
+	/* Nothing left beside the card: refused. */
+	one_node(&pl, &g, 8 * MIB);
+	g.type = VMB_GUEST_HVM;
+	snprintf(g.hvm.vga, sizeof(g.hvm.vga), "cirrus");
+	assert_int_equal(vmb__layout_plan(&g, &pl, &l), -EINVAL);
+	/* A PVH guest has no card: all of memory= is RAM. */
+	one_node(&pl, &g, 512 * MIB);
+	snprintf(g.hvm.vga, sizeof(g.hvm.vga), "cirrus");
+	assert_int_equal(vmb__layout_plan(&g, &pl, &l), 0);
+	assert_int_equal(vmb__layout_ram(&l), 512 * MIB);
 }
 
 int
@@ -352,6 +432,7 @@ main(void)
 		cmocka_unit_test(test_vnuma),
 		cmocka_unit_test(test_memmap),
 		cmocka_unit_test(test_hvm),
+		cmocka_unit_test(test_hvm_vram),
 	};
 
 	return cmocka_run_group_tests_name("layout", tests, NULL, NULL);

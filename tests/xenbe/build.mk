@@ -94,3 +94,14 @@ $(XENBE_TEST_BIN)/test_xen_save: $(OBJ)/tests/xenbe/test_xen_save.o \
 
 TESTS += $(XENBE_TEST_BIN)/test_xen_save
 TESTS_DEPS += $(XENBE_TEST_BIN)/test_xen_save
+
+# What an HVM guest's hvmloader gets (xen_hvm.c): the memory map and the
+# hvm_info_table of layouts the build plans (layout.c), the HVM params.
+$(XENBE_TEST_BIN)/test_xen_hvm: $(OBJ)/tests/xenbe/test_xen_hvm.o \
+		$(OBJ)/libvmbuild/layout.o $(XENBE_OBJS)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(LIBVMB_XEN_LDLIBS) -luuid \
+		$(shell $(PKG) --libs cmocka) $(LDLIBS_COMMON)
+
+TESTS += $(XENBE_TEST_BIN)/test_xen_hvm
+TESTS_DEPS += $(XENBE_TEST_BIN)/test_xen_hvm

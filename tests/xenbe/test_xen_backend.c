@@ -364,6 +364,41 @@ test_create_event_channels(void **state)
 }
 
 /*
+ * An HVM guest with a device model gets every emulated device but vPCI,
+ * as libxl__arch_domain_prepare_config gives one; a PVH guest the LAPIC
+ * only.  Both are HVM containers, with HAP as asked.
+ */
+static void
+test_create_hvm_emulation(void **state)
+{
+	struct vmb_dom_config cfg;
+	uint32_t domid = 77;
+
+	(void)state;
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.hvm = cfg.hap = true;
+	cfg.max_vcpus = 2;
+	cfg.max_pages = cfg.target_pages = 131072;
+	cfg.dm = true;
+	be.have_hap = true;
+	assert_int_equal(vmb_backend_xen.domain_create(&be, &cfg, &domid),
+	    -EPERM);
+	assert_int_equal(created.nr, 1);
+	assert_int_equal(created.dc.arch.emulation_flags,
+	    XEN_X86_EMU_ALL & ~XEN_X86_EMU_VPCI);
+	assert_true(created.dc.arch.emulation_flags & XEN_X86_EMU_PIT);
+	assert_true(created.dc.arch.emulation_flags & XEN_X86_EMU_VGA);
+	assert_true(created.dc.flags & XEN_DOMCTL_CDF_hvm);
+	assert_true(created.dc.flags & XEN_DOMCTL_CDF_hap);
+	cfg.dm = false;
+	assert_int_equal(vmb_backend_xen.domain_create(&be, &cfg, &domid),
+	    -EPERM);
+	assert_int_equal(created.dc.arch.emulation_flags, XEN_X86_EMU_LAPIC);
+	assert_true(created.dc.flags & XEN_DOMCTL_CDF_hvm);
+	assert_int_equal(domid, 77);
+}
+
+/*
  * Domain 0 as `xl list` shows it: its name from xenstore, its memory,
  * vCPUs and CPU time; "Domain-0" when xenstore has no name; -ESRCH when
  * Xen lists no domain 0.  The domain list itself leaves it out.
@@ -413,6 +448,7 @@ main(void)
 		cmocka_unit_test_setup(test_bad_extent, setup),
 		cmocka_unit_test_setup(test_create_refusals, setup),
 		cmocka_unit_test_setup(test_create_event_channels, setup),
+		cmocka_unit_test_setup(test_create_hvm_emulation, setup),
 		cmocka_unit_test_setup(test_control_domain, setup),
 	};
 
