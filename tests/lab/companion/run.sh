@@ -23,9 +23,9 @@
 # Settings: CMP_DIR (build/lab-companion), CMP_RUNS (the runs above, in
 # order), CMP_XEN and CMP_XEN_PERFC (build/xen/xen.gz, xen-perfc.gz),
 # CMP_MB (512), CMP_PTWRITE (1000 rounds), CMP_SCRUB_TIMEOUT (900 s),
-# CMP_TIMEOUT (per run, 1500 s), CMP_DIRTY (0; 1: the numa run ends with
-# the dirty-memory sequence of tests/lab/xenbench.sh, xl against vmbuild:
-# off by default until it has passed in a real run).  Exit 0 only when
+# CMP_TIMEOUT (per run, 1500 s), CMP_DIRTY (1: the numa run ends with
+# the dirty-memory sequence of tests/lab/xenbench.sh, xl against vmbuild,
+# about 40 s; 0: not).  Exit 0 only when
 # every run passed the
 # lab's own judge and every check of compare.py passed; its last line is
 #   companion: scrubbed_bytes=N filter_evaluations=N flushes_issued=N
@@ -71,7 +71,7 @@ CMP_PTWRITE=$CMP_PTWRITE
 CMP_SCRUB_TIMEOUT=$CMP_SCRUB_TIMEOUT
 CMP_RUNTIME_OFF=${CMP_RUNTIME_OFF:-0}
 CMP_CFG_EXTRA='${CMP_CFG_EXTRA:-}'
-CMP_DIRTY=${CMP_DIRTY:-0}
+CMP_DIRTY=${CMP_DIRTY:-1}
 EOF
 	log "run $name: $*"
 	t0=${EPOCHREALTIME/./}
