@@ -18,6 +18,17 @@
 #define CONFIG_MAX	(VMBUILD_MAX_REQUEST - 64 * 1024)
 /* With no event for this long, ask for the task's state. */
 #define FOLLOW_POLL_MS	1000
+/*
+ * The daemon answers vm.destroy when the domain and its devices are
+ * gone: on Xen each backend followed to Closed (10 s) and its hotplug
+ * script run with "remove" (40 s, as libxl bounds them), then the
+ * domain's own teardown, each hypervisor call within the daemon's
+ * --hypervisor-timeout.  A guest with a few devices on a loaded host
+ * takes more than the default 30 s; vmctl waits at least this long,
+ * as for disk-attach (cmd_dev.c), rather than give up on a destroy
+ * that is still under way.
+ */
+#define DESTROY_DAEMON_S	300
 
 /* Add P_VM: a domain id when VM is all digits, else a name. */
 void
@@ -763,6 +774,9 @@ vm_call(struct vmctl *ctl, const struct vmctl_cmd *cmd, int argc,
 		return rc;
 	if (!argv[optind][0])
 		return vmctl_usage_error(cmd, "empty VM name");
+	if (!strcmp(method, M_VM_DESTROY) &&
+	    ctl->timeout_ms < DESTROY_DAEMON_S * 1000)
+		ctl->timeout_ms = DESTROY_DAEMON_S * 1000;
 	if ((rc = vmc_open(ctl, &c)) != VMCTL_EXIT_OK)
 		goto out;
 	g = vmc_request(c, method);

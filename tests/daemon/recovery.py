@@ -116,6 +116,21 @@ ok(e.get("data", {}).get("phase") == "populate" and
 ok(settle(), "and nothing is left")
 r = c.call("vm.create", {"config": guest_cfg("after", 64), "wait": True})
 ok(r is not None and "result" in r, "the next build works", r)
+# vmctl destroy waits for the daemon's answer, which comes when the
+# domain is gone (on Xen, devices included), longer than its --timeout
+# (seen: a 30 s default cut short a destroy of a guest with a disk and
+# a vif on a loaded Debian host).  A destroy hvsim never answers: the
+# daemon's own limit (2 s here) answers it, and vmctl waits for that.
+hv.fault("domain_destroy", 1, HV_FAULT_HANG)
+p = subprocess.run([os.path.join(BIN, "vmctl"), "--socket", h.sock,
+                    "--timeout", "1", "destroy", "after"],
+                   capture_output=True, text=True, timeout=120)
+ok(p.returncode == 1 and "timed out" in p.stderr and
+   "no answer" not in p.stderr,
+   "vmctl --timeout 1 destroy waits for the daemon's answer (here its "
+   "--hypervisor-timeout's error), not for its --timeout",
+   (p.returncode, p.stderr))
+hv.clear()
 c.call("vm.destroy", {"vm": "after"})
 ok(settle(), "destroyed")
 
