@@ -1293,6 +1293,128 @@ hvm_step() {
 }
 
 
+# ------------------------------------------------- GRUB guest (LAB_STEPS grub)
+# The grub step's disk (run.sh's grub_disk: MBR, one ext4 partition with
+# Debian's kernel, the Linux guest's initramfs and /boot/grub/grub.cfg)
+# booted as a PVH guest through GRUB for Xen PVH (grub-xen-host): under
+# xl as its kernel, under vmbuild as bootloader = "grub".  GRUB reads the
+# disk's grub.cfg, whose entry boots the kernel with lab_grub; the
+# guest's /init (linux-init.sh, grub_facts) prints on its PV console:
+#   vmbuild-grub: domid=N memtotal_kib=N booted_from=xvda
+# Per toolstack: create, the line, create -> line; destroy, then nothing
+# of it in xenstore and no loop device on the disk.
+GRUB_PVH=/usr/lib/grub-xen/grub-i386-xen_pvh.bin
+
+# mkgrub TOOL TAG: its config; the kernel is GRUB (xl), or the shorthand
+# vmbuild documents for it.
+mkgrub() {
+	case $1 in
+	xl) _boot="kernel = \"$GRUB_PVH\"" ;;
+	*) _boot='bootloader = "grub"' ;;
+	esac
+	cat > /etc/lab/$2.cfg <<CFG
+name = "$2"
+type = "pvh"
+$_boot
+memory = $GRUB_MB
+vcpus = 2
+disk = [ '/guest/grub-disk.img,raw,xvda,rw' ]
+on_poweroff = "destroy"
+on_reboot = "destroy"
+on_crash = "destroy"
+CFG
+}
+
+# grub_line TAG: the guest's vmbuild-grub line on its PV console.
+grub_line() {
+	console_lines $1 |
+	    sed -n 's/^.*\(vmbuild-grub: domid=[0-9]* .*\)$/\1/p' | head -n 1
+}
+
+# grub_once TOOL: create, wait for the line, destroy, check what is left.
+grub_once() {
+	_tag=$1-grub
+	case $1 in
+	xl) _create="xl create" _destroy="xl destroy" ;;
+	*) _create="$V create" _destroy="$V destroy" ;;
+	esac
+	mkgrub $1 $_tag
+	rm -f /var/log/xen/console/guest-$_tag.log
+	_tc=$(up)
+	LIMIT=300 timed $1-create-grub $_create /etc/lab/$_tag.cfg
+	_rc=$? _tr=$(up)
+	_id=$(q xl domid $_tag)
+	GRUB_ID=$_id
+	if [ $_rc != 0 ] || [ -z "$_id" ]; then
+		fail $1-create-grub "create rc=$_rc"
+		[ $1 = vmb ] && tail -n 10 /tmp/vmbuildd.log | sed 's/^/  vmbuildd| /'
+		$_destroy $_tag >/dev/null 2>&1
+		return 1
+	fi
+	while [ -z "$(grub_line $_tag)" ]; do
+		if [ "$(awk -v a=$_tc -v b=$(up) 'BEGIN { print (b - a > 900) }')" = 1 ] ||
+		    [ "$(xs_read_retry /local/domain/$_id/name)" != $_tag ]; then
+			fail wait-$_tag "no vmbuild-grub line from domain $_id"
+			xsync
+			grep "(d$_id)" $XLOG | tail -n 20 | sed "s/^/  $_tag-xen| /"
+			console_lines $_tag | tail -n 30 | sed "s/^/  $_tag| /"
+			break
+		fi
+		sleep 4
+	done
+	_tl=$(up)
+	echo "MARK step=run-$_tag rc=0 secs=$(secs $_tr $_tl) domid=$_id"
+	echo "GRUB tool=$1 domid=$_id create_s=$(secs $_tc $_tr) line_s=$(secs $_tc $_tl) $(grub_line $_tag)"
+	# What GRUB and the kernel said on the way (GRUB's own lines too).
+	console_lines $_tag | grep -E 'lab-grub|vmbuild-grub|Reading|error|Command line|Booting|xen_pvh|PVH' |
+	    head -n 16 | sed "s/^/  $_tag| /"
+	[ $1 = vmb ] && timed vmctl-info-grub $V info $_tag
+	xs_dump $1-grub $_id
+	timed $1-destroy-grub $_destroy $_tag || fail $1-destroy-grub "destroy rc=$?"
+	gone $_tag 60 || fail $_tag-gone "$_tag still listed after destroy"
+	xs_gone $1-grub $_id
+	_i=0
+	while losetup -a | grep -q 'grub-disk\.img' && [ $_i -lt 100 ]; do usleep 200000; _i=$((_i + 1)); done
+	losetup -a | grep -q 'grub-disk\.img' &&
+	    fail $1-grub-loop-left "a loop device on /guest/grub-disk.img after destroy: $(losetup -a | grep grub-disk | tr '\n' ' ')"
+}
+
+# grub_boot TOOL: grub_once; once more if Xen saw that guest triple-fault
+# (the emulated CPU's, see emu_fault and linux()), the first try's
+# failures set aside and named on a LAB-EMU line.
+grub_boot() {
+	_gf0="$FAILED"; GRUB_ID=""
+	grub_once $1
+	emu_fault "$GRUB_ID" || return 0
+	echo "LAB-EMU tool=$1 domid=$GRUB_ID what=triple-fault uptime=$(up) set-aside=$(echo ${FAILED#"$_gf0"} | tr ' ' ',')"
+	grep -E "[] ]d${GRUB_ID}v[0-9]+ Triple fault" -A 14 $XLOG | head -n 15 | sed 's/^/  emu-fault| /'
+	FAILED="$_gf0"
+	gone $1-grub 120 || { xl destroy $1-grub >/dev/null 2>&1; gone $1-grub 60; }
+	if [ $1 = vmb ]; then
+		_w0=$(up)
+		while $V list 2>/dev/null | grep -qw vmb-grub; do
+			[ "$(awk -v a=$_w0 -v b=$(up) 'BEGIN { print (b - a > 180) }')" = 1 ] && break
+			$V destroy vmb-grub >/dev/null 2>&1
+			sleep 3
+		done
+	fi
+	losetup -a | grep 'grub-disk\.img' | cut -d: -f1 | while read -r _lo; do
+		echo "INFO $_lo left by the faulted guest's disk; detached"
+		losetup -d $_lo
+	done
+	scrub_wait 300
+	grub_once $1
+	emu_fault "$GRUB_ID" &&
+	    fail $1-grub-emu "the rebuilt guest (domain $GRUB_ID) triple-faulted as well"
+	return 0
+}
+
+grub_step() {
+	echo "INFO grub: $GRUB_PVH $(wc -c < $GRUB_PVH 2>/dev/null || echo missing) bytes, /guest/grub-disk.img $(wc -c < /guest/grub-disk.img 2>/dev/null || echo missing) bytes"
+	for t in $tools; do scrub_wait 300; grub_boot $t; done
+}
+
+
 devices_setup
 tools=""
 echo " $LAB_STEPS " | grep -q " xl " && tools="xl"
@@ -1329,6 +1451,7 @@ if echo " $LAB_STEPS " | grep -q " linux "; then
 	fi
 fi
 echo " $LAB_STEPS " | grep -q " hvm " && hvm_step
+echo " $LAB_STEPS " | grep -q " grub " && grub_step
 # issue 22: xl and vmbuild side by side, LAB_ROUNDS create rounds and
 # the dirty-memory sequence (tests/lab/xenbench.sh).
 [ -f /etc/lab/xenbench.sh ] && xb_main

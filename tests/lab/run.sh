@@ -21,9 +21,14 @@
 #                            4.5 GiB 2-node PVH guest, by each toolstack),
 #                            hvm (off by default: the same kernel as an HVM
 #                            guest, hvmloader + SeaBIOS + QEMU for Xen's
-#                            direct kernel boot, by each toolstack)
+#                            direct kernel boot, by each toolstack),
+#                            grub (off by default: a disk image with
+#                            Debian's kernel and /boot/grub/grub.cfg
+#                            booted as a PVH guest through GRUB for Xen
+#                            PVH, grub-xen-host, by each toolstack)
 #   LAB_HVM_MB=512           the hvm step's guest
 #   LAB_HVM_DEV=1            its disk (xvda) and PV vif; 0: none
+#   LAB_GRUB_MB=512          the grub step's guest
 #   LAB_VMBUILD=require      require (default): the vmbuild steps must run and
 #                            pass, and judge.sh wants their guests' hello.  auto:
 #                            the vmbuild steps run when vmbuildd and vmctl
@@ -87,6 +92,7 @@ export LAB_LINUX_MB
 LAB_SR_MB=${LAB_SR_MB:-256}
 LAB_HVM_MB=${LAB_HVM_MB:-512}
 LAB_HVM_DEV=${LAB_HVM_DEV:-1}
+LAB_GRUB_MB=${LAB_GRUB_MB:-512}
 LAB_TIMEOUT=${LAB_TIMEOUT:-3000}
 LAB_CPU=${LAB_CPU:-max,-smap,-rdtscp}
 LAB_SMP=${LAB_SMP:-4}
@@ -167,6 +173,10 @@ pkgs="xen-hypervisor-$XENVER-amd64 $kpkg busybox-static xen-utils-$XENVER
 # is xen-utils-4.17's.
 case " $LAB_STEPS " in
 *" hvm "*) pkgs="$pkgs qemu-system-xen seabios qemu-system-data" ;;
+esac
+# The grub step's GRUB for Xen PVH (grub-i386-xen_pvh.bin).
+case " $LAB_STEPS " in
+*" grub "*) pkgs="$pkgs grub-xen-host" ;;
 esac
 missing=""
 for p in $pkgs; do
@@ -299,6 +309,42 @@ kmods "$LG" xen-blkfront xen-netfront ext4 crc32c_generic ||
 (cd "$LG" && find . | cpio -o -H newc 2>/dev/null | gzip -1) > "$LAB_DIR/linux-initrd.gz" ||
     fail $step "cpio"
 
+# ------------------------------------------------------------- GRUB disk
+# The grub step's disk (LAB_STEPS grub): an MBR partition table with one
+# bootable ext4 partition holding Debian's kernel, the Linux guest's
+# initramfs and tests/lab/grub.cfg as /boot/grub/grub.cfg, which GRUB
+# for Xen PVH finds and follows.  Made without root, loop devices or
+# mounts (mkfs.ext4 -d into a partition image, sfdisk, dd), and made
+# again only when what goes into it changed (its stamp: the contents,
+# not the times, of the kernel, the initramfs tree and grub.cfg).
+grub_disk() {
+	local gd=$LAB_DIR/grub-disk st
+	st=$( (md5sum "$kernel" "$here/grub.cfg"; cd "$LG" &&
+	    find . -type f -exec md5sum {} + && find . -type l -printf '%p -> %l\n') |
+	    sort | md5sum | cut -d' ' -f1)
+	[ "$(cat "$gd/.stamp" 2>/dev/null)" = "$st" ] && [ -f "$gd/disk.img" ] && return 0
+	rm -rf "$gd" && mkdir -p "$gd/root/boot/grub" || return 1
+	cp "$kernel" "$gd/root/boot/vmlinuz" && cp "$LAB_DIR/linux-initrd.gz" "$gd/root/boot/initrd.gz" &&
+	    cp "$here/grub.cfg" "$gd/root/boot/grub/grub.cfg" || return 1
+	# The partition: its files and 16 MiB more (the journal, GRUB's room).
+	local mb=$(( $(du -sm "$gd/root" | cut -f1) + 16 ))
+	truncate -s ${mb}M "$gd/part.img" &&
+	    mkfs.ext4 -q -F -L vmbuild-grub -d "$gd/root" "$gd/part.img" || return 1
+	# The disk: 1 MiB before the partition (sector 2048, as installers
+	# leave it; GRUB for BIOS would live there), then the partition.
+	truncate -s $((mb + 1))M "$gd/disk.img" &&
+	    echo 'start=2048, type=83, bootable' | sfdisk -q --label dos "$gd/disk.img" &&
+	    dd if="$gd/part.img" of="$gd/disk.img" bs=1M seek=1 conv=notrunc status=none || return 1
+	rm -rf "$gd/root" "$gd/part.img"
+	echo "$st" > "$gd/.stamp"
+	log "grub disk: $gd/disk.img, $((mb + 1)) MiB: MBR, ext4 partition 1 with /boot/{vmlinuz,initrd.gz,grub/grub.cfg}"
+}
+case " $LAB_STEPS " in
+*" grub "*)
+	step=grub-disk
+	grub_disk || fail $step "the disk image (mkfs.ext4 -d, sfdisk: scripts/deps.sh lab)" ;;
+esac
+
 # ------------------------------------------------------------- dom0 initramfs
 step=initramfs
 rm -rf "$D0" && mkdir -p "$D0"/{bin,sbin,proc,sys,dev,run,var,tmp,etc/xen,etc/lab,lib/modules,guest,lib64,$ARCHLIB,usr/lib/xen-$XENVER/bin} ||
@@ -334,6 +380,15 @@ case " $LAB_STEPS " in
 	    cp "$ROOT/usr/share/qemu/keymaps/en-us" "$D0/usr/share/qemu/keymaps/" ||
 	    fail $step "copy QEMU for Xen, hvmloader, SeaBIOS, QEMU's data (the hvm step)"
 	hvm_bins=$D0/usr/libexec/xen-qemu-system-i386 ;;
+esac
+# The grub step: GRUB for Xen PVH where both toolstacks look for it
+# (kernel = under xl, bootloader = "grub" under vmbuild) and its disk.
+case " $LAB_STEPS " in
+*" grub "*)
+	mkdir -p "$D0/usr/lib/grub-xen" &&
+	    cp "$ROOT/usr/lib/grub-xen/grub-i386-xen_pvh.bin" "$D0/usr/lib/grub-xen/" &&
+	    cp "$LAB_DIR/grub-disk/disk.img" "$D0/guest/grub-disk.img" ||
+	    fail $step "copy GRUB for Xen PVH and the grub disk (the grub step)" ;;
 esac
 cp "$here/xenbench.sh" "$D0/etc/lab/xenbench.sh" || fail $step "copy xenbench.sh"
 # Devices: blkback, netback, loop and the bridge; Debian's hotplug
@@ -415,6 +470,7 @@ LINUX_MB=$LAB_LINUX_MB
 SR_MB=$LAB_SR_MB
 HVM_MB=$LAB_HVM_MB
 HVM_DEV=$LAB_HVM_DEV
+GRUB_MB=$LAB_GRUB_MB
 XENVER=$XENVER
 VMBUILDD_ARGS="$LAB_VMBUILDD_ARGS"
 XL_SHIM=$LAB_XL_SHIM
