@@ -1192,6 +1192,25 @@ vif = [ 'bridge=$BR,type=vif' ]
 EOF
 }
 
+# mkhvmdisk TAG: the grubhvm step's guest: no kernel, the grub step's
+# disk as its only disk (emulated IDE for SeaBIOS and GRUB for BIOS, the
+# guest's xen-blkfront takes it over as xvda), booted from it (boot = c).
+mkhvmdisk() {
+	cat > /etc/lab/$1.cfg <<EOF
+name = "$1"
+type = "hvm"
+boot = "c"
+memory = $HVM_MB
+vcpus = 2
+serial = "pty"
+vnc = 0
+on_poweroff = "destroy"
+on_reboot = "destroy"
+on_crash = "destroy"
+disk = [ '/guest/grub-disk.img,raw,xvda,rw' ]
+EOF
+}
+
 # hvm_dm_left ID: the device model of domain ID still runs.
 hvm_dm_left() {
 	ps | grep -v grep | grep -q "xen-qemu-system-i386 .*-xen-domid $1 "
@@ -1208,18 +1227,20 @@ hvm_diag() {
 	[ $1 = vmb ] && tail -n 10 /tmp/vmbuildd.log | sed 's/^/  vmbuildd| /'
 }
 
+# hvm_one TOOL [disk]: TOOL's HVM guest; with disk, the grubhvm step's
+# (mkhvmdisk: booted from the grub disk by SeaBIOS and GRUB for BIOS).
 hvm_one() {
-	_tag=$1-hvm _slog=/tmp/serial-$1-hvm.log _sp="" _pty="" _ip=10.99.0.5
+	_tag=$1-hvm$2 _slog=/tmp/serial-$1-hvm$2.log _sp="" _pty="" _ip=10.99.0.5
 	case $1 in
 	xl) _create="xl create" _destroy="xl destroy" ;;
 	*) _create="$V create" _destroy="$V destroy" _ip=10.99.0.6 ;;
 	esac
-	mkhvm $_tag "$HVM_DEV" $_ip
+	if [ "$2" = disk ]; then mkhvmdisk $_tag; else mkhvm $_tag "$HVM_DEV" $_ip; fi
 	: > $_slog
 	_tc=$(up)
-	LIMIT=300 timed $1-create-hvm $_create /etc/lab/$_tag.cfg
+	LIMIT=300 timed $1-create-hvm$2 $_create /etc/lab/$_tag.cfg
 	_rc=$? _tr=$(up)
-	if [ $_rc != 0 ] && [ "$HVM_DEV" = 1 ]; then
+	if [ $_rc != 0 ] && [ "$HVM_DEV" = 1 ] && [ -z "$2" ]; then
 		fail $1-create-hvm-dev "create with a disk and a vif: rc=$_rc; once more without"
 		hvm_diag $1 $_tag "$(q xl domid $_tag)"
 		$_destroy $_tag >/dev/null 2>&1; gone $_tag 60
@@ -1257,12 +1278,16 @@ hvm_one() {
 	_tl=$(up)
 	_line=$(tr -d '\r' < $_slog | sed -n 's/^.*\(vmbuild-hvm: domid=.*\)$/\1/p' | head -n 1)
 	echo "MARK step=run-$_tag rc=0 secs=$(secs $_tr $_tl) domid=$_id"
-	echo "HVM tool=$1 domid=$_id create_s=$(secs $_tc $_tr) line_s=$(secs $_tc $_tl) $_line"
+	echo "HVM tool=$1 ${2:+boot=$2 }domid=$_id create_s=$(secs $_tc $_tr) line_s=$(secs $_tc $_tl) $_line"
+	case "$2:$_line" in
+	disk:*booted_from=disk) ;;
+	disk:*) fail $1-hvmdisk-boot "no booted_from=disk in the line: '$_line'" ;;
+	esac
 	xsync
 	grep "(d$_id)" $XLOG | grep -E 'HVM Loader|System requested|Loading|E820|Invoking|BIOS' |
 	    head -n 12 | sed "s/^/  $_tag-xen| /"
 	# devices() prints its line before the hvm line.
-	tr -d '\r' < $_slog | grep -E 'vmbuild-(hvm|linux)|BIOS-e820|Hypervisor detected|Xen HVM' |
+	tr -d '\r' < $_slog | grep -E 'vmbuild-(hvm|linux|grub)|lab-grub|BIOS-e820|Hypervisor detected|Xen HVM' |
 	    head -n 16 | sed "s/^/  $_tag| /"
 	[ $1 = vmb ] && timed vmctl-info-hvm $V info $_tag
 	xs_dump $1 $_id
@@ -1414,6 +1439,13 @@ grub_step() {
 	for t in $tools; do scrub_wait 300; grub_boot $t; done
 }
 
+# grubhvm_step (LAB_STEPS grubhvm, off by default): the grub step's disk
+# booted as an HVM guest by SeaBIOS through GRUB for BIOS in its MBR;
+# its line (linux-init.sh, hvm_facts) must end in booted_from=disk.
+grubhvm_step() {
+	for t in $tools; do scrub_wait 300; hvm_one $t disk; done
+}
+
 
 devices_setup
 tools=""
@@ -1452,6 +1484,7 @@ if echo " $LAB_STEPS " | grep -q " linux "; then
 fi
 echo " $LAB_STEPS " | grep -q " hvm " && hvm_step
 echo " $LAB_STEPS " | grep -q " grub " && grub_step
+echo " $LAB_STEPS " | grep -q " grubhvm " && grubhvm_step
 # issue 22: xl and vmbuild side by side, LAB_ROUNDS create rounds and
 # the dirty-memory sequence (tests/lab/xenbench.sh).
 [ -f /etc/lab/xenbench.sh ] && xb_main

@@ -75,8 +75,13 @@ facts() {
 # step boots this kernel and initramfs through QEMU): one line on its
 # console (the emulated serial port), with what devices() found of its
 # PV disk and vif (no: it was given none, lab_nodev).
+# Booted from its disk by its BIOS and GRUB (lab_grub, grub_facts): the
+# line ends in booted_from=disk.
 hvm_facts() {
-	say "vmbuild-hvm: domid=$domid memtotal_kib=$memtotal cpus=$cpus nodes=$nodes disk=${disk:-no} net=${net:-no}"
+	_from=""
+	[ -n "$booted_from" ] && _from=" booted_from=disk"
+	case "$booted_from" in fail*) _from=" booted_from=$booted_from" ;; esac
+	say "vmbuild-hvm: domid=$domid memtotal_kib=$memtotal cpus=$cpus nodes=$nodes disk=${disk:-no} net=${net:-no}$_from"
 }
 
 # The lab's GRUB guest (lab_grub: the menu entry of the grub step's

@@ -25,7 +25,9 @@
 #                            grub (off by default: a disk image with
 #                            Debian's kernel and /boot/grub/grub.cfg
 #                            booted as a PVH guest through GRUB for Xen
-#                            PVH, grub-xen-host, by each toolstack)
+#                            PVH, grub-xen-host, by each toolstack),
+#                            grubhvm (off by default: that disk as an HVM
+#                            guest, SeaBIOS and GRUB for BIOS in its MBR)
 #   LAB_HVM_MB=512           the hvm step's guest
 #   LAB_HVM_DEV=1            its disk (xvda) and PV vif; 0: none
 #   LAB_GRUB_MB=512          the grub step's guest
@@ -172,7 +174,7 @@ pkgs="xen-hypervisor-$XENVER-amd64 $kpkg busybox-static xen-utils-$XENVER
 # data (linuxboot_dma.bin for direct kernel boot, keymaps); hvmloader
 # is xen-utils-4.17's.
 case " $LAB_STEPS " in
-*" hvm "*) pkgs="$pkgs qemu-system-xen seabios qemu-system-data" ;;
+*" hvm "*|*" grubhvm "*) pkgs="$pkgs qemu-system-xen seabios qemu-system-data" ;;
 esac
 # The grub step's GRUB for Xen PVH (grub-i386-xen_pvh.bin).
 case " $LAB_STEPS " in
@@ -316,10 +318,12 @@ kmods "$LG" xen-blkfront xen-netfront ext4 crc32c_generic ||
 # for Xen PVH finds and follows.  Made without root, loop devices or
 # mounts (mkfs.ext4 -d into a partition image, sfdisk, dd), and made
 # again only when what goes into it changed (its stamp: the contents,
-# not the times, of the kernel, the initramfs tree and grub.cfg).
+# not the times, of the kernel, the initramfs tree, grub.cfg and this
+# script's making of it).
 grub_disk() {
 	local gd=$LAB_DIR/grub-disk st
-	st=$( (md5sum "$kernel" "$here/grub.cfg"; cd "$LG" &&
+	st=$( (md5sum "$kernel" "$here/grub.cfg"; sed -n '/^# ---* GRUB disk/,/^# ---* dom0 initramfs/p' "$here/run.sh";
+	    ls -l $GRUB_PC/boot.img 2>/dev/null; cd "$LG" &&
 	    find . -type f -exec md5sum {} + && find . -type l -printf '%p -> %l\n') |
 	    sort | md5sum | cut -d' ' -f1)
 	[ "$(cat "$gd/.stamp" 2>/dev/null)" = "$st" ] && [ -f "$gd/disk.img" ] && return 0
@@ -334,13 +338,32 @@ grub_disk() {
 	# leave it; GRUB for BIOS would live there), then the partition.
 	truncate -s $((mb + 1))M "$gd/disk.img" &&
 	    echo 'start=2048, type=83, bootable' | sfdisk -q --label dos "$gd/disk.img" &&
-	    dd if="$gd/part.img" of="$gd/disk.img" bs=1M seek=1 conv=notrunc status=none || return 1
-	rm -rf "$gd/root" "$gd/part.img"
+	    dd if="$gd/part.img" of="$gd/disk.img" bs=1M seek=1 conv=notrunc status=none &&
+	    grub_bios "$gd" || return 1
+	rm -rf "$gd/root" "$gd/part.img" "$gd/core.img"
 	echo "$st" > "$gd/.stamp"
 	log "grub disk: $gd/disk.img, $((mb + 1)) MiB: MBR, ext4 partition 1 with /boot/{vmlinuz,initrd.gz,grub/grub.cfg}"
 }
+# grub_bios DIR: GRUB for BIOS (grub-pc-bin) on DIR/disk.img, for the
+# grubhvm step's SeaBIOS, placed as grub-install places it: core.img
+# (with the modules it needs: the disk has no /boot/grub/i386-pc) from
+# sector 1 in the gap before the partition, where diskboot.img's and
+# boot.img's default block lists point; boot.img's code in the MBR
+# before the disk signature and partition table, its jump over the
+# boot-drive check turned into NOPs (the BIOS's drive number is used).
+GRUB_PC=/usr/lib/grub/i386-pc
+grub_bios() {
+	[ -f $GRUB_PC/boot.img ] || { log "no $GRUB_PC/boot.img (grub-pc-bin): the disk has no GRUB for BIOS"; return 0; }
+	grub-mkimage -O i386-pc -d $GRUB_PC -p '(hd0,msdos1)/boot/grub' -o "$1/core.img" \
+	    biosdisk part_msdos ext2 normal linux echo test configfile || return 1
+	# It must fit before the partition (sectors 1 to 2047).
+	[ $(stat -c %s "$1/core.img") -le $((2047 * 512)) ] || { log "core.img too big"; return 1; }
+	dd if="$1/core.img" of="$1/disk.img" bs=512 seek=1 conv=notrunc status=none &&
+	    dd if=$GRUB_PC/boot.img of="$1/disk.img" bs=440 count=1 conv=notrunc status=none &&
+	    printf '\220\220' | dd of="$1/disk.img" bs=1 seek=$((0x66)) conv=notrunc status=none
+}
 case " $LAB_STEPS " in
-*" grub "*)
+*" grub "*|*" grubhvm "*)
 	step=grub-disk
 	grub_disk || fail $step "the disk image (mkfs.ext4 -d, sfdisk: scripts/deps.sh lab)" ;;
 esac
@@ -370,7 +393,7 @@ cp "$here/dom0-init.sh" "$D0/init" && chmod +x "$D0/init" || fail $step "copy do
 # hvmloader, SeaBIOS and the QEMU data the guest's boot reads.
 hvm_bins=""
 case " $LAB_STEPS " in
-*" hvm "*)
+*" hvm "*|*" grubhvm "*)
 	mkdir -p "$D0/usr/libexec" "$D0/usr/lib/xen-$XENVER/boot" \
 	    "$D0/usr/share/qemu/keymaps" "$D0/usr/share/seabios" &&
 	    cp "$ROOT/usr/libexec/xen-qemu-system-i386" "$D0/usr/libexec/" &&
@@ -384,7 +407,7 @@ esac
 # The grub step: GRUB for Xen PVH where both toolstacks look for it
 # (kernel = under xl, bootloader = "grub" under vmbuild) and its disk.
 case " $LAB_STEPS " in
-*" grub "*)
+*" grub "*|*" grubhvm "*)
 	mkdir -p "$D0/usr/lib/grub-xen" &&
 	    cp "$ROOT/usr/lib/grub-xen/grub-i386-xen_pvh.bin" "$D0/usr/lib/grub-xen/" &&
 	    cp "$LAB_DIR/grub-disk/disk.img" "$D0/guest/grub-disk.img" ||
