@@ -1376,8 +1376,12 @@ grub_once() {
 		$_destroy $_tag >/dev/null 2>&1
 		return 1
 	fi
+	# GRUB at its prompt (no grub.cfg found, or its entry failed) will
+	# not boot anything: no need to wait the full limit.  (The prompt
+	# ends no line: the whole log is read, not console_lines.)
 	while [ -z "$(grub_line $_tag)" ]; do
 		if [ "$(awk -v a=$_tc -v b=$(up) 'BEGIN { print (b - a > 900) }')" = 1 ] ||
+		    grep -q 'grub> ' /var/log/xen/console/guest-$_tag.log 2>/dev/null ||
 		    [ "$(xs_read_retry /local/domain/$_id/name)" != $_tag ]; then
 			fail wait-$_tag "no vmbuild-grub line from domain $_id"
 			xsync

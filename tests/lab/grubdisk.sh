@@ -35,7 +35,7 @@ grub_disk() {
 	    echo 'start=2048, type=83, bootable' | sfdisk -q --label dos "$gd/disk.img" &&
 	    dd if="$gd/part.img" of="$gd/disk.img" bs=1M seek=1 conv=notrunc status=none &&
 	    grub_bios "$gd" || return 1
-	rm -rf "$gd/root" "$gd/part.img" "$gd/core.img"
+	rm -rf "$gd/root" "$gd/part.img" "$gd/core.img" "$gd/early.cfg"
 	echo "$st" > "$gd/.stamp"
 	log "grub disk: $gd/disk.img, $((mb + 1)) MiB: MBR, ext4 partition 1 with /boot/{vmlinuz,initrd.gz,grub/grub.cfg}"
 }
@@ -49,8 +49,13 @@ grub_disk() {
 # boot-drive check turned into NOPs (the BIOS's drive number is used).
 grub_bios() {
 	[ -f $GRUB_PC/boot.img ] || { log "no $GRUB_PC/boot.img (grub-pc-bin): the disk has no GRUB for BIOS"; return 0; }
-	grub-mkimage -O i386-pc -d $GRUB_PC -p '(hd0,msdos1)/boot/grub' -o "$1/core.img" \
-	    biosdisk part_msdos ext2 normal linux echo test configfile || return 1
+	# Its first words on the serial port too (the guest's console; GRUB
+	# says nothing there by default): the disk's grub.cfg comes next.
+	printf '%s\n' 'serial --unit=0 --speed=115200' 'terminal_output serial console' \
+	    'echo "lab-grub: GRUB for BIOS, prefix $prefix"' > "$1/early.cfg" &&
+	    grub-mkimage -O i386-pc -d $GRUB_PC -p '(hd0,msdos1)/boot/grub' -c "$1/early.cfg" \
+	    -o "$1/core.img" biosdisk part_msdos ext2 normal linux echo test configfile \
+	    serial terminal || return 1
 	# It must fit before the partition (sectors 1 to 2047).
 	[ $(stat -c %s "$1/core.img") -le $((2047 * 512)) ] || { log "core.img too big"; return 1; }
 	dd if="$1/core.img" of="$1/disk.img" bs=512 seek=1 conv=notrunc status=none &&
