@@ -1267,7 +1267,9 @@ hvm_one() {
 	fi
 	echo "INFO $_tag: domain $_id, $(ps | grep -v grep | grep -c "xen-qemu-system-i386 .*-xen-domid $_id ") device model process(es), serial ${_pty:-by vmctl console}"
 	while ! grep -q 'vmbuild-hvm: domid=' $_slog; do
+		# GRUB for BIOS at its prompt boots nothing (see grub_once).
 		if [ "$(awk -v a=$_tc -v b=$(up) 'BEGIN { print (b - a > 900) }')" = 1 ] ||
+		    { [ "$2" = disk ] && grep -q 'grub> ' $_slog; } ||
 		    [ "$(xs_read_retry /local/domain/$_id/name)" != $_tag ]; then
 			fail wait-$_tag "no vmbuild-hvm line from domain $_id"
 			hvm_diag $1 $_tag $_id
