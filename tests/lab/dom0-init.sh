@@ -1389,7 +1389,11 @@ grub_once() {
 			xsync
 			grep "(d$_id)" $XLOG | tail -n 20 | sed "s/^/  $_tag-xen| /"
 			console_lines $_tag | tail -n 30 | sed "s/^/  $_tag| /"
-			break
+			# No line and no figures: what is left goes (a
+			# triple-faulted guest is gone already).
+			$_destroy $_tag >/dev/null 2>&1
+			gone $_tag 60
+			return 1
 		fi
 		sleep 4
 	done
