@@ -33,7 +33,10 @@ pk[check]="libcmocka-dev prometheus systemd procps util-linux python3
 # bench: gnuplot draws bench/results/*.svg (gnuplot-nox: no X11 needed).
 pk[bench]="gnuplot-nox python3"
 # lab: e2fsprogs makes the Linux guest's disk image (mke2fs -d).
-pk[lab]="qemu-system-x86 busybox-static cpio xz-utils zstd gzip e2fsprogs"
+# fdisk: sfdisk writes the partition table of the grub step's disk,
+# grub-pc-bin its GRUB for BIOS (grub-mkimage, boot.img).
+pk[lab]="qemu-system-x86 busybox-static cpio xz-utils zstd gzip e2fsprogs
+	 fdisk grub-pc-bin"
 # debhost: the Debian host lab (make check-debhost) also makes dom0's
 # root file system with mmdebstrap and builds the .debs (dpkg-dev,
 # debhelper, dh-python: as tests/ops/deb.sh).

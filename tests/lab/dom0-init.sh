@@ -1192,6 +1192,25 @@ vif = [ 'bridge=$BR,type=vif' ]
 EOF
 }
 
+# mkhvmdisk TAG: the grubhvm step's guest: no kernel, the grub step's
+# disk as its only disk (emulated IDE for SeaBIOS and GRUB for BIOS, the
+# guest's xen-blkfront takes it over as xvda), booted from it (boot = c).
+mkhvmdisk() {
+	cat > /etc/lab/$1.cfg <<EOF
+name = "$1"
+type = "hvm"
+boot = "c"
+memory = $HVM_MB
+vcpus = 2
+serial = "pty"
+vnc = 0
+on_poweroff = "destroy"
+on_reboot = "destroy"
+on_crash = "destroy"
+disk = [ '/guest/grub-disk.img,raw,xvda,rw' ]
+EOF
+}
+
 # hvm_dm_left ID: the device model of domain ID still runs.
 hvm_dm_left() {
 	ps | grep -v grep | grep -q "xen-qemu-system-i386 .*-xen-domid $1 "
@@ -1208,18 +1227,20 @@ hvm_diag() {
 	[ $1 = vmb ] && tail -n 10 /tmp/vmbuildd.log | sed 's/^/  vmbuildd| /'
 }
 
+# hvm_one TOOL [disk]: TOOL's HVM guest; with disk, the grubhvm step's
+# (mkhvmdisk: booted from the grub disk by SeaBIOS and GRUB for BIOS).
 hvm_one() {
-	_tag=$1-hvm _slog=/tmp/serial-$1-hvm.log _sp="" _pty="" _ip=10.99.0.5
+	_tag=$1-hvm$2 _slog=/tmp/serial-$1-hvm$2.log _sp="" _pty="" _ip=10.99.0.5
 	case $1 in
 	xl) _create="xl create" _destroy="xl destroy" ;;
 	*) _create="$V create" _destroy="$V destroy" _ip=10.99.0.6 ;;
 	esac
-	mkhvm $_tag "$HVM_DEV" $_ip
+	if [ "$2" = disk ]; then mkhvmdisk $_tag; else mkhvm $_tag "$HVM_DEV" $_ip; fi
 	: > $_slog
 	_tc=$(up)
-	LIMIT=300 timed $1-create-hvm $_create /etc/lab/$_tag.cfg
+	LIMIT=300 timed $1-create-hvm$2 $_create /etc/lab/$_tag.cfg
 	_rc=$? _tr=$(up)
-	if [ $_rc != 0 ] && [ "$HVM_DEV" = 1 ]; then
+	if [ $_rc != 0 ] && [ "$HVM_DEV" = 1 ] && [ -z "$2" ]; then
 		fail $1-create-hvm-dev "create with a disk and a vif: rc=$_rc; once more without"
 		hvm_diag $1 $_tag "$(q xl domid $_tag)"
 		$_destroy $_tag >/dev/null 2>&1; gone $_tag 60
@@ -1246,7 +1267,9 @@ hvm_one() {
 	fi
 	echo "INFO $_tag: domain $_id, $(ps | grep -v grep | grep -c "xen-qemu-system-i386 .*-xen-domid $_id ") device model process(es), serial ${_pty:-by vmctl console}"
 	while ! grep -q 'vmbuild-hvm: domid=' $_slog; do
+		# GRUB for BIOS at its prompt boots nothing (see grub_once).
 		if [ "$(awk -v a=$_tc -v b=$(up) 'BEGIN { print (b - a > 900) }')" = 1 ] ||
+		    { [ "$2" = disk ] && grep -q 'grub> ' $_slog; } ||
 		    [ "$(xs_read_retry /local/domain/$_id/name)" != $_tag ]; then
 			fail wait-$_tag "no vmbuild-hvm line from domain $_id"
 			hvm_diag $1 $_tag $_id
@@ -1257,12 +1280,16 @@ hvm_one() {
 	_tl=$(up)
 	_line=$(tr -d '\r' < $_slog | sed -n 's/^.*\(vmbuild-hvm: domid=.*\)$/\1/p' | head -n 1)
 	echo "MARK step=run-$_tag rc=0 secs=$(secs $_tr $_tl) domid=$_id"
-	echo "HVM tool=$1 domid=$_id create_s=$(secs $_tc $_tr) line_s=$(secs $_tc $_tl) $_line"
+	echo "HVM tool=$1 ${2:+boot=$2 }domid=$_id create_s=$(secs $_tc $_tr) line_s=$(secs $_tc $_tl) $_line"
+	case "$2:$_line" in
+	disk:*booted_from=disk) ;;
+	disk:*) fail $1-hvmdisk-boot "no booted_from=disk in the line: '$_line'" ;;
+	esac
 	xsync
 	grep "(d$_id)" $XLOG | grep -E 'HVM Loader|System requested|Loading|E820|Invoking|BIOS' |
 	    head -n 12 | sed "s/^/  $_tag-xen| /"
 	# devices() prints its line before the hvm line.
-	tr -d '\r' < $_slog | grep -E 'vmbuild-(hvm|linux)|BIOS-e820|Hypervisor detected|Xen HVM' |
+	tr -d '\r' < $_slog | grep -E 'vmbuild-(hvm|linux|grub)|lab-grub|BIOS-e820|Hypervisor detected|Xen HVM' |
 	    head -n 16 | sed "s/^/  $_tag| /"
 	[ $1 = vmb ] && timed vmctl-info-hvm $V info $_tag
 	xs_dump $1 $_id
@@ -1290,6 +1317,156 @@ hvm_step() {
 		only /tmp/xs-vmb /tmp/xs-xl | sed 's/^/INFO xenstore hvm only-xl /'
 		only /tmp/xs-xl /tmp/xs-vmb | sed 's/^/INFO xenstore hvm only-vmbuild /'
 	fi
+}
+
+
+# ------------------------------------------------- GRUB guest (LAB_STEPS grub)
+# The grub step's disk (run.sh's grub_disk: MBR, one ext4 partition with
+# Debian's kernel, the Linux guest's initramfs and /boot/grub/grub.cfg)
+# booted as a PVH guest through GRUB for Xen PVH (grub-xen-host): under
+# xl as its kernel, under vmbuild as bootloader = "grub".  GRUB reads the
+# disk's grub.cfg, whose entry boots the kernel with lab_grub; the
+# guest's /init (linux-init.sh, grub_facts) prints on its PV console:
+#   vmbuild-grub: domid=N memtotal_kib=N booted_from=xvda
+# Per toolstack: create, the line, create -> line; destroy, then nothing
+# of it in xenstore and no loop device on the disk.
+GRUB_PVH=/usr/lib/grub-xen/grub-i386-xen_pvh.bin
+
+# mkgrub TOOL TAG: its config; the kernel is GRUB (xl), or the shorthand
+# vmbuild documents for it.
+mkgrub() {
+	case $1 in
+	xl) _boot="kernel = \"$GRUB_PVH\"" ;;
+	*) _boot='bootloader = "grub"' ;;
+	esac
+	cat > /etc/lab/$2.cfg <<CFG
+name = "$2"
+type = "pvh"
+$_boot
+memory = $GRUB_MB
+vcpus = 2
+disk = [ '/guest/grub-disk.img,raw,xvda,rw' ]
+on_poweroff = "destroy"
+on_reboot = "destroy"
+on_crash = "destroy"
+CFG
+}
+
+# grub_line TAG: the guest's vmbuild-grub line on its PV console.
+grub_line() {
+	console_lines $1 |
+	    sed -n 's/^.*\(vmbuild-grub: domid=[0-9]* .*\)$/\1/p' | head -n 1
+}
+
+# grub_once TOOL: create, wait for the line, destroy, check what is left.
+grub_once() {
+	_tag=$1-grub
+	case $1 in
+	xl) _create="xl create" _destroy="xl destroy" ;;
+	*) _create="$V create" _destroy="$V destroy" ;;
+	esac
+	mkgrub $1 $_tag
+	rm -f /var/log/xen/console/guest-$_tag.log
+	_tc=$(up)
+	LIMIT=300 timed $1-create-grub $_create /etc/lab/$_tag.cfg
+	_rc=$? _tr=$(up)
+	_id=$(q xl domid $_tag)
+	GRUB_ID=$_id
+	if [ $_rc != 0 ] || [ -z "$_id" ]; then
+		fail $1-create-grub "create rc=$_rc"
+		[ $1 = vmb ] && tail -n 10 /tmp/vmbuildd.log | sed 's/^/  vmbuildd| /'
+		$_destroy $_tag >/dev/null 2>&1
+		return 1
+	fi
+	# GRUB at its prompt (no grub.cfg found, or its entry failed) will
+	# not boot anything: no need to wait the full limit.  (The prompt
+	# ends no line: the whole log is read, not console_lines.)
+	while [ -z "$(grub_line $_tag)" ]; do
+		if [ "$(awk -v a=$_tc -v b=$(up) 'BEGIN { print (b - a > 900) }')" = 1 ] ||
+		    grep -q 'grub> ' /var/log/xen/console/guest-$_tag.log 2>/dev/null ||
+		    [ "$(xs_read_retry /local/domain/$_id/name)" != $_tag ]; then
+			fail wait-$_tag "no vmbuild-grub line from domain $_id"
+			xsync
+			grep "(d$_id)" $XLOG | tail -n 20 | sed "s/^/  $_tag-xen| /"
+			console_lines $_tag | tail -n 30 | sed "s/^/  $_tag| /"
+			# No line and no figures: what is left goes (a
+			# triple-faulted guest is gone already).
+			$_destroy $_tag >/dev/null 2>&1
+			gone $_tag 60
+			return 1
+		fi
+		sleep 4
+	done
+	_tl=$(up)
+	echo "MARK step=run-$_tag rc=0 secs=$(secs $_tr $_tl) domid=$_id"
+	echo "GRUB tool=$1 domid=$_id create_s=$(secs $_tc $_tr) line_s=$(secs $_tc $_tl) $(grub_line $_tag)"
+	# What GRUB and the kernel said on the way (GRUB's own lines too).
+	console_lines $_tag | grep -E 'lab-grub|vmbuild-grub|Reading|error|Command line|Booting|xen_pvh|PVH' |
+	    head -n 16 | sed "s/^/  $_tag| /"
+	[ $1 = vmb ] && timed vmctl-info-grub $V info $_tag
+	xs_dump $1-grub $_id
+	timed $1-destroy-grub $_destroy $_tag || fail $1-destroy-grub "destroy rc=$?"
+	gone $_tag 60 || fail $_tag-gone "$_tag still listed after destroy"
+	xs_gone $1-grub $_id
+	_i=0
+	while losetup -a | grep -q 'grub-disk\.img' && [ $_i -lt 100 ]; do usleep 200000; _i=$((_i + 1)); done
+	losetup -a | grep -q 'grub-disk\.img' &&
+	    fail $1-grub-loop-left "a loop device on /guest/grub-disk.img after destroy: $(losetup -a | grep grub-disk | tr '\n' ' ')"
+}
+
+# grub_boot TOOL: grub_once; built again, up to 3 builds in all, while
+# Xen saw the guest triple-fault (the emulated CPU's, see emu_fault:
+# under load it was seen in 3 of the first run's 4 boots, in GRUB's
+# kernel start and in a running kernel alike), each faulted try's
+# failures set aside and named on a LAB-EMU line.
+grub_boot() {
+	_try=1
+	while :; do
+		_gf0="$FAILED"; GRUB_ID=""
+		grub_once $1
+		emu_fault "$GRUB_ID" || return 0
+		echo "LAB-EMU tool=$1 domid=$GRUB_ID what=triple-fault try=$_try uptime=$(up) set-aside=$(echo ${FAILED#"$_gf0"} | tr ' ' ',')"
+		grep -E "[] ]d${GRUB_ID}v[0-9]+ Triple fault" -A 14 $XLOG | head -n 15 | sed 's/^/  emu-fault| /'
+		FAILED="$_gf0"
+		if [ $_try -ge 3 ]; then
+			fail $1-grub-emu "3 builds, each triple-faulted (the last: domain $GRUB_ID)"
+			return 0
+		fi
+		_try=$((_try + 1))
+		grub_gone $1
+		scrub_wait 300
+	done
+}
+
+# grub_gone TOOL: nothing left of a faulted guest: its domain, vmbuildd's
+# record of it (a rebuild under the same name is refused until then),
+# a loop device on the disk.
+grub_gone() {
+	gone $1-grub 120 || { xl destroy $1-grub >/dev/null 2>&1; gone $1-grub 60; }
+	if [ $1 = vmb ]; then
+		_w0=$(up)
+		while $V list 2>/dev/null | grep -qw vmb-grub; do
+			[ "$(awk -v a=$_w0 -v b=$(up) 'BEGIN { print (b - a > 180) }')" = 1 ] && break
+			$V destroy vmb-grub >/dev/null 2>&1
+			sleep 3
+		done
+	fi
+	losetup -a | grep 'grub-disk\.img' | cut -d: -f1 | while read -r _lo; do
+		echo "INFO $_lo left by the faulted guest's disk; detached"
+		losetup -d $_lo
+	done
+}
+
+grub_step() {
+	echo "INFO grub: $GRUB_PVH $(wc -c < $GRUB_PVH 2>/dev/null || echo missing) bytes, /guest/grub-disk.img $(wc -c < /guest/grub-disk.img 2>/dev/null || echo missing) bytes"
+	for t in $tools; do scrub_wait 300; grub_boot $t; done
+}
+
+# grubhvm_step (LAB_STEPS grubhvm, off by default): the grub step's disk
+# booted as an HVM guest by SeaBIOS through GRUB for BIOS in its MBR;
+# its line (linux-init.sh, hvm_facts) must end in booted_from=disk.
+grubhvm_step() {
+	for t in $tools; do scrub_wait 300; hvm_one $t disk; done
 }
 
 
@@ -1329,6 +1506,8 @@ if echo " $LAB_STEPS " | grep -q " linux "; then
 	fi
 fi
 echo " $LAB_STEPS " | grep -q " hvm " && hvm_step
+echo " $LAB_STEPS " | grep -q " grub " && grub_step
+echo " $LAB_STEPS " | grep -q " grubhvm " && grubhvm_step
 # issue 22: xl and vmbuild side by side, LAB_ROUNDS create rounds and
 # the dirty-memory sequence (tests/lab/xenbench.sh).
 [ -f /etc/lab/xenbench.sh ] && xb_main

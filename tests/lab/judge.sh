@@ -193,6 +193,20 @@ if [[ " ${LAB_STEPS:-linux} " == *" linux "* ]]; then
 		fi
 	done
 fi
+# The grub step: each toolstack's guest booted from its disk through GRUB
+# for Xen PVH and said so (dom0-init.sh's GRUB lines).
+if [[ " ${LAB_STEPS:-} " == *" grub "* ]]; then
+	for t in xl vmb; do
+		[ $t = vmb ] && { [ "${LAB_VMBUILD:-require}" = off ] || [[ " ${LAB_STEPS:-vmbuild} " != *" vmbuild "* ]]; } && continue
+		[ $t = xl ] && [[ " ${LAB_STEPS:-xl} " != *" xl "* ]] && continue
+		g=$(grep -E "GRUB tool=$t " "$clean" | tail -n 1)
+		echo "grub $t: ${g#*GRUB }"
+		if ! echo "$g" | grep -qE "vmbuild-grub: domid=[0-9]+ memtotal_kib=[0-9]+ booted_from=xvda$"; then
+			ok=0
+			echo "FAIL: the GRUB guest $t built did not say 'booted_from=xvda'"
+		fi
+	done
+fi
 if [ $ok = 1 ]; then
 	echo "lab: PASS"
 	exit 0

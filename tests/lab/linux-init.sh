@@ -75,8 +75,46 @@ facts() {
 # step boots this kernel and initramfs through QEMU): one line on its
 # console (the emulated serial port), with what devices() found of its
 # PV disk and vif (no: it was given none, lab_nodev).
+# Booted from its disk by its BIOS and GRUB (lab_grub, grub_facts): the
+# line ends in booted_from=disk.
 hvm_facts() {
-	say "vmbuild-hvm: domid=$domid memtotal_kib=$memtotal cpus=$cpus nodes=$nodes disk=${disk:-no} net=${net:-no}"
+	_from=""
+	[ -n "$booted_from" ] && _from=" booted_from=disk"
+	case "$booted_from" in fail*) _from=" booted_from=$booted_from" ;; esac
+	say "vmbuild-hvm: domid=$domid memtotal_kib=$memtotal cpus=$cpus nodes=$nodes disk=${disk:-no} net=${net:-no}$_from"
+}
+
+# The lab's GRUB guest (lab_grub: the menu entry of the grub step's
+# disk image, tests/lab/grub.cfg, which GRUB read from that disk): the
+# disk it booted from is the one whose partition root= names, when that
+# partition holds the grub.cfg of the entry; one line on its console:
+#   vmbuild-grub: domid=N memtotal_kib=N booted_from=xvda
+# (booted_from=fail(why) otherwise).
+grub_facts() {
+	for m in $(cat /lib/modules/devices.order 2>/dev/null); do
+		insmod /lib/modules/$m.ko 2>/dev/null
+	done
+	booted_from=$(grub_disk)
+	say "vmbuild-grub: domid=$domid memtotal_kib=$memtotal booted_from=$booted_from"
+}
+
+# grub_disk: the disk of root= (xvda of /dev/xvda1) if it holds
+# /boot/grub/grub.cfg with this entry; fail(why) if not.
+grub_disk() {
+	_part=$(arg root); _part=${_part#/dev/}
+	_disk=$(echo "$_part" | sed 's/[0-9]*$//')
+	[ -n "$_part" ] || { echo "fail(no-root=)"; return; }
+	wait_for /dev/$_part 30 || { echo "fail(no-$_part)"; return; }
+	ready $_part 30 dd if=/dev/$_part of=/dev/null bs=4096 count=1 ||
+	    { echo "fail($_part-unreadable)"; return; }
+	mkdir -p /mnt
+	mount -t ext4 -o ro /dev/$_part /mnt 2>/tmp/mount.err ||
+	    { say "vmbuild-grub: mount $_part: $(cat /tmp/mount.err)"; echo "fail(mount)"; return; }
+	grep -q 'lab_grub' /mnt/boot/grub/grub.cfg 2>/dev/null ||
+	    { umount /mnt; echo "fail(no-grub.cfg-on-$_part)"; return; }
+	say "vmbuild-grub: $_part holds /boot/grub/grub.cfg, /boot/vmlinuz $(wc -c < /mnt/boot/vmlinuz) bytes; kernel $(uname -r)"
+	umount /mnt
+	echo "$_disk"
 }
 
 # What Linux made of the tables and map it was given, for the log.
@@ -253,6 +291,9 @@ main() {
 	case " $(cat /proc/cmdline) " in
 	*" lab_nodev "*) ;;
 	*) devices ;;
+	esac
+	case " $(cat /proc/cmdline) " in
+	*" lab_grub "*) grub_facts ;;
 	esac
 	case " $(cat /proc/cmdline) " in
 	*" lab_hvm "*) hvm_facts ;;

@@ -21,9 +21,16 @@
 #                            4.5 GiB 2-node PVH guest, by each toolstack),
 #                            hvm (off by default: the same kernel as an HVM
 #                            guest, hvmloader + SeaBIOS + QEMU for Xen's
-#                            direct kernel boot, by each toolstack)
+#                            direct kernel boot, by each toolstack),
+#                            grub (off by default: a disk image with
+#                            Debian's kernel and /boot/grub/grub.cfg
+#                            booted as a PVH guest through GRUB for Xen
+#                            PVH, grub-xen-host, by each toolstack),
+#                            grubhvm (off by default: that disk as an HVM
+#                            guest, SeaBIOS and GRUB for BIOS in its MBR)
 #   LAB_HVM_MB=512           the hvm step's guest
 #   LAB_HVM_DEV=1            its disk (xvda) and PV vif; 0: none
+#   LAB_GRUB_MB=512          the grub step's guest
 #   LAB_VMBUILD=require      require (default): the vmbuild steps must run and
 #                            pass, and judge.sh wants their guests' hello.  auto:
 #                            the vmbuild steps run when vmbuildd and vmctl
@@ -87,6 +94,7 @@ export LAB_LINUX_MB
 LAB_SR_MB=${LAB_SR_MB:-256}
 LAB_HVM_MB=${LAB_HVM_MB:-512}
 LAB_HVM_DEV=${LAB_HVM_DEV:-1}
+LAB_GRUB_MB=${LAB_GRUB_MB:-512}
 LAB_TIMEOUT=${LAB_TIMEOUT:-3000}
 LAB_CPU=${LAB_CPU:-max,-smap,-rdtscp}
 LAB_SMP=${LAB_SMP:-4}
@@ -166,7 +174,11 @@ pkgs="xen-hypervisor-$XENVER-amd64 $kpkg busybox-static xen-utils-$XENVER
 # data (linuxboot_dma.bin for direct kernel boot, keymaps); hvmloader
 # is xen-utils-4.17's.
 case " $LAB_STEPS " in
-*" hvm "*) pkgs="$pkgs qemu-system-xen seabios qemu-system-data" ;;
+*" hvm "*|*" grubhvm "*) pkgs="$pkgs qemu-system-xen seabios qemu-system-data" ;;
+esac
+# The grub step's GRUB for Xen PVH (grub-i386-xen_pvh.bin).
+case " $LAB_STEPS " in
+*" grub "*) pkgs="$pkgs grub-xen-host" ;;
 esac
 missing=""
 for p in $pkgs; do
@@ -299,6 +311,17 @@ kmods "$LG" xen-blkfront xen-netfront ext4 crc32c_generic ||
 (cd "$LG" && find . | cpio -o -H newc 2>/dev/null | gzip -1) > "$LAB_DIR/linux-initrd.gz" ||
     fail $step "cpio"
 
+# ------------------------------------------------------------- GRUB disk
+# The grub and grubhvm steps' disk (tests/lab/grubdisk.sh), cached in
+# $LAB_DIR/grub-disk.
+case " $LAB_STEPS " in
+*" grub "*|*" grubhvm "*)
+	step=grub-disk
+	. "$here/grubdisk.sh" &&
+	    grub_disk "$LAB_DIR/grub-disk" "$kernel" "$LAB_DIR/linux-initrd.gz" "$LG" "$here/grub.cfg" ||
+	    fail $step "the disk image (mkfs.ext4 -d, sfdisk, grub-mkimage: scripts/deps.sh lab)" ;;
+esac
+
 # ------------------------------------------------------------- dom0 initramfs
 step=initramfs
 rm -rf "$D0" && mkdir -p "$D0"/{bin,sbin,proc,sys,dev,run,var,tmp,etc/xen,etc/lab,lib/modules,guest,lib64,$ARCHLIB,usr/lib/xen-$XENVER/bin} ||
@@ -324,7 +347,7 @@ cp "$here/dom0-init.sh" "$D0/init" && chmod +x "$D0/init" || fail $step "copy do
 # hvmloader, SeaBIOS and the QEMU data the guest's boot reads.
 hvm_bins=""
 case " $LAB_STEPS " in
-*" hvm "*)
+*" hvm "*|*" grubhvm "*)
 	mkdir -p "$D0/usr/libexec" "$D0/usr/lib/xen-$XENVER/boot" \
 	    "$D0/usr/share/qemu/keymaps" "$D0/usr/share/seabios" &&
 	    cp "$ROOT/usr/libexec/xen-qemu-system-i386" "$D0/usr/libexec/" &&
@@ -334,6 +357,15 @@ case " $LAB_STEPS " in
 	    cp "$ROOT/usr/share/qemu/keymaps/en-us" "$D0/usr/share/qemu/keymaps/" ||
 	    fail $step "copy QEMU for Xen, hvmloader, SeaBIOS, QEMU's data (the hvm step)"
 	hvm_bins=$D0/usr/libexec/xen-qemu-system-i386 ;;
+esac
+# The grub step: GRUB for Xen PVH where both toolstacks look for it
+# (kernel = under xl, bootloader = "grub" under vmbuild) and its disk.
+case " $LAB_STEPS " in
+*" grub "*|*" grubhvm "*)
+	mkdir -p "$D0/usr/lib/grub-xen" &&
+	    cp "$ROOT/usr/lib/grub-xen/grub-i386-xen_pvh.bin" "$D0/usr/lib/grub-xen/" &&
+	    cp "$LAB_DIR/grub-disk/disk.img" "$D0/guest/grub-disk.img" ||
+	    fail $step "copy GRUB for Xen PVH and the grub disk (the grub step)" ;;
 esac
 cp "$here/xenbench.sh" "$D0/etc/lab/xenbench.sh" || fail $step "copy xenbench.sh"
 # Devices: blkback, netback, loop and the bridge; Debian's hotplug
@@ -415,6 +447,7 @@ LINUX_MB=$LAB_LINUX_MB
 SR_MB=$LAB_SR_MB
 HVM_MB=$LAB_HVM_MB
 HVM_DEV=$LAB_HVM_DEV
+GRUB_MB=$LAB_GRUB_MB
 XENVER=$XENVER
 VMBUILDD_ARGS="$LAB_VMBUILDD_ARGS"
 XL_SHIM=$LAB_XL_SHIM
