@@ -23,13 +23,15 @@ pk[build]="build-essential pkg-config libxen-dev libyajl-dev libevent-dev
 # for the fuzz targets (their corpora are replayed), ss (iproute2) for
 # the load test, useradd and groupadd (passwd) for the access test,
 # OpenSSH's sshd and ssh (openssh-server, openssh-client) for migssh.py;
-# grub-xen-host: GRUB for Xen PVH, which bootloader = "grub" loads.
+# grub-xen-host: GRUB for Xen PVH, which bootloader = "grub" loads;
+# fdisk and grub-pc-bin for tests/lab/grubdisk-test.sh (the lab's GRUB
+# disk image, read back by grub-fstest).
 pk[check]="libcmocka-dev prometheus systemd procps util-linux python3
 	   dpkg-dev debhelper dh-python lintian man-db bash-completion
 	   ansible-core python3-voluptuous pycodestyle pylint yamllint
 	   python3-venv python3-pip python3-setuptools
 	   python3-wheel strace clang-14 libclang-rt-14-dev iproute2 passwd
-	   openssh-server openssh-client grub-xen-host"
+	   openssh-server openssh-client grub-xen-host fdisk grub-pc-bin"
 # bench: gnuplot draws bench/results/*.svg (gnuplot-nox: no X11 needed).
 pk[bench]="gnuplot-nox python3"
 # lab: e2fsprogs makes the Linux guest's disk image (mke2fs -d).
