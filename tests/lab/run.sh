@@ -60,8 +60,9 @@
 #   LAB_HOTPLUG_TRACE=0      1: the hotplug scripts run with `set -x`
 #                            (their trace in dom0's xen-hotplug.log, shown
 #                            whole at the end of the run)
-#   LAB_INJECT=""            triple-fault:xl or triple-fault:vmb: that
-#                            toolstack's Linux guest is made to look as if
+#   LAB_INJECT=""            triple-fault:xl or triple-fault:vmb[:N]: that
+#                            toolstack's Linux guest (its first N builds,
+#                            1 by default) is made to look as if
 #                            Xen saw it triple-fault (destroyed, with a line
 #                            marked "injected" in dom0's copy of Xen's
 #                            console), to try the lab's handling of the
@@ -486,7 +487,10 @@ fi
 # (memcpy uses SSE registers): 1 to 6 a loaded run, with or without AVX
 # or FSGSBASE.  With eager switching: none so far (tests/lab/README.md).
 # A later spec-ctrl=no-eager-fpu in LAB_XEN_EXTRA puts it back.
-xen_cmdline="console=com1 com1=115200,8n1 dom0_mem=$LAB_DOM0_MEM,max:$LAB_DOM0_MEM loglvl=all guest_loglvl=all console_timestamps=boot spec-ctrl=eager-fpu $LAB_XEN_EXTRA"
+# conring_size: Xen's console ring (16 KiB by default) holds what dom0
+# reads with `xl dmesg -c`; heap dumps and guest lines between two reads
+# could push a guest's triple-fault line out before the lab saw it.
+xen_cmdline="console=com1 com1=115200,8n1 dom0_mem=$LAB_DOM0_MEM,max:$LAB_DOM0_MEM loglvl=all guest_loglvl=all conring_size=4m console_timestamps=boot spec-ctrl=eager-fpu $LAB_XEN_EXTRA"
 log "qemu: -cpu $LAB_CPU -smp $LAB_SMP -m $LAB_MEM, $LAB_NUMA NUMA node(s), timeout ${LAB_TIMEOUT}s; console -> $CONSOLE"
 log "xen: $xen_cmdline"
 # The host's load (dom0's view of its own is meaningless): at QEMU's

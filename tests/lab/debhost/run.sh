@@ -266,7 +266,7 @@ cp --sparse=always "$img" "$DIR/disk.img" || fail $step "copy rootfs.img"
 # spec-ctrl=eager-fpu because Xen's lazy FPU switching on the emulated
 # AMD CPU let dom0's programs die of faults now and then under TCG.
 step=qemu
-xen_cmdline="console=com1 com1=115200,8n1 dom0_mem=$DEBHOST_DOM0_MEM,max:$DEBHOST_DOM0_MEM loglvl=all guest_loglvl=all console_timestamps=boot spec-ctrl=eager-fpu $DEBHOST_XEN_EXTRA"
+xen_cmdline="console=com1 com1=115200,8n1 dom0_mem=$DEBHOST_DOM0_MEM,max:$DEBHOST_DOM0_MEM loglvl=all guest_loglvl=all conring_size=4m console_timestamps=boot spec-ctrl=eager-fpu $DEBHOST_XEN_EXTRA"
 dom0_cmdline="root=/dev/vda ro console=hvc0 $DEBHOST_DOM0_EXTRA"
 log "qemu: -smp $DEBHOST_SMP -m $DEBHOST_MEM, timeout ${DEBHOST_TIMEOUT}s; console -> $CONSOLE"
 log "xen: $xen_cmdline"
