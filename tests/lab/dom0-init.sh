@@ -376,8 +376,10 @@ linux() {
 	while :; do
 		_lf0="$FAILED"; LINUX_ID=""; LINUX_TAG=$1-linux
 		linux_once $1
+		# A try that passed is done, whatever its console says.
+		[ "$FAILED" = "$_lf0" ] && return 0
 		if ! _what=$(emu_casualty "$LINUX_ID" $1-linux); then
-			[ "$FAILED" = "$_lf0" ] || linux_tell $1
+			linux_tell $1
 			return 0
 		fi
 		_tf_id=$LINUX_ID
@@ -603,8 +605,9 @@ emu_fault() {
 }
 # The guest kernel's own words for dying.  The emulated CPU was seen to
 # kill dom0's programs with SIGSEGV now and then; a guest kernel it
-# corrupts dies with one of these on its console.
-GUEST_CRASH='Kernel panic|Oops|BUG: |general protection fault|invalid opcode|double fault|Unable to handle'
+# corrupts dies with one of these on its console.  (Not "BUG: soft
+# lockup": a busy emulation says that of a guest that lives on.)
+GUEST_CRASH='Kernel panic|Oops|BUG: (kernel|unable)|general protection fault|invalid opcode|double fault|Unable to handle'
 # guest_crash ID TAG: domain ID is gone and its console shows its kernel
 # dying.
 guest_crash() {
