@@ -125,6 +125,7 @@ struct save_job {
 	char		why[256];
 	bool		memory;		/* the bytes travelled */
 	uint64_t	bytes, pages;
+	uint64_t	wait_ns, put_ns;	/* a native save's (native.c) */
 	/* Its domain once the save ended, when the guest stays here. */
 	struct vmb_domain dom;
 	bool		have_dom;
@@ -283,6 +284,8 @@ save_native(struct save_job *sj, struct vmb_stream_out *o)
 		return save_fail(sj, rc, "cannot write the stream: %s",
 		    strerror(-rc));
 	rc = vmb_guest_save_native(vmbd.ctx, sj->domid, &io);
+	sj->wait_ns = io.wait_ns;
+	sj->put_ns = io.put_ns;
 	if (rc < 0)
 		return save_fail(sj, rc, "%s", io.why[0] ? io.why :
 		    rc == -ECANCELED ? "cancelled" : strerror(-rc));
@@ -405,10 +408,17 @@ save_done(struct job *job)
 		vm->busy = false;
 	metrics_stream_done(false, result, sj->rc == 0 ? sj->bytes : 0);
 	if (sj->rc == 0) {
+		char split[96] = "";
+
+		/* Where a hypervisor's save spent its time. */
+		if (sj->wait_ns || sj->put_ns)
+			snprintf(split, sizeof(split), "; %.3f s waiting for "
+			    "the hypervisor's saver, %.3f s writing",
+			    sj->wait_ns / 1e9, sj->put_ns / 1e9);
 		log_vm(LOG_INFO, sj->name, sj->domid, t->id, "%s saved (%llu "
-		    "bytes, %llu pages)%s", sj->name,
+		    "bytes, %llu pages%s)%s", sj->name,
 		    (unsigned long long)sj->bytes,
-		    (unsigned long long)sj->pages, sj->checkpoint ?
+		    (unsigned long long)sj->pages, split, sj->checkpoint ?
 		    "; it keeps running" : "; its domain is destroyed");
 		task_finish(t, TASK_DONE, 0, 0, NULL);
 		if (vm != NULL && !sj->checkpoint) {

@@ -134,10 +134,13 @@ save_pump(struct vmb_native_io *io, int rfd, uint8_t *buf)
 	while (!eof) {
 		struct pollfd pf[2] = { { rfd, POLLIN, 0 },
 		    { io->cancel_fd, POLLIN, 0 } };
+		uint64_t t0 = vmb__now_ns();
 		ssize_t n;
-		int rc;
+		int rc, pr;
 
-		if (poll(pf, io->cancel_fd >= 0 ? 2 : 1, -1) < 0) {
+		pr = poll(pf, io->cancel_fd >= 0 ? 2 : 1, -1);
+		io->wait_ns += vmb__now_ns() - t0;
+		if (pr < 0) {
 			if (errno == EINTR)
 				continue;
 			return -errno;
@@ -160,7 +163,9 @@ save_pump(struct vmb_native_io *io, int rfd, uint8_t *buf)
 		}
 		if (have == 0 || (!eof && have < NATIVE_CHUNK / 2))
 			continue;	/* more to come: fewer, fuller records */
+		t0 = vmb__now_ns();
 		rc = io->put(io->user, buf, have);
+		io->put_ns += vmb__now_ns() - t0;
 		if (rc < 0)
 			return rc;
 		io->bytes += have;

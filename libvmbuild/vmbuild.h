@@ -1354,6 +1354,13 @@ struct vmb_native_io {
 	uint32_t suspend_ms;
 	bool	resume;
 	uint64_t bytes;		/* out: of the hypervisor's stream */
+	/*
+	 * Out, a save's: nanoseconds its pump waited for the hypervisor's
+	 * saver (the guest's suspend, libxenguest mapping and writing
+	 * pages) and spent in put (our stream's writes): where a slow save
+	 * spends its time.
+	 */
+	uint64_t wait_ns, put_ns;
 	char	why[256];
 };
 bool vmb_native_stream(struct vmb_ctx *ctx);

@@ -7,7 +7,8 @@
  * whose header says so (VMB_STREAM_F_XEN) and read back in order.
  *
  * Checked: every byte travels in order, in records of at most
- * VMB_STREAM_MAX_XEN; a checkpoint resumes the guest once; a failed
+ * VMB_STREAM_MAX_XEN; a save's time split between waiting for the saver
+ * and our writes is counted; a checkpoint resumes the guest once; a failed
  * write of ours or a cancel stops the saver (its writes fail) and the
  * guest is resumed, the failure ours; a restorer that stops reading
  * fails the restore with its reason, a stream that fails with the
@@ -43,6 +44,7 @@ static struct {
 	uint8_t	*got;
 	size_t	got_len;
 	uint32_t vcpus;
+	unsigned save_delay_ms;		/* the saver's "suspend" before writing */
 } fb;
 
 static uint8_t
@@ -60,6 +62,8 @@ fake_save(void *priv, uint32_t domid, int fd, int cancel_fd,
 	size_t off = 0;
 
 	(void)priv, (void)domid, (void)cancel_fd, (void)suspend_ms;
+	if (fb.save_delay_ms)
+		usleep(fb.save_delay_ms * 1000u);
 	fb.suspended = true;
 	while (off < fb.save_len) {
 		size_t n = fb.save_len - off < sizeof(buf) ? fb.save_len - off :
@@ -131,6 +135,7 @@ struct sink {
 	unsigned puts;
 	size_t	max_put;
 	int	fail_at;		/* put number that fails (0: none) */
+	unsigned delay_ms;		/* each put sleeps so long first */
 };
 
 static int
@@ -139,6 +144,8 @@ sink_put(void *user, const void *buf, size_t len)
 	struct sink *s = user;
 
 	s->puts++;
+	if (s->delay_ms)
+		usleep(s->delay_ms * 1000u);
 	if (len > s->max_put)
 		s->max_put = len;
 	if (s->fail_at && (int)s->puts == s->fail_at)
@@ -254,6 +261,34 @@ test_save_restore(void **state)
 			fail_msg("byte %zu differs after the round trip", i);
 	assert_int_equal(io.bytes, SAVED_LEN);
 	vmb_stream_in_done(&s.in);
+	close(k.fd);
+}
+
+/*
+ * Where a save's time went (the daemon logs it): waiting for the saver
+ * (here a 200 ms "suspend" before its first byte) and in our puts (each
+ * 30 ms).  Lower bounds only: a loaded machine makes both longer, and
+ * together they never exceed the save's own time.
+ */
+static void
+test_save_time_split(void **state)
+{
+	struct vmb_native_io io = { .put = sink_put, .cancel_fd = -1 };
+	struct sink k;
+	uint64_t t0, all;
+
+	(void)state;
+	sink_open(&k);
+	k.delay_ms = 30;
+	io.user = &k;
+	fb.save_delay_ms = 200;
+	t0 = vmb__now_ns();
+	assert_int_equal(vmb_guest_save_native(&ctx, 5, &io), 0);
+	all = vmb__now_ns() - t0;
+	assert_int_equal(io.bytes, SAVED_LEN);
+	assert_true(io.wait_ns >= 200ull * 1000 * 1000);
+	assert_true(io.put_ns >= (uint64_t)k.puts * 30 * 1000 * 1000);
+	assert_true(io.wait_ns + io.put_ns <= all);
 	close(k.fd);
 }
 
@@ -433,6 +468,7 @@ main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup(test_save_restore, setup),
+		cmocka_unit_test_setup(test_save_time_split, setup),
 		cmocka_unit_test_setup(test_checkpoint_resumes, setup),
 		cmocka_unit_test_setup(test_put_fails, setup),
 		cmocka_unit_test_setup(test_saver_fails, setup),
