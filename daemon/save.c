@@ -408,17 +408,24 @@ save_done(struct job *job)
 		vm->busy = false;
 	metrics_stream_done(false, result, sj->rc == 0 ? sj->bytes : 0);
 	if (sj->rc == 0) {
-		char split[96] = "";
+		char what[160];
 
-		/* Where a hypervisor's save spent its time. */
+		/*
+		 * A hypervisor's save carries the pages inside its own
+		 * records: where its time went instead of a page count.
+		 */
 		if (sj->wait_ns || sj->put_ns)
-			snprintf(split, sizeof(split), "; %.3f s waiting for "
-			    "the hypervisor's saver, %.3f s writing",
-			    sj->wait_ns / 1e9, sj->put_ns / 1e9);
-		log_vm(LOG_INFO, sj->name, sj->domid, t->id, "%s saved (%llu "
-		    "bytes, %llu pages%s)%s", sj->name,
-		    (unsigned long long)sj->bytes,
-		    (unsigned long long)sj->pages, split, sj->checkpoint ?
+			snprintf(what, sizeof(what), "%llu bytes, the "
+			    "hypervisor's stream; %.3f s waiting for its "
+			    "saver, %.3f s writing",
+			    (unsigned long long)sj->bytes, sj->wait_ns / 1e9,
+			    sj->put_ns / 1e9);
+		else
+			snprintf(what, sizeof(what), "%llu bytes, %llu pages",
+			    (unsigned long long)sj->bytes,
+			    (unsigned long long)sj->pages);
+		log_vm(LOG_INFO, sj->name, sj->domid, t->id, "%s saved (%s)%s",
+		    sj->name, what, sj->checkpoint ?
 		    "; it keeps running" : "; its domain is destroyed");
 		task_finish(t, TASK_DONE, 0, 0, NULL);
 		if (vm != NULL && !sj->checkpoint) {
