@@ -92,7 +92,8 @@ def dig(j, *keys):
 def parse_log(path):
     """The raw records of one log."""
     lines = lines_of(path)
-    r = {'log': path, 'creates': [], 'dirty': [], 'stats': {}, 'host': None}
+    r = {'log': path, 'creates': [], 'dirty': [], 'stats': {}, 'host': None,
+         'restores': []}
     marks = {}
     for ts, text in lines:
         m = MARK.match(text)
@@ -117,6 +118,8 @@ def parse_log(path):
                     r['stats'][(w[1], w[2])] = json.loads(w[4])
                 except ValueError:
                     pass
+        elif text.startswith('vmbuild-saverestore: '):
+            r['restores'].append(dict(KV.findall(text)))
         elif text.startswith('LAB-HOST '):
             h = dict(KV.findall(text))
             r['host'] = {k: fnum(h.get(k)) for k in
@@ -214,17 +217,42 @@ def dirty(recs_by_log):
     return out
 
 
+def restores(recs):
+    """The saverestore step's lines (LAB_STEPS=... saverestore): each
+    tool's restore time where the step said ok=yes (both tools' guests
+    continued), the others listed as failed."""
+    out = {'runs': 0, 'failed': [], 'mb': None}
+    got = {t: [] for t in TOOLS}
+    for r in recs:
+        for x in r['restores']:
+            out['runs'] += 1
+            if x.get('ok') != 'yes':
+                out['failed'].append('%s: ok=%s' % (r['log'], x.get('ok')))
+                continue
+            out['mb'] = fnum(x.get('mb'))
+            for t in TOOLS:
+                v = fnum(x.get('restore_' + t))
+                if v is not None:
+                    got[t].append(v)
+    for t in TOOLS:
+        out[t] = spread(got[t])
+    out['ratio'] = ratio(out['vmb'], out['xl'])
+    return out
+
+
 def results(paths, commit=None):
     recs = [parse_log(p) for p in paths if os.path.exists(p)]
     cr = creates([c for r in recs for c in r['creates']])
     di = dirty(recs)
+    rs = restores(recs)
     j = {
         'create_return_ratio': cr['return_ratio'],
         'create_line_ratio': cr['line_ratio'],
         'dirty_ratio_stock': dig(di, 'stock', 'ratio'),
         'dirty_ratio_companion': dig(di, 'companion', 'ratio'),
-        'restore_ratio': None,
+        'restore_ratio': rs['ratio'],
         'targets': TARGETS,
+        'restore': rs,
         'create': cr,
         'dirty': di,
         'host': {r['log']: r['host'] for r in recs},
@@ -289,6 +317,13 @@ def summary(j):
         for k, what in (('failed', 'failed'), ('missing', 'missing figure')):
             if x[k]:
                 L.append('  dirty %s %s: %s' % (xen, what, ', '.join(x[k])))
+    rs = j['restore']
+    if rs['runs']:
+        L.append('vmbuild-xen-restore: runs=%d xl=%s vmb=%s ratio=%s mb=%s'
+                 % (rs['runs'], fig(rs['xl']), fig(rs['vmb']),
+                    fmt(rs['ratio']), fmt(rs['mb'])))
+        if rs['failed']:
+            L.append('  restore failed: ' + ', '.join(rs['failed']))
     return L
 
 

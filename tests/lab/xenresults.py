@@ -127,7 +127,7 @@ with tempfile.TemporaryDirectory() as d:
           j.get('dirty_ratio_companion') == 0.381,
           'dirty ratios in the JSON', j.get('dirty'))
     check('restore_ratio' in j and j['restore_ratio'] is None,
-          'restore_ratio present and null (no restore yet)')
+          'restore_ratio present and null without a saverestore line')
     check(j.get('commit') == 'abc1234' and j.get('date'),
           'commit and date', (j.get('commit'), j.get('date')))
     xl = (j.get('create') or {}).get('xl') or {}
@@ -141,6 +141,24 @@ with tempfile.TemporaryDirectory() as d:
     check(j.get('missing_logs') == [log('absent.log')] and
           'no log ' + log('absent.log') in out,
           'an absent log is said, not fatal', out)
+
+# The saverestore step's lines: the restore times of the run that said
+# ok=yes; a run that did not is listed, not counted.
+with tempfile.TemporaryDirectory() as d:
+    out_json = os.path.join(d, 'xen.json')
+    rc, out, err = run('--out', out_json, log('saverestore.log'))
+    j = json.load(open(out_json)) if os.path.exists(out_json) else {}
+    rs = j.get('restore') or {}
+    check(j.get('restore_ratio') == round(46.17 / 42.32, 3) and
+          rs.get('runs') == 2 and (rs.get('xl') or {}).get('values') == [42.32]
+          and (rs.get('vmb') or {}).get('values') == [46.17],
+          'restore_ratio from the ok=yes line only', rs)
+    check(len(rs.get('failed', [])) == 1 and 'ok=no' in rs['failed'][0],
+          'the ok=no run is listed as failed', rs)
+rc, out, err = run('--summary', log('saverestore.log'))
+check('vmbuild-xen-restore: runs=2 xl=42.32[42.32-42.32] '
+      'vmb=46.17[46.17-46.17] ratio=1.091 mb=256' in out.splitlines(),
+      'the restore line in the summary', out + err)
 
 # judge.sh shows the lines in its summary (it fails the excerpt: no run).
 p = subprocess.run([os.path.join(top, 'tests', 'lab', 'judge.sh'),
