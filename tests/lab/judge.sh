@@ -124,8 +124,11 @@ elif [ "${result%% *}" != PASS ]; then
 	echo "FAIL: dom0 steps failed: ${result#*failed=}"
 	grep -E 'LAB-FAIL ' "$clean" | sed 's/^\[[ 0-9.]*\] /  /'
 fi
+# The hello guests' checks, unless the run skipped them (LAB_HELLO=0: a
+# lab of other steps, e.g. make check-xen-hvm).
+hello=${LAB_HELLO:-1}
 # Xen's own console must show the guest greeting from its own domain id.
-if ! grep -E '^\[[ 0-9.]*\] \(d[0-9]+\).*vmbuild-guest: hello from domain [0-9]+' "$clean" |
+if [ "$hello" != 0 ] && ! grep -E '^\[[ 0-9.]*\] \(d[0-9]+\).*vmbuild-guest: hello from domain [0-9]+' "$clean" |
     sed -n 's/.*(d\([0-9]*\)).*hello from domain \([0-9]*\).*/\1 \2/p' |
     awk '$1 == $2 { found = 1 } END { exit !found }'; then
 	ok=0
@@ -136,7 +139,7 @@ fi
 # its own domain id (an xl guest's greeting does not count).  Only
 # LAB_VMBUILD=off, or LAB_STEPS without vmbuild (both passed on by run.sh),
 # lifts this.
-if [ "${LAB_VMBUILD:-require}" != off ] && [[ " ${LAB_STEPS:-vmbuild} " == *" vmbuild "* ]]; then
+if [ "$hello" != 0 ] && [ "${LAB_VMBUILD:-require}" != off ] && [[ " ${LAB_STEPS:-vmbuild} " == *" vmbuild "* ]]; then
 	for g in vmb-small:vmb-create-small vmb-big:vmb-create-big; do
 		tag=${g%%:*} step=${g#*:}
 		if ! grep -qE "MARK step=$step rc=0 " "$clean"; then
@@ -207,6 +210,29 @@ if [[ " ${LAB_STEPS:-} " == *" grub "* ]]; then
 		fi
 	done
 fi
+# The hvm and grubhvm steps: each toolstack's HVM guest said its line
+# (dom0-init.sh's HVM lines), with its disk and NIC working when it had
+# them (LAB_HVM_DEV=1, the default), from the disk when booted from it.
+hvm_judge() {	# STEP BOOT WANT
+	local t h
+	[[ " ${LAB_STEPS:-} " == *" $1 "* ]] || return 0
+	for t in xl vmb; do
+		[ $t = vmb ] && { [ "${LAB_VMBUILD:-require}" = off ] || [[ " ${LAB_STEPS:-vmbuild} " != *" vmbuild "* ]]; } && continue
+		[ $t = xl ] && [[ " ${LAB_STEPS:-xl} " != *" xl "* ]] && continue
+		h=$(grep -E "HVM tool=$t $2domid=" "$clean" | tail -n 1)
+		echo "$1 $t: ${h#*HVM }"
+		if ! echo "$h" | grep -qE "vmbuild-hvm: domid=[0-9]+ memtotal_kib=[0-9]+ cpus=[0-9]+ nodes=[0-9]+ $3"; then
+			ok=0
+			echo "FAIL: the HVM guest $t built ($1) did not say '$3'"
+		fi
+	done
+}
+if [ "${LAB_HVM_DEV:-1}" = 1 ]; then
+	hvm_judge hvm "" "disk=ok net=ok\$"
+else
+	hvm_judge hvm "" "disk=no net=no\$"
+fi
+hvm_judge grubhvm "boot=disk " ".*booted_from=disk\$"
 if [ $ok = 1 ]; then
 	echo "lab: PASS"
 	exit 0

@@ -85,7 +85,7 @@ here=tests/lab
 
 LAB_DIR=${LAB_DIR:-build/lab}
 LAB_STEPS=${LAB_STEPS:-xl vmbuild guest linux}
-export LAB_STEPS
+export LAB_STEPS LAB_HELLO LAB_HVM_DEV
 LAB_VMBUILD=${LAB_VMBUILD:-require}
 export LAB_VMBUILD
 LAB_SMALL_MB=${LAB_SMALL_MB:-128}
