@@ -413,13 +413,7 @@ linux_forget() {
 	# name go before the rebuild: run 1 of a series rebuilt 7 s after
 	# the fault and got "a VM named vmb-linux exists".
 	if [ $1 = vmb ]; then
-		_w0=$(up)
-		while $V list 2>/dev/null | grep -qw vmb-linux; do
-			[ "$(awk -v a=$_w0 -v b=$(up) 'BEGIN { print (b - a > 180) }')" = 1 ] && break
-			$V destroy vmb-linux >/dev/null 2>&1
-			sleep 3
-		done
-		echo "INFO vmbuildd let vmb-linux go after $(secs $_w0 $(up)) s"
+		vmb_forget vmb-linux
 		timed vmctl-list-emu $V list
 	else
 		timed xl-emu-destroy xl destroy $1-linux
@@ -602,6 +596,20 @@ emu_fault() {
 	[ -n "$1" ] || return 1
 	xsync
 	grep -qE "[] ]d$1v[0-9]+ Triple fault" $XLOG
+}
+# vmb_forget NAME: vmbuildd's record of a guest the emulation killed,
+# destroyed and asked again until vmbuildd no longer lists it (it may
+# still be at its own destroy: "another operation ... in progress"), at
+# most 180 s; a rebuild under the same name is refused until then.
+# Said with the seconds it took.
+vmb_forget() {
+	_vf0=$(up)
+	while $V list 2>/dev/null | grep -qw $1; do
+		[ "$(awk -v a=$_vf0 -v b=$(up) 'BEGIN { print (b - a > 180) }')" = 1 ] && break
+		$V destroy $1 >/dev/null 2>&1
+		sleep 3
+	done
+	echo "INFO vmbuildd let $1 go after $(secs $_vf0 $(up)) s"
 }
 # The guest kernel's own words for dying.  The emulated CPU was seen to
 # kill dom0's programs with SIGSEGV now and then; a guest kernel it
@@ -1393,12 +1401,7 @@ hvm_boot() {
 hvm_gone() {
 	gone $2 120 || { xl destroy $2 >/dev/null 2>&1; gone $2 60; }
 	if [ $1 = vmb ]; then
-		_w0=$(up)
-		while $V list 2>/dev/null | grep -qw $2; do
-			[ "$(awk -v a=$_w0 -v b=$(up) 'BEGIN { print (b - a > 180) }')" = 1 ] && break
-			$V destroy $2 >/dev/null 2>&1
-			sleep 3
-		done
+		vmb_forget $2
 	fi
 	if hvm_dm_left $3; then
 		echo "INFO a device model of the faulted domain $3 still runs; killed"
@@ -1547,12 +1550,7 @@ grub_boot() {
 grub_gone() {
 	gone $1-grub 120 || { xl destroy $1-grub >/dev/null 2>&1; gone $1-grub 60; }
 	if [ $1 = vmb ]; then
-		_w0=$(up)
-		while $V list 2>/dev/null | grep -qw vmb-grub; do
-			[ "$(awk -v a=$_w0 -v b=$(up) 'BEGIN { print (b - a > 180) }')" = 1 ] && break
-			$V destroy vmb-grub >/dev/null 2>&1
-			sleep 3
-		done
+		vmb_forget vmb-grub
 	fi
 	losetup -a | grep 'grub-disk\.img' | cut -d: -f1 | while read -r _lo; do
 		echo "INFO $_lo left by the faulted guest's disk; detached"

@@ -196,43 +196,35 @@ if [[ " ${LAB_STEPS:-linux} " == *" linux "* ]]; then
 		fi
 	done
 fi
-# The grub step: each toolstack's guest booted from its disk through GRUB
-# for Xen PVH and said so (dom0-init.sh's GRUB lines).
-if [[ " ${LAB_STEPS:-} " == *" grub "* ]]; then
-	for t in xl vmb; do
-		[ $t = vmb ] && { [ "${LAB_VMBUILD:-require}" = off ] || [[ " ${LAB_STEPS:-vmbuild} " != *" vmbuild "* ]]; } && continue
-		[ $t = xl ] && [[ " ${LAB_STEPS:-xl} " != *" xl "* ]] && continue
-		g=$(grep -E "GRUB tool=$t " "$clean" | tail -n 1)
-		echo "grub $t: ${g#*GRUB }"
-		if ! echo "$g" | grep -qE "vmbuild-grub: domid=[0-9]+ memtotal_kib=[0-9]+ booted_from=xvda$"; then
-			ok=0
-			echo "FAIL: the GRUB guest $t built did not say 'booted_from=xvda'"
-		fi
-	done
-fi
-# The hvm and grubhvm steps: each toolstack's HVM guest said its line
-# (dom0-init.sh's HVM lines), with its disk and NIC working when it had
-# them (LAB_HVM_DEV=1, the default), from the disk when booted from it.
-hvm_judge() {	# STEP BOOT WANT
-	local t h
+# The grub, hvm and grubhvm steps: each toolstack's guest said its line
+# (dom0-init.sh's GRUB and HVM lines): booted from its disk through GRUB
+# for Xen PVH; the HVM guest with its disk and NIC working when it had
+# them (LAB_HVM_DEV=1, the default); from the disk when booted from it.
+# line_judge STEP LINE WANT: for each toolstack of the run, the last
+# line starting with LINE (printf, %s the tool) must match WANT.
+line_judge() {
+	local t l h
 	[[ " ${LAB_STEPS:-} " == *" $1 "* ]] || return 0
 	for t in xl vmb; do
 		[ $t = vmb ] && { [ "${LAB_VMBUILD:-require}" = off ] || [[ " ${LAB_STEPS:-vmbuild} " != *" vmbuild "* ]]; } && continue
 		[ $t = xl ] && [[ " ${LAB_STEPS:-xl} " != *" xl "* ]] && continue
-		h=$(grep -E "HVM tool=$t $2domid=" "$clean" | tail -n 1)
-		echo "$1 $t: ${h#*HVM }"
-		if ! echo "$h" | grep -qE "vmbuild-hvm: domid=[0-9]+ memtotal_kib=[0-9]+ cpus=[0-9]+ nodes=[0-9]+ $3"; then
+		l=$(printf "$2" $t)
+		h=$(grep -E "$l" "$clean" | tail -n 1)
+		echo "$1 $t: ${h#*"${l%% *} "}"
+		if ! echo "$h" | grep -qE "$3"; then
 			ok=0
-			echo "FAIL: the HVM guest $t built ($1) did not say '$3'"
+			echo "FAIL: the $1 guest $t built did not say '$3'"
 		fi
 	done
 }
+line_judge grub "GRUB tool=%s " "vmbuild-grub: domid=[0-9]+ memtotal_kib=[0-9]+ booted_from=xvda\$"
+hvm="vmbuild-hvm: domid=[0-9]+ memtotal_kib=[0-9]+ cpus=[0-9]+ nodes=[0-9]+"
 if [ "${LAB_HVM_DEV:-1}" = 1 ]; then
-	hvm_judge hvm "" "disk=ok net=ok\$"
+	line_judge hvm "HVM tool=%s domid=" "$hvm disk=ok net=ok\$"
 else
-	hvm_judge hvm "" "disk=no net=no\$"
+	line_judge hvm "HVM tool=%s domid=" "$hvm disk=no net=no\$"
 fi
-hvm_judge grubhvm "boot=disk " ".*booted_from=disk\$"
+line_judge grubhvm "HVM tool=%s boot=disk " "$hvm .*booted_from=disk\$"
 if [ $ok = 1 ]; then
 	echo "lab: PASS"
 	exit 0

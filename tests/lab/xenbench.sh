@@ -93,13 +93,7 @@ xb_faulted_gone() {
 		timed xb-emu-destroy-$2 xl destroy $2
 		return
 	fi
-	_xf0=$(up)
-	while $V list 2>/dev/null | grep -qw $2; do
-		[ "$(awk -v a=$_xf0 -v b=$(up) 'BEGIN { print (b - a > 180) }')" = 1 ] && break
-		$V destroy $2 >/dev/null 2>&1
-		sleep 3
-	done
-	echo "INFO vmbuildd let $2 go after $(secs $_xf0 $(up)) s"
+	vmb_forget $2
 }
 
 # xb_round K TOOL: one create of the Linux guest by TOOL, timed to the
