@@ -214,4 +214,54 @@ for k, v in (("ON_SHUTDOWN", "suspend"), ("SHUTDOWN_TIMEOUT", "5m"),
 rc, out, err = helper("restart")
 ok(rc == 2 and "usage" in err, "an unknown action: usage, exit 2", err)
 
+# ------------------------------------ a saved guest's domain still dying
+# The debhost lab's save left the saved guest's domain listed as dying
+# (domain-2) for a moment after its save: going already, it is waited
+# for, not destroyed, and no failure; one still dying at the deadline is
+# said, not destroyed either.  A stand-in vmctl (VMCTL) lists it dying
+# for DYING lists after the save and logs every call.
+fake = os.path.join(tmp, "fake-vmctl")
+calls = os.path.join(tmp, "fake-calls")
+with open(fake, "w") as f:
+    f.write("""#!/bin/bash
+echo "$*" >> %s
+st=%s/fake-state
+case "$*" in
+"--json list")
+	n=$(cat "$st" 2>/dev/null || echo run)
+	case $n in
+	run) echo '{"vms":[{"id":2,"name":"g","state":"running"}],"control_domain":{}}' ;;
+	0) echo '{"vms":[],"control_domain":{}}' ;;
+	*) echo '{"vms":[{"id":2,"name":"domain-2","state":"dying"}],"control_domain":{}}'
+	   [ "$DYING" = forever ] || echo $((n - 1)) > "$st" ;;
+	esac ;;
+"save g "*) echo "${DYING:-0}" > "$st"; : > "$3" ;;
+"--json tasks") echo '{"tasks":[]}' ;;
+*) exit 1 ;;
+esac
+""" % (calls, tmp))
+os.chmod(fake, 0o755)
+for dying, timeout, want_rc, what in (
+        ("3", 60, 0, "dying for 3 lists: waited for, exit 0"),
+        ("forever", 2, 1, "still dying at the deadline: said, exit 1")):
+    for fn in (calls, os.path.join(tmp, "fake-state")):
+        if os.path.exists(fn):
+            os.unlink(fn)
+    env = helper_env(ON_SHUTDOWN="save", SHUTDOWN_TIMEOUT=timeout,
+                     DYING=dying)
+    env["VMCTL"] = fake
+    p = subprocess.run([HELPER, "stop"], capture_output=True, text=True,
+                       env=env, timeout=120)
+    with open(calls) as f:
+        made = f.read().splitlines()
+    ok(p.returncode == want_rc and "VM g: saved to" in p.stdout and
+       not any(x.startswith("destroy") for x in made), what,
+       (p.returncode, p.stdout, p.stderr, made))
+    if dying == "forever":
+        ok("VM domain-2: still dying at the deadline (2 s)" in p.stderr,
+           "  ... in those words", p.stderr)
+    else:
+        ok("domain-2" not in p.stderr, "  ... and not said", p.stderr)
+os.unlink(os.path.join(save_dir, "g.save"))
+
 done()
