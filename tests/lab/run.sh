@@ -67,7 +67,15 @@
 #                            marked "injected" in dom0's copy of Xen's
 #                            console), to try the lab's handling of the
 #                            emulated CPU's triple faults (dom0-init.sh,
-#                            emu_fault); never in CI
+#                            emu_fault); never in CI.  boot-stuck[:N]:
+#                            the first N boots (1 by default) are taken
+#                            for stuck 20 s after QEMU started (the boot
+#                            watch below)
+#   LAB_BOOT_WAIT=300        seconds dom0 has to reach its init (its
+#                            "MARK dom0-init", 10 to 41 s seen) before
+#                            the boot is taken for stuck, killed, kept
+#                            as console.boot-N.log and made again
+#   LAB_BOOTS=3              boots in all
 #   LAB_ROUNDS=3             issue 22's create rounds after the Linux steps
 #                            (tests/lab/xenbench.sh): N pairs of creates of
 #                            the Linux guest, xl and vmbuild in A B B A
@@ -112,6 +120,8 @@ LAB_XL_SHIM=${LAB_XL_SHIM:-1}
 LAB_HOTPLUG_TRACE=${LAB_HOTPLUG_TRACE:-0}
 LAB_HELLO=${LAB_HELLO:-1}
 LAB_INJECT=${LAB_INJECT:-}
+LAB_BOOT_WAIT=${LAB_BOOT_WAIT:-300}
+LAB_BOOTS=${LAB_BOOTS:-3}
 LAB_ROUNDS=${LAB_ROUNDS:-3}
 LAB_DIRTY=${LAB_DIRTY:-1}
 LAB_TESTS=${LAB_TESTS-build/tests/xenbe/test_xen_backend build/tests/lib/test_placement build/tests/lib/test_populate_plan build/tests/lib/test_loader}
@@ -496,23 +506,68 @@ log "xen: $xen_cmdline"
 # The host's load (dom0's view of its own is meaningless): at QEMU's
 # start and end, one line after the run (bench/xen-results.py reads it).
 load0=$(cut -d' ' -f1 /proc/loadavg)
-q0=${EPOCHREALTIME/./}
-# Each console line gets the seconds since QEMU started, for the timings.
-timeout --kill-after=5 "$LAB_TIMEOUT" qemu-system-x86_64 -accel tcg,thread=multi \
-    -cpu "$LAB_CPU" -m "$LAB_MEM" -smp "$LAB_SMP" -nographic -no-reboot \
-    -monitor none -serial stdio $numa $LAB_QEMU_EXTRA \
-    -d cpu_reset,guest_errors -D "$LAB_DIR/qemu-debug.log" \
-    -kernel "$xen" -append "$xen_cmdline" \
-    -initrd "$kernel console=hvc0 $LAB_DOM0_EXTRA,$LAB_DIR/dom0-initrd.gz" </dev/null 2>&1 |
-while IFS= read -r line; do
-	now=${EPOCHREALTIME/./}
-	el=$(( (now - q0) / 10000 ))
-	printf "[%4d.%02d] %s\n" $((el / 100)) $((el % 100)) "${line//$'\r'/}"
-done > "$CONSOLE"
-qrc=${PIPESTATUS[0]}
+# The boot watch: CI's run at 5633f2a lost a companion boot whose dom0
+# kernel stuck on its CPU 3 in its eighth second (soft lockups, RCU
+# stalls, 1500 s until the timeout), before its init: the emulation's
+# failure, as the guests' triple faults are.  A boot whose dom0 has not
+# printed "MARK dom0-init" after LAB_BOOT_WAIT seconds is killed, its
+# console kept as console.boot-N.log, and QEMU boots again, up to
+# LAB_BOOTS boots; each such boot is said on a LAB-EMU line added to
+# the console.  A run whose dom0 reached its init is never made again.
+boot_watch() {	# boot_watch N
+	local i=0 wait=$LAB_BOOT_WAIT
+	case $LAB_INJECT in
+	boot-stuck) [ "$1" -le 1 ] && wait=20 ;;
+	boot-stuck:*) [ "$1" -le "${LAB_INJECT#boot-stuck:}" ] && wait=20 ;;
+	esac
+	while [ $i -lt "$wait" ]; do
+		sleep 1
+		i=$((i + 1))
+		grep -q 'MARK dom0-init' "$CONSOLE" 2>/dev/null && return 0
+	done
+	[ "$wait" = "$LAB_BOOT_WAIT" ] || echo injected > "$LAB_DIR/boot-stuck"
+	echo "no MARK dom0-init after $wait s" >> "$LAB_DIR/boot-stuck"
+	kill "$(cat "$LAB_DIR/qemu.pid" 2>/dev/null)" 2>/dev/null
+}
+boot=1 emu_boots=""
+while :; do
+	rm -f "$LAB_DIR/qemu.pid" "$LAB_DIR/boot-stuck"
+	boot_watch $boot &
+	watch=$!
+	# Each console line gets the seconds since QEMU started, for the
+	# timings.
+	q0=${EPOCHREALTIME/./}
+	timeout --kill-after=5 "$LAB_TIMEOUT" qemu-system-x86_64 -accel tcg,thread=multi \
+	    -cpu "$LAB_CPU" -m "$LAB_MEM" -smp "$LAB_SMP" -nographic -no-reboot \
+	    -monitor none -serial stdio $numa $LAB_QEMU_EXTRA \
+	    -d cpu_reset,guest_errors -D "$LAB_DIR/qemu-debug.log" \
+	    -pidfile "$LAB_DIR/qemu.pid" \
+	    -kernel "$xen" -append "$xen_cmdline" \
+	    -initrd "$kernel console=hvc0 $LAB_DOM0_EXTRA,$LAB_DIR/dom0-initrd.gz" </dev/null 2>&1 |
+	while IFS= read -r line; do
+		now=${EPOCHREALTIME/./}
+		el=$(( (now - q0) / 10000 ))
+		printf "[%4d.%02d] %s\n" $((el / 100)) $((el % 100)) "${line//$'\r'/}"
+	done > "$CONSOLE"
+	qrc=${PIPESTATUS[0]}
+	kill $watch 2>/dev/null
+	wait $watch 2>/dev/null
+	[ -f "$LAB_DIR/boot-stuck" ] || break
+	what=$(tr '\n' ' ' < "$LAB_DIR/boot-stuck")
+	lockups=$(grep -c 'soft lockup\|rcu_preempt self-detected stall' "$CONSOLE")
+	mv -f "$CONSOLE" "$LAB_DIR/console.boot-$boot.log"
+	emu_boots="$emu_boots|LAB-EMU boot=$boot what=dom0-stuck ${what}lockups=$lockups kept=console.boot-$boot.log"
+	log "boot $boot: dom0 did not reach its init ($what; $lockups soft lockup/RCU stall lines): killed, kept as console.boot-$boot.log"
+	[ $boot -ge "$LAB_BOOTS" ] && { cp "$LAB_DIR/console.boot-$boot.log" "$CONSOLE"; break; }
+	boot=$((boot + 1))
+done
 qsecs=$(( (${EPOCHREALTIME/./} - q0) / 1000000 ))
 printf '[%4d.00] LAB-HOST load_start=%s load_end=%s cpus=%s\n' "$qsecs" "$load0" \
     "$(cut -d' ' -f1 /proc/loadavg)" "$(nproc)" >> "$CONSOLE"
+# The boots set aside by the boot watch, for the judge and the reader.
+if [ -n "$emu_boots" ]; then
+	echo "${emu_boots#|}" | tr '|' '\n' | sed "s/^/[$(printf '%4d' "$qsecs").00] /" >> "$CONSOLE"
+fi
 # What QEMU itself saw go wrong (-d cpu_reset,guest_errors): a triple
 # fault ends a -no-reboot run with exit 0 and not a word on the console
 # (seen once during vmctl net-attach).  Its register dumps stay in the
