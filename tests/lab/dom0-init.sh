@@ -622,6 +622,15 @@ vmb_forget() {
 	done
 	echo "INFO vmbuildd let $1 go after $(secs $_vf0 $(up)) s"
 }
+
+# faulted_gone TOOL TAG: a faulted guest's domain gone (destroyed when
+# Xen still has it after 120 s) and, for vmbuild's, its record too.
+faulted_gone() {
+	gone $2 120 || { xl destroy $2 >/dev/null 2>&1; gone $2 60; }
+	if [ $1 = vmb ]; then
+		vmb_forget $2
+	fi
+}
 # The guest kernel's own words for dying.  The emulated CPU was seen to
 # kill dom0's programs with SIGSEGV now and then; a guest kernel it
 # corrupts dies with one of these on its console.  (Not "BUG: soft
@@ -1341,8 +1350,7 @@ hvm_one() {
 	fi
 	echo "INFO $_tag: domain $_id, $(ps | grep -v grep | grep -c "xen-qemu-system-i386 .*-xen-domid $_id ") device model process(es), serial ${_pty:-by vmctl console}"
 	# 1200 s: most of create -> line is the kernel's boot under TCG
-	# (225 to 581 s seen on a quiet host), and CI runs this beside make
-	# check.
+	# (225 to 581 s seen on a quiet host, more on a loaded one).
 	while ! grep -q 'vmbuild-hvm: domid=' $_slog; do
 		# GRUB for BIOS at its prompt boots nothing (see grub_once).
 		if [ "$(awk -v a=$_tc -v b=$(up) 'BEGIN { print (b - a > 1200) }')" = 1 ] ||
@@ -1410,10 +1418,7 @@ hvm_boot() {
 # vmbuildd's record (a rebuild under the same name is refused until
 # then), its device model.
 hvm_gone() {
-	gone $2 120 || { xl destroy $2 >/dev/null 2>&1; gone $2 60; }
-	if [ $1 = vmb ]; then
-		vmb_forget $2
-	fi
+	faulted_gone $1 $2
 	if hvm_dm_left $3; then
 		echo "INFO a device model of the faulted domain $3 still runs; killed"
 		for _p in $(ps | grep -v grep | grep "xen-qemu-system-i386 .*-xen-domid $3 " | awk '{ print $1 }'); do
@@ -1559,10 +1564,7 @@ grub_boot() {
 # record of it (a rebuild under the same name is refused until then),
 # a loop device on the disk.
 grub_gone() {
-	gone $1-grub 120 || { xl destroy $1-grub >/dev/null 2>&1; gone $1-grub 60; }
-	if [ $1 = vmb ]; then
-		vmb_forget vmb-grub
-	fi
+	faulted_gone $1 $1-grub
 	losetup -a | grep 'grub-disk\.img' | cut -d: -f1 | while read -r _lo; do
 		echo "INFO $_lo left by the faulted guest's disk; detached"
 		losetup -d $_lo
