@@ -662,6 +662,7 @@ build_prepare(struct vmb_guest *guest, const char *kind,
 	opts.strategy = B.cfg.strategy;
 	opts.start_paused = paused;
 	opts.scrub_wait_ms = B.cfg.scrub_wait_ms;
+	opts.unpause_after_hotplug = B.cfg.unpause_after_hotplug;
 	opts.hvmloader = B.cfg.hvmloader;
 	opts.seabios = B.cfg.seabios;
 	opts.ovmf = B.cfg.ovmf;

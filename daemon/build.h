@@ -22,6 +22,8 @@ struct build_config {
 	unsigned	max_tasks;	/* builds running at once */
 	/* Wait this long for the scrubber rather than scrub inline. */
 	uint32_t	scrub_wait_ms;
+	/* vmb_build_opts.unpause_after_hotplug: xl's order. */
+	bool		unpause_after_hotplug;
 	/* An HVM guest's firmware (NULL: Debian's, vmbuild.h). */
 	const char	*hvmloader, *seabios, *ovmf;
 	void		(*status_changed)(void);	/* a build began or ended */

@@ -72,6 +72,7 @@ static struct {
 	unsigned	max_ro_conns, max_user_conns, idle_timeout;
 	unsigned	hv_timeout;	/* s */
 	unsigned	hotplug_timeout;	/* s; 0: libvmbuild's default */
+	bool		after_hotplug;	/* xl's order: unpause after them */
 	size_t		max_output;
 	double		stop_mono;	/* when SIGTERM came */
 	bool		foreground;
@@ -163,6 +164,10 @@ usage(FILE *f)
 "  --hotplug-timeout S    how long a device's hotplug script may take\n"
 "                         (default 40, libxl's; the backend's InitWait\n"
 "                         is waited for a quarter of it)\n"
+"  --unpause-after-hotplug  start a PVH guest only once its hotplug\n"
+"                         scripts have ended, as xl does (default: once\n"
+"                         its devices are in xenstore; vm.create returns\n"
+"                         when the scripts have ended either way)\n"
 "  -v, --verbose          debug messages\n"
 "  -h, --help             this text\n"
 "  -V, --version          print the version\n"
@@ -201,7 +206,7 @@ enum { O_MAXREQ = 256, O_MAXCONN, O_MAXTASKS, O_POPULATE, O_METRICS,
     O_REQTIMEOUT, O_LOGTARGET, O_SCRUBWAIT, O_ROSOCK, O_GROUP, O_IMAGEDIR,
     O_MAXOUT, O_MAXMETRICS, O_HVTIMEOUT, O_HPTIMEOUT, O_MAXROCONN,
     O_MAXUSERCONN, O_IDLETIMEOUT, O_METRICSTIMEOUT, O_RESTARTBACKOFF,
-    O_DM, O_HVMLOADER, O_SEABIOS, O_OVMF, O_DM_USER };
+    O_DM, O_HVMLOADER, O_SEABIOS, O_OVMF, O_DM_USER, O_AFTERHOTPLUG };
 
 static const struct option longopts[] = {
 	{ "hypervisor",	     required_argument,	NULL, 'H' },
@@ -228,6 +233,7 @@ static const struct option longopts[] = {
 	{ "max-metrics-connections", required_argument, NULL, O_MAXMETRICS },
 	{ "hypervisor-timeout", required_argument, NULL, O_HVTIMEOUT },
 	{ "hotplug-timeout", required_argument, NULL, O_HPTIMEOUT },
+	{ "unpause-after-hotplug", no_argument,	NULL, O_AFTERHOTPLUG },
 	{ "max-ro-connections", required_argument, NULL, O_MAXROCONN },
 	{ "max-user-connections", required_argument, NULL, O_MAXUSERCONN },
 	{ "idle-timeout",    required_argument,	NULL, O_IDLETIMEOUT },
@@ -325,6 +331,9 @@ parse_option(int c, const char *arg)
 		break;
 	case 'f':
 		M.foreground = true;
+		break;
+	case O_AFTERHOTPLUG:
+		M.after_hotplug = true;
 		break;
 	case O_LOGTARGET:
 		if (log_target_parse(arg, &M.log_target) < 0) {
@@ -720,7 +729,8 @@ main(int argc, char **argv)
 	dm_init(M.device_model, vmbd.state_dir);
 	build_init(&(struct build_config){ .ctx = vmbd.ctx,
 	    .strategy = vmbd.strategy, .max_tasks = vmbd.max_tasks,
-	    .scrub_wait_ms = M.scrub_wait_ms, .hvmloader = M.hvmloader,
+	    .scrub_wait_ms = M.scrub_wait_ms,
+	    .unpause_after_hotplug = M.after_hotplug, .hvmloader = M.hvmloader,
 	    .seabios = M.seabios, .ovmf = M.ovmf,
 	    .status_changed = vmbd_status_changed,
 	    .restarted = lifecycle_restarted });

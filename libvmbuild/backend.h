@@ -175,6 +175,15 @@ struct vmb_dev {
 	uint32_t hotplug_ms;		/* the hotplug script */
 	uint32_t connect_ms;		/* both ends Connected; 0: no wait */
 	uint32_t close_ms;		/* on failure: backend to Closed */
+	/*
+	 * device_add calls entered(entered_arg), if set, once the
+	 * device's entries are written (the guest can find it), before
+	 * its backend and hotplug script are waited for.  A backend that
+	 * does not may leave it uncalled: the caller counts the device
+	 * at device_add's return then (device.c).
+	 */
+	void	(*entered)(void *arg);
+	void	*entered_arg;
 };
 
 struct vmb_backend_ops {

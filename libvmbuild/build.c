@@ -144,6 +144,15 @@ struct run {
 	uint64_t t0;			/* the build's start */
 	struct branch images, devices;
 	bool	images_bad;		/* the images branch's bad_image */
+	/*
+	 * The devices' entries are written (device.c's visible hook, from
+	 * the devices branch): the guest can find them, and may run while
+	 * their backends and hotplug scripts finish (devices_late).
+	 */
+	pthread_mutex_t gate_lock;
+	pthread_cond_t gate_cond;
+	bool	devs_visible;		/* under gate_lock */
+	bool	devices_late;		/* DONE waits for the devices branch */
 	_Atomic int failed_by;		/* enum line: the first to fail */
 	/*
 	 * Progress reports of the main line and of the branches, one at a
@@ -358,11 +367,26 @@ images_read(struct run *r, struct branch *br)
  * claim, populate nor load touches what the devices do: the backend's
  * device ops take its xenstore lock, as when two builds run at once.
  */
+static void
+devices_visible(void *arg)
+{
+	struct run *r = arg;
+
+	pthread_mutex_lock(&r->gate_lock);
+	r->devs_visible = true;
+	pthread_cond_broadcast(&r->gate_cond);
+	pthread_mutex_unlock(&r->gate_lock);
+}
+
 static int
 devices_setup(struct run *r, struct branch *br)
 {
-	return vmb__devices_setup(r->b->ctx, r->domid, r->res.uuid,
-	    r->b->guest, &r->disks_up, &r->nics_up, br->why, sizeof(br->why));
+	int rc = vmb__devices_setup(r->b->ctx, r->domid, r->res.uuid,
+	    r->b->guest, &r->disks_up, &r->nics_up, devices_visible, r,
+	    br->why, sizeof(br->why));
+
+	devices_visible(r);	/* said already, unless it failed early */
+	return rc;
 }
 
 /*
@@ -964,16 +988,71 @@ phase_load(struct run *r)
 }
 
 /*
- * The devices, set up beside the main line since create: the guest
- * needs them from its first instruction, so boot waits here.  Its span
- * is theirs, not this wait.
+ * May the guest run before its devices' hotplug scripts end?  A PV
+ * frontend finds its device in the store and waits for the backend to
+ * come to InitWait and Connected (Linux's xenbus waits up to 300 s for
+ * the disks and vifs it found before it starts init), so what a PVH
+ * guest needs at its first instruction is the entries only, and its
+ * kernel's early boot and the scripts (seconds each under xl's order,
+ * one after the other) overlap.  Not for an HVM guest (its device model
+ * starts after the disks, as libxl's), nor a restore (the guest resumes
+ * with its frontends connecting at once), nor when the caller asked
+ * for xl's order, nor when the devices have no thread of their own.
+ */
+static bool
+hotplug_overlaps(const struct run *r)
+{
+	const struct vmb_build_opts *o = &r->b->opts;
+
+	return !o->unpause_after_hotplug && !o->start_paused && !o->restore &&
+	    r->b->guest->type != VMB_GUEST_HVM && r->devices.threaded;
+}
+
+/*
+ * Wait until the devices' entries are written, or something failed or
+ * cancelled the build (seen within 50 ms: a cancel does not signal).
+ */
+static void
+wait_visible(struct run *r)
+{
+	pthread_mutex_lock(&r->gate_lock);
+	while (!r->devs_visible && !atomic_load(&r->b->cancel)) {
+		struct timespec ts;
+
+		clock_gettime(CLOCK_MONOTONIC, &ts);
+		ts.tv_nsec += 50 * 1000000L;
+		if (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		(void)pthread_cond_timedwait(&r->gate_cond, &r->gate_lock,
+		    &ts);
+	}
+	pthread_mutex_unlock(&r->gate_lock);
+}
+
+/*
+ * The devices, set up beside the main line since create.  Boot waits
+ * here for them all, or, when the guest may run before its hotplug
+ * scripts end (hotplug_overlaps), for their entries only; the build is
+ * then done when the devices branch is (run_phases).  Its span is
+ * theirs, not this wait.
  */
 static int
 phase_devices(struct run *r)
 {
 	const struct vmb_build_opts *o = &r->b->opts;
-	int rc = branch_join(r, &r->devices, &r->res.devices_wait_ns);
+	int rc;
 
+	if (hotplug_overlaps(r)) {
+		uint64_t t = since(r);
+
+		wait_visible(r);
+		r->res.devices_wait_ns = since(r) - t;
+		r->devices_late = true;
+		return 0;
+	}
+	rc = branch_join(r, &r->devices, &r->res.devices_wait_ns);
 	if (rc || r->b->guest->type != VMB_GUEST_HVM || !o->dm_start)
 		return rc;
 	/* Its entries in the store first, as libxl writes them (undo: the
@@ -1161,6 +1240,18 @@ vmb_build_free(struct vmb_build *b)
 	free(b);
 }
 
+/* wait_visible's clock: the monotonic one, not the settable wall clock. */
+static void
+gate_cond_init(pthread_cond_t *c)
+{
+	pthread_condattr_t a;
+
+	pthread_condattr_init(&a);
+	pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+	pthread_cond_init(c, &a);
+	pthread_condattr_destroy(&a);
+}
+
 /*
  * Enter phases[] in order, then VMB_PHASE_DONE: each entry is timed,
  * reported, and preceded by a look at the cancel flag.  *ret_phase is
@@ -1178,6 +1269,20 @@ run_phases(struct run *r, enum vmb_build_phase *ret_phase)
 		enum vmb_build_phase id = i < NR_PHASES ?
 		    (enum vmb_build_phase)i : VMB_PHASE_DONE;
 
+		/*
+		 * A guest that runs before its hotplug scripts end is built
+		 * when they have ended: a device that fails then undoes
+		 * the build, the running domain with it.
+		 */
+		if (id == VMB_PHASE_DONE && r->devices_late) {
+			uint64_t w = 0;
+
+			r->devices_late = false;
+			rc = branch_join(r, &r->devices, &w);
+			r->res.devices_wait_ns += w;
+			if (rc)
+				return rc;
+		}
 		*ret_phase = id;
 		report(r, id);
 		if (atomic_load(&b->cancel))
@@ -1257,6 +1362,8 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 	atomic_init(&r.failed_by, LINE_NONE);
 	pthread_mutex_init(&r.scrub_lock, NULL);
 	pthread_mutex_init(&r.report_lock, NULL);
+	pthread_mutex_init(&r.gate_lock, NULL);
+	gate_cond_init(&r.gate_cond);
 	/*
 	 * A caller that reads the result after a failure must not find
 	 * domid 0 (a zeroed result names the control domain): say "none".
@@ -1305,6 +1412,8 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 out:
 	pthread_mutex_destroy(&r.report_lock);
 	pthread_mutex_destroy(&r.scrub_lock);
+	pthread_mutex_destroy(&r.gate_lock);
+	pthread_cond_destroy(&r.gate_cond);
 	free(r.doms);
 	vmb_host_free(r.host);
 	vmb__image_free(r.img);

@@ -12,6 +12,7 @@
  * guest's CD-ROM and qcow2 image are its device model's only.
  */
 #include <errno.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -60,6 +61,18 @@ dev_nic(struct vmb_ctx *ctx, struct vmb_dev *v, const uint8_t uuid[16],
  */
 #define DEV_PARALLEL	16
 
+/*
+ * The caller's `visible` hook: called once, when every device's entries
+ * are written (or the device is done with, failed or not), so that the
+ * build may unpause the guest while the slow part (the backend to
+ * InitWait, the hotplug scripts) goes on.
+ */
+struct dev_gate {
+	atomic_size_t	pending;	/* devices not yet entered */
+	void		(*visible)(void *arg);
+	void		*arg;
+};
+
 struct dev_job {
 	struct vmb_ctx	*ctx;
 	uint32_t	domid;
@@ -67,6 +80,8 @@ struct dev_job {
 	bool		remove;		/* undo: take it away (force) */
 	int		rc;
 	char		why[256];
+	struct dev_gate	*gate;		/* setup only; NULL: none */
+	atomic_bool	entered;	/* counted in the gate */
 };
 
 bool
@@ -83,6 +98,18 @@ vmb__disk_pv(const struct vmb_disk *d)
 	return !d->cdrom && d->format == VMB_DISK_RAW;
 }
 
+/* The device's entries are there, or it is done with: count it once. */
+static void
+dev_entered(void *arg)
+{
+	struct dev_job *j = arg;
+
+	if (!j->gate || atomic_exchange(&j->entered, true))
+		return;
+	if (atomic_fetch_sub(&j->gate->pending, 1) == 1 && j->gate->visible)
+		j->gate->visible(j->gate->arg);
+}
+
 static void
 dev_job_run(void *arg)
 {
@@ -91,14 +118,19 @@ dev_job_run(void *arg)
 
 	j->rc = 0;
 	if (j->v.kind == VMB_DEVICE_DISK && !vmb__disk_pv(j->v.disk))
-		return;		/* the device model's only: nothing here */
-	if (j->remove)
+		goto out;	/* the device model's only: nothing here */
+	if (j->remove) {
 		j->rc = ops->device_remove(j->ctx->priv, j->domid, j->v.kind,
 		    j->v.devid, true, j->ctx->hotplug_ms / 4, j->why,
 		    sizeof(j->why));
-	else
+	} else {
+		j->v.entered = dev_entered;
+		j->v.entered_arg = j;
 		j->rc = ops->device_add(j->ctx->priv, j->domid, &j->v, j->why,
 		    sizeof(j->why));
+	}
+out:
+	dev_entered(j);
 }
 
 /* Run the jobs, DEV_PARALLEL at a time; one of each wave on this thread. */
@@ -156,18 +188,29 @@ dev_jobs(struct vmb_ctx *ctx, uint32_t domid, const uint8_t uuid[16],
 int
 vmb__devices_setup(struct vmb_ctx *ctx, uint32_t domid,
     const uint8_t uuid[16], const struct vmb_guest *g, uint32_t *ret_disks,
-    uint32_t *ret_nics, char *why, size_t why_len)
+    uint32_t *ret_nics, void (*visible)(void *arg), void *visible_arg,
+    char *why, size_t why_len)
 {
 	size_t n = (size_t)g->nr_disks + g->nr_nics;
+	struct dev_gate gate = { .visible = visible, .arg = visible_arg };
 	struct dev_job *jobs;
 	int rc = 0;
 
 	*ret_disks = *ret_nics = 0;
-	if (!ctx->ops->device_add || n == 0)
+	if (!ctx->ops->device_add || n == 0) {
+		if (visible)
+			visible(visible_arg);
 		return 0;
+	}
 	jobs = dev_jobs(ctx, domid, uuid, g, g->nr_disks, g->nr_nics, false);
-	if (!jobs)
+	if (!jobs) {
+		if (visible)
+			visible(visible_arg);
 		return -ENOMEM;
+	}
+	atomic_init(&gate.pending, n);
+	for (size_t i = 0; i < n; i++)
+		jobs[i].gate = &gate;
 	/* Every one tried: undo takes them all (see vmb__devices_undo). */
 	*ret_disks = g->nr_disks;
 	*ret_nics = g->nr_nics;

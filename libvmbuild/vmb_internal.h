@@ -269,9 +269,15 @@ int vmb__memmap(const struct vmb_layout *layout,
  */
 /* Is the disk the PV block backend's too (not its device model's only)? */
 bool vmb__disk_pv(const struct vmb_disk *d);
+/*
+ * visible(visible_arg), if not NULL, is called once (from any thread)
+ * when every device's entries are written or the device is done with:
+ * the guest can find its devices from then on.
+ */
 int vmb__devices_setup(struct vmb_ctx *ctx, uint32_t domid,
     const uint8_t uuid[16], const struct vmb_guest *guest,
-    uint32_t *ret_disks, uint32_t *ret_nics, char *why, size_t why_len);
+    uint32_t *ret_disks, uint32_t *ret_nics, void (*visible)(void *arg),
+    void *visible_arg, char *why, size_t why_len);
 /* Tear down the first nr_disks disks and nr_nics vifs, side by side. */
 void vmb__devices_undo(struct vmb_ctx *ctx, uint32_t domid,
     const struct vmb_guest *guest, uint32_t nr_disks, uint32_t nr_nics);

@@ -1018,6 +1018,14 @@ struct vmb_build_opts {
 	uint32_t batches_in_flight;	/* per node; 0: default */
 	bool	start_paused;		/* leave the domain paused */
 	/*
+	 * Unpause a PVH guest only after its hotplug scripts have ended,
+	 * as xl does.  By default it runs once its devices' entries are
+	 * written, while the scripts go on (its frontends wait for their
+	 * backends); the build ends, and fails with a device that fails,
+	 * when they are done either way.
+	 */
+	bool	unpause_after_hotplug;
+	/*
 	 * When the chosen nodes' clean memory does not cover the guest and
 	 * the hypervisor is scrubbing in the background, wait up to this
 	 * long for it (re-placing as memory turns clean) rather than have

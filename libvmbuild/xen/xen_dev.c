@@ -719,6 +719,8 @@ xen_device_add(void *priv, uint32_t domid, const struct vmb_dev *v,
 		    "entries: %s", d.name, strerror(-rc));
 		goto out;
 	}
+	if (v->entered)
+		v->entered(v->entered_arg);
 	rc = wait_states(&d, W_INITWAIT, v->initwait_ms, &bs, &fs);
 	if (rc) {
 		vmb__why(why, why_len, "%s: the backend did not reach "

@@ -262,6 +262,13 @@ static struct {
 	bool	claim_saw_images_end, dev_saw_populate, populate_saw_dev;
 	bool	populate_saw_devs_end;
 	uint32_t up[FAKEDEV_UP_MAX], nr_up, removed, absent;
+	/*
+	 * Each add says its entries are written, then waits for the
+	 * domain's unpause (dev_wait_ms at most: 0, the bounded 10 s).
+	 */
+	bool	dev_enters;
+	long	dev_wait_ms;
+	bool	unpaused, dev_saw_unpause;
 } pl = { .lock = PTHREAD_MUTEX_INITIALIZER,
     .cond = PTHREAD_COND_INITIALIZER };
 
@@ -273,6 +280,25 @@ pl_wait(const bool *flag)
 
 	clock_gettime(CLOCK_REALTIME, &until);
 	until.tv_sec += 10;
+	while (!*flag && pthread_cond_timedwait(&pl.cond, &pl.lock,
+	    &until) == 0)
+		;
+	return *flag;
+}
+
+/* pl_wait, for ms at most. */
+static bool
+pl_wait_ms(const bool *flag, long ms)
+{
+	struct timespec until;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += ms / 1000;
+	until.tv_nsec += (ms % 1000) * 1000000L;
+	if (until.tv_nsec >= 1000000000L) {
+		until.tv_sec++;
+		until.tv_nsec -= 1000000000L;
+	}
 	while (!*flag && pthread_cond_timedwait(&pl.cond, &pl.lock,
 	    &until) == 0)
 		;
@@ -366,6 +392,7 @@ on_progress(void *user, const struct vmb_progress *p)
 /* Small batches let a cancel land between them; 0: the default. */
 static uint32_t build_batch_bytes;
 static uint32_t build_scrub_wait_ms;
+static bool build_after_hotplug;	/* opts.unpause_after_hotplug */
 
 static int
 build(struct vmb_ctx *ctx, const struct vmb_guest *g,
@@ -375,7 +402,8 @@ build(struct vmb_ctx *ctx, const struct vmb_guest *g,
 	struct vmb_build_opts opts = { .strategy = strategy,
 	    .batch_bytes_max = build_batch_bytes,
 	    .batches_in_flight = build_batch_bytes ? 1 : 0,
-	    .scrub_wait_ms = build_scrub_wait_ms };
+	    .scrub_wait_ms = build_scrub_wait_ms,
+	    .unpause_after_hotplug = build_after_hotplug };
 	struct vmb_build *b = NULL;
 	int rc;
 
@@ -1003,6 +1031,15 @@ pl_device_add(void *priv, uint32_t domid, const struct vmb_dev *dev,
 	(void)priv; (void)domid;
 	pthread_mutex_lock(&pl.lock);
 	pl_set(&pl.dev_entered);
+	if (pl.dev_enters) {
+		/* As xen_dev.c: entries written, backend and script next. */
+		pthread_mutex_unlock(&pl.lock);
+		dev->entered(dev->entered_arg);
+		pthread_mutex_lock(&pl.lock);
+		pl.dev_saw_unpause = pl.dev_wait_ms ?
+		    pl_wait_ms(&pl.unpaused, pl.dev_wait_ms) :
+		    pl_wait(&pl.unpaused);
+	}
 	if (pl.dev_waits_populate)
 		pl.dev_saw_populate = pl_wait(&pl.populating);
 	if (pl.dev_waits_devphase)
@@ -1039,6 +1076,15 @@ pl_device_remove(void *priv, uint32_t domid, enum vmb_device_kind kind,
 	return was ? 0 : -ENOENT;
 }
 
+static int
+pl_domain_unpause(void *priv, uint32_t domid)
+{
+	pthread_mutex_lock(&pl.lock);
+	pl_set(&pl.unpaused);
+	pthread_mutex_unlock(&pl.lock);
+	return pl.sim->domain_unpause(priv, domid);
+}
+
 static struct vmb_backend_ops pl_ops;
 static struct vmb_disk pl_disks[2] = {
 	{ .vdev = "xvda", .devid = 51712 },
@@ -1062,6 +1108,7 @@ pl_begin(struct vmb_guest *g, const char *name)
 	pl_ops.populate = pl_populate;
 	pl_ops.device_add = pl_device_add;
 	pl_ops.device_remove = pl_device_remove;
+	pl_ops.domain_unpause = pl_domain_unpause;
 	pl_disks[0].target = pl_disks[1].target = (char *)kernel_path;
 	guest_init(g, name, 256 * MIB);
 	g->disks = pl_disks;
@@ -1145,8 +1192,108 @@ test_pipeline_overlap(void **state)
 		assert_true(sp[i].end_ns <= res.total_ns);
 		assert_int_equal(res.phase_ns[i], sp[i].end_ns - sp[i].start_ns);
 	}
-	assert_true(sp[VMB_PHASE_BOOT].start_ns >= sp[VMB_PHASE_DEVICES].end_ns);
+	/* Boot waits for the devices' entries (an add that does not say
+	 * them: its end); the build, for the devices. */
+	assert_true(sp[VMB_PHASE_BOOT].start_ns > sp[VMB_PHASE_DEVICES].start_ns);
+	assert_true(res.total_ns >= sp[VMB_PHASE_DEVICES].end_ns);
 	pl_end("overlap");
+}
+
+/*
+ * The guest runs once its devices' entries are written: each add says
+ * so, then waits for the unpause before it ends (as a hotplug script
+ * still running).  The build ends after the adds; the boot's span
+ * begins before the devices' ends.
+ */
+static void
+test_pipeline_unpause_early(void **state)
+{
+	const struct vmb_span *sp;
+	struct vmb_build_result res;
+	struct prog pr = { 0 };
+	struct vmb_guest g;
+
+	(void)state;
+	NEED_HVSIM();
+	pl_begin(&g, "early");
+	pl.dev_enters = true;
+	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
+	    &res), 0);
+	real_sim.ctx->ops = pl.sim;
+	assert_int_equal(vmb_domain_destroy(real_sim.ctx, res.domid), 0);
+	sp = res.phase_span;
+	print_message("# devices %.3f-%.3f boot %.3f-%.3f total %.3f ms\n",
+	    sp[VMB_PHASE_DEVICES].start_ns / 1e6,
+	    sp[VMB_PHASE_DEVICES].end_ns / 1e6,
+	    sp[VMB_PHASE_BOOT].start_ns / 1e6, sp[VMB_PHASE_BOOT].end_ns / 1e6,
+	    res.total_ns / 1e6);
+	assert_true(pl.dev_saw_unpause);
+	assert_int_equal(pl.nr_up, 3);
+	assert_true(sp[VMB_PHASE_BOOT].start_ns < sp[VMB_PHASE_DEVICES].end_ns);
+	/* Built (and DONE reported) only when every device is. */
+	assert_true(res.total_ns >= sp[VMB_PHASE_DEVICES].end_ns);
+	pl_end("early");
+}
+
+/* xl's order when asked: no unpause while an add runs. */
+static void
+test_pipeline_unpause_after_hotplug(void **state)
+{
+	const struct vmb_span *sp;
+	struct vmb_build_result res;
+	struct prog pr = { 0 };
+	struct vmb_guest g;
+
+	(void)state;
+	NEED_HVSIM();
+	pl_begin(&g, "xlorder");
+	pl.dev_enters = true;
+	pl.dev_wait_ms = 300;
+	build_after_hotplug = true;
+	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
+	    &res), 0);
+	build_after_hotplug = false;
+	real_sim.ctx->ops = pl.sim;
+	assert_int_equal(vmb_domain_destroy(real_sim.ctx, res.domid), 0);
+	sp = res.phase_span;
+	assert_false(pl.dev_saw_unpause);
+	assert_true(pl.unpaused);
+	assert_true(sp[VMB_PHASE_BOOT].start_ns >= sp[VMB_PHASE_DEVICES].end_ns);
+	pl_end("xlorder");
+}
+
+/*
+ * A device fails after the guest began to run (its add ends in failure
+ * once it saw the unpause): the build fails in devices naming it, the
+ * other devices come down, the running domain goes, every page back.
+ */
+static void
+test_pipeline_device_fails_running(void **state)
+{
+	struct vmb_build_result res;
+	struct prog pr = { 0 };
+	struct vmb_guest g;
+
+	(void)state;
+	NEED_HVSIM();
+	pl_begin(&g, "latedev");
+	pl.dev_enters = true;
+	pl.fail_devid = 51728;
+	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
+	    &res), -EIO);
+	real_sim.ctx->ops = pl.sim;
+	print_message("# error: %s\n", res.error);
+	assert_true(pl.dev_saw_unpause);
+	assert_int_equal(res.failed_phase, VMB_PHASE_DEVICES);
+	assert_non_null(strstr(res.error, "disk xvdb (vbd 51728): hotplug"));
+	assert_int_equal(res.domid, VMB_DOMID_INVALID);
+	assert_int_equal(res.undo_rc, 0);
+	assert_true(atomic_load(&pr.phases_seen) & (1 << VMB_PHASE_UNDO));
+	assert_false(atomic_load(&pr.phases_seen) & (1 << VMB_PHASE_DONE));
+	assert_int_equal(pl.removed, 2);
+	assert_int_equal(pl.absent, 1);
+	assert_int_equal(pl.nr_up, 0);
+	pl_end("latedev");
 }
 
 /*
@@ -1520,6 +1667,9 @@ main(void)
 		cmocka_unit_test(test_pipeline_image_fails),
 		cmocka_unit_test(test_pipeline_device_fails),
 		cmocka_unit_test(test_pipeline_populate_fails),
+		cmocka_unit_test(test_pipeline_unpause_early),
+		cmocka_unit_test(test_pipeline_unpause_after_hotplug),
+		cmocka_unit_test(test_pipeline_device_fails_running),
 		cmocka_unit_test(test_concurrent_builds),
 		cmocka_unit_test(test_numa2_config),
 		cmocka_unit_test(test_all_memory_back),

@@ -124,7 +124,7 @@ test_pv_offer(void **state)
 
 	(void)state;
 	assert_int_equal(vmb__tpool_new(&ctx.pool), 0);
-	assert_int_equal(vmb__devices_setup(&ctx, 7, uuid, g, &nd, &nn, why,
+	assert_int_equal(vmb__devices_setup(&ctx, 7, uuid, g, &nd, &nn, NULL, NULL, why,
 	    sizeof(why)), 0);
 	/* The raw disks and the vif; not the qcow2 image, not the CD-ROMs. */
 	assert_int_equal(rec.nadded, 3);
