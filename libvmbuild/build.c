@@ -30,7 +30,8 @@
  * start, while the domain is placed, created and populated, and load
  * waits for it; the devices (backends and hotplug scripts, seconds each)
  * start as soon as the domain exists, beside claim, populate and load,
- * and boot waits for them.  Placement needs only the guest's memory
+ * and boot waits for them (for a PVH guest, for their xenstore entries
+ * only: hotplug_overlaps; the build is done when they are).  Placement needs only the guest's memory
  * sizes, never the image.  The first failure of any line is the build's:
  * it stops the main line (the cancel flag, seen between phases and
  * populate requests), the branches are waited for, and the one undo
