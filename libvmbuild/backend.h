@@ -184,6 +184,16 @@ struct vmb_dev {
 	 */
 	void	(*entered)(void *arg);
 	void	*entered_arg;
+	/*
+	 * Where device_add's time went, when not NULL: filled by a backend
+	 * that can tell (0: that step was not taken), for the caller's log.
+	 */
+	struct vmb_dev_times {
+		uint64_t entries_ns;	/* the xenstore transaction */
+		uint64_t initwait_ns;	/* the backend to InitWait */
+		uint64_t script_ns;	/* the hotplug script */
+		uint64_t connect_ns;	/* both ends to Connected */
+	} *times;
 };
 
 struct vmb_backend_ops {

@@ -82,6 +82,7 @@ struct dev_job {
 	char		why[256];
 	struct dev_gate	*gate;		/* setup only; NULL: none */
 	atomic_bool	entered;	/* counted in the gate */
+	struct vmb_dev_times times;	/* the backend's, for the log */
 };
 
 bool
@@ -124,10 +125,23 @@ dev_job_run(void *arg)
 		    j->v.devid, true, j->ctx->hotplug_ms / 4, j->why,
 		    sizeof(j->why));
 	} else {
+		uint64_t t0 = vmb__now_ns();
+
 		j->v.entered = dev_entered;
 		j->v.entered_arg = j;
+		j->v.times = &j->times;
 		j->rc = ops->device_add(j->ctx->priv, j->domid, &j->v, j->why,
 		    sizeof(j->why));
+		/* Where a slow create's devices spent it, per device. */
+		if (j->rc == 0)
+			vmb__log(j->ctx, "domain %u: %s %s: up in %.2f s "
+			    "(entries %.2f, backend %.2f, hotplug script "
+			    "%.2f s)", j->domid, j->v.kind == VMB_DEVICE_DISK ?
+			    "disk" : "vif", j->v.kind == VMB_DEVICE_DISK ?
+			    j->v.disk->vdev : "", (vmb__now_ns() - t0) / 1e9,
+			    j->times.entries_ns / 1e9,
+			    j->times.initwait_ns / 1e9,
+			    j->times.script_ns / 1e9);
 	}
 out:
 	dev_entered(j);

@@ -672,6 +672,17 @@ have_cap(unsigned cap)
 	return (d[cap / 32].effective >> (cap % 32)) & 1;
 }
 
+/* The time since *t into *into (if any), and *t to now. */
+static void
+lap(uint64_t *t, uint64_t *into)
+{
+	uint64_t now = vmb__now_ns();
+
+	if (into)
+		*into += now - *t;
+	*t = now;
+}
+
 int
 xen_device_add(void *priv, uint32_t domid, const struct vmb_dev *v,
     char *why, size_t why_len)
@@ -681,6 +692,7 @@ xen_device_add(void *priv, uint32_t domid, const struct vmb_dev *v,
 	struct dev d;
 	char *script = NULL, *hs = NULL;
 	bool ran = false;
+	uint64_t t;
 	int rc, bs, fs;
 
 	if (domid == 0 || domid >= DOMID_FIRST_RESERVED ||
@@ -708,7 +720,9 @@ xen_device_add(void *priv, uint32_t domid, const struct vmb_dev *v,
 	if (rc)
 		return rc;
 	a.script = script;
+	t = vmb__now_ns();
 	rc = xen_xs_transaction(be, domid, fill_add, &a);
+	lap(&t, v->times ? &v->times->entries_ns : NULL);
 	if (rc == -EEXIST) {
 		vmb__why(why, why_len, "%s: the domain has one already",
 		    d.name);
@@ -731,9 +745,12 @@ xen_device_add(void *priv, uint32_t domid, const struct vmb_dev *v,
 	}
 	if (v->kind == VMB_DEVICE_NIC)
 		wait_netdev(&d, v->initwait_ms);
+	/* netback's interface too: part of the backend's coming up. */
+	lap(&t, v->times ? &v->times->initwait_ns : NULL);
 	ran = true;
 	rc = run_script(be, &d, v->disk ? "add" : "online", v->hotplug_ms,
 	    why, why_len);
+	lap(&t, v->times ? &v->times->script_ns : NULL);
 	if (rc)
 		goto undo;
 	hs = xs_get(be, d.be, "hotplug-status");
@@ -748,6 +765,7 @@ xen_device_add(void *priv, uint32_t domid, const struct vmb_dev *v,
 	}
 	if (v->connect_ms) {
 		rc = wait_states(&d, W_CONNECTED, v->connect_ms, &bs, &fs);
+		lap(&t, v->times ? &v->times->connect_ns : NULL);
 		if (rc) {
 			vmb__why(why, why_len, "%s: not connected %s (backend "
 			    "state %d, frontend state %d)%s", d.name,
