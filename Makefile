@@ -134,7 +134,7 @@ demo:
 # fail (no recovery); leaks inside libraries we do not build are
 # suppressed (tests/fuzz/lsan.supp).  TSan runs the concurrency tests:
 # hvsim's parallel populates, claims and socket, concurrent builds, and
-# the daemon under load, under faults and at restarts.
+# the daemon under load, under faults and at restarts, the image cache.
 SAN_asan  := -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined \
 	     -fno-sanitize-recover=undefined
 SAN_ubsan := -O1 -g -fsanitize=undefined -fno-sanitize-recover=undefined
@@ -146,6 +146,7 @@ SAN_ENV	  := VMBD_SANITIZER=$(SAN) \
 	     CLIENTS=200 SECONDS=4 ROUNDS=20
 SAN_TESTS_tsan = $(B)/tests/hvsim/test_popconc $(B)/tests/hvsim/test_claim \
 	tests/hvsim/socket.sh $(B)/tests/lib/test_build_sim \
+	$(B)/tests/lib/test_imgcache \
 	tests/daemon/protocol.py tests/daemon/load.py tests/daemon/faults.py \
 	tests/daemon/recovery.py tests/daemon/killloop.py
 

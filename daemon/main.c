@@ -73,6 +73,7 @@ static struct {
 	unsigned	hv_timeout;	/* s */
 	unsigned	hotplug_timeout;	/* s; 0: libvmbuild's default */
 	bool		after_hotplug;	/* xl's order: unpause after them */
+	unsigned	image_cache;		/* MiB of unpacked kernels; 0: off */
 	size_t		max_output;
 	double		stop_mono;	/* when SIGTERM came */
 	bool		foreground;
@@ -168,6 +169,8 @@ usage(FILE *f)
 "                         scripts have ended, as xl does (default: once\n"
 "                         its devices are in xenstore; vm.create returns\n"
 "                         when the scripts have ended either way)\n"
+"  --image-cache MIB      keep kernels unpacked from bzImages, at most\n"
+"                         MIB of them (default %d; 0: off)\n"
 "  -v, --verbose          debug messages\n"
 "  -h, --help             this text\n"
 "  -V, --version          print the version\n"
@@ -180,7 +183,8 @@ usage(FILE *f)
 	    VMBUILD_MAX_USER_CONNECTIONS, VMBUILD_MAX_TASKS, VMBUILD_MAX_OUTPUT,
 	    VMBUILD_MAX_METRICS_CONNECTIONS, VMBUILD_METRICS_REQUEST_TIMEOUT,
 	    VMBUILD_REQUEST_TIMEOUT, VMBUILD_IDLE_TIMEOUT,
-	    VMBUILD_HYPERVISOR_TIMEOUT, VMBUILD_RESTART_BACKOFF);
+	    VMBUILD_HYPERVISOR_TIMEOUT, VMBUILD_RESTART_BACKOFF,
+	    (int)(VMB_IMAGE_CACHE_DEFAULT >> 20));
 }
 
 static int
@@ -206,7 +210,8 @@ enum { O_MAXREQ = 256, O_MAXCONN, O_MAXTASKS, O_POPULATE, O_METRICS,
     O_REQTIMEOUT, O_LOGTARGET, O_SCRUBWAIT, O_ROSOCK, O_GROUP, O_IMAGEDIR,
     O_MAXOUT, O_MAXMETRICS, O_HVTIMEOUT, O_HPTIMEOUT, O_MAXROCONN,
     O_MAXUSERCONN, O_IDLETIMEOUT, O_METRICSTIMEOUT, O_RESTARTBACKOFF,
-    O_DM, O_HVMLOADER, O_SEABIOS, O_OVMF, O_DM_USER, O_AFTERHOTPLUG };
+    O_DM, O_HVMLOADER, O_SEABIOS, O_OVMF, O_DM_USER, O_AFTERHOTPLUG,
+    O_IMAGECACHE };
 
 static const struct option longopts[] = {
 	{ "hypervisor",	     required_argument,	NULL, 'H' },
@@ -234,6 +239,7 @@ static const struct option longopts[] = {
 	{ "hypervisor-timeout", required_argument, NULL, O_HVTIMEOUT },
 	{ "hotplug-timeout", required_argument, NULL, O_HPTIMEOUT },
 	{ "unpause-after-hotplug", no_argument,	NULL, O_AFTERHOTPLUG },
+	{ "image-cache",     required_argument,	NULL, O_IMAGECACHE },
 	{ "max-ro-connections", required_argument, NULL, O_MAXROCONN },
 	{ "max-user-connections", required_argument, NULL, O_MAXUSERCONN },
 	{ "idle-timeout",    required_argument,	NULL, O_IDLETIMEOUT },
@@ -273,6 +279,7 @@ static const struct count_option {
 	    NULL },
 	{ O_HPTIMEOUT,	 "--hotplug-timeout", 4, 3600, 1, &M.hotplug_timeout,
 	    NULL },
+	{ O_IMAGECACHE,	 "--image-cache", 0, 65536, 1, &M.image_cache, NULL },
 	{ O_RESTARTBACKOFF, "--restart-backoff", 0, 3600, 1,
 	    &vmbd.restart_backoff, NULL },
 	{ O_MAXROCONN,	 "--max-ro-connections", 1, 65536, 1, &M.max_ro_conns,
@@ -414,6 +421,7 @@ parse_options(int argc, char **argv)
 	M.max_user_conns = VMBUILD_MAX_USER_CONNECTIONS;
 	M.idle_timeout = VMBUILD_IDLE_TIMEOUT;
 	M.hv_timeout = VMBUILD_HYPERVISOR_TIMEOUT;
+	M.image_cache = VMB_IMAGE_CACHE_DEFAULT >> 20;
 	M.max_output = VMBUILD_MAX_OUTPUT;
 	while ((c = getopt_long(argc, argv, "H:s:d:fvhV", longopts, NULL))
 	    != -1) {
@@ -676,6 +684,7 @@ open_hypervisor(void)
 	vmb_ctx_set_timeout(vmbd.ctx, M.hv_timeout * 1000);
 	if (M.hotplug_timeout)
 		vmb_ctx_set_hotplug_timeout(vmbd.ctx, M.hotplug_timeout * 1000);
+	vmb_ctx_set_image_cache(vmbd.ctx, (uint64_t)M.image_cache << 20);
 	if (M.verbose)
 		vmb_ctx_set_log(vmbd.ctx, ctx_log, NULL);
 	log_info("vmbuildd %s: hypervisor %s (%s), populate %s", VMB_VERSION,

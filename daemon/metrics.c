@@ -373,6 +373,31 @@ render_migrations(struct evbuffer *b)
 	    (unsigned long long)MX.down_count);
 }
 
+/*
+ * libvmbuild's cache of unpacked kernels (--image-cache), read live: a
+ * lock taken and a few numbers copied.
+ */
+static void
+render_image_cache(struct evbuffer *b)
+{
+	struct vmb_image_cache_stats st;
+
+	if (vmb_image_cache_stats(vmbd.ctx, &st) != 0)
+		return;
+	family(b, "vmbuild_image_cache_hits_total", "counter",
+	    "Builds whose kernel was found unpacked in the image cache.");
+	evbuffer_add_printf(b, "vmbuild_image_cache_hits_total %llu\n",
+	    (unsigned long long)st.hits);
+	family(b, "vmbuild_image_cache_misses_total", "counter",
+	    "bzImage kernels unpacked while the image cache was on.");
+	evbuffer_add_printf(b, "vmbuild_image_cache_misses_total %llu\n",
+	    (unsigned long long)st.misses);
+	family(b, "vmbuild_image_cache_bytes", "gauge",
+	    "Unpacked kernels held by the image cache.");
+	evbuffer_add_printf(b, "vmbuild_image_cache_bytes %llu\n",
+	    (unsigned long long)st.bytes);
+}
+
 /* What this daemon's builds did: bytes per node, durations, results. */
 static void
 render_builds(struct evbuffer *b)
@@ -407,6 +432,7 @@ render_builds(struct evbuffer *b)
 	for (int i = 0; i < 3; i++)
 		evbuffer_add_printf(b, "vmbuild_vm_creates_total{result=\"%s\"} "
 		    "%llu\n", results[i], (unsigned long long)MX.builds[i]);
+	render_image_cache(b);
 	render_streams(b);
 	render_migrations(b);
 }

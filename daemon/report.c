@@ -210,6 +210,8 @@ report_build(yajl_gen g, const struct vmb_build_result *r,
 	jg_kv_dbl(g, "scrub_wait_seconds", r->scrub_wait_ns / 1e9);
 	/* What the main line waited for, of the work beside it. */
 	jg_kv_dbl(g, "images_wait_seconds", r->images_wait_ns / 1e9);
+	/* The kernel came unpacked from libvmbuild's image cache. */
+	jg_kv_bool(g, "kernel_cached", r->kernel_cached);
 	jg_kv_dbl(g, "devices_wait_seconds", r->devices_wait_ns / 1e9);
 	/* Lengths: they overlap, so they add up to more than the total. */
 	jg_key(g, "phases");

@@ -354,8 +354,8 @@ images_read(struct run *r, struct branch *br)
 		r->images_bad = false;
 		return rc;
 	}
-	rc = vmb__image_open_why(b->guest, b->kernel_fd, b->ramdisk_fd,
-	    &r->img, br->why, sizeof(br->why));
+	rc = vmb__image_open_cache(b->ctx->imgcache, b->guest, b->kernel_fd,
+	    b->ramdisk_fd, &r->img, br->why, sizeof(br->why));
 	r->images_bad = rc && rc != -ENOMEM;
 	return rc;
 }
@@ -957,6 +957,7 @@ phase_load(struct run *r)
 	rc = branch_join(r, &r->images, &r->res.images_wait_ns);
 	if (rc)
 		return rc;
+	r->res.kernel_cached = vmb__image_cached(r->img);
 	r->res.phase_span[VMB_PHASE_LOAD].start_ns = since(r);
 	/* A restore: the saved memory, not a kernel (no vCPU set up). */
 	if (r->b->opts.restore) {

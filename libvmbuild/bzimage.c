@@ -153,7 +153,7 @@ vmb__bzimage_unpack(const void *image, size_t len, uint8_t **ret,
 	const uint8_t *p = image, *pl;
 	uint32_t sects, off, plen, hint;
 	size_t cap, got = 0;
-	uint8_t *out = NULL;
+	uint8_t *out = NULL, *grown;
 	const char *comp;
 	int rc;
 
@@ -195,6 +195,9 @@ vmb__bzimage_unpack(const void *image, size_t len, uint8_t **ret,
 		free(out);
 		return rc;
 	}
+	/* Without the slack of the guess: the image cache keeps it long. */
+	if (got < cap && (grown = realloc(out, got)))
+		out = grown;
 	*ret = out;
 	*ret_len = got;
 	return 0;

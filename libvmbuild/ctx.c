@@ -1,10 +1,11 @@
 /*
  * ctx.c - a library context: which backend, its capabilities, the debug
- * log hook.
+ * log hook, the cache of unpacked kernels.
  *
  * A context is shared by the daemon's threads: the backend is opened once
  * and its ops are themselves thread-safe (backend.h); the only mutable
- * state here is the log hook, under log_lock.
+ * state here is the log hook, under log_lock, and the cache of unpacked
+ * kernels, under its own lock (imgcache.c).
  *
  * What differs between the threads that use a context is which build
  * they work for: each has the cancel descriptor of its build, which the
@@ -104,8 +105,11 @@ vmb_ctx_open(const char *hypervisor, struct vmb_ctx **ret_ctx)
 	ctx->ops = ops;
 	rc = vmb__tpool_new(&ctx->pool);
 	if (rc == 0)
+		rc = vmb__imgcache_new(VMB_IMAGE_CACHE_DEFAULT, &ctx->imgcache);
+	if (rc == 0)
 		rc = ops->open(arg, &ctx->priv);
 	if (rc) {
+		vmb__imgcache_free(ctx->imgcache);
 		vmb__tpool_free(ctx->pool);
 		pthread_mutex_destroy(&ctx->log_lock);
 		free(ctx);
@@ -134,6 +138,8 @@ vmb_ctx_free(struct vmb_ctx *ctx)
 	vmb__tpool_free(ctx->pool);
 	if (ctx->ops && ctx->ops->close)
 		ctx->ops->close(ctx->priv);
+	/* Images still using an entry keep it (imgcache.c). */
+	vmb__imgcache_free(ctx->imgcache);
 	pthread_mutex_destroy(&ctx->log_lock);
 	free(ctx);
 }
@@ -174,6 +180,23 @@ vmb_ctx_set_hotplug_timeout(struct vmb_ctx *ctx, unsigned ms)
 {
 	if (ctx && ms >= 4)
 		ctx->hotplug_ms = ms;
+}
+
+void
+vmb_ctx_set_image_cache(struct vmb_ctx *ctx, uint64_t bytes)
+{
+	if (ctx)
+		vmb__imgcache_set_max(ctx->imgcache, bytes);
+}
+
+int
+vmb_image_cache_stats(struct vmb_ctx *ctx,
+    struct vmb_image_cache_stats *ret_stats)
+{
+	if (!ctx || !ret_stats)
+		return -EINVAL;
+	vmb__imgcache_stats(ctx->imgcache, ret_stats);
+	return 0;
 }
 
 void

@@ -46,17 +46,21 @@ placeable(const struct vmb_guest *g, const struct vmb_diags *diags)
 	return g->memory_bytes > 0;
 }
 
-/* The images, read from the descriptors as a build reads them. */
+/*
+ * The images, read from the descriptors as a build reads them: through
+ * the context's cache, so that a create after its dry run finds the
+ * kernel unpacked.
+ */
 static void
-dry_images(const struct vmb_guest *g, int kernel_fd, int ramdisk_fd,
-    const char *where, struct vmb_diags *diags)
+dry_images(struct vmb_ctx *ctx, const struct vmb_guest *g, int kernel_fd,
+    int ramdisk_fd, const char *where, struct vmb_diags *diags)
 {
 	struct vmb__image *img = NULL;
 	char why[512] = "";
 	int rc;
 
-	rc = vmb__image_open_why(g, kernel_fd, ramdisk_fd, &img, why,
-	    sizeof(why));
+	rc = vmb__image_open_cache(ctx->imgcache, g, kernel_fd, ramdisk_fd,
+	    &img, why, sizeof(why));
 	vmb__image_free(img);
 	if (rc == 0)
 		return;
@@ -177,7 +181,7 @@ vmb_guest_dry_run(struct vmb_ctx *ctx, const struct vmb_guest *g,
 	place = placeable(g, diags);
 	if (g->kernel && !has_error(diags, "kernel", 0) &&
 	    !has_error(diags, "ramdisk", 0))
-		dry_images(g, kernel_fd, ramdisk_fd, where, diags);
+		dry_images(ctx, g, kernel_fd, ramdisk_fd, where, diags);
 	dry_bridges(ctx, g, where, diags);
 	rc = vmb__host_state(ctx, &ret->host, &doms, &nr_doms, &scrub,
 	    &scrub_rc);

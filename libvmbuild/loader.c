@@ -9,7 +9,8 @@
  * start info, the module list and the memory map; the command line; the
  * ramdisk.  Everything must fit in RAM below the MMIO hole (layout.c).
  * A bzImage (what distributions ship as vmlinuz) is unpacked to the ELF
- * it carries first (bzimage.c), as libxenguest does.
+ * it carries first (bzimage.c), as libxenguest does, once per file: the
+ * context keeps what was unpacked (imgcache.c).
  *
  * Files are untrusted: every offset and size is checked against the file
  * before it is used, and segments may not overlap.  The same code serves
@@ -23,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "vmb_internal.h"
@@ -74,8 +76,11 @@ _Static_assert(sizeof(struct pvh_memmap_entry) == 24, "memmap layout");
 #define INFO_OFF_MEMMAP		128
 
 struct vmb__image {
-	uint8_t	*kernel;
+	const uint8_t *kernel;		/* kernel_buf, or kernel_ent's data */
 	size_t	kernel_len;
+	uint8_t	*kernel_buf;		/* this image's own; NULL: shared */
+	struct vmb__imgent *kernel_ent;	/* shared with the cache; read-only */
+	bool	kernel_cached;		/* kernel_ent was found there */
 	struct vmb__elf elf;
 	uint8_t	*ramdisk;
 	size_t	ramdisk_len;
@@ -311,28 +316,46 @@ vmb__elf_parse_as(const void *image, size_t len, bool ehdr_entry,
 /* Files.                                                              */
 
 /*
- * Read a whole regular file from fd, at most `max` bytes, without
- * moving the descriptor's offset (it may be a client's, shared).
+ * The file behind fd, looked at before anything is read (so that the
+ * image cache can be asked first): only a regular file of at most
+ * `max` bytes, open for reading, is taken.  Reading would find out the
+ * last, but a kernel found in the cache is not read: an O_PATH or
+ * write-only descriptor, which fstat takes, must not get one.
  */
 static int
-read_fd(int fd, uint64_t max, uint8_t **ret, size_t *ret_len)
+file_check(int fd, uint64_t max, struct stat *st)
 {
-	struct stat st;
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0)
+		return -errno;
+	if ((fl & O_PATH) || (fl & O_ACCMODE) == O_WRONLY)
+		return -EBADF;
+	if (fstat(fd, st) != 0)
+		return -errno;
+	if (!S_ISREG(st->st_mode))
+		return -EINVAL;
+	if ((uint64_t)st->st_size > max)
+		return -EFBIG;
+	return 0;
+}
+
+/*
+ * Read the whole file `st` describes from fd, without moving the
+ * descriptor's offset (it may be a client's, shared).
+ */
+static int
+read_fd(int fd, const struct stat *st, uint8_t **ret, size_t *ret_len)
+{
 	uint8_t *buf = NULL;
 	size_t got = 0;
 	int rc;
 
-	if (fstat(fd, &st) != 0)
-		return -errno;
-	if (!S_ISREG(st.st_mode))
-		return -EINVAL;
-	if ((uint64_t)st.st_size > max)
-		return -EFBIG;
-	buf = malloc((size_t)st.st_size ? (size_t)st.st_size : 1);
+	buf = malloc((size_t)st->st_size ? (size_t)st->st_size : 1);
 	if (!buf)
 		return -ENOMEM;
-	while (got < (size_t)st.st_size) {
-		ssize_t r = pread(fd, buf + got, (size_t)st.st_size - got,
+	while (got < (size_t)st->st_size) {
+		ssize_t r = pread(fd, buf + got, (size_t)st->st_size - got,
 		    (off_t)got);
 
 		if (r < 0 && errno == EINTR)
@@ -356,28 +379,52 @@ out:
 /*
  * Open a path the way every image is opened: never blocking (a FIFO
  * would hang the build), never through a final symbolic link, never a
- * controlling terminal; read_fd() then takes regular files only.
+ * controlling terminal; file_check() then takes regular files only.
+ * The descriptor, or a negative errno.
  */
 static int
-read_path(const char *path, uint64_t max, uint8_t **ret, size_t *ret_len)
+open_path(const char *path)
 {
-	int fd, rc;
-
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW |
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOFOLLOW |
 	    O_NOCTTY);
+
 	if (fd < 0)
 		return errno == ELOOP ? -EINVAL : -errno;
-	rc = read_fd(fd, max, ret, ret_len);
-	close(fd);
-	return rc;
+	return fd;
 }
 
+/*
+ * Read an image from fd when it is >= 0 (the caller's), else from
+ * `path`, opened here.
+ */
 static int
 read_image(int fd, const char *path, uint64_t max, uint8_t **ret,
     size_t *ret_len)
 {
-	return fd >= 0 ? read_fd(fd, max, ret, ret_len) :
-	    read_path(path, max, ret, ret_len);
+	int use = fd >= 0 ? fd : open_path(path), rc;
+	struct stat st;
+
+	rc = use < 0 ? use : file_check(use, max, &st);
+	if (rc == 0)
+		rc = read_fd(use, &st, ret, ret_len);
+	if (fd < 0 && use >= 0)
+		close(use);
+	return rc;
+}
+
+static int
+read_path(const char *path, uint64_t max, uint8_t **ret, size_t *ret_len)
+{
+	return read_image(-1, path, max, ret, ret_len);
+}
+
+static uint64_t
+realtime_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 void
@@ -385,7 +432,8 @@ vmb__image_free(struct vmb__image *img)
 {
 	if (!img)
 		return;
-	free(img->kernel);
+	free(img->kernel_buf);
+	vmb__imgent_unref(img->kernel_ent);
 	free(img->ramdisk);
 	free(img->cmdline);
 	free(img);
@@ -406,19 +454,110 @@ why_file(char *why, size_t len, const char *what, const char *path,
 	else if (rc == -EIO)
 		snprintf(why, len, "%s %s: changed while it was read", what,
 		    path);
+	else if (rc == -EBADF)
+		snprintf(why, len, "%s %s: not open for reading", what, path);
 	else
 		snprintf(why, len, "%s %s: %s", what, path, strerror(-rc));
+}
+
+/* Why the kernel is not a PVH ELF, in words. */
+static void
+why_elf(char *why, size_t why_len, const struct vmb_guest *g,
+    const struct vmb__image *img, int rc)
+{
+	bool elf = img->kernel_len >= SELFMAG &&
+	    memcmp(img->kernel, ELFMAG, SELFMAG) == 0;
+
+	vmb__why(why, why_len, "kernel %s: %s", g->kernel, !elf ?
+	    "not an ELF file" : rc == -ENOEXEC ? "not a PVH kernel "
+	    "(no loadable segment or no Xen PHYS32_ENTRY note)" :
+	    "malformed ELF image");
+}
+
+/*
+ * The kernel, checked, into img: unpacked from the cache when it holds
+ * this file's (the file is then not read at all), else read, unpacked
+ * when it is a bzImage, and that ELF offered to the cache.  The cache is
+ * asked only once the kernel is open, by the identity fstat gives of
+ * the very descriptor it would be read from (the caller's, opened with
+ * its rights): it never gives a kernel of a file the caller could not
+ * open.  The time is taken before the file is looked at, so that a
+ * write after it shows in the file's times (imgcache.c: racy files).
+ */
+static int
+kernel_open(struct vmb__imgcache *cache, const struct vmb_guest *g,
+    int kernel_fd, struct vmb__image *img, char *why, size_t why_len)
+{
+	uint64_t read_ns = realtime_ns();
+	int fd = kernel_fd >= 0 ? kernel_fd : open_path(g->kernel), rc;
+	bool bz = false;
+	struct stat st;
+
+	rc = fd < 0 ? fd : file_check(fd, KERNEL_MAX_BYTES, &st);
+	if (rc == 0 && (img->kernel_ent = vmb__imgcache_get(cache, &st))) {
+		img->kernel = vmb__imgent_data(img->kernel_ent,
+		    &img->kernel_len);
+		img->kernel_cached = true;
+	} else if (rc == 0) {
+		rc = read_fd(fd, &st, &img->kernel_buf, &img->kernel_len);
+		img->kernel = img->kernel_buf;
+	}
+	if (rc) {
+		why_file(why, why_len, "kernel", g->kernel, KERNEL_MAX_BYTES,
+		    rc);
+		goto out;
+	}
+	if (!img->kernel_cached && vmb__is_bzimage(img->kernel,
+	    img->kernel_len)) {
+		uint8_t *elf = NULL;
+		size_t elf_len = 0;
+		char bzwhy[192] = "";
+
+		rc = vmb__bzimage_unpack(img->kernel, img->kernel_len, &elf,
+		    &elf_len, bzwhy, sizeof(bzwhy));
+		if (rc) {
+			vmb__why(why, why_len, "kernel %s: %s", g->kernel,
+			    bzwhy);
+			goto out;
+		}
+		free(img->kernel_buf);
+		img->kernel = img->kernel_buf = elf;
+		img->kernel_len = elf_len;
+		bz = true;
+	}
+	rc = vmb__elf_parse(img->kernel, img->kernel_len, &img->elf);
+	if (rc) {
+		why_elf(why, why_len, g, img, rc);
+		goto out;
+	}
+	/* Only what unpacking cost is worth keeping, and only a PVH ELF. */
+	if (bz && (img->kernel_ent = vmb__imgcache_put(cache, &st, read_ns,
+	    img->kernel_buf, img->kernel_len)))
+		img->kernel_buf = NULL;	/* the entry's now */
+out:
+	if (kernel_fd < 0 && fd >= 0)
+		close(fd);
+	return rc;
 }
 
 int
 vmb__image_open(const struct vmb_guest *g, struct vmb__image **ret)
 {
-	return vmb__image_open_why(g, -1, -1, ret, NULL, 0);
+	return vmb__image_open_cache(NULL, g, -1, -1, ret, NULL, 0);
 }
 
 int
 vmb__image_open_why(const struct vmb_guest *g, int kernel_fd, int ramdisk_fd,
     struct vmb__image **ret, char *why, size_t why_len)
+{
+	return vmb__image_open_cache(NULL, g, kernel_fd, ramdisk_fd, ret, why,
+	    why_len);
+}
+
+int
+vmb__image_open_cache(struct vmb__imgcache *cache, const struct vmb_guest *g,
+    int kernel_fd, int ramdisk_fd, struct vmb__image **ret, char *why,
+    size_t why_len)
 {
 	struct vmb__image *img;
 	int rc;
@@ -428,40 +567,7 @@ vmb__image_open_why(const struct vmb_guest *g, int kernel_fd, int ramdisk_fd,
 	img = calloc(1, sizeof(*img));
 	if (!img)
 		return -ENOMEM;
-	rc = read_image(kernel_fd, g->kernel, KERNEL_MAX_BYTES, &img->kernel,
-	    &img->kernel_len);
-	if (rc) {
-		why_file(why, why_len, "kernel", g->kernel, KERNEL_MAX_BYTES,
-		    rc);
-		goto fail;
-	}
-	if (vmb__is_bzimage(img->kernel, img->kernel_len)) {
-		uint8_t *elf = NULL;
-		size_t elf_len = 0;
-		char bzwhy[192] = "";
-
-		rc = vmb__bzimage_unpack(img->kernel, img->kernel_len, &elf,
-		    &elf_len, bzwhy, sizeof(bzwhy));
-		if (rc) {
-			if (why && why_len)
-				snprintf(why, why_len, "kernel %s: %s",
-				    g->kernel, bzwhy);
-			goto fail;
-		}
-		free(img->kernel);
-		img->kernel = elf;
-		img->kernel_len = elf_len;
-	}
-	rc = vmb__elf_parse(img->kernel, img->kernel_len, &img->elf);
-	if (rc && why && why_len) {
-		bool elf = img->kernel_len >= SELFMAG &&
-		    memcmp(img->kernel, ELFMAG, SELFMAG) == 0;
-
-		snprintf(why, why_len, "kernel %s: %s", g->kernel, !elf ?
-		    "not an ELF file" : rc == -ENOEXEC ? "not a PVH kernel "
-		    "(no loadable segment or no Xen PHYS32_ENTRY note)" :
-		    "malformed ELF image");
-	}
+	rc = kernel_open(cache, g, kernel_fd, img, why, why_len);
 	if (rc)
 		goto fail;
 	if (g->ramdisk) {
@@ -484,6 +590,19 @@ fail:
 	return rc;
 }
 
+bool
+vmb__image_cached(const struct vmb__image *img)
+{
+	return img && img->kernel_cached;
+}
+
+const uint8_t *
+vmb__image_kernel(const struct vmb__image *img, size_t *ret_len)
+{
+	*ret_len = img->kernel_len;
+	return img->kernel;
+}
+
 /*
  * An HVM guest's images, as libxl hands them to xc_dom: hvmloader (an
  * ELF started at its entry, in 32-bit protected mode) in place of a
@@ -500,8 +619,9 @@ vmb__firmware_open(const char *hvmloader, const char *bios,
 
 	if (!img)
 		return -ENOMEM;
-	rc = read_path(hvmloader, KERNEL_MAX_BYTES, &img->kernel,
+	rc = read_path(hvmloader, KERNEL_MAX_BYTES, &img->kernel_buf,
 	    &img->kernel_len);
+	img->kernel = img->kernel_buf;
 	if (rc) {
 		why_file(why, why_len, "firmware (hvmloader)", hvmloader,
 		    KERNEL_MAX_BYTES, rc);

@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <sys/stat.h>
 
 #include "backend.h"
 #include "vmbuild.h"
@@ -25,6 +26,7 @@
 
 /* ctx.c */
 struct vmb__tpool;
+struct vmb__imgcache;
 
 struct vmb_ctx {
 	const struct vmb_backend_ops *ops;
@@ -35,6 +37,7 @@ struct vmb_ctx {
 	void	*log_user;
 	struct vmb__tpool *pool;	/* populate threads */
 	unsigned hotplug_ms;		/* devices: the hotplug script's limit */
+	struct vmb__imgcache *imgcache;	/* unpacked kernels (imgcache.c) */
 };
 
 /* tpool.c: threads that outlive a build (see there). */
@@ -351,6 +354,42 @@ bool vmb__is_bzimage(const void *image, size_t len);
 int vmb__bzimage_unpack(const void *image, size_t len, uint8_t **ret,
     size_t *ret_len, char *why, size_t why_len);
 
+/*
+ * imgcache.c: unpacked kernels, by the identity of the file each came
+ * from (see there).  An entry is shared, read-only, by the cache and
+ * the images that use it; each holds a reference.
+ */
+struct vmb__imgent;
+/* The window in which a file's timestamps are too recent to be trusted. */
+#define VMB_IMGCACHE_RACY_NS	(2ull * 1000000000)
+int vmb__imgcache_new(uint64_t max_bytes, struct vmb__imgcache **ret);
+void vmb__imgcache_free(struct vmb__imgcache *c);
+/* Bound the bytes held (0: off, and what is held is let go). */
+void vmb__imgcache_set_max(struct vmb__imgcache *c, uint64_t max_bytes);
+/* For tests: the racy window (default VMB_IMGCACHE_RACY_NS); 0: none. */
+void vmb__imgcache_set_racy_ns(struct vmb__imgcache *c, uint64_t ns);
+void vmb__imgcache_stats(struct vmb__imgcache *c,
+    struct vmb_image_cache_stats *ret);
+/*
+ * The kernel unpacked from the file `st` (fstat of the descriptor the
+ * caller has open) describes, with a reference for the caller; NULL
+ * when it is not held (c may be NULL).
+ */
+struct vmb__imgent *vmb__imgcache_get(struct vmb__imgcache *c,
+    const struct stat *st);
+/*
+ * Offer `data` (malloc'd, `len` bytes), unpacked from the file `st`
+ * described when the caller began to read it at `read_ns`
+ * (CLOCK_REALTIME); counts a miss.  When the cache keeps it: an entry
+ * that owns `data`, with a reference for the caller.  NULL when it does
+ * not (off, too large, timestamps too recent, the file's kernel already
+ * there, no memory): `data` is still the caller's.  c may be NULL.
+ */
+struct vmb__imgent *vmb__imgcache_put(struct vmb__imgcache *c,
+    const struct stat *st, uint64_t read_ns, uint8_t *data, size_t len);
+const uint8_t *vmb__imgent_data(const struct vmb__imgent *e, size_t *ret_len);
+void vmb__imgent_unref(struct vmb__imgent *e);
+
 /* Parse and check an ELF image held in memory. */
 int vmb__elf_parse(const void *image, size_t len, struct vmb__elf *ret_elf);
 /* The same; ehdr_entry: without the PVH note, start at e_entry. */
@@ -369,6 +408,18 @@ int vmb__image_open(const struct vmb_guest *guest, struct vmb__image **ret);
 /* The same; on failure, says why in `why` (may be NULL) for the user. */
 int vmb__image_open_why(const struct vmb_guest *guest, int kernel_fd,
     int ramdisk_fd, struct vmb__image **ret, char *why, size_t why_len);
+/*
+ * The same, a bzImage kernel's ELF taken from `cache` (may be NULL)
+ * when it holds that file's, and put there once unpacked.
+ */
+int vmb__image_open_cache(struct vmb__imgcache *cache,
+    const struct vmb_guest *guest, int kernel_fd, int ramdisk_fd,
+    struct vmb__image **ret, char *why, size_t why_len);
+/* Did the image's kernel come from the cache? */
+bool vmb__image_cached(const struct vmb__image *img);
+/* The kernel's ELF, as it will be loaded (tests compare it). */
+const uint8_t *vmb__image_kernel(const struct vmb__image *img,
+    size_t *ret_len);
 void vmb__image_free(struct vmb__image *img);
 /* An HVM guest's: hvmloader, and the BIOS as its "firmware" module. */
 int vmb__firmware_open(const char *hvmloader, const char *bios,

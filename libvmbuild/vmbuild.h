@@ -608,6 +608,30 @@ void vmb_ctx_set_timeout(struct vmb_ctx *ctx, unsigned ms);
  * loaded dom0).
  */
 void vmb_ctx_set_hotplug_timeout(struct vmb_ctx *ctx, unsigned ms);
+/*
+ * The kernels unpacked from bzImages are kept, by the identity of the
+ * file they came from (device, inode, size, modification and change
+ * times, from fstat of the descriptor the build reads), so that builds
+ * from the same file unpack it once.  The cache is looked at only once
+ * the file is open for the build (by the caller's descriptor, or the
+ * guest's path): it never gives an image the caller could not read.
+ * At most `bytes` of unpacked kernels, the least recently used given up
+ * first; a kernel larger than that is not kept.  0 turns the cache off
+ * and frees what it holds.  Default VMB_IMAGE_CACHE_DEFAULT.
+ */
+#define VMB_IMAGE_CACHE_DEFAULT	(256ull << 20)
+void vmb_ctx_set_image_cache(struct vmb_ctx *ctx, uint64_t bytes);
+
+struct vmb_image_cache_stats {
+	uint64_t hits;		/* kernels found unpacked */
+	uint64_t misses;	/* bzImages unpacked while the cache was on */
+	uint64_t bytes;		/* of unpacked kernels held now */
+	uint64_t entries;	/* kernels held now */
+	uint64_t max_bytes;	/* the bound (0: off) */
+};
+/* Since the context was opened; hits and misses never go back. */
+int vmb_image_cache_stats(struct vmb_ctx *ctx,
+    struct vmb_image_cache_stats *ret_stats);
 
 /* ------------------------------------------------------------------ */
 /* Host.                                                               */
@@ -1205,6 +1229,8 @@ struct vmb_build_result {
 	struct vmb_span phase_span[VMB_PHASE_DONE];
 	struct vmb_span images_span;	/* the images: kernel and ramdisk */
 	uint64_t images_wait_ns;	/* load waited for the images */
+	/* The kernel came unpacked from the context's image cache. */
+	bool	kernel_cached;
 	uint64_t devices_wait_ns;	/* boot waited for the devices */
 	uint64_t total_ns;
 	/*

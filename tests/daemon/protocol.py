@@ -222,6 +222,9 @@ ok(set(tl) == set(b["phases"]) | {"images"} and
        for s in tl.values()) and
    b["images_wait_seconds"] >= 0 and b["devices_wait_seconds"] >= 0,
    "vm.info: the build's timeline, images beside the first phases", b)
+# A plain ELF kernel is read, never kept unpacked (only bzImages are).
+ok(b.get("kernel_cached") is False,
+   "vm.info: kernel_cached false for an ELF kernel", b)
 ok(info["config"]["memory_bytes"] == 96 * MIB and
    info["config"]["kernel"] == KERNEL and info["config"]["type"] == "pvh",
    "vm.info: the guest as configured", info.get("config"))

@@ -1,6 +1,6 @@
 # tests/lib/build.mk - tests of libvmbuild: config goldens, placement,
-# extent splitting, the counter table, UUIDs, the ELF loader, and builds
-# against a real hvsim.
+# extent splitting, the counter table, UUIDs, the ELF loader, the cache
+# of unpacked kernels, and builds against a real hvsim.
 LIBTEST_BIN := $(B)/tests/lib
 EXTRA_CFLAGS_tests/lib/ := -Ilibvmbuild -Ihypervisor/include
 LIBTEST_PROGS := $(LIBTEST_BIN)/test_placement $(LIBTEST_BIN)/test_populate_plan \
@@ -9,7 +9,7 @@ LIBTEST_PROGS := $(LIBTEST_BIN)/test_placement $(LIBTEST_BIN)/test_populate_plan
 	$(LIBTEST_BIN)/test_bzimage $(LIBTEST_BIN)/test_keys \
 	$(LIBTEST_BIN)/test_loader $(LIBTEST_BIN)/test_build_sim \
 	$(LIBTEST_BIN)/test_devices $(LIBTEST_BIN)/test_xen_series \
-	$(LIBTEST_BIN)/test_native
+	$(LIBTEST_BIN)/test_native $(LIBTEST_BIN)/test_imgcache
 
 $(LIBTEST_BIN)/%: $(OBJ)/tests/lib/%.o $(LIBVMB_LIB) $(LIB)/libhvclient.a
 	@mkdir -p $(dir $@)

@@ -5,11 +5,13 @@
  * a 2-node host of 1280 MiB real memory per node (no boot scrub: fresh
  * memory is zero), and builds guests through the public API: every extent order,
  * spread over nodes, the libxl pattern, cancel in the middle, too big,
- * concurrent builds, and at the end all memory back.  A second hvsim
+ * concurrent builds, a bzImage kernel found unpacked by the second build,
+ * and at the end all memory back.  A second hvsim
  * with phantom memory checks that a build goes on without an image.
  * While hvsim is not built every test reports SKIP.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <sched.h>
 #include <setjmp.h>
@@ -30,6 +32,7 @@
 
 #include "vmb_internal.h"
 #include "vmbuild/hvclient.h"
+#include "bzfixture.h"
 
 #define MIB	VMB_MIB
 #define FAKEDEV_UP_MAX	4
@@ -1454,6 +1457,78 @@ test_concurrent_builds(void **state)
 		    p[i].res.domid), 0);
 }
 
+/*
+ * A bzImage kernel (the test kernel wrapped in one, modified long ago)
+ * is unpacked by the first build and found unpacked by the next, as
+ * its result and the context's counts say; with the cache off, not.
+ * Its change time is now: the racy window is 0 for the while.
+ */
+static void
+test_kernel_cached(void **state)
+{
+	char path[] = "/tmp/vmb-bzk-XXXXXX";
+	struct timespec old[2] = { { 1000000000, 0 }, { 1000000000, 0 } };
+	struct vmb_image_cache_stats st0, st;
+	struct vmb_build_result res;
+	struct vmb_guest g;
+	uint8_t *elf, *bz;
+	size_t len, bzlen;
+	FILE *f;
+	int fd;
+
+	(void)state;
+	NEED_HVSIM();
+	f = fopen(kernel_path, "rb");
+	assert_non_null(f);
+	elf = malloc(64 << 20);
+	assert_non_null(elf);
+	len = fread(elf, 1, 64 << 20, f);
+	fclose(f);
+	if (vmb__is_bzimage(elf, len)) {
+		bz = elf;
+		bzlen = len;
+		elf = NULL;
+	} else {
+		bz = bz_make(elf, len, &bzlen);
+	}
+	fd = mkstemp(path);
+	assert_true(fd >= 0);
+	assert_int_equal(write(fd, bz, bzlen), (ssize_t)bzlen);
+	close(fd);
+	assert_int_equal(utimensat(AT_FDCWD, path, old, 0), 0);
+	vmb__imgcache_set_racy_ns(real_sim.ctx->imgcache, 0);
+	assert_int_equal(vmb_image_cache_stats(real_sim.ctx, &st0), 0);
+	for (int i = 0; i < 3; i++) {
+		struct prog pr = { 0 };
+		char name[16];
+
+		snprintf(name, sizeof(name), "bzk%d", i);
+		guest_init(&g, name, 64 * MIB);
+		g.kernel = path;
+		/* The third with the cache off. */
+		if (i == 2)
+			vmb_ctx_set_image_cache(real_sim.ctx, 0);
+		assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE,
+		    &pr, &res), 0);
+		assert_int_equal(vmb_domain_destroy(real_sim.ctx, res.domid),
+		    0);
+		assert_true(res.image_loaded);
+		assert_int_equal(res.kernel_cached, i == 1);
+	}
+	assert_int_equal(vmb_image_cache_stats(real_sim.ctx, &st), 0);
+	vmb_ctx_set_image_cache(real_sim.ctx, VMB_IMAGE_CACHE_DEFAULT);
+	vmb__imgcache_set_racy_ns(real_sim.ctx->imgcache,
+	    VMB_IMGCACHE_RACY_NS);
+	unlink(path);
+	free(bz);
+	free(elf);
+	assert_int_equal(st.hits, st0.hits + 1);
+	assert_int_equal(st.misses, st0.misses + 1);
+	assert_int_equal(st.bytes, 0);
+	assert_int_equal(st.entries, 0);
+	assert_int_equal(st.max_bytes, 0);
+}
+
 static void
 test_all_memory_back(void **state)
 {
@@ -1672,6 +1747,7 @@ main(void)
 		cmocka_unit_test(test_pipeline_device_fails_running),
 		cmocka_unit_test(test_concurrent_builds),
 		cmocka_unit_test(test_numa2_config),
+		cmocka_unit_test(test_kernel_cached),
 		cmocka_unit_test(test_all_memory_back),
 		cmocka_unit_test(test_scrub_wait),
 		cmocka_unit_test(test_phantom_no_image),

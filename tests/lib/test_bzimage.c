@@ -8,7 +8,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <lzma.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -21,20 +20,12 @@
 #include <cmocka.h>
 
 #include "vmb_internal.h"
+#include "bzfixture.h"
 
 #define HELLO		"build/guest/hello.elf"
-#define SETUP_SECTS	3
-#define PAYLOAD_AT	((SETUP_SECTS + 1) * 512)
 
 static uint8_t *elf;
 static size_t elf_len;
-
-static void
-put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
 
 static int
 load_hello(void **state)
@@ -61,11 +52,7 @@ free_hello(void **state)
 static size_t
 xz(const uint8_t *in, size_t len, uint8_t *out, size_t cap)
 {
-	size_t pos = 0;
-
-	assert_int_equal(lzma_easy_buffer_encode(6, LZMA_CHECK_CRC32, NULL, in,
-	    len, out, &pos, cap), LZMA_OK);
-	return pos;
+	return bz_xz(in, len, out, cap);
 }
 
 static size_t
@@ -89,19 +76,7 @@ gz(const uint8_t *in, size_t len, uint8_t *out, size_t cap)
 static uint8_t *
 bzimage(const uint8_t *payload, size_t plen, size_t *ret_len)
 {
-	uint8_t *b = calloc(1, PAYLOAD_AT + plen + 4);
-
-	assert_non_null(b);
-	b[0x1f1] = SETUP_SECTS;
-	memcpy(b + 0x202, "HdrS", 4);
-	b[0x206] = 0x0f;		/* boot protocol 2.15 */
-	b[0x207] = 0x02;
-	put32(b + 0x248, 0);		/* payload_offset */
-	put32(b + 0x24c, (uint32_t)plen + 4);
-	memcpy(b + PAYLOAD_AT, payload, plen);
-	put32(b + PAYLOAD_AT + plen, (uint32_t)elf_len);
-	*ret_len = PAYLOAD_AT + plen + 4;
-	return b;
+	return bz_wrap(payload, plen, elf_len, ret_len);
 }
 
 static void
@@ -182,11 +157,11 @@ test_refused(void **state)
 	    sizeof(why)), -ENOEXEC);
 	assert_non_null(strstr(why, "zstd"));
 	/* A payload past the end of the file. */
-	put32(img + 0x24c, (uint32_t)len);
+	bz_put32(img + 0x24c, (uint32_t)len);
 	assert_int_equal(vmb__bzimage_unpack(img, len, &out, &out_len, why,
 	    sizeof(why)), -EINVAL);
 	/* Boot protocol before 2.08: no payload fields. */
-	put32(img + 0x24c, sizeof(zstd) + 4);
+	bz_put32(img + 0x24c, sizeof(zstd) + 4);
 	img[0x206] = 0x07;
 	assert_int_equal(vmb__bzimage_unpack(img, len, &out, &out_len, why,
 	    sizeof(why)), -EINVAL);
