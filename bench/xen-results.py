@@ -9,7 +9,7 @@ Each LOG is a lab console log (build/lab/console.log, the companion's
 build/lab-companion/numa/console.log) with the records dom0 printed
 (tests/lab/xenbench.sh):
 
-  XBENCH create round=K tool=xl|vmb domid=N return=S line=S
+  XBENCH create round=K tool=xl|vmb domid=N return=S line=S [kernel_cached=yes|no]
   XBENCH create round=K tool=T domid=N dropped=triple-fault
   XBENCH create round=K tool=T failed=WHY
   XBENCH dirty seq=K tool=T domid=N mb=M node=N xen=stock|companion rc=R return=S
@@ -145,7 +145,8 @@ def hello_time(lines, d):
 
 def creates(recs):
     """The create rounds of every log: per tool, its return and line times."""
-    out = {'rounds': 0, 'dropped': [], 'failed': [], 'missing': []}
+    out = {'rounds': 0, 'dropped': [], 'failed': [], 'missing': [],
+           'vmb_kernel_cached': 0, 'vmb_kernel_unpacked': 0}
     vals = {t: {'return': [], 'line': []} for t in TOOLS}
     for c in recs:
         tool, rnd = c.get('tool'), c.get('round')
@@ -159,6 +160,12 @@ def creates(recs):
         if 'failed' in c:
             out['failed'].append('%s (%s)' % (what, c['failed']))
             continue
+        # vmbuildd's cache of unpacked kernels (xl unpacks every time):
+        # how many of its rounds found the kernel there, said with
+        # the figures.
+        if tool == 'vmb' and c.get('kernel_cached') in ('yes', 'no'):
+            out['vmb_kernel_' + ('cached' if c['kernel_cached'] == 'yes'
+                                 else 'unpacked')] += 1
         for k in ('return', 'line'):
             v = fnum(c.get(k))
             if v is None:
@@ -285,6 +292,14 @@ def load_text(host):
                             host['cpus'] or 0)
 
 
+def cached_text(cr):
+    """' kernel_cached=C/N' of vmbuild's rounds that say (older logs
+    do not: nothing)."""
+    c = cr.get('vmb_kernel_cached', 0)
+    n = c + cr.get('vmb_kernel_unpacked', 0)
+    return ' kernel_cached=%d/%d' % (c, n) if n else ''
+
+
 def summary(j):
     """The lines judge.sh prints; nothing when a log has no records."""
     L = []
@@ -293,11 +308,11 @@ def summary(j):
     if cr['rounds']:
         L.append('vmbuild-xen-create: rounds=%d xl_return=%s vmb_return=%s '
                  'return_ratio=%s xl_line=%s vmb_line=%s line_ratio=%s '
-                 'load=%s' % (cr['rounds'], fig(cr['xl']['return']),
-                              fig(cr['vmb']['return']),
-                              fmt(cr['return_ratio']), fig(cr['xl']['line']),
-                              fig(cr['vmb']['line']), fmt(cr['line_ratio']),
-                              loads))
+                 'load=%s%s' % (
+                     cr['rounds'], fig(cr['xl']['return']),
+                     fig(cr['vmb']['return']), fmt(cr['return_ratio']),
+                     fig(cr['xl']['line']), fig(cr['vmb']['line']),
+                     fmt(cr['line_ratio']), loads, cached_text(cr)))
         for k, what in (('dropped', 'dropped, not counted'),
                         ('failed', 'failed'), ('missing', 'missing figure')):
             if cr[k]:

@@ -128,7 +128,11 @@ xb_round() {
 	else
 		xb_line_wait $_xt $_xid 600
 		case $? in
-		0) echo "XBENCH create round=$1 tool=$2 domid=$_xid return=$_xr line=$(secs $_xs $(up))" ;;
+		0) _xl=$(secs $_xs $(up)) _xkc=""
+		   # vmbuildd's cache of unpacked kernels: said per round.
+		   [ $2 = vmb ] && _xkc=" kernel_cached=$($V --json info $_xt 2>/dev/null |
+		       grep -o '"kernel_cached": *[a-z]*' | sed 's/.*: *//; s/true/yes/; s/false/no/')"
+		   echo "XBENCH create round=$1 tool=$2 domid=$_xid return=$_xr line=$_xl$_xkc" ;;
 		2) echo "XBENCH create round=$1 tool=$2 domid=$_xid dropped=triple-fault"
 		   grep -E "[] ]d${_xid}v[0-9]+ Triple fault" $XLOG | head -n 1 | sed 's/^/  emu-fault| /' ;;
 		*) echo "XBENCH create round=$1 tool=$2 domid=$_xid failed=no-line"
