@@ -218,6 +218,18 @@ family(struct evbuffer *b, const char *name, const char *type,
 	    name, type);
 }
 
+/* A family of one series without labels; `fmt` prints the value. */
+static void
+single(struct evbuffer *b, const char *name, const char *type,
+    const char *help, const char *fmt, double v)
+{
+	family(b, name, type, help);
+	evbuffer_add_printf(b, "%s ", name);
+	evbuffer_add_printf(b, fmt, v);
+	evbuffer_add(b, "\n", 1);
+}
+
+
 /*
  * The counters of counters.def: a family at its first entry, with every
  * entry of that family as one series.  A group the hypervisor does not
@@ -332,14 +344,12 @@ render_streams(struct evbuffer *b)
 	for (int i = 0; i < 3; i++)
 		evbuffer_add_printf(b, "vmbuild_restores_total{result=\"%s\"} "
 		    "%llu\n", results[i], (unsigned long long)MX.restores[i]);
-	family(b, "vmbuild_save_bytes_total", "counter",
-	    "Save stream bytes written by saves that completed.");
-	evbuffer_add_printf(b, "vmbuild_save_bytes_total %llu\n",
-	    (unsigned long long)MX.save_bytes);
-	family(b, "vmbuild_restore_bytes_total", "counter",
-	    "Save stream bytes read by restores.");
-	evbuffer_add_printf(b, "vmbuild_restore_bytes_total %llu\n",
-	    (unsigned long long)MX.restore_bytes);
+	single(b, "vmbuild_save_bytes_total", "counter",
+	    "Save stream bytes written by saves that completed.", "%.0f",
+	    (double)MX.save_bytes);
+	single(b, "vmbuild_restore_bytes_total", "counter",
+	    "Save stream bytes read by restores.", "%.0f",
+	    (double)MX.restore_bytes);
 }
 
 /* Migrations (migrate.c, save.c): results, bytes, the downtime. */
@@ -384,18 +394,15 @@ render_image_cache(struct evbuffer *b)
 
 	if (vmb_image_cache_stats(vmbd.ctx, &st) != 0)
 		return;
-	family(b, "vmbuild_image_cache_hits_total", "counter",
-	    "Builds whose kernel was found unpacked in the image cache.");
-	evbuffer_add_printf(b, "vmbuild_image_cache_hits_total %llu\n",
-	    (unsigned long long)st.hits);
-	family(b, "vmbuild_image_cache_misses_total", "counter",
-	    "bzImage kernels unpacked while the image cache was on.");
-	evbuffer_add_printf(b, "vmbuild_image_cache_misses_total %llu\n",
-	    (unsigned long long)st.misses);
-	family(b, "vmbuild_image_cache_bytes", "gauge",
-	    "Unpacked kernels held by the image cache.");
-	evbuffer_add_printf(b, "vmbuild_image_cache_bytes %llu\n",
-	    (unsigned long long)st.bytes);
+	single(b, "vmbuild_image_cache_hits_total", "counter",
+	    "Builds whose kernel was found unpacked in the image cache.",
+	    "%.0f", (double)st.hits);
+	single(b, "vmbuild_image_cache_misses_total", "counter",
+	    "bzImage kernels unpacked while the image cache was on.",
+	    "%.0f", (double)st.misses);
+	single(b, "vmbuild_image_cache_bytes", "gauge",
+	    "Unpacked kernels held by the image cache.", "%.0f",
+	    (double)st.bytes);
 }
 
 /* What this daemon's builds did: bytes per node, durations, results. */
@@ -690,16 +697,6 @@ render_vms_cached(struct evbuffer *b)
 	render_vms(b);
 }
 
-/* A family of one series without labels; `fmt` prints the value. */
-static void
-single(struct evbuffer *b, const char *name, const char *type,
-    const char *help, const char *fmt, double v)
-{
-	family(b, name, type, help);
-	evbuffer_add_printf(b, "%s ", name);
-	evbuffer_add_printf(b, fmt, v);
-	evbuffer_add(b, "\n", 1);
-}
 
 /* The process collector's families, as Prometheus client libraries have. */
 static void

@@ -1121,6 +1121,18 @@ pl_begin(struct vmb_guest *g, const char *name)
 	real_sim.ctx->ops = &pl_ops;
 }
 
+/* A build with the test's ops that succeeds; hvsim's ops back, the
+ * domain gone before any check (a failed one leaves nothing). */
+static void
+pl_build_ok(struct vmb_guest *g, struct prog *pr,
+    struct vmb_build_result *res)
+{
+	assert_int_equal(build(real_sim.ctx, g, VMB_POPULATE_ENGINE, pr,
+	    res), 0);
+	real_sim.ctx->ops = pl.sim;
+	assert_int_equal(vmb_domain_destroy(real_sim.ctx, res->domid), 0);
+}
+
 /* hvsim's ops back; no domain of the build left, every page back. */
 static void
 pl_end(const char *name)
@@ -1157,11 +1169,7 @@ test_pipeline_overlap(void **state)
 	pl.dev_waits_populate = pl.populate_waits_dev = true;
 	/* Still adding when the main line comes to wait for them. */
 	pl.dev_waits_devphase = true;
-	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
-	    &res), 0);
-	real_sim.ctx->ops = pl.sim;
-	/* Gone before any check, so that a failed one leaves nothing. */
-	assert_int_equal(vmb_domain_destroy(real_sim.ctx, res.domid), 0);
+	pl_build_ok(&g, &pr, &res);
 	assert_true(pl.dev_saw_populate);
 	assert_true(pl.populate_saw_dev);
 	assert_true(pl.devs_beside_populate);
@@ -1220,10 +1228,7 @@ test_pipeline_unpause_early(void **state)
 	NEED_HVSIM();
 	pl_begin(&g, "early");
 	pl.dev_enters = true;
-	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
-	    &res), 0);
-	real_sim.ctx->ops = pl.sim;
-	assert_int_equal(vmb_domain_destroy(real_sim.ctx, res.domid), 0);
+	pl_build_ok(&g, &pr, &res);
 	sp = res.phase_span;
 	print_message("# devices %.3f-%.3f boot %.3f-%.3f total %.3f ms\n",
 	    sp[VMB_PHASE_DEVICES].start_ns / 1e6,
@@ -1253,11 +1258,8 @@ test_pipeline_unpause_after_hotplug(void **state)
 	pl.dev_enters = true;
 	pl.dev_wait_ms = 300;
 	build_after_hotplug = true;
-	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
-	    &res), 0);
+	pl_build_ok(&g, &pr, &res);
 	build_after_hotplug = false;
-	real_sim.ctx->ops = pl.sim;
-	assert_int_equal(vmb_domain_destroy(real_sim.ctx, res.domid), 0);
 	sp = res.phase_span;
 	assert_false(pl.dev_saw_unpause);
 	assert_true(pl.unpaused);
