@@ -134,11 +134,13 @@ dev_job_run(void *arg)
 		    sizeof(j->why));
 		/* Where a slow create's devices spent it, per device. */
 		if (j->rc == 0)
-			vmb__log(j->ctx, "domain %u: %s %s: up in %.2f s "
+			vmb__log(j->ctx, "domain %u: %s %s%s: up in %.2f s "
 			    "(entries %.2f, backend %.2f, hotplug script "
 			    "%.2f s)", j->domid, j->v.kind == VMB_DEVICE_DISK ?
 			    "disk" : "vif", j->v.kind == VMB_DEVICE_DISK ?
-			    j->v.disk->vdev : "", (vmb__now_ns() - t0) / 1e9,
+			    j->v.disk->vdev : "on ", j->v.kind ==
+			    VMB_DEVICE_DISK ? "" : j->v.nic->bridge,
+			    (vmb__now_ns() - t0) / 1e9,
 			    j->times.entries_ns / 1e9,
 			    j->times.initwait_ns / 1e9,
 			    j->times.script_ns / 1e9);
