@@ -183,6 +183,13 @@ vmb_ctx_set_hotplug_timeout(struct vmb_ctx *ctx, unsigned ms)
 }
 
 void
+vmb_ctx_set_builtin_block(struct vmb_ctx *ctx, bool on)
+{
+	if (ctx)
+		ctx->script_block = !on;
+}
+
+void
 vmb_ctx_set_image_cache(struct vmb_ctx *ctx, uint64_t bytes)
 {
 	if (ctx)

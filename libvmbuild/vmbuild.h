@@ -609,6 +609,13 @@ void vmb_ctx_set_timeout(struct vmb_ctx *ctx, unsigned ms);
  */
 void vmb_ctx_set_hotplug_timeout(struct vmb_ctx *ctx, unsigned ms);
 /*
+ * A disk whose spec names no script: attached by the backend itself as
+ * Xen's block script would (a loop device for a file; xen_blk.c), true
+ * by default, or by running /etc/xen/scripts/block (false).  A disk
+ * with script= always runs its script.
+ */
+void vmb_ctx_set_builtin_block(struct vmb_ctx *ctx, bool on);
+/*
  * The kernels unpacked from bzImages are kept, by the identity of the
  * file they came from (device, inode, size, modification and change
  * times, from fstat of the descriptor the build reads), so that builds

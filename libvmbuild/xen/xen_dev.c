@@ -15,6 +15,8 @@
  *   3. the hotplug script: block (a file gets a loop device; it writes
  *      physical-device) or vif-bridge (the vif joins its bridge; it
  *      writes hotplug-status, which netback waits for), 40 s at most;
+ *      a disk that names no script is attached by xen_blk.c instead,
+ *      as the block script would, without its forks;
  *   4. on a running guest (hot-plug), both ends followed to Connected
  *      (4) when the caller gives a timeout: libxl stops after step 3.
  * Any failure takes it all back (below) and says which device and why.
@@ -748,8 +750,12 @@ xen_device_add(void *priv, uint32_t domid, const struct vmb_dev *v,
 	/* netback's interface too: part of the backend's coming up. */
 	lap(&t, v->times ? &v->times->initwait_ns : NULL);
 	ran = true;
-	rc = run_script(be, &d, v->disk ? "add" : "online", v->hotplug_ms,
-	    why, why_len);
+	if (v->disk && !v->disk->script && !v->script_block)
+		rc = xen_blk_attach(be, domid, d.be, v->disk, d.name, why,
+		    why_len);
+	else
+		rc = run_script(be, &d, v->disk ? "add" : "online",
+		    v->hotplug_ms, why, why_len);
 	lap(&t, v->times ? &v->times->script_ns : NULL);
 	if (rc)
 		goto undo;

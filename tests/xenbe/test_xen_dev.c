@@ -28,6 +28,8 @@
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <fcntl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -131,8 +133,9 @@ static struct vmb_nic nic = { .devid = 0, .trusted = true,
 static struct vmb_dev
 dev_of(const struct vmb_disk *d, const struct vmb_nic *n)
 {
+	/* The scripts of the test's directory, unless a test says. */
 	struct vmb_dev v = { .initwait_ms = 2000, .hotplug_ms = 10000,
-	    .close_ms = 2000 };
+	    .close_ms = 2000, .script_block = true };
 
 	v.kind = d ? VMB_DEVICE_DISK : VMB_DEVICE_NIC;
 	v.devid = d ? d->devid : n->devid;
@@ -603,6 +606,192 @@ test_attach_detach(void **state)
 	    false, 2000, why, sizeof(why)), -ENOENT);
 }
 
+/*
+ * The builtin block attach (xen_blk.c), on real loop devices: the test
+ * runs as root with /dev/loop-control, else it skips.  A file of the
+ * test's directory as the disk.
+ */
+static char blkfile[128];
+
+static bool
+have_loops(void)
+{
+	int fd = open("/dev/loop-control", O_RDWR | O_CLOEXEC);
+
+	if (fd < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+static struct vmb_disk
+blk_disk(mode_t mode, bool readonly)
+{
+	struct vmb_disk d = disk;
+	char lockdir[96];
+	int fd;
+
+	snprintf(blkfile, sizeof(blkfile), "%s/disk.img", dir);
+	fd = open(blkfile, O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+	assert_true(fd >= 0);
+	assert_int_equal(ftruncate(fd, 1 << 20), 0);
+	assert_int_equal(fchmod(fd, mode), 0);
+	close(fd);
+	snprintf(lockdir, sizeof(lockdir), "%s/locks", dir);
+	setenv("VMBUILD_XEN_LOCK_DIR", lockdir, 1);
+	d.target = blkfile;
+	d.readonly = readonly;
+	return d;
+}
+
+/* Is /dev/loopN (node) bound, and to our file? */
+static bool
+loop_bound(const char *node)
+{
+	char sys[128], back[256] = "";
+	FILE *f;
+
+	snprintf(sys, sizeof(sys), "/sys/block/%s/loop/backing_file",
+	    node + 5);
+	f = fopen(sys, "r");
+	if (!f)
+		return false;
+	if (!fgets(back, sizeof(back), f))
+		back[0] = '\0';
+	fclose(f);
+	back[strcspn(back, "\n")] = '\0';
+	return strcmp(back, blkfile) == 0;
+}
+
+static void
+test_builtin_block(void **state)
+{
+	struct vmb_disk d;
+	struct vmb_dev v;
+	char why[512] = "", node[64], lock[128], *pd;
+	struct stat st;
+
+	(void)state;
+	if (!have_loops())
+		skip();
+	d = blk_disk(0600, false);
+	v = dev_of(&d, NULL);
+	v.script_block = false;
+	assert_int_equal(xen_device_add(&be, DOMID, &v, why, sizeof(why)), 0);
+	/* No script ran for the add; the keys the script would write are. */
+	assert_null(strstr(script_log(), "block add"));
+	snprintf(node, sizeof(node), "%s",
+	    fake_xs_val("/local/domain/0/backend/vbd/5/51712/node"));
+	assert_int_equal(strncmp(node, "/dev/loop", 9), 0);
+	assert_true(loop_bound(node));
+	assert_string_equal(fake_xs_val("/local/domain/0/backend/vbd/5/51712/"
+	    "physical-device-path"), node);
+	assert_string_equal(fake_xs_val("/local/domain/0/backend/vbd/5/51712/"
+	    "hotplug-status"), "connected");
+	assert_int_equal(stat(node, &st), 0);
+	pd = NULL;
+	assert_true(asprintf(&pd, "%x:%x", major(st.st_rdev),
+	    minor(st.st_rdev)) > 0);
+	assert_string_equal(fake_xs_val("/local/domain/0/backend/vbd/5/51712/"
+	    "physical-device"), pd);
+	free(pd);
+	/* The lock is let go as locking.sh's release_lock: the file goes. */
+	snprintf(lock, sizeof(lock), "%s/locks/block", dir);
+	assert_int_equal(access(lock, F_OK), -1);
+	/* Removed as xl would: the remove script, then the loop goes. */
+	assert_int_equal(xen_device_remove(&be, DOMID, VMB_DEVICE_DISK, 51712,
+	    true, 500, why, sizeof(why)), 0);
+	assert_non_null(strstr(script_log(), "block remove "));
+	assert_false(loop_bound(node));
+	nothing_left("vbd", 51712);
+}
+
+/* A file that cannot be written, asked for read-write: refused. */
+static void
+test_builtin_block_readonly_file(void **state)
+{
+	struct vmb_disk d;
+	struct vmb_dev v;
+	char why[512] = "";
+
+	(void)state;
+	if (!have_loops())
+		skip();
+	d = blk_disk(0444, false);
+	v = dev_of(&d, NULL);
+	v.script_block = false;
+	assert_int_equal(xen_device_add(&be, DOMID, &v, why, sizeof(why)),
+	    -EROFS);
+	print_message("# %s\n", why);
+	assert_non_null(strstr(why, "disk xvda (vbd 51712)"));
+	assert_non_null(strstr(why, "is read-only"));
+	nothing_left("vbd", 51712);
+	/* Read-only, it may be. */
+	d.readonly = true;
+	v = dev_of(&d, NULL);
+	v.script_block = false;
+	assert_int_equal(xen_device_add(&be, DOMID, &v, why, sizeof(why)), 0);
+	assert_int_equal(xen_device_remove(&be, DOMID, VMB_DEVICE_DISK, 51712,
+	    true, 500, why, sizeof(why)), 0);
+}
+
+/*
+ * The file already behind a loop device another VM's vbd writes: not
+ * given to this one, neither read-write nor read-only (the script's
+ * check_sharing).  Given to that same VM, it is.
+ */
+static void
+test_builtin_block_shared(void **state)
+{
+	struct vmb_disk d;
+	struct vmb_dev v;
+	char why[512] = "", cmd[256], node[64] = "", mm[32];
+	struct stat st;
+	FILE *p;
+
+	(void)state;
+	if (!have_loops())
+		skip();
+	d = blk_disk(0600, false);
+	snprintf(cmd, sizeof(cmd), "losetup -f --show %s 2>/dev/null", blkfile);
+	p = popen(cmd, "r");
+	if (!p || !fgets(node, sizeof(node), p) || node[0] != '/') {
+		if (p)
+			pclose(p);
+		skip();
+	}
+	pclose(p);
+	node[strcspn(node, "\n")] = '\0';
+	assert_int_equal(stat(node, &st), 0);
+	snprintf(mm, sizeof(mm), "%x:%x", major(st.st_rdev), minor(st.st_rdev));
+	fake_xs_set("/local/domain/6/vm", "/vm/other");
+	fake_xs_set("/local/domain/0/backend/vbd/6/51712/physical-device", mm);
+	fake_xs_set("/local/domain/0/backend/vbd/6/51712/mode", "w");
+	v = dev_of(&d, NULL);
+	v.script_block = false;
+	assert_int_equal(xen_device_add(&be, DOMID, &v, why, sizeof(why)),
+	    -EBUSY);
+	print_message("# %s\n", why);
+	assert_non_null(strstr(why, "is attached to domain 6"));
+	nothing_left("vbd", 51712);
+	d.readonly = true;
+	v = dev_of(&d, NULL);
+	v.script_block = false;
+	assert_int_equal(xen_device_add(&be, DOMID, &v, why, sizeof(why)),
+	    -EBUSY);
+	assert_non_null(strstr(why, "is attached read-write to domain 6"));
+	/* The same VM (its vm path): allowed, as the script's same_vm. */
+	fake_xs_set("/local/domain/6/vm", "/vm/0");
+	d.readonly = false;
+	v = dev_of(&d, NULL);
+	v.script_block = false;
+	assert_int_equal(xen_device_add(&be, DOMID, &v, why, sizeof(why)), 0);
+	assert_int_equal(xen_device_remove(&be, DOMID, VMB_DEVICE_DISK, 51712,
+	    true, 500, why, sizeof(why)), 0);
+	snprintf(cmd, sizeof(cmd), "losetup -d %s", node);
+	assert_int_equal(system(cmd), 0);
+}
+
 /* A backend that does not close: forced, and the script still runs. */
 static void
 test_detach_stuck(void **state)
@@ -938,6 +1127,12 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_guest_never_connects,
 		    setup, teardown_dir),
 		cmocka_unit_test_setup_teardown(test_attach_detach, setup,
+		    teardown_dir),
+		cmocka_unit_test_setup_teardown(test_builtin_block, setup,
+		    teardown_dir),
+		cmocka_unit_test_setup_teardown(test_builtin_block_readonly_file,
+		    setup, teardown_dir),
+		cmocka_unit_test_setup_teardown(test_builtin_block_shared, setup,
 		    teardown_dir),
 		cmocka_unit_test_setup_teardown(test_detach_stuck, setup,
 		    teardown_dir),
