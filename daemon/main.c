@@ -73,7 +73,7 @@ static struct {
 	unsigned	hv_timeout;	/* s */
 	unsigned	hotplug_timeout;	/* s; 0: libvmbuild's default */
 	bool		after_hotplug;	/* xl's order: unpause after them */
-	bool		block_script;	/* Xen's block script for files */
+	bool		scripts;	/* Xen's scripts for every device */
 	unsigned	image_cache;		/* MiB of unpacked kernels; 0: off */
 	size_t		max_output;
 	double		stop_mono;	/* when SIGTERM came */
@@ -166,9 +166,9 @@ usage(FILE *f)
 "  --hotplug-timeout S    how long a device's hotplug script may take\n"
 "                         (default 40, libxl's; the backend's InitWait\n"
 "                         is waited for a quarter of it)\n"
-"  --block-script         run Xen's block script for a disk that names\n"
-"                         no script= (default: vmbuildd attaches it as\n"
-"                         the script would, without forking it)\n"
+"  --hotplug-scripts      run Xen's block and vif-bridge scripts for\n"
+"                         devices that name no script= (default:\n"
+"                         vmbuildd does what they do, without forks)\n"
 "  --unpause-after-hotplug  start a PVH guest only once its hotplug\n"
 "                         scripts have ended, as xl does (default: once\n"
 "                         its devices are in xenstore; vm.create returns\n"
@@ -215,7 +215,7 @@ enum { O_MAXREQ = 256, O_MAXCONN, O_MAXTASKS, O_POPULATE, O_METRICS,
     O_MAXOUT, O_MAXMETRICS, O_HVTIMEOUT, O_HPTIMEOUT, O_MAXROCONN,
     O_MAXUSERCONN, O_IDLETIMEOUT, O_METRICSTIMEOUT, O_RESTARTBACKOFF,
     O_DM, O_HVMLOADER, O_SEABIOS, O_OVMF, O_DM_USER, O_AFTERHOTPLUG,
-    O_IMAGECACHE, O_BLOCKSCRIPT };
+    O_IMAGECACHE, O_HPSCRIPTS };
 
 static const struct option longopts[] = {
 	{ "hypervisor",	     required_argument,	NULL, 'H' },
@@ -243,7 +243,7 @@ static const struct option longopts[] = {
 	{ "hypervisor-timeout", required_argument, NULL, O_HVTIMEOUT },
 	{ "hotplug-timeout", required_argument, NULL, O_HPTIMEOUT },
 	{ "unpause-after-hotplug", no_argument,	NULL, O_AFTERHOTPLUG },
-	{ "block-script",    no_argument,	NULL, O_BLOCKSCRIPT },
+	{ "hotplug-scripts", no_argument,	NULL, O_HPSCRIPTS },
 	{ "image-cache",     required_argument,	NULL, O_IMAGECACHE },
 	{ "max-ro-connections", required_argument, NULL, O_MAXROCONN },
 	{ "max-user-connections", required_argument, NULL, O_MAXUSERCONN },
@@ -347,8 +347,8 @@ parse_option(int c, const char *arg)
 	case O_AFTERHOTPLUG:
 		M.after_hotplug = true;
 		break;
-	case O_BLOCKSCRIPT:
-		M.block_script = true;
+	case O_HPSCRIPTS:
+		M.scripts = true;
 		break;
 	case O_LOGTARGET:
 		if (log_target_parse(arg, &M.log_target) < 0) {
@@ -692,7 +692,7 @@ open_hypervisor(void)
 	vmb_ctx_set_timeout(vmbd.ctx, M.hv_timeout * 1000);
 	if (M.hotplug_timeout)
 		vmb_ctx_set_hotplug_timeout(vmbd.ctx, M.hotplug_timeout * 1000);
-	vmb_ctx_set_builtin_block(vmbd.ctx, !M.block_script);
+	vmb_ctx_set_builtin_hotplug(vmbd.ctx, !M.scripts);
 	vmb_ctx_set_image_cache(vmbd.ctx, (uint64_t)M.image_cache << 20);
 	if (M.verbose)
 		vmb_ctx_set_log(vmbd.ctx, ctx_log, NULL);

@@ -175,8 +175,8 @@ struct vmb_dev {
 	uint32_t hotplug_ms;		/* the hotplug script */
 	uint32_t connect_ms;		/* both ends Connected; 0: no wait */
 	uint32_t close_ms;		/* on failure: backend to Closed */
-	/* A disk without script=: run Xen's block script, not the builtin. */
-	bool	script_block;
+	/* A device without script=: run Xen's script, not the builtin. */
+	bool	hotplug_scripts;
 	/*
 	 * device_add calls entered(entered_arg), if set, once the
 	 * device's entries are written (the guest can find it), before

@@ -183,10 +183,10 @@ vmb_ctx_set_hotplug_timeout(struct vmb_ctx *ctx, unsigned ms)
 }
 
 void
-vmb_ctx_set_builtin_block(struct vmb_ctx *ctx, bool on)
+vmb_ctx_set_builtin_hotplug(struct vmb_ctx *ctx, bool on)
 {
 	if (ctx)
-		ctx->script_block = !on;
+		ctx->hotplug_scripts = !on;
 }
 
 void

@@ -26,7 +26,7 @@ dev_limits(struct vmb_ctx *ctx, struct vmb_dev *v, uint32_t connect_ms)
 	v->initwait_ms = ctx->hotplug_ms / 4;
 	v->close_ms = ctx->hotplug_ms / 4;
 	v->connect_ms = connect_ms;
-	v->script_block = ctx->script_block;
+	v->hotplug_scripts = ctx->hotplug_scripts;
 }
 
 static void

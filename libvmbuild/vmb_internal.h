@@ -37,7 +37,7 @@ struct vmb_ctx {
 	void	*log_user;
 	struct vmb__tpool *pool;	/* populate threads */
 	unsigned hotplug_ms;		/* devices: the hotplug script's limit */
-	bool	script_block;		/* no builtin attach (default off) */
+	bool	hotplug_scripts;	/* no builtin attach (default off) */
 	struct vmb__imgcache *imgcache;	/* unpacked kernels (imgcache.c) */
 };
 

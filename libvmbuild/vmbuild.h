@@ -609,12 +609,12 @@ void vmb_ctx_set_timeout(struct vmb_ctx *ctx, unsigned ms);
  */
 void vmb_ctx_set_hotplug_timeout(struct vmb_ctx *ctx, unsigned ms);
 /*
- * A disk whose spec names no script: attached by the backend itself as
- * Xen's block script would (a loop device for a file; xen_blk.c), true
- * by default, or by running /etc/xen/scripts/block (false).  A disk
- * with script= always runs its script.
+ * A disk or vif whose spec names no script: attached by the backend
+ * itself as Xen's block or vif-bridge script would (xen_blk.c,
+ * xen_vif.c), true by default, or by running /etc/xen/scripts/block or
+ * vif-bridge (false).  A device with script= always runs its script.
  */
-void vmb_ctx_set_builtin_block(struct vmb_ctx *ctx, bool on);
+void vmb_ctx_set_builtin_hotplug(struct vmb_ctx *ctx, bool on);
 /*
  * The kernels unpacked from bzImages are kept, by the identity of the
  * file they came from (device, inode, size, modification and change

@@ -15,8 +15,8 @@
  *   3. the hotplug script: block (a file gets a loop device; it writes
  *      physical-device) or vif-bridge (the vif joins its bridge; it
  *      writes hotplug-status, which netback waits for), 40 s at most;
- *      a disk that names no script is attached by xen_blk.c instead,
- *      as the block script would, without its forks;
+ *      a disk or vif that names no script is set up by xen_blk.c or
+ *      xen_vif.c instead, as the script would, without its forks;
  *   4. on a running guest (hot-plug), both ends followed to Connected
  *      (4) when the caller gives a timeout: libxl stops after step 3.
  * Any failure takes it all back (below) and says which device and why.
@@ -750,10 +750,14 @@ xen_device_add(void *priv, uint32_t domid, const struct vmb_dev *v,
 	/* netback's interface too: part of the backend's coming up. */
 	lap(&t, v->times ? &v->times->initwait_ns : NULL);
 	ran = true;
-	if (v->disk && !v->disk->script && !v->script_block)
+	rc = -EAGAIN;		/* the script, unless done here */
+	if (v->disk && !v->disk->script && !v->hotplug_scripts)
 		rc = xen_blk_attach(be, domid, d.be, v->disk, d.name, why,
 		    why_len);
-	else
+	else if (v->nic && !v->nic->script && !v->hotplug_scripts)
+		rc = xen_vif_online(be, domid, d.be, d.fe, v->nic, d.vif,
+		    d.name, why, why_len);
+	if (rc == -EAGAIN)
 		rc = run_script(be, &d, v->disk ? "add" : "online",
 		    v->hotplug_ms, why, why_len);
 	lap(&t, v->times ? &v->times->script_ns : NULL);

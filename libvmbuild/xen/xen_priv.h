@@ -198,6 +198,10 @@ int xen_hotplug_run(const struct xen_hotplug *h, uint32_t timeout_ms,
 /* xen_blk.c: Xen's block script's add, done here (see there). */
 int xen_blk_attach(struct xen_be *be, uint32_t domid, const char *bepath,
     const struct vmb_disk *disk, const char *name, char *why, size_t why_len);
+/* xen_vif.c: vif-bridge online, done here; -EAGAIN: run the script. */
+int xen_vif_online(struct xen_be *be, uint32_t domid, const char *bepath,
+    const char *fepath, const struct vmb_nic *nic, const char *vif,
+    const char *name, char *why, size_t why_len);
 int xen_device_add(void *priv, uint32_t domid, const struct vmb_dev *dev,
     char *why, size_t why_len);
 int xen_device_remove(void *priv, uint32_t domid, enum vmb_device_kind kind,

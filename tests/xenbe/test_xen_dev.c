@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include <linux/capability.h>
+#include <linux/sockios.h>
 #include <net/if.h>
 
 #include <cmocka.h>
@@ -135,7 +136,7 @@ dev_of(const struct vmb_disk *d, const struct vmb_nic *n)
 {
 	/* The scripts of the test's directory, unless a test says. */
 	struct vmb_dev v = { .initwait_ms = 2000, .hotplug_ms = 10000,
-	    .close_ms = 2000, .script_block = true };
+	    .close_ms = 2000, .hotplug_scripts = true };
 
 	v.kind = d ? VMB_DEVICE_DISK : VMB_DEVICE_NIC;
 	v.devid = d ? d->devid : n->devid;
@@ -420,6 +421,98 @@ test_vif_waits_for_name(void **state)
 	assert_int_equal(WEXITSTATUS(status), 0);
 }
 
+/*
+ * The builtin vif-bridge (xen_vif.c), in a child with a network
+ * namespace of its own: a bridge xenbr0 and an interface as
+ * netback's vif5.0 (iproute2's `ip link add`, a veth or a dummy); the bridge is found
+ * through a sysfs of the test's (VMBUILD_SYSFS_NET: the host's /sys
+ * shows the host's namespace).  Skips where no namespace, bridge or
+ * dummy interface can be had.  Then a vif-post.d hook makes the script
+ * run instead: what an operator set up for it is not skipped.
+ */
+static int
+vif_builtin_child(bool hook)
+{
+	struct vmb_dev v = dev_of(NULL, &nic);
+	char why[256] = "", path[256], out[512] = "";
+	struct ifreq ifr;
+	FILE *p;
+	int fd;
+
+	if (unshare(CLONE_NEWNET) != 0)
+		return 77;
+	fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	if (fd < 0 || ioctl(fd, SIOCBRADDBR, "xenbr0") != 0)
+		return 77;
+	if (system("ip link add vif5.0 type veth peer name vif5p 2>/dev/null"
+	    " || ip link add vif5.0 type dummy 2>/dev/null") != 0)
+		return 77;
+	snprintf(path, sizeof(path), "%s/sysnet/xenbr0/bridge", dir);
+	snprintf(out, sizeof(out), "mkdir -p %s", path);
+	if (system(out) != 0)
+		return 20;
+	snprintf(path, sizeof(path), "%s/sysnet", dir);
+	setenv("VMBUILD_SYSFS_NET", path, 1);
+	if (hook) {
+		snprintf(out, sizeof(out), "mkdir -p %s/vif-post.d && "
+		    "printf ':\\n' > %s/vif-post.d/00-local.hook && "
+		    "chmod +x %s/vif-post.d/00-local.hook", dir, dir, dir);
+		if (system(out) != 0)
+			return 21;
+	}
+	v.hotplug_scripts = false;
+	alarm(60);
+	if (xen_device_add(&be, DOMID, &v, why, sizeof(why)) != 0) {
+		fprintf(stderr, "# %s\n", why);
+		return 12;
+	}
+	if (hook)
+		return strstr(script_log(), "vif-bridge online") ? 0 : 13;
+	if (strstr(script_log(), "vif-bridge online"))
+		return 14;	/* the script ran */
+	if (!fake_xs_val("/local/domain/0/backend/vif/5/0/hotplug-status") ||
+	    strcmp(fake_xs_val("/local/domain/0/backend/vif/5/0/"
+	    "hotplug-status"), "connected"))
+		return 15;
+	if (!fake_xs_val("/local/domain/5/device/vif/0/mtu") ||
+	    strcmp(fake_xs_val("/local/domain/5/device/vif/0/mtu"), "1500"))
+		return 16;
+	memset(&ifr, 0, sizeof(ifr));
+	snprintf(ifr.ifr_name, sizeof(ifr.ifr_name), "vif5.0");
+	if (ioctl(fd, SIOCGIFHWADDR, &ifr) != 0 ||
+	    memcmp(ifr.ifr_hwaddr.sa_data, "\xfe\xff\xff\xff\xff\xff", 6))
+		return 17;
+	p = popen("ip -o link show vif5.0", "r");
+	if (!p || !fgets(out, sizeof(out), p))
+		return 18;
+	pclose(p);
+	if (!strstr(out, "master xenbr0") || !strstr(out, ",UP"))
+		return 19;
+	return 0;
+}
+
+static void
+test_vif_builtin(void **state)
+{
+	int status = 0;
+	pid_t pid;
+
+	(void)state;
+	for (int hook = 0; hook < 2; hook++) {
+		pid = fork();
+		assert_true(pid >= 0);
+		if (pid == 0)
+			_exit(vif_builtin_child(hook));
+		assert_int_equal(waitpid(pid, &status, 0), pid);
+		if (WIFEXITED(status) && WEXITSTATUS(status) == 77)
+			skip();	/* no namespace, bridge or dummy here */
+		print_message("# hook %d: exit %d\n", hook,
+		    WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+		assert_true(WIFEXITED(status));
+		assert_int_equal(WEXITSTATUS(status), 0);
+	}
+}
+
 /* A script that fails: why names the device, the script, its words. */
 static void
 test_script_fails(void **state)
@@ -676,7 +769,7 @@ test_builtin_block(void **state)
 		skip();
 	d = blk_disk(0600, false);
 	v = dev_of(&d, NULL);
-	v.script_block = false;
+	v.hotplug_scripts = false;
 	assert_int_equal(xen_device_add(&be, DOMID, &v, why, sizeof(why)), 0);
 	/* No script ran for the add; the keys the script would write are. */
 	assert_null(strstr(script_log(), "block add"));
@@ -719,7 +812,7 @@ test_builtin_block_readonly_file(void **state)
 		skip();
 	d = blk_disk(0444, false);
 	v = dev_of(&d, NULL);
-	v.script_block = false;
+	v.hotplug_scripts = false;
 	assert_int_equal(xen_device_add(&be, DOMID, &v, why, sizeof(why)),
 	    -EROFS);
 	print_message("# %s\n", why);
@@ -729,7 +822,7 @@ test_builtin_block_readonly_file(void **state)
 	/* Read-only, it may be. */
 	d.readonly = true;
 	v = dev_of(&d, NULL);
-	v.script_block = false;
+	v.hotplug_scripts = false;
 	assert_int_equal(xen_device_add(&be, DOMID, &v, why, sizeof(why)), 0);
 	assert_int_equal(xen_device_remove(&be, DOMID, VMB_DEVICE_DISK, 51712,
 	    true, 500, why, sizeof(why)), 0);
@@ -768,7 +861,7 @@ test_builtin_block_shared(void **state)
 	fake_xs_set("/local/domain/0/backend/vbd/6/51712/physical-device", mm);
 	fake_xs_set("/local/domain/0/backend/vbd/6/51712/mode", "w");
 	v = dev_of(&d, NULL);
-	v.script_block = false;
+	v.hotplug_scripts = false;
 	assert_int_equal(xen_device_add(&be, DOMID, &v, why, sizeof(why)),
 	    -EBUSY);
 	print_message("# %s\n", why);
@@ -776,7 +869,7 @@ test_builtin_block_shared(void **state)
 	nothing_left("vbd", 51712);
 	d.readonly = true;
 	v = dev_of(&d, NULL);
-	v.script_block = false;
+	v.hotplug_scripts = false;
 	assert_int_equal(xen_device_add(&be, DOMID, &v, why, sizeof(why)),
 	    -EBUSY);
 	assert_non_null(strstr(why, "is attached read-write to domain 6"));
@@ -784,7 +877,7 @@ test_builtin_block_shared(void **state)
 	fake_xs_set("/local/domain/6/vm", "/vm/0");
 	d.readonly = false;
 	v = dev_of(&d, NULL);
-	v.script_block = false;
+	v.hotplug_scripts = false;
 	assert_int_equal(xen_device_add(&be, DOMID, &v, why, sizeof(why)), 0);
 	assert_int_equal(xen_device_remove(&be, DOMID, VMB_DEVICE_DISK, 51712,
 	    true, 500, why, sizeof(why)), 0);
@@ -1129,6 +1222,8 @@ main(void)
 		cmocka_unit_test_setup_teardown(test_attach_detach, setup,
 		    teardown_dir),
 		cmocka_unit_test_setup_teardown(test_builtin_block, setup,
+		    teardown_dir),
+		cmocka_unit_test_setup_teardown(test_vif_builtin, setup,
 		    teardown_dir),
 		cmocka_unit_test_setup_teardown(test_builtin_block_readonly_file,
 		    setup, teardown_dir),
