@@ -10,7 +10,8 @@
  * The engine (VMB_POPULATE_ENGINE) cuts each node's ranges into extents of
  * the largest orders its alignment allows (1 GiB, 2 MiB, 4 KiB), groups
  * them into batches of up to batch_bytes, and runs, per node, `inflight`
- * worker threads that take the node's batches in turn.  A batch is one
+ * worker threads that take the node's batches in turn (by default as
+ * many as there are CPUs for the node: dirty_inflight).  A batch is one
  * populate request (one filtered TLB flush in the companion hypercall),
  * every worker has its own backend connection (the backend's pool), so a
  * node has up to `inflight` batches in the hypervisor at once, and nodes
@@ -332,15 +333,17 @@ worker_run(void *arg)
  * Cut one node's extents into batches.  The number of batches is what
  * batch_bytes asks for, but at least `inflight` (so that every worker of
  * the node has one) when there are extents enough and each batch still
- * holds VMB_BATCH_SPLIT_MIN (below that a thread and a call cost more
- * than running the pieces side by side can save); their bytes are then
+ * holds split_min (VMB_BATCH_SPLIT_MIN, or _DIRTY for memory to be
+ * scrubbed inline: below that a thread and a call cost more than
+ * running the pieces side by side can save); their bytes are then
  * spread evenly, so that no worker is left with a long tail while the
  * others idle.  A batch never splits an extent (a 1 GiB extent larger
  * than batch_bytes is a batch of its own) and holds at most
  * VMB_BATCH_EXTENTS_MAX extents (one hypervisor request).
  */
 static int
-make_batches(struct node_work *nw, uint64_t batch_bytes, uint32_t inflight)
+make_batches(struct node_work *nw, uint64_t batch_bytes, uint32_t inflight,
+    uint64_t split_min)
 {
 	uint64_t total = extents_bytes(nw->ext, nw->nr_ext), want, target;
 	uint64_t bytes = 0;
@@ -352,9 +355,8 @@ make_batches(struct node_work *nw, uint64_t batch_bytes, uint32_t inflight)
 	want = (total + batch_bytes - 1) / batch_bytes;
 	/* More batches than the size asks for only when each stays big. */
 	if (want < inflight)
-		want = total / VMB_BATCH_SPLIT_MIN > inflight ? inflight :
-		    (total / VMB_BATCH_SPLIT_MIN > want ?
-		    total / VMB_BATCH_SPLIT_MIN : want);
+		want = total / split_min > inflight ? inflight :
+		    (total / split_min > want ? total / split_min : want);
 	if (want > nw->nr_ext)
 		want = nw->nr_ext;
 	target = want ? (total + want - 1) / want : total;
@@ -487,31 +489,59 @@ run_workers(struct vmb__tpool *pool, struct worker *ws, size_t n)
 	return rc;
 }
 
+/*
+ * Batches in flight per node for memory not known to be clean, unless
+ * the caller said: each request scrubs what it takes inline, on the CPU
+ * that makes it (a Xen hypercall runs on the calling vCPU: in dom0, on
+ * a busy host, beside the guests' vCPUs), so the work is the CPUs' and
+ * VMB_INFLIGHT_DEFAULT would leave most of them idle.  As many as this
+ * thread may run on, shared by the nodes being built, never fewer than
+ * the default nor more than VMB_INFLIGHT_MAX.
+ */
+static uint32_t
+dirty_inflight(uint32_t nr_nodes)
+{
+	cpu_set_t set;
+	uint32_t cpus = 0, n;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		cpus = (uint32_t)CPU_COUNT(&set);
+	n = nr_nodes ? cpus / nr_nodes : cpus;
+	if (n < VMB_INFLIGHT_DEFAULT)
+		n = VMB_INFLIGHT_DEFAULT;
+	return n > VMB_INFLIGHT_MAX ? VMB_INFLIGHT_MAX : n;
+}
+
 static int
 populate_engine(struct vmb__populate_job *job, struct progress *pr)
 {
 	struct node_work *nws = NULL;
 	struct worker *ws = NULL;
-	uint32_t inflight = job->inflight ? job->inflight :
-	    VMB_INFLIGHT_DEFAULT, nr_nw = 0;
+	uint32_t inflight = job->inflight, nr_nw = 0;
 	uint64_t batch_bytes = job->batch_bytes ? job->batch_bytes :
 	    VMB_BATCH_BYTES_DEFAULT;
+	uint64_t split_min = job->clean ? VMB_BATCH_SPLIT_MIN :
+	    VMB_BATCH_SPLIT_MIN_DIRTY;
 	size_t nr_workers = 0, total_batches = 0;
 	int rc;
 
 	if (!job->pool)
 		return -EINVAL;
-	if (inflight > VMB_INFLIGHT_MAX)
-		inflight = VMB_INFLIGHT_MAX;
 	nws = calloc(job->nr_ranges, sizeof(*nws));
-	ws = calloc((size_t)job->nr_ranges * inflight, sizeof(*ws));
-	rc = !nws || !ws ? -ENOMEM : node_works(job, nws, &nr_nw);
+	rc = !nws ? -ENOMEM : node_works(job, nws, &nr_nw);
 	if (!rc && job->clean) {
 		rc = run_inline(job, pr, nws, nr_nw);
 		goto out;
 	}
+	if (!rc && inflight == 0)
+		inflight = dirty_inflight(nr_nw);
+	if (inflight > VMB_INFLIGHT_MAX)
+		inflight = VMB_INFLIGHT_MAX;
+	ws = rc ? NULL : calloc((size_t)job->nr_ranges * inflight, sizeof(*ws));
+	if (!rc && !ws)
+		rc = -ENOMEM;
 	for (uint32_t i = 0; i < nr_nw && !rc; i++) {
-		rc = make_batches(&nws[i], batch_bytes, inflight);
+		rc = make_batches(&nws[i], batch_bytes, inflight, split_min);
 		plan_pinning(job->host, job->host_topology, &nws[i]);
 		total_batches += nws[i].nr_batches;
 	}

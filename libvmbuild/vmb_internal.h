@@ -228,6 +228,14 @@ int vmb__place_why(const struct vmb_host *host, const struct vmb_scrub *scrub,
  */
 #define VMB_BATCH_BYTES_DEFAULT	(2u << 30)
 #define VMB_BATCH_SPLIT_MIN	(1ull << 30)
+/*
+ * Memory not known to be clean is scrubbed inline by the request that
+ * takes it, on the CPU that makes it: a 256 MiB batch is still some 60
+ * ms of that (4 GB/s), far above what a thread and a call cost, so such
+ * a job is cut finer, for as many workers as there are CPUs to run them
+ * (populate.c, dirty_inflight).
+ */
+#define VMB_BATCH_SPLIT_MIN_DIRTY	(256ull << 20)
 #define VMB_INFLIGHT_DEFAULT	2
 #define VMB_INFLIGHT_MAX	16
 #define VMB_BATCH_EXTENTS_MAX	4096	/* HV_MAX_EXTENTS: one call per batch */

@@ -1046,7 +1046,7 @@ int vmb_populate_strategy_parse(const char *name,
 struct vmb_build_opts {
 	enum vmb_populate_strategy strategy;
 	uint32_t batch_bytes_max;	/* 0: default */
-	uint32_t batches_in_flight;	/* per node; 0: default */
+	uint32_t batches_in_flight;	/* per node; 0: our CPUs per node */
 	bool	start_paused;		/* leave the domain paused */
 	/*
 	 * Unpause a PVH guest only after its hotplug scripts have ended,

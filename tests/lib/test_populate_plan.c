@@ -273,6 +273,66 @@ test_progress_within_a_call(void **state)
 	}
 }
 
+/*
+ * Memory to be scrubbed inline (not known clean) is cut finer and run by
+ * as many workers as there are CPUs to run them; clean memory is one
+ * request on the caller's thread.  1.5 GiB on one node: a 1 GiB extent
+ * and 256 2 MiB ones, cut by VMB_BATCH_SPLIT_MIN alone into one batch.
+ */
+static void
+test_dirty_parallel(void **state)
+{
+	struct vmb__populate_job job;
+	struct vmb_placement pl;
+	atomic_bool cancel = false;
+	cpu_set_t all, one;
+	uint32_t cpus, want;
+
+	(void)state;
+	memset(&pl, 0, sizeof(pl));
+	pl.nr_nodes = 1;
+	pl.node_bytes[0] = GIB + 512 * MIB;
+
+	job_init(&job, &pl, &cancel, VMB_POPULATE_ENGINE);
+	job.clean = true;
+	assert_int_equal(vmb__populate(&job), 0);
+	assert_int_equal(rec.pages, rec.total_pages);
+	assert_int_equal(job.workers, 1);
+	assert_int_equal(rec.calls, 1);
+
+	/* Dirty, one CPU: the default two in flight, each a batch. */
+	assert_int_equal(sched_getaffinity(0, sizeof(all), &all), 0);
+	CPU_ZERO(&one);
+	for (int c = 0; c < CPU_SETSIZE; c++)
+		if (CPU_ISSET(c, &all)) {
+			CPU_SET(c, &one);
+			break;
+		}
+	assert_int_equal(sched_setaffinity(0, sizeof(one), &one), 0);
+	job_init(&job, &pl, &cancel, VMB_POPULATE_ENGINE);
+	assert_int_equal(vmb__populate(&job), 0);
+	assert_int_equal(sched_setaffinity(0, sizeof(all), &all), 0);
+	assert_int_equal(rec.pages, rec.total_pages);
+	assert_false(rec.overlap);
+	assert_int_equal(job.workers, 2);
+	assert_int_equal(rec.calls, 2);
+
+	/* Dirty, every CPU we have: one worker each, up to 6 batches. */
+	cpus = (uint32_t)CPU_COUNT(&all);
+	want = cpus < 2 ? 2 : cpus > 6 ? 6 : cpus;
+	job_init(&job, &pl, &cancel, VMB_POPULATE_ENGINE);
+	assert_int_equal(vmb__populate(&job), 0);
+	assert_int_equal(rec.pages, rec.total_pages);
+	assert_false(rec.overlap);
+	assert_int_equal(job.workers, want);
+
+	/* The caller's count wins. */
+	job_init(&job, &pl, &cancel, VMB_POPULATE_ENGINE);
+	job.inflight = 1;
+	assert_int_equal(vmb__populate(&job), 0);
+	assert_int_equal(job.workers, 1);
+}
+
 static void
 test_libxl_pattern(void **state)
 {
@@ -455,6 +515,7 @@ main(void)
 		cmocka_unit_test(test_split_orders),
 		cmocka_unit_test(test_engine),
 		cmocka_unit_test(test_progress_within_a_call),
+		cmocka_unit_test(test_dirty_parallel),
 		cmocka_unit_test(test_libxl_pattern),
 		cmocka_unit_test(test_cancel_and_failure),
 		cmocka_unit_test(test_fragmented),
