@@ -12,7 +12,7 @@ build/lab-companion/numa/console.log) with the records dom0 printed
   XBENCH create round=K tool=xl|vmb domid=N return=S line=S [kernel_cached=yes|no]
   XBENCH create round=K tool=T domid=N dropped=triple-fault
   XBENCH create round=K tool=T failed=WHY
-  XBENCH dirty seq=K tool=T domid=N mb=M node=N xen=stock|companion rc=R return=S
+  XBENCH dirty seq=K tool=T domid=N mb=M node=N xen=stock|companion hogs=H filled=F rc=R return=S
   XBSTATS K before|after rc=R {vmctl --json stats}
   LAB-HOST load_start=L load_end=L cpus=N        (run.sh, after QEMU)
 
@@ -194,7 +194,12 @@ def dirty(recs_by_log):
     for r in recs_by_log:
         for d in r['dirty']:
             xen = d.get('xen', 'stock')
+            # hogs: guests spinning through it (a busy host, whose idle
+            # scrubber does not run); filled: other nodes full (no clean
+            # memory elsewhere); absent from logs before them: 0.
             x = out.setdefault(xen, {'mb': fnum(d.get('mb')),
+                                     'hogs': fnum(d.get('hogs', '0')),
+                                     'filled': fnum(d.get('filled', '0')),
                                      'node': d.get('node'), 'missing': [],
                                      'failed': [], 'log': r['log'],
                                      'raw': {t: [] for t in TOOLS}})
@@ -324,10 +329,12 @@ def summary(j):
             per[k] = ','.join('%s:%g' % (t, s['median']) for t, s in v) \
                 if v else 'na'
         L.append('vmbuild-xen-dirty: xen=%s xl=%s vmb=%s ratio=%s '
-                 'scrubbed_inline=%s flushes=%s mb=%s load=%s' % (
+                 'scrubbed_inline=%s flushes=%s mb=%s hogs=%s filled=%s '
+                 'load=%s' % (
                      xen, fig(x['xl']['line']), fig(x['vmb']['line']),
                      fmt(x['ratio']), per['scrubbed_inline'],
-                     per['flushes'], fmt(x['mb']),
+                     per['flushes'], fmt(x['mb']), fmt(x['hogs']),
+                     fmt(x['filled']),
                      load_text(j['host'].get(x['log']))))
         for k, what in (('failed', 'failed'), ('missing', 'missing figure')):
             if x[k]:

@@ -195,6 +195,20 @@ hello_main(uint32_t start_info_paddr)
 	}
 
 	/*
+	 * "spin": keep this vCPU busy until destroyed.  The lab's busy host
+	 * (tests/lab/xenbench.sh): while a guest's vCPU is runnable on every
+	 * physical CPU, Xen's idle loop, which is where freed memory is
+	 * scrubbed in the background, does not run, and a populate meets
+	 * dirty pages and scrubs them inline.
+	 */
+	if (cmdline_word(cmdline, "spin")) {
+		cons_printf("vmbuild-guest: spinning, domain %llu waits to be "
+		    "destroyed\n", (unsigned long long)domid);
+		for (;;)
+			__asm__ volatile("pause");
+	}
+
+	/*
 	 * "hold": stay up until destroyed, so a test can time the destroy
 	 * of a live domain.  Nothing raises interrupts here (no timer is
 	 * armed, no upcall set), so the vCPU sleeps in hlt.

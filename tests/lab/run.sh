@@ -81,6 +81,11 @@
 #                            the Linux guest, xl and vmbuild in A B B A
 #                            order; 0: none
 #   LAB_DIRTY=1              the dirty-memory sequence (xenbench.sh); 0: none
+#   LAB_DIRTY_HOGS=cpus      guests spinning through it, one per CPU (a
+#                            busy host: Xen's idle scrubber does not run),
+#                            or a number; 0: an idle host
+#   LAB_DIRTY_FILL=1         the other nodes filled first (a full host:
+#                            no clean memory elsewhere); 0: not
 #   LAB_TESTS="..."          hvsim-free test programs (paths under build/) run
 #                            in dom0 from a copy of the tree at /tree; default:
 #                            the xen backend, placement, populate-plan and
@@ -124,6 +129,8 @@ LAB_BOOT_WAIT=${LAB_BOOT_WAIT:-300}
 LAB_BOOTS=${LAB_BOOTS:-3}
 LAB_ROUNDS=${LAB_ROUNDS:-3}
 LAB_DIRTY=${LAB_DIRTY:-1}
+LAB_DIRTY_HOGS=${LAB_DIRTY_HOGS:-cpus}
+LAB_DIRTY_FILL=${LAB_DIRTY_FILL:-1}
 LAB_TESTS=${LAB_TESTS-build/tests/xenbe/test_xen_backend build/tests/lib/test_placement build/tests/lib/test_populate_plan build/tests/lib/test_loader}
 XENVER=4.17
 ARCHLIB=usr/lib/x86_64-linux-gnu
@@ -470,6 +477,8 @@ LAB_TIMEOUT=$LAB_TIMEOUT
 INJECT=$LAB_INJECT
 ROUNDS=$LAB_ROUNDS
 DIRTY=$LAB_DIRTY
+HOGS=$LAB_DIRTY_HOGS
+FILL=$LAB_DIRTY_FILL
 EOF
 (cd "$D0" && find . | cpio -o -H newc 2>/dev/null | gzip -1) > "$LAB_DIR/dom0-initrd.gz" ||
     fail $step "cpio"

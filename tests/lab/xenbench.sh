@@ -16,12 +16,13 @@
 #       a round the emulated CPU's triple fault ended (emu_fault): not
 #       counted, not a failure
 #   XBENCH create round=K tool=T failed=WHY    (and a LAB-FAIL)
-#   XBENCH dirty seq=K tool=T domid=N mb=M node=N xen=stock|companion rc=R return=S
+#   XBENCH dirty seq=K tool=T domid=N mb=M node=N xen=stock|companion hogs=H filled=F rc=R return=S
 #       a hello guest of M MiB (most of node N's free memory, pinned
 #       there) created at once after the destroy of one as big that
-#       touched all of its memory; the time to its hello line is taken
-#       on the host from Xen's console ("MARK begin step=xb-dirty-TAG" to
-#       "(dN) vmbuild-guest: hello from domain N")
+#       touched all of its memory, with H guests spinning, one per CPU
+#       (xb_hogs_start), and F other nodes full (xb_fill_start); the time to its hello line is taken on the host
+#       from Xen's console ("MARK begin step=xb-dirty-TAG" to "(dN)
+#       vmbuild-guest: hello from domain N")
 #   XBSTATS K before|after rc=R {json}   vmctl --json stats around that
 #       destroy and create (the companion's scrubbed-inline pages and
 #       flushes; rc != 0 on stock Xen, which reports none)
@@ -30,7 +31,9 @@
 # LAB_ROUNDS (lab.conf ROUNDS, default 3) rounds of creates, each round a
 # pair in A B B A order (xl vmb, vmb xl, xl vmb ...) so that a drift of
 # the machine's load falls on both alike; LAB_DIRTY (DIRTY, default 1):
-# the dirty-memory sequence xl, vmb, vmb, xl (0: none).
+# the dirty-memory sequence xl, vmb, vmb, xl (0: none), on a full and
+# busy host (LAB_DIRTY_FILL, FILL: xb_fill_start; LAB_DIRTY_HOGS, HOGS:
+# xb_hogs_start).
 
 # Seconds of LAB_TIMEOUT a create round needs left (under load a Linux
 # create and its line took over 200 s; the steps after, up to 300 s),
@@ -191,10 +194,101 @@ xb_stats() {
 	echo "XBSTATS $1 $2 rc=$? $(tr -d '\n' < /tmp/xb.stats)"
 }
 
+# xb_hogs_start: a busy host for the dirty sequence.  Xen scrubs freed
+# memory in its idle loop; on an idle host (this lab's, between two
+# commands) the pages of a destroyed guest are clean again before the
+# next create's populate reaches them, which then scrubs nothing and
+# measures an idle host, not dirty memory.  HOGS (LAB_DIRTY_HOGS: a
+# number, or "cpus", one per physical CPU, the default) one-vCPU hello
+# guests spin, each pinned to its own CPU, so that no CPU goes idle:
+# what a populate allocates of a destroyed guest's memory it scrubs
+# inline, as on a host whose guests keep its CPUs busy.  xl creates
+# them (not timed), 32 MiB each, before the free memory is read.  0:
+# none, the idle host.
+XB_HOGS=""
+
+xb_hogs_start() {
+	_xh=${HOGS:-cpus}
+	[ "$_xh" = cpus ] && _xh=$(q xl info | awk '$1 == "nr_cpus" { print $3 }')
+	case $_xh in ''|*[!0-9]*) xb_skip dirty-hogs "no CPU count from xl info"; return 0 ;; esac
+	_xi=0
+	while [ $_xi -lt $_xh ]; do
+		mkcfg xbhog$_xi 32 spin
+		echo "cpus = \"$_xi\"" >> /etc/lab/xbhog$_xi.cfg
+		if timed xb-hog-$_xi xl create /etc/lab/xbhog$_xi.cfg; then
+			XB_HOGS="$XB_HOGS xbhog$_xi"
+		else
+			fail xb-hog-$_xi "create of the busy host's guest $_xi failed"
+		fi
+		_xi=$((_xi + 1))
+	done
+	# Each spins once it has touched its memory and said so.
+	for _xg in $XB_HOGS; do
+		_xid=$(q xl domid $_xg)
+		_xw=0
+		until grep -q "(d$_xid).*vmbuild-guest: spinning, domain $_xid" $XLOG; do
+			_xw=$((_xw + 1))
+			[ $_xw -gt 600 ] && { fail xb-hog-$_xg "no 'spinning' line from domain $_xid"; break; }
+			xsync
+			usleep 200000
+		done
+	done
+	echo "INFO busy host: $(echo $XB_HOGS | wc -w) guests spinning, one per CPU:$XB_HOGS"
+}
+
+xb_hogs_stop() {
+	for _xg in $XB_HOGS; do
+		timed xb-hog-destroy-$_xg xl destroy $_xg || fail xb-hog-destroy-$_xg "destroy rc=$?"
+	done
+	XB_HOGS=""
+}
+
+# xb_fill_start: the other nodes full.  Xen's allocator takes clean
+# memory from any node before it scrubs dirty memory inline (the domain's
+# nodes first, then the others): while another node has clean memory, a
+# guest built over a destroyed one's dirty memory gets that node's
+# memory, built as fast as on a clean host and remote to its vCPUs.  On
+# a full host, the seed's case, there is no such memory.  FILL
+# (LAB_DIRTY_FILL, 1): a hello guest holding all but FILL_SPARE MiB of
+# each other node's free memory, pinned there; xl creates them (not
+# timed), before the hogs and while the host is idle.
+XB_FILL="" XB_FILL_SPARE=96
+
+xb_fill_start() {
+	[ "${FILL:-1}" = 1 ] || return 0
+	q xl info -n | awk -v skip=$1 '
+	    /^numa_info/ { on = 1; next }
+	    on && /^ *[0-9]+: +[0-9]+ +[0-9]+/ {
+		sub(":", "", $1); if ($1 != skip) print $1, $3 + 0; next }
+	    on && !/^node:/ { on = 0 }' > /tmp/xb.nodes
+	while read -r _xn _xf; do
+		_xm=$(( (_xf - XB_FILL_SPARE) / 2 * 2 ))
+		[ $_xm -ge 64 ] || continue
+		mkcfg xbfill$_xn $_xm hold
+		echo "cpus = \"nodes:$_xn\"" >> /etc/lab/xbfill$_xn.cfg
+		if LIMIT=300 timed xb-fill-$_xn xl create /etc/lab/xbfill$_xn.cfg &&
+		    wait_guest xbfill$_xn holding 600; then
+			XB_FILL="$XB_FILL xbfill$_xn"
+		else
+			fail xb-fill-$_xn "the guest filling node $_xn ($_xm MiB) did not come up"
+		fi
+	done < /tmp/xb.nodes
+	echo "INFO full host: node(s) other than $1 filled:$XB_FILL ($XB_FILL_SPARE MiB left on each)"
+}
+
+xb_fill_stop() {
+	for _xg in $XB_FILL; do
+		timed xb-fill-destroy-$_xg xl destroy $_xg || fail xb-fill-destroy-$_xg "destroy rc=$?"
+	done
+	XB_FILL=""
+}
+
 # xb_dirty: a hello guest of most of a node's free memory, holding
 # (it touched all its memory); destroyed and at once another as big
 # created on that node, by xl, vmb, vmb, xl: each new guest is the next
-# one's dirty memory.  The first is xl's and not measured.
+# one's dirty memory.  The first is xl's and not measured.  On a full
+# (xb_fill_start) and busy (xb_hogs_start) host, as what it measures
+# needs: otherwise neither toolstack meets dirty memory.
 xb_dirty() {
 	scrub_wait 300
 	set -- $(xb_node)
@@ -203,12 +297,25 @@ xb_dirty() {
 		return 0
 	fi
 	_xnode=$1
+	xb_fill_start $_xnode
+	xb_hogs_start
+	set -- $(q xl info -n | awk -v n=$_xnode '
+	    /^numa_info/ { on = 1; next }
+	    on && /^ *[0-9]+: +[0-9]+ +[0-9]+/ { sub(":", "", $1); if ($1 == n) print $1, $3 + 0; next }
+	    on && !/^node:/ { on = 0 }')
+	if [ -z "$2" ]; then
+		xb_skip dirty "node $_xnode's free memory not in xl info -n"
+		xb_hogs_stop
+		xb_fill_stop
+		return 0
+	fi
 	# Most of the node; 2 MiB multiples; room left for the guest's own
 	# page tables and Xen's per-domain memory.
 	_xmb=$(( $2 * 80 / 100 / 2 * 2 ))
 	_xxen=stock
 	$V --json stats >/dev/null 2>&1 && _xxen=companion
-	echo "INFO dirty memory: node $_xnode has $2 MiB free; guests of $_xmb MiB pinned there; Xen: $_xxen"
+	_xhogs=$(echo $XB_HOGS | wc -w) _xfill=$(echo $XB_FILL | wc -w)
+	echo "INFO dirty memory: node $_xnode has $2 MiB free; guests of $_xmb MiB pinned there; Xen: $_xxen; busy host: $_xhogs guests spinning; full host:${XB_FILL:- no}"
 	_xprev="" _xptool="" _xk=0
 	for _xtool in xl xl vmb vmb xl; do
 		if ! xb_time_for $XB_DIRTY_RESERVE; then
@@ -236,13 +343,13 @@ xb_dirty() {
 		[ -n "$_xprev" ] && xb_stats $_xk after
 		if [ $_xrc != 0 ]; then
 			fail xb-dirty-$_xt "create rc=$_xrc"
-			echo "XBENCH dirty seq=$_xk tool=$_xtool mb=$_xmb node=$_xnode xen=$_xxen rc=$_xrc"
+			echo "XBENCH dirty seq=$_xk tool=$_xtool mb=$_xmb node=$_xnode xen=$_xxen hogs=$_xhogs filled=$_xfill rc=$_xrc"
 			xl destroy $_xt >/dev/null 2>&1
 			break
 		fi
 		wait_guest $_xt holding 600
 		[ -n "$_xprev" ] &&
-		    echo "XBENCH dirty seq=$_xk tool=$_xtool domid=$_id mb=$_xmb node=$_xnode xen=$_xxen rc=$_xrc return=$_xr"
+		    echo "XBENCH dirty seq=$_xk tool=$_xtool domid=$_id mb=$_xmb node=$_xnode xen=$_xxen hogs=$_xhogs filled=$_xfill rc=$_xrc return=$_xr"
 		_xprev=$_xt _xptool=$_xtool _xk=$((_xk + 1))
 	done
 	if [ -n "$_xprev" ] && xl list $_xprev >/dev/null 2>&1; then
@@ -250,6 +357,8 @@ xb_dirty() {
 		timed xb-dirty-destroy-$_xprev $_xbd $_xprev
 		gone $_xprev 60 || fail xb-dirty-gone-$_xprev "$_xprev still listed"
 	fi
+	xb_hogs_stop
+	xb_fill_stop
 	scrub_wait 300
 }
 

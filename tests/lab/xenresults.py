@@ -71,7 +71,7 @@ check(want in lines, 'create line: medians, min-max, ratios of the counted '
 check('  create rounds dropped, not counted: vmb round 2 (triple-fault)'
       in lines, 'the dropped round is said', out)
 want = ('vmbuild-xen-dirty: xen=stock xl=13.5[12.5-14.5] vmb=8.5[8-9] '
-        'ratio=0.63 scrubbed_inline=na flushes=na mb=2288 '
+        'ratio=0.63 scrubbed_inline=na flushes=na mb=2288 hogs=0 filled=0 '
         'load=2.15-3.4/2cpu')
 check(want in lines, 'dirty line on stock: times from the host\'s '
       'timestamps (MARK begin to the (dN) hello line), counters na', out)
@@ -89,17 +89,18 @@ check(lines == [
     'line_ratio=0.947 load=2.05-3.25/2cpu',
     '  create rounds dropped, not counted: vmb round 3 (triple-fault)',
     'vmbuild-xen-dirty: xen=stock xl=1.09[0.78-1.4] vmb=0.8[0.79-0.82] '
-    'ratio=0.734 scrubbed_inline=na flushes=na mb=2368 '
-    'load=2.05-3.25/2cpu'], 'a real run\'s excerpt: its lines', out)
+    'ratio=0.734 scrubbed_inline=na flushes=na mb=2368 hogs=0 filled=0 '
+    'load=2.05-3.25/2cpu'], 'a real run\'s excerpt: its lines (no hogs= '
+    'in its records: an idle host)', out)
 
 # The companion: counters as differences, one figure missing.
 rc, out, err = run('--summary', log('companion.log'))
 lines = out.splitlines()
 want = ('vmbuild-xen-dirty: xen=companion xl=21[20-22] vmb=8[8-8] '
         'ratio=0.381 scrubbed_inline=xl:590000,vmb:0 flushes=xl:4,vmb:1 '
-        'mb=2048 load=5-7.25/2cpu')
+        'mb=2048 hogs=4 filled=1 load=5-7.25/2cpu')
 check(want in lines, 'dirty line on the companion: the counters\' '
-      'differences around each create', out)
+      'differences around each create, and its busy host', out)
 check('  dirty companion missing figure: vmb seq 2 line' in lines,
       'the missing hello line is said', out)
 check(not any(x.startswith('vmbuild-xen-create') for x in lines),
