@@ -26,12 +26,13 @@
 #   XBSTATS K before|after rc=R {json}   vmctl --json stats around that
 #       destroy and create (the companion's scrubbed-inline pages and
 #       flushes; rc != 0 on stock Xen, which reports none)
+#   XBINFO K {json}   vmctl --json info of vmbuild's guest of seq K
 #   XBENCH skip what=... reason=...     (and a LAB-SKIP)
 #
 # LAB_ROUNDS (lab.conf ROUNDS, default 3) rounds of creates, each round a
 # pair in A B B A order (xl vmb, vmb xl, xl vmb ...) so that a drift of
 # the machine's load falls on both alike; LAB_DIRTY (DIRTY, default 1):
-# the dirty-memory sequence xl, vmb, vmb, xl (0: none), on a full and
+# the dirty-memory sequence xl, vmb, vmb, xl, xl, vmb (0: none), on a full and
 # busy host (LAB_DIRTY_FILL, FILL: xb_fill_start; LAB_DIRTY_HOGS, HOGS:
 # xb_hogs_start).
 
@@ -250,8 +251,10 @@ xb_hogs_stop() {
 # memory, built as fast as on a clean host and remote to its vCPUs.  On
 # a full host, the seed's case, there is no such memory.  FILL
 # (LAB_DIRTY_FILL, 1): a hello guest holding all but FILL_SPARE MiB of
-# each other node's free memory, pinned there; xl creates them (not
-# timed), before the hogs and while the host is idle.
+# each other node's free memory, pinned there; vmbuild creates them (not
+# timed), before the hogs and while the host is idle: xl would take what
+# its 1 GiB extents do not find free on the node from another node (seen:
+# 1.4 GiB of the node to be measured), vmbuild keeps to the node.
 XB_FILL="" XB_FILL_SPARE=96
 
 xb_fill_start() {
@@ -266,7 +269,7 @@ xb_fill_start() {
 		[ $_xm -ge 64 ] || continue
 		mkcfg xbfill$_xn $_xm hold
 		echo "cpus = \"nodes:$_xn\"" >> /etc/lab/xbfill$_xn.cfg
-		if LIMIT=300 timed xb-fill-$_xn xl create /etc/lab/xbfill$_xn.cfg &&
+		if LIMIT=300 timed xb-fill-$_xn $V create /etc/lab/xbfill$_xn.cfg &&
 		    wait_guest xbfill$_xn holding 600; then
 			XB_FILL="$XB_FILL xbfill$_xn"
 		else
@@ -278,15 +281,15 @@ xb_fill_start() {
 
 xb_fill_stop() {
 	for _xg in $XB_FILL; do
-		timed xb-fill-destroy-$_xg xl destroy $_xg || fail xb-fill-destroy-$_xg "destroy rc=$?"
+		timed xb-fill-destroy-$_xg $V destroy $_xg || fail xb-fill-destroy-$_xg "destroy rc=$?"
 	done
 	XB_FILL=""
 }
 
 # xb_dirty: a hello guest of most of a node's free memory, holding
 # (it touched all its memory); destroyed and at once another as big
-# created on that node, by xl, vmb, vmb, xl: each new guest is the next
-# one's dirty memory.  The first is xl's and not measured.  On a full
+# created on that node, by xl, vmb, vmb, xl, xl, vmb: each new guest is
+# the next one's dirty memory.  The first is xl's and not measured.  On a full
 # (xb_fill_start) and busy (xb_hogs_start) host, as what it measures
 # needs: otherwise neither toolstack meets dirty memory.
 xb_dirty() {
@@ -317,7 +320,7 @@ xb_dirty() {
 	_xhogs=$(echo $XB_HOGS | wc -w) _xfill=$(echo $XB_FILL | wc -w)
 	echo "INFO dirty memory: node $_xnode has $2 MiB free; guests of $_xmb MiB pinned there; Xen: $_xxen; busy host: $_xhogs guests spinning; full host:${XB_FILL:- no}"
 	_xprev="" _xptool="" _xk=0
-	for _xtool in xl xl vmb vmb xl; do
+	for _xtool in xl xl vmb vmb xl xl vmb; do
 		if ! xb_time_for $XB_DIRTY_RESERVE; then
 			xb_skip dirty "seq $_xk and after: $(up) s of the run's $LAB_TIMEOUT s used"
 			break
@@ -348,6 +351,10 @@ xb_dirty() {
 			break
 		fi
 		wait_guest $_xt holding 600
+		# vmbuild's own account of the build (phases, placement,
+		# populate: workers, pages scrubbed inline), for the record.
+		[ -n "$_xprev" ] && [ $_xtool = vmb ] &&
+		    echo "XBINFO $_xk $($V --json info $_xt 2>/dev/null | tr -d '\n')"
 		[ -n "$_xprev" ] &&
 		    echo "XBENCH dirty seq=$_xk tool=$_xtool domid=$_id mb=$_xmb node=$_xnode xen=$_xxen hogs=$_xhogs filled=$_xfill rc=$_xrc return=$_xr"
 		_xprev=$_xt _xptool=$_xtool _xk=$((_xk + 1))
