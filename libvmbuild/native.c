@@ -7,6 +7,15 @@
  * its end of the pipe makes the other side fail, and the backend then
  * takes back what it did (resumes the guest; the caller destroys a
  * domain being restored).
+ *
+ * A regular file (vmb_native_io.direct) is the backend's own to read or
+ * write, from its offset on, as xl hands libxenguest the file: no pipe,
+ * no copies, no checksums (the inline stream, vmbuild-stream(5)).  The
+ * backend gets a duplicate of the descriptor; a cancel points that
+ * duplicate at a pipe's dead end (dup2), so that the backend's next
+ * write fails with EPIPE or its next read sees the end, and it takes
+ * back what it did as after any failure.  I/O on a regular file never
+ * waits for a peer, so that next read or write comes soon.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +25,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -27,7 +37,16 @@
 struct native_run {
 	struct vmb_ctx	*ctx;
 	uint32_t	domid;
-	int		fd;		/* the thread's end of the pipe */
+	/*
+	 * The thread's end of the pipe, or its duplicate of the file; the
+	 * thread closes it (under lock, -1 after) before it says so on
+	 * done_fd (-1: none), so that a cancel's dup2 never lands on a
+	 * descriptor number that is no longer the thread's.
+	 */
+	pthread_mutex_t	lock;
+	int		fd;
+	int		done_fd;
+	bool		started;	/* native_direct's thread ran */
 	int		cancel_fd;
 	uint32_t	suspend_ms;
 	struct vmb_boot	boot;		/* a restore's */
@@ -43,9 +62,26 @@ native_run_init(struct native_run *r, struct vmb_ctx *ctx, uint32_t domid,
 	io->why[0] = '\0';
 	io->bytes = 0;
 	memset(r, 0, sizeof(*r));
+	pthread_mutex_init(&r->lock, NULL);
 	r->ctx = ctx;
 	r->domid = domid;
+	r->done_fd = -1;
 	r->cancel_fd = io->cancel_fd;
+}
+
+/* The thread's descriptor closed, and the waiter told. */
+static void
+native_run_end(struct native_run *r)
+{
+	uint64_t one = 1;
+
+	pthread_mutex_lock(&r->lock);
+	close(r->fd);
+	r->fd = -1;
+	pthread_mutex_unlock(&r->lock);
+	/* An eventfd's counter does not fill up: the write cannot fail. */
+	if (r->done_fd >= 0)
+		(void)!write(r->done_fd, &one, sizeof(one));
 }
 
 /*
@@ -86,7 +122,7 @@ save_thread(void *arg)
 	block_sigpipe(&old);
 	r->rc = r->ctx->ops->save_native(r->ctx->priv, r->domid, r->fd,
 	    r->cancel_fd, r->suspend_ms, r->why, sizeof(r->why));
-	close(r->fd);		/* the reader sees the end */
+	native_run_end(r);	/* the reader sees the end */
 	return NULL;
 }
 
@@ -99,7 +135,7 @@ restore_thread(void *arg)
 	block_sigpipe(&old);
 	r->rc = r->ctx->ops->restore_native(r->ctx->priv, r->domid, r->fd,
 	    &r->boot, r->why, sizeof(r->why));
-	close(r->fd);		/* the writer's next write fails */
+	native_run_end(r);	/* the writer's next write fails */
 	return NULL;
 }
 
@@ -118,6 +154,85 @@ native_pipe(int p[2])
 		return -errno;
 	(void)fcntl(p[0], F_SETPIPE_SZ, NATIVE_CHUNK);
 	return 0;
+}
+
+/*
+ * Run fn (save_thread, restore_thread) on io->fd, a regular file, and
+ * wait for it: io->progress every 200 ms with the bytes it has moved,
+ * a cancel (cancel_fd readable, or io->cancelled) seen as often.  0, or
+ * -ECANCELED, or a negative errno of our own; the backend's result is
+ * r->rc.
+ */
+static int
+native_direct(struct native_run *r, void *(*fn)(void *), bool writing,
+    struct vmb_native_io *io)
+{
+	int dead[2] = { -1, -1 }, rc = 0, dead_end;
+	bool cancelled = false;
+	off_t at0, at;
+	pthread_t t;
+
+	at0 = lseek(io->fd, 0, SEEK_CUR);
+	r->fd = fcntl(io->fd, F_DUPFD_CLOEXEC, 0);
+	r->done_fd = eventfd(0, EFD_CLOEXEC);
+	if (at0 < 0 || r->fd < 0 || r->done_fd < 0 ||
+	    pipe2(dead, O_CLOEXEC) < 0) {
+		rc = -errno;
+		snprintf(io->why, sizeof(io->why), "cannot set up the %s: %s",
+		    writing ? "save" : "restore", strerror(-rc));
+		if (r->fd >= 0)
+			close(r->fd);
+		goto out;
+	}
+	/* A writer's dead end: no reader (EPIPE); a reader's: no writer. */
+	close(writing ? dead[0] : dead[1]);
+	dead_end = writing ? dead[1] : dead[0];
+	if (writing)
+		dead[0] = -1;
+	else
+		dead[1] = -1;
+	rc = -pthread_create(&t, NULL, fn, r);
+	if (rc < 0) {
+		close(r->fd);
+		snprintf(io->why, sizeof(io->why), "cannot start the %s "
+		    "thread: %s", writing ? "save" : "restore", strerror(-rc));
+		goto out;
+	}
+	r->started = true;
+	for (;;) {
+		struct pollfd pf[2] = { { r->done_fd, POLLIN, 0 },
+		    { io->cancel_fd, POLLIN, 0 } };
+		int n = poll(pf, io->cancel_fd >= 0 ? 2 : 1, 200);
+
+		if (n > 0 && (pf[0].revents & POLLIN))
+			break;
+		if (!cancelled && ((n > 0 && io->cancel_fd >= 0 &&
+		    (pf[1].revents & POLLIN)) ||
+		    (io->cancelled && io->cancelled(io->user)))) {
+			cancelled = true;
+			pthread_mutex_lock(&r->lock);
+			if (r->fd >= 0)
+				(void)dup2(dead_end, r->fd);
+			pthread_mutex_unlock(&r->lock);
+		}
+		at = lseek(io->fd, 0, SEEK_CUR);
+		if (!cancelled && io->progress && at >= at0)
+			io->progress(io->user, (uint64_t)(at - at0));
+	}
+	pthread_join(t, NULL);
+	at = lseek(io->fd, 0, SEEK_CUR);
+	io->bytes = at >= at0 ? (uint64_t)(at - at0) : 0;
+	if (cancelled)
+		rc = -ECANCELED;
+out:
+	if (dead[0] >= 0)
+		close(dead[0]);
+	if (dead[1] >= 0)
+		close(dead[1]);
+	if (r->done_fd >= 0)
+		close(r->done_fd);
+	r->done_fd = -1;
+	return rc;
 }
 
 /*
@@ -183,12 +298,21 @@ vmb_guest_save_native(struct vmb_ctx *ctx, uint32_t domid,
 	uint8_t *buf = NULL;
 	int p[2] = { -1, -1 }, rc;
 
-	if (!ctx || !io || !io->put)
+	if (!ctx || !io || (io->direct ? io->fd < 0 : !io->put))
 		return -EINVAL;
 	if (!vmb_native_stream(ctx))
 		return -EOPNOTSUPP;
 	native_run_init(&r, ctx, domid, io);
 	r.suspend_ms = io->suspend_ms;
+	if (io->direct) {
+		uint64_t t0 = vmb__now_ns();
+
+		rc = native_direct(&r, save_thread, true, io);
+		io->wait_ns = vmb__now_ns() - t0;
+		if (!r.started)
+			goto out;	/* nothing was asked of the guest */
+		goto done;
+	}
 	buf = malloc(NATIVE_CHUNK);
 	rc = buf == NULL ? -ENOMEM : native_pipe(p);
 	if (rc == 0 && fcntl(p[0], F_SETFL, O_NONBLOCK) < 0)
@@ -211,6 +335,7 @@ vmb_guest_save_native(struct vmb_ctx *ctx, uint32_t domid,
 	close(p[0]);
 	p[0] = -1;
 	pthread_join(t, NULL);
+done:
 	if (rc == 0 && r.rc < 0)
 		rc = r.rc;
 	if (r.rc < 0)
@@ -274,7 +399,7 @@ vmb_guest_restore_native(struct vmb_ctx *ctx, uint32_t domid,
 	int p[2] = { -1, -1 }, rc, wrc = 0;
 	ssize_t n = 0;
 
-	if (!ctx || !io || !io->get || !guest)
+	if (!ctx || !io || (io->direct ? io->fd < 0 : !io->get) || !guest)
 		return -EINVAL;
 	if (!vmb_native_stream(ctx))
 		return -EOPNOTSUPP;
@@ -282,6 +407,17 @@ vmb_guest_restore_native(struct vmb_ctx *ctx, uint32_t domid,
 	r.boot.vcpus = guest->vcpus;
 	r.boot.memory_bytes = guest->memory_bytes;
 	r.boot.guest = guest;
+	if (io->direct) {
+		/* The restorer read what it could: its failure names it. */
+		rc = native_direct(&r, restore_thread, false, io);
+		if (r.started && r.rc < 0 && rc != -ECANCELED) {
+			snprintf(io->why, sizeof(io->why), "%s", r.why);
+			rc = r.rc;
+		}
+		if (rc == -ECANCELED && !io->why[0])
+			snprintf(io->why, sizeof(io->why), "cancelled");
+		return rc;
+	}
 	buf = malloc(NATIVE_CHUNK);
 	rc = buf == NULL ? -ENOMEM : native_pipe(p);
 	if (rc < 0) {

@@ -62,6 +62,7 @@ vmb_stream_rec_name(uint32_t type)
 	case VMB_REC_END:	return "end";
 	case VMB_REC_STATUS:	return "status";
 	case VMB_REC_XEN:	return "xen";
+	case VMB_REC_XEN_INLINE: return "xen-inline";
 	}
 	return "unknown";
 }
@@ -183,6 +184,19 @@ vmb_stream_put_xen(struct vmb_stream_out *o, const void *buf, size_t len)
 }
 
 int
+vmb_stream_put_xen_inline(struct vmb_stream_out *o)
+{
+	return put(o, VMB_REC_XEN_INLINE, NULL, 0, NULL, 0);
+}
+
+void
+vmb_stream_out_inline_done(struct vmb_stream_out *o, uint64_t bytes)
+{
+	if (o)
+		o->offset += bytes;
+}
+
+int
 vmb_stream_finish(struct vmb_stream_out *o)
 {
 	/* What came before the end record, so a reader can tell a cut. */
@@ -269,14 +283,26 @@ vmb_stream_open(struct vmb_stream_in *in, vmb_stream_read_fn *read_fn,
 	if (in->flags & ~VMB_STREAM_F_ALL)
 		return bad(in, -EPROTONOSUPPORT, "stream header flags %#x at "
 		    "offset 12: unknown bits", in->flags);
-	/* The guest's memory travels one way or the other, not both. */
-	if ((in->flags & VMB_STREAM_F_XEN) && (in->flags & VMB_STREAM_F_MEMORY))
+	/* The guest's memory travels one way or another, never two. */
+	if (__builtin_popcount(in->flags & (VMB_STREAM_F_MEMORY |
+	    VMB_STREAM_F_XEN | VMB_STREAM_F_XEN_INLINE)) > 1)
 		return bad(in, -EBADMSG, "stream header flags %#x at offset "
-		    "12: memory records and a Xen stream both", in->flags);
+		    "12: more than one of memory records, Xen records and an "
+		    "inline Xen stream", in->flags);
 	if (h.reserved != 0)
 		return bad(in, -EBADMSG, "stream header: reserved bytes at "
 		    "offset 16 are not zero");
 	return 0;
+}
+
+void
+vmb_stream_inline_done(struct vmb_stream_in *in, uint64_t bytes)
+{
+	if (!in || !in->inline_pending)
+		return;
+	in->inline_pending = false;
+	in->inline_seen = true;
+	in->offset += bytes;
 }
 
 void
@@ -299,6 +325,7 @@ rec_limit(uint32_t type)
 	case VMB_REC_END:	return 16;
 	case VMB_REC_STATUS:	return 8 + VMB_STATUS_MAX_TEXT;
 	case VMB_REC_XEN:	return VMB_STREAM_MAX_XEN;
+	case VMB_REC_XEN_INLINE: return 0;
 	}
 	return VMB_STREAM_MAX_REC;
 }
@@ -328,6 +355,16 @@ check_order(struct vmb_stream_in *in, uint32_t type, const char *at)
 	if (type == VMB_REC_XEN && !(in->flags & VMB_STREAM_F_XEN))
 		return bad(in, -EBADMSG, "%s: a Xen record in a stream whose "
 		    "header says it has no Xen stream (flags bit 2)", at);
+	if (type == VMB_REC_XEN_INLINE &&
+	    !(in->flags & VMB_STREAM_F_XEN_INLINE))
+		return bad(in, -EBADMSG, "%s: an inline Xen stream in a "
+		    "stream whose header says it has none (flags bit 3)", at);
+	if (type == VMB_REC_XEN_INLINE && in->inline_seen)
+		return bad(in, -EBADMSG, "%s: a second inline Xen stream", at);
+	if (type == VMB_REC_END && (in->flags & VMB_STREAM_F_XEN_INLINE) &&
+	    !in->inline_seen)
+		return bad(in, -EBADMSG, "%s: the end, and the inline Xen "
+		    "stream the header announces never came", at);
 	return 0;
 }
 
@@ -371,6 +408,10 @@ check_payload(struct vmb_stream_in *in, uint32_t type, uint32_t len,
 	}
 	if (type == VMB_REC_STATUS)
 		return check_status(in, len, r, at);
+	if (type == VMB_REC_XEN_INLINE) {
+		in->inline_pending = true;
+		return 0;
+	}
 	/* libxc's own bytes: libxenguest checks them as it reads them. */
 	if (type == VMB_REC_XEN)
 		return len == 0 ? bad(in, -EBADMSG, "%s: an empty Xen record",
@@ -438,6 +479,11 @@ vmb_stream_next(struct vmb_stream_in *in, struct vmb_stream_rec *ret)
 		return -EINVAL;
 	memset(&r, 0, sizeof(r));
 	r.offset = in->offset;
+	if (in->inline_pending)
+		return bad(in, -EINVAL, "record %llu at offset %llu: the "
+		    "inline Xen stream before it was not read",
+		    (unsigned long long)in->index,
+		    (unsigned long long)r.offset);
 	snprintf(at, sizeof(at), "record %llu at offset %llu",
 	    (unsigned long long)in->index, (unsigned long long)r.offset);
 	if (in->ended) {
@@ -490,6 +536,7 @@ vmb_stream_next(struct vmb_stream_in *in, struct vmb_stream_rec *ret)
 	case VMB_REC_END:
 	case VMB_REC_STATUS:
 	case VMB_REC_XEN:
+	case VMB_REC_XEN_INLINE:
 		rc = check_payload(in, type, len, &r, at);
 		break;
 	default:

@@ -1372,9 +1372,10 @@ int vmb_guest_dirty_log(struct vmb_ctx *ctx, uint32_t domid, unsigned op,
  * The hypervisor's own save and restore (Xen: libxenguest's
  * xc_domain_save and xc_domain_restore, stream v2), where the backend
  * has them (vmb_native_stream): the guest's memory and state travel as
- * that stream, which vmbuild frames as Xen records, rather than as
- * memory records.  Each call runs the backend's saver or restorer on a
- * thread of its own with a pipe between it and the caller's put or get.
+ * that stream, which vmbuild frames as Xen records (or, to and from a
+ * regular file, carries inline: `direct` below), rather than as memory
+ * records.  Each call runs the backend's saver or restorer on a thread
+ * of its own with a pipe between it and the caller's put or get.
  *
  * Save: the guest is asked to suspend (at most suspend_ms; 0: 60 s, as
  * libxl waits), its stream handed to put() piece by piece; then with
@@ -1403,6 +1404,18 @@ struct vmb_native_io {
 	 */
 	uint64_t wait_ns, put_ns;
 	char	why[256];
+	/*
+	 * direct: `fd`, a regular file, is the backend's to write or read
+	 * from its offset on (no put or get, no pipe: the inline stream,
+	 * VMB_STREAM_F_XEN_INLINE); `progress` (or NULL) hears the bytes
+	 * moved so far every 200 ms, `cancelled` (or NULL) is asked as
+	 * often besides cancel_fd.  The file's offset ends after what the
+	 * backend moved, `bytes`.
+	 */
+	bool	direct;
+	int	fd;
+	void	(*progress)(void *user, uint64_t bytes);
+	bool	(*cancelled)(void *user);
 };
 bool vmb_native_stream(struct vmb_ctx *ctx);
 int vmb_guest_save_native(struct vmb_ctx *ctx, uint32_t domid,
@@ -1420,7 +1433,8 @@ int vmb_guest_resume_native(struct vmb_ctx *ctx, uint32_t domid, char *why,
 #define VMB_STREAM_F_MEMORY	0x1u	/* memory records carry the bytes */
 #define VMB_STREAM_F_REPLY	0x2u	/* a migration's back channel */
 #define VMB_STREAM_F_XEN	0x4u	/* the guest's state in Xen records */
-#define VMB_STREAM_F_ALL	0x7u
+#define VMB_STREAM_F_XEN_INLINE	0x8u	/* ... as libxc's stream, inline */
+#define VMB_STREAM_F_ALL	0xfu
 #define VMB_STREAM_MAX_GUEST	(1u << 20)	/* the guest description */
 #define VMB_STREAM_PAGE		4096u		/* bytes of a page (gfn units) */
 #define VMB_STREAM_MAX_PAGES	1024u		/* per memory record (4 MiB) */
@@ -1434,6 +1448,7 @@ int vmb_guest_resume_native(struct vmb_ctx *ctx, uint32_t domid, char *why,
 #define VMB_REC_END		3u	/* u64 records before it, u64 pages */
 #define VMB_REC_STATUS		4u	/* u32 verdict, u32 errno, text */
 #define VMB_REC_XEN		16u	/* a piece of libxc's stream v2 */
+#define VMB_REC_XEN_INLINE	17u	/* libxc's stream v2 follows, unframed */
 #define VMB_STREAM_MAX_XEN	(1u << 20)	/* bytes per Xen record */
 #define VMB_REC_OPTIONAL	0x80000000u
 
@@ -1448,7 +1463,7 @@ int vmb_guest_resume_native(struct vmb_ctx *ctx, uint32_t domid, char *why,
 #define VMB_STATUS_FAILED	3u
 #define VMB_STATUS_MAX_TEXT	1024u
 
-/* "guest", "memory", "end", "status", "xen", "unknown". */
+/* "guest", "memory", "end", "status", "xen", "xen-inline", "unknown". */
 const char *vmb_stream_rec_name(uint32_t type);
 
 struct vmb_stream_out {
@@ -1477,6 +1492,16 @@ int vmb_stream_put_memory(struct vmb_stream_out *o, uint64_t gfn,
  */
 int vmb_stream_put_xen(struct vmb_stream_out *o, const void *buf,
     size_t len);
+/*
+ * In a stream begun with VMB_STREAM_F_XEN_INLINE: the record that says
+ * the hypervisor's own stream follows as it is, unframed, up to its own
+ * end (libxc's END record), as libxl's stream v2 carries libxc's; the
+ * caller then has the backend write it to o->fd (vmb_native_io.direct)
+ * and counts its bytes in with vmb_stream_inline_done().  No checksum
+ * covers those bytes: libxenguest checks its stream as it reads it.
+ */
+int vmb_stream_put_xen_inline(struct vmb_stream_out *o);
+void vmb_stream_out_inline_done(struct vmb_stream_out *o, uint64_t bytes);
 int vmb_stream_finish(struct vmb_stream_out *o);
 /* A status record (a reply stream's): VMB_STATUS_*, errno, text or NULL. */
 int vmb_stream_put_status(struct vmb_stream_out *o, uint32_t verdict,
@@ -1494,6 +1519,12 @@ struct vmb_stream_in {
 	uint64_t index;		/* records read */
 	uint64_t pages;		/* pages in memory records read */
 	bool	ended;
+	/*
+	 * The xen-inline record was returned: the hypervisor's stream is
+	 * next, for the caller to have read (vmb_stream_inline_done); once
+	 * read, `inline_seen`.
+	 */
+	bool	inline_pending, inline_seen;
 	uint8_t	*buf;
 	size_t	cap;
 	char	why[256];	/* names the record and its offset */
@@ -1524,6 +1555,12 @@ int vmb_stream_open(struct vmb_stream_in *in, vmb_stream_read_fn *read_fn,
  * caller to skip.
  */
 int vmb_stream_next(struct vmb_stream_in *in, struct vmb_stream_rec *ret);
+/*
+ * After a xen-inline record: the hypervisor's stream, `bytes` long, was
+ * read from the reader's descriptor by someone else (the restorer); the
+ * records go on after it.
+ */
+void vmb_stream_inline_done(struct vmb_stream_in *in, uint64_t bytes);
 void vmb_stream_in_done(struct vmb_stream_in *in);
 
 #endif /* VMBUILD_H */

@@ -41,6 +41,8 @@ static struct {
 	bool	suspended;
 	/* The restorer: */
 	size_t	restore_stop_after;	/* 0: read to the end */
+	size_t	restore_len;		/* libxc's length (0: to EOF) */
+	unsigned restore_delay_ms;	/* before each read */
 	uint8_t	*got;
 	size_t	got_len;
 	uint32_t vcpus;
@@ -107,7 +109,23 @@ fake_restore(void *priv, uint32_t domid, int fd, const struct vmb_boot *boot,
 
 	(void)priv, (void)domid;
 	fb.vcpus = boot->vcpus;
-	while ((n = read(fd, buf, sizeof(buf))) > 0) {
+	for (;;) {
+		size_t want = sizeof(buf);
+
+		/* libxc reads its own stream exactly, up to its END. */
+		if (fb.restore_len && fb.restore_len - fb.got_len < want)
+			want = fb.restore_len - fb.got_len;
+		if (want == 0)
+			return 0;
+		if (fb.restore_delay_ms)
+			usleep(fb.restore_delay_ms * 1000u);
+		n = read(fd, buf, want);
+		if (n == 0 && fb.restore_len) {
+			snprintf(why, len, "restore: truncated stream");
+			return -EIO;
+		}
+		if (n <= 0)
+			break;
 		fb.got = realloc(fb.got, fb.got_len + (size_t)n);
 		memcpy(fb.got + fb.got_len, buf, (size_t)n);
 		fb.got_len += (size_t)n;
@@ -441,6 +459,217 @@ read_one(uint32_t flags, uint32_t type, size_t len, char *why)
 	return rc;
 }
 
+/*
+ * The inline stream (a regular file): the saver writes the file itself
+ * after the xen-inline record, the restorer reads it itself from there,
+ * exactly its own length; the records go on after it.
+ */
+static void
+inline_save(struct sink *k, struct vmb_native_io *io, int expect)
+{
+	memset(k, 0, sizeof(*k));
+	k->fd = memfd_create("inline", MFD_CLOEXEC);
+	assert_true(k->fd >= 0);
+	assert_int_equal(vmb_stream_begin(&k->o, k->fd,
+	    VMB_STREAM_F_XEN_INLINE, -1), 0);
+	assert_int_equal(vmb_stream_put_guest(&k->o, "{\"name\":\"g\"}",
+	    12), 0);
+	assert_int_equal(vmb_stream_put_xen_inline(&k->o), 0);
+	io->direct = true;
+	io->fd = k->fd;
+	assert_int_equal(vmb_guest_save_native(&ctx, 5, io), expect);
+	vmb_stream_out_inline_done(&k->o, io->bytes);
+}
+
+static unsigned progress_calls;
+static uint64_t progress_last;
+
+static void
+count_progress(void *user, uint64_t bytes)
+{
+	(void)user;
+	progress_calls++;
+	assert_true(bytes >= progress_last);
+	progress_last = bytes;
+}
+
+static void
+test_inline_save_restore(void **state)
+{
+	struct vmb_native_io io = { .cancel_fd = -1 };
+	struct vmb_guest g = { .vcpus = 3, .memory_bytes = 256ull << 20 };
+	struct vmb_stream_rec r;
+	struct sink k;
+	struct src s;
+	off_t end;
+
+	(void)state;
+	fb.save_delay_ms = 450;		/* a few progress ticks */
+	io.progress = count_progress;
+	progress_calls = 0;
+	progress_last = 0;
+	inline_save(&k, &io, 0);
+	assert_int_equal(io.bytes, SAVED_LEN);
+	assert_true(progress_calls >= 1);
+	assert_true(fb.suspended);
+	assert_int_equal(fb.resumes, 0);
+	assert_int_equal(vmb_stream_finish(&k.o), 0);
+	end = lseek(k.fd, 0, SEEK_CUR);
+	assert_int_equal((uint64_t)end, k.o.offset);
+
+	memset(&s, 0, sizeof(s));
+	s.fd = k.fd;
+	assert_int_equal(lseek(s.fd, 0, SEEK_SET), 0);
+	assert_int_equal(vmb_stream_open(&s.in, fd_read, &s.fd), 0);
+	assert_int_equal(s.in.flags, VMB_STREAM_F_XEN_INLINE);
+	assert_int_equal(vmb_stream_next(&s.in, &r), 1);
+	assert_int_equal(r.type, VMB_REC_GUEST);
+	assert_int_equal(vmb_stream_next(&s.in, &r), 1);
+	assert_int_equal(r.type, VMB_REC_XEN_INLINE);
+	/* The stream's bytes are the restorer's first. */
+	assert_int_equal(vmb_stream_next(&s.in, &r), -EINVAL);
+	assert_non_null(strstr(s.in.why, "the inline Xen stream before it "
+	    "was not read"));
+	memset(&io, 0, sizeof(io));
+	io.direct = true;
+	io.fd = s.fd;
+	io.cancel_fd = -1;
+	fb.restore_len = SAVED_LEN;
+	assert_int_equal(vmb_guest_restore_native(&ctx, 6, &g, &io), 0);
+	assert_int_equal(fb.vcpus, 3);
+	assert_int_equal(fb.got_len, SAVED_LEN);
+	for (size_t i = 0; i < SAVED_LEN; i++)
+		if (fb.got[i] != pattern(i))
+			fail_msg("byte %zu differs after the round trip", i);
+	assert_int_equal(io.bytes, SAVED_LEN);
+	vmb_stream_inline_done(&s.in, io.bytes);
+	assert_int_equal(vmb_stream_next(&s.in, &r), 1);
+	assert_int_equal(r.type, VMB_REC_END);
+	assert_int_equal(vmb_stream_next(&s.in, &r), 0);
+	assert_int_equal(s.in.offset, k.o.offset);
+	vmb_stream_in_done(&s.in);
+	close(k.fd);
+}
+
+/* A cancel while the saver runs: its next write fails, the guest runs on. */
+static void
+test_inline_save_cancelled(void **state)
+{
+	struct vmb_native_io io = { 0 };
+	uint64_t one = 1;
+	struct sink k;
+
+	(void)state;
+	io.cancel_fd = eventfd(0, EFD_CLOEXEC);
+	assert_true(io.cancel_fd >= 0);
+	fb.save_delay_ms = 300;		/* cancelled before its first write */
+	assert_int_equal(write(io.cancel_fd, &one, sizeof(one)),
+	    (int)sizeof(one));
+	inline_save(&k, &io, -ECANCELED);
+	assert_true(fb.saw_write_fail);
+	assert_false(fb.suspended);
+	assert_int_equal(fb.resumes, 1);
+	/* Nothing of the saver's reached the file. */
+	assert_int_equal(io.bytes, 0);
+	close(io.cancel_fd);
+	close(k.fd);
+}
+
+static bool
+always(void *user)
+{
+	(void)user;
+	return true;
+}
+
+/* A cancel while the restorer reads: it sees the end and fails. */
+static void
+test_inline_restore_cancelled(void **state)
+{
+	struct vmb_native_io io = { .cancel_fd = -1 };
+	struct vmb_guest g = { .vcpus = 1, .memory_bytes = 256ull << 20 };
+	struct sink k;
+
+	(void)state;
+	inline_save(&k, &io, 0);
+	assert_int_equal(lseek(k.fd, 0, SEEK_SET), 0);
+	memset(&io, 0, sizeof(io));
+	io.direct = true;
+	io.fd = k.fd;
+	io.cancel_fd = -1;
+	io.cancelled = always;
+	fb.restore_len = SAVED_LEN;
+	fb.restore_delay_ms = 250;
+	assert_int_equal(vmb_guest_restore_native(&ctx, 6, &g, &io),
+	    -ECANCELED);
+	assert_true(fb.got_len < SAVED_LEN);
+	assert_string_equal(io.why, "cancelled");
+	close(k.fd);
+}
+
+/* A direct save or restore wants a descriptor. */
+static void
+test_inline_needs_fd(void **state)
+{
+	struct vmb_native_io io = { .cancel_fd = -1, .direct = true,
+	    .fd = -1 };
+	struct vmb_guest g = { .vcpus = 1, .memory_bytes = 1u << 20 };
+
+	(void)state;
+	assert_int_equal(vmb_guest_save_native(&ctx, 5, &io), -EINVAL);
+	assert_int_equal(vmb_guest_restore_native(&ctx, 5, &g, &io), -EINVAL);
+	assert_false(fb.suspended);
+}
+
+/* Hand-made streams: what the reader refuses of xen-inline records. */
+static int
+read_inline(uint32_t flags, int inline_recs, char *why)
+{
+	struct vmb_stream_out o;
+	struct vmb_stream_in in;
+	struct vmb_stream_rec r;
+	int fd = memfd_create("s", MFD_CLOEXEC), rc;
+
+	assert_true(fd >= 0);
+	assert_int_equal(vmb_stream_begin(&o, fd, flags, -1), 0);
+	assert_int_equal(vmb_stream_put_guest(&o, "{}", 2), 0);
+	for (int i = 0; i < inline_recs; i++)
+		assert_int_equal(vmb_stream_put_xen_inline(&o), 0);
+	assert_int_equal(vmb_stream_finish(&o), 0);
+	lseek(fd, 0, SEEK_SET);
+	rc = vmb_stream_open(&in, fd_read, &fd);
+	while (rc >= 0 && (rc = vmb_stream_next(&in, &r)) > 0)
+		if (r.type == VMB_REC_XEN_INLINE)
+			vmb_stream_inline_done(&in, 0);
+	snprintf(why, 256, "%s", in.why);
+	vmb_stream_in_done(&in);
+	close(fd);
+	return rc;
+}
+
+static void
+test_inline_reader_checks(void **state)
+{
+	char why[256];
+
+	(void)state;
+	assert_int_equal(read_inline(VMB_STREAM_F_XEN_INLINE, 1, why), 0);
+	assert_int_equal(read_inline(VMB_STREAM_F_XEN, 1, why), -EBADMSG);
+	assert_non_null(strstr(why, "record 1 (xen-inline, type 0x11) at "
+	    "offset 48: an inline Xen stream in a stream whose header says "
+	    "it has none (flags bit 3)"));
+	assert_int_equal(read_inline(VMB_STREAM_F_XEN_INLINE, 2, why),
+	    -EBADMSG);
+	assert_non_null(strstr(why, "a second inline Xen stream"));
+	assert_int_equal(read_inline(VMB_STREAM_F_XEN_INLINE, 0, why),
+	    -EBADMSG);
+	assert_non_null(strstr(why, "the end, and the inline Xen stream the "
+	    "header announces never came"));
+	assert_int_equal(read_inline(VMB_STREAM_F_XEN_INLINE |
+	    VMB_STREAM_F_XEN, 1, why), -EBADMSG);
+	assert_non_null(strstr(why, "more than one of"));
+}
+
 static void
 test_reader_checks(void **state)
 {
@@ -454,7 +683,8 @@ test_reader_checks(void **state)
 	    "a Xen record in a stream whose header says it has no Xen stream"));
 	assert_int_equal(read_one(VMB_STREAM_F_XEN | VMB_STREAM_F_MEMORY,
 	    VMB_REC_XEN, 100, why), -EBADMSG);
-	assert_non_null(strstr(why, "memory records and a Xen stream both"));
+	assert_non_null(strstr(why, "more than one of memory records, Xen "
+	    "records and an inline Xen stream"));
 	assert_int_equal(read_one(VMB_STREAM_F_XEN, VMB_REC_XEN, 0, why),
 	    -EBADMSG);
 	assert_non_null(strstr(why, "an empty Xen record"));
@@ -475,6 +705,11 @@ main(void)
 		cmocka_unit_test_setup(test_save_cancelled, setup),
 		cmocka_unit_test_setup(test_restore_fails, setup),
 		cmocka_unit_test_setup(test_reader_checks, setup),
+		cmocka_unit_test_setup(test_inline_save_restore, setup),
+		cmocka_unit_test_setup(test_inline_save_cancelled, setup),
+		cmocka_unit_test_setup(test_inline_restore_cancelled, setup),
+		cmocka_unit_test_setup(test_inline_needs_fd, setup),
+		cmocka_unit_test_setup(test_inline_reader_checks, setup),
 	};
 
 	return cmocka_run_group_tests_name("native-stream", tests, NULL, NULL);
