@@ -13,7 +13,12 @@
  * guest is resumed, the failure ours; a restorer that stops reading
  * fails the restore with its reason, a stream that fails with the
  * stream's; the reader refuses a Xen record the header did not announce,
- * memory and Xen records both, and an empty or oversized one.
+ * memory and Xen records both, and an empty or oversized one.  The
+ * inline stream (a regular file the backend writes and reads itself):
+ * the same bytes after the xen-inline record, the end record after them,
+ * progress heard while it runs, a cancel failing the backend's next
+ * write (the guest resumed) or read, and what the reader refuses of
+ * xen-inline records.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -244,6 +249,18 @@ src_open(struct src *s, struct sink *k)
 	assert_int_equal(r.type, VMB_REC_GUEST);
 }
 
+/* The restorer got the saver's bytes, all of them, in order. */
+static void
+assert_restored(const struct vmb_native_io *io, uint32_t vcpus)
+{
+	assert_int_equal(fb.vcpus, vcpus);
+	assert_int_equal(fb.got_len, SAVED_LEN);
+	for (size_t i = 0; i < SAVED_LEN; i++)
+		if (fb.got[i] != pattern(i))
+			fail_msg("byte %zu differs after the round trip", i);
+	assert_int_equal(io->bytes, SAVED_LEN);
+}
+
 /* Saved whole, in order, in bounded records; then restored whole. */
 static void
 test_save_restore(void **state)
@@ -272,12 +289,7 @@ test_save_restore(void **state)
 	io.user = &s;
 	io.cancel_fd = -1;
 	assert_int_equal(vmb_guest_restore_native(&ctx, 6, &g, &io), 0);
-	assert_int_equal(fb.vcpus, 2);
-	assert_int_equal(fb.got_len, SAVED_LEN);
-	for (size_t i = 0; i < SAVED_LEN; i++)
-		if (fb.got[i] != pattern(i))
-			fail_msg("byte %zu differs after the round trip", i);
-	assert_int_equal(io.bytes, SAVED_LEN);
+	assert_restored(&io, 2);
 	vmb_stream_in_done(&s.in);
 	close(k.fd);
 }
@@ -536,12 +548,7 @@ test_inline_save_restore(void **state)
 	io.cancel_fd = -1;
 	fb.restore_len = SAVED_LEN;
 	assert_int_equal(vmb_guest_restore_native(&ctx, 6, &g, &io), 0);
-	assert_int_equal(fb.vcpus, 3);
-	assert_int_equal(fb.got_len, SAVED_LEN);
-	for (size_t i = 0; i < SAVED_LEN; i++)
-		if (fb.got[i] != pattern(i))
-			fail_msg("byte %zu differs after the round trip", i);
-	assert_int_equal(io.bytes, SAVED_LEN);
+	assert_restored(&io, 3);
 	vmb_stream_inline_done(&s.in, io.bytes);
 	assert_int_equal(vmb_stream_next(&s.in, &r), 1);
 	assert_int_equal(r.type, VMB_REC_END);
