@@ -176,16 +176,19 @@ xb_rounds() {
 	done
 }
 
-# xb_node: "NODE FREE_MIB" of the NUMA node with the most free memory
-# (xl info -n: "   N:  memsize  memfree  distances"), nothing if unknown.
-xb_node() {
+# xb_nodes_free: "NODE FREE_MIB" of each NUMA node (xl info -n: "   N:
+# memsize  memfree  distances"), nothing if unknown.
+xb_nodes_free() {
 	q xl info -n | awk '
 	    /^numa_info/ { on = 1; next }
 	    on && /^ *[0-9]+: +[0-9]+ +[0-9]+/ {
-		sub(":", "", $1)
-		if ($3 + 0 > best) { best = $3 + 0; node = $1 }
-		next }
-	    on && !/^node:/ { on = 0 }
+		sub(":", "", $1); print $1, $3 + 0; next }
+	    on && !/^node:/ { on = 0 }'
+}
+
+# xb_node: "NODE FREE_MIB" of the node with the most free memory.
+xb_node() {
+	xb_nodes_free | awk '$2 + 0 > best + 0 { best = $2 + 0; node = $1 }
 	    END { if (best > 0) print node, best }'
 }
 
@@ -259,11 +262,7 @@ XB_FILL="" XB_FILL_SPARE=96
 
 xb_fill_start() {
 	[ "${FILL:-1}" = 1 ] || return 0
-	q xl info -n | awk -v skip=$1 '
-	    /^numa_info/ { on = 1; next }
-	    on && /^ *[0-9]+: +[0-9]+ +[0-9]+/ {
-		sub(":", "", $1); if ($1 != skip) print $1, $3 + 0; next }
-	    on && !/^node:/ { on = 0 }' > /tmp/xb.nodes
+	xb_nodes_free | awk -v skip=$1 '$1 != skip' > /tmp/xb.nodes
 	while read -r _xn _xf; do
 		_xm=$(( (_xf - XB_FILL_SPARE) / 2 * 2 ))
 		[ $_xm -ge 64 ] || continue
@@ -302,10 +301,7 @@ xb_dirty() {
 	_xnode=$1
 	xb_fill_start $_xnode
 	xb_hogs_start
-	set -- $(q xl info -n | awk -v n=$_xnode '
-	    /^numa_info/ { on = 1; next }
-	    on && /^ *[0-9]+: +[0-9]+ +[0-9]+/ { sub(":", "", $1); if ($1 == n) print $1, $3 + 0; next }
-	    on && !/^node:/ { on = 0 }')
+	set -- $(xb_nodes_free | awk -v n=$_xnode '$1 == n')
 	if [ -z "$2" ]; then
 		xb_skip dirty "node $_xnode's free memory not in xl info -n"
 		xb_hogs_stop
