@@ -90,12 +90,16 @@ struct mig_job {
 	char		why[400];
 	const char	*stage;		/* where it failed */
 	bool		memory;		/* the bytes travelled */
+	bool		native;		/* in the hypervisor's stream (Xen) */
+	bool		suspended;	/* by the native save, not resumed */
+	struct vmb_stream_out *out;	/* a native migration's stream */
 	bool		committed;	/* DONE came: the guest is there */
 	bool		sent_end;	/* the receiver may have it all */
 	bool		doubt;		/* no answer after the end: unknown */
 	uint32_t	rounds;
 	uint64_t	bytes, pages;
-	double		t_start, t_pause, t_done;
+	uint64_t	native_pages;	/* a live native one's, sent running */
+	double		t_start, t_ready, t_pause, t_done;
 };
 
 static void
@@ -343,6 +347,56 @@ mig_transfer(struct mig_job *mj, struct vmb_stream_out *o, uint8_t *buf,
 	return rc;
 }
 
+/* vmb_native_io.put: a piece of the hypervisor's stream, one record. */
+static int
+mig_put_xen(void *user, const void *buf, size_t len)
+{
+	struct mig_job *mj = user;
+	int rc = vmb_stream_put_xen(mj->out, buf, len);
+
+	if (rc == 0)
+		mig_progress(mj, mj->out);
+	return rc;
+}
+
+/*
+ * The memory and state in the hypervisor's own stream (Xen:
+ * libxenguest's, live: rounds while the guest runs, then its suspend
+ * and the last round), framed as Xen records; the receiver's restore
+ * reads them.  The downtime starts at the suspend.  A failure resumes
+ * the guest (the backend does, or mig_run once the stream went whole).
+ */
+static int
+mig_native(struct mig_job *mj, struct vmb_stream_out *o)
+{
+	struct vmb_native_live live = { .max_rounds = mj->max_rounds,
+	    .dirty_pages = mj->dirty_pages };
+	struct vmb_native_io io = { .put = mig_put_xen, .user = mj,
+	    .cancel_fd = mj->cancel_fd, .live = mj->live ? &live : NULL };
+	int rc;
+
+	mj->out = o;
+	rc = vmb_guest_save_native(vmbd.ctx, mj->domid, &io);
+	mj->rounds = mj->live ? live.rounds : 1;
+	mj->native_pages = mj->live ? live.pages : 0;
+	if (mj->live && live.suspended_ns != 0)
+		mj->t_pause = (double)live.suspended_ns / 1e9;
+	else if (!mj->live)
+		mj->t_pause = mj->t_ready;	/* suspended at the start */
+	mig_progress(mj, o);
+	if (rc == -ECANCELED || atomic_load(&mj->cancel))
+		return mig_fail(mj, -ECANCELED, "cancelled");
+	if (rc < 0)
+		return mig_fail(mj, rc, "%s", io.why[0] ? io.why :
+		    mj->why[0] ? mj->why : strerror(-rc));
+	mj->suspended = true;
+	log_vm(LOG_INFO, mj->name, mj->domid, mj->task->id, "%s: %u "
+	    "round%s in Xen's stream (%llu bytes), suspended for the last",
+	    mj->name, mj->rounds, mj->rounds == 1 ? "" : "s",
+	    (unsigned long long)io.bytes);
+	return 0;
+}
+
 /* Handshake, memory, DONE: the guest is there, or still here. */
 static int
 mig_stream(struct mig_job *mj, struct vmb_stream_out *o, uint8_t *buf,
@@ -351,17 +405,19 @@ mig_stream(struct mig_job *mj, struct vmb_stream_out *o, uint8_t *buf,
 	int rc;
 
 	/* Phantom memory has no bytes: only the description travels. */
-	rc = vmb_guest_memory_read(vmbd.ctx, mj->domid, 0, buf,
-	    VMB_STREAM_PAGE);
-	mj->memory = rc != -EOPNOTSUPP;
+	mj->native = vmb_native_stream(vmbd.ctx);
+	rc = mj->native ? 0 : vmb_guest_memory_read(vmbd.ctx, mj->domid, 0,
+	    buf, VMB_STREAM_PAGE);
+	mj->memory = mj->native || rc != -EOPNOTSUPP;
 	mj->stage = "handshake";
 	/* Before a byte goes: a daemon killed from here on finds it. */
 	rc = state_write(&mj->rec);
 	if (rc < 0)
 		return mig_fail(mj, rc, "cannot record the migration in the "
 		    "state directory: %s", strerror(-rc));
-	rc = mig_sent(mj, vmb_stream_begin(o, mj->send_fd, mj->memory ?
-	    VMB_STREAM_F_MEMORY : 0, mj->cancel_fd));
+	rc = mig_sent(mj, vmb_stream_begin(o, mj->send_fd, mj->native ?
+	    VMB_STREAM_F_XEN : mj->memory ? VMB_STREAM_F_MEMORY : 0,
+	    mj->cancel_fd));
 	if (rc == 0)
 		rc = mig_sent(mj, vmb_stream_put_guest(o, mj->guest_text,
 		    strlen(mj->guest_text)));
@@ -371,9 +427,21 @@ mig_stream(struct mig_job *mj, struct vmb_stream_out *o, uint8_t *buf,
 	if (rc < 0)
 		return rc;
 	mj->stage = "transfer";
-	rc = mig_transfer(mj, o, buf, paused);
+	mj->t_ready = now_mono();
+	rc = mj->native ? mig_native(mj, o) : mig_transfer(mj, o, buf, paused);
 	if (rc < 0)
 		return rc;
+	if (mj->native) {
+		/* The receiver may keep the guest once the end goes. */
+		mj->rec.migration.ending = true;
+		if ((rc = state_write(&mj->rec)) < 0)
+			return mig_fail(mj, rc, "cannot record in the state "
+			    "directory that the stream ends: %s",
+			    strerror(-rc));
+		rc = mig_sent(mj, vmb_stream_finish(o));
+		if (rc < 0)
+			return rc;
+	}
 	mj->stage = "commit";
 	mj->sent_end = true;
 	rc = mig_wait(mj, VMB_STATUS_DONE, "done");
@@ -422,8 +490,8 @@ mig_run(struct job *job)
 	rc = buf == NULL || mj->bits == NULL ? mig_fail(mj, -ENOMEM, "out of "
 	    "memory") : mig_stream(mj, &o, buf, &paused);
 	mj->bytes = o.offset;
-	mj->pages = o.pages;
-	if (mj->live && mj->memory)
+	mj->pages = mj->native ? mj->native_pages : o.pages;
+	if (mj->live && mj->memory && !mj->native)
 		(void)vmb_guest_dirty_log(vmbd.ctx, mj->domid,
 		    VMB_DIRTY_DISABLE, 0, 0, NULL, NULL, NULL);
 	/* The receiver sees the stream end now, whatever happened. */
@@ -444,6 +512,16 @@ mig_run(struct job *job)
 		    "answer after the whole stream went: it may run on the "
 		    "receiver; domain %u stays paused here", mj->name,
 		    mj->domid);
+	} else if (mj->suspended) {
+		char why[200];
+
+		if (vmb_guest_resume_native(vmbd.ctx, mj->domid, why,
+		    sizeof(why)) < 0)
+			log_vm(LOG_ERR, mj->name, mj->domid, mj->task->id,
+			    "migration failed and domain %u could not be "
+			    "resumed: %s", mj->domid, why);
+		else if (mj->rec.migration.was_paused)
+			(void)vmb_domain_pause(vmbd.ctx, mj->domid);
 	} else if (paused && vmb_domain_unpause(vmbd.ctx, mj->domid) < 0) {
 		log_vm(LOG_ERR, mj->name, mj->domid, mj->task->id, "migration "
 		    "failed and domain %u could not be unpaused", mj->domid);

@@ -191,7 +191,23 @@ fix_resume(struct fix_job *fj)
 	(void)vmb_guest_dirty_log(vmbd.ctx, fj->domid, VMB_DIRTY_DISABLE, 0, 0,
 	    NULL, NULL, NULL);
 	rc = vmb_domain_get(vmbd.ctx, fj->domid, &dom);
-	if (rc == 0 && !fj->m.was_paused && dom.state == VMB_DOM_PAUSED)
+	/* Xen's own stream suspended it (migrate.c, mig_native). */
+	if (rc == 0 && dom.state == VMB_DOM_SHUTDOWN &&
+	    dom.shutdown_reason == VMB_SHUTDOWN_SUSPEND &&
+	    vmb_native_stream(vmbd.ctx)) {
+		char why[200];
+
+		rc = vmb_guest_resume_native(vmbd.ctx, fj->domid, why,
+		    sizeof(why));
+		if (rc < 0) {
+			snprintf(fj->why, sizeof(fj->why), "cannot resume "
+			    "domain %u: %s", fj->domid, why);
+			return rc;
+		}
+		if (fj->m.was_paused)
+			rc = vmb_domain_pause(vmbd.ctx, fj->domid);
+	} else if (rc == 0 && !fj->m.was_paused &&
+	    dom.state == VMB_DOM_PAUSED)
 		rc = vmb_domain_unpause(vmbd.ctx, fj->domid);
 	if (rc < 0) {
 		snprintf(fj->why, sizeof(fj->why), "cannot unpause domain %u: "

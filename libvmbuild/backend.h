@@ -271,6 +271,8 @@ struct vmb_backend_ops {
 	 * vmb_guest_save_native).  save_native: suspend the guest (at most
 	 * suspend_ms, a readable cancel_fd stops the wait), write its
 	 * stream to fd, and leave it suspended; a failure resumes it.
+	 * With `live` (vmbuild.h), the memory goes in rounds while the
+	 * guest runs, and the suspend comes last.
 	 * resume_native: a suspended guest runs on (a checkpoint, or a
 	 * save that failed after).  restore_native: read the stream from
 	 * fd into the domain (created and claimed, not populated), then set
@@ -278,8 +280,8 @@ struct vmb_backend_ops {
 	 * why in `why`.
 	 */
 	int	(*save_native)(void *priv, uint32_t domid, int fd,
-		    int cancel_fd, uint32_t suspend_ms, char *why,
-		    size_t why_len);
+		    int cancel_fd, uint32_t suspend_ms,
+		    struct vmb_native_live *live, char *why, size_t why_len);
 	int	(*resume_native)(void *priv, uint32_t domid, char *why,
 		    size_t why_len);
 	int	(*restore_native)(void *priv, uint32_t domid, int fd,

@@ -49,6 +49,7 @@ struct native_run {
 	bool		started;	/* native_direct's thread ran */
 	int		cancel_fd;
 	uint32_t	suspend_ms;
+	struct vmb_native_live *live;	/* a live save's */
 	struct vmb_boot	boot;		/* a restore's */
 	int		rc;
 	char		why[256];
@@ -121,7 +122,7 @@ save_thread(void *arg)
 
 	block_sigpipe(&old);
 	r->rc = r->ctx->ops->save_native(r->ctx->priv, r->domid, r->fd,
-	    r->cancel_fd, r->suspend_ms, r->why, sizeof(r->why));
+	    r->cancel_fd, r->suspend_ms, r->live, r->why, sizeof(r->why));
 	native_run_end(r);	/* the reader sees the end */
 	return NULL;
 }
@@ -304,6 +305,7 @@ vmb_guest_save_native(struct vmb_ctx *ctx, uint32_t domid,
 		return -EOPNOTSUPP;
 	native_run_init(&r, ctx, domid, io);
 	r.suspend_ms = io->suspend_ms;
+	r.live = io->live;
 	if (io->direct) {
 		uint64_t t0 = vmb__now_ns();
 

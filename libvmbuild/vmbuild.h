@@ -1388,6 +1388,22 @@ int vmb_guest_dirty_log(struct vmb_ctx *ctx, uint32_t domid, unsigned op,
  * errno with `why` naming the step (empty when put or get failed: the
  * caller knows why).
  */
+/*
+ * A live save (a migration): the guest's memory goes while it runs,
+ * round after round of the pages it wrote since (log-dirty), until a
+ * round leaves at most dirty_pages or max_rounds were made; then it is
+ * suspended and the rest goes.  Out: the rounds made (the last, after
+ * the suspend, included), the pages sent in all, and when the guest
+ * was suspended (CLOCK_MONOTONIC ns; 0: never) — a downtime's start.
+ */
+struct vmb_native_live {
+	uint32_t max_rounds;
+	uint64_t dirty_pages;
+	uint32_t rounds;
+	uint64_t pages;
+	uint64_t suspended_ns;
+};
+
 struct vmb_native_io {
 	int	(*put)(void *user, const void *buf, size_t len);
 	ssize_t	(*get)(void *user, void *buf, size_t len);
@@ -1416,6 +1432,8 @@ struct vmb_native_io {
 	int	fd;
 	void	(*progress)(void *user, uint64_t bytes);
 	bool	(*cancelled)(void *user);
+	/* A save's: live (NULL: the guest is suspended first, as xl save). */
+	struct vmb_native_live *live;
 };
 bool vmb_native_stream(struct vmb_ctx *ctx);
 int vmb_guest_save_native(struct vmb_ctx *ctx, uint32_t domid,

@@ -219,7 +219,8 @@ void xen_devices_destroy(struct xen_be *be, uint32_t domid);
 int xen_suspend_wait(struct xen_be *be, uint32_t domid, int cancel_fd,
     uint32_t suspend_ms, char *why, size_t len);
 int xen_save_native(void *priv, uint32_t domid, int fd, int cancel_fd,
-    uint32_t suspend_ms, char *why, size_t len);
+    uint32_t suspend_ms, struct vmb_native_live *live, char *why,
+    size_t len);
 int xen_resume_native(void *priv, uint32_t domid, char *why, size_t len);
 int xen_restore_native(void *priv, uint32_t domid, int fd,
     const struct vmb_boot *boot, char *why, size_t len);

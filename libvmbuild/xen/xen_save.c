@@ -160,6 +160,7 @@ struct save_cb {
 	uint32_t	domid;
 	int		cancel_fd;
 	uint32_t	suspend_ms;
+	struct vmb_native_live *live;	/* NULL: not a live save */
 	bool		suspended;
 	int		rc;		/* the suspend's */
 	char		why[200];
@@ -174,7 +175,49 @@ save_suspend(void *data)
 	s->rc = xen_suspend_wait(s->be, s->domid, s->cancel_fd,
 	    s->suspend_ms, s->why, sizeof(s->why));
 	s->suspended = s->rc == 0;
+	if (s->suspended && s->live != NULL)
+		s->live->suspended_ns = vmb__now_ns();
 	return s->suspended;
+}
+
+/*
+ * A live save's precopy policy, asked by libxenguest (xg_sr_save.c,
+ * send_memory_live) after each round with no dirty count (-1: "fetch
+ * the log?"), then with the log's count before the next round.  Round
+ * 1 sends all memory whatever the answer; a STOP with a count still
+ * sends those pages live, then the guest is suspended and the last
+ * round goes.  So: stop once max_rounds live rounds went, or when a
+ * round would leave at most dirty_pages.  A cancel aborts (libxenguest
+ * takes back log-dirty; the guest never stopped).
+ */
+static int
+save_precopy_policy(struct precopy_stats stats, void *data)
+{
+	struct save_cb *s = data;
+	struct vmb_native_live *l = s->live;
+	struct pollfd pf = { s->cancel_fd, POLLIN, 0 };
+
+	l->pages = stats.total_written;
+	l->rounds = stats.iteration;		/* live rounds sent */
+	if (s->cancel_fd >= 0 && poll(&pf, 1, 0) > 0 && (pf.revents & POLLIN)) {
+		snprintf(s->why, sizeof(s->why), "cancelled during live "
+		    "round %u", stats.iteration + 1);
+		s->rc = -ECANCELED;
+		return XGS_POLICY_ABORT;
+	}
+	if (stats.iteration == 0)
+		return XGS_POLICY_CONTINUE_PRECOPY;
+	if (stats.dirty_count < 0) {
+		if (stats.iteration < l->max_rounds)
+			return XGS_POLICY_CONTINUE_PRECOPY;
+		l->rounds = stats.iteration + 1;	/* and the last */
+		return XGS_POLICY_STOP_AND_COPY;
+	}
+	if ((uint64_t)stats.dirty_count > l->dirty_pages)
+		return XGS_POLICY_CONTINUE_PRECOPY;
+	l->pages += (uint64_t)stats.dirty_count;
+	l->rounds = stats.iteration + 2;	/* these live, and the last */
+	return XGS_POLICY_STOP_AND_COPY;
 }
 
 /* A PVH guest has no device model whose log-dirty to switch. */
@@ -187,11 +230,12 @@ save_logdirty(uint32_t domid, unsigned enable, void *data)
 
 int
 xen_save_native(void *priv, uint32_t domid, int fd, int cancel_fd,
-    uint32_t suspend_ms, char *why, size_t len)
+    uint32_t suspend_ms, struct vmb_native_live *live, char *why,
+    size_t len)
 {
 	struct xen_be *be = priv;
 	struct save_cb s = { .be = be, .domid = domid,
-	    .cancel_fd = cancel_fd, .suspend_ms = suspend_ms };
+	    .cancel_fd = cancel_fd, .suspend_ms = suspend_ms, .live = live };
 	struct save_callbacks cb;
 	xc_interface *xch;
 	int rc = 0;
@@ -207,7 +251,16 @@ xen_save_native(void *priv, uint32_t domid, int fd, int cancel_fd,
 	cb.suspend = save_suspend;
 	cb.switch_qemu_logdirty = save_logdirty;
 	cb.data = &s;
-	if (xc_domain_save(xch, fd, domid, 0, &cb, XC_STREAM_PLAIN, -1) != 0) {
+	if (live != NULL) {
+		live->rounds = 0;
+		live->pages = 0;
+		live->suspended_ns = 0;
+		if (live->max_rounds == 0)
+			live->max_rounds = 1;
+		cb.precopy_policy = save_precopy_policy;
+	}
+	if (xc_domain_save(xch, fd, domid, live != NULL ? XCFLAGS_LIVE : 0,
+	    &cb, XC_STREAM_PLAIN, -1) != 0) {
 		rc = -xen_errno();
 		if (s.rc < 0)
 			rc = s.rc;

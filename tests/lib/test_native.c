@@ -53,6 +53,7 @@ static struct {
 	uint32_t vcpus;
 	unsigned save_delay_ms;		/* the saver's "suspend" before writing */
 	unsigned save_chunk_us;		/* and a pause after each write */
+	struct vmb_native_live *live;	/* what the saver was given */
 } fb;
 
 static uint8_t
@@ -64,12 +65,13 @@ pattern(size_t i)
 /* As xc_domain_save: writes the stream, fails if the reader went. */
 static int
 fake_save(void *priv, uint32_t domid, int fd, int cancel_fd,
-    uint32_t suspend_ms, char *why, size_t len)
+    uint32_t suspend_ms, struct vmb_native_live *live, char *why, size_t len)
 {
 	uint8_t buf[5000];
 	size_t off = 0;
 
 	(void)priv, (void)domid, (void)cancel_fd, (void)suspend_ms;
+	fb.live = live;
 	if (fb.save_delay_ms)
 		usleep(fb.save_delay_ms * 1000u);
 	fb.suspended = true;
@@ -339,6 +341,35 @@ test_checkpoint_resumes(void **state)
 	assert_int_equal(vmb_guest_save_native(&ctx, 5, &io), 0);
 	assert_int_equal(fb.resumes, 1);
 	assert_false(fb.suspended);
+	close(k.fd);
+}
+
+/*
+ * A live save (a migration): the backend gets the caller's rounds and
+ * dirty limit and fills in its counts; the guest stays suspended for
+ * the caller, as after any save.  A plain save gets none.
+ */
+static void
+test_live_save(void **state)
+{
+	struct vmb_native_live live = { .max_rounds = 7, .dirty_pages = 99 };
+	struct vmb_native_io io = { .put = sink_put, .cancel_fd = -1,
+	    .live = &live };
+	struct sink k;
+
+	(void)state;
+	sink_open(&k);
+	io.user = &k;
+	assert_int_equal(vmb_guest_save_native(&ctx, 5, &io), 0);
+	assert_ptr_equal(fb.live, &live);
+	assert_int_equal(fb.live->max_rounds, 7);
+	assert_int_equal(fb.live->dirty_pages, 99);
+	assert_true(fb.suspended);
+	assert_int_equal(fb.resumes, 0);
+	assert_int_equal(io.bytes, fb.save_len);
+	io.live = NULL;
+	assert_int_equal(vmb_guest_save_native(&ctx, 5, &io), 0);
+	assert_null(fb.live);
 	close(k.fd);
 }
 
@@ -712,6 +743,7 @@ main(void)
 		cmocka_unit_test_setup(test_save_restore, setup),
 		cmocka_unit_test_setup(test_save_time_split, setup),
 		cmocka_unit_test_setup(test_checkpoint_resumes, setup),
+		cmocka_unit_test_setup(test_live_save, setup),
 		cmocka_unit_test_setup(test_put_fails, setup),
 		cmocka_unit_test_setup(test_saver_fails, setup),
 		cmocka_unit_test_setup(test_save_cancelled, setup),
