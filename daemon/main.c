@@ -74,6 +74,7 @@ static struct {
 	unsigned	hotplug_timeout;	/* s; 0: libvmbuild's default */
 	bool		after_hotplug;	/* xl's order: unpause after them */
 	bool		scripts;	/* Xen's scripts for every device */
+	bool		restore_engine;	/* --xen-restore=engine */
 	unsigned	image_cache;		/* MiB of unpacked kernels; 0: off */
 	size_t		max_output;
 	double		stop_mono;	/* when SIGTERM came */
@@ -173,6 +174,11 @@ usage(FILE *f)
 "                         scripts have ended, as xl does (default: once\n"
 "                         its devices are in xenstore; vm.create returns\n"
 "                         when the scripts have ended either way)\n"
+"  --xen-restore libxenguest|engine  who reads a Xen restore's (and an\n"
+"                         incoming migration's) libxc stream: libxenguest,\n"
+"                         which populates the guest as the stream comes\n"
+"                         (default), or vmbuild's own reader into memory\n"
+"                         the populate engine built\n"
 "  --image-cache MIB      keep kernels unpacked from bzImages, at most\n"
 "                         MIB of them (default %d; 0: off)\n"
 "  -v, --verbose          debug messages\n"
@@ -215,7 +221,7 @@ enum { O_MAXREQ = 256, O_MAXCONN, O_MAXTASKS, O_POPULATE, O_METRICS,
     O_MAXOUT, O_MAXMETRICS, O_HVTIMEOUT, O_HPTIMEOUT, O_MAXROCONN,
     O_MAXUSERCONN, O_IDLETIMEOUT, O_METRICSTIMEOUT, O_RESTARTBACKOFF,
     O_DM, O_HVMLOADER, O_SEABIOS, O_OVMF, O_DM_USER, O_AFTERHOTPLUG,
-    O_IMAGECACHE, O_HPSCRIPTS };
+    O_IMAGECACHE, O_HPSCRIPTS, O_XENRESTORE };
 
 static const struct option longopts[] = {
 	{ "hypervisor",	     required_argument,	NULL, 'H' },
@@ -244,6 +250,7 @@ static const struct option longopts[] = {
 	{ "hotplug-timeout", required_argument, NULL, O_HPTIMEOUT },
 	{ "unpause-after-hotplug", no_argument,	NULL, O_AFTERHOTPLUG },
 	{ "hotplug-scripts", no_argument,	NULL, O_HPSCRIPTS },
+	{ "xen-restore",     required_argument,	NULL, O_XENRESTORE },
 	{ "image-cache",     required_argument,	NULL, O_IMAGECACHE },
 	{ "max-ro-connections", required_argument, NULL, O_MAXROCONN },
 	{ "max-user-connections", required_argument, NULL, O_MAXUSERCONN },
@@ -349,6 +356,17 @@ parse_option(int c, const char *arg)
 		break;
 	case O_HPSCRIPTS:
 		M.scripts = true;
+		break;
+	case O_XENRESTORE:
+		if (strcmp(arg, "libxenguest") == 0)
+			M.restore_engine = false;
+		else if (strcmp(arg, "engine") == 0)
+			M.restore_engine = true;
+		else {
+			fprintf(stderr, "vmbuildd: --xen-restore: expected "
+			    "libxenguest or engine, got \"%s\"\n", arg);
+			return 2;
+		}
 		break;
 	case O_LOGTARGET:
 		if (log_target_parse(arg, &M.log_target) < 0) {
@@ -694,11 +712,18 @@ open_hypervisor(void)
 		vmb_ctx_set_hotplug_timeout(vmbd.ctx, M.hotplug_timeout * 1000);
 	vmb_ctx_set_builtin_hotplug(vmbd.ctx, !M.scripts);
 	vmb_ctx_set_image_cache(vmbd.ctx, (uint64_t)M.image_cache << 20);
+	if (M.restore_engine && vmb_native_stream(vmbd.ctx) &&
+	    (rc = vmb_ctx_set_native_restore(vmbd.ctx,
+	    VMB_NATIVE_RESTORE_ENGINE)) < 0)
+		fatalx("--xen-restore engine: %s", strerror(-rc));
 	if (M.verbose)
 		vmb_ctx_set_log(vmbd.ctx, ctx_log, NULL);
-	log_info("vmbuildd %s: hypervisor %s (%s), populate %s", VMB_VERSION,
+	log_info("vmbuildd %s: hypervisor %s (%s), populate %s%s", VMB_VERSION,
 	    vmb_ctx_hypervisor(vmbd.ctx), vmb_ctx_backend(vmbd.ctx),
-	    vmb_populate_strategy_name(vmbd.strategy));
+	    vmb_populate_strategy_name(vmbd.strategy),
+	    vmb_native_stream(vmbd.ctx) ? vmb_native_restore_populates(
+	    vmbd.ctx) ? ", Xen restore libxenguest" : ", Xen restore engine" :
+	    "");
 }
 
 /*

@@ -1132,8 +1132,10 @@ restore_open_done(struct job *job)
 	guest = rs->guest;
 	rs->guest = NULL;
 	rs->xguest = guest;	/* the build's until it ends, after the fill */
+	/* libxenguest's restore populates; ours has the engine build it. */
 	fill.populates = (rs->in.flags & (VMB_STREAM_F_XEN |
-	    VMB_STREAM_F_XEN_INLINE)) != 0;
+	    VMB_STREAM_F_XEN_INLINE)) != 0 &&
+	    vmb_native_restore_populates(vmbd.ctx);
 	log_info("restoring %s (%llu MiB) from a stream%s", guest->name,
 	    (unsigned long long)(guest->memory_bytes >> 20),
 	    rs->in.flags & VMB_STREAM_F_XEN ? " with a Xen stream" :

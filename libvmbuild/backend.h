@@ -286,6 +286,13 @@ struct vmb_backend_ops {
 		    size_t why_len);
 	int	(*restore_native)(void *priv, uint32_t domid, int fd,
 		    const struct vmb_boot *boot, char *why, size_t why_len);
+	/*
+	 * As restore_native, into a domain the build populated as for a
+	 * fresh create (NULL: the backend has no such restore); what the
+	 * stream holds beyond it is populated on demand.
+	 */
+	int	(*restore_engine)(void *priv, uint32_t domid, int fd,
+		    const struct vmb_boot *boot, char *why, size_t why_len);
 
 	/*
 	 * Right after create (NULL: nothing to do): vNUMA, affinity, CPUID

@@ -189,6 +189,17 @@ vmb_ctx_set_builtin_hotplug(struct vmb_ctx *ctx, bool on)
 		ctx->hotplug_scripts = !on;
 }
 
+int
+vmb_ctx_set_native_restore(struct vmb_ctx *ctx, enum vmb_native_restore how)
+{
+	if (!ctx)
+		return -EINVAL;
+	if (how == VMB_NATIVE_RESTORE_ENGINE && !ctx->ops->restore_engine)
+		return -EOPNOTSUPP;
+	ctx->restore_engine = how == VMB_NATIVE_RESTORE_ENGINE;
+	return 0;
+}
+
 void
 vmb_ctx_set_image_cache(struct vmb_ctx *ctx, uint64_t bytes)
 {

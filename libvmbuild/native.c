@@ -134,8 +134,9 @@ restore_thread(void *arg)
 	sigset_t old;
 
 	block_sigpipe(&old);
-	r->rc = r->ctx->ops->restore_native(r->ctx->priv, r->domid, r->fd,
-	    &r->boot, r->why, sizeof(r->why));
+	r->rc = (vmb_native_restore_populates(r->ctx) ?
+	    r->ctx->ops->restore_native : r->ctx->ops->restore_engine)(
+	    r->ctx->priv, r->domid, r->fd, &r->boot, r->why, sizeof(r->why));
 	native_run_end(r);	/* the writer's next write fails */
 	return NULL;
 }
@@ -145,6 +146,12 @@ vmb_native_stream(struct vmb_ctx *ctx)
 {
 	return ctx && ctx->ops->save_native && ctx->ops->restore_native &&
 	    ctx->ops->resume_native;
+}
+
+bool
+vmb_native_restore_populates(struct vmb_ctx *ctx)
+{
+	return !(ctx && ctx->restore_engine && ctx->ops->restore_engine);
 }
 
 /* A pipe, its capacity raised so that a read can fill a whole record. */

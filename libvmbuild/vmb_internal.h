@@ -38,6 +38,7 @@ struct vmb_ctx {
 	struct vmb__tpool *pool;	/* populate threads */
 	unsigned hotplug_ms;		/* devices: the hotplug script's limit */
 	bool	hotplug_scripts;	/* no builtin attach (default off) */
+	bool	restore_engine;		/* native restore: ours (default off) */
 	struct vmb__imgcache *imgcache;	/* unpacked kernels (imgcache.c) */
 };
 

@@ -1436,6 +1436,26 @@ struct vmb_native_io {
 	struct vmb_native_live *live;
 };
 bool vmb_native_stream(struct vmb_ctx *ctx);
+/*
+ * Who reads a native restore's stream (Xen: libxc's stream v2/v3 of a
+ * PVH guest).  VMB_NATIVE_RESTORE_LIBXENGUEST (the default):
+ * xc_domain_restore, which populates the guest's memory itself as the
+ * stream comes, into a domain the build created and claimed but did not
+ * populate.  VMB_NATIVE_RESTORE_ENGINE: vmbuild's own reader
+ * (xen_xcrestore.c), into a domain whose RAM the build populated through
+ * the populate engine as for a fresh create; the special pages and
+ * anything else the stream holds beyond it are populated on demand.
+ * -EOPNOTSUPP: the backend has no such reader.
+ * vmb_native_restore_populates: whether the restore populates (true:
+ * build with vmb_build_opts.restore_populates), as set.
+ */
+enum vmb_native_restore {
+	VMB_NATIVE_RESTORE_LIBXENGUEST,
+	VMB_NATIVE_RESTORE_ENGINE,
+};
+int vmb_ctx_set_native_restore(struct vmb_ctx *ctx,
+    enum vmb_native_restore how);
+bool vmb_native_restore_populates(struct vmb_ctx *ctx);
 int vmb_guest_save_native(struct vmb_ctx *ctx, uint32_t domid,
     struct vmb_native_io *io);
 int vmb_guest_restore_native(struct vmb_ctx *ctx, uint32_t domid,

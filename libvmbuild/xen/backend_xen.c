@@ -881,6 +881,7 @@ const struct vmb_backend_ops vmb_backend_xen = {
 	.save_native = xen_save_native,
 	.resume_native = xen_resume_native,
 	.restore_native = xen_restore_native,
+	.restore_engine = xen_restore_engine,
 	.device_add = xen_device_add,
 	.device_remove = xen_device_remove,
 	.shutdown_request = xen_shutdown_request,

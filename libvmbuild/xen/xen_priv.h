@@ -224,6 +224,25 @@ int xen_save_native(void *priv, uint32_t domid, int fd, int cancel_fd,
 int xen_resume_native(void *priv, uint32_t domid, char *why, size_t len);
 int xen_restore_native(void *priv, uint32_t domid, int fd,
     const struct vmb_boot *boot, char *why, size_t len);
+/* The same, the stream read by vmbuild (xen_xcrestore.c) into a domain
+ * the build populated: backend.h's restore_engine. */
+int xen_restore_engine(void *priv, uint32_t domid, int fd,
+    const struct vmb_boot *boot, char *why, size_t len);
+
+/*
+ * xen_xcrestore.c: a libxc stream (x86 HVM) applied to domain domid,
+ * whose RAM the build populated (what else the stream holds is
+ * populated on demand), as xc_domain_restore would: the event channels
+ * are the caller's, the store and console pfns the stream's.
+ */
+struct xen_xcrestore_args {
+	uint64_t pfn_limit;		/* every pfn of the stream below it */
+	uint32_t store_port, store_domid;
+	uint32_t console_port, console_domid;
+};
+int xen_xcrestore(struct xen_be *be, xc_interface *xch, uint32_t domid,
+    int fd, const struct xen_xcrestore_args *a, uint64_t *ret_store_gfn,
+    uint64_t *ret_console_gfn, char *why, size_t len);
 
 /* xen_boot.c */
 int xen_boot(void *priv, uint32_t domid, const struct vmb_boot *boot);

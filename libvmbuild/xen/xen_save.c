@@ -19,6 +19,10 @@
  * store and console event channels and pages go into xenstore and the
  * domain is introduced to xenstored.  Each call has an xc_interface of
  * its own: it blocks for as long as the stream takes.
+ *
+ * restore_engine does the same with vmbuild's own reader of the stream
+ * (xen_xcrestore.c) in libxenguest's place, into a domain whose RAM the
+ * build populated (vmb_ctx_set_native_restore).
  */
 #include <poll.h>
 #include <stdio.h>
@@ -307,9 +311,23 @@ fill_restored_control(struct xs_tx *tx, const void *arg)
 		xen_xs_tx_write(tx, dom, feature[i], "1", NULL, 0);
 }
 
-int
-xen_restore_native(void *priv, uint32_t domid, int fd,
-    const struct vmb_boot *boot, char *why, size_t len)
+/*
+ * A PVH guest's pfns: RAM below 4 GiB (with the MMIO hole, the special
+ * pages and ACPI tables in it) and above it, at most its static maximum.
+ */
+static uint64_t
+restore_pfn_limit(uint64_t static_max_kb)
+{
+	return (1ull << 20) + (static_max_kb >> 2);
+}
+
+/*
+ * engine: the stream read by xen_xcrestore into the domain the build
+ * populated; else by libxenguest's xc_domain_restore, which populates.
+ */
+static int
+restore_with(void *priv, uint32_t domid, int fd,
+    const struct vmb_boot *boot, bool engine, char *why, size_t len)
 {
 	struct xen_be *be = priv;
 	struct restore_callbacks cb;
@@ -352,14 +370,38 @@ xen_restore_native(void *priv, uint32_t domid, int fd,
 	if ((port = xc_evtchn_alloc_unbound(xch, domid, xb.console_domid)) < 0)
 		goto fail;
 	xb.console_port = (uint32_t)port;
-	memset(&cb, 0, sizeof(cb));
-	step = "xc_domain_restore";
-	if (xc_domain_restore(xch, fd, domid, xb.store_port, &store_gfn,
-	    xb.store_domid, xb.console_port, &console_gfn, xb.console_domid,
-	    XC_STREAM_PLAIN, &cb, -1) != 0)
-		goto fail;
-	xb.store_gfn = store_gfn;
-	xb.console_gfn = console_gfn;
+	if (engine) {
+		struct xen_xcrestore_args a = {
+		    .pfn_limit = restore_pfn_limit(xb.static_max_kb),
+		    .store_port = xb.store_port,
+		    .store_domid = xb.store_domid,
+		    .console_port = xb.console_port,
+		    .console_domid = xb.console_domid };
+		uint64_t sg = 0, cg = 0;
+
+		char xwhy[256] = "";
+
+		rc = xen_xcrestore(be, xch, domid, fd, &a, &sg, &cg, xwhy,
+		    sizeof(xwhy));
+		if (rc < 0) {
+			snprintf(why, len, "restore of domain %u: %s", domid,
+			    xwhy[0] ? xwhy : strerror(-rc));
+			/* The domain is the caller's undo, as below. */
+			xc_interface_close(xch);
+			return rc;
+		}
+		xb.store_gfn = sg;
+		xb.console_gfn = cg;
+	} else {
+		memset(&cb, 0, sizeof(cb));
+		step = "xc_domain_restore";
+		if (xc_domain_restore(xch, fd, domid, xb.store_port,
+		    &store_gfn, xb.store_domid, xb.console_port, &console_gfn,
+		    xb.console_domid, XC_STREAM_PLAIN, &cb, -1) != 0)
+			goto fail;
+		xb.store_gfn = store_gfn;
+		xb.console_gfn = console_gfn;
+	}
 	xc_interface_close(xch);
 	rc = xen_xs_domain_boot(be, &xb);
 	if (rc < 0) {
@@ -384,4 +426,18 @@ fail:
 	    strerror(-rc));
 	xc_interface_close(xch);
 	return rc;
+}
+
+int
+xen_restore_native(void *priv, uint32_t domid, int fd,
+    const struct vmb_boot *boot, char *why, size_t len)
+{
+	return restore_with(priv, domid, fd, boot, false, why, len);
+}
+
+int
+xen_restore_engine(void *priv, uint32_t domid, int fd,
+    const struct vmb_boot *boot, char *why, size_t len)
+{
+	return restore_with(priv, domid, fd, boot, true, why, len);
 }

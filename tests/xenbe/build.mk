@@ -105,3 +105,15 @@ $(XENBE_TEST_BIN)/test_xen_hvm: $(OBJ)/tests/xenbe/test_xen_hvm.o \
 
 TESTS += $(XENBE_TEST_BIN)/test_xen_hvm
 TESTS_DEPS += $(XENBE_TEST_BIN)/test_xen_hvm
+
+# The reader of libxc's migration stream for the engine restore
+# (xen_xcstream.c) on synthetic streams: it makes no hypercall, so it is
+# linked alone.
+$(XENBE_TEST_BIN)/test_xen_xcstream: $(OBJ)/tests/xenbe/test_xen_xcstream.o \
+		$(OBJ)/libvmbuild/xen/xen_xcstream.o
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $^ $(shell $(PKG) --libs cmocka) \
+		$(LDLIBS_COMMON)
+
+TESTS += $(XENBE_TEST_BIN)/test_xen_xcstream
+TESTS_DEPS += $(XENBE_TEST_BIN)/test_xen_xcstream

@@ -1,0 +1,568 @@
+/*
+ * xen_xcstream.c - libxc's migration stream v2/v3 read for an x86 HVM
+ * (PVH) guest (xen_xcstream.h).  The layout, from Xen's
+ * docs/specs/libxc-migration-stream.pandoc:
+ *
+ *   image header, 24 octets: marker (8 x 0xff), id "XENF" (0x58454e46),
+ *     version (2 or 3), options (bit 0: big-endian), reserved; id,
+ *     version and options in network byte order;
+ *   domain header, 16 octets: type (2: x86 HVM), page_shift (12),
+ *     reserved, xen_major, xen_minor;
+ *   records: type and length (4 octets each), the body, padded to 8
+ *     octets; the body at most 128 MiB.  A type with bit 31 set is
+ *     optional: one not understood is skipped; any other not understood
+ *     fails the stream.
+ *
+ * The body of what an HVM stream carries, all little-endian:
+ *   PAGE_DATA: count (>= 1), reserved, count pfn entries (pfn in bits
+ *     0-51, type in 60-63), then a page for each entry whose type has
+ *     data (not XTAB, XALLOC or BROKEN), in order.  The same pfn may come
+ *     again (a live stream's later rounds): the later wins.
+ *   X86_TSC_INFO: mode, khz, nsec, incarnation, reserved (24 octets).
+ *   HVM_CONTEXT: the blob for XEN_DOMCTL_sethvmcontext, applied at END.
+ *   HVM_PARAMS: count, reserved, count (index, value) pairs.
+ *   X86_CPUID_POLICY, X86_MSR_POLICY: arrays of 24 and 16 octet
+ *     entries (non-empty), static data: before STATIC_DATA_END.
+ *   STATIC_DATA_END: empty, once, before any PAGE_DATA; a v2 stream may
+ *     lack it, and then it is where the first PAGE_DATA is.
+ *   END: empty, the last.
+ * The PV records, TOOLSTACK, VERIFY and the checkpoint (COLO/Remus)
+ * records are refused: a PVH guest's plain or live stream has none.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "xen_xcstream.h"
+
+#define IHDR_MARKER	0xffffffffffffffffull
+#define IHDR_ID		0x58454e46u
+#define DHDR_TYPE_X86_HVM 2u
+#define CPUID_LEAF_SIZE	24u	/* xen_cpuid_leaf_t */
+#define MSR_ENTRY_SIZE	16u	/* xen_msr_entry_t */
+
+struct rd {
+	int		fd;
+	uint64_t	off;		/* of the stream read so far */
+	uint32_t	index;		/* the record's (0: the first) */
+	uint32_t	type;		/* the record's */
+	uint64_t	rec_off;	/* where its header was */
+	char		*why;
+	size_t		len;
+	/* The record's body, grown as needed. */
+	uint8_t		*buf;
+	size_t		buf_size;
+	/* Static data kept for STATIC_DATA_END, and the last HVM context. */
+	uint8_t		*cpuid, *msr, *ctx;
+	uint32_t	cpuid_len, msr_len, ctx_len;
+	/* One PAGE_DATA's entries. */
+	uint64_t	*pfns;
+	uint32_t	*types;
+	uint32_t	batch_size;
+};
+
+static const char *const rec_names[] = {
+	[XCS_REC_END] = "END",
+	[XCS_REC_PAGE_DATA] = "PAGE_DATA",
+	[XCS_REC_X86_PV_INFO] = "X86_PV_INFO",
+	[XCS_REC_X86_PV_P2M_FRAMES] = "X86_PV_P2M_FRAMES",
+	[XCS_REC_X86_PV_VCPU_BASIC] = "X86_PV_VCPU_BASIC",
+	[XCS_REC_X86_PV_VCPU_EXTENDED] = "X86_PV_VCPU_EXTENDED",
+	[XCS_REC_X86_PV_VCPU_XSAVE] = "X86_PV_VCPU_XSAVE",
+	[XCS_REC_SHARED_INFO] = "SHARED_INFO",
+	[XCS_REC_X86_TSC_INFO] = "X86_TSC_INFO",
+	[XCS_REC_HVM_CONTEXT] = "HVM_CONTEXT",
+	[XCS_REC_HVM_PARAMS] = "HVM_PARAMS",
+	[XCS_REC_TOOLSTACK] = "TOOLSTACK",
+	[XCS_REC_X86_PV_VCPU_MSRS] = "X86_PV_VCPU_MSRS",
+	[XCS_REC_VERIFY] = "VERIFY",
+	[XCS_REC_CHECKPOINT] = "CHECKPOINT",
+	[XCS_REC_CHECKPOINT_DIRTY_PFN_LIST] = "CHECKPOINT_DIRTY_PFN_LIST",
+	[XCS_REC_STATIC_DATA_END] = "STATIC_DATA_END",
+	[XCS_REC_X86_CPUID_POLICY] = "X86_CPUID_POLICY",
+	[XCS_REC_X86_MSR_POLICY] = "X86_MSR_POLICY",
+};
+
+const char *
+vmb__xcs_rec_name(uint32_t type)
+{
+	if (type < sizeof(rec_names) / sizeof(rec_names[0]) &&
+	    rec_names[type] != NULL)
+		return rec_names[type];
+	return "unknown";
+}
+
+/* The failure, said of the record being read (or of the headers). */
+static int __attribute__((format(printf, 3, 4)))
+bad(struct rd *r, int rc, const char *fmt, ...)
+{
+	char msg[200];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (r->index == UINT32_MAX)
+		snprintf(r->why, r->len, "libxc stream: %s", msg);
+	else
+		snprintf(r->why, r->len, "libxc stream: record %u (%s, type "
+		    "%#x) at offset %llu: %s", r->index,
+		    vmb__xcs_rec_name(r->type & ~XCS_REC_OPTIONAL), r->type,
+		    (unsigned long long)r->rec_off, msg);
+	return rc;
+}
+
+/* A callback's failure: its why, said of the record. */
+static int
+cb_failed(struct rd *r, int rc, const char *cbwhy)
+{
+	return bad(r, rc, "%s", cbwhy[0] ? cbwhy : strerror(-rc));
+}
+
+/* Exactly len bytes, or -EIO (the end came early) or -errno. */
+static int
+read_exact(struct rd *r, void *p, size_t len, const char *what)
+{
+	uint8_t *b = p;
+
+	while (len > 0) {
+		ssize_t n = read(r->fd, b, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int rc = -errno;
+
+			return bad(r, rc, "reading %s: %s", what,
+			    strerror(-rc));
+		}
+		if (n == 0)
+			return bad(r, -EIO, "truncated: the stream ended "
+			    "within %s (%zu bytes short)", what, len);
+		b += n;
+		len -= (size_t)n;
+		r->off += (uint64_t)n;
+	}
+	return 0;
+}
+
+static uint32_t
+le32(const uint8_t *p)
+{
+	uint32_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return le32toh(v);
+}
+
+static uint64_t
+le64(const uint8_t *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, sizeof(v));
+	return le64toh(v);
+}
+
+/* The record's body (length bytes) and its padding into r->buf. */
+static int
+read_body(struct rd *r, uint32_t length)
+{
+	size_t padded = ((size_t)length + 7) & ~(size_t)7;
+
+	if (padded > r->buf_size) {
+		uint8_t *nb = realloc(r->buf, padded);
+
+		if (nb == NULL)
+			return bad(r, -ENOMEM, "out of memory for %u bytes",
+			    length);
+		r->buf = nb;
+		r->buf_size = padded;
+	}
+	return padded ? read_exact(r, r->buf, padded, "the record") : 0;
+}
+
+/* A copy of the body kept (a policy, an HVM context): the last wins. */
+static int
+keep(struct rd *r, uint8_t **dst, uint32_t *dst_len, uint32_t length)
+{
+	uint8_t *p = malloc(length ? length : 1);
+
+	if (p == NULL)
+		return bad(r, -ENOMEM, "out of memory for %u bytes", length);
+	memcpy(p, r->buf, length);
+	free(*dst);
+	*dst = p;
+	*dst_len = length;
+	return 0;
+}
+
+static int
+static_data_end(struct rd *r, const struct xcs_ops *ops, void *u)
+{
+	char cbwhy[200] = "";
+	int rc;
+
+	if (ops->static_data == NULL)
+		return 0;
+	rc = ops->static_data(u, r->cpuid, r->cpuid_len, r->msr, r->msr_len,
+	    cbwhy, sizeof(cbwhy));
+	return rc < 0 ? cb_failed(r, rc, cbwhy) : 0;
+}
+
+static int
+page_data(struct rd *r, uint32_t length, uint64_t pfn_limit,
+    const struct xcs_ops *ops, void *u, struct xcs_stats *st)
+{
+	uint8_t hdr[8];
+	uint32_t count, nr_data = 0;
+	uint64_t want;
+	char cbwhy[200] = "";
+	void *dst = NULL;
+	int rc;
+
+	if (length < sizeof(hdr))
+		return bad(r, -EINVAL, "length %u: shorter than its 8-byte "
+		    "header", length);
+	if ((rc = read_exact(r, hdr, sizeof(hdr), "the record")) < 0)
+		return rc;
+	count = le32(hdr);
+	if (count == 0)
+		return bad(r, -EINVAL, "count 0: no pfn");
+	if (count > XCS_BATCH_MAX)
+		return bad(r, -EINVAL, "count %u: over %u pfns in one record",
+		    count, XCS_BATCH_MAX);
+	if ((uint64_t)count * 8 > length - sizeof(hdr))
+		return bad(r, -EINVAL, "count %u: %u pfns do not fit its "
+		    "length %u", count, count, length);
+	if (count > r->batch_size) {
+		uint64_t *np = realloc(r->pfns, count * sizeof(*np));
+		uint32_t *nt;
+
+		if (np != NULL)
+			r->pfns = np;
+		nt = np ? realloc(r->types, count * sizeof(*nt)) : NULL;
+		if (nt == NULL)
+			return bad(r, -ENOMEM, "out of memory for %u pfns",
+			    count);
+		r->types = nt;
+		r->batch_size = count;
+	}
+	/* The entries, read into pfns and split in place. */
+	if ((rc = read_exact(r, r->pfns, (size_t)count * 8,
+	    "the pfn list")) < 0)
+		return rc;
+	for (uint32_t i = 0; i < count; i++) {
+		uint64_t e = le64((const uint8_t *)&r->pfns[i]);
+		uint64_t pfn = e & XCS_PFN_MASK;
+		uint32_t type = (uint32_t)(e >> XCS_TYPE_SHIFT) & 0xf0000000u;
+
+		if ((e & ~(XCS_PFN_MASK | 0xf000000000000000ull)) != 0)
+			return bad(r, -EINVAL, "pfn entry %u (%#llx): reserved "
+			    "bits 52-59 set", i, (unsigned long long)e);
+		if (pfn >= pfn_limit)
+			return bad(r, -EINVAL, "pfn entry %u: pfn %#llx beyond "
+			    "the guest's limit %#llx", i,
+			    (unsigned long long)pfn,
+			    (unsigned long long)pfn_limit);
+		switch (type) {
+		case XCS_TYPE_XTAB:
+		case XCS_TYPE_XALLOC:
+		case XCS_TYPE_BROKEN:
+			break;
+		default:
+			/* NOTAB, and L1-L4 (pinned or not): a page each. */
+			if ((type & ~XCS_TYPE_LPINTAB) > 0x40000000u)
+				return bad(r, -EINVAL, "pfn entry %u (pfn "
+				    "%#llx): unknown type %#x", i,
+				    (unsigned long long)pfn, type);
+			nr_data++;
+		}
+		r->pfns[i] = pfn;
+		r->types[i] = type;
+	}
+	want = 8 + (uint64_t)count * 8 + (uint64_t)nr_data * XCS_PAGE_SIZE;
+	if (want != length)
+		return bad(r, -EINVAL, "length %u, but its %u pfns with %u "
+		    "pages of data make %llu", length, count, nr_data,
+		    (unsigned long long)want);
+	if (ops->pages != NULL) {
+		rc = ops->pages(u, count, r->pfns, r->types, nr_data, &dst,
+		    cbwhy, sizeof(cbwhy));
+		if (rc < 0)
+			return cb_failed(r, rc, cbwhy);
+	}
+	if (nr_data > 0) {
+		uint8_t *scratch = NULL;
+
+		if (dst == NULL) {	/* nowhere asked: read and dropped */
+			scratch = malloc((size_t)nr_data * XCS_PAGE_SIZE);
+			if (scratch == NULL)
+				return bad(r, -ENOMEM, "out of memory for %u "
+				    "pages", nr_data);
+		}
+		rc = read_exact(r, dst ? dst : scratch,
+		    (size_t)nr_data * XCS_PAGE_SIZE, "the page data");
+		free(scratch);
+	}
+	if (ops->pages_done != NULL && dst != NULL)
+		ops->pages_done(u, dst, nr_data, rc);
+	if (rc < 0)
+		return rc;
+	st->page_records++;
+	st->pfns += count;
+	st->pages += nr_data;
+	return 0;
+}
+
+static int
+hvm_params(struct rd *r, uint32_t length, const struct xcs_ops *ops,
+    void *u)
+{
+	uint64_t *idx = NULL, *val = NULL;
+	char cbwhy[200] = "";
+	uint32_t count;
+	int rc = 0;
+
+	if (length < 8)
+		return bad(r, -EINVAL, "length %u: shorter than its 8-byte "
+		    "header", length);
+	count = le32(r->buf);
+	if ((uint64_t)count * 16 != length - 8)
+		return bad(r, -EINVAL, "count %u: %u entries make %llu bytes, "
+		    "the record has %u", count, count,
+		    (unsigned long long)count * 16, length - 8);
+	if (count == 0 || ops->hvm_params == NULL)
+		return 0;	/* as libxc: older senders sent empty ones */
+	idx = malloc(count * sizeof(*idx));
+	val = malloc(count * sizeof(*val));
+	if (idx == NULL || val == NULL)
+		rc = bad(r, -ENOMEM, "out of memory for %u entries", count);
+	for (uint32_t i = 0; rc == 0 && i < count; i++) {
+		idx[i] = le64(r->buf + 8 + 16 * (size_t)i);
+		val[i] = le64(r->buf + 16 + 16 * (size_t)i);
+	}
+	if (rc == 0) {
+		rc = ops->hvm_params(u, count, idx, val, cbwhy, sizeof(cbwhy));
+		if (rc < 0)
+			rc = cb_failed(r, rc, cbwhy);
+	}
+	free(idx);
+	free(val);
+	return rc;
+}
+
+static int
+read_headers(struct rd *r, struct xcs_stats *st)
+{
+	uint8_t ih[24], dh[16];
+	uint64_t marker;
+	uint32_t id, type;
+	uint16_t options, shift;
+	int rc;
+
+	if ((rc = read_exact(r, ih, sizeof(ih), "the image header")) < 0)
+		return rc;
+	memcpy(&marker, ih, 8);
+	if (marker != IHDR_MARKER)
+		return bad(r, -EINVAL, "image header at offset 0: marker "
+		    "%#llx, not all ones: not a libxc stream",
+		    (unsigned long long)le64toh(marker));
+	memcpy(&id, ih + 8, 4);
+	id = be32toh(id);
+	if (id != IHDR_ID)
+		return bad(r, -EINVAL, "image header at offset 8: id %#x, not "
+		    "%#x (\"XENF\")", id, IHDR_ID);
+	memcpy(&st->version, ih + 12, 4);
+	st->version = be32toh(st->version);
+	if (st->version < 2 || st->version > 3)
+		return bad(r, -EINVAL, "image header at offset 12: version "
+		    "%u, not 2 or 3", st->version);
+	memcpy(&options, ih + 16, 2);
+	options = be16toh(options);
+	if (options & 1)
+		return bad(r, -EINVAL, "image header at offset 16: options "
+		    "%#x: a big-endian stream", options);
+	if ((rc = read_exact(r, dh, sizeof(dh), "the domain header")) < 0)
+		return rc;
+	type = le32(dh);
+	if (type != DHDR_TYPE_X86_HVM)
+		return bad(r, -EINVAL, "domain header at offset 24: type %u, "
+		    "not 2 (x86 HVM): %s", type, type == 1 ? "an x86 PV "
+		    "guest's stream" : "not an x86 HVM guest's stream");
+	memcpy(&shift, dh + 4, 2);
+	shift = le16toh(shift);
+	if (shift != 12)
+		return bad(r, -EINVAL, "domain header at offset 28: "
+		    "page_shift %u, not 12", shift);
+	st->xen_major = le32(dh + 8);
+	st->xen_minor = le32(dh + 12);
+	return 0;
+}
+
+int
+vmb__xcs_read(int fd, uint64_t pfn_limit, const struct xcs_ops *ops,
+    void *u, struct xcs_stats *stats, char *why, size_t len)
+{
+	struct rd r = { .fd = fd, .index = UINT32_MAX, .why = why,
+	    .len = len };
+	struct xcs_stats st_local, *st = stats ? stats : &st_local;
+	bool seen_sde = false, seen_ctx = false;
+	char cbwhy[200];
+	int rc;
+
+	memset(st, 0, sizeof(*st));
+	if (why != NULL && len > 0)
+		why[0] = '\0';
+	rc = read_headers(&r, st);
+	for (r.index = 0; rc == 0; r.index++) {
+		uint8_t rh[8];
+		uint32_t type, length;
+
+		r.rec_off = r.off;
+		r.type = 0;
+		if ((rc = read_exact(&r, rh, sizeof(rh),
+		    "a record header")) < 0)
+			break;
+		r.type = type = le32(rh);
+		length = le32(rh + 4);
+		st->records++;
+		if (length > XCS_REC_LENGTH_MAX) {
+			rc = bad(&r, -EINVAL, "length %u: over the spec's "
+			    "%u", length, XCS_REC_LENGTH_MAX);
+			break;
+		}
+		/* v2 without STATIC_DATA_END: it is here. */
+		if (type == XCS_REC_PAGE_DATA && !seen_sde &&
+		    st->version == 2) {
+			seen_sde = true;
+			if ((rc = static_data_end(&r, ops, u)) < 0)
+				break;
+		}
+		switch (type) {
+		case XCS_REC_PAGE_DATA:
+			if (!seen_sde) {
+				rc = bad(&r, -EINVAL, "before STATIC_DATA_END "
+				    "(a version 3 stream)");
+				break;
+			}
+			if (length % 8) {
+				rc = bad(&r, -EINVAL, "length %u: not a "
+				    "multiple of 8", length);
+				break;
+			}
+			rc = page_data(&r, length, pfn_limit, ops, u, st);
+			break;
+		case XCS_REC_END:
+			if (length != 0) {
+				rc = bad(&r, -EINVAL, "length %u, not 0",
+				    length);
+				break;
+			}
+			if (!seen_ctx) {
+				rc = bad(&r, -EINVAL, "the stream ends without "
+				    "an HVM_CONTEXT record");
+				break;
+			}
+			if (!seen_sde) {
+				rc = bad(&r, -EINVAL, "the stream ends without "
+				    "STATIC_DATA_END or any PAGE_DATA");
+				break;
+			}
+			cbwhy[0] = '\0';
+			if (ops->end != NULL && (rc = ops->end(u, r.ctx,
+			    r.ctx_len, cbwhy, sizeof(cbwhy))) < 0)
+				rc = cb_failed(&r, rc, cbwhy);
+			if (rc == 0)
+				goto done;
+			break;
+		case XCS_REC_STATIC_DATA_END:
+			if (length != 0)
+				rc = bad(&r, -EINVAL, "length %u, not 0",
+				    length);
+			else if (seen_sde)
+				rc = bad(&r, -EINVAL, "a second one (or after "
+				    "PAGE_DATA)");
+			else {
+				seen_sde = true;
+				rc = static_data_end(&r, ops, u);
+			}
+			break;
+		case XCS_REC_X86_CPUID_POLICY:
+		case XCS_REC_X86_MSR_POLICY: {
+			bool cpuid = type == XCS_REC_X86_CPUID_POLICY;
+			uint32_t unit = cpuid ? CPUID_LEAF_SIZE : MSR_ENTRY_SIZE;
+
+			if (seen_sde)
+				rc = bad(&r, -EINVAL, "static data after "
+				    "STATIC_DATA_END or PAGE_DATA");
+			else if (length == 0 || length % unit != 0 ||
+			    length > XCS_BLOB_MAX)
+				rc = bad(&r, -EINVAL, "length %u: not a "
+				    "non-empty multiple of %u (at most %u)",
+				    length, unit, XCS_BLOB_MAX);
+			else if ((rc = read_body(&r, length)) == 0)
+				rc = cpuid ? keep(&r, &r.cpuid, &r.cpuid_len,
+				    length) : keep(&r, &r.msr, &r.msr_len,
+				    length);
+			break;
+		}
+		case XCS_REC_X86_TSC_INFO: {
+			struct xcs_tsc t;
+
+			if (length != 24) {
+				rc = bad(&r, -EINVAL, "length %u, not 24",
+				    length);
+				break;
+			}
+			if ((rc = read_body(&r, length)) < 0)
+				break;
+			t.mode = le32(r.buf);
+			t.khz = le32(r.buf + 4);
+			t.nsec = le64(r.buf + 8);
+			t.incarnation = le32(r.buf + 16);
+			cbwhy[0] = '\0';
+			if (ops->tsc != NULL && (rc = ops->tsc(u, &t, cbwhy,
+			    sizeof(cbwhy))) < 0)
+				rc = cb_failed(&r, rc, cbwhy);
+			break;
+		}
+		case XCS_REC_HVM_CONTEXT:
+			if (length == 0 || length > XCS_BLOB_MAX)
+				rc = bad(&r, -EINVAL, "length %u: empty or over "
+				    "%u", length, XCS_BLOB_MAX);
+			else if ((rc = read_body(&r, length)) == 0 &&
+			    (rc = keep(&r, &r.ctx, &r.ctx_len, length)) == 0)
+				seen_ctx = true;
+			break;
+		case XCS_REC_HVM_PARAMS:
+			if ((rc = read_body(&r, length)) == 0)
+				rc = hvm_params(&r, length, ops, u);
+			break;
+		default:
+			if (type & XCS_REC_OPTIONAL) {
+				/* Optional, not understood: skipped. */
+				rc = read_body(&r, length);
+				break;
+			}
+			rc = bad(&r, -EINVAL, "%s", type <
+			    sizeof(rec_names) / sizeof(rec_names[0]) ?
+			    "not for a PVH guest's plain or live stream "
+			    "(refused)" : "an unknown mandatory record");
+		}
+	}
+done:
+	st->bytes = r.off;
+	free(r.buf);
+	free(r.cpuid);
+	free(r.msr);
+	free(r.ctx);
+	free(r.pfns);
+	free(r.types);
+	return rc;
+}
