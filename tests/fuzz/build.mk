@@ -1,7 +1,8 @@
 # tests/fuzz/build.mk - libFuzzer targets (clang, ASan + UBSan) over the
 # daemon's request path, xl.cfg parsing, the ELF/PVH loader, state
 # records, hvsim's request decoder, the metrics endpoint's HTTP and
-# the save stream's reader (vm.restore).
+# the save stream's reader (vm.restore) and the reader of libxc's
+# migration stream (the engine restore's, xen_xcstream.c).
 #
 # Their objects are the tree's own sources built again with clang into
 # $(B)/fuzz (coverage instrumentation and sanitizers); -Werror is left to
@@ -16,7 +17,7 @@ FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer -pthread $(FUZZ_SAN) \
 	       -fsanitize=fuzzer-no-link $(filter-out -Werror,$(WARN)) \
 	       -Wno-unused-command-line-argument
 FUZZ_LDFLAGS := -fsanitize=fuzzer $(FUZZ_SAN) -pthread
-FUZZ_TARGETS := rpc config loader state hvsim http stream
+FUZZ_TARGETS := rpc config loader state hvsim http stream xcstream
 FUZZ_BINS   := $(addprefix $(FUZZ_DIR)/fuzz_,$(FUZZ_TARGETS))
 
 EXTRA_CFLAGS_tests/fuzz/ := -Idaemon -Ilibvmbuild -Ihypervisor/include \
@@ -57,6 +58,11 @@ $(FUZZ_DIR)/fuzz_state: $(FUZZ_OBJ)/tests/fuzz/fuzz_state.o \
 		$(shell $(PKG) --libs yajl libsystemd)
 
 $(FUZZ_DIR)/fuzz_hvsim: $(FUZZ_OBJ)/tests/fuzz/fuzz_hvsim.o $(FUZZ_HVSIM)
+	$(FUZZ_CC) $(FUZZ_LDFLAGS) -o $@ $^
+
+# libxc's migration stream: its reader alone (it makes no hypercall).
+$(FUZZ_DIR)/fuzz_xcstream: $(FUZZ_OBJ)/tests/fuzz/fuzz_xcstream.o \
+		$(call fuzz_objs,libvmbuild/xen/xen_xcstream.c)
 	$(FUZZ_CC) $(FUZZ_LDFLAGS) -o $@ $^
 
 .PRECIOUS: $(FUZZ_OBJ)/%.o

@@ -1201,14 +1201,14 @@ sr_steps() {
 	SR_RESTORE=$(secs $_s0 $(up))
 	SR_IDS="$SR_IDS $(q xl domid $_tag)"
 	rm -f $_f
-	[ $_t = vmb ] && timed vmb-sr-info $V info $_tag
+	[ $_t = xl ] || timed vmb-sr-info $V info $_tag
 	sr_wait $_tag "$_bn" "$_bb" 300 || {
 		fail $_t-sr-continued "$_tag did not count on from '$_before' after its restore (last: '$(sr_count $_tag)')"
 		console_lines $_tag | tail -n 20 | sed "s/^/  $_tag| /"
 		return 1
 	}
 	echo "INFO $_tag continued: '$_before' before the save, '$(sr_count $_tag)' after the restore"
-	[ $_t = vmb ] || return 0
+	[ $_t = xl ] && return 0
 	# The restored guest saved again, as a checkpoint: it runs on.
 	_before=$(sr_count $_tag); _bn=${_before#n=}; _bn=${_bn%% *}
 	LIMIT=600 timed vmb-sr-checkpoint $V save --checkpoint $_tag $_f ||
@@ -1220,16 +1220,35 @@ sr_steps() {
 	echo "INFO $_tag runs on after its checkpoint: '$(sr_count $_tag)'"
 }
 
+# vmbuild restores twice in the same boot: by libxenguest (vmbuildd's
+# default, tool vmb) and by its own reader of the stream into memory the
+# populate engine built (--xen-restore=engine, tool vmbe: vmbuildd is
+# started again with it, and once more without it after); LAB_SR_ENGINE=0
+# leaves the second out.
 saverestore() {
-	_vs=- _vr=- _vo=no
+	_vs=- _vr=- _vo=no _es=- _er=- _eo=-
 	if echo " $tools " | grep -q " vmb "; then
 		saverestore_one vmb; _vs=$SR_SAVE _vr=$SR_RESTORE _vo=$SR_OK
+		grep -E 'restor|load' /tmp/vmbuildd.log | tail -n 4 | sed 's/^/  vmbuildd| /'
+		if [ "${SR_ENGINE:-1}" != 0 ]; then
+			_eargs="$VMBUILDD_ARGS"
+			VMBUILDD_ARGS="$_eargs --xen-restore=engine"
+			_eo=no
+			if restart_vmbuildd; then
+				saverestore_one vmbe; _es=$SR_SAVE _er=$SR_RESTORE _eo=$SR_OK
+				grep -E 'restor|load' /tmp/vmbuildd.log | tail -n 4 | sed 's/^/  vmbuildd| /'
+			else
+				fail vmbe-sr "vmbuildd --xen-restore=engine did not start"
+			fi
+			VMBUILDD_ARGS="$_eargs"
+			restart_vmbuildd || fail vmbe-sr-back "vmbuildd did not start again without --xen-restore=engine"
+		fi
 	else
 		fail vmb-sr "vmbuildd not running: no vmbuild save/restore"
 	fi
 	saverestore_one xl; _xs=$SR_SAVE _xr=$SR_RESTORE _xo=$SR_OK
 	_ok=no; [ $_xo = yes ] && [ $_vo = yes ] && _ok=yes
-	echo "vmbuild-saverestore: save_xl=$_xs save_vmb=$_vs restore_xl=$_xr restore_vmb=$_vr ok=$_ok mb=$SR_MB"
+	echo "vmbuild-saverestore: save_xl=$_xs save_vmb=$_vs restore_xl=$_xr restore_vmb=$_vr ok=$_ok mb=$SR_MB save_vmb_engine=$_es restore_vmb_engine=$_er ok_engine=$_eo"
 }
 
 

@@ -43,6 +43,9 @@
 #                            saverestore, off by default: xl save/restore
 #                            beside vmctl's; dom0 holds the saved file, so
 #                            raise LAB_DOM0_MEM, e.g. 1536M)
+#   LAB_SR_ENGINE=1          the saverestore step restores by vmbuild
+#                            twice: by libxenguest, then (vmbuildd
+#                            --xen-restore=engine) by its own reader
 #   LAB_TIMEOUT=3000         hard limit for the QEMU run, seconds
 #   LAB_HELLO=1              the hello guests' steps (0: skip them, e.g.
 #                            to iterate on the Linux guest)
@@ -106,6 +109,7 @@ LAB_BIG_MB=${LAB_BIG_MB:-512}
 LAB_LINUX_MB=${LAB_LINUX_MB:-4608}
 export LAB_LINUX_MB
 LAB_SR_MB=${LAB_SR_MB:-256}
+LAB_SR_ENGINE=${LAB_SR_ENGINE:-1}
 LAB_HVM_MB=${LAB_HVM_MB:-512}
 LAB_HVM_DEV=${LAB_HVM_DEV:-1}
 LAB_GRUB_MB=${LAB_GRUB_MB:-512}
@@ -463,6 +467,7 @@ SMALL_MB=$LAB_SMALL_MB
 BIG_MB=$LAB_BIG_MB
 LINUX_MB=$LAB_LINUX_MB
 SR_MB=$LAB_SR_MB
+SR_ENGINE=$LAB_SR_ENGINE
 HVM_MB=$LAB_HVM_MB
 HVM_DEV=$LAB_HVM_DEV
 GRUB_MB=$LAB_GRUB_MB
