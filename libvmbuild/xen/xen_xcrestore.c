@@ -30,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/uio.h>
 
 #include "vmb_internal.h"
 #include "xen_priv.h"
@@ -37,6 +38,26 @@
 
 #include <xenguest.h>
 #include <xen/hvm/params.h>
+
+/*
+ * The guest's memory is mapped in windows of WIN_PAGES pfns, kept while
+ * the stream goes on (at most WIN_MAX, the oldest unmapped for a new
+ * one): a libxc stream sends the pfns in order, 1024 to a record, and a
+ * window's one map serves eight records, the rounds of a live stream
+ * again.  A pfn of a window that did not map (not populated: the
+ * special pages, ACPI tables) goes through the batch's own mapping,
+ * populated first.
+ */
+#define WIN_SHIFT	13
+#define WIN_PAGES	(1u << WIN_SHIFT)	/* 32 MiB */
+#define WIN_MAX		32			/* 1 GiB mapped at most */
+
+struct win {
+	uint64_t	base;		/* first pfn; UINT64_MAX: unused */
+	uint8_t		*map;
+	int		*errs;		/* per pfn: 0 mapped */
+	uint64_t	used;		/* when last used (a counter) */
+};
 
 struct xcr {
 	struct xen_be	*be;
@@ -51,13 +72,27 @@ struct xcr {
 	int		*errs;
 	xen_pfn_t	*fill;
 	uint32_t	size;
+	struct iovec	*iov;
+	uint32_t	*slot;		/* per pfn with data: its place */
+	/* The batch's own mapping (pfns outside the windows), or NULL. */
+	void		*bmap;
+	uint32_t	bmap_n;
+	struct win	win[WIN_MAX];
+	uint64_t	tick;
+	/* Windows only at or below the highest pfn the build populated. */
+	uint64_t	win_limit;
+	/* What it took (xcrestore's debug line). */
 	uint64_t	populated;	/* pfns populated here, on demand */
+	uint64_t	windows, win_pages, batch_pages;
+	uint64_t	map_ns, unmap_ns, pop_ns, read_ns, end_ns, t_pages;
 };
 
 static int
 grow(struct xcr *x, uint32_t count)
 {
 	xen_pfn_t *g, *f;
+	struct iovec *v;
+	uint32_t *sl;
 	int *e;
 
 	if (count <= x->size)
@@ -69,11 +104,78 @@ grow(struct xcr *x, uint32_t count)
 	if (e != NULL)
 		x->errs = e;
 	f = e ? realloc(x->fill, count * sizeof(*f)) : NULL;
-	if (f == NULL)
+	if (f != NULL)
+		x->fill = f;
+	v = f ? realloc(x->iov, count * sizeof(*v)) : NULL;
+	if (v != NULL)
+		x->iov = v;
+	sl = v ? realloc(x->slot, count * sizeof(*sl)) : NULL;
+	if (sl == NULL)
 		return -ENOMEM;
-	x->fill = f;
+	x->slot = sl;
 	x->size = count;
 	return 0;
+}
+
+/* The window of pfn, mapped (NULL: it cannot be: the batch's way). */
+static struct win *
+window(struct xcr *x, uint64_t pfn)
+{
+	uint64_t base = pfn & ~(uint64_t)(WIN_PAGES - 1);
+	struct win *w = NULL, *old = &x->win[0];
+	xen_pfn_t *g;
+	uint64_t t0;
+
+	for (int i = 0; i < WIN_MAX; i++) {
+		if (x->win[i].map != NULL && x->win[i].base == base) {
+			x->win[i].used = ++x->tick;
+			return &x->win[i];
+		}
+		if (x->win[i].map == NULL && w == NULL)
+			w = &x->win[i];
+		if (x->win[i].used < old->used)
+			old = &x->win[i];
+	}
+	if (w == NULL) {
+		w = old;
+		t0 = vmb__now_ns();
+		xenforeignmemory_unmap(x->be->fmem, w->map, WIN_PAGES);
+		x->unmap_ns += vmb__now_ns() - t0;
+		w->map = NULL;
+	}
+	if (w->errs == NULL && (w->errs = malloc(WIN_PAGES *
+	    sizeof(*w->errs))) == NULL)
+		return NULL;
+	if ((g = malloc(WIN_PAGES * sizeof(*g))) == NULL)
+		return NULL;
+	for (uint32_t i = 0; i < WIN_PAGES; i++)
+		g[i] = (xen_pfn_t)(base + i);
+	t0 = vmb__now_ns();
+	w->map = xenforeignmemory_map(x->be->fmem, x->domid,
+	    PROT_READ | PROT_WRITE, WIN_PAGES, g, w->errs);
+	x->map_ns += vmb__now_ns() - t0;
+	free(g);
+	if (w->map == NULL) {
+		x->win_limit = 0;	/* no windows: each batch its own map */
+		return NULL;
+	}
+	w->base = base;
+	w->used = ++x->tick;
+	x->windows++;
+	return w;
+}
+
+static void
+windows_unmap(struct xcr *x)
+{
+	for (int i = 0; i < WIN_MAX; i++) {
+		if (x->win[i].map != NULL)
+			xenforeignmemory_unmap(x->be->fmem, x->win[i].map,
+			    WIN_PAGES);
+		free(x->win[i].errs);
+		x->win[i].map = NULL;
+		x->win[i].errs = NULL;
+	}
 }
 
 /*
@@ -85,11 +187,14 @@ static void *
 map_populating(struct xcr *x, uint32_t n, int *rc, char *why, size_t len)
 {
 	for (int attempt = 0; attempt < 2; attempt++) {
+		uint64_t t0 = vmb__now_ns();
 		uint32_t nf = 0;
+		int prc;
 		void *m;
 
 		m = xenforeignmemory_map(x->be->fmem, x->domid,
 		    PROT_READ | PROT_WRITE, n, x->gfns, x->errs);
+		x->map_ns += vmb__now_ns() - t0;
 		if (m == NULL) {
 			*rc = -xen_errno();
 			snprintf(why, len, "cannot map %u pfns of domain %u: "
@@ -123,8 +228,11 @@ map_populating(struct xcr *x, uint32_t n, int *rc, char *why, size_t len)
 			}
 			nf = k;
 		}
-		if (xc_domain_populate_physmap_exact(x->xch, x->domid, nf, 0, 0,
-		    x->fill) != 0) {
+		t0 = vmb__now_ns();
+		prc = xc_domain_populate_physmap_exact(x->xch, x->domid, nf,
+		    0, 0, x->fill);
+		x->pop_ns += vmb__now_ns() - t0;
+		if (prc != 0) {
 			*rc = -xen_errno();
 			snprintf(why, len, "cannot populate %u pfns of domain %u "
 			    "beyond its built memory (first %#llx): %s", nf,
@@ -141,12 +249,12 @@ map_populating(struct xcr *x, uint32_t n, int *rc, char *why, size_t len)
 
 static int
 on_pages(void *u, uint32_t count, const uint64_t *pfns, const uint32_t *types,
-    uint32_t nr_data, void **dst, char *why, size_t len)
+    uint32_t nr_data, struct iovec **iov, int *iovcnt, char *why, size_t len)
 {
 	struct xcr *x = u;
-	uint32_t n = 0;
+	uint32_t n = 0, d = 0;
+	int rc = 0, nv = 0;
 	void *m;
-	int rc = 0;
 
 	if (grow(x, count) < 0) {
 		snprintf(why, len, "out of memory for %u pfns", count);
@@ -163,29 +271,82 @@ on_pages(void *u, uint32_t count, const uint64_t *pfns, const uint32_t *types,
 	}
 	if (nr_data == 0)
 		return 0;
+	/*
+	 * Each page with data: into its window where it mapped, else
+	 * (slot >= nr_data: index into the batch's own mapping) later.
+	 */
 	n = 0;
-	for (uint32_t i = 0; i < count; i++)
-		if (types[i] != XCS_TYPE_XTAB && types[i] != XCS_TYPE_XALLOC &&
-		    types[i] != XCS_TYPE_BROKEN)
-			x->gfns[n++] = (xen_pfn_t)pfns[i];
-	if (n != nr_data) {
-		snprintf(why, len, "%u pfns with data, %u expected", n,
+	for (uint32_t i = 0; i < count; i++) {
+		struct win *w;
+		uint64_t pfn = pfns[i];
+
+		if (types[i] == XCS_TYPE_XTAB || types[i] == XCS_TYPE_XALLOC ||
+		    types[i] == XCS_TYPE_BROKEN)
+			continue;
+		if (d >= nr_data) {
+			snprintf(why, len, "more pfns with data than %u",
+			    nr_data);
+			return -EINVAL;
+		}
+		w = pfn <= x->win_limit ? window(x, pfn) : NULL;
+		if (w != NULL && w->errs[pfn - w->base] == 0) {
+			x->iov[d].iov_base = w->map + (pfn - w->base) *
+			    XCS_PAGE_SIZE;
+			x->slot[d] = UINT32_MAX;
+			x->win_pages++;
+		} else {
+			x->slot[d] = n;
+			x->gfns[n++] = (xen_pfn_t)pfn;
+		}
+		d++;
+	}
+	if (d != nr_data) {
+		snprintf(why, len, "%u pfns with data, %u expected", d,
 		    nr_data);
 		return -EINVAL;
 	}
-	if ((m = map_populating(x, n, &rc, why, len)) == NULL)
-		return rc;
-	*dst = m;
+	x->bmap = NULL;
+	x->bmap_n = n;
+	if (n > 0) {
+		if ((x->bmap = map_populating(x, n, &rc, why, len)) == NULL)
+			return rc;
+		x->batch_pages += n;
+	}
+	/* The iovecs, in order, neighbours in memory joined. */
+	for (uint32_t i = 0; i < d; i++) {
+		uint8_t *p = x->slot[i] == UINT32_MAX ?
+		    (uint8_t *)x->iov[i].iov_base :
+		    (uint8_t *)x->bmap + (size_t)x->slot[i] * XCS_PAGE_SIZE;
+
+		if (nv > 0 && (uint8_t *)x->iov[nv - 1].iov_base +
+		    x->iov[nv - 1].iov_len == p)
+			x->iov[nv - 1].iov_len += XCS_PAGE_SIZE;
+		else {
+			x->iov[nv].iov_base = p;
+			x->iov[nv++].iov_len = XCS_PAGE_SIZE;
+		}
+	}
+	*iov = x->iov;
+	*iovcnt = nv;
+	x->t_pages = vmb__now_ns();
 	return 0;
 }
 
 static void
-on_pages_done(void *u, void *dst, uint32_t nr_data, int rc)
+on_pages_done(void *u, uint32_t nr_data, int rc)
 {
 	struct xcr *x = u;
+	uint64_t t0 = vmb__now_ns();
 
 	(void)rc;
-	xenforeignmemory_unmap(x->be->fmem, dst, nr_data);
+	if (nr_data > 0 && x->t_pages)
+		x->read_ns += t0 - x->t_pages;
+	x->t_pages = 0;
+	if (x->bmap != NULL) {
+		xenforeignmemory_unmap(x->be->fmem, x->bmap, x->bmap_n);
+		x->unmap_ns += vmb__now_ns() - t0;
+	}
+	x->bmap = NULL;
 }
 
 static int
@@ -289,6 +450,7 @@ static int
 on_end(void *u, const void *ctx, uint32_t ctx_len, char *why, size_t len)
 {
 	struct xcr *x = u;
+	uint64_t t0 = vmb__now_ns();
 	const char *step;
 
 	step = "setting HVM_PARAM_STORE_EVTCHN";
@@ -308,6 +470,7 @@ on_end(void *u, const void *ctx, uint32_t ctx_len, char *why, size_t len)
 	    (xen_pfn_t)x->console_gfn, (xen_pfn_t)x->store_gfn,
 	    x->console_domid, x->store_domid) != 0)
 		goto fail;
+	x->end_ns = vmb__now_ns() - t0;
 	return 0;
 fail:
 	{
@@ -337,25 +500,48 @@ xen_xcrestore(struct xen_be *be, xc_interface *xch, uint32_t domid, int fd,
 	    .console_domid = a->console_domid };
 	struct xcs_stats st;
 	uint64_t t0 = vmb__now_ns();
+
+	xen_pfn_t maxpfn = 0;
 	int rc;
 
+	/* The build's RAM, populated: above it nothing to window. */
+	x.win_limit = xc_domain_maximum_gpfn(xch, domid, &maxpfn) == 0 ?
+	    (uint64_t)maxpfn : 0;
+	for (int i = 0; i < WIN_MAX; i++)
+		x.win[i].base = UINT64_MAX;
 	rc = vmb__xcs_read(fd, a->pfn_limit, &ops, &x, &st, why, len);
+	{
+		uint64_t t1 = vmb__now_ns();
+
+		windows_unmap(&x);
+		x.unmap_ns += vmb__now_ns() - t1;
+	}
 	if (rc == 0) {
 		*ret_store_gfn = x.store_gfn;
 		*ret_console_gfn = x.console_gfn;
 	}
 	if (be->debug)
 		fprintf(stderr, "xcrestore: domain %u: %s: v%u from Xen %u.%u, "
-		    "%llu bytes, %u records, %llu PAGE_DATA, %llu pages, "
-		    "%llu populated on demand, %.3f s\n", domid,
+		    "%llu bytes, %u records, %llu PAGE_DATA, %llu pages "
+		    "(%llu through %llu windows, %llu batch-mapped), %llu "
+		    "populated on demand; %.3f s: read %.3f, map %.3f, unmap "
+		    "%.3f, populate %.3f, end %.3f\n", domid,
 		    rc == 0 ? "restored" : "failed", st.version, st.xen_major,
 		    st.xen_minor, (unsigned long long)st.bytes, st.records,
 		    (unsigned long long)st.page_records,
 		    (unsigned long long)st.pages,
+		    (unsigned long long)x.win_pages,
+		    (unsigned long long)x.windows,
+		    (unsigned long long)x.batch_pages,
 		    (unsigned long long)x.populated,
-		    (double)(vmb__now_ns() - t0) / 1e9);
+		    (double)(vmb__now_ns() - t0) / 1e9,
+		    (double)x.read_ns / 1e9, (double)x.map_ns / 1e9,
+		    (double)x.unmap_ns / 1e9, (double)x.pop_ns / 1e9,
+		    (double)x.end_ns / 1e9);
 	free(x.gfns);
 	free(x.errs);
 	free(x.fill);
+	free(x.iov);
+	free(x.slot);
 	return rc;
 }

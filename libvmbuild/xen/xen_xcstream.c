@@ -36,6 +36,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <limits.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "xen_xcstream.h"
@@ -151,6 +153,38 @@ read_exact(struct rd *r, void *p, size_t len, const char *what)
 	return 0;
 }
 
+/* The page data into iov (changed as it fills), as read_exact. */
+static int
+read_iov(struct rd *r, struct iovec *iov, int cnt)
+{
+	while (cnt > 0) {
+		ssize_t n = readv(r->fd, iov, cnt < IOV_MAX ? cnt : IOV_MAX);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int rc = -errno;
+
+			return bad(r, rc, "reading the page data: %s",
+			    strerror(-rc));
+		}
+		if (n == 0)
+			return bad(r, -EIO, "truncated: the stream ended "
+			    "within the page data");
+		r->off += (uint64_t)n;
+		while (cnt > 0 && (size_t)n >= iov->iov_len) {
+			n -= (ssize_t)iov->iov_len;
+			iov++;
+			cnt--;
+		}
+		if (cnt > 0) {
+			iov->iov_base = (uint8_t *)iov->iov_base + n;
+			iov->iov_len -= (size_t)n;
+		}
+	}
+	return 0;
+}
+
 static uint32_t
 le32(const uint8_t *p)
 {
@@ -223,8 +257,8 @@ page_data(struct rd *r, uint32_t length, uint64_t pfn_limit,
 	uint32_t count, nr_data = 0;
 	uint64_t want;
 	char cbwhy[200] = "";
-	void *dst = NULL;
-	int rc;
+	struct iovec *iov = NULL;
+	int iovcnt = 0, rc;
 
 	if (length < sizeof(hdr))
 		return bad(r, -EINVAL, "length %u: shorter than its 8-byte "
@@ -292,26 +326,36 @@ page_data(struct rd *r, uint32_t length, uint64_t pfn_limit,
 		    "pages of data make %llu", length, count, nr_data,
 		    (unsigned long long)want);
 	if (ops->pages != NULL) {
-		rc = ops->pages(u, count, r->pfns, r->types, nr_data, &dst,
-		    cbwhy, sizeof(cbwhy));
+		rc = ops->pages(u, count, r->pfns, r->types, nr_data, &iov,
+		    &iovcnt, cbwhy, sizeof(cbwhy));
 		if (rc < 0)
 			return cb_failed(r, rc, cbwhy);
 	}
-	if (nr_data > 0) {
-		uint8_t *scratch = NULL;
+	if (nr_data > 0 && iovcnt > 0) {
+		uint64_t sum = 0;
 
-		if (dst == NULL) {	/* nowhere asked: read and dropped */
-			scratch = malloc((size_t)nr_data * XCS_PAGE_SIZE);
-			if (scratch == NULL)
-				return bad(r, -ENOMEM, "out of memory for %u "
-				    "pages", nr_data);
-		}
-		rc = read_exact(r, dst ? dst : scratch,
-		    (size_t)nr_data * XCS_PAGE_SIZE, "the page data");
+		for (int i = 0; i < iovcnt; i++)
+			sum += iov[i].iov_len;
+		if (sum != (uint64_t)nr_data * XCS_PAGE_SIZE)
+			rc = bad(r, -EINVAL, "its %u pages were given %llu "
+			    "bytes to go to", nr_data,
+			    (unsigned long long)sum);
+		else
+			rc = read_iov(r, iov, iovcnt);
+	} else if (nr_data > 0) {
+		/* Nowhere asked: read and dropped. */
+		uint8_t *scratch = malloc((size_t)nr_data * XCS_PAGE_SIZE);
+
+		if (scratch == NULL)
+			rc = bad(r, -ENOMEM, "out of memory for %u pages",
+			    nr_data);
+		else
+			rc = read_exact(r, scratch,
+			    (size_t)nr_data * XCS_PAGE_SIZE, "the page data");
 		free(scratch);
 	}
-	if (ops->pages_done != NULL && dst != NULL)
-		ops->pages_done(u, dst, nr_data, rc);
+	if (ops->pages_done != NULL)
+		ops->pages_done(u, nr_data, rc);
 	if (rc < 0)
 		return rc;
 	st->page_records++;

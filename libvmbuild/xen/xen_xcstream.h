@@ -10,6 +10,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/uio.h>
 
 #define XCS_PAGE_SIZE		4096u
 #define XCS_REC_LENGTH_MAX	(128u << 20)	/* the spec's */
@@ -62,10 +63,12 @@ struct xcs_tsc {
  * What the records ask, in stream order; each returns 0 or a negative
  * errno with why (the reader adds the record's index, type and offset).
  * pages: a PAGE_DATA record's count pfns (masked, each below the limit)
- * and types; *dst is set to where its nr_data pages go (nr_data * 4096
- * bytes, in the order of the pfns that have data: not XTAB, XALLOC or
- * BROKEN), or left NULL when nr_data is 0.  pages_done: the data was
- * read into *dst (rc 0) or not (rc < 0): unmap it.  static_data: at
+ * and types; *iov and *iovcnt are set to where its nr_data pages go
+ * (nr_data * 4096 bytes in all, in the order of the pfns that have
+ * data: not XTAB, XALLOC or BROKEN; the callback's array, which the
+ * reader may change), or left NULL and 0: read and dropped.
+ * pages_done: the data was read (rc 0) or not (rc < 0): a batch's
+ * mapping can go. static_data: at
  * STATIC_DATA_END (or, in a v2 stream without one, before the first
  * PAGE_DATA), the CPUID and MSR policies seen (NULL, 0: none).
  * hvm_params: count index and value pairs (index[i], value[i]).
@@ -74,9 +77,9 @@ struct xcs_tsc {
  */
 struct xcs_ops {
 	int	(*pages)(void *u, uint32_t count, const uint64_t *pfns,
-		    const uint32_t *types, uint32_t nr_data, void **dst,
-		    char *why, size_t len);
-	void	(*pages_done)(void *u, void *dst, uint32_t nr_data, int rc);
+		    const uint32_t *types, uint32_t nr_data, struct iovec **iov,
+		    int *iovcnt, char *why, size_t len);
+	void	(*pages_done)(void *u, uint32_t nr_data, int rc);
 	int	(*static_data)(void *u, const void *cpuid, uint32_t cpuid_len,
 		    const void *msr, uint32_t msr_len, char *why, size_t len);
 	int	(*tsc)(void *u, const struct xcs_tsc *tsc, char *why,

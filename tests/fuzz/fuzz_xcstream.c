@@ -16,10 +16,11 @@
 #define LIMIT	64u
 
 static uint8_t *batch;
+static struct iovec one;
 
 static int
 pages(void *u, uint32_t count, const uint64_t *pfns, const uint32_t *types,
-    uint32_t nr_data, void **dst, char *why, size_t len)
+    uint32_t nr_data, struct iovec **iov, int *iovcnt, char *why, size_t len)
 {
 	uint32_t n = 0;
 
@@ -37,17 +38,18 @@ pages(void *u, uint32_t count, const uint64_t *pfns, const uint32_t *types,
 		batch = malloc((size_t)nr_data * XCS_PAGE_SIZE);
 		if (batch == NULL)
 			return -12;
-		*dst = batch;
+		one.iov_base = batch;
+		one.iov_len = (size_t)nr_data * XCS_PAGE_SIZE;
+		*iov = &one;
+		*iovcnt = 1;
 	}
 	return 0;
 }
 
 static void
-pages_done(void *u, void *dst, uint32_t nr_data, int rc)
+pages_done(void *u, uint32_t nr_data, int rc)
 {
 	(void)u, (void)nr_data, (void)rc;
-	if (dst != batch)
-		abort();
 	free(batch);
 	batch = NULL;
 }

@@ -1234,9 +1234,13 @@ saverestore() {
 			_eargs="$VMBUILDD_ARGS"
 			VMBUILDD_ARGS="$_eargs --xen-restore=engine"
 			_eo=no
-			if restart_vmbuildd; then
+			# Its debug line says where the restore's time went.
+			export VMBUILD_XEN_DEBUG=1
+			restart_vmbuildd; _erc=$?
+			unset VMBUILD_XEN_DEBUG
+			if [ $_erc = 0 ]; then
 				saverestore_one vmbe; _es=$SR_SAVE _er=$SR_RESTORE _eo=$SR_OK
-				grep -E 'restor|load' /tmp/vmbuildd.log | tail -n 4 | sed 's/^/  vmbuildd| /'
+				grep -E 'restor|load|xcrestore' /tmp/vmbuildd.log | tail -n 6 | sed 's/^/  vmbuildd| /'
 			else
 				fail vmbe-sr "vmbuildd --xen-restore=engine did not start"
 			fi

@@ -205,9 +205,15 @@ static struct {
 	int	pages_calls;
 } g;
 
+static struct iovec f_iov[64];
+
+/*
+ * Each page its own iovec but the first two (one iovec of two pages), as
+ * the restorer's windows scatter them.
+ */
 static int
 f_pages(void *u, uint32_t count, const uint64_t *pfns, const uint32_t *types,
-    uint32_t nr_data, void **dst, char *why, size_t len)
+    uint32_t nr_data, struct iovec **iov, int *iovcnt, char *why, size_t len)
 {
 	(void)u;
 	g.pages_calls++;
@@ -229,18 +235,28 @@ f_pages(void *u, uint32_t count, const uint64_t *pfns, const uint32_t *types,
 	}
 	assert_int_equal(g.batch_n, nr_data);
 	if (nr_data) {
+		int n = 0;
+
 		g.batch = malloc((size_t)nr_data * PG);
 		assert_non_null(g.batch);
-		*dst = g.batch;
+		for (uint32_t i = 0; i < nr_data; i++) {
+			if (n > 0 && i == 1) {
+				f_iov[0].iov_len += PG;
+				continue;
+			}
+			f_iov[n].iov_base = g.batch + (size_t)i * PG;
+			f_iov[n++].iov_len = PG;
+		}
+		*iov = f_iov;
+		*iovcnt = n;
 	}
 	return 0;
 }
 
 static void
-f_pages_done(void *u, void *dst, uint32_t nr_data, int rc)
+f_pages_done(void *u, uint32_t nr_data, int rc)
 {
 	(void)u;
-	assert_ptr_equal(dst, g.batch);
 	for (uint32_t i = 0; rc == 0 && i < nr_data; i++) {
 		memcpy(g.mem[g.batch_pfn[i]], g.batch + (size_t)i * PG, PG);
 		g.populated[g.batch_pfn[i]] = true;
