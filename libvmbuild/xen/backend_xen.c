@@ -188,6 +188,10 @@ xen_close(void *priv)
 		xs_close(be->xsh);
 	if (be->xcall != NULL)
 		xencall_close(be->xcall);
+	/* A restore's windows being unmapped (xen_xcrestore.c): at most 10 s. */
+	for (int i = 0; i < 1000 && __atomic_load_n(&be->unmapping,
+	    __ATOMIC_ACQUIRE) > 0; i++)
+		usleep(10000);
 	if (be->fmem != NULL)
 		xenforeignmemory_close(be->fmem);
 	if (be->xch != NULL)

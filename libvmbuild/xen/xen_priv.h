@@ -71,6 +71,7 @@ struct xen_be {
 	bool		have_hap;	/* hardware-assisted paging available */
 	uint32_t	gnttab_version;	/* the highest Xen offers, as libxl */
 	bool		debug;		/* VMBUILD_XEN_DEBUG set: libraries log to stderr */
+	unsigned	unmapping;	/* xen_xcrestore's unmap threads running (atomic) */
 	char		describe[128];
 };
 

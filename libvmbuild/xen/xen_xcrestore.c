@@ -26,6 +26,7 @@
  * The same as libxenguest's xg_sr_restore.c and xg_sr_restore_x86_hvm.c
  * do for an HVM stream, read from the spec and checked against them.
  */
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -163,6 +164,63 @@ window(struct xcr *x, uint64_t pfn)
 	w->used = ++x->tick;
 	x->windows++;
 	return w;
+}
+
+/*
+ * A restored guest's windows unmapped after it is handed back: the
+ * guest may run meanwhile (the mappings only hold its pages), and the
+ * restore does not wait for some 65536 PTEs per 256 MiB to be zapped.
+ */
+struct unmapper {
+	struct xen_be	*be;
+	struct win	win[WIN_MAX];
+};
+
+static void *
+unmap_thread(void *arg)
+{
+	struct unmapper *um = arg;
+	struct xen_be *be = um->be;
+
+	for (int i = 0; i < WIN_MAX; i++) {
+		if (um->win[i].map != NULL)
+			xenforeignmemory_unmap(be->fmem, um->win[i].map,
+			    WIN_PAGES);
+		free(um->win[i].errs);
+	}
+	free(um);
+	__atomic_sub_fetch(&be->unmapping, 1, __ATOMIC_RELEASE);
+	return NULL;
+}
+
+/* The windows to a thread of their own (0), else -errno: unmap here. */
+static int
+windows_unmap_later(struct xcr *x)
+{
+	struct unmapper *um = malloc(sizeof(*um));
+	pthread_attr_t at;
+	pthread_t t;
+	int rc;
+
+	if (um == NULL)
+		return -ENOMEM;
+	um->be = x->be;
+	memcpy(um->win, x->win, sizeof(um->win));
+	__atomic_add_fetch(&x->be->unmapping, 1, __ATOMIC_ACQ_REL);
+	pthread_attr_init(&at);
+	pthread_attr_setdetachstate(&at, PTHREAD_CREATE_DETACHED);
+	rc = -pthread_create(&t, &at, unmap_thread, um);
+	pthread_attr_destroy(&at);
+	if (rc < 0) {
+		__atomic_sub_fetch(&x->be->unmapping, 1, __ATOMIC_RELEASE);
+		free(um);
+		return rc;
+	}
+	for (int i = 0; i < WIN_MAX; i++) {
+		x->win[i].map = NULL;
+		x->win[i].errs = NULL;
+	}
+	return 0;
 }
 
 static void
@@ -513,7 +571,8 @@ xen_xcrestore(struct xen_be *be, xc_interface *xch, uint32_t domid, int fd,
 	{
 		uint64_t t1 = vmb__now_ns();
 
-		windows_unmap(&x);
+		if (rc < 0 || windows_unmap_later(&x) < 0)
+			windows_unmap(&x);
 		x.unmap_ns += vmb__now_ns() - t1;
 	}
 	if (rc == 0) {

@@ -1253,6 +1253,56 @@ saverestore() {
 	saverestore_one xl; _xs=$SR_SAVE _xr=$SR_RESTORE _xo=$SR_OK
 	_ok=no; [ $_xo = yes ] && [ $_vo = yes ] && _ok=yes
 	echo "vmbuild-saverestore: save_xl=$_xs save_vmb=$_vs restore_xl=$_xr restore_vmb=$_vr ok=$_ok mb=$SR_MB save_vmb_engine=$_es restore_vmb_engine=$_er ok_engine=$_eo"
+	[ "${SR_ENGINE:-1}" != 0 ] && echo " $tools " | grep -q " vmb " && sr_rounds
+}
+
+# sr_rounds: SR_ROUNDS (LAB_SR_ROUNDS, 3) rounds of three restores back
+# to back, each of one file saved once and its guest destroyed after:
+# vmbuild by libxenguest, vmbuild by its own reader (vmbuildd started
+# again between them), xl.  Side by side within seconds, so that the
+# machine's load (another QEMU beside the lab) weighs on the three alike.
+sr_rounds() {
+	_n=${SR_ROUNDS:-3} _base="$VMBUILDD_ARGS" _rv="" _re="" _rx="" _i=0
+	[ "$_n" -gt 0 ] 2>/dev/null || return 0
+	sr_cfg vmbr-sr; sr_cfg xlr-sr
+	rm -f /tmp/vmbr.save /tmp/xlr.save
+	LIMIT=600 timed vmbr-create $V create /etc/lab/vmbr-sr.cfg &&
+	    sr_wait vmbr-sr 2 "" 480 &&
+	    LIMIT=600 timed vmbr-save $V save vmbr-sr /tmp/vmbr.save ||
+	    { fail vmbr-save "rounds: vmbr-sr not created, counting or saved"; sr_destroy vmb vmbr-sr; return 1; }
+	LIMIT=600 timed xlr-create xl create -e /etc/lab/xlr-sr.cfg &&
+	    sr_wait xlr-sr 2 "" 480 &&
+	    LIMIT=600 timed xlr-save xl save xlr-sr /tmp/xlr.save ||
+	    { fail xlr-save "rounds: xlr-sr not created, counting or saved"; sr_destroy xl xlr-sr; rm -f /tmp/vmbr.save; return 1; }
+	while [ $_i -lt $_n ]; do
+		_i=$((_i + 1))
+		for _m in lxg engine xl; do
+			if [ $_m = xl ]; then
+				_s0=$(up)
+				if LIMIT=600 timed xlr-restore-$_i xl restore -e /tmp/xlr.save; then
+					_rx="$_rx,$(secs $_s0 $(up))"
+				else _rx="$_rx,-"; fi
+				xl list xlr-sr >/dev/null 2>&1 && timed xlr-destroy-$_i xl destroy xlr-sr
+				continue
+			fi
+			if [ $_m = engine ]; then VMBUILDD_ARGS="$_base --xen-restore=engine"; export VMBUILD_XEN_DEBUG=1
+			else VMBUILDD_ARGS="$_base"; fi
+			restart_vmbuildd; _erc=$?
+			unset VMBUILD_XEN_DEBUG
+			[ $_erc = 0 ] || { fail vmbr-restart "rounds: vmbuildd ($_m) did not start"; break 2; }
+			_s0=$(up)
+			if LIMIT=600 timed vmbr-restore-$_m-$_i $V restore /tmp/vmbr.save; then
+				_t=$(secs $_s0 $(up))
+			else _t=-; fi
+			if [ $_m = engine ]; then _re="$_re,$_t"; else _rv="$_rv,$_t"; fi
+			$V list 2>/dev/null | grep -qw vmbr-sr && timed vmbr-destroy-$_m-$_i $V destroy vmbr-sr
+		done
+	done
+	rm -f /tmp/vmbr.save /tmp/xlr.save
+	VMBUILDD_ARGS="$_base"
+	restart_vmbuildd || fail vmbr-restart "rounds: vmbuildd did not start again"
+	grep xcrestore /tmp/vmbuildd.log | tail -n $_n | sed 's/^/  vmbuildd| /'
+	echo "vmbuild-saverestore-rounds: n=$_i mb=$SR_MB restore_xl=${_rx#,} restore_vmb=${_rv#,} restore_vmb_engine=${_re#,}"
 }
 
 
