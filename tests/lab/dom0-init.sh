@@ -1261,9 +1261,10 @@ saverestore() {
 # vmbuild by libxenguest, vmbuild by its own reader (vmbuildd started
 # again between them), xl.  Side by side within seconds, so that the
 # machine's load (another QEMU beside the lab) weighs on the three alike.
+# (Its variables are its own: timed() sets _n.)
 sr_rounds() {
-	_n=${SR_ROUNDS:-3} _base="$VMBUILDD_ARGS" _rv="" _re="" _rx="" _i=0
-	[ "$_n" -gt 0 ] 2>/dev/null || return 0
+	_srn=${SR_ROUNDS:-3} _base="$VMBUILDD_ARGS" _rv="" _re="" _rx="" _sri=0
+	[ "$_srn" -gt 0 ] 2>/dev/null || return 0
 	sr_cfg vmbr-sr; sr_cfg xlr-sr
 	rm -f /tmp/vmbr.save /tmp/xlr.save
 	LIMIT=600 timed vmbr-create $V create /etc/lab/vmbr-sr.cfg &&
@@ -1274,35 +1275,35 @@ sr_rounds() {
 	    sr_wait xlr-sr 2 "" 480 &&
 	    LIMIT=600 timed xlr-save xl save xlr-sr /tmp/xlr.save ||
 	    { fail xlr-save "rounds: xlr-sr not created, counting or saved"; sr_destroy xl xlr-sr; rm -f /tmp/vmbr.save; return 1; }
-	while [ $_i -lt $_n ]; do
-		_i=$((_i + 1))
-		for _m in lxg engine xl; do
-			if [ $_m = xl ]; then
+	while [ $_sri -lt $_srn ]; do
+		_sri=$((_sri + 1))
+		for _srm in lxg engine xl; do
+			if [ $_srm = xl ]; then
 				_s0=$(up)
-				if LIMIT=600 timed xlr-restore-$_i xl restore -e /tmp/xlr.save; then
+				if LIMIT=600 timed xlr-restore-$_sri xl restore -e /tmp/xlr.save; then
 					_rx="$_rx,$(secs $_s0 $(up))"
 				else _rx="$_rx,-"; fi
-				xl list xlr-sr >/dev/null 2>&1 && timed xlr-destroy-$_i xl destroy xlr-sr
+				xl list xlr-sr >/dev/null 2>&1 && timed xlr-destroy-$_sri xl destroy xlr-sr
 				continue
 			fi
-			if [ $_m = engine ]; then VMBUILDD_ARGS="$_base --xen-restore=engine"; export VMBUILD_XEN_DEBUG=1
+			if [ $_srm = engine ]; then VMBUILDD_ARGS="$_base --xen-restore=engine"; export VMBUILD_XEN_DEBUG=1
 			else VMBUILDD_ARGS="$_base"; fi
 			restart_vmbuildd; _erc=$?
 			unset VMBUILD_XEN_DEBUG
-			[ $_erc = 0 ] || { fail vmbr-restart "rounds: vmbuildd ($_m) did not start"; break 2; }
+			[ $_erc = 0 ] || { fail vmbr-restart "rounds: vmbuildd ($_srm) did not start"; break 2; }
 			_s0=$(up)
-			if LIMIT=600 timed vmbr-restore-$_m-$_i $V restore /tmp/vmbr.save; then
-				_t=$(secs $_s0 $(up))
-			else _t=-; fi
-			if [ $_m = engine ]; then _re="$_re,$_t"; else _rv="$_rv,$_t"; fi
-			$V list 2>/dev/null | grep -qw vmbr-sr && timed vmbr-destroy-$_m-$_i $V destroy vmbr-sr
+			if LIMIT=600 timed vmbr-restore-$_srm-$_sri $V restore /tmp/vmbr.save; then
+				_srt=$(secs $_s0 $(up))
+			else _srt=-; fi
+			if [ $_srm = engine ]; then _re="$_re,$_srt"; else _rv="$_rv,$_srt"; fi
+			$V list 2>/dev/null | grep -qw vmbr-sr && timed vmbr-destroy-$_srm-$_sri $V destroy vmbr-sr
 		done
 	done
 	rm -f /tmp/vmbr.save /tmp/xlr.save
 	VMBUILDD_ARGS="$_base"
 	restart_vmbuildd || fail vmbr-restart "rounds: vmbuildd did not start again"
-	grep xcrestore /tmp/vmbuildd.log | tail -n $_n | sed 's/^/  vmbuildd| /'
-	echo "vmbuild-saverestore-rounds: n=$_i mb=$SR_MB restore_xl=${_rx#,} restore_vmb=${_rv#,} restore_vmb_engine=${_re#,}"
+	grep xcrestore /tmp/vmbuildd.log | tail -n $_srn | sed 's/^/  vmbuildd| /'
+	echo "vmbuild-saverestore-rounds: n=$_sri mb=$SR_MB restore_xl=${_rx#,} restore_vmb=${_rv#,} restore_vmb_engine=${_re#,}"
 }
 
 
