@@ -43,6 +43,8 @@ TS = re.compile(r'^\[ *([0-9]+\.[0-9]+)\] (.*)$')
 KV = re.compile(r'([a-z_]+)=(\S*)')
 MARK = re.compile(r'^MARK step=(\S+) rc=([0-9]+) secs=([0-9.]+)')
 TOOLS = ('xl', 'vmb')
+# Who restores: xl, and vmbuildd with each of its readers of the stream.
+RESTORE_MODES = ('xl', 'libxenguest', 'engine')
 # The issue's targets, shown beside the figures (not judged here).
 TARGETS = {'create_return_ratio': 0.7, 'create_line_ratio': 0.7,
            'dirty_ratio_companion': 0.5, 'dirty_ratio_stock': 1.0,
@@ -93,7 +95,7 @@ def parse_log(path):
     """The raw records of one log."""
     lines = lines_of(path)
     r = {'log': path, 'creates': [], 'dirty': [], 'stats': {}, 'host': None,
-         'restores': []}
+         'restores': [], 'restore_rounds': []}
     marks = {}
     for ts, text in lines:
         m = MARK.match(text)
@@ -120,6 +122,8 @@ def parse_log(path):
                     pass
         elif text.startswith('vmbuild-saverestore: '):
             r['restores'].append(dict(KV.findall(text)))
+        elif text.startswith('vmbuild-saverestore-rounds: '):
+            r['restore_rounds'].append(dict(KV.findall(text)))
         elif text.startswith('LAB-HOST '):
             h = dict(KV.findall(text))
             r['host'] = {k: fnum(h.get(k)) for k in
@@ -230,25 +234,67 @@ def dirty(recs_by_log):
 
 
 def restores(recs):
-    """The saverestore step's lines (LAB_STEPS=... saverestore): each
-    tool's restore time where the step said ok=yes (both tools' guests
-    continued), the others listed as failed."""
-    out = {'runs': 0, 'failed': [], 'mb': None}
-    got = {t: [] for t in TOOLS}
+    """The saverestore step's restore times: its first line (each tool
+    once, counted where the step said ok=yes: both tools' guests
+    continued; the engine's where ok_engine=yes) and its rounds (the
+    three restores back to back, a failed one given as "-").  vmbuild's
+    two readers apart (libxenguest, engine); 'vmb' is the one vmbuildd
+    uses by default (default=, libxenguest in logs that do not say), and
+    restore_ratio is its median over xl's."""
+    out = {'runs': 0, 'failed': [], 'mb': None, 'default': None}
+    got = {t: [] for t in RESTORE_MODES}
+
+    def add(mode, v, where):
+        if v == '-' or v is None:
+            return
+        f = fnum(v)
+        if f is None:
+            out['failed'].append('%s: %s=%s' % (where, mode, v))
+        else:
+            got[mode].append(f)
+
     for r in recs:
         for x in r['restores']:
             out['runs'] += 1
+            default = x.get('default', 'libxenguest')
+            if default not in RESTORE_MODES:
+                default = 'libxenguest'
+            out['default'] = out['default'] or default
+            out['mb'] = fnum(x.get('mb')) or out['mb']
             if x.get('ok') != 'yes':
                 out['failed'].append('%s: ok=%s' % (r['log'], x.get('ok')))
-                continue
-            out['mb'] = fnum(x.get('mb'))
-            for t in TOOLS:
-                v = fnum(x.get('restore_' + t))
-                if v is not None:
-                    got[t].append(v)
-    for t in TOOLS:
+            else:
+                add('xl', x.get('restore_xl'), r['log'])
+                add(default, x.get('restore_vmb'), r['log'])
+            if x.get('ok_engine') == 'yes':
+                add('engine', x.get('restore_vmb_engine'), r['log'])
+            elif x.get('ok_engine') not in (None, '-'):
+                out['failed'].append('%s: ok_engine=%s' % (
+                    r['log'], x.get('ok_engine')))
+        for x in r['restore_rounds']:
+            out['rounds'] = out.get('rounds', 0) + (
+                int(fnum(x.get('n')) or 0))
+            out['default'] = out['default'] or x.get('default')
+            for mode, key in (('xl', 'restore_xl'),
+                              ('libxenguest', 'restore_vmb_libxenguest'),
+                              ('engine', 'restore_vmb_engine')):
+                # The first rounds' lines called libxenguest's restore_vmb.
+                vals = x.get(key, x.get('restore_vmb', '')
+                             if mode == 'libxenguest' else '')
+                for v in vals.split(','):
+                    if v == '-':
+                        out['failed'].append('%s: round %s failed' % (
+                            r['log'], mode))
+                    elif v:
+                        add(mode, v, r['log'])
+    if out['default'] not in RESTORE_MODES:
+        out['default'] = 'libxenguest'
+    for t in RESTORE_MODES:
         out[t] = spread(got[t])
+    out['vmb'] = out[out['default']]
     out['ratio'] = ratio(out['vmb'], out['xl'])
+    out['ratio_libxenguest'] = ratio(out['libxenguest'], out['xl'])
+    out['ratio_engine'] = ratio(out['engine'], out['xl'])
     return out
 
 
@@ -341,9 +387,13 @@ def summary(j):
                 L.append('  dirty %s %s: %s' % (xen, what, ', '.join(x[k])))
     rs = j['restore']
     if rs['runs']:
-        L.append('vmbuild-xen-restore: runs=%d xl=%s vmb=%s ratio=%s mb=%s'
+        L.append('vmbuild-xen-restore: runs=%d xl=%s vmb=%s ratio=%s mb=%s '
+                 'default=%s libxenguest=%s engine=%s ratio_libxenguest=%s '
+                 'ratio_engine=%s'
                  % (rs['runs'], fig(rs['xl']), fig(rs['vmb']),
-                    fmt(rs['ratio']), fmt(rs['mb'])))
+                    fmt(rs['ratio']), fmt(rs['mb']), rs['default'],
+                    fig(rs['libxenguest']), fig(rs['engine']),
+                    fmt(rs['ratio_libxenguest']), fmt(rs['ratio_engine'])))
         if rs['failed']:
             L.append('  restore failed: ' + ', '.join(rs['failed']))
     return L
@@ -362,7 +412,8 @@ def plot(j, path):
             ('dirty, stock', dig(j, 'dirty', 'stock', 'xl', 'line'),
              dig(j, 'dirty', 'stock', 'vmb', 'line')),
             ('dirty, companion', dig(j, 'dirty', 'companion', 'xl', 'line'),
-             dig(j, 'dirty', 'companion', 'vmb', 'line'))):
+             dig(j, 'dirty', 'companion', 'vmb', 'line')),
+            ('restore', dig(j, 'restore', 'xl'), dig(j, 'restore', 'vmb'))):
         if a and b:
             rows.append('"%s" %g %g %g %g %g %g' % (
                 label, a['median'], a['min'], a['max'],

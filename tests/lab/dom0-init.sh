@@ -1227,6 +1227,9 @@ sr_steps() {
 # leaves the second out.
 saverestore() {
 	_vs=- _vr=- _vo=no _es=- _er=- _eo=-
+	# Which reader vmbuildd uses without --xen-restore (its start line
+	# says): restore_vmb below is that one's.
+	SR_DEFAULT=$(grep -o 'Xen restore [a-z]*' /tmp/vmbuildd.log | tail -n 1 | cut -d' ' -f3)
 	if echo " $tools " | grep -q " vmb "; then
 		saverestore_one vmb; _vs=$SR_SAVE _vr=$SR_RESTORE _vo=$SR_OK
 		grep -E 'restor|load' /tmp/vmbuildd.log | tail -n 4 | sed 's/^/  vmbuildd| /'
@@ -1252,14 +1255,14 @@ saverestore() {
 	fi
 	saverestore_one xl; _xs=$SR_SAVE _xr=$SR_RESTORE _xo=$SR_OK
 	_ok=no; [ $_xo = yes ] && [ $_vo = yes ] && _ok=yes
-	echo "vmbuild-saverestore: save_xl=$_xs save_vmb=$_vs restore_xl=$_xr restore_vmb=$_vr ok=$_ok mb=$SR_MB save_vmb_engine=$_es restore_vmb_engine=$_er ok_engine=$_eo"
+	echo "vmbuild-saverestore: save_xl=$_xs save_vmb=$_vs restore_xl=$_xr restore_vmb=$_vr ok=$_ok mb=$SR_MB save_vmb_engine=$_es restore_vmb_engine=$_er ok_engine=$_eo default=${SR_DEFAULT:--}"
 	[ "${SR_ENGINE:-1}" != 0 ] && echo " $tools " | grep -q " vmb " && sr_rounds
 }
 
 # sr_rounds: SR_ROUNDS (LAB_SR_ROUNDS, 3) rounds of three restores back
 # to back, each of one file saved once and its guest destroyed after:
 # vmbuild by libxenguest, vmbuild by its own reader (vmbuildd started
-# again between them), xl.  Side by side within seconds, so that the
+# again between them, each with its --xen-restore named), xl.  Side by side within seconds, so that the
 # machine's load (another QEMU beside the lab) weighs on the three alike.
 # (Its variables are its own: timed() sets _n.)
 sr_rounds() {
@@ -1287,7 +1290,7 @@ sr_rounds() {
 				continue
 			fi
 			if [ $_srm = engine ]; then VMBUILDD_ARGS="$_base --xen-restore=engine"; export VMBUILD_XEN_DEBUG=1
-			else VMBUILDD_ARGS="$_base"; fi
+			else VMBUILDD_ARGS="$_base --xen-restore=libxenguest"; fi
 			restart_vmbuildd; _erc=$?
 			unset VMBUILD_XEN_DEBUG
 			[ $_erc = 0 ] || { fail vmbr-restart "rounds: vmbuildd ($_srm) did not start"; break 2; }
@@ -1303,7 +1306,7 @@ sr_rounds() {
 	VMBUILDD_ARGS="$_base"
 	restart_vmbuildd || fail vmbr-restart "rounds: vmbuildd did not start again"
 	grep xcrestore /tmp/vmbuildd.log | tail -n $_srn | sed 's/^/  vmbuildd| /'
-	echo "vmbuild-saverestore-rounds: n=$_sri mb=$SR_MB restore_xl=${_rx#,} restore_vmb=${_rv#,} restore_vmb_engine=${_re#,}"
+	echo "vmbuild-saverestore-rounds: n=$_sri mb=$SR_MB restore_xl=${_rx#,} restore_vmb_libxenguest=${_rv#,} restore_vmb_engine=${_re#,} default=${SR_DEFAULT:--}"
 }
 
 

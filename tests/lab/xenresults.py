@@ -15,6 +15,9 @@ ending in CRs as dom0's hvc0 gives them):
                  figures missing
   run-2d38e64.log  the records of a real lab run (make check-xen), one
                  of vmbuild's rounds dropped for a real triple fault
+  saverestore.log  the saverestore step's first lines (one ok=no)
+  saverestore-rounds.log  its first line and three rounds, vmbuild's
+                 two readers apart, one of the engine's rounds failed
 
 Checked: medians, spreads and ratios of the counted figures only; the
 dropped round and the missing figures said, their ratios null; the dirty
@@ -158,8 +161,33 @@ with tempfile.TemporaryDirectory() as d:
           'the ok=no run is listed as failed', rs)
 rc, out, err = run('--summary', log('saverestore.log'))
 check('vmbuild-xen-restore: runs=2 xl=42.32[42.32-42.32] '
-      'vmb=46.17[46.17-46.17] ratio=1.091 mb=256' in out.splitlines(),
+      'vmb=46.17[46.17-46.17] ratio=1.091 mb=256 default=libxenguest '
+      'libxenguest=46.17[46.17-46.17] engine=- ratio_libxenguest=1.091 '
+      'ratio_engine=-' in out.splitlines(),
       'the restore line in the summary', out + err)
+
+# The rounds (saverestore-rounds.log, the first line and three rounds of
+# the three restores back to back, one of the engine's failed): each
+# reader apart, the default's median over xl's the ratio.
+with tempfile.TemporaryDirectory() as d:
+    out_json = os.path.join(d, 'xen.json')
+    rc, out, err = run('--out', out_json, log('saverestore-rounds.log'))
+    j = json.load(open(out_json)) if os.path.exists(out_json) else {}
+    rs = j.get('restore') or {}
+    vals = {t: (rs.get(t) or {}).get('values') for t in
+            ('xl', 'libxenguest', 'engine', 'vmb')}
+    check(vals == {'xl': [7.77, 7.1, 7.5, 7.3],
+                   'libxenguest': [5.2, 5.4, 5.3],
+                   'engine': [5.25, 4.9, 5.0],
+                   'vmb': [5.25, 4.9, 5.0]} and rs.get('default') == 'engine'
+          and rs.get('rounds') == 3,
+          'the rounds counted per reader, the default (engine) as vmb', rs)
+    check(j.get('restore_ratio') == round(5.0 / 7.4, 3) and
+          rs.get('ratio_libxenguest') == round(5.3 / 7.4, 3) and
+          rs.get('ratio_engine') == round(5.0 / 7.4, 3),
+          'restore ratios: the default\'s and each reader\'s', rs)
+    check(any('round engine failed' in f for f in rs.get('failed', [])),
+          'the failed round is listed', rs)
 
 # judge.sh shows the lines in its summary (it fails the excerpt: no run).
 p = subprocess.run([os.path.join(top, 'tests', 'lab', 'judge.sh'),
