@@ -236,7 +236,8 @@ def dirty(recs_by_log):
 def restores(recs):
     """The saverestore step's restore times: its first line (each tool
     once, counted where the step said ok=yes: both tools' guests
-    continued; the engine's where ok_engine=yes) and its rounds (the
+    continued; vmbuildd's other reader's, restore_vmb_READER=, where
+    ok_READER=yes) and its rounds (the
     three restores back to back, a failed one given as "-").  vmbuild's
     two readers apart (libxenguest, engine); 'vmb' is the one vmbuildd
     uses by default (default=, libxenguest in logs that do not say), and
@@ -266,11 +267,15 @@ def restores(recs):
             else:
                 add('xl', x.get('restore_xl'), r['log'])
                 add(default, x.get('restore_vmb'), r['log'])
-            if x.get('ok_engine') == 'yes':
-                add('engine', x.get('restore_vmb_engine'), r['log'])
-            elif x.get('ok_engine') not in (None, '-'):
-                out['failed'].append('%s: ok_engine=%s' % (
-                    r['log'], x.get('ok_engine')))
+            # The other reader's restore, named after it.
+            for mode in ('libxenguest', 'engine'):
+                if mode == default:
+                    continue
+                if x.get('ok_' + mode) == 'yes':
+                    add(mode, x.get('restore_vmb_' + mode), r['log'])
+                elif x.get('ok_' + mode) not in (None, '-'):
+                    out['failed'].append('%s: ok_%s=%s' % (
+                        r['log'], mode, x.get('ok_' + mode)))
         for x in r['restore_rounds']:
             out['rounds'] = out.get('rounds', 0) + (
                 int(fnum(x.get('n')) or 0))

@@ -74,7 +74,7 @@ static struct {
 	unsigned	hotplug_timeout;	/* s; 0: libvmbuild's default */
 	bool		after_hotplug;	/* xl's order: unpause after them */
 	bool		scripts;	/* Xen's scripts for every device */
-	bool		restore_engine;	/* --xen-restore=engine */
+	bool		restore_engine;	/* --xen-restore=engine (default) */
 	unsigned	image_cache;		/* MiB of unpacked kernels; 0: off */
 	size_t		max_output;
 	double		stop_mono;	/* when SIGTERM came */
@@ -92,7 +92,7 @@ static struct {
 	uint64_t	tick_seen;	/* requests at the last look */
 	struct event	*ev_stop;	/* polls for the end of shutdown */
 	uint64_t	watchdog_usec;
-} M = { .ready_fd = -1 };
+} M = { .ready_fd = -1, .restore_engine = true };
 
 /* vmbd_status_changed()'s hook: tell systemd what we are doing. */
 static void
@@ -175,10 +175,10 @@ usage(FILE *f)
 "                         its devices are in xenstore; vm.create returns\n"
 "                         when the scripts have ended either way)\n"
 "  --xen-restore libxenguest|engine  who reads a Xen restore's (and an\n"
-"                         incoming migration's) libxc stream: libxenguest,\n"
-"                         which populates the guest as the stream comes\n"
-"                         (default), or vmbuild's own reader into memory\n"
-"                         the populate engine built\n"
+"                         incoming migration's) libxc stream: vmbuild's\n"
+"                         own reader into memory the populate engine\n"
+"                         built (default), or libxenguest, which populates\n"
+"                         the guest as the stream comes\n"
 "  --image-cache MIB      keep kernels unpacked from bzImages, at most\n"
 "                         MIB of them (default %d; 0: off)\n"
 "  -v, --verbose          debug messages\n"

@@ -240,6 +240,12 @@ struct xen_xcrestore_args {
 	uint64_t pfn_limit;		/* every pfn of the stream below it */
 	uint32_t store_port, store_domid;
 	uint32_t console_port, console_domid;
+	/*
+	 * The RAM the build populated (vmb_guest_ram_layout; all 0: not
+	 * known): a pfn there that the stream says is not the guest's
+	 * (XTAB: ballooned out on the source) is given back at the end.
+	 */
+	struct vmb_ram_layout ram;
 };
 int xen_xcrestore(struct xen_be *be, xc_interface *xch, uint32_t domid,
     int fd, const struct xen_xcrestore_args *a, uint64_t *ret_store_gfn,

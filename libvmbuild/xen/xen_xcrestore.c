@@ -11,7 +11,11 @@
  *     buffer).  A pfn the build did not populate (the special pages and
  *     ACPI tables in the MMIO hole, a page the guest ballooned in beyond
  *     its layout) fails to map: it is populated (4 KiB) and the batch
- *     mapped again.  XALLOC: populated, no data; XTAB, BROKEN: nothing.
+ *     mapped again.  XALLOC: populated, no data; BROKEN: nothing.
+ *     XTAB (not the guest's on the source: ballooned out, or no RAM
+ *     there): a pfn of the RAM the build populated is noted, and given
+ *     back (decrease_reservation) at the end unless a later record of a
+ *     live stream sent it again, so that the guest holds what it held.
  *   STATIC_DATA_END: the CPUID and MSR policies set
  *     (xc_set_domain_cpu_policy), when the stream had them.
  *   X86_TSC_INFO: xc_domain_set_tsc_info.
@@ -82,8 +86,13 @@ struct xcr {
 	uint64_t	tick;
 	/* Windows only at or below the highest pfn the build populated. */
 	uint64_t	win_limit;
+	/* XTAB pfns of the build's RAM (a bit each, from pfn 0), or NULL. */
+	uint64_t	*xtab;
+	uint64_t	xtab_bits;	/* pfns the bitmap covers */
+	struct vmb_ram_layout ram;
 	/* What it took (xcrestore's debug line). */
 	uint64_t	populated;	/* pfns populated here, on demand */
+	uint64_t	released;	/* XTAB pfns given back */
 	uint64_t	windows, win_pages, batch_pages;
 	uint64_t	map_ns, unmap_ns, pop_ns, read_ns, end_ns, t_pages;
 };
@@ -305,6 +314,98 @@ map_populating(struct xcr *x, uint32_t n, int *rc, char *why, size_t len)
 	return NULL;
 }
 
+/* Is pfn in the RAM the build populated? */
+static bool
+in_ram(const struct xcr *x, uint64_t pfn)
+{
+	uint64_t a = pfn << XC_PAGE_SHIFT;
+
+	if (a >= x->ram.vga_start && a < x->ram.vga_end)
+		return false;
+	return a < x->ram.lowmem_end ||
+	    (x->ram.highmem_end && a >= (1ull << 32) && a < x->ram.highmem_end);
+}
+
+/*
+ * Note an XTAB pfn (on) or a pfn the stream gave again (off).  The
+ * bitmap covers the build's RAM, allocated at the first XTAB there.
+ */
+static int
+xtab_note(struct xcr *x, uint64_t pfn, bool on)
+{
+	if (!in_ram(x, pfn))
+		return 0;
+	if (x->xtab == NULL) {
+		if (!on)
+			return 0;
+		x->xtab_bits = (x->ram.highmem_end > x->ram.lowmem_end ?
+		    x->ram.highmem_end : x->ram.lowmem_end) >> XC_PAGE_SHIFT;
+		x->xtab = calloc((x->xtab_bits + 63) / 64, sizeof(uint64_t));
+		if (x->xtab == NULL)
+			return -ENOMEM;
+	}
+	if (pfn >= x->xtab_bits)
+		return 0;
+	if (on)
+		x->xtab[pfn / 64] |= 1ull << (pfn % 64);
+	else
+		x->xtab[pfn / 64] &= ~(1ull << (pfn % 64));
+	return 0;
+}
+
+/*
+ * batch[0..n) given back.  A pfn that is not populated (the build's RAM
+ * should be, all of it) stops a call short (decrease_reservation stops
+ * at it): it is stepped over.
+ */
+static int
+release_batch(struct xcr *x, xen_pfn_t *batch, uint32_t n, char *why,
+    size_t len)
+{
+	for (uint32_t i = 0; i < n; ) {
+		int done = xc_domain_decrease_reservation(x->xch, x->domid,
+		    n - i, 0, batch + i);
+
+		if (done < 0) {
+			int rc = -xen_errno();
+
+			snprintf(why, len, "cannot give back pfn %#llx "
+			    "(ballooned out on the source): %s",
+			    (unsigned long long)batch[i], strerror(-rc));
+			return rc;
+		}
+		x->released += (uint64_t)done;
+		i += (uint32_t)done;
+		if (i < n)
+			i++;
+	}
+	return 0;
+}
+
+/* The noted pfns given back, 1024 to a call. */
+static int
+xtab_release(struct xcr *x, char *why, size_t len)
+{
+	xen_pfn_t batch[1024];
+	uint64_t words = (x->xtab_bits + 63) / 64;
+	uint32_t n = 0;
+	int rc = 0;
+
+	for (uint64_t w = 0; x->xtab != NULL && w < words && rc == 0; w++)
+		for (uint64_t bits = x->xtab[w]; bits && rc == 0;
+		    bits &= bits - 1) {
+			batch[n++] = (xen_pfn_t)(w * 64 +
+			    (uint64_t)__builtin_ctzll(bits));
+			if (n == 1024) {
+				rc = release_batch(x, batch, n, why, len);
+				n = 0;
+			}
+		}
+	if (rc == 0 && n > 0)
+		rc = release_batch(x, batch, n, why, len);
+	return rc;
+}
+
 static int
 on_pages(void *u, uint32_t count, const uint64_t *pfns, const uint32_t *types,
     uint32_t nr_data, struct iovec **iov, int *iovcnt, char *why, size_t len)
@@ -319,9 +420,16 @@ on_pages(void *u, uint32_t count, const uint64_t *pfns, const uint32_t *types,
 		return -ENOMEM;
 	}
 	/* Allocate-only pages: populated (if they are not), no data. */
-	for (uint32_t i = 0; i < count; i++)
+	for (uint32_t i = 0; i < count; i++) {
 		if (types[i] == XCS_TYPE_XALLOC)
 			x->gfns[n++] = (xen_pfn_t)pfns[i];
+		if (types[i] != XCS_TYPE_BROKEN && xtab_note(x, pfns[i],
+		    types[i] == XCS_TYPE_XTAB) < 0) {
+			snprintf(why, len, "out of memory for the ballooned-"
+			    "out pfns");
+			return -ENOMEM;
+		}
+	}
 	if (n > 0) {
 		if ((m = map_populating(x, n, &rc, why, len)) == NULL)
 			return rc;
@@ -555,7 +663,7 @@ xen_xcrestore(struct xen_be *be, xc_interface *xch, uint32_t domid, int fd,
 	struct xcr x = { .be = be, .xch = xch, .domid = domid,
 	    .pfn_limit = a->pfn_limit, .store_port = a->store_port,
 	    .store_domid = a->store_domid, .console_port = a->console_port,
-	    .console_domid = a->console_domid };
+	    .console_domid = a->console_domid, .ram = a->ram };
 	struct xcs_stats st;
 	uint64_t t0 = vmb__now_ns();
 
@@ -568,6 +676,9 @@ xen_xcrestore(struct xen_be *be, xc_interface *xch, uint32_t domid, int fd,
 	for (int i = 0; i < WIN_MAX; i++)
 		x.win[i].base = UINT64_MAX;
 	rc = vmb__xcs_read(fd, a->pfn_limit, &ops, &x, &st, why, len);
+	/* Mapped still in a window (unmapped below): freed once it is. */
+	if (rc == 0)
+		rc = xtab_release(&x, why, len);
 	{
 		uint64_t t1 = vmb__now_ns();
 
@@ -583,7 +694,7 @@ xen_xcrestore(struct xen_be *be, xc_interface *xch, uint32_t domid, int fd,
 		fprintf(stderr, "xcrestore: domain %u: %s: v%u from Xen %u.%u, "
 		    "%llu bytes, %u records, %llu PAGE_DATA, %llu pages "
 		    "(%llu through %llu windows, %llu batch-mapped), %llu "
-		    "populated on demand; %.3f s: read %.3f, map %.3f, unmap "
+		    "populated on demand, %llu given back (XTAB); %.3f s: read %.3f, map %.3f, unmap "
 		    "%.3f, populate %.3f, end %.3f\n", domid,
 		    rc == 0 ? "restored" : "failed", st.version, st.xen_major,
 		    st.xen_minor, (unsigned long long)st.bytes, st.records,
@@ -593,10 +704,12 @@ xen_xcrestore(struct xen_be *be, xc_interface *xch, uint32_t domid, int fd,
 		    (unsigned long long)x.windows,
 		    (unsigned long long)x.batch_pages,
 		    (unsigned long long)x.populated,
+		    (unsigned long long)x.released,
 		    (double)(vmb__now_ns() - t0) / 1e9,
 		    (double)x.read_ns / 1e9, (double)x.map_ns / 1e9,
 		    (double)x.unmap_ns / 1e9, (double)x.pop_ns / 1e9,
 		    (double)x.end_ns / 1e9);
+	free(x.xtab);
 	free(x.gfns);
 	free(x.errs);
 	free(x.fill);

@@ -1220,43 +1220,115 @@ sr_steps() {
 	echo "INFO $_tag runs on after its checkpoint: '$(sr_count $_tag)'"
 }
 
-# vmbuild restores twice in the same boot: by libxenguest (vmbuildd's
-# default, tool vmb) and by its own reader of the stream into memory the
-# populate engine built (--xen-restore=engine, tool vmbe: vmbuildd is
-# started again with it, and once more without it after); LAB_SR_ENGINE=0
-# leaves the second out.
+# vmbuild restores twice in the same boot: by vmbuildd's default reader
+# (tool vmb) and by the other (tool vmbo: vmbuildd started again with
+# --xen-restore=OTHER, and once more without it after); LAB_SR_ENGINE=0
+# leaves the second out.  The line names the other reader's fields after
+# it: restore_vmb_engine= with libxenguest the default, and so on.
 saverestore() {
 	_vs=- _vr=- _vo=no _es=- _er=- _eo=-
 	# Which reader vmbuildd uses without --xen-restore (its start line
 	# says): restore_vmb below is that one's.
 	SR_DEFAULT=$(grep -o 'Xen restore [a-z]*' /tmp/vmbuildd.log | tail -n 1 | cut -d' ' -f3)
+	SR_OTHER=engine
+	[ "$SR_DEFAULT" = engine ] && SR_OTHER=libxenguest
 	if echo " $tools " | grep -q " vmb "; then
+		# The debug line says where an engine restore's time went.
+		export VMBUILD_XEN_DEBUG=1
+		restart_vmbuildd || fail vmb-sr-debug "vmbuildd did not start again"
+		unset VMBUILD_XEN_DEBUG
 		saverestore_one vmb; _vs=$SR_SAVE _vr=$SR_RESTORE _vo=$SR_OK
-		grep -E 'restor|load' /tmp/vmbuildd.log | tail -n 4 | sed 's/^/  vmbuildd| /'
+		grep -E 'restor|load|xcrestore' /tmp/vmbuildd.log | tail -n 6 | sed 's/^/  vmbuildd| /'
 		if [ "${SR_ENGINE:-1}" != 0 ]; then
 			_eargs="$VMBUILDD_ARGS"
-			VMBUILDD_ARGS="$_eargs --xen-restore=engine"
+			VMBUILDD_ARGS="$_eargs --xen-restore=$SR_OTHER"
 			_eo=no
-			# Its debug line says where the restore's time went.
 			export VMBUILD_XEN_DEBUG=1
 			restart_vmbuildd; _erc=$?
 			unset VMBUILD_XEN_DEBUG
 			if [ $_erc = 0 ]; then
-				saverestore_one vmbe; _es=$SR_SAVE _er=$SR_RESTORE _eo=$SR_OK
+				saverestore_one vmbo; _es=$SR_SAVE _er=$SR_RESTORE _eo=$SR_OK
 				grep -E 'restor|load|xcrestore' /tmp/vmbuildd.log | tail -n 6 | sed 's/^/  vmbuildd| /'
 			else
-				fail vmbe-sr "vmbuildd --xen-restore=engine did not start"
+				fail vmbo-sr "vmbuildd --xen-restore=$SR_OTHER did not start"
 			fi
 			VMBUILDD_ARGS="$_eargs"
-			restart_vmbuildd || fail vmbe-sr-back "vmbuildd did not start again without --xen-restore=engine"
+			restart_vmbuildd || fail vmbo-sr-back "vmbuildd did not start again without --xen-restore=$SR_OTHER"
 		fi
 	else
 		fail vmb-sr "vmbuildd not running: no vmbuild save/restore"
 	fi
 	saverestore_one xl; _xs=$SR_SAVE _xr=$SR_RESTORE _xo=$SR_OK
 	_ok=no; [ $_xo = yes ] && [ $_vo = yes ] && _ok=yes
-	echo "vmbuild-saverestore: save_xl=$_xs save_vmb=$_vs restore_xl=$_xr restore_vmb=$_vr ok=$_ok mb=$SR_MB save_vmb_engine=$_es restore_vmb_engine=$_er ok_engine=$_eo default=${SR_DEFAULT:--}"
+	echo "vmbuild-saverestore: save_xl=$_xs save_vmb=$_vs restore_xl=$_xr restore_vmb=$_vr ok=$_ok mb=$SR_MB save_vmb_$SR_OTHER=$_es restore_vmb_$SR_OTHER=$_er ok_$SR_OTHER=$_eo default=${SR_DEFAULT:--}"
 	[ "${SR_ENGINE:-1}" != 0 ] && echo " $tools " | grep -q " vmb " && sr_rounds
+	echo " $tools " | grep -q " vmb " && sr_balloon
+}
+
+# sr_mem TAG: the domain's memory in MiB as Xen counts it (xl list).
+sr_mem() {
+	xl list $1 2>/dev/null | awk 'NR == 2 { print $3 }'
+}
+
+# sr_balloon: a guest ballooned down (vmctl mem-set, 3/4 of SR_MB) is
+# saved and restored by vmbuildd's default reader: the restored domain
+# holds what the ballooned guest held, not the memory it was built with
+# (the pages the guest gave back come as XTAB in the stream: libxenguest
+# does not populate them, the engine gives them back), and counts on.
+# Once more if the emulated CPU triple-faulted the guest, as the others.
+#   vmbuild-saverestore-balloon: mb=M target=T before=B after=A reader=R ok=yes|no
+sr_balloon() {
+	_bt=$(( SR_MB * 3 / 4 )) _bb=- _ba=- _bo=no _bf0="$FAILED"
+	# Its debug line says how many pfns the engine gave back.
+	export VMBUILD_XEN_DEBUG=1
+	restart_vmbuildd || { unset VMBUILD_XEN_DEBUG; fail vmbb-restart "vmbuildd did not start again"; return 1; }
+	unset VMBUILD_XEN_DEBUG
+	sr_cfg vmbb-sr
+	for _try in 1 2; do
+		SR_IDS=""
+		sr_balloon_try && _bo=yes
+		rm -f /tmp/vmbb.save
+		$V list 2>/dev/null | grep -qw vmbb-sr && timed vmbb-destroy $V destroy vmbb-sr
+		[ $_bo = yes ] && break
+		[ $_try = 1 ] && sr_faulted vmb "$_bf0" || break
+	done
+	grep xcrestore /tmp/vmbuildd.log | tail -n 1 | sed 's/^/  vmbuildd| /'
+	echo "vmbuild-saverestore-balloon: mb=$SR_MB target=$_bt before=$_bb after=$_ba reader=${SR_DEFAULT:--} ok=$_bo"
+}
+
+sr_balloon_try() {
+	_bw=0
+	rm -f /tmp/vmbb.save
+	LIMIT=600 timed vmbb-create $V create /etc/lab/vmbb-sr.cfg ||
+	    { fail vmbb-create "vmbb-sr not created"; return 1; }
+	SR_IDS="$(q xl domid vmbb-sr)"
+	sr_wait vmbb-sr 2 "" 480 ||
+	    { fail vmbb-count "vmbb-sr did not count on its console"; return 1; }
+	timed vmbb-mem-set $V mem-set vmbb-sr ${_bt}m ||
+	    { fail vmbb-mem-set "vmctl mem-set vmbb-sr ${_bt}m failed"; return 1; }
+	# The balloon driver gives the pages back as it can.
+	while _bb=$(sr_mem vmbb-sr); [ "${_bb:-99999}" -gt $(( _bt + 4 )) ] && [ $_bw -lt 240 ]; do
+		usleep 500000; _bw=$((_bw + 1))
+	done
+	[ "${_bb:-99999}" -le $(( _bt + 4 )) ] ||
+	    { fail vmbb-balloon "vmbb-sr holds ${_bb:-?} MiB 120 s after mem-set ${_bt}m"; return 1; }
+	_c=$(sr_count vmbb-sr); _cn=${_c#n=}; _cn=${_cn%% *}; _cb=${_c##*boot=}
+	LIMIT=600 timed vmbb-save $V save vmbb-sr /tmp/vmbb.save ||
+	    { fail vmbb-save "the ballooned vmbb-sr's save failed"; return 1; }
+	LIMIT=600 timed vmbb-restore $V restore /tmp/vmbb.save ||
+	    { fail vmbb-restore "the ballooned vmbb-sr's restore failed"; return 1; }
+	SR_IDS="$SR_IDS $(q xl domid vmbb-sr)"
+	# A page given back is freed once dom0's mappings of it are gone
+	# (the engine unmaps them on a thread after the restore returns).
+	_bw=0
+	while _ba=$(sr_mem vmbb-sr); [ "${_ba:-99999}" -gt $(( _bt + 4 )) ] && [ $_bw -lt 120 ]; do
+		usleep 500000; _bw=$((_bw + 1))
+	done
+	[ "${_ba:-99999}" -le $(( _bt + 4 )) ] ||
+	    { fail vmbb-restored-mem "the restored vmbb-sr holds ${_ba:-?} MiB, the ballooned guest ${_bb} MiB (target ${_bt} MiB)"; return 1; }
+	sr_wait vmbb-sr "${_cn:-0}" "$_cb" 300 ||
+	    { fail vmbb-continued "vmbb-sr did not count on after its restore (last: '$(sr_count vmbb-sr)')"; return 1; }
+	return 0
 }
 
 # sr_rounds: SR_ROUNDS (LAB_SR_ROUNDS, 3) rounds of three restores back
