@@ -288,6 +288,18 @@ if err_code(rc_) == E_TASK_FINISHED:
     diag("the build ended before the cancel arrived")
     ok("result" in rm, "vm.create that beat its cancel succeeded", rm)
     c.call("vm.destroy", {"vm": "cx"})
+elif "result" in rm:
+    # Asked while the build ran, the cancel came after its last point of
+    # no return (a build of 1 ms here; a loaded machine's loop may read
+    # the cancel late): the build stands, and says so consistently.
+    diag("the cancel was asked after the build's last cancel point")
+    ok("result" in rc_ and rc_["result"]["cancel_requested"],
+       "task.cancel of a running build", rc_)
+    ok(c.result("task.get", {"task": tnext})["state"] == "done",
+       "task.get: a build the cancel came too late for is done", rm)
+    ok(any(v["name"] == "cx" for v in c.result("vm.list")["vms"]),
+       "a build the cancel came too late for is listed")
+    c.call("vm.destroy", {"vm": "cx"})
 else:
     ok("result" in rc_ and rc_["result"]["cancel_requested"],
        "task.cancel of a running build", rc_)
