@@ -1431,7 +1431,7 @@ ping_gap() {
 		s = $0; sub(/^.*seq=/, "", s); sub(/ .*$/, "", s)
 		if (p != "" && $1 - p > m) { m = $1 - p; l = s - ps - 1 }
 		p = $1; ps = s
-	} END { printf "%d %d\n", m * 1000, l }' /tmp/ping-$1.log
+	} END { printf "%d %d\n", m * 1000, l + 0 }' /tmp/ping-$1.log
 }
 
 # peer_count TAG BOOT: the highest count B's xenconsoled logged of the
