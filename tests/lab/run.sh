@@ -702,8 +702,8 @@ if [ "$LAB_PEER" = 1 ]; then
 	net_a="-netdev socket,id=n1,listen=127.0.0.1:$port -device e1000,netdev=n1,mac=52:54:00:77:00:01"
 	log "two hosts: A listens on 127.0.0.1:$port, B connects; B's console -> $LAB_DIR/console-b.log"
 	trap 'peer_stop' EXIT
-	# Interrupted: B goes at once (A's QEMU goes with its pipeline).
-	trap 'kill "$(cat "$LAB_DIR/qemu-b.pid" 2>/dev/null)" 2>/dev/null; exit 130' INT TERM
+	# Interrupted: both QEMUs go at once.
+	trap 'kill "$(cat "$LAB_DIR/qemu-b.pid" 2>/dev/null)" "$(cat "$LAB_DIR/qemu.pid" 2>/dev/null)" 2>/dev/null; exit 130' INT TERM
 	rm -f "$LAB_DIR/qemu-b.pid"
 	peer_boot "$port" &
 	peer_pid=$!
