@@ -2,8 +2,8 @@
 # deps.sh GROUP... - install the Debian packages a group of targets needs.
 #
 # Groups: build (compile everything), check (run the tests), bench (make
-# bench: its plots), lab (boot Xen under QEMU), debhost (the Debian host
-# lab), demo (make demo), xen (build the patched hypervisor,
+# bench: its plots), lab (boot Xen under QEMU), migrate (the two-host
+# lab's keys), debhost (the Debian host lab), demo (make demo), xen (build the patched hypervisor,
 # hypervisor/xen).  Only missing packages
 # are installed, with one
 # `apt-get update` per run; as non-root it lists them and fails instead.
@@ -39,6 +39,9 @@ pk[bench]="gnuplot-nox python3"
 # grub-pc-bin its GRUB for BIOS (grub-mkimage, boot.img).
 pk[lab]="qemu-system-x86 busybox-static cpio xz-utils zstd gzip e2fsprogs
 	 fdisk grub-pc-bin"
+# migrate: the two-host lab (make check-xen-migrate) makes its ssh keys
+# with ssh-keygen; its dom0s' OpenSSH comes from Debian's .debs.
+pk[migrate]="openssh-client"
 # debhost: the Debian host lab (make check-debhost) also makes dom0's
 # root file system with mmdebstrap and builds the .debs (dpkg-dev,
 # debhelper, dh-python: as tests/ops/deb.sh).

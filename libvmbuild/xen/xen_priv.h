@@ -223,6 +223,15 @@ int xen_save_native(void *priv, uint32_t domid, int fd, int cancel_fd,
     uint32_t suspend_ms, struct vmb_native_live *live, char *why,
     size_t len);
 int xen_resume_native(void *priv, uint32_t domid, char *why, size_t len);
+/*
+ * The pages a live save sent while the guest ran, from libxenguest's
+ * precopy count (total_written): its first round counts as the whole
+ * p2m (first: every pfn up to the guest's highest, the MMIO hole below
+ * 4 GiB included), of which only the populated pages (populated, the
+ * domain's tot_pages; 0: unknown) went.
+ */
+uint64_t xen_live_pages(uint64_t total_written, uint64_t first,
+    uint64_t populated);
 int xen_restore_native(void *priv, uint32_t domid, int fd,
     const struct vmb_boot *boot, char *why, size_t len);
 /* The same, the stream read by vmbuild (xen_xcrestore.c) into a domain

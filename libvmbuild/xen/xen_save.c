@@ -165,6 +165,8 @@ struct save_cb {
 	int		cancel_fd;
 	uint32_t	suspend_ms;
 	struct vmb_native_live *live;	/* NULL: not a live save */
+	uint64_t	first;		/* round 1's count: the p2m's size */
+	uint64_t	populated;	/* the domain's pages at the start */
 	bool		suspended;
 	int		rc;		/* the suspend's */
 	char		why[200];
@@ -184,6 +186,14 @@ save_suspend(void *data)
 	return s->suspended;
 }
 
+uint64_t
+xen_live_pages(uint64_t total_written, uint64_t first, uint64_t populated)
+{
+	if (populated == 0 || first == 0 || total_written < first)
+		return total_written;
+	return total_written - first + (populated < first ? populated : first);
+}
+
 /*
  * A live save's precopy policy, asked by libxenguest (xg_sr_save.c,
  * send_memory_live) after each round with no dirty count (-1: "fetch
@@ -201,7 +211,13 @@ save_precopy_policy(struct precopy_stats stats, void *data)
 	struct vmb_native_live *l = s->live;
 	struct pollfd pf = { s->cancel_fd, POLLIN, 0 };
 
-	l->pages = stats.total_written;
+	/*
+	 * Round 1's count is the p2m's size, not the pages that went (a
+	 * 1 GiB PVH guest's was over 4 GiB on the lab's first migration).
+	 */
+	if (stats.iteration == 0 && stats.dirty_count > 0)
+		s->first = (uint64_t)stats.dirty_count;
+	l->pages = xen_live_pages(stats.total_written, s->first, s->populated);
 	l->rounds = stats.iteration;		/* live rounds sent */
 	if (s->cancel_fd >= 0 && poll(&pf, 1, 0) > 0 && (pf.revents & POLLIN)) {
 		snprintf(s->why, sizeof(s->why), "cancelled during live "
@@ -256,6 +272,11 @@ xen_save_native(void *priv, uint32_t domid, int fd, int cancel_fd,
 	cb.switch_qemu_logdirty = save_logdirty;
 	cb.data = &s;
 	if (live != NULL) {
+		xc_domaininfo_t di;
+
+		if (xc_domain_getinfolist(xch, domid, 1, &di) == 1 &&
+		    di.domain == domid)
+			s.populated = di.tot_pages;
 		live->rounds = 0;
 		live->pages = 0;
 		live->suspended_ns = 0;

@@ -1382,6 +1382,291 @@ sr_rounds() {
 }
 
 
+# ------------------------------------------------ migration (LAB_STEPS migrate)
+# Two hosts (run.sh LAB_PEER=1, make check-xen-migrate): this dom0 is
+# host A (10.77.0.1) or host B (10.77.0.2) by lab_host= on its command
+# line (LAB_HOST, set at start), each with the NIC QEMU joins to the
+# other's in its bridge xenbr0.  B sets up what A does (Xen's daemons,
+# the bridge, vmbuildd) and sshd, says it is ready, and waits; A runs the
+# steps, reaching B over ssh, and tells B when it is done.
+#
+# A PVH Linux guest (MIG_MB, 2 vCPUs, no disk, a vif on xenbr0 at
+# 10.77.0.10, counting on its console: lab_count lab_netonly) is created
+# on A and migrated live to B, by xl (`xl migrate`), then by vmbuild
+# (`vmctl migrate --live`), while A pings it every 0.1 s: the downtime
+# is the longest gap between two replies (each reply stamped with A's
+# uptime as it is read).  It migrated if the migration succeeded, B's
+# xenconsoled log of it counts on from where A's stopped under the same
+# boot id (a guest booted again would start at 1 under a new one), and
+# the pings came back after the migration's end.  On B it is then saved
+# and restored by the same toolstack (restore_s) and must count on again.
+MIG_PEER=10.77.0.2
+MIG_IP=10.77.0.10
+MIG_MAC=00:16:3e:77:00:10
+SSH=/usr/bin/ssh
+P="$SSH root@$MIG_PEER"	# word-split on purpose, as V
+
+# peer_net: the NIC (eth0) into the bridge, sshd, and ptimed.sh.
+peer_net() {
+	_i=0
+	while [ ! -e /sys/class/net/eth0 ] && [ $_i -lt 30 ]; do sleep 1; _i=$((_i + 1)); done
+	if ! { ip link set eth0 up && brctl addif $BR eth0; }; then
+		fail peer-net "no eth0 (e1000) to put into $BR"
+		ip link | sed 's/^/  ip-link| /'
+		return 1
+	fi
+	# The saved guest (MIG_MB) goes to /tmp, dom0's RAM: half of it,
+	# tmpfs's default, is too little for 1 GiB beside a 2.25 GiB dom0.
+	mount -o remount,size=75% /tmp
+	mkdir -p /run/sshd && chmod 755 /run/sshd
+	chmod 600 /etc/lab/ssh/id_ed25519 /etc/lab/ssh/host_a /etc/lab/ssh/host_b
+	if ! /usr/sbin/sshd -f /etc/ssh/sshd_config -h /etc/lab/ssh/host_$LAB_HOST -E /tmp/sshd.log; then
+		fail sshd "sshd did not start"
+		sed 's/^/  sshd| /' /tmp/sshd.log
+		return 1
+	fi
+	# ptimed.sh CMD...: CMD, then its time where it ran (the other
+	# host's steps are timed there, not with ssh's own time).
+	cat > /etc/lab/ptimed.sh <<'EOF'
+#!/bin/busybox sh
+read -r t0 _ < /proc/uptime
+"$@"
+rc=$?
+read -r t1 _ < /proc/uptime
+echo "PTIMED rc=$rc secs=$(awk -v a=$t0 -v b=$t1 'BEGIN { printf "%.2f", b - a }')"
+exit $rc
+EOF
+	chmod +x /etc/lab/ptimed.sh
+	echo "INFO host $LAB_HOST: $BR $BR_IP holds eth0 $(cat /sys/class/net/eth0/address); sshd runs"
+}
+
+# peer_b: host B's part: ready (with what failed here), then wait for A.
+peer_b() {
+	echo "failed=$(echo $FAILED | tr ' ' ',')" > /run/lab-peer-ready
+	echo "MARK peer-ready uptime=$(up)"
+	while [ ! -f /run/lab-peer-done ]; do sleep 3; done
+	echo "INFO host B: host A is done"
+	tail -n 40 /tmp/sshd.log | sed 's/^/  sshd| /'
+	[ -n "$vpid" ] && kill $vpid 2>/dev/null
+	tail -n 80 /tmp/vmbuildd.log | sed 's/^/  vmbuildd| /'
+	xl list
+	finish
+}
+
+# peer_wait SECS: B answers over ssh and is set up; its failures are A's.
+peer_wait() {
+	_w0=$(up)
+	until _r=$(timeout 60 $P cat /run/lab-peer-ready 2>/dev/null) && [ -n "$_r" ]; do
+		if [ "$(awk -v a=$_w0 -v b=$(up) -v l=$1 'BEGIN { print (b - a > l) }')" = 1 ]; then
+			fail peer-wait "host B not ready over ssh after $1 s"
+			timeout 60 $SSH -v root@$MIG_PEER true 2>&1 | tail -n 20 | sed 's/^/  ssh| /'
+			return 1
+		fi
+		sleep 5
+	done
+	echo "MARK step=peer-ready rc=0 secs=$(secs $_w0 $(up))"
+	case "$_r" in
+	failed=) ;;
+	*) fail peer-setup "host B: $_r" ;;
+	esac
+	return 0
+}
+
+# mig_cfg TAG: linux.cfg without vNUMA or disk, MIG_MB, the vif with a
+# fixed MAC (both toolstacks' guests alike) at MIG_IP, counting.
+mig_cfg() {
+	sed -e "s/^name = .*/name = \"$1\"/" -e "s/^memory = .*/memory = $MIG_MB/" \
+	    -e '/^vnuma/,/\]\ \]$/d' -e '/^ *\[ "pnode/d' -e '/^disk/d' \
+	    -e "s/^vif = .*/vif = [ 'bridge=$BR,mac=$MIG_MAC' ]/" \
+	    -e "s/lab_ip=[0-9.]*/lab_ip=$MIG_IP/" -e "s/lab_peer=[0-9.]*/lab_peer=$BR_IP/" \
+	    -e 's/^cmdline = "\(.*\)"/cmdline = "\1 lab_count lab_netonly"/' \
+	    /etc/lab/linux.cfg > /etc/lab/$1.cfg
+}
+
+# ping_start TAG: A pings the guest every 0.1 s, each line stamped with
+# dom0's uptime when read (busybox ping flushes each line; `read` from
+# /proc/uptime forks nothing).  ping_stop TAG ends it.
+ping_start() {
+	rm -f /tmp/ping-$1.pid /tmp/ping-$1.log
+	( ping -i 0.1 $MIG_IP 2>&1 & echo $! > /tmp/ping-$1.pid; wait ) |
+	    while IFS= read -r _pl; do read -r _pu _ < /proc/uptime; echo "$_pu $_pl"; done > /tmp/ping-$1.log &
+}
+ping_stop() {
+	kill $(cat /tmp/ping-$1.pid 2>/dev/null) 2>/dev/null
+	sleep 1
+}
+# ping_after TAG T: replies read after uptime T.
+ping_after() {
+	awk -v t=$2 '/bytes from/ && $1 > t { n++ } END { print n + 0 }' /tmp/ping-$1.log
+}
+# ping_gap TAG: "MS LOST": the longest gap between two replies (ms) and
+# the pings lost in it (their seq= numbers).
+ping_gap() {
+	awk '/bytes from/ {
+		s = $0; sub(/^.*seq=/, "", s); sub(/ .*$/, "", s)
+		if (p != "" && $1 - p > m) { m = $1 - p; l = s - ps - 1 }
+		p = $1; ps = s
+	} END { printf "%d %d\n", m * 1000, l + 0 }' /tmp/ping-$1.log
+}
+
+# peer_count TAG BOOT: the highest count B's xenconsoled logged of the
+# guest under boot id BOOT (xl's receiver names the domain
+# TAG--incoming until the end: every log of TAG* is read).
+peer_count() {
+	timeout 60 $P "cat /var/log/xen/console/guest-$1*.log" 2>/dev/null | tr -d '\r' |
+	    sed -n "s/^.*vmbuild-linux-count: n=\([0-9]*\) boot=$2.*$/\1/p" | sort -n | tail -n 1
+}
+# peer_count_wait TAG N BOOT SECS: until B's log has a count above N.
+peer_count_wait() {
+	_w0=$(up)
+	while :; do
+		_pc=$(peer_count $1 $3)
+		[ -n "$_pc" ] && [ "$_pc" -gt "$2" ] && return 0
+		[ "$(awk -v a=$_w0 -v b=$(up) -v l=$4 'BEGIN { print (b - a > l) }')" = 1 ] && return 1
+		sleep 3
+	done
+}
+
+# mig_one TOOL (xl, vmb): create on A, migrate live to B, check it there,
+# save and restore it there, destroy it.  MIG_* for the line.
+mig_one() {
+	_t=$1 _tag=$1-mig
+	MIG_OK=no MIG_DOWN=- MIG_LOST=- MIG_TOTAL=- MIG_PAGES=- MIG_ROUNDS=- MIG_RESTORE=- MIG_SAVE=- MIG_SR=no
+	MIG_VDOWN=- MIG_RECV=-
+	mig_cfg $_tag
+	rm -f /var/log/xen/console/guest-$_tag.log
+	# The other toolstack's guest had the same address and MAC.
+	ip neigh flush dev $BR 2>/dev/null
+	if [ $_t = xl ]; then LIMIT=600 timed xl-mig-create xl create -e /etc/lab/$_tag.cfg
+	else LIMIT=600 timed vmb-mig-create $V create /etc/lab/$_tag.cfg; fi ||
+	    { fail $_t-mig-create "create of $_tag on host A failed"; return 1; }
+	MIG_ID=$(q xl domid $_tag)
+	if ! sr_wait $_tag 2 "" 480 || ! console_has $_tag 'vmbuild-linux-dev: disk=no net=' 300; then
+		fail $_t-mig-boot "$_tag did not count on its console or bring its network up"
+		console_lines $_tag | tail -n 20 | sed "s/^/  $_tag| /"
+		emu_fault "$MIG_ID" && echo "LAB-EMU tool=$_t domid=$MIG_ID what=triple-fault uptime=$(up)"
+		return 1
+	fi
+	console_lines $_tag | grep 'vmbuild-linux-dev:' | sed "s/^/  $_tag| /"
+	case "$(dev_line $_tag)" in
+	*"net=ok"*) ;;
+	*) fail $_t-mig-net "the guest says: $(dev_line $_tag)"; return 1 ;;
+	esac
+	timed $_t-mig-ping ping -c 3 -W 5 $MIG_IP || { fail $_t-mig-ping "host A cannot ping $_tag at $MIG_IP"; return 1; }
+	ping_start $_tag
+	sleep 3
+	_before=$(sr_count $_tag); _bn=${_before#n=}; _bn=${_bn%% *}; _bb=${_before##*boot=}
+	echo "INFO $_tag on host A (domain $MIG_ID) at count '$_before'; migrating to $MIG_PEER"
+	_m0=$(up)
+	if [ $_t = xl ]; then
+		# -e: no xl left on B to watch the domain (the lab destroys it).
+		LIMIT=1800 timed xl-migrate xl migrate -e -s "$SSH" $_tag $MIG_PEER
+	else
+		LIMIT=1800 timed vmb-migrate $V migrate --live \
+		    --ssh-command "$SSH -o BatchMode=yes -i /etc/lab/ssh/id_ed25519" $_tag root@$MIG_PEER
+	fi
+	_mrc=$?
+	_m1=$(up)
+	MIG_TOTAL=$(secs $_m0 $_m1)
+	if [ $_mrc != 0 ]; then
+		fail $_t-migrate "migration of $_tag to $MIG_PEER failed (rc=$_mrc)"
+		ping_stop $_tag
+		timeout 60 $P tail -n 30 /tmp/vmbuildd.log 2>/dev/null | sed 's/^/  peer-vmbuildd| /'
+		return 1
+	fi
+	if [ $_t = vmb ]; then
+		_vl=$(sed -n 's/^.*vmbuild-migrate: \(downtime_ms=.*\)$/\1/p' /tmp/out.vmb-migrate | tail -n 1)
+		for _kv in $_vl; do
+			case $_kv in
+			downtime_ms=*) MIG_VDOWN=${_kv#*=} ;;
+			pages=*) MIG_PAGES=${_kv#*=} ;;
+			rounds=*) MIG_ROUNDS=${_kv#*=} ;;
+			esac
+		done
+		MIG_RECV=$(sed -n 's/^.*migrate-receive: VM .* received in \([0-9.]*\) s.*$/\1/p' /tmp/out.vmb-migrate | tail -n 1)
+		MIG_RECV=${MIG_RECV:--}
+	fi
+	xl list $_tag >/dev/null 2>&1 && fail $_t-mig-left "$_tag still on host A after its migration"
+	timed $_t-mig-peer-list $P xl list
+	grep -q "^$_tag " /tmp/out.$_t-mig-peer-list ||
+	    fail $_t-mig-peer-list "host B's xl list has no $_tag"
+	if [ $_t = vmb ]; then
+		timed vmb-mig-peer-info $P vmctl info $_tag
+		_st=$(sed -n 's/^ *state: *//p' /tmp/out.vmb-mig-peer-info | head -n 1)
+		# blocked: running, idle at that moment (the first run saw it so).
+		case "$_st" in
+		running|blocked) ;;
+		*) fail vmb-mig-peer-info "host B's vmctl info: $_tag is '$_st', not running" ;;
+		esac
+	fi
+	_cont=no
+	if peer_count_wait $_tag "$_bn" "$_bb" 300; then
+		_cont=yes
+		echo "INFO $_tag counts on on host B: '$_before' on A before, n=$(peer_count $_tag $_bb) boot=$_bb on B"
+	else
+		fail $_t-mig-continued "$_tag did not count on on host B from '$_before' under boot $_bb"
+		timeout 60 $P "tail -n 20 /var/log/xen/console/guest-$_tag*.log" 2>&1 | sed "s/^/  peer-$_tag| /"
+	fi
+	# The pings: back after the migration's end (within 120 s).
+	_i=0
+	while [ "$(ping_after $_tag $_m1)" = 0 ] && [ $_i -lt 60 ]; do sleep 2; _i=$((_i + 1)); done
+	sleep 2
+	ping_stop $_tag
+	_resumed=$(ping_after $_tag $_m1)
+	set -- $(ping_gap $_tag)
+	MIG_DOWN=$1 MIG_LOST=$2
+	echo "INFO $_tag pings: $(grep -c 'bytes from' /tmp/ping-$_tag.log) replies, $_resumed after the migration; longest gap ${MIG_DOWN} ms ($MIG_LOST lost in it)"
+	[ "$_resumed" -gt 0 ] || fail $_t-mig-ping-resumed "no ping reply from $_tag after its migration"
+	[ $_cont = yes ] && [ "$_resumed" -gt 0 ] && MIG_OK=yes
+	mig_saverestore $_t $_tag
+	if [ $_t = xl ]; then timed xl-mig-peer-destroy $P xl destroy $_tag
+	else timed vmb-mig-peer-destroy $P vmctl destroy $_tag; fi ||
+	    fail $_t-mig-peer-destroy "destroy of $_tag on host B"
+	[ $MIG_OK = yes ]
+}
+
+# mig_saverestore TOOL TAG: on B, the migrated guest saved to B's /tmp
+# and restored by the same toolstack; it must count on again.
+mig_saverestore() {
+	_f=/tmp/$2.save
+	_sb=$(peer_count $2 $_bb)
+	if [ $1 = xl ]; then
+		LIMIT=900 timed $1-mig-peer-save $P /etc/lab/ptimed.sh xl save $2 $_f &&
+		    LIMIT=900 timed $1-mig-peer-restore $P /etc/lab/ptimed.sh xl restore -e $_f
+	else
+		LIMIT=900 timed $1-mig-peer-save $P /etc/lab/ptimed.sh vmctl save $2 $_f &&
+		    LIMIT=900 timed $1-mig-peer-restore $P /etc/lab/ptimed.sh vmctl restore $_f
+	fi || { fail $1-mig-peer-sr "save and restore of $2 on host B"; timeout 60 $P rm -f $_f; return 1; }
+	timeout 60 $P rm -f $_f
+	MIG_SAVE=$(sed -n 's/^PTIMED rc=0 secs=//p' /tmp/out.$1-mig-peer-save)
+	MIG_RESTORE=$(sed -n 's/^PTIMED rc=0 secs=//p' /tmp/out.$1-mig-peer-restore)
+	if peer_count_wait $2 "${_sb:-0}" "$_bb" 300; then
+		MIG_SR=yes
+		echo "INFO $2 counts on after its save and restore on host B: n=$_sb before, n=$(peer_count $2 $_bb) after"
+	else
+		fail $1-mig-peer-sr-continued "$2 did not count on after its restore on host B (n=$_sb before)"
+	fi
+}
+
+# migrate: both toolstacks, one line each; then B is told to power off.
+migrate() {
+	if [ "$PEER" != 1 ] || [ "$LAB_HOST" != a ]; then
+		fail migrate "the migrate step needs two hosts (run.sh LAB_PEER=1)"
+		return 1
+	fi
+	peer_wait 900 || return 1
+	timed peer-xl-info $P xl info
+	grep -E 'total_memory|free_memory' /tmp/out.peer-xl-info | sed 's/^/INFO host B: /'
+	for _mt in $tools; do
+		mig_one $_mt
+		_tn=$_mt; [ $_mt = vmb ] && _tn=vmbuild
+		echo "vmbuild-migrate: tool=$_tn downtime_ms=$MIG_DOWN total_s=$MIG_TOTAL pages=$MIG_PAGES rounds=$MIG_ROUNDS restore_s=$MIG_RESTORE ok=$MIG_OK lost=$MIG_LOST save_s=$MIG_SAVE sr_ok=$MIG_SR vmctl_downtime_ms=$MIG_VDOWN recv_s=$MIG_RECV mb=$MIG_MB"
+	done
+	echo " $tools " | grep -q " vmb " || fail migrate-vmb "vmbuildd not running on host A: no vmbuild migration"
+	timeout 60 $P tail -n 40 /tmp/vmbuildd.log 2>/dev/null | sed 's/^/  peer-vmbuildd| /'
+	timeout 60 $P touch /run/lab-peer-done || echo "INFO host B not told to power off (run.sh stops it)"
+}
+
 # ------------------------------------------------- HVM guest (LAB_STEPS hvm)
 # The Linux guest's kernel and initramfs as an HVM guest (type = "hvm",
 # off by default): hvmloader and SeaBIOS (Debian's), QEMU for Xen as
@@ -1733,7 +2018,14 @@ grubhvm_step() {
 }
 
 
+# Two hosts (PEER=1): A or B, and the bridge's address by it.
+LAB_HOST=$(tr ' ' '\n' < /proc/cmdline | sed -n 's/^lab_host=//p')
+if [ "$PEER" = 1 ]; then
+	BR_IP=10.77.0.1
+	[ "$LAB_HOST" = b ] && BR_IP=10.77.0.2
+fi
 devices_setup
+[ "$PEER" = 1 ] && peer_net
 tools=""
 echo " $LAB_STEPS " | grep -q " xl " && tools="xl"
 if echo " $LAB_STEPS " | grep -q " vmbuild "; then
@@ -1747,6 +2039,8 @@ if echo " $LAB_STEPS " | grep -q " vmbuild "; then
 		events_log
 	fi
 fi
+# Host B of two serves host A's steps (over ssh) and powers off when told.
+[ "$PEER" = 1 ] && [ "$LAB_HOST" = b ] && peer_b
 for t in xl vmb; do mkcfg $t-small $SMALL_MB; mkcfg $t-big $BIG_MB hold; done
 lifecycle_cfgs
 # Interleaved, A B B A, so that neither toolstack always goes first on a
@@ -1775,6 +2069,7 @@ echo " $LAB_STEPS " | grep -q " grubhvm " && grubhvm_step
 # the dirty-memory sequence (tests/lab/xenbench.sh).
 [ -f /etc/lab/xenbench.sh ] && xb_main
 echo " $LAB_STEPS " | grep -q " saverestore " && saverestore
+echo " $LAB_STEPS " | grep -q " migrate " && migrate
 # The guest's fallbacks for its memory map, forced on a toolstack (xl)
 # that offers every source.
 if echo " $LAB_STEPS " | grep -q " guest "; then

@@ -217,6 +217,22 @@ line_judge() {
 		fi
 	done
 }
+# The migrate step (two hosts, make check-xen-migrate): each toolstack's
+# line says ok=yes: its live migration succeeded, the guest counted on
+# on host B under the boot id it had on A (not booted again), and A's
+# pings of it came back after the migration.
+if [[ " ${LAB_STEPS:-} " == *" migrate "* ]]; then
+	for t in xl vmbuild; do
+		[ $t = vmbuild ] && { [ "${LAB_VMBUILD:-require}" = off ] || [[ " ${LAB_STEPS} " != *" vmbuild "* ]]; } && continue
+		[ $t = xl ] && [[ " ${LAB_STEPS} " != *" xl "* ]] && continue
+		l=$(grep -E "vmbuild-migrate: tool=$t " "$clean" | tail -n 1 | sed 's/^.*\(vmbuild-migrate: \)/\1/')
+		echo "${l:-vmbuild-migrate: tool=$t: no line}"
+		if ! echo "$l" | grep -q ' ok=yes '; then
+			ok=0
+			echo "FAIL: the $t migration did not happen with the guest counting on on host B and answering pings"
+		fi
+	done
+fi
 line_judge grub "GRUB tool=%s " "vmbuild-grub: domid=[0-9]+ memtotal_kib=[0-9]+ booted_from=xvda\$"
 hvm="vmbuild-hvm: domid=[0-9]+ memtotal_kib=[0-9]+ cpus=[0-9]+ nodes=[0-9]+"
 if [ "${LAB_HVM_DEV:-1}" = 1 ]; then

@@ -209,6 +209,21 @@ dev_net() {
 	echo ok
 }
 
+# lab_netonly (dom0-init.sh's migrate step): the vif only, no disk (a
+# disk of one host's dom0 is not the other's): eth0 at lab_ip=, dom0
+# (lab_peer=) answering a ping, one line:
+#   vmbuild-linux-dev: disk=no net=ok
+# Then it answers pings wherever it runs: after a migration its
+# netfront reconnects to the new host's netback and announces its
+# address (a gratuitous ARP), with nothing of ours to do.
+net_only() {
+	for m in $(cat /lib/modules/devices.order 2>/dev/null); do
+		insmod /lib/modules/$m.ko 2>/dev/null
+	done
+	net=$(dev_net)
+	say "vmbuild-linux-dev: disk=no net=$net"
+}
+
 # Devices that come and go while it runs (vmctl disk-attach, net-attach):
 # xvdb (its first line), eth1.
 hotplug_watch() {
@@ -266,7 +281,7 @@ pv_control() {
 	chmod +x /sbin/poweroff /sbin/reboot
 }
 
-# lab_count (dom0-init.sh's saverestore): a count on the console each
+# lab_count (dom0-init.sh's saverestore and migrate): a count on the console each
 # second with this boot's id, which a restored guest goes on with and a
 # rebooted one would start again under a new id:
 #   vmbuild-linux-count: n=N boot=B
@@ -290,6 +305,7 @@ main() {
 	esac
 	case " $(cat /proc/cmdline) " in
 	*" lab_nodev "*) ;;
+	*" lab_netonly "*) net_only ;;
 	*) devices ;;
 	esac
 	case " $(cat /proc/cmdline) " in

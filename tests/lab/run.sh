@@ -91,6 +91,19 @@
 #                            or a number; 0: an idle host
 #   LAB_DIRTY_FILL=1         the other nodes filled first (a full host:
 #                            no clean memory elsewhere); 0: not
+#   LAB_PEER=0               1: two hosts (the migrate step, make
+#                            check-xen-migrate): a second QEMU, host B
+#                            (console in $LAB_DIR/console-b.log), booted
+#                            beside host A from the same initramfs, the
+#                            two joined by a QEMU socket network on
+#                            127.0.0.1 only (an e1000 each, in dom0's
+#                            bridge xenbr0: A 10.77.0.1, B 10.77.0.2),
+#                            OpenSSH from Debian's .debs in both dom0s
+#                            with keys made here ($LAB_DIR/ssh).  Its
+#                            defaults: LAB_MEM=4096 LAB_SMP=1 LAB_NUMA=1
+#                            LAB_DOM0_MEM=2304M LAB_BOOTS=1
+#                            LAB_TIMEOUT=3000 (per QEMU)
+#   LAB_MIG_MB=1024          the migrate step's guest
 #   LAB_TESTS="..."          hvsim-free test programs (paths under build/) run
 #                            in dom0 from a copy of the tree at /tree; default:
 #                            the xen backend, placement, populate-plan and
@@ -102,6 +115,15 @@ cd "$top" || exit 2
 here=tests/lab
 
 LAB_DIR=${LAB_DIR:-build/lab}
+# Two hosts of 4 GiB and one CPU each: together they take what one
+# default lab takes of this machine (2 host cores, 6 GiB), and one
+# NUMA node each (one CPU cannot be split over two).
+LAB_PEER=${LAB_PEER:-0}
+if [ "$LAB_PEER" = 1 ]; then
+	LAB_MEM=${LAB_MEM:-4096} LAB_SMP=${LAB_SMP:-1} LAB_NUMA=${LAB_NUMA:-1}
+	LAB_DOM0_MEM=${LAB_DOM0_MEM:-2304M} LAB_BOOTS=${LAB_BOOTS:-1}
+fi
+LAB_MIG_MB=${LAB_MIG_MB:-1024}
 LAB_STEPS=${LAB_STEPS:-xl vmbuild guest linux}
 export LAB_STEPS LAB_HELLO LAB_HVM_DEV
 LAB_VMBUILD=${LAB_VMBUILD:-require}
@@ -205,6 +227,9 @@ esac
 case " $LAB_STEPS " in
 *" grub "*) pkgs="$pkgs grub-xen-host" ;;
 esac
+# The two hosts' ssh (LAB_PEER=1): xl migrate and vmctl migrate run
+# ssh to the other dom0.
+[ "$LAB_PEER" = 1 ] && pkgs="$pkgs openssh-server openssh-client"
 missing=""
 for p in $pkgs; do
 	ls "$DEBS/${p}_"*.deb >/dev/null 2>&1 || missing="$missing $p"
@@ -240,7 +265,8 @@ DEV_MODULES="drivers/block/loop.ko drivers/block/xen-blkfront.ko
     drivers/block/xen-blkback/xen-blkback.ko drivers/net/xen-netfront.ko
     drivers/net/xen-netback/xen-netback.ko net/bridge/bridge.ko
     net/802/stp.ko net/llc/llc.ko fs/ext4/ext4.ko fs/jbd2/jbd2.ko
-    fs/mbcache.ko lib/crc16.ko crypto/crc32c_generic.ko"
+    fs/mbcache.ko lib/crc16.ko crypto/crc32c_generic.ko
+    drivers/net/ethernet/intel/e1000/e1000.ko"	# LAB_PEER's NIC
 stamp=$( (ls "$DEBS"/*.deb; echo $DEV_MODULES) | md5sum | cut -d' ' -f1)
 if [ "$(cat "$ROOT/.stamp" 2>/dev/null)" != "$stamp" ]; then
 	rm -rf "$ROOT" && mkdir -p "$ROOT" || fail $step "cannot create $ROOT"
@@ -429,12 +455,68 @@ for f in $LAB_EXTRA_FILES; do
 	mkdir -p "$D0/$(dirname "${f#*:}")" && cp "${f%%:*}" "$D0/${f#*:}" ||
 	    fail $step "extra file $f"
 done
+# Two hosts (LAB_PEER=1): the NIC's driver, OpenSSH (Debian's .debs),
+# and the keys, made here once per LAB_DIR: a host key for each dom0
+# (dom0-init.sh takes its own by lab_host= on its command line), root's
+# key pair, authorized on both, and known_hosts naming both hosts, so
+# that no ssh asks anything.  sshd runs without PAM or syslog; root's
+# sessions get xl's and vmctl's PATH (SetEnv), as xl migrate and vmctl
+# migrate run `xl migrate-receive` and `vmctl migrate-receive` there.
+# AES-GCM: the emulated CPU's AES-NI is the cheapest cipher under TCG.
+ssh_bins=""
+if [ "$LAB_PEER" = 1 ]; then
+	kmods "$D0" e1000 || fail $step "the NIC's module (e1000)"
+	K=$LAB_DIR/ssh
+	mkdir -p "$K" || fail $step "mkdir $K"
+	for k in id_ed25519 host_a host_b; do
+		[ -f "$K/$k" ] || ssh-keygen -q -t ed25519 -N '' -C "lab-$k" -f "$K/$k" ||
+		    fail $step "ssh-keygen $k (openssh-client on this host)"
+	done
+	mkdir -p "$D0/etc/ssh" "$D0/etc/lab/ssh" "$D0/usr/sbin" "$D0/usr/bin" &&
+	    cp "$ROOT/usr/sbin/sshd" "$D0/usr/sbin/" && cp "$ROOT/usr/bin/ssh" "$D0/usr/bin/" &&
+	    cp "$K"/id_ed25519 "$K"/id_ed25519.pub "$K"/host_a "$K"/host_b "$D0/etc/lab/ssh/" &&
+	    cp "$K/id_ed25519.pub" "$D0/etc/lab/ssh/authorized_keys" &&
+	    chmod 600 "$D0"/etc/lab/ssh/id_ed25519 "$D0"/etc/lab/ssh/host_[ab] ||
+	    fail $step "copy sshd, ssh and the keys"
+	{ echo "10.77.0.1 $(cut -d' ' -f1-2 "$K/host_a.pub")"
+	  echo "10.77.0.2 $(cut -d' ' -f1-2 "$K/host_b.pub")"; } > "$D0/etc/lab/ssh/known_hosts"
+	[ -f "$ROOT/etc/ssh/moduli" ] && cp "$ROOT/etc/ssh/moduli" "$D0/etc/ssh/"
+	cat > "$D0/etc/ssh/sshd_config" <<EOF
+PermitRootLogin prohibit-password
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+UseDNS no
+AuthorizedKeysFile /etc/lab/ssh/authorized_keys
+PidFile /run/sshd.pid
+Ciphers aes128-gcm@openssh.com,chacha20-poly1305@openssh.com
+SetEnv PATH=/bin:/sbin:/usr/bin:/usr/sbin:/usr/lib/xen-$XENVER/bin LD_LIBRARY_PATH=/usr/lib/x86_64-linux-gnu
+LogLevel VERBOSE
+EOF
+	cat > "$D0/etc/ssh/ssh_config" <<EOF
+Host *
+	User root
+	IdentityFile /etc/lab/ssh/id_ed25519
+	UserKnownHostsFile /etc/lab/ssh/known_hosts
+	StrictHostKeyChecking no
+	BatchMode yes
+	ConnectTimeout 30
+	ServerAliveInterval 15
+	ServerAliveCountMax 8
+	Ciphers aes128-gcm@openssh.com
+	LogLevel ERROR
+EOF
+	ssh_bins="$D0/usr/sbin/sshd $D0/usr/bin/ssh"
+fi
 # Libraries: what ldd resolves, Xen's own from the unpacked debs first,
 # the rest (glibc & co., same Debian release) from this host; plus
 # libgcc_s, which glibc dlopens for pthread_cancel (xl aborts without it).
 libpath=$PWD/$ROOT/$ARCHLIB:$PWD/$ROOT/lib/x86_64-linux-gnu
 bins=$(ls "$D0"/usr/lib/xen-$XENVER/bin/* "$D0/bin/xenstore" "$D0/bin/bash" "$D0/usr/sbin/losetup" "$D0/usr/sbin/flock" $hvm_bins; [ $have_vmbuild = 1 ] && ls "$D0/bin/vmbuildd" "$D0/bin/vmctl")
 for t in $tests; do bins="$bins $D0/tree/$t"; done
+bins="$bins $ssh_bins"
 for f in $LAB_EXTRA_FILES; do ldd "$D0/${f#*:}" >/dev/null 2>&1 && bins="$bins $D0/${f#*:}"; done
 libs=$(for b in $bins; do
 	out=$(LD_LIBRARY_PATH=$libpath ldd "$b") || { echo "LDD-FAILED $b"; continue; }
@@ -461,6 +543,11 @@ for m in xen-evtchn xen-privcmd xen-gntdev xen-gntalloc xenfs/xenfs; do
 done
 printf 'root:x:0:0:root:/:/bin/sh\n' > "$D0/etc/passwd"
 printf 'root:x:0:\nvmbuild:x:900:\n' > "$D0/etc/group"
+# sshd's privilege separation user (its chroot, /run/sshd, is dom0's).
+if [ "$LAB_PEER" = 1 ]; then
+	printf 'sshd:x:100:65534::/run/sshd:/usr/sbin/nologin\n' >> "$D0/etc/passwd"
+	printf 'nogroup:x:65534:\n' >> "$D0/etc/group"
+fi
 echo 'autoballoon="off"' > "$D0/etc/xen/xl.conf"
 cat > "$D0/etc/lab/lab.conf" <<EOF
 LAB_STEPS="$LAB_STEPS"
@@ -488,6 +575,8 @@ ROUNDS=$LAB_ROUNDS
 DIRTY=$LAB_DIRTY
 HOGS=$LAB_DIRTY_HOGS
 FILL=$LAB_DIRTY_FILL
+PEER=$LAB_PEER
+MIG_MB=$LAB_MIG_MB
 EOF
 (cd "$D0" && find . | cpio -o -H newc 2>/dev/null | gzip -1) > "$LAB_DIR/dom0-initrd.gz" ||
     fail $step "cpio"
@@ -547,6 +636,78 @@ boot_watch() {	# boot_watch N
 	echo "no MARK dom0-init after $wait s" >> "$LAB_DIR/boot-stuck"
 	kill "$(cat "$LAB_DIR/qemu.pid" 2>/dev/null)" 2>/dev/null
 }
+# The second host (LAB_PEER=1), B: the same Xen, kernel and initramfs
+# (lab_host=b on dom0's line), its own console (console-b.log) and hard
+# timeout, connected to A's socket network.  A listens on a free port of
+# 127.0.0.1 (nothing else can reach it), B connects once A's QEMU
+# listens: it must, QEMU's connect does not wait.  A MAC each: the two
+# NICs meet on the bridges.
+net_a="" peer_pid=""
+# listening PORT: 127.0.0.1:PORT is in LISTEN state (/proc/net/tcp: no
+# probe connection, which A's QEMU would take for B).
+listening() {
+	awk -v p="$(printf '%04X' "$1")" '$2 == "0100007F:" p && $4 == "0A" { f = 1 } END { exit !f }' /proc/net/tcp
+}
+stamp_lines() {	# stamp_lines Q0: each line with the seconds since Q0
+	local line now el
+	while IFS= read -r line; do
+		now=${EPOCHREALTIME/./}
+		el=$(( (now - $1) / 10000 ))
+		printf "[%4d.%02d] %s\n" $((el / 100)) $((el % 100)) "${line//$'\r'/}"
+	done
+}
+peer_boot() {	# peer_boot PORT: host B, until it powers off or times out
+	local i=0 q0b
+	while ! listening "$1"; do
+		i=$((i + 1))
+		[ $i -gt 600 ] && { echo "host A's QEMU never listened on 127.0.0.1:$1" > "$LAB_DIR/console-b.log"; return 1; }
+		sleep 0.1
+	done
+	q0b=${EPOCHREALTIME/./}
+	timeout --kill-after=5 "$LAB_TIMEOUT" qemu-system-x86_64 -accel tcg,thread=multi \
+	    -cpu "$LAB_CPU" -m "$LAB_MEM" -smp "$LAB_SMP" -nographic -no-reboot \
+	    -monitor none -serial stdio $numa $LAB_QEMU_EXTRA \
+	    -netdev socket,id=n1,connect=127.0.0.1:$1 -device e1000,netdev=n1,mac=52:54:00:77:00:02 \
+	    -d cpu_reset,guest_errors -D "$LAB_DIR/qemu-debug-b.log" \
+	    -pidfile "$LAB_DIR/qemu-b.pid" \
+	    -kernel "$xen" -append "$xen_cmdline" \
+	    -initrd "$kernel console=hvc0 $LAB_DOM0_EXTRA lab_host=b,$LAB_DIR/dom0-initrd.gz" </dev/null 2>&1 |
+	    stamp_lines "$q0b" > "$LAB_DIR/console-b.log"
+}
+# peer_stop: B is told to power off by A's dom0 at its end; whatever is
+# left of it after 60 s more is killed (and on any exit of this script).
+peer_stop() {
+	local i=0
+	[ -n "$peer_pid" ] || return 0
+	while kill -0 "$peer_pid" 2>/dev/null && [ $i -lt 60 ]; do sleep 1; i=$((i + 1)); done
+	if kill -0 "$peer_pid" 2>/dev/null; then
+		log "host B still runs 60 s after A ended: killed"
+		kill "$(cat "$LAB_DIR/qemu-b.pid" 2>/dev/null)" 2>/dev/null
+		sleep 2
+		kill -9 "$(cat "$LAB_DIR/qemu-b.pid" 2>/dev/null)" 2>/dev/null
+	fi
+	wait "$peer_pid" 2>/dev/null
+	peer_pid=""
+}
+if [ "$LAB_PEER" = 1 ]; then
+	port=""
+	for i in $(seq 1 50); do
+		p=$((20000 + RANDOM % 20000))
+		awk -v p="$(printf ':%04X' $p)" 'index($2, p) == length($2) - 4 { f = 1 } END { exit f }' \
+		    /proc/net/tcp || continue
+		port=$p
+		break
+	done
+	[ -n "$port" ] || fail $step "no free port on 127.0.0.1"
+	net_a="-netdev socket,id=n1,listen=127.0.0.1:$port -device e1000,netdev=n1,mac=52:54:00:77:00:01"
+	log "two hosts: A listens on 127.0.0.1:$port, B connects; B's console -> $LAB_DIR/console-b.log"
+	trap 'peer_stop' EXIT
+	# Interrupted: both QEMUs go at once.
+	trap 'kill "$(cat "$LAB_DIR/qemu-b.pid" 2>/dev/null)" "$(cat "$LAB_DIR/qemu.pid" 2>/dev/null)" 2>/dev/null; exit 130' INT TERM
+	rm -f "$LAB_DIR/qemu-b.pid"
+	peer_boot "$port" &
+	peer_pid=$!
+fi
 boot=1 emu_boots=""
 while :; do
 	rm -f "$LAB_DIR/qemu.pid" "$LAB_DIR/boot-stuck"
@@ -557,16 +718,12 @@ while :; do
 	q0=${EPOCHREALTIME/./}
 	timeout --kill-after=5 "$LAB_TIMEOUT" qemu-system-x86_64 -accel tcg,thread=multi \
 	    -cpu "$LAB_CPU" -m "$LAB_MEM" -smp "$LAB_SMP" -nographic -no-reboot \
-	    -monitor none -serial stdio $numa $LAB_QEMU_EXTRA \
+	    -monitor none -serial stdio $numa $LAB_QEMU_EXTRA $net_a \
 	    -d cpu_reset,guest_errors -D "$LAB_DIR/qemu-debug.log" \
 	    -pidfile "$LAB_DIR/qemu.pid" \
 	    -kernel "$xen" -append "$xen_cmdline" \
-	    -initrd "$kernel console=hvc0 $LAB_DOM0_EXTRA,$LAB_DIR/dom0-initrd.gz" </dev/null 2>&1 |
-	while IFS= read -r line; do
-		now=${EPOCHREALTIME/./}
-		el=$(( (now - q0) / 10000 ))
-		printf "[%4d.%02d] %s\n" $((el / 100)) $((el % 100)) "${line//$'\r'/}"
-	done > "$CONSOLE"
+	    -initrd "$kernel console=hvc0 $LAB_DOM0_EXTRA${net_a:+ lab_host=a},$LAB_DIR/dom0-initrd.gz" </dev/null 2>&1 |
+	    stamp_lines "$q0" > "$CONSOLE"
 	qrc=${PIPESTATUS[0]}
 	kill $watch 2>/dev/null
 	wait $watch 2>/dev/null
@@ -580,6 +737,10 @@ while :; do
 	boot=$((boot + 1))
 done
 qsecs=$(( (${EPOCHREALTIME/./} - q0) / 1000000 ))
+if [ "$LAB_PEER" = 1 ]; then
+	peer_stop
+	log "host B: $(grep -a 'LAB-RESULT' "$LAB_DIR/console-b.log" | tail -n 1 | sed 's/^\[[ 0-9.]*\] //')"
+fi
 printf '[%4d.00] LAB-HOST load_start=%s load_end=%s cpus=%s\n' "$qsecs" "$load0" \
     "$(cut -d' ' -f1 /proc/loadavg)" "$(nproc)" >> "$CONSOLE"
 # The boots set aside by the boot watch, for the judge and the reader.

@@ -199,6 +199,29 @@ test_suspend_crashed_or_gone(void **state)
 	assert_non_null(strstr(why, "domain 7 is gone"));
 }
 
+/*
+ * A live save's pages: libxenguest counts its first round as the whole
+ * p2m (the lab's 1 GiB PVH guest: 1044480 pfns up to its special pages
+ * below 4 GiB, 262144 + a few populated), the later rounds as sent.
+ */
+static void
+test_live_pages(void **state)
+{
+	(void)state;
+	/* Round 1 only: the populated pages, not the p2m. */
+	assert_int_equal(xen_live_pages(1044480, 1044480, 262400), 262400);
+	/* Then 9000 pages more in later rounds. */
+	assert_int_equal(xen_live_pages(1044480 + 9000, 1044480, 262400),
+	    262400 + 9000);
+	/* Unknown: libxenguest's count as it is. */
+	assert_int_equal(xen_live_pages(1044480, 1044480, 0), 1044480);
+	assert_int_equal(xen_live_pages(1044480, 0, 262400), 1044480);
+	/* Before round 1 went. */
+	assert_int_equal(xen_live_pages(0, 1044480, 262400), 0);
+	/* Never more than the p2m for round 1. */
+	assert_int_equal(xen_live_pages(100, 100, 262400), 100);
+}
+
 int
 main(void)
 {
@@ -209,6 +232,7 @@ main(void)
 		cmocka_unit_test_setup(test_suspend_taken_not_suspended, setup),
 		cmocka_unit_test_setup(test_suspend_cancelled, setup),
 		cmocka_unit_test_setup(test_suspend_crashed_or_gone, setup),
+		cmocka_unit_test(test_live_pages),
 	};
 
 	return cmocka_run_group_tests_name("xen-save", tests, NULL, NULL);
