@@ -91,9 +91,7 @@ hvm_facts() {
 #   vmbuild-grub: domid=N memtotal_kib=N booted_from=xvda
 # (booted_from=fail(why) otherwise).
 grub_facts() {
-	for m in $(cat /lib/modules/devices.order 2>/dev/null); do
-		insmod /lib/modules/$m.ko 2>/dev/null
-	done
+	dev_modules
 	booted_from=$(grub_disk)
 	say "vmbuild-grub: domid=$domid memtotal_kib=$memtotal booted_from=$booted_from"
 }
@@ -127,6 +125,13 @@ details() {
 	    sed 's/^\[[ 0-9.]*\] //' > /dev/console
 }
 
+# dev_modules: the PV device drivers, in their dependency order.
+dev_modules() {
+	for m in $(cat /lib/modules/devices.order 2>/dev/null); do
+		insmod /lib/modules/$m.ko 2>/dev/null
+	done
+}
+
 # arg NAME: the value of NAME= on the kernel command line.
 arg() {
 	sed -n "s/^.*[ ]$1=\([^ ]*\).*$/\1/p" /proc/cmdline
@@ -136,9 +141,7 @@ arg() {
 # payload.bin and its md5; eth0 on dom0's bridge), one line:
 #   vmbuild-linux-dev: disk=ok net=ok    (=fail(why) otherwise)
 devices() {
-	for m in $(cat /lib/modules/devices.order 2>/dev/null); do
-		insmod /lib/modules/$m.ko 2>/dev/null
-	done
+	dev_modules
 	disk=$(dev_disk)
 	net=$(dev_net)
 	say "vmbuild-linux-dev: disk=$disk net=$net"
@@ -217,9 +220,7 @@ dev_net() {
 # netfront reconnects to the new host's netback and announces its
 # address (a gratuitous ARP), with nothing of ours to do.
 net_only() {
-	for m in $(cat /lib/modules/devices.order 2>/dev/null); do
-		insmod /lib/modules/$m.ko 2>/dev/null
-	done
+	dev_modules
 	net=$(dev_net)
 	say "vmbuild-linux-dev: disk=no net=$net"
 }
