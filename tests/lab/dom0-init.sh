@@ -1660,7 +1660,7 @@ migrate() {
 	for _mt in $tools; do
 		mig_one $_mt
 		_tn=$_mt; [ $_mt = vmb ] && _tn=vmbuild
-		echo "vmbuild-migrate: tool=$_tn downtime_ms=$MIG_DOWN total_s=$MIG_TOTAL pages=$MIG_PAGES rounds=$MIG_ROUNDS restore_s=$MIG_RESTORE ok=$MIG_OK lost=$MIG_LOST save_s=$MIG_SAVE sr_ok=$MIG_SR vmctl_downtime_ms=$MIG_VDOWN recv_s=$MIG_RECV mb=$MIG_MB"
+		echo "vmbuild-migrate: downtime_ms=$MIG_DOWN total_s=$MIG_TOTAL pages=$MIG_PAGES rounds=$MIG_ROUNDS restore_s=$MIG_RESTORE tool=$_tn ok=$MIG_OK lost=$MIG_LOST save_s=$MIG_SAVE sr_ok=$MIG_SR vmctl_downtime_ms=$MIG_VDOWN recv_s=$MIG_RECV mb=$MIG_MB"
 	done
 	echo " $tools " | grep -q " vmb " || fail migrate-vmb "vmbuildd not running on host A: no vmbuild migration"
 	timeout 60 $P tail -n 40 /tmp/vmbuildd.log 2>/dev/null | sed 's/^/  peer-vmbuildd| /'

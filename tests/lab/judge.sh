@@ -225,7 +225,7 @@ if [[ " ${LAB_STEPS:-} " == *" migrate "* ]]; then
 	for t in xl vmbuild; do
 		[ $t = vmbuild ] && { [ "${LAB_VMBUILD:-require}" = off ] || [[ " ${LAB_STEPS} " != *" vmbuild "* ]]; } && continue
 		[ $t = xl ] && [[ " ${LAB_STEPS} " != *" xl "* ]] && continue
-		l=$(grep -E "vmbuild-migrate: tool=$t " "$clean" | tail -n 1 | sed 's/^.*\(vmbuild-migrate: \)/\1/')
+		l=$(grep -E "vmbuild-migrate: downtime_ms=.* tool=$t " "$clean" | tail -n 1 | sed 's/^.*\(vmbuild-migrate: \)/\1/')
 		echo "${l:-vmbuild-migrate: tool=$t: no line}"
 		if ! echo "$l" | grep -q ' ok=yes '; then
 			ok=0
