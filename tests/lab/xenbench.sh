@@ -280,6 +280,8 @@ xb_fill_start() {
 		if LIMIT=300 timed xb-fill-$_xn $V create /etc/lab/xbfill$_xn.cfg &&
 		    wait_guest xbfill$_xn holding 600; then
 			XB_FILL="$XB_FILL xbfill$_xn"
+			_xfid=$(q xl domid xbfill$_xn)
+			eval XB_FILLID_xbfill$_xn=\$_xfid
 		else
 			fail xb-fill-$_xn "the guest filling node $_xn ($_xm MiB) did not come up"
 		fi
@@ -287,8 +289,15 @@ xb_fill_start() {
 	echo "INFO full host: node(s) other than $1 filled:$XB_FILL ($XB_FILL_SPARE MiB left on each)"
 }
 
+# As the hogs: one the emulated CPU killed is said, not failed.
 xb_fill_stop() {
 	for _xg in $XB_FILL; do
+		_xid=$(eval echo \$XB_FILLID_$_xg)
+		if ! xl list $_xg >/dev/null 2>&1 && emu_fault "$_xid"; then
+			echo "LAB-EMU tool=vmb domid=$_xid what=triple-fault uptime=$(up) guest=$_xg (the guest filling a node: its memory free since)"
+			vmb_forget $_xg
+			continue
+		fi
 		timed xb-fill-destroy-$_xg $V destroy $_xg || fail xb-fill-destroy-$_xg "destroy rc=$?"
 	done
 	XB_FILL=""
