@@ -994,8 +994,11 @@ lifecycle_preserved() {
 
 # lifecycle_restart: a hello guest with on_poweroff = "restart" is built
 # again after its poweroff (a new domain, the same uuid) and says hello
-# from it; then it is destroyed (between two of its restarts).
+# from it; then it is destroyed (between two of its restarts).  Once
+# more if the emulated CPU triple-faulted one of its domains (on_crash
+# destroys it, and the restarts end there), as the other steps do.
 lifecycle_restart() {
+	_lr_try=${1:-1}
 	mkcfg vmb-again 64
 	sed -i 's/^on_poweroff = .*/on_poweroff = "restart"/' /etc/lab/vmb-again.cfg
 	timed vmb-create-again $V create /etc/lab/vmb-again.cfg ||
@@ -1028,9 +1031,24 @@ lifecycle_restart() {
 		[ -n "$_d2" ] && [ -n "$_u2" ] &&
 		    grep -q "(d$_d2).*vmbuild-guest: hello from domain $_d2\$" $XLOG &&
 		    { _ok=1; break; }
+		# Its domains are the newest: a triple fault of one of them.
+		_emu=$(sed -n 's/^.*[] ]d\([0-9]*\)v[0-9]* Triple fault.*$/\1/p' $XLOG |
+		    awk -v a=$_d1 '$1 >= a' | tail -n 1)
+		[ -n "$_emu" ] && break
 		usleep 300000
 	done
 	echo "MARK step=run-vmb-again rc=0 secs=$(secs $_t0 $(up)) domid=$_d1,$_d2"
+	if [ -z "$_ok" ] && [ -n "$_emu" ]; then
+		echo "LAB-EMU tool=vmb domid=$_emu what=triple-fault uptime=$(up) guest=vmb-again (try $_lr_try)"
+		$V destroy vmb-again >/dev/null 2>&1
+		vmb_forget vmb-again
+		if [ "$_lr_try" = 1 ]; then
+			lifecycle_restart 2
+			return
+		fi
+		fail lifecycle-restart "the emulated CPU triple-faulted vmb-again's domains in both tries"
+		return 1
+	fi
 	if [ -z "$_ok" ]; then
 		fail lifecycle-restart "no hello from a restarted vmb-again, or none caught alive (first domain $_d1, later ${_d2:-none}, uuid read from ${_ud:-none})"
 	else
