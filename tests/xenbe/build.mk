@@ -5,7 +5,8 @@ XENBE_TEST_BIN := $(B)/tests/xenbe
 # The backend's objects and the parts of the core they call.
 XENBE_OBJS := $(patsubst %.c,$(OBJ)/%.o,$(sort $(wildcard libvmbuild/xen/*.c))) \
 	$(OBJ)/libvmbuild/counters.o $(OBJ)/libvmbuild/uuid.o \
-	$(OBJ)/libvmbuild/diag.o $(OBJ)/libvmbuild/clock.o
+	$(OBJ)/libvmbuild/diag.o $(OBJ)/libvmbuild/clock.o \
+	$(OBJ)/libvmbuild/layout.o
 XENBE_WRAP := -Wl,--wrap=xc_domain_populate_physmap -Wl,--wrap=xc_interface_open \
 	-Wl,--wrap=xc_domain_getinfolist -Wl,--wrap=xs_read \
 	-Wl,--wrap=xc_domain_create
