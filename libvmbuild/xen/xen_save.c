@@ -401,10 +401,9 @@ restore_with(void *priv, uint32_t domid, int fd,
 		uint64_t sg = 0, cg = 0;
 		char xwhy[256] = "";
 
-		/* Not known: nothing given back (the guest keeps it all). */
-		if (boot->guest == NULL ||
-		    vmb_guest_ram_layout(boot->guest, &a.ram) < 0)
-			memset(&a.ram, 0, sizeof(a.ram));
+		/* Not known (left 0): nothing given back. */
+		if (boot->guest != NULL)
+			(void)vmb_guest_ram_layout(boot->guest, &a.ram);
 
 		rc = xen_xcrestore(be, xch, domid, fd, &a, &sg, &cg, xwhy,
 		    sizeof(xwhy));

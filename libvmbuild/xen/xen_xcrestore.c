@@ -323,7 +323,7 @@ in_ram(const struct xcr *x, uint64_t pfn)
 	if (a >= x->ram.vga_start && a < x->ram.vga_end)
 		return false;
 	return a < x->ram.lowmem_end ||
-	    (x->ram.highmem_end && a >= (1ull << 32) && a < x->ram.highmem_end);
+	    (x->ram.highmem_end && a >= VMB_4GIB && a < x->ram.highmem_end);
 }
 
 /*
@@ -694,8 +694,9 @@ xen_xcrestore(struct xen_be *be, xc_interface *xch, uint32_t domid, int fd,
 		fprintf(stderr, "xcrestore: domain %u: %s: v%u from Xen %u.%u, "
 		    "%llu bytes, %u records, %llu PAGE_DATA, %llu pages "
 		    "(%llu through %llu windows, %llu batch-mapped), %llu "
-		    "populated on demand, %llu given back (XTAB); %.3f s: read %.3f, map %.3f, unmap "
-		    "%.3f, populate %.3f, end %.3f\n", domid,
+		    "populated on demand, %llu given back (XTAB); %.3f s: "
+		    "read %.3f, map %.3f, unmap %.3f, populate %.3f, end "
+		    "%.3f\n", domid,
 		    rc == 0 ? "restored" : "failed", st.version, st.xen_major,
 		    st.xen_minor, (unsigned long long)st.bytes, st.records,
 		    (unsigned long long)st.page_records,
