@@ -1288,6 +1288,17 @@ sr_mem() {
 	xl list $1 2>/dev/null | awk 'NR == 2 { print $3 }'
 }
 
+# sr_mem_down TAG MB TRIES: the domain's MiB, once at most MB + 4 (0),
+# or as it was after TRIES half-second waits (1).
+sr_mem_down() {
+	_smw=0
+	while _sm=$(sr_mem $1); [ "${_sm:-99999}" -gt $(( $2 + 4 )) ] && [ $_smw -lt $3 ]; do
+		usleep 500000; _smw=$((_smw + 1))
+	done
+	echo "${_sm:--}"
+	[ "${_sm:-99999}" -le $(( $2 + 4 )) ]
+}
+
 # sr_balloon: a guest ballooned down (vmctl mem-set, 3/4 of SR_MB) is
 # saved and restored by vmbuildd's default reader: the restored domain
 # holds what the ballooned guest held, not the memory it was built with
@@ -1315,7 +1326,6 @@ sr_balloon() {
 }
 
 sr_balloon_try() {
-	_bw=0
 	rm -f /tmp/vmbb.save
 	LIMIT=600 timed vmbb-create $V create /etc/lab/vmbb-sr.cfg ||
 	    { fail vmbb-create "vmbb-sr not created"; return 1; }
@@ -1325,10 +1335,7 @@ sr_balloon_try() {
 	timed vmbb-mem-set $V mem-set vmbb-sr ${_bt}m ||
 	    { fail vmbb-mem-set "vmctl mem-set vmbb-sr ${_bt}m failed"; return 1; }
 	# The balloon driver gives the pages back as it can.
-	while _bb=$(sr_mem vmbb-sr); [ "${_bb:-99999}" -gt $(( _bt + 4 )) ] && [ $_bw -lt 240 ]; do
-		usleep 500000; _bw=$((_bw + 1))
-	done
-	[ "${_bb:-99999}" -le $(( _bt + 4 )) ] ||
+	_bb=$(sr_mem_down vmbb-sr $_bt 240) ||
 	    { fail vmbb-balloon "vmbb-sr holds ${_bb:-?} MiB 120 s after mem-set ${_bt}m"; return 1; }
 	_c=$(sr_count vmbb-sr); _cn=${_c#n=}; _cn=${_cn%% *}; _cb=${_c##*boot=}
 	LIMIT=600 timed vmbb-save $V save vmbb-sr /tmp/vmbb.save ||
@@ -1338,11 +1345,7 @@ sr_balloon_try() {
 	SR_IDS="$SR_IDS $(q xl domid vmbb-sr)"
 	# A page given back is freed once dom0's mappings of it are gone
 	# (the engine unmaps them on a thread after the restore returns).
-	_bw=0
-	while _ba=$(sr_mem vmbb-sr); [ "${_ba:-99999}" -gt $(( _bt + 4 )) ] && [ $_bw -lt 120 ]; do
-		usleep 500000; _bw=$((_bw + 1))
-	done
-	[ "${_ba:-99999}" -le $(( _bt + 4 )) ] ||
+	_ba=$(sr_mem_down vmbb-sr $_bt 120) ||
 	    { fail vmbb-restored-mem "the restored vmbb-sr holds ${_ba:-?} MiB, the ballooned guest ${_bb} MiB (target ${_bt} MiB)"; return 1; }
 	sr_wait vmbb-sr "${_cn:-0}" "$_cb" 300 ||
 	    { fail vmbb-continued "vmbb-sr did not count on after its restore (last: '$(sr_count vmbb-sr)')"; return 1; }
