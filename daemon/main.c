@@ -702,7 +702,8 @@ start_metrics(void)
 static void
 open_hypervisor(void)
 {
-	int rc = vmb_ctx_open(vmbd.hypervisor, &vmbd.ctx);
+	int rc = vmb_ctx_open(vmbd.hypervisor, &vmbd.ctx), readers;
+	char restore[64] = "";
 
 	if (rc < 0)
 		fatalx("cannot open hypervisor \"%s\": %s", vmbd.hypervisor,
@@ -716,14 +717,22 @@ open_hypervisor(void)
 	    (rc = vmb_ctx_set_native_restore(vmbd.ctx,
 	    VMB_NATIVE_RESTORE_ENGINE)) < 0)
 		fatalx("--xen-restore engine: %s", strerror(-rc));
+	/* Said now, not at the first restore that would fail on it. */
+	if ((readers = vmb_restore_readers()) < 0)
+		fatalx("VMBUILD_RESTORE_READERS=\"%s\": not a number of "
+		    "reader threads from 0 to 16",
+		    getenv("VMBUILD_RESTORE_READERS"));
 	if (M.verbose)
 		vmb_ctx_set_log(vmbd.ctx, ctx_log, NULL);
+	if (vmb_native_stream(vmbd.ctx) &&
+	    !vmb_native_restore_populates(vmbd.ctx))
+		snprintf(restore, sizeof(restore), ", Xen restore engine (%d "
+		    "reader thread%s)", readers, readers == 1 ? "" : "s");
+	else if (vmb_native_stream(vmbd.ctx))
+		snprintf(restore, sizeof(restore), ", Xen restore libxenguest");
 	log_info("vmbuildd %s: hypervisor %s (%s), populate %s%s", VMB_VERSION,
 	    vmb_ctx_hypervisor(vmbd.ctx), vmb_ctx_backend(vmbd.ctx),
-	    vmb_populate_strategy_name(vmbd.strategy),
-	    vmb_native_stream(vmbd.ctx) ? vmb_native_restore_populates(
-	    vmbd.ctx) ? ", Xen restore libxenguest" : ", Xen restore engine" :
-	    "");
+	    vmb_populate_strategy_name(vmbd.strategy), restore);
 }
 
 /*

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "vmb_internal.h"
+#include "xen/xen_xcstream.h"
 
 static _Thread_local int tls_cancel_fd = -1;
 
@@ -198,6 +199,12 @@ vmb_ctx_set_native_restore(struct vmb_ctx *ctx, enum vmb_native_restore how)
 		return -EOPNOTSUPP;
 	ctx->restore_engine = how == VMB_NATIVE_RESTORE_ENGINE;
 	return 0;
+}
+
+int
+vmb_restore_readers(void)
+{
+	return vmb__xcs_readers();
 }
 
 void

@@ -1456,6 +1456,13 @@ enum vmb_native_restore {
 int vmb_ctx_set_native_restore(struct vmb_ctx *ctx,
     enum vmb_native_restore how);
 bool vmb_native_restore_populates(struct vmb_ctx *ctx);
+/*
+ * How many threads the engine's restore from a file reads the guest's
+ * pages on: VMBUILD_RESTORE_READERS from the environment (0 to 16; 0:
+ * none, all read in order by the build's thread), else one per online
+ * CPU but one, at most 4.  -EINVAL: the variable holds anything else.
+ */
+int vmb_restore_readers(void);
 int vmb_guest_save_native(struct vmb_ctx *ctx, uint32_t domid,
     struct vmb_native_io *io);
 int vmb_guest_restore_native(struct vmb_ctx *ctx, uint32_t domid,

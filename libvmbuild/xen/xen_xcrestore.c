@@ -8,7 +8,9 @@
  *
  *   PAGE_DATA: the pfns with data mapped in one batch and the pages read
  *     from the stream straight into the mapping (no copy through a
- *     buffer).  A pfn the build did not populate (the special pages and
+ *     buffer); from a file, a record whose pages all fall in the
+ *     windows over the build's RAM is read on reader threads while the
+ *     next is mapped (xen_xcstream.c).  A pfn the build did not populate (the special pages and
  *     ACPI tables in the MMIO hole, a page the guest ballooned in beyond
  *     its layout) fails to map: it is populated (4 KiB) and the batch
  *     mapped again.  XALLOC: populated, no data; BROKEN: nothing.
@@ -495,7 +497,8 @@ on_pages(void *u, uint32_t count, const uint64_t *pfns, const uint32_t *types,
 	*iov = x->iov;
 	*iovcnt = nv;
 	x->t_pages = vmb__now_ns();
-	return 0;
+	/* Windows stay mapped to the end: the reader may fill them later. */
+	return n == 0 ? XCS_PAGES_LATER : 0;
 }
 
 static void
@@ -694,9 +697,10 @@ xen_xcrestore(struct xen_be *be, xc_interface *xch, uint32_t domid, int fd,
 		fprintf(stderr, "xcrestore: domain %u: %s: v%u from Xen %u.%u, "
 		    "%llu bytes, %u records, %llu PAGE_DATA, %llu pages "
 		    "(%llu through %llu windows, %llu batch-mapped), %llu "
-		    "populated on demand, %llu given back (XTAB); %.3f s: "
-		    "read %.3f, map %.3f, unmap %.3f, populate %.3f, end "
-		    "%.3f\n", domid,
+		    "populated on demand, %llu given back (XTAB), %llu read "
+		    "on %u reader threads; %.3f s: read %.3f, waiting for "
+		    "the readers %.3f, map %.3f, unmap %.3f, populate %.3f, "
+		    "end %.3f\n", domid,
 		    rc == 0 ? "restored" : "failed", st.version, st.xen_major,
 		    st.xen_minor, (unsigned long long)st.bytes, st.records,
 		    (unsigned long long)st.page_records,
@@ -706,8 +710,10 @@ xen_xcrestore(struct xen_be *be, xc_interface *xch, uint32_t domid, int fd,
 		    (unsigned long long)x.batch_pages,
 		    (unsigned long long)x.populated,
 		    (unsigned long long)x.released,
+		    (unsigned long long)st.pages_later, st.readers,
 		    (double)(vmb__now_ns() - t0) / 1e9,
-		    (double)x.read_ns / 1e9, (double)x.map_ns / 1e9,
+		    (double)x.read_ns / 1e9, (double)st.wait_ns / 1e9,
+		    (double)x.map_ns / 1e9,
 		    (double)x.unmap_ns / 1e9, (double)x.pop_ns / 1e9,
 		    (double)x.end_ns / 1e9);
 	free(x.xtab);

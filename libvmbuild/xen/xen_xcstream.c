@@ -37,7 +37,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <limits.h>
+#include <pthread.h>
+#include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "xen_xcstream.h"
@@ -48,8 +51,58 @@
 #define CPUID_LEAF_SIZE	24u	/* xen_cpuid_leaf_t */
 #define MSR_ENTRY_SIZE	16u	/* xen_msr_entry_t */
 
+/*
+ * Readers: from a regular file, a PAGE_DATA record whose pages go to
+ * memory that stays (the pages callback returned XCS_PAGES_LATER) is
+ * read on a thread of its own, by pread at the record's offset, while
+ * this one goes on to the next record's header, pfns and mappings.  The
+ * copy from the page cache into the guest's pages is most of a restore's
+ * time, and one thread copies at one CPU's speed.  Every read is done
+ * before any other record is handled (END applies the HVM context) and
+ * before the reader returns, failed or not; a pfn whose data comes again
+ * waits for the reads before it (the later must win).
+ */
+#define POOL_MAX	16	/* threads, at most (VMBUILD_RESTORE_READERS) */
+#define POOL_DEFAULT	4	/* by default, at most (and a CPU left) */
+#define POOL_QUEUE	16	/* records queued */
+
+struct job {
+	uint64_t	off;		/* in the file */
+	struct iovec	*iov;		/* the job's own copy */
+	int		cnt;
+	uint32_t	index;		/* the record's, for the message */
+	uint64_t	rec_off;
+};
+
+struct pool {
+	pthread_mutex_t	mu;
+	pthread_cond_t	more;		/* a job queued, or stop */
+	pthread_cond_t	less;		/* a job done */
+	struct job	q[POOL_QUEUE];
+	unsigned	head, n;	/* queued, from q[head] */
+	unsigned	busy;		/* taken, being read */
+	bool		stop;
+	int		fd;
+	int		nthreads;
+	pthread_t	t[POOL_MAX];
+	/* The first failure: its rc, record and text. */
+	int		rc;
+	uint32_t	bad_index;
+	uint64_t	bad_off;
+	char		bad_why[160];
+	/* A bit per pfn whose data was handed out since the last drain,
+	 * set between pfns seen_lo and seen_hi (none: lo > hi). */
+	uint8_t		*seen;
+	uint64_t	seen_lo, seen_hi;
+};
+
 struct rd {
 	int		fd;
+	uint64_t	base;		/* the fd's offset where the stream began */
+	struct pool	*pool;		/* NULL: every read on this thread */
+	int		readers;	/* for the pool, started when asked */
+	uint64_t	pfn_limit;
+	uint64_t	wait_ns;	/* this thread's waits for the readers */
 	uint64_t	off;		/* of the stream read so far */
 	uint32_t	index;		/* the record's (0: the first) */
 	uint32_t	type;		/* the record's */
@@ -185,6 +238,291 @@ read_iov(struct rd *r, struct iovec *iov, int cnt)
 	return 0;
 }
 
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A job's pages, read at its offset: 0, or -errno with why. */
+static int
+job_read(int fd, struct job *j, char *why, size_t len)
+{
+	struct iovec *iov = j->iov;
+	int cnt = j->cnt;
+	uint64_t off = j->off;
+
+	while (cnt > 0) {
+		ssize_t n = preadv(fd, iov, cnt < IOV_MAX ? cnt : IOV_MAX,
+		    (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int rc = -errno;
+
+			snprintf(why, len, "reading the page data: %s",
+			    strerror(-rc));
+			return rc;
+		}
+		if (n == 0) {
+			snprintf(why, len, "truncated: the stream ended "
+			    "within the page data");
+			return -EIO;
+		}
+		off += (uint64_t)n;
+		while (cnt > 0 && (size_t)n >= iov->iov_len) {
+			n -= (ssize_t)iov->iov_len;
+			iov++;
+			cnt--;
+		}
+		if (cnt > 0) {
+			iov->iov_base = (uint8_t *)iov->iov_base + n;
+			iov->iov_len -= (size_t)n;
+		}
+	}
+	return 0;
+}
+
+static void *
+pool_thread(void *arg)
+{
+	struct pool *p = arg;
+
+	pthread_mutex_lock(&p->mu);
+	for (;;) {
+		struct job j;
+		char why[160] = "";
+		int rc = 0;
+
+		while (p->n == 0 && !p->stop)
+			pthread_cond_wait(&p->more, &p->mu);
+		if (p->n == 0)
+			break;
+		j = p->q[p->head];
+		p->head = (p->head + 1) % POOL_QUEUE;
+		p->n--;
+		p->busy++;
+		/* After a failure the rest is not read: it fails anyway. */
+		if (p->rc == 0) {
+			pthread_mutex_unlock(&p->mu);
+			rc = job_read(p->fd, &j, why, sizeof(why));
+			pthread_mutex_lock(&p->mu);
+		}
+		free(j.iov);
+		if (rc < 0 && p->rc == 0) {
+			p->rc = rc;
+			p->bad_index = j.index;
+			p->bad_off = j.rec_off;
+			snprintf(p->bad_why, sizeof(p->bad_why), "%s", why);
+		}
+		p->busy--;
+		pthread_cond_broadcast(&p->less);
+	}
+	pthread_mutex_unlock(&p->mu);
+	return NULL;
+}
+
+int
+vmb__xcs_readers(void)
+{
+	const char *v = getenv(XCS_READERS_ENV);
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	char *end;
+	long n;
+
+	if (v != NULL) {
+		errno = 0;
+		n = strtol(v, &end, 10);
+		if (errno != 0 || end == v || *end != '\0' || n < 0 ||
+		    n > POOL_MAX)
+			return -EINVAL;
+		return (int)n;
+	}
+	if (cpus <= 1)
+		return 0;
+	return (int)(cpus - 1 < POOL_DEFAULT ? cpus - 1 : POOL_DEFAULT);
+}
+
+/*
+ * Readers (n threads) for fd when it is a regular file; NULL: none,
+ * every read here.
+ */
+static struct pool *
+pool_start(int fd, uint64_t pfn_limit, int n)
+{
+	struct stat sb;
+	struct pool *p;
+
+	if (n <= 0 || fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode))
+		return NULL;
+	if ((p = calloc(1, sizeof(*p))) == NULL)
+		return NULL;
+	p->seen_lo = UINT64_MAX;
+	if ((p->seen = calloc(pfn_limit / 8 + 1, 1)) == NULL) {
+		free(p);
+		return NULL;
+	}
+	p->fd = fd;
+	pthread_mutex_init(&p->mu, NULL);
+	pthread_cond_init(&p->more, NULL);
+	pthread_cond_init(&p->less, NULL);
+	for (int i = 0; i < n; i++) {
+		if (pthread_create(&p->t[i], NULL, pool_thread, p) != 0)
+			break;
+		p->nthreads++;
+	}
+	if (p->nthreads > 0)
+		return p;
+	pthread_cond_destroy(&p->less);
+	pthread_cond_destroy(&p->more);
+	pthread_mutex_destroy(&p->mu);
+	free(p->seen);
+	free(p);
+	return NULL;
+}
+
+/*
+ * Every read handed out done; the first failure (-errno, said of its
+ * record unless quiet: the caller has its own to say), else 0.  The
+ * pfns seen are forgotten: nothing is pending.
+ */
+static int
+pool_wait(struct rd *r, bool quiet)
+{
+	struct pool *p = r->pool;
+	uint64_t t0;
+	int rc;
+
+	if (p == NULL)
+		return 0;
+	t0 = now_ns();
+	pthread_mutex_lock(&p->mu);
+	while (p->n > 0 || p->busy > 0)
+		pthread_cond_wait(&p->less, &p->mu);
+	rc = p->rc;
+	pthread_mutex_unlock(&p->mu);
+	r->wait_ns += now_ns() - t0;
+	if (p->seen_lo <= p->seen_hi)
+		memset(p->seen + p->seen_lo / 8, 0,
+		    (size_t)(p->seen_hi / 8 - p->seen_lo / 8 + 1));
+	p->seen_lo = UINT64_MAX;
+	p->seen_hi = 0;
+	if (rc < 0 && !quiet)
+		snprintf(r->why, r->len, "libxc stream: record %u (PAGE_DATA) "
+		    "at offset %llu: %s", p->bad_index,
+		    (unsigned long long)p->bad_off, p->bad_why);
+	return rc;
+}
+
+static int
+pool_drain(struct rd *r)
+{
+	return pool_wait(r, false);
+}
+
+/* The readers drained and gone: rc when it failed, else theirs. */
+static int
+pool_stop(struct rd *r, int rc)
+{
+	struct pool *p = r->pool;
+	int drc;
+
+	if (p == NULL)
+		return rc;
+	drc = pool_wait(r, rc < 0);
+	pthread_mutex_lock(&p->mu);
+	p->stop = true;
+	pthread_cond_broadcast(&p->more);
+	pthread_mutex_unlock(&p->mu);
+	for (int i = 0; i < p->nthreads; i++)
+		pthread_join(p->t[i], NULL);
+	pthread_cond_destroy(&p->less);
+	pthread_cond_destroy(&p->more);
+	pthread_mutex_destroy(&p->mu);
+	free(p->seen);
+	free(p);
+	r->pool = NULL;
+	return rc < 0 ? rc : drc;
+}
+
+/*
+ * The data pfns of a record marked seen; when one was already (its
+ * earlier data may be read still), every read drains first.
+ */
+static int
+pool_order(struct rd *r, uint32_t count)
+{
+	struct pool *p = r->pool;
+	bool again = false;
+
+	for (uint32_t i = 0; i < count; i++) {
+		uint64_t pfn = r->pfns[i];
+		uint32_t t = r->types[i];
+
+		if (t == XCS_TYPE_XTAB || t == XCS_TYPE_XALLOC ||
+		    t == XCS_TYPE_BROKEN)
+			continue;
+		if (p->seen[pfn / 8] & (1u << (pfn % 8)))
+			again = true;
+	}
+	if (again) {
+		int rc = pool_drain(r);
+
+		if (rc < 0)
+			return rc;
+	}
+	for (uint32_t i = 0; i < count; i++) {
+		uint64_t pfn = r->pfns[i];
+		uint32_t t = r->types[i];
+
+		if (t == XCS_TYPE_XTAB || t == XCS_TYPE_XALLOC ||
+		    t == XCS_TYPE_BROKEN)
+			continue;
+		p->seen[pfn / 8] |= (uint8_t)(1u << (pfn % 8));
+		if (pfn < p->seen_lo)
+			p->seen_lo = pfn;
+		if (pfn > p->seen_hi)
+			p->seen_hi = pfn;
+	}
+	return 0;
+}
+
+/* The record's pages to a reader, and the fd past them. */
+static int
+pool_submit(struct rd *r, const struct iovec *iov, int cnt, uint64_t bytes)
+{
+	struct pool *p = r->pool;
+	struct job j = { .off = r->base + r->off, .cnt = cnt,
+	    .index = r->index, .rec_off = r->rec_off };
+	uint64_t t0;
+
+	if ((j.iov = malloc((size_t)cnt * sizeof(*iov))) == NULL)
+		return bad(r, -ENOMEM, "out of memory for %d iovecs", cnt);
+	memcpy(j.iov, iov, (size_t)cnt * sizeof(*iov));
+	if (lseek(r->fd, (off_t)bytes, SEEK_CUR) < 0) {
+		int rc = -errno;
+
+		free(j.iov);
+		return bad(r, rc, "seeking past the page data: %s",
+		    strerror(-rc));
+	}
+	r->off += bytes;
+	t0 = now_ns();
+	pthread_mutex_lock(&p->mu);
+	while (p->n == POOL_QUEUE)
+		pthread_cond_wait(&p->less, &p->mu);
+	p->q[(p->head + p->n) % POOL_QUEUE] = j;
+	p->n++;
+	pthread_cond_signal(&p->more);
+	pthread_mutex_unlock(&p->mu);
+	r->wait_ns += now_ns() - t0;
+	return 0;
+}
+
 static uint32_t
 le32(const uint8_t *p)
 {
@@ -259,6 +597,7 @@ page_data(struct rd *r, uint32_t length, uint64_t pfn_limit,
 	char cbwhy[200] = "";
 	struct iovec *iov = NULL;
 	int iovcnt = 0, rc;
+	bool later = false;
 
 	if (length < sizeof(hdr))
 		return bad(r, -EINVAL, "length %u: shorter than its 8-byte "
@@ -330,6 +669,14 @@ page_data(struct rd *r, uint32_t length, uint64_t pfn_limit,
 		    &iovcnt, cbwhy, sizeof(cbwhy));
 		if (rc < 0)
 			return cb_failed(r, rc, cbwhy);
+		later = rc == XCS_PAGES_LATER;
+		rc = 0;
+		if (later && r->pool == NULL && r->readers > 0) {
+			r->pool = pool_start(r->fd, r->pfn_limit, r->readers);
+			r->readers = 0;		/* started, or never */
+			if (r->pool != NULL)
+				st->readers = (uint32_t)r->pool->nthreads;
+		}
 	}
 	if (nr_data > 0 && iovcnt > 0) {
 		uint64_t sum = 0;
@@ -340,7 +687,14 @@ page_data(struct rd *r, uint32_t length, uint64_t pfn_limit,
 			rc = bad(r, -EINVAL, "its %u pages were given %llu "
 			    "bytes to go to", nr_data,
 			    (unsigned long long)sum);
-		else
+		else if (r->pool != NULL &&
+		    (rc = pool_order(r, count)) < 0)
+			;
+		else if (r->pool != NULL && later) {
+			rc = pool_submit(r, iov, iovcnt, sum);
+			if (rc == 0)
+				st->pages_later += nr_data;
+		} else
 			rc = read_iov(r, iov, iovcnt);
 	} else if (nr_data > 0) {
 		/* Nowhere asked: read and dropped. */
@@ -463,6 +817,25 @@ vmb__xcs_read(int fd, uint64_t pfn_limit, const struct xcs_ops *ops,
 	memset(st, 0, sizeof(*st));
 	if (why != NULL && len > 0)
 		why[0] = '\0';
+	{
+		off_t at = lseek(fd, 0, SEEK_CUR);
+		int n = vmb__xcs_readers();
+
+		if (n < 0) {
+			if (why != NULL && len > 0)
+				snprintf(why, len, "%s=\"%s\": not a number of "
+				    "reader threads from 0 to %d",
+				    XCS_READERS_ENV, getenv(XCS_READERS_ENV),
+				    POOL_MAX);
+			return -EINVAL;
+		}
+		/* The pool: at the first record that can use it. */
+		if (at >= 0) {
+			r.base = (uint64_t)at;
+			r.readers = n;
+			r.pfn_limit = pfn_limit;
+		}
+	}
 	rc = read_headers(&r, st);
 	for (r.index = 0; rc == 0; r.index++) {
 		uint8_t rh[8];
@@ -476,6 +849,9 @@ vmb__xcs_read(int fd, uint64_t pfn_limit, const struct xcs_ops *ops,
 		r.type = type = le32(rh);
 		length = le32(rh + 4);
 		st->records++;
+		/* What follows may need the pages in place (END does). */
+		if (type != XCS_REC_PAGE_DATA && (rc = pool_drain(&r)) < 0)
+			break;
 		if (length > XCS_REC_LENGTH_MAX) {
 			rc = bad(&r, -EINVAL, "length %u: over the spec's "
 			    "%u", length, XCS_REC_LENGTH_MAX);
@@ -601,6 +977,8 @@ vmb__xcs_read(int fd, uint64_t pfn_limit, const struct xcs_ops *ops,
 		}
 	}
 done:
+	rc = pool_stop(&r, rc);
+	st->wait_ns = r.wait_ns;
 	st->bytes = r.off;
 	free(r.buf);
 	free(r.cpuid);

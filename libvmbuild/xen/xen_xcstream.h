@@ -52,6 +52,9 @@ enum {
 #define XCS_TYPE_XALLOC		0xe0000000u	/* populated, no data */
 #define XCS_TYPE_XTAB		0xf0000000u	/* no data, not populated */
 
+/* pages: the iovecs' memory stays; the data may be read later. */
+#define XCS_PAGES_LATER		1
+
 struct xcs_tsc {
 	uint32_t mode;
 	uint32_t khz;
@@ -67,8 +70,12 @@ struct xcs_tsc {
  * (nr_data * 4096 bytes in all, in the order of the pfns that have
  * data: not XTAB, XALLOC or BROKEN; the callback's array, which the
  * reader may change), or left NULL and 0: read and dropped.
- * pages_done: the data was read (rc 0) or not (rc < 0): a batch's
- * mapping can go. static_data: at
+ * pages returns 0, or XCS_PAGES_LATER when the memory the iovecs point
+ * to stays until the reader returns: then, from a regular file, the
+ * pages may be read on a reader thread, done before any later record
+ * other than PAGE_DATA is handled and before the reader returns.
+ * pages_done: the data was read (rc 0) or not (rc < 0), or, for a
+ * record read later, handed to a reader: a batch's mapping can go. static_data: at
  * STATIC_DATA_END (or, in a v2 stream without one, before the first
  * PAGE_DATA), the CPUID and MSR policies seen (NULL, 0: none).
  * hvm_params: count index and value pairs (index[i], value[i]).
@@ -98,6 +105,9 @@ struct xcs_stats {
 	uint64_t page_records;
 	uint64_t pages;			/* with data */
 	uint64_t pfns;			/* all PAGE_DATA entries */
+	uint64_t pages_later;		/* of pages: read on reader threads */
+	uint32_t readers;		/* threads (0: all read in order) */
+	uint64_t wait_ns;		/* the caller's thread waited for them */
 };
 
 /*
@@ -111,6 +121,14 @@ struct xcs_stats {
 int vmb__xcs_read(int fd, uint64_t pfn_limit, const struct xcs_ops *ops,
     void *u, struct xcs_stats *stats, char *why, size_t len);
 
+/*
+ * The reader threads a restore from a file uses: VMBUILD_RESTORE_READERS
+ * (0 to 16; 0: none, every page read in order on the caller's thread)
+ * from the environment, else one per online CPU but one, at most 4.
+ * -EINVAL: the variable is set to something else.
+ */
+#define XCS_READERS_ENV		"VMBUILD_RESTORE_READERS"
+int vmb__xcs_readers(void);
 /* A record type's name ("PAGE_DATA"; "unknown" for others). */
 const char *vmb__xcs_rec_name(uint32_t type);
 

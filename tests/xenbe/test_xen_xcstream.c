@@ -7,7 +7,9 @@
  * stream without STATIC_DATA_END; and the refusals: every truncation,
  * bad headers, oversized counts and lengths, a pfn beyond the limit, an
  * unknown type, unknown mandatory and PV records, records out of order,
- * an END without HVM_CONTEXT, a callback's failure.
+ * an END without HVM_CONTEXT, a callback's failure.  And the pages read
+ * on the reader's threads (from a file, when the callback's memory
+ * stays): the same results, the later of a pfn sent twice winning.
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -18,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cmocka.h>
@@ -208,6 +211,13 @@ static struct {
 static struct iovec f_iov[64];
 
 /*
+ * later: the pages go straight into the fake guest's memory, which stays,
+ * and pages says so (XCS_PAGES_LATER): from a file, the reader may read
+ * them on its threads.
+ */
+static bool later;
+
+/*
  * Each page its own iovec but the first two (one iovec of two pages), as
  * the restorer's windows scatter them.
  */
@@ -234,6 +244,16 @@ f_pages(void *u, uint32_t count, const uint64_t *pfns, const uint32_t *types,
 		g.batch_pfn[g.batch_n++] = pfns[i];
 	}
 	assert_int_equal(g.batch_n, nr_data);
+	if (later && nr_data) {
+		for (uint32_t i = 0; i < nr_data; i++) {
+			f_iov[i].iov_base = g.mem[g.batch_pfn[i]];
+			f_iov[i].iov_len = PG;
+			g.populated[g.batch_pfn[i]] = true;
+		}
+		*iov = f_iov;
+		*iovcnt = (int)nr_data;
+		return XCS_PAGES_LATER;
+	}
 	if (nr_data) {
 		int n = 0;
 
@@ -257,6 +277,8 @@ static void
 f_pages_done(void *u, uint32_t nr_data, int rc)
 {
 	(void)u;
+	if (later)
+		return;
 	for (uint32_t i = 0; rc == 0 && i < nr_data; i++) {
 		memcpy(g.mem[g.batch_pfn[i]], g.batch + (size_t)i * PG, PG);
 		g.populated[g.batch_pfn[i]] = true;
@@ -675,6 +697,171 @@ test_callback_failure(void **state)
 	free(b.p);
 }
 
+/* The good stream read by the reader threads: the same guest results. */
+static void
+test_good_later(void **state)
+{
+	struct good gd = { 0 };
+	struct sb b = { 0 };
+	struct xcs_stats st;
+	char why[256];
+	off_t end;
+
+	(void)state;
+	later = true;
+	good_stream(&b, &gd);
+	assert_int_equal(run(&b, b.len, "TRAILING", 8, &st, why, sizeof(why),
+	    &end), 0);
+	assert_string_equal(why, "");
+	assert_int_equal(end, (off_t)b.len);
+	assert_int_equal(st.bytes, b.len);
+	assert_int_equal(st.pages, 5);
+	if (sysconf(_SC_NPROCESSORS_ONLN) > 1) {
+		assert_true(st.readers >= 1);
+		assert_int_equal(st.pages_later, 5);
+	}
+	/* pfn 0x10's second round won, read after the first. */
+	assert_int_equal(g.mem[0x10][0], 'C');
+	assert_int_equal(g.mem[0x10][PG - 1], 'C');
+	assert_int_equal(g.mem[0x12][7], 'B');
+	assert_int_equal(g.mem[0x1e][0], 'S');
+	assert_int_equal(g.mem[0x1f][PG - 1], 'K');
+	assert_true(g.first_pages_at < g.end_at);
+	/* Cut anywhere: truncated, said once, END never reached. */
+	for (size_t cut = 0; cut < b.len; cut += 8) {
+		int rc = run(&b, cut, NULL, 0, NULL, why, sizeof(why), NULL);
+
+		if (rc != -EIO)
+			fail_msg("cut at %zu: rc %d (%s)", cut, rc, why);
+		assert_non_null(strstr(why, "truncated"));
+		assert_int_equal(g.end_at, 0);
+	}
+	later = false;
+	free(b.p);
+}
+
+/*
+ * Many PAGE_DATA records, pfns sent again and again (more than the
+ * readers' queue holds between two of the same pfn, and fewer): each
+ * page holds what the last record that sent it said, read from a file
+ * (on the reader threads) and from a pipe (here, in order).
+ */
+#define MANY_RECS	300
+static void
+many_stream(struct sb *b, uint8_t want[LIMIT])
+{
+	uint8_t leaf[24] = { 1 }, ctx[12] = "hvm-context";
+	uint32_t seed = 12345;
+
+	memset(want, 0, LIMIT);
+	headers(b, 3);
+	rec(b, XCS_REC_X86_CPUID_POLICY, leaf, sizeof(leaf));
+	rec(b, XCS_REC_STATIC_DATA_END, NULL, 0);
+	for (int i = 0; i < MANY_RECS; i++) {
+		uint64_t pfn[3];
+		uint32_t type[3] = { XCS_TYPE_NOTAB, XCS_TYPE_NOTAB,
+		    XCS_TYPE_NOTAB };
+		uint8_t fill[3];
+		uint32_t n = 1 + (uint32_t)i % 3;
+
+		for (uint32_t k = 0; k < n; k++) {
+			seed = seed * 1103515245u + 12345u;
+			/* Mostly distinct pfns, now and then one again. */
+			pfn[k] = (i % 7 == 0 ? (seed >> 16) % 4 :
+			    (uint64_t)((i * 3 + (int)k) % 0x1c));
+			if (k > 0 && pfn[k] == pfn[k - 1])
+				pfn[k] = (pfn[k] + 1) % 0x1c;
+			if (k > 1 && pfn[k] == pfn[0])
+				pfn[k] = (pfn[k] + 1) % 0x1c;
+			fill[k] = (uint8_t)(1 + (i * 3 + (int)k) % 251);
+			want[pfn[k]] = fill[k];
+		}
+		page_rec(b, n, pfn, type, fill);
+	}
+	rec(b, XCS_REC_HVM_CONTEXT, ctx, sizeof(ctx));
+	rec(b, XCS_REC_END, NULL, 0);
+}
+
+static void
+test_many_later(void **state)
+{
+	struct sb b = { 0 };
+	struct xcs_stats st;
+	uint8_t want[LIMIT];
+	char why[256];
+	int fds[2];
+	pid_t pid;
+
+	(void)state;
+	many_stream(&b, want);
+	later = true;
+	/* One reader keeps the order by itself: more than one, each run. */
+	for (int n = 1; n <= 4; n++) {
+		char v[8];
+
+		snprintf(v, sizeof(v), "%d", n);
+		assert_int_equal(setenv("VMBUILD_RESTORE_READERS", v, 1), 0);
+		assert_int_equal(run(&b, b.len, NULL, 0, &st, why, sizeof(why),
+		    NULL), 0);
+		assert_int_equal(st.readers, n);
+		assert_int_equal(st.page_records, MANY_RECS);
+		assert_int_equal(st.pages_later, st.pages);
+		for (uint32_t p = 0; p < LIMIT; p++) {
+			if (g.mem[p][0] != want[p] ||
+			    g.mem[p][PG - 1] != want[p])
+				fail_msg("file, %d readers: pfn %#x holds %u, "
+				    "want %u", n, p, g.mem[p][0], want[p]);
+		}
+	}
+	/* 0: none; anything but 0 to 16: refused, by name. */
+	assert_int_equal(setenv("VMBUILD_RESTORE_READERS", "0", 1), 0);
+	assert_int_equal(run(&b, b.len, NULL, 0, &st, why, sizeof(why), NULL),
+	    0);
+	assert_int_equal(st.readers, 0);
+	assert_int_equal(g.mem[0][PG - 1], want[0]);
+	for (int i = 0; i < 3; i++) {
+		static const char *const badv[] = { "17", "two", "-1" };
+
+		assert_int_equal(setenv("VMBUILD_RESTORE_READERS", badv[i], 1),
+		    0);
+		assert_int_equal(run(&b, b.len, NULL, 0, &st, why,
+		    sizeof(why), NULL), -EINVAL);
+		assert_non_null(strstr(why, "VMBUILD_RESTORE_READERS"));
+		assert_non_null(strstr(why, badv[i]));
+		assert_int_equal(g.end_at, 0);
+	}
+	assert_int_equal(unsetenv("VMBUILD_RESTORE_READERS"), 0);
+	/* From a pipe: no reader threads, the same result. */
+	assert_int_equal(pipe(fds), 0);
+	pid = fork();
+	assert_true(pid >= 0);
+	if (pid == 0) {
+		size_t off = 0;
+
+		close(fds[0]);
+		while (off < b.len) {
+			ssize_t n = write(fds[1], b.p + off, b.len - off);
+
+			if (n <= 0)
+				_exit(1);
+			off += (size_t)n;
+		}
+		_exit(0);
+	}
+	close(fds[1]);
+	memset(&g, 0, sizeof(g));
+	assert_int_equal(vmb__xcs_read(fds[0], LIMIT, &ops, NULL, &st, why,
+	    sizeof(why)), 0);
+	close(fds[0]);
+	assert_int_equal(waitpid(pid, NULL, 0), pid);
+	assert_int_equal(st.readers, 0);
+	assert_int_equal(st.pages_later, 0);
+	for (uint32_t p = 0; p < LIMIT; p++)
+		assert_int_equal(g.mem[p][PG - 1], want[p]);
+	later = false;
+	free(b.p);
+}
+
 int
 main(void)
 {
@@ -687,6 +874,8 @@ main(void)
 		cmocka_unit_test(test_refused_records),
 		cmocka_unit_test(test_lengths_and_order),
 		cmocka_unit_test(test_callback_failure),
+		cmocka_unit_test(test_good_later),
+		cmocka_unit_test(test_many_later),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
