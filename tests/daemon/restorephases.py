@@ -7,7 +7,8 @@ then the build's place ... populate, "load" while the memory records
 come (held again halfway), and "unpause" where a create has "boot" (an
 unpause hvsim refuses fails the restore in phase unpause).  vmctl
 restore follows the task from "read" on (vm.restore's "early") and
-prints each phase; a restore held in "read" can be cancelled.  Pipes
+prints each phase; a restore held in "read" can be cancelled.  A bad
+VMBUILD_RESTORE_READERS stops vmbuildd at its start.  Pipes
 hold each phase where the test looks at it: nothing depends on timing.
 """
 import os
@@ -136,4 +137,16 @@ ok(t.get("state") == "cancelled", "its task says cancelled", t)
 ok(vm.returncode == 1 and "cancelled" in errtext,
    "vmctl restore: cancelled", errtext)
 ok(c.result("vm.list")["vms"] == [], "no VM left")
+
+# The engine restore's reader threads: a bad count stops the daemon at
+# its start, named, rather than the first restore from a file.
+for bad in ("lots", "17", "-2"):
+    env = dict(os.environ, VMBUILD_RESTORE_READERS=bad)
+    p = subprocess.run([h.vmbuildd, "--hypervisor", "sim:" + h.hv_sock,
+                        "--socket", h.path("readers.sock"), "--state-dir",
+                        h.path("readers-state"), "--foreground"],
+                       capture_output=True, text=True, timeout=60, env=env)
+    ok(p.returncode != 0 and "VMBUILD_RESTORE_READERS" in p.stderr and
+       bad in p.stderr, "VMBUILD_RESTORE_READERS=%s: refused at start" % bad,
+       (p.returncode, p.stderr))
 done()
