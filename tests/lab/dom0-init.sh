@@ -1364,6 +1364,18 @@ sr_balloon_try() {
 	return 0
 }
 
+# inject KIND TOOL TAG ID: with LAB_INJECT=KIND:TOOL (sr-fault,
+# mig-fault; run.sh) the guest TAG, domain ID, dies here, once, as the
+# emulated CPU's triple faults were seen to kill one: destroyed, and a
+# line marked "injected" in dom0's copy of Xen's console.
+inject() {
+	[ "$INJECT" = "$1:$2" ] && [ ! -e /tmp/injected-$1 ] || return 0
+	touch /tmp/injected-$1
+	echo "INFO injected (LAB_INJECT=$INJECT): domain $4 destroyed and a triple-fault line added to dom0's copy of Xen's console"
+	xl destroy $3 >/dev/null 2>&1
+	echo "(XEN) [ $(up)] d${4}v0 Triple fault - invoking HVM shutdown action 1 (injected by LAB_INJECT)" >> $XLOG
+}
+
 # sr_saved TOOL NAME: NAME-sr created by TOOL, counting, saved to
 # /tmp/NAME.save; once more when the emulated CPU triple-faulted its
 # domain (CI's run at 1440f0f lost xlr-sr so: a LAB-EMU line, and the
@@ -1375,6 +1387,7 @@ sr_saved() {
 		if [ $1 = xl ]; then LIMIT=600 timed $2-create xl create -e /etc/lab/$2-sr.cfg
 		else LIMIT=600 timed $2-create $V create /etc/lab/$2-sr.cfg; fi &&
 		    _svid=$(q xl domid $2-sr) &&
+		    inject sr-fault $1 $2-sr $_svid &&
 		    sr_wait $2-sr 2 "" 480 &&
 		    if [ $1 = xl ]; then LIMIT=600 timed $2-save xl save $2-sr /tmp/$2.save
 		    else LIMIT=600 timed $2-save $V save $2-sr /tmp/$2.save; fi &&
@@ -1595,6 +1608,7 @@ mig_one() {
 	else LIMIT=600 timed vmb-mig-create $V create /etc/lab/$_tag.cfg; fi ||
 	    { fail $_t-mig-create "create of $_tag on host A failed"; return 1; }
 	MIG_ID=$(q xl domid $_tag)
+	inject mig-fault $_t $_tag "$MIG_ID"
 	if ! sr_wait $_tag 2 "" 480 || ! console_has $_tag 'vmbuild-linux-dev: disk=no net=' 300; then
 		fail $_t-mig-boot "$_tag did not count on its console or bring its network up"
 		console_lines $_tag | tail -n 20 | sed "s/^/  $_tag| /"

@@ -72,7 +72,11 @@
 #                            marked "injected" in dom0's copy of Xen's
 #                            console), to try the lab's handling of the
 #                            emulated CPU's triple faults (dom0-init.sh,
-#                            emu_fault); never in CI.  boot-stuck[:N]:
+#                            emu_fault); never in CI.  sr-fault:xl or
+#                            sr-fault:vmb: so the guest of saverestore's
+#                            rounds, once, at its create; mig-fault:xl or
+#                            mig-fault:vmb: so the migrate lab's guest,
+#                            once, before its migration.  boot-stuck[:N]:
 #                            the first N boots (1 by default) are taken
 #                            for stuck 20 s after QEMU started (the boot
 #                            watch below)
