@@ -206,58 +206,19 @@ read_exact(struct rd *r, void *p, size_t len, const char *what)
 	return 0;
 }
 
-/* The page data into iov (changed as it fills), as read_exact. */
+/*
+ * The page data into iov (changed as it fills): from the fd's offset
+ * (off < 0) or from off (pread).  *got counts what was read.  0, or
+ * -EIO (the end came early) or -errno, with why.
+ */
 static int
-read_iov(struct rd *r, struct iovec *iov, int cnt)
+fill_iov(int fd, struct iovec *iov, int cnt, int64_t off, uint64_t *got,
+    char *why, size_t len)
 {
 	while (cnt > 0) {
-		ssize_t n = readv(r->fd, iov, cnt < IOV_MAX ? cnt : IOV_MAX);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			int rc = -errno;
-
-			return bad(r, rc, "reading the page data: %s",
-			    strerror(-rc));
-		}
-		if (n == 0)
-			return bad(r, -EIO, "truncated: the stream ended "
-			    "within the page data");
-		r->off += (uint64_t)n;
-		while (cnt > 0 && (size_t)n >= iov->iov_len) {
-			n -= (ssize_t)iov->iov_len;
-			iov++;
-			cnt--;
-		}
-		if (cnt > 0) {
-			iov->iov_base = (uint8_t *)iov->iov_base + n;
-			iov->iov_len -= (size_t)n;
-		}
-	}
-	return 0;
-}
-
-static uint64_t
-now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* A job's pages, read at its offset: 0, or -errno with why. */
-static int
-job_read(int fd, struct job *j, char *why, size_t len)
-{
-	struct iovec *iov = j->iov;
-	int cnt = j->cnt;
-	uint64_t off = j->off;
-
-	while (cnt > 0) {
-		ssize_t n = preadv(fd, iov, cnt < IOV_MAX ? cnt : IOV_MAX,
-		    (off_t)off);
+		int c = cnt < IOV_MAX ? cnt : IOV_MAX;
+		ssize_t n = off < 0 ? readv(fd, iov, c) :
+		    preadv(fd, iov, c, (off_t)off);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -273,7 +234,9 @@ job_read(int fd, struct job *j, char *why, size_t len)
 			    "within the page data");
 			return -EIO;
 		}
-		off += (uint64_t)n;
+		*got += (uint64_t)n;
+		if (off >= 0)
+			off += n;
 		while (cnt > 0 && (size_t)n >= iov->iov_len) {
 			n -= (ssize_t)iov->iov_len;
 			iov++;
@@ -285,6 +248,34 @@ job_read(int fd, struct job *j, char *why, size_t len)
 		}
 	}
 	return 0;
+}
+
+/* The page data into iov at the fd's offset, as read_exact. */
+static int
+read_iov(struct rd *r, struct iovec *iov, int cnt)
+{
+	char why[160];
+	int rc = fill_iov(r->fd, iov, cnt, -1, &r->off, why, sizeof(why));
+
+	return rc < 0 ? bad(r, rc, "%s", why) : 0;
+}
+
+static uint64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* A job's pages, read at its offset: 0, or -errno with why. */
+static int
+job_read(int fd, struct job *j, char *why, size_t len)
+{
+	uint64_t got = 0;
+
+	return fill_iov(fd, j->iov, j->cnt, (int64_t)j->off, &got, why, len);
 }
 
 static void *
@@ -450,8 +441,8 @@ pool_stop(struct rd *r, int rc)
 }
 
 /*
- * The data pfns of a record marked seen; when one was already (its
- * earlier data may be read still), every read drains first.
+ * The data pfns of a record marked seen (pass 1); when one was already
+ * (pass 0: its earlier data may be read still), every read drains first.
  */
 static int
 pool_order(struct rd *r, uint32_t count)
@@ -459,34 +450,28 @@ pool_order(struct rd *r, uint32_t count)
 	struct pool *p = r->pool;
 	bool again = false;
 
-	for (uint32_t i = 0; i < count; i++) {
-		uint64_t pfn = r->pfns[i];
-		uint32_t t = r->types[i];
+	for (int pass = 0; pass < 2; pass++) {
+		for (uint32_t i = 0; i < count; i++) {
+			uint64_t pfn = r->pfns[i];
+			uint32_t t = r->types[i];
 
-		if (t == XCS_TYPE_XTAB || t == XCS_TYPE_XALLOC ||
-		    t == XCS_TYPE_BROKEN)
-			continue;
-		if (p->seen[pfn / 8] & (1u << (pfn % 8)))
-			again = true;
-	}
-	if (again) {
-		int rc = pool_drain(r);
+			if (t == XCS_TYPE_XTAB || t == XCS_TYPE_XALLOC ||
+			    t == XCS_TYPE_BROKEN)
+				continue;
+			if (pass == 0) {
+				again |= (p->seen[pfn / 8] >> (pfn % 8)) & 1;
+				continue;
+			}
+			p->seen[pfn / 8] |= (uint8_t)(1u << (pfn % 8));
+			p->seen_lo = pfn < p->seen_lo ? pfn : p->seen_lo;
+			p->seen_hi = pfn > p->seen_hi ? pfn : p->seen_hi;
+		}
+		if (pass == 0 && again) {
+			int rc = pool_drain(r);
 
-		if (rc < 0)
-			return rc;
-	}
-	for (uint32_t i = 0; i < count; i++) {
-		uint64_t pfn = r->pfns[i];
-		uint32_t t = r->types[i];
-
-		if (t == XCS_TYPE_XTAB || t == XCS_TYPE_XALLOC ||
-		    t == XCS_TYPE_BROKEN)
-			continue;
-		p->seen[pfn / 8] |= (uint8_t)(1u << (pfn % 8));
-		if (pfn < p->seen_lo)
-			p->seen_lo = pfn;
-		if (pfn > p->seen_hi)
-			p->seen_hi = pfn;
+			if (rc < 0)
+				return rc;
+		}
 	}
 	return 0;
 }
