@@ -1404,14 +1404,14 @@ sr_saved() {
 	done
 }
 
-# sr_rounds: SR_ROUNDS (LAB_SR_ROUNDS, 3) rounds of three restores back
+# sr_rounds: SR_ROUNDS (LAB_SR_ROUNDS, 5) rounds of three restores back
 # to back, each of one file saved once and its guest destroyed after:
 # vmbuild by libxenguest, vmbuild by its own reader (vmbuildd started
 # again between them, each with its --xen-restore named), xl.  Side by side within seconds, so that the
 # machine's load (another QEMU beside the lab) weighs on the three alike.
 # (Its variables are its own: timed() sets _n.)
 sr_rounds() {
-	_srn=${SR_ROUNDS:-3} _base="$VMBUILDD_ARGS" _rv="" _re="" _rx="" _sri=0
+	_srn=${SR_ROUNDS:-5} _base="$VMBUILDD_ARGS" _rv="" _re="" _rx="" _sri=0
 	[ "$_srn" -gt 0 ] 2>/dev/null || return 0
 	sr_cfg vmbr-sr; sr_cfg xlr-sr
 	rm -f /tmp/vmbr.save /tmp/xlr.save

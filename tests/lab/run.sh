@@ -46,7 +46,7 @@
 #   LAB_SR_ENGINE=1          the saverestore step restores by vmbuild
 #                            twice: by libxenguest, then (vmbuildd
 #                            --xen-restore=engine) by its own reader
-#   LAB_SR_ROUNDS=3          then this many rounds of the three restores
+#   LAB_SR_ROUNDS=5          then this many rounds of the three restores
 #                            (libxenguest, engine, xl) back to back
 #   LAB_TIMEOUT=3000         hard limit for the QEMU run, seconds
 #   LAB_HELLO=1              the hello guests' steps (0: skip them, e.g.
@@ -138,7 +138,7 @@ LAB_LINUX_MB=${LAB_LINUX_MB:-4608}
 export LAB_LINUX_MB
 LAB_SR_MB=${LAB_SR_MB:-256}
 LAB_SR_ENGINE=${LAB_SR_ENGINE:-1}
-LAB_SR_ROUNDS=${LAB_SR_ROUNDS:-3}
+LAB_SR_ROUNDS=${LAB_SR_ROUNDS:-5}
 LAB_HVM_MB=${LAB_HVM_MB:-512}
 LAB_HVM_DEV=${LAB_HVM_DEV:-1}
 LAB_GRUB_MB=${LAB_GRUB_MB:-512}
