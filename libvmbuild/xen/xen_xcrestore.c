@@ -86,6 +86,10 @@ struct xcr {
 	uint32_t	bmap_n;
 	struct win	win[WIN_MAX];
 	uint64_t	tick;
+	uint64_t	rec_tick;	/* tick when this record began */
+	/* A record's pages went to the windows to be read later: until the
+	 * reader drained (XCS_PAGES_DRAIN), no window may be unmapped. */
+	bool		later;
 	/* Windows only at or below the highest pfn the build populated. */
 	uint64_t	win_limit;
 	/* XTAB pfns of the build's RAM (a bit each, from pfn 0), or NULL. */
@@ -129,9 +133,13 @@ grow(struct xcr *x, uint32_t count)
 	return 0;
 }
 
-/* The window of pfn, mapped (NULL: it cannot be: the batch's way). */
+/*
+ * The window of pfn, mapped (NULL: it cannot be: the batch's way; or,
+ * *drain set, the least recently used window is to be unmapped for it
+ * while reads handed out may still fill it: XCS_PAGES_DRAIN first).
+ */
 static struct win *
-window(struct xcr *x, uint64_t pfn)
+window(struct xcr *x, uint64_t pfn, bool *drain)
 {
 	uint64_t base = pfn & ~(uint64_t)(WIN_PAGES - 1);
 	struct win *w = NULL, *old = &x->win[0];
@@ -147,6 +155,15 @@ window(struct xcr *x, uint64_t pfn)
 			w = &x->win[i];
 		if (x->win[i].used < old->used)
 			old = &x->win[i];
+	}
+	/* Every window is this record's (its iovecs point there): the batch
+	 * maps this pfn instead. */
+	if (w == NULL && old->used > x->rec_tick)
+		return NULL;
+	if (w == NULL && x->later) {
+		x->later = false;	/* the reader drains before asking again */
+		*drain = true;
+		return NULL;
 	}
 	if (w == NULL) {
 		w = old;
@@ -415,6 +432,7 @@ on_pages(void *u, uint32_t count, const uint64_t *pfns, const uint32_t *types,
 	struct xcr *x = u;
 	uint32_t n = 0, d = 0;
 	int rc = 0, nv = 0;
+	bool drain = false;
 	void *m;
 
 	if (grow(x, count) < 0) {
@@ -444,6 +462,7 @@ on_pages(void *u, uint32_t count, const uint64_t *pfns, const uint32_t *types,
 	 * (slot >= nr_data: index into the batch's own mapping) later.
 	 */
 	n = 0;
+	x->rec_tick = x->tick;
 	for (uint32_t i = 0; i < count; i++) {
 		struct win *w;
 		uint64_t pfn = pfns[i];
@@ -456,12 +475,13 @@ on_pages(void *u, uint32_t count, const uint64_t *pfns, const uint32_t *types,
 			    nr_data);
 			return -EINVAL;
 		}
-		w = pfn <= x->win_limit ? window(x, pfn) : NULL;
+		w = pfn <= x->win_limit ? window(x, pfn, &drain) : NULL;
+		if (drain)
+			return XCS_PAGES_DRAIN;
 		if (w != NULL && w->errs[pfn - w->base] == 0) {
 			x->iov[d].iov_base = w->map + (pfn - w->base) *
 			    XCS_PAGE_SIZE;
 			x->slot[d] = UINT32_MAX;
-			x->win_pages++;
 		} else {
 			x->slot[d] = n;
 			x->gfns[n++] = (xen_pfn_t)pfn;
@@ -473,6 +493,7 @@ on_pages(void *u, uint32_t count, const uint64_t *pfns, const uint32_t *types,
 		    nr_data);
 		return -EINVAL;
 	}
+	x->win_pages += d - n;	/* counted once asked no more (no DRAIN) */
 	x->bmap = NULL;
 	x->bmap_n = n;
 	if (n > 0) {
@@ -497,8 +518,11 @@ on_pages(void *u, uint32_t count, const uint64_t *pfns, const uint32_t *types,
 	*iov = x->iov;
 	*iovcnt = nv;
 	x->t_pages = vmb__now_ns();
-	/* Windows stay mapped to the end: the reader may fill them later. */
-	return n == 0 ? XCS_PAGES_LATER : 0;
+	/* Windows stay mapped until a drain: the reader may fill them later. */
+	if (n > 0)
+		return 0;
+	x->later = true;
+	return XCS_PAGES_LATER;
 }
 
 static void

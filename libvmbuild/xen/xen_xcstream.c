@@ -650,8 +650,23 @@ page_data(struct rd *r, uint32_t length, uint64_t pfn_limit,
 		    "pages of data make %llu", length, count, nr_data,
 		    (unsigned long long)want);
 	if (ops->pages != NULL) {
-		rc = ops->pages(u, count, r->pfns, r->types, nr_data, &iov,
-		    &iovcnt, cbwhy, sizeof(cbwhy));
+		/*
+		 * DRAIN: memory an earlier record's read may still be filling
+		 * is to go; every read finished, the same record asked again.
+		 */
+		for (int asked = 0;; asked++) {
+			iov = NULL;
+			iovcnt = 0;
+			rc = ops->pages(u, count, r->pfns, r->types, nr_data,
+			    &iov, &iovcnt, cbwhy, sizeof(cbwhy));
+			if (rc != XCS_PAGES_DRAIN)
+				break;
+			if (asked > 0)
+				return bad(r, -EINVAL, "the pages callback "
+				    "asked twice for the reads to finish");
+			if ((rc = pool_drain(r)) < 0)
+				return rc;
+		}
 		if (rc < 0)
 			return cb_failed(r, rc, cbwhy);
 		later = rc == XCS_PAGES_LATER;

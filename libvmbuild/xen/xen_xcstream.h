@@ -54,6 +54,8 @@ enum {
 
 /* pages: the iovecs' memory stays; the data may be read later. */
 #define XCS_PAGES_LATER		1
+/* pages: finish every read handed out, then ask again. */
+#define XCS_PAGES_DRAIN		2
 
 struct xcs_tsc {
 	uint32_t mode;
@@ -74,6 +76,11 @@ struct xcs_tsc {
  * to stays until the reader returns: then, from a regular file, the
  * pages may be read on a reader thread, done before any later record
  * other than PAGE_DATA is handled and before the reader returns.
+ * pages returns XCS_PAGES_DRAIN, before it changed anything it could
+ * not do again, when memory an earlier record's pages may still be read
+ * into is to go (a window to be unmapped): the reader finishes every
+ * read and asks again for the same record (once: a second DRAIN fails
+ * the stream).
  * pages_done: the data was read (rc 0) or not (rc < 0), or, for a
  * record read later, handed to a reader: a batch's mapping can go. static_data: at
  * STATIC_DATA_END (or, in a v2 stream without one, before the first

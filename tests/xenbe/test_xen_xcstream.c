@@ -862,6 +862,141 @@ test_many_later(void **state)
 	free(b.p);
 }
 
+/*
+ * The restorer's windows, played: the fake guest's memory seen through
+ * three windows of four pages each, mapped (a buffer of their own, filled
+ * from the guest) when a pfn needs one and unmapped (copied back, then
+ * freed) to make room for another, the least recently used.  Pages go
+ * into the windows to be read later (XCS_PAGES_LATER); a window is
+ * unmapped only after the reader has finished every read handed out
+ * (XCS_PAGES_DRAIN), or a read would land in freed memory.
+ */
+#define W_PAGES	4
+#define W_MAX	3	/* a record of many_stream spans 3 at most */
+static struct {
+	uint8_t	*buf[W_MAX];
+	uint64_t base[W_MAX], used[W_MAX], tick;
+	bool	pending;	/* pages handed out since the last drain */
+	int	drains, evictions;
+	bool	always_drain;	/* misbehave: DRAIN every time */
+} w;
+
+static void
+w_unmap(int i)
+{
+	memcpy(g.mem[w.base[i]], w.buf[i], (size_t)W_PAGES * PG);
+	free(w.buf[i]);
+	w.buf[i] = NULL;
+}
+
+static int
+w_pages(void *u, uint32_t count, const uint64_t *pfns, const uint32_t *types,
+    uint32_t nr_data, struct iovec **iov, int *iovcnt, char *why, size_t len)
+{
+	uint32_t d = 0;
+
+	(void)u, (void)why, (void)len;
+	if (w.always_drain)
+		return XCS_PAGES_DRAIN;
+	for (uint32_t k = 0; k < count; k++) {
+		uint64_t base = pfns[k] & ~(uint64_t)(W_PAGES - 1);
+		int i, lru = 0;
+
+		if (types[k] == XCS_TYPE_XTAB || types[k] == XCS_TYPE_XALLOC ||
+		    types[k] == XCS_TYPE_BROKEN)
+			continue;
+		for (i = 0; i < W_MAX; i++)
+			if (w.buf[i] != NULL && w.base[i] == base)
+				break;
+		if (i == W_MAX) {
+			for (i = 0; i < W_MAX && w.buf[i] != NULL; i++)
+				;
+			if (i == W_MAX) {
+				for (int j = 1; j < W_MAX; j++)
+					if (w.used[j] < w.used[lru])
+						lru = j;
+				if (w.pending) {
+					w.pending = false;
+					w.drains++;
+					return XCS_PAGES_DRAIN;
+				}
+				w_unmap(lru);
+				w.evictions++;
+				i = lru;
+			}
+			w.buf[i] = malloc((size_t)W_PAGES * PG);
+			assert_non_null(w.buf[i]);
+			w.base[i] = base;
+			memcpy(w.buf[i], g.mem[base], (size_t)W_PAGES * PG);
+		}
+		w.used[i] = ++w.tick;
+		f_iov[d].iov_base = w.buf[i] + (pfns[k] - base) * PG;
+		f_iov[d++].iov_len = PG;
+	}
+	assert_int_equal(d, nr_data);
+	*iov = f_iov;
+	*iovcnt = (int)d;
+	w.pending = true;
+	return XCS_PAGES_LATER;
+}
+
+static const struct xcs_ops w_ops = { .pages = w_pages, .end = f_end };
+
+static int
+w_run(const struct sb *b, struct xcs_stats *st, char *why, size_t why_len)
+{
+	FILE *f = tmpfile();
+	int rc;
+
+	assert_non_null(f);
+	memset(&g, 0, sizeof(g));
+	assert_int_equal(fwrite(b->p, 1, b->len, f), b->len);
+	fflush(f);
+	assert_int_equal(lseek(fileno(f), 0, SEEK_SET), 0);
+	rc = vmb__xcs_read(fileno(f), LIMIT, &w_ops, NULL, st, why, why_len);
+	fclose(f);
+	for (int i = 0; i < W_MAX; i++)
+		if (w.buf[i] != NULL)
+			w_unmap(i);
+	return rc;
+}
+
+static void
+test_windows_drain(void **state)
+{
+	struct sb b = { 0 };
+	struct xcs_stats st;
+	uint8_t want[LIMIT];
+	char why[256];
+
+	(void)state;
+	many_stream(&b, want);
+	for (int n = 1; n <= 4; n++) {
+		char v[8];
+
+		snprintf(v, sizeof(v), "%d", n);
+		assert_int_equal(setenv("VMBUILD_RESTORE_READERS", v, 1), 0);
+		memset(&w, 0, sizeof(w));
+		assert_int_equal(w_run(&b, &st, why, sizeof(why)), 0);
+		assert_int_equal(st.pages_later, st.pages);
+		assert_true(w.drains > 0 && w.evictions >= w.drains);
+		for (uint32_t p = 0; p < 0x1c; p++) {
+			if (g.mem[p][0] != want[p] ||
+			    g.mem[p][PG - 1] != want[p])
+				fail_msg("%d readers: pfn %#x holds %u, want %u",
+				    n, p, g.mem[p][0], want[p]);
+		}
+	}
+	assert_int_equal(unsetenv("VMBUILD_RESTORE_READERS"), 0);
+	/* A callback that asks again after the drain fails the stream. */
+	memset(&w, 0, sizeof(w));
+	w.always_drain = true;
+	assert_int_equal(w_run(&b, &st, why, sizeof(why)), -EINVAL);
+	assert_non_null(strstr(why, "asked twice"));
+	assert_non_null(strstr(why, "PAGE_DATA"));
+	free(b.p);
+}
+
 int
 main(void)
 {
@@ -876,6 +1011,7 @@ main(void)
 		cmocka_unit_test(test_callback_failure),
 		cmocka_unit_test(test_good_later),
 		cmocka_unit_test(test_many_later),
+		cmocka_unit_test(test_windows_drain),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
