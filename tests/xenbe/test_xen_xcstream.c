@@ -797,7 +797,7 @@ test_many_later(void **state)
 	later = true;
 	/* One reader keeps the order by itself: more than one, each run. */
 	for (int n = 1; n <= 4; n++) {
-		char v[8];
+		char v[16];
 
 		snprintf(v, sizeof(v), "%d", n);
 		assert_int_equal(setenv("VMBUILD_RESTORE_READERS", v, 1), 0);
@@ -972,7 +972,7 @@ test_windows_drain(void **state)
 	(void)state;
 	many_stream(&b, want);
 	for (int n = 1; n <= 4; n++) {
-		char v[8];
+		char v[16];
 
 		snprintf(v, sizeof(v), "%d", n);
 		assert_int_equal(setenv("VMBUILD_RESTORE_READERS", v, 1), 0);
