@@ -10,7 +10,8 @@
  *     from the stream straight into the mapping (no copy through a
  *     buffer); from a file, a record whose pages all fall in the
  *     windows over the build's RAM is read on reader threads while the
- *     next is mapped (xen_xcstream.c).  A pfn the build did not populate (the special pages and
+ *     next is mapped (xen_xcstream.c).  A pfn the build did not
+ *     populate (the special pages and
  *     ACPI tables in the MMIO hole, a page the guest ballooned in beyond
  *     its layout) fails to map: it is populated (4 KiB) and the batch
  *     mapped again.  XALLOC: populated, no data; BROKEN: nothing.
