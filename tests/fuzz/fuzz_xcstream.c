@@ -3,7 +3,9 @@
  * stream (libvmbuild/xen/xen_xcstream.c, the engine restore's) over any
  * bytes, from a memfd as it reads a file.  Its callbacks play a guest of
  * 64 pfns: each PAGE_DATA's data pages go into a buffer the size asked,
- * checked to be within the limit and of the count given.
+ * checked to be within the limit and of the count given; a record whose
+ * first pfn is odd has its pages go straight into the guest's memory,
+ * read later (XCS_PAGES_LATER: the reader threads, from the memfd).
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -17,6 +19,8 @@
 
 static uint8_t *batch;
 static struct iovec one;
+static uint8_t mem[LIMIT][XCS_PAGE_SIZE];
+static struct iovec each[XCS_BATCH_MAX];
 
 static int
 pages(void *u, uint32_t count, const uint64_t *pfns, const uint32_t *types,
@@ -34,6 +38,19 @@ pages(void *u, uint32_t count, const uint64_t *pfns, const uint32_t *types,
 	}
 	if (n != nr_data)
 		abort();
+	if (nr_data > 0 && count > 0 && (pfns[0] & 1)) {
+		n = 0;
+		for (uint32_t i = 0; i < count; i++)
+			if (types[i] != XCS_TYPE_XTAB &&
+			    types[i] != XCS_TYPE_XALLOC &&
+			    types[i] != XCS_TYPE_BROKEN) {
+				each[n].iov_base = mem[pfns[i]];
+				each[n++].iov_len = XCS_PAGE_SIZE;
+			}
+		*iov = each;
+		*iovcnt = (int)n;
+		return XCS_PAGES_LATER;
+	}
 	if (nr_data > 0) {
 		batch = malloc((size_t)nr_data * XCS_PAGE_SIZE);
 		if (batch == NULL)
