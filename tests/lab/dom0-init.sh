@@ -1149,9 +1149,10 @@ sr_count() {
 # triple-fault (emu_fault; `xl create -e` leaves no xl to act on its
 # on_crash), counts no more: the wait ends there, checked every 5 s
 # (CI's run at 1440f0f waited out 480 s, twice, for guests the emulated
-# CPU had triple-faulted).
+# CPU had triple-faulted).  So does one that spun SPIN_CPU seconds of
+# CPU without counting (guest_spun).
 sr_wait() {
-	_w0=$(up) _wi=0
+	_w0=$(up) _wi=0 _wcpu0=$(dom_cpu $1)
 	while :; do
 		_c=$(sr_count $1); _cn=${_c#n=}; _cn=${_cn%% *}; _cb=${_c##*boot=}
 		[ -n "$_cn" ] && [ "$_cn" -gt "$2" ] && { [ -z "$3" ] || [ "$_cb" = "$3" ]; } && return 0
@@ -1163,9 +1164,51 @@ sr_wait() {
 				echo "INFO $1: its domain ${_wd:-is gone}${_wd:+ triple-faulted} after $(secs $_w0 $(up)) s of waiting for its count"
 				return 1
 			fi
+			guest_spun $1 $_wd "${_wcpu0:-0}" $_w0 && return 1
 		fi
 		usleep 500000
 	done
+}
+
+# dom_cpu TAG: the seconds of CPU Xen has given the domain (xl list's
+# Time(s)), whole.
+dom_cpu() {
+	xl list $1 2>/dev/null | awk 'NR == 2 { printf "%d\n", $NF }'
+}
+# SPIN_CPU: seconds of CPU a Linux guest may burn without counting.  The
+# lab's guests count within 30 to 60 s of their create here, most of it
+# booting; CI's run at 50ca12c had xl's guest counting on one host and
+# then vmbuild's, built the same way, burning 997 s of CPU in 1008 s
+# without a line (dom0 starved: its soft lockups, RCU stalls; the same
+# host's xl migration had stalled 146 s): the emulation's, like its
+# triple faults, and the lab waited 1050 s for it.
+SPIN_CPU=${SPIN_CPU:-300}
+# SPUN: the domains guest_spun gave up on.
+SPUN=""
+# guest_spun TAG ID CPU0 T0: domain ID burned SPIN_CPU s of CPU since
+# CPU0 (at T0) and has not counted: said, with its vCPUs' registers
+# (xenctx) and Xen's word on its timers, and added to SPUN.
+guest_spun() {
+	_gc=$(dom_cpu $1)
+	[ -n "$_gc" ] && [ $((_gc - $3)) -ge $SPIN_CPU ] || return 1
+	echo "INFO $1: domain $2 spun $((_gc - $3)) s of CPU in $(secs $4 $(up)) s without counting; dom0 has had $(dom_cpu Domain-0) s"
+	for _v in 0 1; do
+		timeout 30 xenctx $2 $_v 2>&1 | head -n 12 | sed "s/^/  $1-v$_v| /"
+	done
+	xsync
+	grep -cE 'Platform timer .*wrapped|soft lockup|rcu.*stall' $XLOG | sed "s/^/  $1| Xen console lines of wrapped timers, soft lockups, RCU stalls: /"
+	SPUN="$SPUN $2"
+	[ -z "$SPIN_SAVED" ] || { SPIN_CPU=$SPIN_SAVED; SPIN_SAVED=; }
+	return 0
+}
+
+# emu_lost ID: the emulation took domain ID: says how (triple-fault,
+# spin), else fails.
+emu_lost() {
+	[ -n "$1" ] || return 1
+	if emu_fault $1; then echo triple-fault
+	elif echo " $SPUN " | grep -q " $1 "; then echo spin
+	else return 1; fi
 }
 
 # sr_destroy TOOL TAG: whatever is left of the guest goes.
@@ -1175,12 +1218,12 @@ sr_destroy() {
 	rm -f /tmp/$1-sr.save
 }
 
-# sr_faulted: one of the domains of the try (SR_IDS) triple-faulted
-# under the emulation (see emu_fault), said with the failures set aside.
+# sr_faulted: the emulation took one of the domains of the try (SR_IDS:
+# emu_lost), said with the failures set aside.
 sr_faulted() {
 	for _i in $SR_IDS; do
-		emu_fault $_i || continue
-		echo "LAB-EMU tool=$1 domid=$_i what=triple-fault uptime=$(up) set-aside=$(echo ${FAILED#"$2"} | tr ' ' ',')"
+		_lw=$(emu_lost $_i) || continue
+		echo "LAB-EMU tool=$1 domid=$_i what=$_lw uptime=$(up) set-aside=$(echo ${FAILED#"$2"} | tr ' ' ',')"
 		FAILED="$2"
 		return 0
 	done
@@ -1364,16 +1407,29 @@ sr_balloon_try() {
 	return 0
 }
 
-# inject KIND TOOL TAG ID: with LAB_INJECT=KIND:TOOL (sr-fault,
-# mig-fault; run.sh) the guest TAG, domain ID, dies here, once, as the
-# emulated CPU's triple faults were seen to kill one: destroyed, and a
-# line marked "injected" in dom0's copy of Xen's console.
+# inject AREA TOOL TAG ID: with LAB_INJECT=AREA-fault:TOOL or
+# AREA-spin:TOOL (AREA sr or mig; run.sh) the guest TAG, domain ID, is
+# lost here, once, as the emulation was seen to lose one: -fault, it
+# dies (destroyed, and a triple-fault line marked "injected" in dom0's
+# copy of Xen's console); -spin, the next wait for its count takes it
+# for a spinning guest (SPIN_CPU 0 for that once: guest_spun's checks
+# and dumps run on the real domain).
 inject() {
-	[ "$INJECT" = "$1:$2" ] && [ ! -e /tmp/injected-$1 ] || return 0
+	case "$INJECT" in
+	"$1-fault:$2"|"$1-spin:$2") ;;
+	*) return 0 ;;
+	esac
+	[ ! -e /tmp/injected-$1 ] || return 0
 	touch /tmp/injected-$1
-	echo "INFO injected (LAB_INJECT=$INJECT): domain $4 destroyed and a triple-fault line added to dom0's copy of Xen's console"
-	xl destroy $3 >/dev/null 2>&1
-	echo "(XEN) [ $(up)] d${4}v0 Triple fault - invoking HVM shutdown action 1 (injected by LAB_INJECT)" >> $XLOG
+	case "$INJECT" in
+	*-spin:*)
+		echo "INFO injected (LAB_INJECT=$INJECT): domain $4 to be taken for a spinning guest at the next check"
+		SPIN_SAVED=$SPIN_CPU SPIN_CPU=0 ;;
+	*)
+		echo "INFO injected (LAB_INJECT=$INJECT): domain $4 destroyed and a triple-fault line added to dom0's copy of Xen's console"
+		xl destroy $3 >/dev/null 2>&1
+		echo "(XEN) [ $(up)] d${4}v0 Triple fault - invoking HVM shutdown action 1 (injected by LAB_INJECT)" >> $XLOG ;;
+	esac
 }
 
 # sr_saved TOOL NAME: NAME-sr created by TOOL, counting, saved to
@@ -1387,7 +1443,7 @@ sr_saved() {
 		if [ $1 = xl ]; then LIMIT=600 timed $2-create xl create -e /etc/lab/$2-sr.cfg
 		else LIMIT=600 timed $2-create $V create /etc/lab/$2-sr.cfg; fi &&
 		    _svid=$(q xl domid $2-sr) &&
-		    inject sr-fault $1 $2-sr $_svid &&
+		    inject sr $1 $2-sr $_svid &&
 		    sr_wait $2-sr 2 "" 480 &&
 		    if [ $1 = xl ]; then LIMIT=600 timed $2-save xl save $2-sr /tmp/$2.save
 		    else LIMIT=600 timed $2-save $V save $2-sr /tmp/$2.save; fi &&
@@ -1396,8 +1452,8 @@ sr_saved() {
 		sr_destroy $1 $2-sr
 		[ $1 = vmb ] && vmb_forget $2-sr
 		rm -f /tmp/$2.save
-		[ $_svtry = 1 ] && [ -n "$_svid" ] && emu_fault $_svid || return 1
-		echo "LAB-EMU tool=$1 domid=$_svid what=triple-fault uptime=$(up) set-aside=$(echo ${FAILED#"$_svf0"} | tr ' ' ',')"
+		[ $_svtry = 1 ] && _lw=$(emu_lost "$_svid") || return 1
+		echo "LAB-EMU tool=$1 domid=$_svid what=$_lw uptime=$(up) set-aside=$(echo ${FAILED#"$_svf0"} | tr ' ' ',')"
 		grep -E "[] ]d${_svid}v[0-9]+ Triple fault" -A 4 $XLOG | head -n 5 | sed 's/^/  emu-fault| /'
 		FAILED="$_svf0"
 		rm -f /var/log/xen/console/guest-$2-sr.log
@@ -1608,7 +1664,7 @@ mig_one() {
 	else LIMIT=600 timed vmb-mig-create $V create /etc/lab/$_tag.cfg; fi ||
 	    { fail $_t-mig-create "create of $_tag on host A failed"; return 1; }
 	MIG_ID=$(q xl domid $_tag)
-	inject mig-fault $_t $_tag "$MIG_ID"
+	inject mig $_t $_tag "$MIG_ID"
 	if ! sr_wait $_tag 2 "" 480 || ! console_has $_tag 'vmbuild-linux-dev: disk=no net=' 300; then
 		fail $_t-mig-boot "$_tag did not count on its console or bring its network up"
 		console_lines $_tag | tail -n 20 | sed "s/^/  $_tag| /"
@@ -1720,8 +1776,8 @@ peer_triples() {
 	timeout 60 $P xl dmesg 2>/dev/null | grep -c 'Triple fault'
 }
 
-# mig_try TOOL: mig_one, and once more when the emulated CPU
-# triple-faulted the guest on host A (its domain, emu_fault) or on host
+# mig_try TOOL: mig_one, and once more when the emulation took the guest
+# on host A (its domain triple-faulted or spun: emu_lost) or on host
 # B (a triple fault B's Xen saw during the try: B runs nothing else),
 # said on a LAB-EMU line with the failures set aside; what is left of
 # the guest on either host goes first.  A guest running a minute or two
@@ -1734,10 +1790,10 @@ mig_try() {
 		mig_one $1 && return 0
 		[ $_mtry = 1 ] || return 1
 		_pt1=$(peer_triples); _pt1=${_pt1:-0}
-		if emu_fault "$MIG_ID"; then _where="host=A domid=$MIG_ID"
-		elif [ "$_pt1" -gt "$_pt0" ]; then _where="host=B"
+		if _lw=$(emu_lost "$MIG_ID"); then _where="host=A domid=$MIG_ID"
+		elif [ "$_pt1" -gt "$_pt0" ]; then _where="host=B" _lw=triple-fault
 		else return 1; fi
-		echo "LAB-EMU tool=$1 $_where what=triple-fault try=$_mtry uptime=$(up) set-aside=$(echo ${FAILED#"$_mf0"} | tr ' ' ',')"
+		echo "LAB-EMU tool=$1 $_where what=$_lw try=$_mtry uptime=$(up) set-aside=$(echo ${FAILED#"$_mf0"} | tr ' ' ',')"
 		FAILED="$_mf0"
 		ping_stop $1-mig 2>/dev/null
 		xl list $1-mig >/dev/null 2>&1 && xl destroy $1-mig

@@ -76,7 +76,10 @@
 #                            sr-fault:vmb: so the guest of saverestore's
 #                            rounds, once, at its create; mig-fault:xl or
 #                            mig-fault:vmb: so the migrate lab's guest,
-#                            once, before its migration.  boot-stuck[:N]:
+#                            once, before its migration; sr-spin:TOOL,
+#                            mig-spin:TOOL: that guest is taken for
+#                            spinning without counting (guest_spun) at
+#                            the next check of its wait.  boot-stuck[:N]:
 #                            the first N boots (1 by default) are taken
 #                            for stuck 20 s after QEMU started (the boot
 #                            watch below)
@@ -383,7 +386,9 @@ rm -rf "$D0" && mkdir -p "$D0"/{bin,sbin,proc,sys,dev,run,var,tmp,etc/xen,etc/la
     fail $step "cannot create $D0"
 cp "$ROOT/bin/busybox" "$D0/bin/" || fail $step "busybox"
 # libxl-save-helper: xl save and restore run it (the saverestore step).
-for b in xl xenstored xenconsoled xen-init-dom0 libxl-save-helper; do
+# xenctx: a guest that spins without counting has its vCPUs' registers
+# shown (guest_spun).
+for b in xl xenstored xenconsoled xen-init-dom0 libxl-save-helper xenctx; do
 	cp "$xenbin/$b" "$D0/usr/lib/xen-$XENVER/bin/" || fail $step "copy $b"
 done
 cp "$ROOT/usr/bin/xenstore" "$D0/bin/" || fail $step "copy xenstore"
