@@ -579,16 +579,64 @@ dev_line() {
 }
 
 # console_has TAG PATTERN SECS: wait for a line of the guest's console;
-# not for a guest Xen saw triple-fault (emu_dead: it will never come).
+# not for a guest Xen saw triple-fault (emu_dead: it will never come),
+# nor for the Linux guest once it spun SPIN_CPU s of CPU in the wait
+# (guest_spun).
 console_has() {
-	_w0=$(up) _wn=0
+	_w0=$(up) _wn=0 _wc0=
+	[ -n "$LINUX_ID" ] && [ "$1" = "$LINUX_TAG" ] && _wc0=$(dom_cpu $1)
 	while ! console_lines $1 | grep -q "$2"; do
 		[ "$(awk -v a=$_w0 -v b=$(up) -v l=$3 'BEGIN { print (b - a > l) }')" = 1 ] && return 1
 		_wn=$((_wn + 1))
 		[ $((_wn % 5)) = 0 ] && emu_dead && return 1
+		[ $((_wn % 5)) = 0 ] && [ -n "$_wc0" ] &&
+		    guest_spun $1 $LINUX_ID $_wc0 $_w0 && return 1
 		sleep 2
 	done
 	return 0
+}
+
+# dom_cpu TAG: the seconds of CPU Xen has given the domain (xl list's
+# Time(s)), whole.
+dom_cpu() {
+	xl list $1 2>/dev/null | awk 'NR == 2 { printf "%d\n", $NF }'
+}
+# SPIN_CPU: seconds of CPU a Linux guest may burn without counting.  The
+# lab's guests count within 30 to 60 s of their create here, most of it
+# booting; CI's run at 50ca12c had xl's guest counting on one host and
+# then vmbuild's, built the same way, burning 997 s of CPU in 1008 s
+# without a line (dom0 starved: its soft lockups, RCU stalls; the same
+# host's xl migration had stalled 146 s): the emulation's, like its
+# triple faults, and the lab waited 1050 s for it.
+SPIN_CPU=${SPIN_CPU:-300}
+# SPUN: the domains guest_spun gave up on.
+SPUN=""
+# guest_spun TAG ID CPU0 T0: domain ID burned SPIN_CPU s of CPU since
+# CPU0 (at T0) and has not counted: said, with its vCPUs' registers
+# (xenctx) and Xen's word on its timers, and added to SPUN.
+guest_spun() {
+	_gc=$(dom_cpu $1)
+	[ -n "$_gc" ] && [ $((_gc - $3)) -ge $SPIN_CPU ] || return 1
+	echo "INFO $1: domain $2 spun $((_gc - $3)) s of CPU in $(secs $4 $(up)) s without counting; dom0 has had $(dom_cpu Domain-0) s"
+	for _v in 0 1; do
+		timeout 30 xenctx $2 $_v 2>&1 | head -n 12 | sed "s/^/  $1-v$_v| /"
+	done
+	xsync
+	grep -cE 'Platform timer .*wrapped|soft lockup|rcu.*stall' $XLOG | sed "s/^/  $1| Xen console lines of wrapped timers, soft lockups, RCU stalls: /"
+	SPUN="$SPUN $2"
+	[ -z "$SPIN_SAVED" ] || { SPIN_CPU=$SPIN_SAVED; SPIN_SAVED=; }
+	return 0
+}
+
+# spun ID: guest_spun gave up on domain ID.
+spun() { [ -n "$1" ] && case " $SPUN " in *" $1 "*) true ;; *) false ;; esac; }
+# emu_lost ID: the emulation took domain ID: says how (triple-fault,
+# spin), else fails.
+emu_lost() {
+	[ -n "$1" ] || return 1
+	if emu_fault $1; then echo triple-fault
+	elif spun $1; then echo spin
+	else return 1; fi
 }
 
 # Under TCG, Xen saw a Linux guest triple-fault now and then (about 3
@@ -644,15 +692,17 @@ guest_crash() {
 	console_lines $2 | grep -qE "$GUEST_CRASH"
 }
 # emu_casualty ID TAG: the emulation killed the guest: says how
-# (triple-fault, guest-crash), else fails.
+# (triple-fault, guest-crash, spin), else fails.
 emu_casualty() {
 	if emu_fault "$1"; then echo triple-fault
 	elif [ -n "$1" ] && console_lines $2 | grep -qE "$GUEST_CRASH"; then echo guest-crash
+	elif spun "$1"; then echo spin
 	else return 1; fi
 }
 # emu_dead: the current Linux guest (LINUX_ID, set once it is built)
-# was killed by the emulation; no later step of it can pass.
-emu_dead() { emu_fault "$LINUX_ID" || guest_crash "$LINUX_ID" "$LINUX_TAG"; }
+# was killed by the emulation, or spins for it (guest_spun); no later
+# step of it can pass.
+emu_dead() { emu_fault "$LINUX_ID" || guest_crash "$LINUX_ID" "$LINUX_TAG" || spun "$LINUX_ID"; }
 
 # linux_devices TOOL TAG ID T0: the guest's devices line (timed from
 # T0, the create's start), dom0 pinging it, its backends as xenstore
@@ -728,12 +778,18 @@ hotplug() {
 	_f0="$FAILED"
 	# LAB_INJECT=triple-fault:TOOL (run.sh): this guest dies here as
 	# the emulated CPU's triple faults were seen to kill one, once.
-	# triple-fault:TOOL:N: so in its first N builds.
+	# triple-fault:TOOL:N: so in its first N builds.  spin:TOOL: the
+	# guest is taken for spinning at the next wait's check, once
+	# (guest_spun: SPIN_CPU 0 for that once).
 	case "$INJECT" in
 	triple-fault:$1|triple-fault:$1:*) _inj_n=${INJECT#triple-fault:$1}; _inj_n=${_inj_n#:} ;;
 	*) _inj_n=0 ;;
 	esac
-	if [ "${INJECTED:-0}" -lt "${_inj_n:-1}" ]; then
+	if [ "$INJECT" = spin:$1 ] && [ -z "$INJECTED" ]; then
+		INJECTED=1
+		echo "INFO injected (LAB_INJECT): domain $3 to be taken for a spinning guest at the next check"
+		SPIN_SAVED=$SPIN_CPU SPIN_CPU=0
+	elif [ "${INJECTED:-0}" -lt "${_inj_n:-1}" ]; then
 		INJECTED=$((${INJECTED:-0} + 1))
 		echo "INFO injected (LAB_INJECT): domain $3 destroyed and a triple-fault line added to dom0's copy of Xen's console"
 		xl destroy $2 >/dev/null 2>&1
@@ -1168,47 +1224,6 @@ sr_wait() {
 		fi
 		usleep 500000
 	done
-}
-
-# dom_cpu TAG: the seconds of CPU Xen has given the domain (xl list's
-# Time(s)), whole.
-dom_cpu() {
-	xl list $1 2>/dev/null | awk 'NR == 2 { printf "%d\n", $NF }'
-}
-# SPIN_CPU: seconds of CPU a Linux guest may burn without counting.  The
-# lab's guests count within 30 to 60 s of their create here, most of it
-# booting; CI's run at 50ca12c had xl's guest counting on one host and
-# then vmbuild's, built the same way, burning 997 s of CPU in 1008 s
-# without a line (dom0 starved: its soft lockups, RCU stalls; the same
-# host's xl migration had stalled 146 s): the emulation's, like its
-# triple faults, and the lab waited 1050 s for it.
-SPIN_CPU=${SPIN_CPU:-300}
-# SPUN: the domains guest_spun gave up on.
-SPUN=""
-# guest_spun TAG ID CPU0 T0: domain ID burned SPIN_CPU s of CPU since
-# CPU0 (at T0) and has not counted: said, with its vCPUs' registers
-# (xenctx) and Xen's word on its timers, and added to SPUN.
-guest_spun() {
-	_gc=$(dom_cpu $1)
-	[ -n "$_gc" ] && [ $((_gc - $3)) -ge $SPIN_CPU ] || return 1
-	echo "INFO $1: domain $2 spun $((_gc - $3)) s of CPU in $(secs $4 $(up)) s without counting; dom0 has had $(dom_cpu Domain-0) s"
-	for _v in 0 1; do
-		timeout 30 xenctx $2 $_v 2>&1 | head -n 12 | sed "s/^/  $1-v$_v| /"
-	done
-	xsync
-	grep -cE 'Platform timer .*wrapped|soft lockup|rcu.*stall' $XLOG | sed "s/^/  $1| Xen console lines of wrapped timers, soft lockups, RCU stalls: /"
-	SPUN="$SPUN $2"
-	[ -z "$SPIN_SAVED" ] || { SPIN_CPU=$SPIN_SAVED; SPIN_SAVED=; }
-	return 0
-}
-
-# emu_lost ID: the emulation took domain ID: says how (triple-fault,
-# spin), else fails.
-emu_lost() {
-	[ -n "$1" ] || return 1
-	if emu_fault $1; then echo triple-fault
-	elif echo " $SPUN " | grep -q " $1 "; then echo spin
-	else return 1; fi
 }
 
 # sr_destroy TOOL TAG: whatever is left of the guest goes.

@@ -65,7 +65,11 @@
 #   LAB_HOTPLUG_TRACE=0      1: the hotplug scripts run with `set -x`
 #                            (their trace in dom0's xen-hotplug.log, shown
 #                            whole at the end of the run)
-#   LAB_INJECT=""            triple-fault:xl or triple-fault:vmb[:N]: that
+#   LAB_INJECT=""            spin:xl or spin:vmb: that toolstack's Linux
+#                            guest is taken for one that spins without
+#                            its line (guest_spun) at the next check of a
+#                            wait after its boot, once.
+#                            triple-fault:xl or triple-fault:vmb[:N]: that
 #                            toolstack's Linux guest (its first N builds,
 #                            1 by default) is made to look as if
 #                            Xen saw it triple-fault (destroyed, with a line
