@@ -1696,11 +1696,15 @@ mig_one() {
 	_before=$(sr_count $_tag); _bn=${_before#n=}; _bn=${_bn%% *}; _bb=${_before##*boot=}
 	echo "INFO $_tag on host A (domain $MIG_ID) at count '$_before'; migrating to $MIG_PEER"
 	_m0=$(up)
+	# 300 s and a second per MiB: 2 to 5 MB/s is what the link moves
+	# (CI's slowest run took 651 s for 512 MiB, a 146 s stall in it); a
+	# host frozen for good (mig44, one CPU) is not waited for 30 minutes.
+	_ml=$((300 + MIG_MB))
 	if [ $_t = xl ]; then
 		# -e: no xl left on B to watch the domain (the lab destroys it).
-		LIMIT=1800 timed xl-migrate xl migrate -e -s "$SSH" $_tag $MIG_PEER
+		LIMIT=$_ml timed xl-migrate xl migrate -e -s "$SSH" $_tag $MIG_PEER
 	else
-		LIMIT=1800 timed vmb-migrate $V migrate --live \
+		LIMIT=$_ml timed vmb-migrate $V migrate --live \
 		    --ssh-command "$SSH -o BatchMode=yes -i /etc/lab/ssh/id_ed25519" $_tag root@$MIG_PEER
 	fi
 	_mrc=$?
