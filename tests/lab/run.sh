@@ -54,8 +54,6 @@
 #   LAB_XEN=FILE             a xen.gz / xen ELF to boot instead of Debian's
 #   LAB_XEN_EXTRA= LAB_QEMU_EXTRA= LAB_DOM0_EXTRA=   extra command-line words
 #   LAB_CPU=max,-smap,-rdtscp LAB_SMP=4 LAB_MEM=6144 LAB_DOM0_MEM=512M
-#   LAB_TCG_THREAD=multi     QEMU's -accel tcg,thread= (multi: a host
-#                            thread per emulated CPU; single: one for all)
 #   LAB_NUMA=2               host NUMA nodes QEMU gives Xen (LAB_MEM and
 #                            LAB_SMP split evenly); 1: none
 #   LAB_EXTRA_FILES="host/path:/initramfs/path ..."   more files for dom0
@@ -114,7 +112,6 @@
 #                            OpenSSH from Debian's .debs in both dom0s
 #                            with keys made here ($LAB_DIR/ssh).  Its
 #                            defaults: LAB_MEM=4096 LAB_SMP=2 LAB_NUMA=1
-#                            LAB_TCG_THREAD=single
 #                            LAB_DOM0_MEM=2304M LAB_BOOTS=1
 #                            LAB_TIMEOUT=3000 (per QEMU)
 #   LAB_MIG_MB=1024          the migrate step's guest
@@ -129,22 +126,18 @@ cd "$top" || exit 2
 here=tests/lab
 
 LAB_DIR=${LAB_DIR:-build/lab}
-# Two hosts of 4 GiB and two CPUs each, one NUMA node each, each
-# QEMU's CPUs on one thread (LAB_TCG_THREAD=single): together what one
-# default lab takes of this machine (2 host cores).  Not one CPU: a host
-# whose one CPU ran dom0 and the guest's two vCPUs froze for minutes in
-# three runs of the migrate lab (mig43i: 230 s, Xen's "Platform timer
-# ... wrapped"; CI at 50ca12c: xl's migration stalled 146 s, then
-# vmbuild's guest burned 997 s of CPU in 1008 s without a line while
-# dom0 starved; mig44: A sent nothing for 5 minutes in the middle of
-# xl's migration).  Not two CPUs on two threads either (multi-threaded
-# TCG, as the other labs): mig45 had the emulated CPU triple-fault the
-# guest four times in a row (the world switch's fault, see dom0-init.sh's
-# emu_fault), at boot and in the migration.
+# Two hosts of 4 GiB and two CPUs each, one NUMA node each.  Not one
+# CPU: a host whose one CPU ran dom0 and the guest's two vCPUs froze for
+# minutes in three runs of the migrate lab (mig43i: 230 s, Xen's
+# "Platform timer ... wrapped"; CI at 50ca12c: xl's migration stalled
+# 146 s, then vmbuild's guest burned 997 s of CPU in 1008 s without a
+# line while dom0 starved; mig44: A sent nothing for 5 minutes in the
+# middle of xl's migration), the other labs' hosts, of four CPUs, never.
+# An idle emulated CPU halts: the second costs this machine's 2 cores
+# little more than the first.
 LAB_PEER=${LAB_PEER:-0}
 if [ "$LAB_PEER" = 1 ]; then
 	LAB_MEM=${LAB_MEM:-4096} LAB_SMP=${LAB_SMP:-2} LAB_NUMA=${LAB_NUMA:-1}
-	LAB_TCG_THREAD=${LAB_TCG_THREAD:-single}
 	LAB_DOM0_MEM=${LAB_DOM0_MEM:-2304M} LAB_BOOTS=${LAB_BOOTS:-1}
 fi
 LAB_MIG_MB=${LAB_MIG_MB:-1024}
@@ -165,7 +158,6 @@ LAB_GRUB_MB=${LAB_GRUB_MB:-512}
 LAB_TIMEOUT=${LAB_TIMEOUT:-3000}
 LAB_CPU=${LAB_CPU:-max,-smap,-rdtscp}
 LAB_SMP=${LAB_SMP:-4}
-LAB_TCG_THREAD=${LAB_TCG_THREAD:-multi}
 LAB_MEM=${LAB_MEM:-6144}
 LAB_NUMA=${LAB_NUMA:-2}
 LAB_DOM0_MEM=${LAB_DOM0_MEM:-512M}
@@ -635,7 +627,7 @@ fi
 # reads with `xl dmesg -c`; heap dumps and guest lines between two reads
 # could push a guest's triple-fault line out before the lab saw it.
 xen_cmdline="console=com1 com1=115200,8n1 dom0_mem=$LAB_DOM0_MEM,max:$LAB_DOM0_MEM loglvl=all guest_loglvl=all conring_size=4m console_timestamps=boot spec-ctrl=eager-fpu $LAB_XEN_EXTRA"
-log "qemu: -cpu $LAB_CPU -smp $LAB_SMP (tcg thread=$LAB_TCG_THREAD) -m $LAB_MEM, $LAB_NUMA NUMA node(s), timeout ${LAB_TIMEOUT}s; console -> $CONSOLE"
+log "qemu: -cpu $LAB_CPU -smp $LAB_SMP -m $LAB_MEM, $LAB_NUMA NUMA node(s), timeout ${LAB_TIMEOUT}s; console -> $CONSOLE"
 log "xen: $xen_cmdline"
 # The host's load (dom0's view of its own is meaningless): at QEMU's
 # start and end, one line after the run (bench/xen-results.py reads it).
@@ -691,7 +683,7 @@ peer_boot() {	# peer_boot PORT: host B, until it powers off or times out
 		sleep 0.1
 	done
 	q0b=${EPOCHREALTIME/./}
-	timeout --kill-after=5 "$LAB_TIMEOUT" qemu-system-x86_64 -accel tcg,thread=$LAB_TCG_THREAD \
+	timeout --kill-after=5 "$LAB_TIMEOUT" qemu-system-x86_64 -accel tcg,thread=multi \
 	    -cpu "$LAB_CPU" -m "$LAB_MEM" -smp "$LAB_SMP" -nographic -no-reboot \
 	    -monitor none -serial stdio $numa $LAB_QEMU_EXTRA \
 	    -netdev socket,id=n1,connect=127.0.0.1:$1 -device e1000,netdev=n1,mac=52:54:00:77:00:02 \
@@ -743,7 +735,7 @@ while :; do
 	# Each console line gets the seconds since QEMU started, for the
 	# timings.
 	q0=${EPOCHREALTIME/./}
-	timeout --kill-after=5 "$LAB_TIMEOUT" qemu-system-x86_64 -accel tcg,thread=$LAB_TCG_THREAD \
+	timeout --kill-after=5 "$LAB_TIMEOUT" qemu-system-x86_64 -accel tcg,thread=multi \
 	    -cpu "$LAB_CPU" -m "$LAB_MEM" -smp "$LAB_SMP" -nographic -no-reboot \
 	    -monitor none -serial stdio $numa $LAB_QEMU_EXTRA $net_a \
 	    -d cpu_reset,guest_errors -D "$LAB_DIR/qemu-debug.log" \
