@@ -209,7 +209,7 @@ check-xen-saverestore:
 	    LAB_DIRTY=0 LAB_DOM0_MEM=1536M tests/lab/run.sh
 
 # Live migration by xl and by vmbuild between two lab hosts (issue 20):
-# two QEMUs of 4 GiB and two CPUs each (build/lab-mig; the .debs and
+# two QEMUs of 4 GiB and one CPU each (build/lab-mig; the .debs and
 # their unpacked tree shared with build/lab), joined by a QEMU socket
 # network on 127.0.0.1, ssh between their dom0s; tests/lab/README.md.
 check-xen-migrate:

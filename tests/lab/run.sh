@@ -111,7 +111,7 @@
 #                            bridge xenbr0: A 10.77.0.1, B 10.77.0.2),
 #                            OpenSSH from Debian's .debs in both dom0s
 #                            with keys made here ($LAB_DIR/ssh).  Its
-#                            defaults: LAB_MEM=4096 LAB_SMP=2 LAB_NUMA=1
+#                            defaults: LAB_MEM=4096 LAB_SMP=1 LAB_NUMA=1
 #                            LAB_DOM0_MEM=2304M LAB_BOOTS=1
 #                            LAB_TIMEOUT=3000 (per QEMU)
 #   LAB_MIG_MB=1024          the migrate step's guest
@@ -126,18 +126,12 @@ cd "$top" || exit 2
 here=tests/lab
 
 LAB_DIR=${LAB_DIR:-build/lab}
-# Two hosts of 4 GiB and two CPUs each, one NUMA node each.  Not one
-# CPU: a host whose one CPU ran dom0 and the guest's two vCPUs froze for
-# minutes in three runs of the migrate lab (mig43i: 230 s, Xen's
-# "Platform timer ... wrapped"; CI at 50ca12c: xl's migration stalled
-# 146 s, then vmbuild's guest burned 997 s of CPU in 1008 s without a
-# line while dom0 starved; mig44: A sent nothing for 5 minutes in the
-# middle of xl's migration), the other labs' hosts, of four CPUs, never.
-# An idle emulated CPU halts: the second costs this machine's 2 cores
-# little more than the first.
+# Two hosts of 4 GiB and one CPU each: together they take what one
+# default lab takes of this machine (2 host cores, 6 GiB), and one
+# NUMA node each (one CPU cannot be split over two).
 LAB_PEER=${LAB_PEER:-0}
 if [ "$LAB_PEER" = 1 ]; then
-	LAB_MEM=${LAB_MEM:-4096} LAB_SMP=${LAB_SMP:-2} LAB_NUMA=${LAB_NUMA:-1}
+	LAB_MEM=${LAB_MEM:-4096} LAB_SMP=${LAB_SMP:-1} LAB_NUMA=${LAB_NUMA:-1}
 	LAB_DOM0_MEM=${LAB_DOM0_MEM:-2304M} LAB_BOOTS=${LAB_BOOTS:-1}
 fi
 LAB_MIG_MB=${LAB_MIG_MB:-1024}
