@@ -1610,10 +1610,11 @@ peer_wait() {
 	return 0
 }
 
-# mig_cfg TAG: linux.cfg without vNUMA or disk, MIG_MB, the vif with a
+# mig_cfg TAG: linux.cfg without vNUMA or disk, MIG_MB, MIG_VCPUS, the vif with a
 # fixed MAC (both toolstacks' guests alike) at MIG_IP, counting.
 mig_cfg() {
 	sed -e "s/^name = .*/name = \"$1\"/" -e "s/^memory = .*/memory = $MIG_MB/" \
+	    -e "s/^vcpus = .*/vcpus = ${MIG_VCPUS:-2}/" \
 	    -e '/^vnuma/,/\]\ \]$/d' -e '/^ *\[ "pnode/d' -e '/^disk/d' \
 	    -e "s/^vif = .*/vif = [ 'bridge=$BR,mac=$MIG_MAC' ]/" \
 	    -e "s/lab_ip=[0-9.]*/lab_ip=$MIG_IP/" -e "s/lab_peer=[0-9.]*/lab_peer=$BR_IP/" \

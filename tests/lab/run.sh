@@ -114,6 +114,8 @@
 #                            defaults: LAB_MEM=4096 LAB_SMP=1 LAB_NUMA=1
 #                            LAB_DOM0_MEM=2304M LAB_BOOTS=1
 #                            LAB_TIMEOUT=3000 (per QEMU)
+#   LAB_MIG_VCPUS=2          the migrate step's guest's vCPUs (.ci/run: 1,
+#                            tests/lab/README.md)
 #   LAB_MIG_MB=1024          the migrate step's guest
 #   LAB_TESTS="..."          hvsim-free test programs (paths under build/) run
 #                            in dom0 from a copy of the tree at /tree; default:
@@ -135,6 +137,7 @@ if [ "$LAB_PEER" = 1 ]; then
 	LAB_DOM0_MEM=${LAB_DOM0_MEM:-2304M} LAB_BOOTS=${LAB_BOOTS:-1}
 fi
 LAB_MIG_MB=${LAB_MIG_MB:-1024}
+LAB_MIG_VCPUS=${LAB_MIG_VCPUS:-2}
 LAB_STEPS=${LAB_STEPS:-xl vmbuild guest linux}
 export LAB_STEPS LAB_HELLO LAB_HVM_DEV
 LAB_VMBUILD=${LAB_VMBUILD:-require}
@@ -590,6 +593,7 @@ HOGS=$LAB_DIRTY_HOGS
 FILL=$LAB_DIRTY_FILL
 PEER=$LAB_PEER
 MIG_MB=$LAB_MIG_MB
+MIG_VCPUS=$LAB_MIG_VCPUS
 EOF
 (cd "$D0" && find . | cpio -o -H newc 2>/dev/null | gzip -1) > "$LAB_DIR/dom0-initrd.gz" ||
     fail $step "cpio"
