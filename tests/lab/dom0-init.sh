@@ -1523,6 +1523,8 @@ sr_rounds() {
 	VMBUILDD_ARGS="$_base"
 	restart_vmbuildd || fail vmbr-restart "rounds: vmbuildd did not start again"
 	grep xcrestore /tmp/vmbuildd.log | tail -n $_srn | sed 's/^/  vmbuildd| /'
+	# Each restore's build against its request (vmctl's time is more).
+	grep 'vmbr-sr: domain .* built in' /tmp/vmbuildd.log | tail -n $((_srn * 2)) | sed 's/^/  vmbuildd| /'
 	echo "vmbuild-saverestore-rounds: n=$_sri mb=$SR_MB restore_xl=${_rx#,} restore_vmb_libxenguest=${_rv#,} restore_vmb_engine=${_re#,} default=${SR_DEFAULT:--}"
 }
 
