@@ -588,9 +588,10 @@ console_has() {
 	while ! console_lines $1 | grep -q "$2"; do
 		[ "$(awk -v a=$_w0 -v b=$(up) -v l=$3 'BEGIN { print (b - a > l) }')" = 1 ] && return 1
 		_wn=$((_wn + 1))
-		[ $((_wn % 5)) = 0 ] && emu_dead && return 1
-		[ $((_wn % 5)) = 0 ] && [ -n "$_wc0" ] &&
-		    guest_spun $1 $LINUX_ID $_wc0 $_w0 && return 1
+		if [ $((_wn % 5)) = 0 ]; then
+			emu_dead && return 1
+			[ -n "$_wc0" ] && guest_spun $1 $LINUX_ID $_wc0 $_w0 && return 1
+		fi
 		sleep 2
 	done
 	return 0
@@ -626,6 +627,13 @@ guest_spun() {
 	SPUN="$SPUN $2"
 	[ -z "$SPIN_SAVED" ] || { SPIN_CPU=$SPIN_SAVED; SPIN_SAVED=; }
 	return 0
+}
+# spin_inject ID WHAT: LAB_INJECT's spin (WHAT, as it was asked): the
+# next check of a wait takes domain ID for spinning (SPIN_CPU 0, once;
+# guest_spun puts it back).
+spin_inject() {
+	echo "INFO injected ($2): domain $1 to be taken for a spinning guest at the next check"
+	SPIN_SAVED=$SPIN_CPU SPIN_CPU=0
 }
 
 # spun ID: guest_spun gave up on domain ID.
@@ -694,9 +702,8 @@ guest_crash() {
 # emu_casualty ID TAG: the emulation killed the guest: says how
 # (triple-fault, guest-crash, spin), else fails.
 emu_casualty() {
-	if emu_fault "$1"; then echo triple-fault
+	if emu_lost "$1"; then :
 	elif [ -n "$1" ] && console_lines $2 | grep -qE "$GUEST_CRASH"; then echo guest-crash
-	elif spun "$1"; then echo spin
 	else return 1; fi
 }
 # emu_dead: the current Linux guest (LINUX_ID, set once it is built)
@@ -787,8 +794,7 @@ hotplug() {
 	esac
 	if [ "$INJECT" = spin:$1 ] && [ -z "$INJECTED" ]; then
 		INJECTED=1
-		echo "INFO injected (LAB_INJECT): domain $3 to be taken for a spinning guest at the next check"
-		SPIN_SAVED=$SPIN_CPU SPIN_CPU=0
+		spin_inject $3 LAB_INJECT
 	elif [ "${INJECTED:-0}" -lt "${_inj_n:-1}" ]; then
 		INJECTED=$((${INJECTED:-0} + 1))
 		echo "INFO injected (LAB_INJECT): domain $3 destroyed and a triple-fault line added to dom0's copy of Xen's console"
@@ -1437,9 +1443,7 @@ inject() {
 	[ ! -e /tmp/injected-$1 ] || return 0
 	touch /tmp/injected-$1
 	case "$INJECT" in
-	*-spin:*)
-		echo "INFO injected (LAB_INJECT=$INJECT): domain $4 to be taken for a spinning guest at the next check"
-		SPIN_SAVED=$SPIN_CPU SPIN_CPU=0 ;;
+	*-spin:*) spin_inject $4 LAB_INJECT=$INJECT ;;
 	*)
 		echo "INFO injected (LAB_INJECT=$INJECT): domain $4 destroyed and a triple-fault line added to dom0's copy of Xen's console"
 		xl destroy $3 >/dev/null 2>&1
