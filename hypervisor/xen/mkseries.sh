@@ -52,8 +52,9 @@ git -C "$tree" -c user.name="$name" -c user.email="$email" \
 
 rm -rf "$out.tmp"
 mkdir -p "$out.tmp"
+tmp=$(cd "$out.tmp" && pwd)	# OUT may be relative or absolute
 git -C "$tree" format-patch -q --cover-letter --subject-prefix="PATCH v2" \
-    --no-signature --zero-commit -o "$PWD/$out.tmp" \
+    --no-signature --zero-commit -o "$tmp" \
     ${basecommit:+--base=$basecommit} "$base..HEAD"
 python3 - "$out.tmp/0000-cover-letter.patch" "$cover" <<'EOF'
 import sys
