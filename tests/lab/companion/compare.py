@@ -330,6 +330,17 @@ def judge_numa(j, x, h, xs, hs):
     unexplained = [d for d in diffs if d[3].startswith('not expected')]
     j.check('every difference from hvsim is explained', not unexplained,
             ', '.join(d[0] for d in unexplained) or 'all %d' % len(diffs))
+    # The series' tools/tests/mm-stats through its libxenctrl, when the
+    # run was given them (CMP_LIVE); CI builds no patched tools.
+    if x.rc('mm-stats') is None:
+        print('     test-mm-stats: not run (CMP_LIVE unset)')
+    else:
+        live = x.get('mm-stats') or {}
+        j.check('test-mm-stats (the series\' libxenctrl) passes on this Xen',
+                x.rc('mm-stats') == 0 and live.get('failures') == 0 and
+                live.get('skips') == 0,
+                'rc=%s failures=%s skips=%s' % (
+                    x.rc('mm-stats'), live.get('failures'), live.get('skips')))
 
 
 def shadow_deltas(r, a, b):
@@ -390,6 +401,20 @@ def judge_shadow(j, sh, off):
                     '%s with 0; shadow faults %s and %s' % (
                         d['emulated_pt_writes'], d0['emulated_pt_writes'],
                         d['shadow_faults'], d0['shadow_faults']))
+    if sh.present:
+        # The series' test of its first patch, on this (perfc) build: a
+        # domain under construction got the flush its pages were owed.
+        rc, pf = sh.rc('populate-flush'), sh.get('populate-flush') or {}
+        cycles = pf.get('cycles') or []
+        j.check('test-populate-flush: populate_physmap flushed for a domain '
+                'under construction',
+                rc == 0 and not pf.get('skipped') and bool(cycles) and
+                cycles[-1][1] > cycles[-1][0],
+                'rc=%s skipped=%s "PG_need_flush tlb flushes" around each '
+                'cycle\'s populate: %s' % (
+                    rc, pf.get('skipped'),
+                    ', '.join('%d -> %d' % tuple(c) for c in cycles) or
+                    'none'))
     if off.present:
         d = shadow_deltas(off, 'stats-0', 'stats-1')
         j.check('shadow: none with shadow-flood=0 on Xen\'s command line',

@@ -16,7 +16,8 @@
 #           the freed pages (filtered flushes), per-batch statistics
 #   shadow  the patched Xen without HAP: the hello guest rewrites its page
 #           tables (ptwrite=N) on shadow paging; with CMP_RUNTIME_OFF=1 a
-#           second guest runs after xl set-parameters shadow-flood=0
+#           second guest runs after xl set-parameters shadow-flood=0, then
+#           the series' test-populate-flush (cmp_pf)
 #   stock   Debian's Xen: what the companion reports must be unavailable
 . /etc/lab/steps/companion.conf
 
@@ -106,9 +107,33 @@ cmp_numa() {
 	cmp_destroy cmp-b
 	cmp_scrub_wait 4
 	cmp_cap stats-4 $V --json stats
+	[ "$CMP_LIVE" = 1 ] && cmp_live
 	# issue 22: xl and vmbuild over dirty memory on this Xen (XBENCH
 	# lines, tests/lab/xenbench.sh), after the counters above are taken.
 	if [ "$CMP_DIRTY" = 1 ]; then xb_dirty; fi
+}
+
+# cmp_pf: the series' test of its first patch (tools/tests/populate-flush:
+# a domain under construction gets the TLB flush its pages are owed), on
+# this Xen; its output as CMPPF lines, the flush counter around each
+# cycle's populate and its exit status as one record.
+cmp_pf() {
+	test-populate-flush > /tmp/cmp.pf 2>&1
+	_cprc=$?
+	sed 's/^/CMPPF /' /tmp/cmp.pf
+	_cpc=$(sed -n 's/.*": \([0-9][0-9]*\) -> \([0-9][0-9]*\)$/[\1,\2]/p' /tmp/cmp.pf |
+	    tr '\n' ',' | sed 's/,$//')
+	echo "CMPJSON populate-flush rc=$_cprc {\"cycles\":[$_cpc],\"skipped\":$(grep -c 'Skip:' /tmp/cmp.pf)}"
+}
+
+# cmp_live: the series' tools/tests/mm-stats on this Xen, through the
+# series' libxenctrl (CMP_LIVE: tests/lab/companion/run.sh); its output
+# as CMPLIVE lines, its exit status and failures as one record.
+cmp_live() {
+	LD_LIBRARY_PATH=/opt/live /opt/live/test-mm-stats > /tmp/cmp.live 2>&1
+	_clrc=$?
+	sed 's/^/CMPLIVE /' /tmp/cmp.live
+	echo "CMPJSON mm-stats rc=$_clrc {\"failures\":$(grep -c 'Fail:' /tmp/cmp.live),\"skips\":$(grep -c 'Skip:' /tmp/cmp.live)}"
 }
 
 cmp_shadow() {
@@ -129,6 +154,7 @@ cmp_shadow() {
 	cmp_cap stats-3 $V --json stats
 	cmp_perf perf-3
 	cmp_destroy cmp-sh0
+	cmp_pf
 }
 
 cmp_stock() {

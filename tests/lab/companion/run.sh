@@ -14,7 +14,8 @@
 #               shadow-flood=3 on Xen's line (the heuristic is off by
 #               default): the hello guest rewrites its page tables
 #               (ptwrite=N); Xen's perf counters are the reference; then
-#               shadow-flood=0 at runtime
+#               shadow-flood=0 at runtime; then the series' test of its
+#               first patch, tools/tests/populate-flush (a perf counter)
 #   shadow-off  build/xen/xen.gz without HAP, shadow-flood=0 on Xen's line
 #   stock       Debian's Xen: the same commands must answer "unavailable"
 #   sim         the numa sequence on hvsim, modelled to the numa run's
@@ -22,6 +23,9 @@
 #
 # Settings: CMP_DIR (build/lab-companion), CMP_RUNS (the runs above, in
 # order), CMP_XEN and CMP_XEN_PERFC (build/xen/xen.gz, xen-perfc.gz),
+# CMP_LIVE (a directory with the series' test-mm-stats and the patched
+# libxenctrl it needs, from hypervisor/xen/check-4.17.sh: the numa run
+# runs it; unset, it is not run: CI builds no patched tools),
 # CMP_MB (512), CMP_PTWRITE (1000 rounds), CMP_SCRUB_TIMEOUT (900 s),
 # CMP_TIMEOUT (per run, 1500 s), CMP_DIRTY (1: the numa run ends with
 # the dirty-memory sequence of tests/lab/xenbench.sh, xl against vmbuild,
@@ -58,9 +62,30 @@ mkdir -p "$CMP_DIR" || exit 2
 status=$CMP_DIR/status
 : > "$status"
 
+# The series' own test of its first patch (tools/tests/populate-flush),
+# as the 4.17 series has it: the source taken from its patch, built
+# against Debian's libxenctrl (it needs nothing the series adds), run by
+# the shadow run, whose Xen (xen-perfc.gz) has the perf counter it reads.
+pf=$CMP_DIR/test-populate-flush
+pfp=$(grep -l '^+++ b/tools/tests/populate-flush/test-populate-flush.c$' \
+    $(sed -e '/^#/d' -e '/^[[:space:]]*$/d' -e 's|^|hypervisor/xen/|' hypervisor/xen/series))
+[ -n "$pfp" ] || { log "no patch of the series adds tools/tests/populate-flush"; exit 2; }
+python3 - "$pfp" tools/tests/populate-flush/test-populate-flush.c > "$pf.c" <<'EOF' ||
+import re, sys
+lines = open(sys.argv[1]).read().split('\n')
+i = lines.index('+++ b/' + sys.argv[2])
+n = int(re.match(r'@@ -0,0 \+1,(\d+) @@', lines[i + 1]).group(1))
+body = lines[i + 2:i + 2 + n]
+assert all(l.startswith('+') for l in body), 'not a new file'
+print('\n'.join(l[1:] for l in body))
+EOF
+    { log "$pfp: no new file tools/tests/populate-flush/test-populate-flush.c in it"; exit 2; }
+gcc -std=gnu11 -O2 -Wall -Wextra -Werror -o "$pf" "$pf.c" -lxenctrl ||
+    { log "test-populate-flush from $pfp does not build"; exit 2; }
+
 # lab NAME MODE KEY=VALUE...: one boot through tests/lab/run.sh.
 lab() {
-	local name=$1 mode=$2 dir=$CMP_DIR/$1 t0 rc
+	local name=$1 mode=$2 dir=$CMP_DIR/$1 t0 rc extra
 	shift 2
 	mkdir -p "$dir"
 	cat > "$dir/companion.conf" <<EOF
@@ -72,13 +97,20 @@ CMP_SCRUB_TIMEOUT=$CMP_SCRUB_TIMEOUT
 CMP_RUNTIME_OFF=${CMP_RUNTIME_OFF:-0}
 CMP_CFG_EXTRA='${CMP_CFG_EXTRA:-}'
 CMP_DIRTY=${CMP_DIRTY:-1}
+CMP_LIVE=$([ -n "${CMP_LIVE:-}" ] && echo 1 || echo 0)
 EOF
+	extra="$here/dom0.sh:/etc/lab/steps/companion.sh"
+	extra="$extra $dir/companion.conf:/etc/lab/steps/companion.conf"
+	extra="$extra $CMP_DIR/root/usr/lib/xen-4.17/bin/xenperf:/usr/lib/xen-4.17/bin/xenperf"
+	extra="$extra $pf:/usr/lib/xen-4.17/bin/test-populate-flush"
+	[ -z "${CMP_LIVE:-}" ] || extra="$extra $CMP_LIVE/test-mm-stats:/opt/live/test-mm-stats
+	    $CMP_LIVE/libxenctrl.so.4.17:/opt/live/libxenctrl.so.4.17"
 	log "run $name: $*"
 	t0=${EPOCHREALTIME/./}
 	env LAB_DIR="$dir" LAB_DEBS=build/lab/debs LAB_ROOT="$CMP_DIR/root" \
 	    LAB_STEPS=companion \
 	    LAB_TESTS= LAB_TIMEOUT="$CMP_TIMEOUT" \
-	    LAB_EXTRA_FILES="$here/dom0.sh:/etc/lab/steps/companion.sh $dir/companion.conf:/etc/lab/steps/companion.conf $CMP_DIR/root/usr/lib/xen-4.17/bin/xenperf:/usr/lib/xen-4.17/bin/xenperf" \
+	    LAB_EXTRA_FILES="$extra" \
 	    "$@" tests/lab/run.sh > "$dir/run.log" 2>&1
 	rc=$?
 	echo "$name rc=$rc secs=$(( (${EPOCHREALTIME/./} - t0) / 1000000 ))" >> "$status"
