@@ -46,10 +46,11 @@ pk[migrate]="openssh-client"
 # root file system with mmdebstrap and builds the .debs (dpkg-dev,
 # debhelper, dh-python: as tests/ops/deb.sh).
 pk[debhost]="mmdebstrap dpkg-dev debhelper dh-python"
-# xen-upstream: hypervisor/xen/check-upstream.sh also configures Xen's
-# tools (./configure wants iasl) to build tools/tests/mm-stats.
+# xen-upstream: hypervisor/xen/check-upstream.sh and check-4.17.sh also
+# configure Xen's tools (./configure wants iasl; Debian's source has only
+# configure.ac: autoconf, autotools-dev) to build the series' tools/tests.
 pk[xen-upstream]="build-essential bison flex python3 acpica-tools uuid-dev
-	   libyajl-dev zlib1g-dev libncurses-dev"
+	   libyajl-dev zlib1g-dev libncurses-dev autoconf autotools-dev"
 # demo: python3 picks a free port and reads JSON and the metrics.
 pk[demo]="python3"
 # xen: Xen's hypervisor build (its Kconfig needs bison and flex, its

@@ -16,11 +16,19 @@ step() {
 }
 
 # tools_tests TREE: configure TREE's tools with only what the tests need
-# (scripts/deps.sh xen-upstream), build libxenctrl and the libraries it
+# (scripts/deps.sh xen-upstream; autoconf and autotools-dev for a tree
+# without configure), build libxenctrl and the libraries it
 # links, then the series' tests: tools/tests/populate-flush (patch 2)
 # and tools/tests/mm-stats.
 tools_tests() {
 	local t=$1
+	# Debian's source ships configure.ac only: its build runs autoreconf
+	# and takes config.guess and config.sub from autotools-dev, as here.
+	# Xen's tree ships the scripts.
+	if [ ! -x "$t/configure" ]; then
+		step tools-autogen sh -c "cd '$t' && ./autogen.sh &&
+		    cp /usr/share/misc/config.guess /usr/share/misc/config.sub ." || return
+	fi
 	step tools-configure sh -c "cd '$t' && ./configure --disable-docs \
 	    --disable-stubdom --disable-qemu-traditional --disable-rombios \
 	    --disable-seabios --disable-ipxe --disable-ovmf --disable-golang \
