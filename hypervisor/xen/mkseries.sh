@@ -27,6 +27,10 @@ cover=$here/cover-letter.txt
 [ -f "$cover" ] || die "no $cover"
 git -C "$tree" rev-parse -q --verify "$base^{commit}" >/dev/null ||
     die "$tree: no commit $base"
+for d in rebase-merge rebase-apply; do
+	[ ! -e "$(git -C "$tree" rev-parse --path-format=absolute --git-path $d)" ] ||
+	    die "$tree: a rebase or am is in progress ($d): finish or abort it first"
+done
 
 from=${XEN_SERIES_FROM:-$(git -C "$tree" config sendemail.from || true)}
 if [ -z "$from" ]; then
