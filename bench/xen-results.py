@@ -14,6 +14,8 @@ build/lab-companion/numa/console.log) with the records dom0 printed
   XBENCH create round=K tool=T failed=WHY
   XBENCH dirty seq=K tool=T domid=N mb=M node=N xen=stock|companion hogs=H filled=F rc=R return=S
   XBSTATS K before|after rc=R {vmctl --json stats}
+  XBINFO K {vmctl --json info}     vmbuild's dirty create K: its build's
+                                   phases and populate workers (the profile)
   LAB-HOST load_start=L load_end=L cpus=N        (run.sh, after QEMU)
 
 A command's return is the time dom0's `timed` gave its step ("MARK
@@ -95,7 +97,7 @@ def parse_log(path):
     """The raw records of one log."""
     lines = lines_of(path)
     r = {'log': path, 'creates': [], 'dirty': [], 'stats': {}, 'host': None,
-         'restores': [], 'restore_rounds': []}
+         'restores': [], 'restore_rounds': [], 'info': {}}
     marks = {}
     for ts, text in lines:
         m = MARK.match(text)
@@ -118,6 +120,13 @@ def parse_log(path):
             if len(w) == 5 and w[3] == 'rc=0':
                 try:
                     r['stats'][(w[1], w[2])] = json.loads(w[4])
+                except ValueError:
+                    pass
+        elif text.startswith('XBINFO '):
+            w = text.split(' ', 2)
+            if len(w) == 3:
+                try:
+                    r['info'][w[1]] = json.loads(w[2])
                 except ValueError:
                     pass
         elif text.startswith('vmbuild-saverestore: '):
@@ -191,6 +200,29 @@ def stats_delta(stats, seq, *keys):
     return None
 
 
+# Where a vmbuild dirty create's time went, from its XBINFO record: the
+# build's phases, and populate's workers (the longest is the phase's
+# critical path; busy over longest, the parallelism it got).
+PROFILE = (('create', ('build', 'phases', 'create')),
+           ('populate', ('build', 'phases', 'populate')),
+           ('boot', ('build', 'phases', 'boot')),
+           ('workers', ('build', 'workers')),
+           ('worker_longest', ('build', 'worker_profile', 'longest_seconds')),
+           ('worker_busy', ('build', 'worker_profile', 'busy_seconds')),
+           ('extents_1g', ('build', 'populate', 'extents', '1g')),
+           ('extents_balanced', ('build', 'populate', 'extents_balanced')),
+           ('extents_split', ('build', 'populate', 'extents_split')))
+
+
+def profile(info):
+    if not info:
+        return None
+    p = {k: dig(info, *path) for k, path in PROFILE}
+    if p['worker_longest'] and p['worker_busy'] is not None:
+        p['parallelism'] = round(p['worker_busy'] / p['worker_longest'], 2)
+    return p
+
+
 def dirty(recs_by_log):
     """Per Xen (stock, companion): each tool's times to the hello line over
     dirty memory, and the pages scrubbed inline and flushes it caused."""
@@ -223,6 +255,10 @@ def dirty(recs_by_log):
                 'flushes': stats_delta(r['stats'], d.get('seq'),
                                        'tlb_flushes', 'issued_by_cause',
                                        'populate')})
+            if tool == 'vmb':
+                p = profile(r['info'].get(d.get('seq')))
+                if p:
+                    x['raw'][tool][-1]['profile'] = p
     for x in out.values():
         for t in TOOLS:
             raw = x['raw'][t]
@@ -230,6 +266,12 @@ def dirty(recs_by_log):
                     for k in ('line', 'return', 'scrubbed_inline',
                               'flushes')}
         x['ratio'] = ratio(x['vmb']['line'], x['xl']['line'])
+        profs = [v['profile'] for v in x['raw']['vmb'] if v.get('profile')]
+        x['vmb']['profile'] = {
+            k: spread([p[k] for p in profs
+                       if isinstance(p.get(k), (int, float))])
+            for k in [k for k, _ in PROFILE] + ['parallelism']} \
+            if profs else None
     return out
 
 
@@ -387,6 +429,11 @@ def summary(j):
                      per['flushes'], fmt(x['mb']), fmt(x['hogs']),
                      fmt(x['filled']),
                      load_text(j['host'].get(x['log']))))
+        pr = x['vmb'].get('profile')
+        if pr:
+            L.append('  dirty %s vmb profile (medians): %s' % (xen, ' '.join(
+                '%s=%s' % (k, fmt(dig(pr, k, 'median')))
+                for k in [k for k, _ in PROFILE] + ['parallelism'])))
         for k, what in (('failed', 'failed'), ('missing', 'missing figure')):
             if x[k]:
                 L.append('  dirty %s %s: %s' % (xen, what, ', '.join(x[k])))

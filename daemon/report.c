@@ -255,6 +255,8 @@ report_build(yajl_gen g, const struct vmb_build_result *r,
 	    s->have & VMB_POPSTAT_HAVE_FLUSHES);
 	kv_known(g, "filter_evaluations", s->filter_evaluations,
 	    s->have & VMB_POPSTAT_HAVE_FILTER);
+	jg_kv_u64(g, "extents_split", s->extents_split);
+	jg_kv_u64(g, "extents_balanced", s->extents_balanced);
 	jg_key(g, "node_bytes");
 	yajl_gen_map_open(g);
 	for (int i = 0; i < VMB_MAX_NODES; i++) {
@@ -269,6 +271,15 @@ report_build(yajl_gen g, const struct vmb_build_result *r,
 	yajl_gen_map_close(g);
 	jg_kv_u64(g, "workers", r->workers);
 	jg_kv_u64(g, "workers_pinned", r->workers_pinned);
+	/* Where populate's time went, worker by worker (see vmbuild.h). */
+	jg_key(g, "worker_profile");
+	yajl_gen_map_open(g);
+	jg_kv_dbl(g, "longest_seconds", r->worker_profile.longest_ns / 1e9);
+	jg_kv_u64(g, "longest_bytes", r->worker_profile.longest_bytes);
+	jg_kv_dbl(g, "shortest_seconds",
+	    r->worker_profile.shortest_ns / 1e9);
+	jg_kv_dbl(g, "busy_seconds", r->worker_profile.busy_ns / 1e9);
+	yajl_gen_map_close(g);
 	jg_kv_bool(g, "image_loaded", r->image_loaded);
 	jg_kv_u64(g, "entry", r->entry);
 	jg_kv_u64(g, "start_info", r->start_info);

@@ -884,6 +884,7 @@ phase_populate(struct run *r)
 	    b->guest, r->host, &r->scrub);
 	/* The placed nodes' clean memory covers the guest: see populate.c. */
 	job.clean = r->have_scrub && !r->scrub_inline;
+	job.scrub_inline = r->scrub_inline;
 	if (job.progress)
 		populate_progress(r, &(struct vmb_progress){
 		    .phase = VMB_PHASE_POPULATE, .domid = r->domid,
@@ -892,6 +893,7 @@ phase_populate(struct run *r)
 	r->res.populate = job.stats;
 	r->res.workers = job.workers;
 	r->res.workers_pinned = job.workers_pinned;
+	r->res.worker_profile = job.profile;
 	for (uint32_t n = 0; n < VMB_MAX_NODES; n++)
 		done += job.stats.node_bytes[n];
 	if (rc == -ECANCELED)

@@ -18,6 +18,15 @@
  * proceed in parallel.  Extents ask for their node exactly: placement
  * already chose where memory is, and a silent fallback would undo it.
  *
+ * Memory to be scrubbed inline is work per page on the CPU that takes
+ * it, and an extent is taken by one request: a 1 GiB extent larger than
+ * a worker's share (a guest of fewer GiB than the node has workers) is
+ * the phase's critical path while the other workers idle.  When scrub
+ * progress says the populate will scrub inline (job->scrub_inline),
+ * such extents are populated as 2 MiB ones (balance_superpages) and
+ * counted (extents_balanced); with memory enough for every worker to
+ * take whole GiBs, or clean memory, the guest keeps its 1 GiB mappings.
+ *
  * Parallel requests pay where the hypervisor has work per page: scrubbing
  * dirty pages inline (and, on Xen, the per-page work of assigning them).
  * When the placed nodes' clean memory covers the guest (job->clean, from
@@ -91,6 +100,7 @@ stats_add(struct vmb_populate_stats *a, const struct vmb_populate_stats *b)
 	a->flushes_avoided += b->flushes_avoided;
 	a->filter_evaluations += b->filter_evaluations;
 	a->extents_split += b->extents_split;
+	a->extents_balanced += b->extents_balanced;
 	a->have |= b->have;
 	for (int i = 0; i < VMB_MAX_NODES; i++)
 		a->node_bytes[i] += b->node_bytes[i];
@@ -233,6 +243,8 @@ struct worker {
 	struct vmb_populate_stats stats;
 	int	rc;
 	bool	pinned;
+	uint64_t ns;		/* its time, first batch taken to last done */
+	uint64_t bytes;		/* what it populated */
 };
 
 /* The CPUs of this machine's NUMA node `node`, from sysfs. */
@@ -299,6 +311,7 @@ worker_run(void *arg)
 	struct worker *w = arg;
 	struct node_work *nw = w->nw;
 	struct vmb__populate_job *job = w->pr->job;
+	uint64_t t0;
 	int saved_fd;
 
 	if (nw->pin)
@@ -310,14 +323,19 @@ worker_run(void *arg)
 	 */
 	saved_fd = vmb__cancel_fd();
 	vmb__set_cancel_fd(w->pr->cancel_fd);
+	t0 = vmb__now_ns();
 	while (!stopping(w->pr)) {
 		size_t b = atomic_fetch_add(&nw->next, 1);
+		size_t n;
 		int rc;
 
 		if (b >= nw->nr_batches)
 			break;
-		rc = populate_extents(job, w->pr, nw->ext + nw->batch[b],
-		    nw->batch[b + 1] - nw->batch[b], &w->stats);
+		n = nw->batch[b + 1] - nw->batch[b];
+		rc = populate_extents(job, w->pr, nw->ext + nw->batch[b], n,
+		    &w->stats);
+		if (rc == 0)
+			w->bytes += extents_bytes(nw->ext + nw->batch[b], n);
 		if (rc == -EINTR)
 			break;		/* another worker failed */
 		if (rc) {
@@ -326,39 +344,98 @@ worker_run(void *arg)
 			break;
 		}
 	}
+	w->ns = vmb__now_ns() - t0;
 	vmb__set_cancel_fd(saved_fd);
 }
 
 /*
- * Cut one node's extents into batches.  The number of batches is what
+ * How many batches to cut one node's `total` bytes into: what
  * batch_bytes asks for, but at least `inflight` (so that every worker of
- * the node has one) when there are extents enough and each batch still
- * holds split_min (VMB_BATCH_SPLIT_MIN, or _DIRTY for memory to be
- * scrubbed inline: below that a thread and a call cost more than
- * running the pieces side by side can save); their bytes are then
- * spread evenly, so that no worker is left with a long tail while the
- * others idle.  A batch never splits an extent (a 1 GiB extent larger
- * than batch_bytes is a batch of its own) and holds at most
+ * the node has one) when each batch still holds split_min
+ * (VMB_BATCH_SPLIT_MIN, or _DIRTY for memory to be scrubbed inline:
+ * below that a thread and a call cost more than running the pieces side
+ * by side can save), and never more than there are extents.
+ */
+static size_t
+batch_count(uint64_t total, size_t nr_ext, uint64_t batch_bytes,
+    uint32_t inflight, uint64_t split_min)
+{
+	uint64_t want = (total + batch_bytes - 1) / batch_bytes;
+
+	/* More batches than the size asks for only when each stays big. */
+	if (want < inflight)
+		want = total / split_min > inflight ? inflight :
+		    (total / split_min > want ? total / split_min : want);
+	return want > nr_ext ? nr_ext : (size_t)want;
+}
+
+/*
+ * Memory scrubbed inline: one request takes an extent whole, on one CPU,
+ * so with W workers and B extents of 1 GiB the slowest worker carries
+ * at least ceil(B / W) GiB.  When that is more than a quarter above the
+ * even share (total / W: a guest of few GiB for its workers), every
+ * 1 GiB extent of the node becomes 512 of 2 MiB, which the batches then
+ * spread evenly.  Sets *ret_split to how many were split.
+ */
+static int
+balance_superpages(struct node_work *nw, uint64_t batch_bytes,
+    uint32_t inflight, uint64_t split_min, uint64_t *ret_split)
+{
+	uint64_t total = extents_bytes(nw->ext, nw->nr_ext), big = 0, w;
+	struct vmb_extent *ext;
+	size_t n = 0;
+
+	*ret_split = 0;
+	for (size_t i = 0; i < nw->nr_ext; i++)
+		big += nw->ext[i].order == VMB_EXT_ORDER_1G;
+	/* The workers the node gets (not capped by its extents: see above). */
+	w = batch_count(total, SIZE_MAX, batch_bytes, inflight, split_min);
+	if (w > inflight)
+		w = inflight;
+	if (big == 0 || w < 2 || (big + w - 1) / w *
+	    (VMB_PAGE_SIZE << VMB_EXT_ORDER_1G) * 4 <= total / w * 5)
+		return 0;
+	ext = malloc((nw->nr_ext + big * (PAGES_1G / PAGES_2M - 1)) *
+	    sizeof(*ext));
+	if (!ext)
+		return -ENOMEM;
+	for (size_t i = 0; i < nw->nr_ext; i++) {
+		if (nw->ext[i].order != VMB_EXT_ORDER_1G) {
+			ext[n++] = nw->ext[i];
+			continue;
+		}
+		for (uint64_t k = 0; k < PAGES_1G / PAGES_2M; k++)
+			ext[n++] = (struct vmb_extent){ .gfn = nw->ext[i].gfn +
+			    k * PAGES_2M, .order = VMB_EXT_ORDER_2M,
+			    .node = nw->ext[i].node };
+	}
+	free(nw->ext);
+	nw->ext = ext;
+	nw->nr_ext = n;
+	*ret_split = big;
+	return 0;
+}
+
+/*
+ * Cut one node's extents into batch_count() batches, their bytes spread
+ * evenly, so that no worker is left with a long tail while the others
+ * idle.  A batch never splits an extent (a 1 GiB extent larger than
+ * batch_bytes is a batch of its own) and holds at most
  * VMB_BATCH_EXTENTS_MAX extents (one hypervisor request).
  */
 static int
 make_batches(struct node_work *nw, uint64_t batch_bytes, uint32_t inflight,
     uint64_t split_min)
 {
-	uint64_t total = extents_bytes(nw->ext, nw->nr_ext), want, target;
+	uint64_t total = extents_bytes(nw->ext, nw->nr_ext), target;
 	uint64_t bytes = 0;
-	size_t nb = 0;
+	size_t nb = 0, want;
 
 	nw->batch = malloc((nw->nr_ext + 1) * sizeof(*nw->batch));
 	if (!nw->batch)
 		return -ENOMEM;
-	want = (total + batch_bytes - 1) / batch_bytes;
-	/* More batches than the size asks for only when each stays big. */
-	if (want < inflight)
-		want = total / split_min > inflight ? inflight :
-		    (total / split_min > want ? total / split_min : want);
-	if (want > nw->nr_ext)
-		want = nw->nr_ext;
+	want = batch_count(total, nw->nr_ext, batch_bytes, inflight,
+	    split_min);
 	target = want ? (total + want - 1) / want : total;
 	for (size_t i = 0; i < nw->nr_ext; i++) {
 		uint64_t eb = VMB_PAGE_SIZE << nw->ext[i].order;
@@ -541,7 +618,15 @@ populate_engine(struct vmb__populate_job *job, struct progress *pr)
 	if (!rc && !ws)
 		rc = -ENOMEM;
 	for (uint32_t i = 0; i < nr_nw && !rc; i++) {
-		rc = make_batches(&nws[i], batch_bytes, inflight, split_min);
+		uint64_t split = 0;
+
+		if (job->scrub_inline)
+			rc = balance_superpages(&nws[i], batch_bytes, inflight,
+			    split_min, &split);
+		job->stats.extents_balanced += split;
+		if (!rc)
+			rc = make_batches(&nws[i], batch_bytes, inflight,
+			    split_min);
 		plan_pinning(job->host, job->host_topology, &nws[i]);
 		total_batches += nws[i].nr_batches;
 	}
@@ -558,9 +643,18 @@ populate_engine(struct vmb__populate_job *job, struct progress *pr)
 			    .pr = pr };
 	rc = run_workers(job->pool, ws, nr_workers);
 	for (size_t i = 0; i < nr_workers; i++) {
+		struct vmb_worker_profile *p = &job->profile;
+
 		if (!ws[i].started)
 			continue;
 		stats_add(&job->stats, &ws[i].stats);
+		if (ws[i].ns >= p->longest_ns) {
+			p->longest_ns = ws[i].ns;
+			p->longest_bytes = ws[i].bytes;
+		}
+		if (job->workers == 0 || ws[i].ns < p->shortest_ns)
+			p->shortest_ns = ws[i].ns;
+		p->busy_ns += ws[i].ns;
 		if (ws[i].rc && !rc)
 			rc = ws[i].rc;
 		job->workers++;
@@ -570,7 +664,11 @@ populate_engine(struct vmb__populate_job *job, struct progress *pr)
 	if (!rc && atomic_load(job->cancel))
 		rc = -ECANCELED;
 	vmb__log(job->ctx, "populate engine: %zu workers on %u nodes, %u "
-	    "pinned, rc %d", nr_workers, nr_nw, job->workers_pinned, rc);
+	    "pinned, %llu GiB extents as 2 MiB, longest worker %.3f s for "
+	    "%llu MiB, rc %d", nr_workers, nr_nw, job->workers_pinned,
+	    (unsigned long long)job->stats.extents_balanced,
+	    job->profile.longest_ns / 1e9,
+	    (unsigned long long)(job->profile.longest_bytes >> 20), rc);
 out:
 	for (uint32_t i = 0; nws && i < nr_nw; i++) {
 		free(nws[i].ext);
@@ -673,6 +771,7 @@ vmb__populate(struct vmb__populate_job *job)
 	atomic_init(&pr.done, 0);
 	atomic_init(&pr.failed, false);
 	memset(&job->stats, 0, sizeof(job->stats));
+	memset(&job->profile, 0, sizeof(job->profile));
 	job->workers = job->workers_pinned = 0;
 	switch (job->strategy) {
 	case VMB_POPULATE_ENGINE:

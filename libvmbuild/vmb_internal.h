@@ -324,6 +324,12 @@ struct vmb__populate_job {
 	 * at placement): the populate is expected to scrub nothing inline.
 	 */
 	bool	clean;
+	/*
+	 * Scrub progress says the placed nodes' clean memory falls short:
+	 * the populate scrubs inline, and the engine spreads that work
+	 * evenly over its workers, down to 2 MiB extents (balance_superpages).
+	 */
+	bool	scrub_inline;
 	atomic_bool *cancel;
 	vmb_progress_fn *progress;
 	void	*user;
@@ -332,6 +338,7 @@ struct vmb__populate_job {
 	struct vmb_populate_stats stats;
 	uint32_t workers_pinned;	/* engine workers pinned to node CPUs */
 	uint32_t workers;
+	struct vmb_worker_profile profile;	/* engine workers' times */
 };
 
 /* Populate the ranges. */

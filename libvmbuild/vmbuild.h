@@ -1191,6 +1191,13 @@ struct vmb_populate_stats {
 	uint64_t node_bytes[VMB_MAX_NODES];
 	uint64_t extents_split;		/* retried as smaller orders (no room) */
 	/*
+	 * 1 GiB extents populated as 2 MiB ones so that no worker carries
+	 * more than its share of memory to be scrubbed inline (populate.c,
+	 * balance_superpages): the guest's p2m maps that GiB with 2 MiB
+	 * entries.
+	 */
+	uint64_t extents_balanced;
+	/*
 	 * Which of the hypervisor-side counts above the backend knows
 	 * (VMB_POPSTAT_HAVE_*); a count whose bit is clear is unknown, not
 	 * zero: stock Xen reports nothing about scrubbing or flushes.
@@ -1221,6 +1228,17 @@ struct vmb_build_result {
 	uint64_t start_info;	/* guest physical hvm_start_info; 0 if not loaded */
 	uint32_t workers;	/* populate threads used */
 	uint32_t workers_pinned;	/* of which pinned to their node's CPUs */
+	/*
+	 * Where populate's time went, worker by worker (0 when it ran on
+	 * the building thread alone): the longest worker is the phase's
+	 * critical path, busy / longest the parallelism it got.
+	 */
+	struct vmb_worker_profile {
+		uint64_t longest_ns;	/* the slowest worker, start to end */
+		uint64_t longest_bytes;	/* what that worker populated */
+		uint64_t shortest_ns;	/* the quickest worker */
+		uint64_t busy_ns;	/* all workers' times, added */
+	} worker_profile;
 	uint64_t scrub_wait_ns;	/* of phase place: waiting for the scrubber */
 	/*
 	 * The build runs three lines of work side by side: the main line

@@ -10,7 +10,8 @@ ending in CRs as dom0's hvc0 gives them):
                  step's output (not a record), the dirty sequence on stock
                  Xen (vmctl stats unavailable), LAB-HOST
   companion.log  the dirty sequence on the companion, its counters around
-                 each create, one guest's hello line missing
+                 each create, one guest's hello line missing, vmbuild's
+                 build record (XBINFO) of one create, and one cut short
   cut.log        a run cut short after xl's first create: vmbuild's
                  figures missing
   run-2d38e64.log  the records of a real lab run (make check-xen), one
@@ -107,6 +108,10 @@ check(want in lines, 'dirty line on the companion: the counters\' '
       'differences around each create, and its busy host', out)
 check('  dirty companion missing figure: vmb seq 2 line' in lines,
       'the missing hello line is said', out)
+check('  dirty companion vmb profile (medians): create=0.6 populate=1.5 '
+      'boot=0.7 workers=4 worker_longest=1.5 worker_busy=5.4 extents_1g=0 '
+      'extents_balanced=2 extents_split=0 parallelism=3.6' in lines,
+      'vmbuild\'s profile from its XBINFO record (a cut one ignored)', out)
 check(not any(x.startswith('vmbuild-xen-create') for x in lines),
       'no create line for a log without create rounds', out)
 

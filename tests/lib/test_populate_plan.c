@@ -339,6 +339,78 @@ test_dirty_parallel(void **state)
 	assert_int_equal(job.workers, 1);
 }
 
+/*
+ * Memory to be scrubbed inline (job.scrub_inline), few GiB for the
+ * workers: the lab's dirty-memory guest, 2280 MiB on one node with 4
+ * workers, would leave two workers a 1 GiB extent each (45% of the work
+ * each) while two share 232 MiB; it is populated as 2 MiB extents,
+ * every worker a fair share.  Clean or unknown memory, or whole GiBs enough
+ * for the workers, keep their 1 GiB extents.  The worker profile adds
+ * up.
+ */
+static void
+test_dirty_balances_superpages(void **state)
+{
+	struct vmb__populate_job job;
+	struct vmb_placement pl;
+	atomic_bool cancel = false;
+	const struct vmb_worker_profile *wp = &job.profile;
+
+	(void)state;
+	memset(&pl, 0, sizeof(pl));
+	pl.nr_nodes = 1;
+	pl.node_bytes[0] = 2280 * MIB;
+
+	job_init(&job, &pl, &cancel, VMB_POPULATE_ENGINE);
+	job.inflight = 4;
+	job.scrub_inline = true;
+	assert_int_equal(vmb__populate(&job), 0);
+	assert_int_equal(rec.pages, rec.total_pages);
+	assert_false(rec.overlap);
+	assert_int_equal(job.stats.extents_balanced, 2);
+	assert_int_equal(job.stats.extents[VMB_ORDER_1G], 0);
+	assert_int_equal(job.stats.extents[VMB_ORDER_2M], 2280 / 2);
+	/* Four batches of 570 MiB: no call as big as the GiB was. */
+	assert_int_equal(rec.calls, 4);
+	assert_true(rec.max_pages_per_call <= (570 * MIB) >> 12);
+	assert_int_equal(job.workers, 4);
+	assert_true(wp->longest_ns > 0);
+	assert_true(wp->shortest_ns <= wp->longest_ns);
+	assert_true(wp->busy_ns >= wp->longest_ns);
+	assert_true(wp->busy_ns <= 4 * wp->longest_ns);
+	assert_true(wp->longest_bytes > 0 && wp->longest_bytes <= 2280 * MIB);
+
+	/* Not known to be scrubbed inline: the GiB stays whole. */
+	job_init(&job, &pl, &cancel, VMB_POPULATE_ENGINE);
+	job.inflight = 4;
+	assert_int_equal(vmb__populate(&job), 0);
+	assert_int_equal(job.stats.extents_balanced, 0);
+	assert_int_equal(job.stats.extents[VMB_ORDER_1G], 2);
+	assert_int_equal(rec.max_pages_per_call, 1u << 18);
+
+	/* 2 GiB for 2 workers: a GiB each, nothing to balance. */
+	pl.node_bytes[0] = 2 * GIB;
+	job_init(&job, &pl, &cancel, VMB_POPULATE_ENGINE);
+	job.inflight = 2;
+	job.scrub_inline = true;
+	assert_int_equal(vmb__populate(&job), 0);
+	assert_int_equal(job.stats.extents_balanced, 0);
+	assert_int_equal(job.stats.extents[VMB_ORDER_1G], 2);
+	assert_int_equal(job.workers, 2);
+
+	/* 3 GiB for the same 2: one would carry 2 of the 3 GiB. */
+	pl.node_bytes[0] = 3 * GIB;
+	job_init(&job, &pl, &cancel, VMB_POPULATE_ENGINE);
+	job.inflight = 2;
+	job.scrub_inline = true;
+	assert_int_equal(vmb__populate(&job), 0);
+	assert_int_equal(rec.pages, rec.total_pages);
+	assert_false(rec.overlap);
+	assert_int_equal(job.stats.extents_balanced, 3);
+	assert_int_equal(job.stats.extents[VMB_ORDER_1G], 0);
+	assert_true(rec.max_pages_per_call <= ((3 * GIB) / 2) >> 12);
+}
+
 static void
 test_libxl_pattern(void **state)
 {
@@ -522,6 +594,7 @@ main(void)
 		cmocka_unit_test(test_engine),
 		cmocka_unit_test(test_progress_within_a_call),
 		cmocka_unit_test(test_dirty_parallel),
+		cmocka_unit_test(test_dirty_balances_superpages),
 		cmocka_unit_test(test_libxl_pattern),
 		cmocka_unit_test(test_cancel_and_failure),
 		cmocka_unit_test(test_fragmented),
