@@ -1916,6 +1916,15 @@ disk = [ '/guest/grub-disk.img,raw,xvda,rw' ]
 EOF
 }
 
+# hvm_line_done FILE: FILE has the guest's vmbuild-hvm line whole.  The
+# serial port gives a line a few characters at a time: a line seen
+# before its newline came was cut ("... disk=ok net=o"), so the line
+# counts once another follows it or the file ends in its newline.
+hvm_line_done() {
+	tr -d '\r' < $1 | sed -n '$!p' | grep -q 'vmbuild-hvm: domid=' && return 0
+	[ -z "$(tail -c 1 $1)" ] && grep -q 'vmbuild-hvm: domid=' $1
+}
+
 # hvm_dm_left ID: the device model of domain ID still runs.
 hvm_dm_left() {
 	ps | grep -v grep | grep -q "xen-qemu-system-i386 .*-xen-domid $1 "
@@ -1974,7 +1983,7 @@ hvm_one() {
 	echo "INFO $_tag: domain $_id, $(ps | grep -v grep | grep -c "xen-qemu-system-i386 .*-xen-domid $_id ") device model process(es), serial ${_pty:-by vmctl console}"
 	# 1200 s: most of create -> line is the kernel's boot under TCG
 	# (225 to 581 s seen on a quiet host, more on a loaded one).
-	while ! grep -q 'vmbuild-hvm: domid=' $_slog; do
+	while ! hvm_line_done $_slog; do
 		# GRUB for BIOS at its prompt boots nothing (see grub_once).
 		if [ "$(awk -v a=$_tc -v b=$(up) 'BEGIN { print (b - a > 1200) }')" = 1 ] ||
 		    { [ "$2" = disk ] && grep -q 'grub> ' $_slog; } ||
