@@ -454,19 +454,38 @@ argf(struct dm_argv *a, const char *fmt, ...)
  * (libxl__build_device_model_args_new): the first four IDE units
  * (hda-hdd, xvda-xvdd; keys_hvm.c and devspec.c refuse the rest), a
  * disk as -drive if=ide, a CD-ROM as an ide-cd device of its own drive.
- * The image is the raw file or block device, or a qcow2 file
- * (format=qcow2), by the absolute path the check resolved.
+ * With hdtype = "ahci" a disk is an ide-hd on a port of one AHCI
+ * controller instead (hd[a-f], xvd[a-f]: far fewer exits per sector
+ * than IDE's port I/O for a firmware reading the disk), CD-ROMs
+ * staying IDE units.  The image is the raw file or block device, or a
+ * qcow2 file (format=qcow2), by the absolute path the check resolved.
  */
 static void
 dm_args_disks(struct dm_argv *a, const struct vmb_guest *g)
 {
+	bool ahci = !strcmp(g->hvm.hdtype, "ahci");
+
+	if (ahci) {
+		argf(a, "-device");
+		argf(a, "ahci,id=ahci0");
+	}
 	for (uint32_t i = 0; i < g->nr_disks; i++) {
 		const struct vmb_disk *d = &g->disks[i];
 		const char *fmt = d->format == VMB_DISK_QCOW2 ? "qcow2" :
 		    "raw";
 		int unit = vmb_disk_ide_index(d);
+		int port = ahci ? vmb_disk_ahci_index(d) : -1;
 
-		if (unit < 0)
+		if (port >= 0) {
+			argf(a, "-drive");
+			argf(a, "file=%s,if=none,id=ahcidisk-%d,format=%s,"
+			    "cache=writeback", d->target, port, fmt);
+			argf(a, "-device");
+			argf(a, "ide-hd,bus=ahci0.%d,unit=0,drive=ahcidisk-%d",
+			    port, port);
+			continue;
+		}
+		if (unit < 0 || (ahci && !d->cdrom))
 			continue;	/* its PV backend's only */
 		argf(a, "-drive");
 		if (!d->cdrom) {

@@ -334,6 +334,19 @@ vmb_disk_ide_index(const struct vmb_disk *d)
 	return p[0] - 'a';
 }
 
+int
+vmb_disk_ahci_index(const struct vmb_disk *d)
+{
+	const char *p = !strncmp(d->vdev, "hd", 2) ? d->vdev + 2 :
+	    !strncmp(d->vdev, "xvd", 3) ? d->vdev + 3 : NULL;
+
+	/* A CD-ROM stays on the IDE bus; a read-only disk is PV only. */
+	if (p == NULL || p[0] < 'a' || p[0] > 'f' || p[1] != '\0' ||
+	    d->cdrom || d->readonly)
+		return -1;
+	return p[0] - 'a';
+}
+
 /*
  * An HVM guest's disk as its device model takes it (libxl_dm.c of Xen
  * 4.17 for qemu-xen: the first four IDE units, CD-ROMs among them, no

@@ -56,21 +56,37 @@ one_of(const char *s, const char *const *names)
 	return false;
 }
 
-/* vga, bios, device_model_version: a name vmbuild knows, or why not. */
+/* The keys whose value is one of a few names, and what to say of others. */
+static const char *const vga_names[] = { "cirrus", "stdvga", "none", NULL };
+static const char *const bios_names[] = { "seabios", "ovmf", NULL };
+static const char *const dm_names[] = { "qemu-xen", NULL };
+static const char *const hd_names[] = { "ide", "ahci", NULL };
+static const struct choice {
+	enum vmb_key key;
+	const char *const *names;
+	const char *hint;
+} choices[] = {
+	{ VMB_KEY_VGA, vga_names, "cirrus, stdvga or none" },
+	{ VMB_KEY_BIOS, bios_names, "seabios or ovmf" },
+	{ VMB_KEY_DEVICE_MODEL_VERSION, dm_names, "qemu-xen" },
+	{ VMB_KEY_HDTYPE, hd_names, "ide or ahci" },
+};
+
+/* vga, bios, device_model_version, hdtype: a name vmbuild knows, or why not. */
 static int
 set_choice(struct vmb_guest *g, const struct vmb__key *k, const char *s,
     int line, const char *where, struct vmb_diags *diags)
 {
-	static const char *const vga[] = { "cirrus", "stdvga", "none", NULL };
-	static const char *const bios[] = { "seabios", "ovmf", NULL };
-	static const char *const dm[] = { "qemu-xen", NULL };
-	const char *const *names = k->key == VMB_KEY_VGA ? vga :
-	    k->key == VMB_KEY_BIOS ? bios : dm;
-	char *dst = k->key == VMB_KEY_VGA ? g->hvm.vga : k->key ==
-	    VMB_KEY_BIOS ? g->hvm.bios : g->hvm.dm_version;
+	const struct choice *c = NULL;
 
-	if (one_of(s, names)) {
-		snprintf(dst, k->size, "%s", s);
+	for (size_t i = 0; i < sizeof(choices) / sizeof(choices[0]); i++)
+		if (choices[i].key == k->key)
+			c = &choices[i];
+	if (c == NULL)
+		return -EINVAL;		/* not a key of this table */
+	if (one_of(s, c->names)) {
+		/* The key's field in the guest, a char array (keys.def). */
+		snprintf((char *)g + k->offset, k->size, "%s", s);
 		return 0;
 	}
 	if (!strcmp(s, "qxl"))
@@ -80,12 +96,9 @@ set_choice(struct vmb_guest *g, const struct vmb__key *k, const char *s,
 	if (!strcmp(s, "rombios") || !strcmp(s, "qemu-xen-traditional"))
 		return vmb__diag_add(diags, VMB_ERROR, where, line, k->name,
 		    "\"%s\" is not supported (qemu-xen-traditional is not in "
-		    "Debian's Xen): %s", s, k->key == VMB_KEY_BIOS ?
-		    "seabios or ovmf" : "qemu-xen");
+		    "Debian's Xen): %s", s, c->hint);
 	return vmb__diag_add(diags, VMB_ERROR, where, line, k->name,
-	    "unknown value \"%.32s\" (%s)", s, k->key == VMB_KEY_VGA ?
-	    "cirrus, stdvga or none" : k->key == VMB_KEY_BIOS ?
-	    "seabios or ovmf" : "qemu-xen");
+	    "unknown value \"%.32s\" (%s)", s, c->hint);
 }
 
 /* serial: a string or xl's list of one; the PTY vmctl console opens. */

@@ -104,7 +104,6 @@ static const struct vmb__unsupported {
 	{ "acpi_s3",		NULL,	"HVM only" },
 	{ "acpi_s4",		NULL,	"HVM only" },
 	{ "acpi_laptop_slate",	NULL,	"HVM only" },
-	{ "hdtype",		NULL,	"HVM only" },
 	{ "hvm_pirq",		NULL,	"HVM only" },
 	{ "ms_vm_genid",	NULL,	"HVM only" },
 	{ "nx",			NULL,	"HVM only" },

@@ -233,6 +233,13 @@ struct vmb_nic {
  * disk served by its PV backend only.
  */
 int vmb_disk_ide_index(const struct vmb_disk *disk);
+/*
+ * With hdtype = "ahci": the AHCI port (0-5) of a disk, as libxl 4.17
+ * gives qemu-xen the first six, hd[a-f] and xvd[a-f]; -1 for a CD-ROM
+ * (it stays an IDE unit) or a read-only disk (PV only: qemu-xen has no
+ * read-only AHCI disk either).
+ */
+int vmb_disk_ahci_index(const struct vmb_disk *disk);
 
 /*
  * An HVM guest's own keys (type = "hvm"), as xl.cfg(5) names them; each
@@ -257,6 +264,7 @@ struct vmb_hvm {
 	char	*dm_override;	/* device_model_override=; NULL none */
 	char	serial[32];	/* "pty", "none"; "" none */
 	char	boot[8];	/* boot order, of c (disk), d (cdrom), n */
+	char	hdtype[8];	/* "ide", "ahci": the emulated disks' controller */
 };
 
 struct vmb_guest {

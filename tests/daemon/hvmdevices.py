@@ -24,6 +24,9 @@ Checked:
 - direct kernel boot: -kernel, -initrd by /dev/fd/3 and /dev/fd/4 (the
   images vmbuildd opened), whose content is the kernel's and ramdisk's;
   -append with the command line;
+- hdtype = "ahci": one -device ahci,id=ahci0, each of the first six
+  read-write disks an ide-hd on its port (xvde too), the CD-ROM still an
+  ide-cd, no if=ide disk; another hdtype refused by name;
 - refused by name: a read-only IDE disk, a qcow2 disk not emulated, an
   emulated SCSI disk, an unknown NIC model, a ramdisk without a kernel;
   and, on a PVH guest, model= and devtype=cdrom as before.
@@ -174,6 +177,43 @@ idata = b"initrd" * 1000
 ok(fds.get("-initrd") == (len(idata), hashlib.sha256(idata).hexdigest()),
    "and the ramdisk", fds)
 c.call("vm.destroy", {"vm": "kboot"})
+
+# --- hdtype = "ahci" ---------------------------------------------------
+r = create("ahci1", [
+    'hdtype = "ahci"',
+    'disk = [ "format=raw,vdev=hda,access=rw,target=%s",' % files["disk.raw"],
+    '  "format=qcow2,vdev=hdb,access=rw,target=%s",' % files["disk.qcow2"],
+    '  "format=raw,vdev=hdc,access=ro,devtype=cdrom,target=%s",' %
+    files["cd.iso"],
+    '  "format=raw,vdev=xvde,access=rw,target=%s" ]' % files["pv.raw"]])
+ok("result" in r, "an HVM guest with hdtype = \"ahci\" is built", r)
+vm = info("ahci1") or {}
+argv = argv_of(vm) if vm else []
+ok(vm.get("config", {}).get("hdtype") == "ahci",
+   "vm.info's config has hdtype", vm.get("config"))
+for want in (
+        ["-device", "ahci,id=ahci0"],
+        ["-drive", "file=%s,if=none,id=ahcidisk-0,format=raw,"
+         "cache=writeback" % files["disk.raw"],
+         "-device", "ide-hd,bus=ahci0.0,unit=0,drive=ahcidisk-0"],
+        ["-drive", "file=%s,if=none,id=ahcidisk-1,format=qcow2,"
+         "cache=writeback" % files["disk.qcow2"],
+         "-device", "ide-hd,bus=ahci0.1,unit=0,drive=ahcidisk-1"],
+        # xvde is the fifth disk: an AHCI port, as libxl gives six.
+        ["-drive", "file=%s,if=none,id=ahcidisk-4,format=raw,"
+         "cache=writeback" % files["pv.raw"],
+         "-device", "ide-hd,bus=ahci0.4,unit=0,drive=ahcidisk-4"],
+        # A CD-ROM stays an IDE unit.
+        ["-device", "ide-cd,id=ide-5632,drive=ide-5632,bus=ide.1,unit=0"]):
+    ok(has(argv, *want), "ahci: the device model got %s" % " ".join(want),
+       argv)
+ok(argv.count("ahci,id=ahci0") == 1, "one AHCI controller", argv)
+ok(not any("if=ide" in a for a in argv), "ahci: no disk on the IDE bus",
+   argv)
+c.call("vm.destroy", {"vm": "ahci1"})
+r = create("ahci2", ['hdtype = "sata"'])
+ok("error" in r and "hdtype" in json.dumps(r) and "ide or ahci" in
+   json.dumps(r), "hdtype = \"sata\": refused by name with the values", r)
 
 # --- refused by name --------------------------------------------------
 for name, extra, why in (

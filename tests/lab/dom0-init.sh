@@ -1898,13 +1898,17 @@ EOF
 }
 
 # mkhvmdisk TAG: the grubhvm step's guest: no kernel, the grub step's
-# disk as its only disk (emulated IDE for SeaBIOS and GRUB for BIOS, the
+# disk as its only disk (emulated for SeaBIOS and GRUB for BIOS, the
 # guest's xen-blkfront takes it over as xvda), booted from it (boot = c).
+# On AHCI (hdtype): GRUB reads the kernel and initramfs through int 13h,
+# which on IDE is port I/O, every few bytes a trip to the device model
+# under TCG (no line in 900 s); AHCI moves a request by DMA.
 mkhvmdisk() {
 	cat > /etc/lab/$1.cfg <<EOF
 name = "$1"
 type = "hvm"
 boot = "c"
+hdtype = "ahci"
 memory = $HVM_MB
 vcpus = 2
 serial = "pty"
