@@ -902,6 +902,21 @@ fake_device_remove(void *priv, uint32_t domid, enum vmb_device_kind kind,
 	return was ? 0 : -ENOENT;
 }
 
+/* A failed build of `name` left no domain, and every page came back. */
+static void
+assert_nothing_left(const char *name)
+{
+	struct vmb_domain *doms = NULL;
+	size_t nr = 0;
+
+	assert_int_equal(vmb_domain_list(real_sim.ctx, &doms, &nr), 0);
+	for (size_t i = 0; i < nr; i++)
+		assert_string_not_equal(doms[i].name, name);
+	free(doms);
+	wait_scrubbed(real_sim.ctx);
+	assert_int_equal(host_free(real_sim.ctx), start_free);
+}
+
 static void
 test_devices_rollback(void **state)
 {
@@ -914,10 +929,8 @@ test_devices_rollback(void **state)
 	};
 	struct vmb_nic nic = { .devid = 0, .bridge = "xenbr0" };
 	struct vmb_build_result res;
-	struct vmb_domain *doms = NULL;
 	struct prog pr = { 0 };
 	struct vmb_guest g;
-	size_t nr = 0;
 
 	(void)state;
 	NEED_HVSIM();
@@ -967,13 +980,7 @@ test_devices_rollback(void **state)
 	assert_int_equal(fakedev.nr_up_disk + fakedev.nr_up_nic, 0);
 	assert_int_equal(fakedev.absent, 1);
 	assert_true(atomic_load(&pr.phases_seen) & (1 << VMB_PHASE_UNDO));
-	/* No domain left, every page back. */
-	assert_int_equal(vmb_domain_list(real_sim.ctx, &doms, &nr), 0);
-	for (size_t i = 0; i < nr; i++)
-		assert_string_not_equal(doms[i].name, "devfail");
-	free(doms);
-	wait_scrubbed(real_sim.ctx);
-	assert_int_equal(host_free(real_sim.ctx), start_free);
+	assert_nothing_left("devfail");
 
 	/* The first disk fails: its error is the build's, both others down. */
 	fakedev_reset(51712, 3);
@@ -1066,10 +1073,8 @@ test_announce_beside(void **state)
 {
 	struct vmb_backend_ops ops;
 	struct vmb_build_result res;
-	struct vmb_domain *doms = NULL;
 	struct prog pr = { 0 };
 	struct vmb_guest g;
-	size_t nr = 0;
 
 	(void)state;
 	NEED_HVSIM();
@@ -1103,12 +1108,7 @@ test_announce_beside(void **state)
 	assert_non_null(strstr(res.error, "xenstore entries"));
 	assert_int_equal(res.domid, VMB_DOMID_INVALID);
 	assert_false(ann.boot_after);
-	assert_int_equal(vmb_domain_list(real_sim.ctx, &doms, &nr), 0);
-	for (size_t i = 0; i < nr; i++)
-		assert_string_not_equal(doms[i].name, "announce");
-	free(doms);
-	wait_scrubbed(real_sim.ctx);
-	assert_int_equal(host_free(real_sim.ctx), start_free);
+	assert_nothing_left("announce");
 }
 
 /* The test's ops of the pipeline tests: hvsim's, with waits. */

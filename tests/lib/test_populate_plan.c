@@ -348,25 +348,36 @@ test_dirty_parallel(void **state)
  * for the workers, keep their 1 GiB extents.  The worker profile adds
  * up.
  */
+/*
+ * One engine populate of `bytes` on one node with `inflight` workers,
+ * its memory to be scrubbed inline or not; every page taken once.
+ */
+static void
+run_one_node(struct vmb__populate_job *job, uint64_t bytes, uint32_t inflight,
+    bool scrub_inline)
+{
+	static struct vmb_placement pl;
+	static atomic_bool cancel;
+
+	memset(&pl, 0, sizeof(pl));
+	pl.nr_nodes = 1;
+	pl.node_bytes[0] = bytes;
+	job_init(job, &pl, &cancel, VMB_POPULATE_ENGINE);
+	job->inflight = inflight;
+	job->scrub_inline = scrub_inline;
+	assert_int_equal(vmb__populate(job), 0);
+	assert_int_equal(rec.pages, rec.total_pages);
+	assert_false(rec.overlap);
+}
+
 static void
 test_dirty_balances_superpages(void **state)
 {
 	struct vmb__populate_job job;
-	struct vmb_placement pl;
-	atomic_bool cancel = false;
 	const struct vmb_worker_profile *wp = &job.profile;
 
 	(void)state;
-	memset(&pl, 0, sizeof(pl));
-	pl.nr_nodes = 1;
-	pl.node_bytes[0] = 2280 * MIB;
-
-	job_init(&job, &pl, &cancel, VMB_POPULATE_ENGINE);
-	job.inflight = 4;
-	job.scrub_inline = true;
-	assert_int_equal(vmb__populate(&job), 0);
-	assert_int_equal(rec.pages, rec.total_pages);
-	assert_false(rec.overlap);
+	run_one_node(&job, 2280 * MIB, 4, true);
 	assert_int_equal(job.stats.extents_balanced, 2);
 	assert_int_equal(job.stats.extents[VMB_ORDER_1G], 0);
 	assert_int_equal(job.stats.extents[VMB_ORDER_2M], 2280 / 2);
@@ -380,32 +391,20 @@ test_dirty_balances_superpages(void **state)
 	assert_true(wp->busy_ns <= 4 * wp->longest_ns);
 	assert_true(wp->longest_bytes > 0 && wp->longest_bytes <= 2280 * MIB);
 
-	/* Not known to be scrubbed inline: the GiB stays whole. */
-	job_init(&job, &pl, &cancel, VMB_POPULATE_ENGINE);
-	job.inflight = 4;
-	assert_int_equal(vmb__populate(&job), 0);
+	/* Not known to be scrubbed inline: the GiBs stay whole. */
+	run_one_node(&job, 2280 * MIB, 4, false);
 	assert_int_equal(job.stats.extents_balanced, 0);
 	assert_int_equal(job.stats.extents[VMB_ORDER_1G], 2);
 	assert_int_equal(rec.max_pages_per_call, 1u << 18);
 
 	/* 2 GiB for 2 workers: a GiB each, nothing to balance. */
-	pl.node_bytes[0] = 2 * GIB;
-	job_init(&job, &pl, &cancel, VMB_POPULATE_ENGINE);
-	job.inflight = 2;
-	job.scrub_inline = true;
-	assert_int_equal(vmb__populate(&job), 0);
+	run_one_node(&job, 2 * GIB, 2, true);
 	assert_int_equal(job.stats.extents_balanced, 0);
 	assert_int_equal(job.stats.extents[VMB_ORDER_1G], 2);
 	assert_int_equal(job.workers, 2);
 
 	/* 3 GiB for the same 2: one would carry 2 of the 3 GiB. */
-	pl.node_bytes[0] = 3 * GIB;
-	job_init(&job, &pl, &cancel, VMB_POPULATE_ENGINE);
-	job.inflight = 2;
-	job.scrub_inline = true;
-	assert_int_equal(vmb__populate(&job), 0);
-	assert_int_equal(rec.pages, rec.total_pages);
-	assert_false(rec.overlap);
+	run_one_node(&job, 3 * GIB, 2, true);
 	assert_int_equal(job.stats.extents_balanced, 3);
 	assert_int_equal(job.stats.extents[VMB_ORDER_1G], 0);
 	assert_true(rec.max_pages_per_call <= ((3 * GIB) / 2) >> 12);
