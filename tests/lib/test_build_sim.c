@@ -1260,16 +1260,8 @@ pl_build_ok(struct vmb_guest *g, struct prog *pr,
 static void
 pl_end(const char *name)
 {
-	struct vmb_domain *doms = NULL;
-	size_t nr = 0;
-
 	real_sim.ctx->ops = pl.sim;
-	assert_int_equal(vmb_domain_list(real_sim.ctx, &doms, &nr), 0);
-	for (size_t i = 0; i < nr; i++)
-		assert_string_not_equal(doms[i].name, name);
-	free(doms);
-	wait_scrubbed(real_sim.ctx);
-	assert_int_equal(host_free(real_sim.ctx), start_free);
+	assert_nothing_left(name);
 }
 
 /*
