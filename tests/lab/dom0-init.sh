@@ -509,8 +509,13 @@ linux_once() {
 			tail -n 2 /var/log/xen/console/guest-$_tag.log 2>/dev/null | sed "s/^/  $_tag-boot| /"
 		fi
 		# Still there?  xenstore-read is far cheaper than xl here.
+		# Triple-faulted, looked for every 48 s (xl dmesg: an xl
+		# run): Xen reboots such a domain, and ci50 saw xl's
+		# on_reboot = "destroy" not done for 15 minutes; linux()
+		# sets the try aside and builds again.
 		if [ "$(awk -v a=$_t0 -v b=$(up) 'BEGIN { print (b - a > 900) }')" = 1 ] ||
-		    [ "$(xs_read_retry /local/domain/$_id/name)" != $_tag ]; then
+		    [ "$(xs_read_retry /local/domain/$_id/name)" != $_tag ] ||
+		    { [ $((_n % 6)) = 0 ] && emu_fault "$_id"; }; then
 			fail wait-$_tag "no vmbuild-linux line from domain ${_id:-?}"
 			tail -n 30 /var/log/xen/console/guest-$_tag.log 2>/dev/null | sed "s/^/  $_tag| /"
 			grep "(d${_id:-x})" $XLOG | tail -n 10 | sed "s/^/  console| /"
@@ -1987,11 +1992,15 @@ hvm_one() {
 	echo "INFO $_tag: domain $_id, $(ps | grep -v grep | grep -c "xen-qemu-system-i386 .*-xen-domid $_id ") device model process(es), serial ${_pty:-by vmctl console}"
 	# 1200 s: most of create -> line is the kernel's boot under TCG
 	# (225 to 581 s seen on a quiet host, more on a loaded one).
+	# A triple fault is looked for every 60 s (as linux_once).
+	_hn=0
 	while ! hvm_line_done $_slog; do
+		_hn=$((_hn + 1))
 		# GRUB for BIOS at its prompt boots nothing (see grub_once).
 		if [ "$(awk -v a=$_tc -v b=$(up) 'BEGIN { print (b - a > 1200) }')" = 1 ] ||
 		    { [ "$2" = disk ] && grep -q 'grub> ' $_slog; } ||
-		    [ "$(xs_read_retry /local/domain/$_id/name)" != $_tag ]; then
+		    [ "$(xs_read_retry /local/domain/$_id/name)" != $_tag ] ||
+		    { [ $((_hn % 30)) = 0 ] && emu_fault "$_id"; }; then
 			fail wait-$_tag "no vmbuild-hvm line from domain $_id"
 			hvm_diag $1 $_tag $_id
 			break
@@ -2139,10 +2148,13 @@ grub_once() {
 	# GRUB at its prompt (no grub.cfg found, or its entry failed) will
 	# not boot anything: no need to wait the full limit.  (The prompt
 	# ends no line: the whole log is read, not console_lines.)
+	_gn=0
 	while [ -z "$(grub_line $_tag)" ]; do
+		_gn=$((_gn + 1))
 		if [ "$(awk -v a=$_tc -v b=$(up) 'BEGIN { print (b - a > 900) }')" = 1 ] ||
 		    grep -q 'grub> ' /var/log/xen/console/guest-$_tag.log 2>/dev/null ||
-		    [ "$(xs_read_retry /local/domain/$_id/name)" != $_tag ]; then
+		    [ "$(xs_read_retry /local/domain/$_id/name)" != $_tag ] ||
+		    { [ $((_gn % 30)) = 0 ] && emu_fault "$_id"; }; then
 			fail wait-$_tag "no vmbuild-grub line from domain $_id"
 			xsync
 			grep "(d$_id)" $XLOG | tail -n 20 | sed "s/^/  $_tag-xen| /"
