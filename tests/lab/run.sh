@@ -428,11 +428,16 @@ esac
 # The grub step: GRUB for Xen PVH where both toolstacks look for it
 # (kernel = under xl, bootloader = "grub" under vmbuild) and its disk.
 case " $LAB_STEPS " in
-*" grub "*|*" grubhvm "*)
+*" grub "*)
 	mkdir -p "$D0/usr/lib/grub-xen" &&
-	    cp "$ROOT/usr/lib/grub-xen/grub-i386-xen_pvh.bin" "$D0/usr/lib/grub-xen/" &&
-	    cp "$LAB_DIR/grub-disk/disk.img" "$D0/guest/grub-disk.img" ||
-	    fail $step "copy GRUB for Xen PVH and the grub disk (the grub step)" ;;
+	    cp "$ROOT/usr/lib/grub-xen/grub-i386-xen_pvh.bin" "$D0/usr/lib/grub-xen/" ||
+	    fail $step "copy GRUB for Xen PVH (the grub step)" ;;
+esac
+# The disk of both (grubhvm's GRUB is the one for BIOS in its MBR).
+case " $LAB_STEPS " in
+*" grub "*|*" grubhvm "*)
+	cp "$LAB_DIR/grub-disk/disk.img" "$D0/guest/grub-disk.img" ||
+	    fail $step "copy the grub disk (the grub and grubhvm steps)" ;;
 esac
 cp "$here/xenbench.sh" "$D0/etc/lab/xenbench.sh" || fail $step "copy xenbench.sh"
 # Devices: blkback, netback, loop and the bridge; Debian's hotplug
