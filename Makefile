@@ -186,15 +186,16 @@ check-xen:
 
 # Issue 21's guests in a lab boot of their own (build/lab-hvm, the .debs
 # shared with build/lab): the Linux kernel as an HVM guest (hvmloader,
-# SeaBIOS, QEMU for Xen; a disk and a NIC) and the grub disk booted as a
-# PVH guest through GRUB, by xl and by vmbuild; no hello guests, create
+# SeaBIOS, QEMU for Xen; a disk and a NIC), the grub disk booted as a
+# PVH guest through GRUB and as an HVM guest through SeaBIOS and GRUB for
+# BIOS (its disk on AHCI), by xl and by vmbuild; no hello guests, create
 # rounds or dirty-memory sequence (make check-xen has those).
 check-xen-hvm:
 	scripts/deps.sh build lab
 	$(MAKE) build-all
 	LAB_DIR=build/lab-hvm LAB_DEBS=build/lab/debs \
-	    LAB_STEPS="xl vmbuild hvm grub" LAB_HELLO=0 LAB_ROUNDS=0 \
-	    LAB_DIRTY=0 tests/lab/run.sh
+	    LAB_STEPS="xl vmbuild hvm grub grubhvm" LAB_HELLO=0 \
+	    LAB_ROUNDS=0 LAB_DIRTY=0 tests/lab/run.sh
 
 # Save and restore by xl and by vmbuild, side by side (issue 22's restore
 # figure), in a lab boot of its own (build/lab-sr; the .debs and their
