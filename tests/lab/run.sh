@@ -27,7 +27,8 @@
 #                            booted as a PVH guest through GRUB for Xen
 #                            PVH, grub-xen-host, by each toolstack),
 #                            grubhvm (off by default: that disk as an HVM
-#                            guest, SeaBIOS and GRUB for BIOS in its MBR)
+#                            guest on AHCI, SeaBIOS and GRUB for BIOS in
+#                            its MBR; make check-xen-hvm runs it)
 #   LAB_HVM_MB=512           the hvm step's guest
 #   LAB_HVM_DEV=1            its disk (xvda) and PV vif; 0: none
 #   LAB_GRUB_MB=512          the grub step's guest
