@@ -221,16 +221,6 @@ struct vmb_backend_ops {
 
 	int	(*domain_create)(void *priv, const struct vmb_dom_config *cfg,
 		    uint32_t *ret_domid);
-	/*
-	 * What the toolstack owes a new domain besides the hypervisor's
-	 * record (Xen: its xenstore entries, as libxl__domain_make writes
-	 * them), before its devices and its boot; NULL when there is
-	 * nothing.  The build runs it beside claim, populate and load: on
-	 * a busy host its round trips to xenstored took half a second.
-	 * Undone by domain_destroy.
-	 */
-	int	(*domain_announce)(void *priv, uint32_t domid,
-		    const struct vmb_dom_config *cfg);
 	int	(*domain_destroy)(void *priv, uint32_t domid);
 	int	(*domain_pause)(void *priv, uint32_t domid);
 	int	(*domain_unpause)(void *priv, uint32_t domid);

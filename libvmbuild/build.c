@@ -138,8 +138,6 @@ struct run {
 	struct vmb_boot boot;		/* filled by load, used by boot */
 	uint32_t domid;			/* VMB_DOMID_INVALID until created */
 	bool	claimed;
-	struct vmb_dom_config dc;	/* create's, for domain_announce */
-	bool	announced;		/* domain_announce done */
 	uint32_t disks_up, nics_up;	/* devices set up, for undo */
 	bool	dm_up;			/* the device model started */
 	bool	bad_image;		/* the failure is the image's */
@@ -390,36 +388,6 @@ devices_setup(struct run *r, struct branch *br)
 
 	devices_visible(r);	/* said already, unless it failed early */
 	return rc;
-}
-
-/*
- * The branch beside the main line from create on: the domain's own
- * entries (the backend's domain_announce: on Xen its xenstore entries,
- * half a second of round trips to xenstored on a busy host, which
- * claim, populate and load do not need), then its devices, whose
- * hotplug scripts read those entries.  Boot waits for it (phase
- * devices), so a guest with no devices waits here for its entries.
- */
-static int
-domain_side(struct run *r, struct branch *br)
-{
-	const struct vmb_guest *g = r->b->guest;
-	int rc;
-
-	if (r->ops->domain_announce && !r->announced) {
-		rc = r->ops->domain_announce(r->priv, r->domid, &r->dc);
-		if (rc) {
-			vmb__why(br->why, sizeof(br->why), "cannot write the "
-			    "domain's xenstore entries: %s", strerror(-rc));
-			devices_visible(r);
-			return rc;
-		}
-		r->announced = true;
-	}
-	if ((g->nr_disks || g->nr_nics) && r->ops->device_add)
-		return devices_setup(r, br);
-	devices_visible(r);
-	return 0;
 }
 
 /*
@@ -763,28 +731,16 @@ phase_create(struct run *r)
 		return fail(r, rc, "the hypervisor refused to create the "
 		    "domain: %s", strerror(-rc));
 	r->res.domid = r->domid;
-	r->dc = dc;
 	/* Undone with the domain: undo_create destroys it. */
 	rc = vmb__step_platform(r->b->ctx, r->domid, g, &r->layout,
 	    &r->res.placement, r->host, r->why, sizeof(r->why));
 	if (rc == 0)
 		rc = step_sched(r, g);
-	/*
-	 * A restore's load writes the domain's boot entries (the backend's
-	 * restore): its announce comes first, here, on the main line.
-	 */
-	if (rc == 0 && r->b->opts.restore && r->ops->domain_announce) {
-		rc = r->ops->domain_announce(r->priv, r->domid, &r->dc);
-		if (rc)
-			return fail(r, rc, "cannot write the domain's "
-			    "xenstore entries: %s", strerror(-rc));
-		r->announced = true;
-	}
-	/* The domain exists: its entries and devices need nothing more. */
-	if (rc == 0 && ((r->ops->domain_announce && !r->announced) ||
-	    ((g->nr_disks || g->nr_nics) && r->ops->device_add)))
+	/* The domain exists: its devices need nothing more (a branch). */
+	if (rc == 0 && (g->nr_disks || g->nr_nics) &&
+	    r->ops->device_add)
 		branch_start(r, &r->devices, LINE_DEVICES,
-		    VMB_ALONGSIDE_DEVICES, domain_side);
+		    VMB_ALONGSIDE_DEVICES, devices_setup);
 	return rc;
 }
 

@@ -454,23 +454,15 @@ xen_domain_create(void *priv, const struct vmb_dom_config *cfg,
 	rc = xen_node_affinity(be, domid, cfg);
 	if (rc < 0)
 		goto fail;
+	rc = xen_xs_domain_make(be, domid, cfg);
+	if (rc < 0)
+		goto fail;
 	*ret_domid = domid;
 	return 0;
 fail:
+	xen_xs_domain_remove(be, domid);
 	(void)xc_domain_destroy(be->xch, domid);
 	return rc;
-}
-
-/* The domain's xenstore entries (xen_xs.c); destroy removes them. */
-static int
-xen_domain_announce(void *priv, uint32_t domid,
-    const struct vmb_dom_config *cfg)
-{
-	struct xen_be *be = priv;
-
-	if (domid == 0 || domid >= DOMID_FIRST_RESERVED || cfg == NULL)
-		return -EINVAL;
-	return xen_xs_domain_make(be, domid, cfg);
 }
 
 static int
@@ -872,7 +864,6 @@ const struct vmb_backend_ops vmb_backend_xen = {
 	.scrub = xen_scrub,
 	.counters = xen_counters,
 	.domain_create = xen_domain_create,
-	.domain_announce = xen_domain_announce,
 	.domain_destroy = xen_domain_destroy,
 	.domain_pause = xen_domain_pause,
 	.domain_unpause = xen_domain_unpause,

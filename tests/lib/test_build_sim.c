@@ -995,122 +995,6 @@ test_devices_rollback(void **state)
 	assert_int_equal(host_free(real_sim.ctx), start_free);
 }
 
-/*
- * domain_announce (a backend's own entries for a new domain: Xen's
- * xenstore) runs beside the main line: the test's announce waits until
- * the main line has made its claim, which it could not if the build
- * waited for it in create, and boot comes after it.  An announce that
- * fails fails the build in phase devices with its reason, and nothing
- * is left.
- */
-static struct {
-	pthread_mutex_t	lock;
-	pthread_cond_t	cond;
-	int		fail_rc;
-	uint32_t	calls;
-	bool		claimed;	/* the main line's claim was made */
-	bool		saw_claim;	/* the announce saw it while waiting */
-	bool		announced;
-	bool		boot_after;	/* boot came after the announce */
-} ann = { .lock = PTHREAD_MUTEX_INITIALIZER,
-    .cond = PTHREAD_COND_INITIALIZER };
-static const struct vmb_backend_ops *ann_sim;
-
-static int
-ann_announce(void *priv, uint32_t domid, const struct vmb_dom_config *cfg)
-{
-	struct timespec until;
-
-	(void)priv; (void)domid; (void)cfg;
-	/* At most 10 s for the main line: a bound, not a measure. */
-	clock_gettime(CLOCK_REALTIME, &until);
-	until.tv_sec += 10;
-	pthread_mutex_lock(&ann.lock);
-	ann.calls++;
-	while (!ann.claimed && pthread_cond_timedwait(&ann.cond, &ann.lock,
-	    &until) == 0)
-		;
-	ann.saw_claim = ann.claimed;
-	ann.announced = ann.fail_rc == 0;
-	pthread_mutex_unlock(&ann.lock);
-	return ann.fail_rc;
-}
-
-static int
-ann_claim(void *priv, uint32_t domid, uint64_t pages)
-{
-	int rc = ann_sim->claim(priv, domid, pages);
-
-	pthread_mutex_lock(&ann.lock);
-	if (pages > 0)
-		ann.claimed = true;
-	pthread_cond_broadcast(&ann.cond);
-	pthread_mutex_unlock(&ann.lock);
-	return rc;
-}
-
-static int
-ann_boot(void *priv, uint32_t domid, const struct vmb_boot *boot)
-{
-	pthread_mutex_lock(&ann.lock);
-	ann.boot_after = ann.announced;
-	pthread_mutex_unlock(&ann.lock);
-	return ann_sim->boot(priv, domid, boot);
-}
-
-static void
-ann_reset(int fail_rc)
-{
-	pthread_mutex_lock(&ann.lock);
-	ann.fail_rc = fail_rc;
-	ann.calls = 0;
-	ann.claimed = ann.saw_claim = ann.announced = ann.boot_after = false;
-	pthread_mutex_unlock(&ann.lock);
-}
-
-static void
-test_announce_beside(void **state)
-{
-	struct vmb_backend_ops ops;
-	struct vmb_build_result res;
-	struct prog pr = { 0 };
-	struct vmb_guest g;
-
-	(void)state;
-	NEED_HVSIM();
-	ann_sim = real_sim.ctx->ops;
-	ops = *ann_sim;
-	ops.domain_announce = ann_announce;
-	ops.claim = ann_claim;
-	ops.boot = ann_boot;
-	guest_init(&g, "announce", 256 * MIB);
-
-	ann_reset(0);
-	real_sim.ctx->ops = &ops;
-	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
-	    &res), 0);
-	real_sim.ctx->ops = ann_sim;
-	assert_int_equal(ann.calls, 1);
-	assert_true(ann.saw_claim);
-	assert_true(ann.boot_after);
-	assert_int_equal(vmb_domain_destroy(real_sim.ctx, res.domid), 0);
-	wait_scrubbed(real_sim.ctx);
-
-	/* It fails: the build does, saying why, and leaves nothing. */
-	ann_reset(-EIO);
-	memset(&pr, 0, sizeof(pr));
-	real_sim.ctx->ops = &ops;
-	assert_int_equal(build(real_sim.ctx, &g, VMB_POPULATE_ENGINE, &pr,
-	    &res), -EIO);
-	real_sim.ctx->ops = ann_sim;
-	print_message("# error: %s\n", res.error);
-	assert_int_equal(res.failed_phase, VMB_PHASE_DEVICES);
-	assert_non_null(strstr(res.error, "xenstore entries"));
-	assert_int_equal(res.domid, VMB_DOMID_INVALID);
-	assert_false(ann.boot_after);
-	assert_nothing_left("announce");
-}
-
 /* The test's ops of the pipeline tests: hvsim's, with waits. */
 static int
 pl_claim(void *priv, uint32_t domid, uint64_t pages)
@@ -1855,7 +1739,6 @@ main(void)
 		cmocka_unit_test(test_claim_refused_names_claim),
 		cmocka_unit_test(test_failed_phase_and_error),
 		cmocka_unit_test(test_devices_rollback),
-		cmocka_unit_test(test_announce_beside),
 		cmocka_unit_test(test_pipeline_overlap),
 		cmocka_unit_test(test_pipeline_image_fails),
 		cmocka_unit_test(test_pipeline_device_fails),
