@@ -1903,8 +1903,10 @@ EOF
 }
 
 # mkhvmdisk TAG: the grubhvm step's guest: no kernel, the grub step's
-# disk as its only disk (emulated for SeaBIOS and GRUB for BIOS, the
-# guest's xen-blkfront takes it over as xvda), booted from it (boot = c).
+# disk as xvda (emulated for SeaBIOS and GRUB for BIOS, the guest's
+# xen-blkfront takes it over), booted from it (boot = c); the Linux
+# guest's payload disk as xvdb and a PV vif, which its grub.cfg entry
+# (lab_disk=xvdb, lab_ip=10.99.0.7) has it check.
 # On AHCI (hdtype): GRUB reads the kernel and initramfs through int 13h,
 # which on IDE is port I/O, every few bytes a trip to the device model
 # under TCG (no line in 900 s); AHCI moves a request by DMA.
@@ -1921,7 +1923,8 @@ vnc = 0
 on_poweroff = "destroy"
 on_reboot = "destroy"
 on_crash = "destroy"
-disk = [ '/guest/grub-disk.img,raw,xvda,rw' ]
+disk = [ '/guest/grub-disk.img,raw,xvda,rw', '/guest/disk.img,raw,xvdb,rw' ]
+vif = [ 'bridge=$BR,type=vif' ]
 EOF
 }
 

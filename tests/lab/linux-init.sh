@@ -172,27 +172,29 @@ ready() {
 	return 0
 }
 
-# xvda: mount it, check payload.bin against payload.md5, write a file
-# (read-write), read it back after a read-only remount.
+# xvda (or lab_disk=: the grubhvm guest's boots from xvda, its payload
+# disk is xvdb): mount it, check payload.bin against payload.md5, write a
+# file (read-write), read it back after a read-only remount.
 dev_disk() {
-	wait_for /dev/xvda 30 || { echo "fail(no-xvda)"; return; }
-	ready xvda 30 dd if=/dev/xvda of=/dev/null bs=4096 count=1 ||
-	    { echo "fail(xvda-unreadable)"; return; }
+	d=$(arg lab_disk); d=${d:-xvda}
+	wait_for /dev/$d 30 || { echo "fail(no-$d)"; return; }
+	ready $d 30 dd if=/dev/$d of=/dev/null bs=4096 count=1 ||
+	    { echo "fail($d-unreadable)"; return; }
 	mkdir -p /mnt
 	# Its error, and the kernel's last words, say why if it cannot.
-	if ! mount -t ext4 /dev/xvda /mnt 2>/tmp/mount.err; then
-		say "vmbuild-linux-dev: mount xvda: $(cat /tmp/mount.err); size $(cat /sys/block/xvda/size) sectors"
+	if ! mount -t ext4 /dev/$d /mnt 2>/tmp/mount.err; then
+		say "vmbuild-linux-dev: mount $d: $(cat /tmp/mount.err); size $(cat /sys/block/$d/size) sectors"
 		dmesg | tail -n 8 | sed 's/^/vmbuild-linux-dev: dmesg: /' | while read -r l; do say "$l"; done
 		echo "fail(mount)"; return
 	fi
 	(cd /mnt && md5sum -c payload.md5 >/dev/null 2>&1) ||
 	    { umount /mnt; echo "fail(md5)"; return; }
 	echo "$domid" > /mnt/written-by-domain && sync && umount /mnt &&
-	    mount -t ext4 -o ro /dev/xvda /mnt &&
+	    mount -t ext4 -o ro /dev/$d /mnt &&
 	    [ "$(cat /mnt/written-by-domain)" = "$domid" ] ||
 	    { umount /mnt 2>/dev/null; echo "fail(write)"; return; }
 	umount /mnt
-	say "vmbuild-linux-dev: xvda $(cat /sys/block/xvda/size) sectors, payload.bin md5 ok, written and read back"
+	say "vmbuild-linux-dev: $d $(cat /sys/block/$d/size) sectors, payload.bin md5 ok, written and read back"
 	echo ok
 }
 
