@@ -19,9 +19,10 @@
  * already chose where memory is, and a silent fallback would undo it.
  *
  * Memory to be scrubbed inline is work per page on the CPU that takes
- * it, and an extent is taken by one request: a 1 GiB extent larger than
- * a worker's share (a guest of fewer GiB than the node has workers) is
- * the phase's critical path while the other workers idle.  When scrub
+ * it, and an extent is taken by one request: 1 GiB extents that leave
+ * a worker more than a quarter above its even share (a guest of few GiB
+ * for the node's workers) are the phase's critical path while the other
+ * workers idle.  When scrub
  * progress says the populate will scrub inline (job->scrub_inline),
  * such extents are populated as 2 MiB ones (balance_superpages) and
  * counted (extents_balanced); with memory enough for every worker to
