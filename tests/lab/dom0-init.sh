@@ -1257,11 +1257,13 @@ sr_faulted() {
 }
 
 # saverestore_one TOOL: SR_SAVE and SR_RESTORE (seconds), SR_OK yes|no;
-# once more if the emulated CPU triple-faulted the guest (a second time
-# fails the step).
+# again while the emulated CPU triple-faulted the guest, up to EMU_TRIES
+# tries (a loss in each fails the step, as one with no such sign).
 saverestore_one() {
 	_sf0="$FAILED"
-	for _try in 1 2; do
+	_try=0
+	while [ $_try -lt $EMU_TRIES ]; do
+		_try=$((_try + 1))
 		SR_OK=no SR_SAVE=- SR_RESTORE=- SR_IDS=""
 		if sr_steps $1 $1-sr /tmp/$1-sr.save; then
 			SR_OK=yes
@@ -1269,7 +1271,7 @@ saverestore_one() {
 			return 0
 		fi
 		sr_destroy $1 $1-sr
-		[ $_try = 1 ] && sr_faulted $1 "$_sf0" || return 1
+		[ $_try -lt $EMU_TRIES ] && sr_faulted $1 "$_sf0" || return 1
 		mv /var/log/xen/console/guest-$1-sr.log /var/log/xen/console/guest-$1-sr.emu.log 2>/dev/null
 	done
 }
@@ -1385,7 +1387,7 @@ sr_mem_down() {
 # holds what the ballooned guest held, not the memory it was built with
 # (the pages the guest gave back come as XTAB in the stream: libxenguest
 # does not populate them, the engine gives them back), and counts on.
-# Once more if the emulated CPU triple-faulted the guest, as the others.
+# Again if the emulated CPU triple-faulted the guest, as the others.
 #   vmbuild-saverestore-balloon: mb=M target=T before=B after=A reader=R ok=yes|no
 sr_balloon() {
 	_bt=$(( SR_MB * 3 / 4 )) _bb=- _ba=- _bo=no _bf0="$FAILED"
@@ -1394,13 +1396,15 @@ sr_balloon() {
 	restart_vmbuildd || { unset VMBUILD_XEN_DEBUG; fail vmbb-restart "vmbuildd did not start again"; return 1; }
 	unset VMBUILD_XEN_DEBUG
 	sr_cfg vmbb-sr
-	for _try in 1 2; do
+	_try=0
+	while [ $_try -lt $EMU_TRIES ]; do
+		_try=$((_try + 1))
 		SR_IDS=""
 		sr_balloon_try && _bo=yes
 		rm -f /tmp/vmbb.save
 		$V list 2>/dev/null | grep -qw vmbb-sr && timed vmbb-destroy $V destroy vmbb-sr
 		[ $_bo = yes ] && break
-		[ $_try = 1 ] && sr_faulted vmb "$_bf0" || break
+		[ $_try -lt $EMU_TRIES ] && sr_faulted vmb "$_bf0" || break
 	done
 	grep xcrestore /tmp/vmbuildd.log | tail -n 1 | sed 's/^/  vmbuildd| /'
 	echo "vmbuild-saverestore-balloon: mb=$SR_MB target=$_bt before=$_bb after=$_ba reader=${SR_DEFAULT:--} ok=$_bo"
@@ -1457,12 +1461,18 @@ inject() {
 }
 
 # sr_saved TOOL NAME: NAME-sr created by TOOL, counting, saved to
-# /tmp/NAME.save; once more when the emulated CPU triple-faulted its
-# domain (CI's run at 1440f0f lost xlr-sr so: a LAB-EMU line, and the
-# step is made again; a second loss fails it).
+# /tmp/NAME.save; again when the emulated CPU triple-faulted its domain
+# (CI's run at 1440f0f lost xlr-sr so: a LAB-EMU line, and the step is
+# made again), up to EMU_TRIES builds as the Linux guest's: CI's run at
+# 8a552cd lost vmbr-sr twice in a row, each some 11 s into its boot,
+# where the others' faults were read (quick_pit_calibrate's 100000
+# port reads, tests/lab/README.md).  The last loss says whether the
+# emulation was seen to take it too.
 sr_saved() {
 	_svf0="$FAILED"
-	for _svtry in 1 2; do
+	_svtry=0
+	while [ $_svtry -lt $EMU_TRIES ]; do
+		_svtry=$((_svtry + 1))
 		_svid=""
 		if [ $1 = xl ]; then LIMIT=600 timed $2-create xl create -e /etc/lab/$2-sr.cfg
 		else LIMIT=600 timed $2-create $V create /etc/lab/$2-sr.cfg; fi &&
@@ -1476,7 +1486,11 @@ sr_saved() {
 		sr_destroy $1 $2-sr
 		[ $1 = vmb ] && vmb_forget $2-sr
 		rm -f /tmp/$2.save
-		[ $_svtry = 1 ] && _lw=$(emu_lost "$_svid") || return 1
+		_lw=$(emu_lost "$_svid") || return 1
+		if [ $_svtry -ge $EMU_TRIES ]; then
+			echo "INFO $2-sr: the emulation took its domain ($_lw) in each of $_svtry builds (the last: domain $_svid)"
+			return 1
+		fi
 		echo "LAB-EMU tool=$1 domid=$_svid what=$_lw uptime=$(up) set-aside=$(echo ${FAILED#"$_svf0"} | tr ' ' ',')"
 		grep -E "[] ]d${_svid}v[0-9]+ Triple fault" -A 4 $XLOG | head -n 5 | sed 's/^/  emu-fault| /'
 		FAILED="$_svf0"
