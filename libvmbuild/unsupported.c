@@ -18,6 +18,14 @@
  * a string, an integer's in decimal), that value is accepted: it is
  * honoured, not dropped.  `why` is for vmbuild.cfg(5) and the message.
  */
+
+/* The HVM keys of xl.cfg(5) that vmbuild's HVM guests do not have. */
+#define WHY_HVM	"not implemented for HVM guests"
+/* What xl gives the device model that vmbuild does not (dm.c). */
+#define WHY_DM	"not given to the device model: only vnc = 1 and serial"
+/* VNC is a Unix socket in vmbuildd's state directory (dm.c). */
+#define WHY_VNC	"VNC only on a local socket (vnc = 1)"
+
 static const struct vmb__unsupported {
 	const char *key;
 	const char *same;	/* the value vmbuild honours, or NULL */
@@ -30,26 +38,30 @@ static const struct vmb__unsupported {
 	{ "driver_domain",	"0",	"vmbuild builds no driver domains" },
 	{ "claim_mode",		"1",	"vmbuild always claims memory first" },
 	{ "autoballoon",	"0",	"vmbuild never balloons dom0 down" },
-	{ "vfb",		NULL,	"needs a device model" },
-	{ "vkb",		NULL,	"needs a device model" },
-	{ "stdvga",		"0",	"HVM only" },
-	{ "apic",		NULL,	"HVM only" },
-	{ "pae",		NULL,	"HVM only" },
-	{ "nestedhvm",		"0",	"HVM only" },
-	{ "xen_platform_pci",	NULL,	"HVM only" },
-	{ "usb",		"0",	"needs a device model" },
-	{ "usbdevice",		NULL,	"needs a device model" },
+	{ "vfb",		NULL,	"no PV framebuffer: an HVM guest has vnc = 1" },
+	{ "vkb",		NULL,	"no PV keyboard: an HVM guest has vnc = 1" },
+	{ "stdvga",		"0",	"vga = \"stdvga\" is the key" },
+	{ "apic",		"1",	"an HVM guest always has its local "
+	    "APIC emulated" },
+	{ "pae",		"1",	"an HVM guest always has PAE (libxl's "
+	    "CPUID policy)" },
+	{ "nestedhvm",		"0",	WHY_HVM },
+	{ "xen_platform_pci",	"1",	"an HVM guest always has the Xen "
+	    "platform device (machine xenfv)" },
+	{ "usb",		"0",	WHY_DM },
+	{ "usbdevice",		NULL,	WHY_DM },
 	{ "usbctrl",		NULL,	NULL },
 	{ "usbdev",		NULL,	NULL },
-	{ "sdl",		"0",	"needs a device model" },
-	{ "vnclisten",		NULL,	"needs a device model" },
-	{ "vncpasswd",		NULL,	"needs a device model" },
-	{ "vncdisplay",		NULL,	"needs a device model" },
-	{ "vncunused",		NULL,	"needs a device model" },
-	{ "keymap",		NULL,	"needs a device model" },
-	{ "soundhw",		NULL,	"needs a device model" },
-	{ "spice",		NULL,	"needs a device model" },
-	{ "device_model_args",	NULL,	"vmbuild runs no device model" },
+	{ "sdl",		"0",	WHY_DM },
+	{ "vnclisten",		NULL,	WHY_VNC },
+	{ "vncpasswd",		NULL,	WHY_VNC },
+	{ "vncdisplay",		NULL,	WHY_VNC },
+	{ "vncunused",		NULL,	WHY_VNC },
+	{ "keymap",		NULL,	WHY_DM },
+	{ "soundhw",		NULL,	WHY_DM },
+	{ "spice",		NULL,	WHY_DM },
+	{ "device_model_args",	NULL,	"the device model's arguments are "
+	    "libxl's, fixed by the guest's keys" },
 	{ "pci",		NULL,	"no PCI passthrough" },
 	{ "dtdev",		NULL,	"no device passthrough" },
 	{ "irqs",		NULL,	"no device passthrough" },
@@ -68,7 +80,8 @@ static const struct vmb__unsupported {
 	{ "p9",			NULL,	NULL },
 	{ "tee",		NULL,	NULL },
 	{ "device_tree",	NULL,	"Arm only" },
-	{ "firmware",		NULL,	"the kernel is loaded directly" },
+	{ "firmware",		NULL,	"a PVH kernel is loaded directly "
+	    "(or bootloader = \"grub\"); an HVM guest's BIOS is bios =" },
 	{ "acpi_firmware",	NULL,	NULL },
 	{ "smbios_firmware",	NULL,	NULL },
 	{ "vtpm",		NULL,	NULL },
@@ -77,19 +90,27 @@ static const struct vmb__unsupported {
 	{ "vscsi",		NULL,	NULL },
 	{ "console",		NULL,	NULL },
 	/* The rest of xl.cfg(5)'s keys (Xen 4.21), and xl's older names. */
-	{ "device_model",	NULL,	"vmbuild runs no device model" },
-	{ "device_model_args_hvm", NULL, "vmbuild runs no device model" },
-	{ "device_model_args_pv", NULL,	"vmbuild runs no device model" },
-	{ "device_model_user",	NULL,	"vmbuild runs no device model" },
-	{ "device_model_stubdomain_override", NULL, "vmbuild runs no device "
-	    "model" },
-	{ "device_model_stubdomain_seclabel", NULL, "vmbuild runs no device "
-	    "model" },
-	{ "dm_restrict",	"0",	"vmbuild runs no device model" },
-	{ "stubdomain_kernel",	NULL,	"vmbuild runs no device model" },
-	{ "stubdomain_ramdisk",	NULL,	"vmbuild runs no device model" },
-	{ "stubdomain_cmdline",	NULL,	"vmbuild runs no device model" },
-	{ "stubdomain_memory",	NULL,	"vmbuild runs no device model" },
+	{ "device_model",	NULL,	"the device model is vmbuildd's "
+	    "--device-model (Debian's qemu-system-xen)" },
+	{ "device_model_args_hvm", NULL, "the device model's arguments are "
+	    "libxl's, fixed by the guest's keys" },
+	{ "device_model_args_pv", NULL,	"a PVH guest has no device model" },
+	{ "device_model_user",	NULL,	"the device model's user is "
+	    "vmbuildd's --dm-user" },
+	{ "device_model_stubdomain_override", NULL, "no stub domains: the "
+	    "device model runs in dom0" },
+	{ "device_model_stubdomain_seclabel", NULL, "no stub domains: the "
+	    "device model runs in dom0" },
+	{ "dm_restrict",	"0",	"the device model drops root for "
+	    "vmbuildd's --dm-user; not confined further" },
+	{ "stubdomain_kernel",	NULL,	"no stub domains: the device model "
+	    "runs in dom0" },
+	{ "stubdomain_ramdisk",	NULL,	"no stub domains: the device model "
+	    "runs in dom0" },
+	{ "stubdomain_cmdline",	NULL,	"no stub domains: the device model "
+	    "runs in dom0" },
+	{ "stubdomain_memory",	NULL,	"no stub domains: the device model "
+	    "runs in dom0" },
 	{ "passthrough",	"disabled", "no device passthrough" },
 	{ "gfx_passthru",	"0",	"no device passthrough" },
 	{ "pci_permissive",	"0",	"no PCI passthrough" },
@@ -97,49 +118,49 @@ static const struct vmb__unsupported {
 	{ "pci_power_mgmt",	"0",	"no PCI passthrough" },
 	{ "pci_seize",		"0",	"no PCI passthrough" },
 	{ "rdm_mem_boundary",	NULL,	"no device passthrough" },
-	{ "bios_path_override",	NULL,	"HVM only: a PVH kernel is loaded "
-	    "directly" },
-	{ "firmware_override",	NULL,	"the kernel is loaded directly" },
-	{ "smbios",		NULL,	"HVM only" },
-	{ "acpi_s3",		NULL,	"HVM only" },
-	{ "acpi_s4",		NULL,	"HVM only" },
-	{ "acpi_laptop_slate",	NULL,	"HVM only" },
-	{ "hvm_pirq",		NULL,	"HVM only" },
-	{ "ms_vm_genid",	NULL,	"HVM only" },
-	{ "nx",			NULL,	"HVM only" },
-	{ "vpt_align",		NULL,	"HVM only" },
-	{ "xen_platform_pci_bar_uc", NULL, "HVM only" },
-	{ "mca_caps",		NULL,	"HVM only" },
-	{ "nographic",		NULL,	"needs a device model" },
-	{ "opengl",		NULL,	"needs a device model" },
-	{ "display",		NULL,	"needs a device model" },
-	{ "xauthority",		NULL,	"needs a device model" },
-	{ "vncviewer",		NULL,	"needs a device model" },
-	{ "vkb_device",		NULL,	"needs a device model" },
-	{ "usbversion",		NULL,	"needs a device model" },
-	{ "spicehost",		NULL,	"needs a device model" },
-	{ "spiceport",		NULL,	"needs a device model" },
-	{ "spicetls_port",	NULL,	"needs a device model" },
-	{ "spicedisable_ticketing", NULL, "needs a device model" },
-	{ "spicepasswd",	NULL,	"needs a device model" },
-	{ "spiceagent_mouse",	NULL,	"needs a device model" },
-	{ "spicevdagent",	NULL,	"needs a device model" },
-	{ "spice_clipboard_sharing", NULL, "needs a device model" },
-	{ "spiceusbredirection", NULL,	"needs a device model" },
-	{ "spice_image_compression", NULL, "needs a device model" },
-	{ "spice_streaming_video", NULL, "needs a device model" },
+	{ "bios_path_override",	NULL,	"the BIOS is Debian's, chosen by "
+	    "bios = \"seabios\" or \"ovmf\"" },
+	{ "firmware_override",	NULL,	"hvmloader is Debian's (xen-utils)" },
+	{ "smbios",		NULL,	WHY_HVM },
+	{ "acpi_s3",		NULL,	WHY_HVM },
+	{ "acpi_s4",		NULL,	WHY_HVM },
+	{ "acpi_laptop_slate",	NULL,	WHY_HVM },
+	{ "hvm_pirq",		NULL,	WHY_HVM },
+	{ "ms_vm_genid",	NULL,	WHY_HVM },
+	{ "nx",			NULL,	WHY_HVM },
+	{ "vpt_align",		NULL,	WHY_HVM },
+	{ "xen_platform_pci_bar_uc", NULL, WHY_HVM },
+	{ "mca_caps",		NULL,	WHY_HVM },
+	{ "nographic",		NULL,	WHY_DM },
+	{ "opengl",		NULL,	WHY_DM },
+	{ "display",		NULL,	WHY_DM },
+	{ "xauthority",		NULL,	WHY_DM },
+	{ "vncviewer",		NULL,	WHY_DM },
+	{ "vkb_device",		NULL,	WHY_DM },
+	{ "usbversion",		NULL,	WHY_DM },
+	{ "spicehost",		NULL,	WHY_DM },
+	{ "spiceport",		NULL,	WHY_DM },
+	{ "spicetls_port",	NULL,	WHY_DM },
+	{ "spicedisable_ticketing", NULL, WHY_DM },
+	{ "spicepasswd",	NULL,	WHY_DM },
+	{ "spiceagent_mouse",	NULL,	WHY_DM },
+	{ "spicevdagent",	NULL,	WHY_DM },
+	{ "spice_clipboard_sharing", NULL, WHY_DM },
+	{ "spiceusbredirection", NULL,	WHY_DM },
+	{ "spice_image_compression", NULL, WHY_DM },
+	{ "spice_streaming_video", NULL, WHY_DM },
 	{ "cpuid",		NULL,	"vmbuild applies libxl's default CPUID "
 	    "policy" },
 	{ "msr_relaxed",	"0",	"vmbuild applies libxl's default MSR "
 	    "policy" },
 	{ "vpmu",		NULL,	"Xen's default is used" },
 	{ "altp2m",		NULL,	NULL },
-	{ "altp2mhvm",		NULL,	"HVM only" },
+	{ "altp2mhvm",		NULL,	WHY_HVM },
 	{ "altp2m_count",	NULL,	NULL },
-	{ "oos",		NULL,	"HVM only" },
+	{ "oos",		NULL,	WHY_HVM },
 	{ "max_grant_version",	NULL,	"Xen's default is used" },
 	{ "vmtrace_buf_kb",	NULL,	NULL },
-	{ "vendor_device",	NULL,	"HVM only" },
+	{ "vendor_device",	NULL,	WHY_HVM },
 	{ "pvshim",		"0",	"PV only" },
 	{ "pvshim_path",	NULL,	"PV only" },
 	{ "pvshim_cmdline",	NULL,	"PV only" },

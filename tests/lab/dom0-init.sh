@@ -1437,20 +1437,23 @@ sr_balloon_try() {
 	return 0
 }
 
-# inject AREA TOOL TAG ID: with LAB_INJECT=AREA-fault:TOOL or
+# inject AREA TOOL TAG ID: with LAB_INJECT=AREA-fault:TOOL[:N] or
 # AREA-spin:TOOL (AREA sr or mig; run.sh) the guest TAG, domain ID, is
-# lost here, once, as the emulation was seen to lose one: -fault, it
-# dies (destroyed, and a triple-fault line marked "injected" in dom0's
-# copy of Xen's console); -spin, the next wait for its count takes it
-# for a spinning guest (SPIN_CPU 0 for that once: guest_spun's checks
-# and dumps run on the real domain).
+# lost here, in its first N builds (1 by default), as the emulation was
+# seen to lose one: -fault, it dies (destroyed, and a triple-fault line
+# marked "injected" in dom0's copy of Xen's console); -spin, the next
+# wait for its count takes it for a spinning guest (SPIN_CPU 0 for that
+# once: guest_spun's checks and dumps run on the real domain).
 inject() {
+	_ijn=1
 	case "$INJECT" in
 	"$1-fault:$2"|"$1-spin:$2") ;;
+	"$1-fault:$2:"*) _ijn=${INJECT##*:} ;;
 	*) return 0 ;;
 	esac
-	[ ! -e /tmp/injected-$1 ] || return 0
-	touch /tmp/injected-$1
+	_ijd=$(cat /tmp/injected-$1 2>/dev/null)
+	[ "${_ijd:-0}" -lt "$_ijn" ] || return 0
+	echo $((${_ijd:-0} + 1)) > /tmp/injected-$1
 	case "$INJECT" in
 	*-spin:*) spin_inject $4 LAB_INJECT=$INJECT ;;
 	*)

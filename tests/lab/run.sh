@@ -78,8 +78,9 @@
 #                            console), to try the lab's handling of the
 #                            emulated CPU's triple faults (dom0-init.sh,
 #                            emu_fault); never in CI.  sr-fault:xl or
-#                            sr-fault:vmb: so the guest of saverestore's
-#                            rounds, once, at its create; mig-fault:xl or
+#                            sr-fault:vmb[:N]: so the guest of saverestore's
+#                            rounds, in its first N creates (1 by
+#                            default; 3 fails the step); mig-fault:xl or
 #                            mig-fault:vmb: so the migrate lab's guest,
 #                            once, before its migration; sr-spin:TOOL,
 #                            mig-spin:TOOL: that guest is taken for
