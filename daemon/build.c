@@ -74,13 +74,15 @@ static struct {
 
 /* The build's device-model hooks (vmb_build_opts), on its thread. */
 static int
-build_dm_start(void *user, uint32_t domid, char *why, size_t len)
+build_dm_start(void *user, uint32_t domid, struct vmb_dm_info *ret,
+    char *why, size_t len)
 {
 	struct build_job *bj = user;
 	int rc = dm_start(bj->guest, domid, bj->dm_img, &bj->dm, why, len);
 
 	if (rc)
 		return rc;
+	dm_info(bj->dm, ret);
 	/*
 	 * Recorded at once: a daemon that ends before the build does
 	 * finds it in the "building" record and stops it (reconcile.c).

@@ -72,6 +72,7 @@ struct dm {
 	char	name[VMB_NAME_LEN];
 	char	sock[sizeof(((struct sockaddr_un *)0)->sun_path)];
 	char	vnc[sizeof(((struct sockaddr_un *)0)->sun_path)];
+	char	tty[VMB_DM_TTY_LEN];	/* serial port 0's pty, or "" */
 	struct event *ev;	/* loop only */
 	bool	stopping;	/* a stop was asked: its exit is no crash */
 	int	refs;		/* under D.lock */
@@ -637,6 +638,8 @@ dm_spawn(struct dm *dm, char **argv, const int img[2])
 	return rc;
 }
 
+static int serial_path(struct dm *dm, char *path, size_t len);
+
 int
 dm_start(const struct vmb_guest *g, uint32_t domid, const int img[2],
     struct dm **ret, char *why, size_t why_len)
@@ -679,8 +682,21 @@ dm_start(const struct vmb_guest *g, uint32_t domid, const int img[2],
 	rc = qmp_connect(dm, why, why_len);
 	if (rc)
 		goto out;
+	/*
+	 * Its serial port's pty, asked once as libxl does: the build writes
+	 * it where xl console looks (serial/0/tty).  A device model that
+	 * cannot say fails its start, as under libxl.
+	 */
+	if (!strcmp(g->hvm.serial, "pty") &&
+	    (rc = serial_path(dm, dm->tty, sizeof(dm->tty))) != 0) {
+		snprintf(why, why_len, "the device model does not tell its "
+		    "serial port's pty (QMP query-chardev): %s",
+		    strerror(-rc));
+		goto out;
+	}
 	log_vm(LOG_INFO, g->name, domid, 0, "%s: device model %s started "
-	    "(pid %d, QMP %s)", g->name, D.path, (int)dm->pid, dm->sock);
+	    "(pid %d, QMP %s%s%s)", g->name, D.path, (int)dm->pid, dm->sock,
+	    dm->tty[0] ? ", serial " : "", dm->tty);
 	*ret = dm;
 	dm = NULL;
 out:
@@ -871,17 +887,27 @@ dm_stop_domid(uint32_t domid)
 	dm_unref(dm);
 }
 
-pid_t
-dm_pid(uint32_t domid)
+void
+dm_info(const struct dm *dm, struct vmb_dm_info *ret)
 {
-	pid_t pid = -1;
+	memset(ret, 0, sizeof(*ret));
+	ret->pid = (int)dm->pid;
+	snprintf(ret->serial_tty, sizeof(ret->serial_tty), "%s", dm->tty);
+}
+
+int
+dm_info_domid(uint32_t domid, struct vmb_dm_info *ret)
+{
+	int rc = -ESRCH;
 
 	pthread_mutex_lock(&D.lock);
 	for (struct dm *dm = D.list; dm != NULL; dm = dm->next)
-		if (dm->domid == domid)
-			pid = dm->pid;
+		if (dm->domid == domid) {
+			dm_info(dm, ret);
+			rc = 0;
+		}
 	pthread_mutex_unlock(&D.lock);
-	return pid;
+	return rc;
 }
 
 /* ------------------------------------------------------------------ */
@@ -896,6 +922,7 @@ dm_record(const struct dm *dm, struct state_dm *ret)
 	ret->pid = (int)dm->pid;
 	ret->start_time = dm->start_time;
 	snprintf(ret->qmp, sizeof(ret->qmp), "%s", dm->sock);
+	snprintf(ret->serial_tty, sizeof(ret->serial_tty), "%s", dm->tty);
 }
 
 void
@@ -951,6 +978,7 @@ dm_adopt(const struct state_dm *rec, uint32_t domid, const char *name)
 	dm->start_time = rec->start_time;
 	dm->adopted = true;
 	snprintf(dm->sock, sizeof(dm->sock), "%s", rec->qmp);
+	snprintf(dm->tty, sizeof(dm->tty), "%s", rec->serial_tty);
 	/* Where dm_start puts it, if it had one (removed at the end). */
 	snprintf(dm->vnc, sizeof(dm->vnc), "%s/vnc-%u.sock", D.state_dir,
 	    domid);

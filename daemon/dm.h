@@ -66,8 +66,12 @@ void dm_stop_domid(uint32_t domid);
  * -EPERM for a path that is no pty, another negative errno.
  */
 int dm_console_open(uint32_t domid, int *ret_fd, char *tty, size_t tty_len);
-/* Its process id, or -1 when the domain has none (vm.info). */
-pid_t dm_pid(uint32_t domid);
+/*
+ * What runs: of a device model (build thread: the build writes it to
+ * the store), or of the domain's, 0 or -ESRCH for none (vm.info).
+ */
+void dm_info(const struct dm *dm, struct vmb_dm_info *ret);
+int dm_info_domid(uint32_t domid, struct vmb_dm_info *ret);
 
 /*
  * Across a restart of the daemon: what a record keeps of it (pid 0 for

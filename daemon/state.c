@@ -296,6 +296,8 @@ state_write(const struct state_record *rec)
 		jg_kv_u64(g, "pid", (uint64_t)rec->dm.pid);
 		jg_kv_u64(g, "start_time", rec->dm.start_time);
 		jg_kv_str(g, "qmp", rec->dm.qmp);
+		if (rec->dm.serial_tty[0])
+			jg_kv_str(g, "serial_tty", rec->dm.serial_tty);
 		yajl_gen_map_close(g);
 	} else {
 		yajl_gen_null(g);
@@ -646,14 +648,16 @@ state_pins(yajl_val v, struct state_record *rec)
 }
 
 /*
- * The device model (dm.c takes it back): {pid, start_time, qmp}, null
- * or absent for none; NULL or why it is not one.
+ * The device model (dm.c takes it back): {pid, start_time, qmp} and
+ * its serial pty when it has one (a record of an earlier vmbuild has
+ * none: vmctl console asks the device model), null or absent for none;
+ * NULL or why it is not one.
  */
 static const char *
 state_dm(yajl_val v, struct state_record *rec)
 {
 	yajl_val pid = jv_get(v, "pid"), start = jv_get(v, "start_time");
-	yajl_val qmp = jv_get(v, "qmp");
+	yajl_val qmp = jv_get(v, "qmp"), tty = jv_get(v, "serial_tty");
 
 	if (v == NULL || YAJL_IS_NULL(v))
 		return NULL;
@@ -663,6 +667,13 @@ state_dm(yajl_val v, struct state_record *rec)
 	    qmp->u.string[0] != '/' ||
 	    strlen(qmp->u.string) >= sizeof(rec->dm.qmp))
 		return "device_model is not {pid, start_time, qmp}";
+	if (tty != NULL && (!YAJL_IS_STRING(tty) ||
+	    strncmp(tty->u.string, "/dev/pts/", 9) != 0 ||
+	    strlen(tty->u.string) >= sizeof(rec->dm.serial_tty)))
+		return "device_model's serial_tty is not a /dev/pts/ path";
+	if (tty != NULL)
+		snprintf(rec->dm.serial_tty, sizeof(rec->dm.serial_tty), "%s",
+		    tty->u.string);
 	rec->dm.pid = (int)YAJL_GET_INTEGER(pid);
 	rec->dm.start_time = (unsigned long long)YAJL_GET_INTEGER(start);
 	snprintf(rec->dm.qmp, sizeof(rec->dm.qmp), "%s", qmp->u.string);

@@ -88,6 +88,7 @@ struct state_dm {
 	int		pid;
 	unsigned long long start_time;
 	char		qmp[STATE_DM_PATH_LEN];
+	char		serial_tty[VMB_DM_TTY_LEN];	/* or "" */
 };
 
 struct state_record {

@@ -675,13 +675,13 @@ vm_gen_summary(yajl_gen g, const struct vm *vm)
 
 /*
  * The guest's type and RAM layout (layout.c); an HVM guest's device
- * model (its pid; null when none runs).
+ * model (its pid and serial pty; null when none runs).
  */
 static void
 vm_gen_layout(yajl_gen g, const struct vm *vm)
 {
 	struct vmb_ram_layout l;
-	pid_t pid;
+	struct vmb_dm_info dm;
 
 	if (vm->guest == NULL) {
 		jg_kv_null(g, "type");
@@ -704,14 +704,18 @@ vm_gen_layout(yajl_gen g, const struct vm *vm)
 	if (vm->guest->type != VMB_GUEST_HVM)
 		return;
 	jg_key(g, "device_model");
-	pid = vm->domid != VMB_DOMID_INVALID ? dm_pid(vm->domid) : -1;
-	if (pid < 0) {
+	if (vm->domid == VMB_DOMID_INVALID ||
+	    dm_info_domid(vm->domid, &dm) < 0) {
 		yajl_gen_null(g);
 		return;
 	}
 	yajl_gen_map_open(g);
-	jg_kv_u64(g, "pid", (uint64_t)pid);
+	jg_kv_u64(g, "pid", (uint64_t)dm.pid);
 	jg_kv_str(g, "path", dm_path());
+	if (dm.serial_tty[0])
+		jg_kv_str(g, "serial_tty", dm.serial_tty);
+	else
+		jg_kv_null(g, "serial_tty");
 	yajl_gen_map_close(g);
 }
 

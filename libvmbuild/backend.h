@@ -320,6 +320,14 @@ struct vmb_backend_ops {
 	 */
 	int	(*dm_store)(void *priv, uint32_t domid,
 		    const struct vmb_guest *guest);
+	/*
+	 * Once it runs (NULL: nothing): its process and its serial port's
+	 * pty where libxl writes them, image/device-model-pid and
+	 * serial/0/tty (xl console finds the pty there).  Removed with the
+	 * domain's entries.
+	 */
+	int	(*dm_running)(void *priv, uint32_t domid,
+		    const struct vmb_dm_info *info);
 
 	/*
 	 * Devices; NULL where the hypervisor has no I/O (hvsim): devices

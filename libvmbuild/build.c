@@ -1046,6 +1046,7 @@ static int
 phase_devices(struct run *r)
 {
 	const struct vmb_build_opts *o = &r->b->opts;
+	struct vmb_dm_info dm;
 	int rc;
 
 	if (hotplug_overlaps(r)) {
@@ -1068,8 +1069,13 @@ phase_devices(struct run *r)
 		return rc;
 	}
 	/* The device model, as libxl spawns it after the disks (dm.c). */
-	rc = o->dm_start(o->dm_user, r->domid, r->why, sizeof(r->why));
+	memset(&dm, 0, sizeof(dm));
+	rc = o->dm_start(o->dm_user, r->domid, &dm, r->why, sizeof(r->why));
 	r->dm_up = rc == 0;
+	if (rc == 0 && r->ops->dm_running != NULL &&
+	    (rc = r->ops->dm_running(r->priv, r->domid, &dm)) < 0)
+		vmb__why(r->why, sizeof(r->why), "cannot write the device "
+		    "model's pid and pty to xenstore: %s", strerror(-rc));
 	return rc;
 }
 

@@ -1042,6 +1042,13 @@ struct vmb_placement {
 /* ------------------------------------------------------------------ */
 /* Building.                                                           */
 
+/* An HVM guest's device model as it runs (vmb_build_opts.dm_start). */
+#define VMB_DM_TTY_LEN	64
+struct vmb_dm_info {
+	int	pid;				/* its process */
+	char	serial_tty[VMB_DM_TTY_LEN];	/* serial port 0's pty, or "" */
+};
+
 enum vmb_populate_strategy {
 	VMB_POPULATE_ENGINE = 0,	/* parallel NUMA-local batches */
 	VMB_POPULATE_LIBXL,		/* libxl's meminit_hvm pattern */
@@ -1096,12 +1103,15 @@ struct vmb_build_opts {
 	/*
 	 * An HVM guest's device model, the caller's to run (vmbuildd):
 	 * dm_start once the devices are set up, the domain populated and
-	 * loaded (as libxl spawns it); dm_check just before the first
-	 * unpause, to see it still runs; dm_stop in the undo when it was
-	 * started (it must stop and reap it).  0 or a negative errno with
-	 * the reason in `why`; NULL dm_start: no device model is run.
+	 * loaded (as libxl spawns it), saying what runs in *ret (the build
+	 * writes it where xl looks: backend op dm_running); dm_check just
+	 * before the first unpause, to see it still runs; dm_stop in the
+	 * undo when it was started (it must stop and reap it).  0 or a
+	 * negative errno with the reason in `why`; NULL dm_start: no device
+	 * model is run.
 	 */
-	int	(*dm_start)(void *user, uint32_t domid, char *why, size_t len);
+	int	(*dm_start)(void *user, uint32_t domid,
+		    struct vmb_dm_info *ret, char *why, size_t len);
 	int	(*dm_check)(void *user, uint32_t domid, char *why, size_t len);
 	void	(*dm_stop)(void *user, uint32_t domid);
 	void	*dm_user;

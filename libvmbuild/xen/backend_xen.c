@@ -881,6 +881,7 @@ const struct vmb_backend_ops vmb_backend_xen = {
 	.platform = xen_platform,
 	.firmware = xen_firmware,
 	.dm_store = xen_xs_dm_store,
+	.dm_running = xen_xs_dm_running,
 	.boot = xen_boot,
 	.save_native = xen_save_native,
 	.resume_native = xen_resume_native,

@@ -142,6 +142,9 @@ int xen_xs_introduce(struct xen_be *be, uint32_t domid, uint64_t store_gfn,
 void xen_xs_domain_remove(struct xen_be *be, uint32_t domid);
 /* An HVM guest's device model entries (backend op dm_store). */
 int xen_xs_dm_store(void *priv, uint32_t domid, const struct vmb_guest *g);
+/* Its pid and serial pty, once it runs (backend op dm_running). */
+int xen_xs_dm_running(void *priv, uint32_t domid,
+    const struct vmb_dm_info *info);
 void xen_xs_read_name(struct xen_be *be, uint32_t domid, char *buf,
     size_t len);
 /*

@@ -479,6 +479,39 @@ xen_xs_dm_store(void *priv, uint32_t domid, const struct vmb_guest *g)
 	return xs_run(priv, domid, fill_dm, &a);
 }
 
+struct dm_running_arg {
+	uint32_t domid;
+	const struct vmb_dm_info *info;
+};
+
+/*
+ * What libxl 4.17 writes once qemu-xen runs: its pid
+ * (libxl__spawn_local_dm) and, from QMP's query-chardev, serial port
+ * 0's pty (device_model_postconfig_chardev): xl console and xenconsole
+ * --type serial open the pty they read there.
+ */
+static void
+fill_dm_running(struct xs_tx *tx, const void *varg)
+{
+	const struct dm_running_arg *a = varg;
+	char dom[XS_PATH_MAX];
+
+	tx_path(tx, dom, "/local/domain/%u", a->domid);
+	tx_writef(tx, dom, "image/device-model-pid", "%d", a->info->pid);
+	if (a->info->serial_tty[0] != '\0')
+		tx_write(tx, dom, "serial/0/tty", a->info->serial_tty, NULL, 0);
+}
+
+int
+xen_xs_dm_running(void *priv, uint32_t domid, const struct vmb_dm_info *info)
+{
+	struct dm_running_arg a = { domid, info };
+
+	if (info == NULL || info->pid <= 0)
+		return -EINVAL;
+	return xs_run(priv, domid, fill_dm_running, &a);
+}
+
 /*
  * Remove the domain's entries and tell xenstored to let it go; a domain
  * that was never introduced or has no entries is not an error here.

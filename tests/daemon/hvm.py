@@ -18,7 +18,8 @@ assumptions (bounded waits for conditions):
   model);
 - destroy stops the device model and it is reaped (no process, no
   zombie);
-- a device model that fails to start, one that dies mid-build, and a
+- a device model that fails to start, one that dies mid-build, one
+  that cannot tell its serial port's pty (QMP query-chardev), and a
   missing BIOS: the build fails naming why, and nothing is left (no
   domain in hvsim, no VM, no process);
 - device_model_override is refused by name.
@@ -169,6 +170,8 @@ ok(wait_for(lambda: hv_domains() == [], 30) is not None,
 for name, extra, why in (
         ("dmfail1", [], "exited before it answered on QMP"),
         ("dmdie1", [], "died during the build"),
+        ("dmnopty1", ['serial = "pty"'], "does not tell its serial port's "
+         "pty"),
         ("nobios", ['bios = "ovmf"'], "no-such-ovmf.fd")):
     r = create(name, extra)
     msg = (r.get("error") or {}).get("message", "")

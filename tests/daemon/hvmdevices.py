@@ -141,8 +141,17 @@ if fds:
     for fd in fds:
         os.close(fd)
 s.close()
+# The pty as the device model told it at its start: what the build wrote
+# to serial/0/tty for xl console (on Xen) and vm.info shows.
+dm = (info("dev1") or {}).get("device_model") or {}
+ok(tty and dm.get("serial_tty") == tty,
+   "vm.info's device_model.serial_tty is the pty vm.console opens", dm)
 r = create("noserial")
 ok("result" in r, "a guest without a serial port", r)
+dm = (info("noserial") or {}).get("device_model") or {}
+ok("serial_tty" in dm and dm["serial_tty"] is None and dm.get("pid"),
+   "a guest without a serial port: its device model runs, serial_tty "
+   "null", dm)
 r = c.call("vm.console", {"vm": "noserial"})
 ok("error" in r and "no serial" in error(r),
    "vm.console of a guest without a serial port: a clear error", r)

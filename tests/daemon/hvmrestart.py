@@ -7,7 +7,7 @@ hvm.py does.  The record of a built HVM guest names its device model
 (pid, start time, QMP socket).  Checked:
 
 - the record has "device_model" with the pid vm.info shows and that
-  process's start time (/proc/PID/stat field 22);
+  process's start time (/proc/PID/stat field 22), and its serial pty;
 - vmbuildd killed (SIGKILL) and started again: the device model is
   taken back (vm.info shows the same pid; the log says so); killed
   then, its death is noticed: the guest is crashed and on_crash
@@ -98,7 +98,7 @@ def restart_daemon():
 
 
 # --- the record names the device model -------------------------------
-r = create("keep1", ['on_crash = "destroy"'])
+r = create("keep1", ['on_crash = "destroy"', 'serial = "pty"'])
 ok("result" in r, "keep1 built", r)
 r = create("keep2")
 ok("result" in r, "keep2 built", r)
@@ -110,12 +110,17 @@ dm = rec.get("device_model") or {}
 ok(dm.get("pid") == pid1 and dm.get("start_time") == start_time(pid1) and
    dm.get("qmp", "").startswith(h.state),
    "the record has the device model's pid, start time and QMP socket", rec)
+tty1 = ((vm1.get("device_model") or {}).get("serial_tty")) or ""
+ok(tty1.startswith("/dev/pts/") and dm.get("serial_tty") == tty1,
+   "and its serial pty, as vm.info shows it", (tty1, dm))
 
 # --- kill -9 the daemon, start it again: taken back ------------------
 restart_daemon()
 ok(dm_pid("keep1") == pid1 and dm_pid("keep2") == pid2,
    "after a restart, vm.info shows the same device models",
    (dm_pid("keep1"), dm_pid("keep2")))
+ok(((info("keep1") or {}).get("device_model") or {}).get("serial_tty")
+   == tty1, "and keep1's serial pty, from the record", info("keep1"))
 ok(h.log_has("keep1: device model (pid %d, QMP" % pid1) and
    h.log_has("taken back"), "the log says they were taken back",
    h.log_tail())

@@ -2010,6 +2010,19 @@ hvm_one() {
 		_sp=$!
 	fi
 	echo "INFO $_tag: domain $_id, $(ps | grep -v grep | grep -c "xen-qemu-system-i386 .*-xen-domid $_id ") device model process(es), serial ${_pty:-by vmctl console}"
+	# Where xl console looks (serial/0/tty) and libxl's record of the
+	# process: vmbuild writes them as libxl does.
+	if [ $1 = vmb ]; then
+		_xpty=$(xs_read_retry /local/domain/$_id/serial/0/tty)
+		_xpid=$(xs_read_retry /local/domain/$_id/image/device-model-pid)
+		echo "INFO $_tag: xenstore serial/0/tty=$_xpty image/device-model-pid=$_xpid"
+		case "$_xpty" in
+		/dev/pts/[0-9]*) [ -c "$_xpty" ] || fail vmb-hvm-serial-tty "serial/0/tty of domain $_id names $_xpty, no such pty" ;;
+		*) fail vmb-hvm-serial-tty "serial/0/tty of domain $_id is '$_xpty', no pty" ;;
+		esac
+		tr '\0' ' ' < /proc/$_xpid/cmdline 2>/dev/null | grep -q -- "-xen-domid $_id " ||
+		    fail vmb-hvm-dm-pid "image/device-model-pid of domain $_id is '$_xpid', not its device model"
+	fi
 	# 1200 s: most of create -> line is the kernel's boot under TCG
 	# (225 to 581 s seen on a quiet host, more on a loaded one).
 	# A triple fault is looked for every 60 s (as linux_once).

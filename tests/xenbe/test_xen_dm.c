@@ -4,7 +4,8 @@
  * in-memory xenstore of fake_xs.c: what libxl 4.17 writes for qemu-xen
  * (libxl__spawn_local_dm, store_libxl_entry, libxl__build_post's HVM
  * entries) must be there, and the domain's removal (its destroy) must
- * leave none of it, dom0's device-model/DOMID directory included.
+ * leave none of it, dom0's device-model/DOMID directory included; and
+ * what it writes once the device model runs (xen_xs_dm_running).
  */
 #include <errno.h>
 #include <setjmp.h>
@@ -125,6 +126,43 @@ test_pvh_refused(void **state)
 	assert_int_equal(fake_xs_count("/local/domain/0/device-model/5"), 0);
 }
 
+/*
+ * Once it runs: its pid and serial pty where xl console reads them
+ * (libxl__spawn_local_dm, device_model_postconfig_chardev), the guest
+ * allowed to read them as its other entries; gone with the domain.
+ */
+static void
+test_running(void **state)
+{
+	struct vmb_guest *g = make_hvm("seabios", true, 0);
+	struct vmb_dm_info info = { .pid = 4242, .serial_tty = "/dev/pts/7" };
+
+	(void)state;
+	assert_int_equal(xen_xs_dm_store(&be, 5, g), 0);
+	assert_int_equal(xen_xs_dm_running(&be, 5, &info), 0);
+	assert_string_equal(fake_xs_val(DOM "/image/device-model-pid"),
+	    "4242");
+	assert_string_equal(fake_xs_val(DOM "/serial/0/tty"), "/dev/pts/7");
+	assert_int_equal(fake_xs_lookup(DOM "/serial/0/tty")->perms[0].id, 0);
+
+	/* No serial port (serial = "none"): no tty entry. */
+	xen_xs_domain_remove(&be, 5);
+	g = make_hvm("seabios", true, 0);
+	info.serial_tty[0] = '\0';
+	assert_int_equal(xen_xs_dm_running(&be, 5, &info), 0);
+	assert_string_equal(fake_xs_val(DOM "/image/device-model-pid"),
+	    "4242");
+	assert_null(fake_xs_lookup(DOM "/serial/0/tty"));
+
+	/* No process: refused, nothing written. */
+	info.pid = 0;
+	assert_int_equal(xen_xs_dm_running(&be, 6, &info), -EINVAL);
+	assert_int_equal(fake_xs_count("/local/domain/6"), 0);
+
+	xen_xs_domain_remove(&be, 5);
+	assert_int_equal(fake_xs_count(DOM), 0);
+}
+
 int
 main(void)
 {
@@ -132,6 +170,7 @@ main(void)
 		cmocka_unit_test_setup(test_entries, setup),
 		cmocka_unit_test_setup(test_ovmf_hole_no_acpi, setup),
 		cmocka_unit_test_setup(test_pvh_refused, setup),
+		cmocka_unit_test_setup(test_running, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
