@@ -12,9 +12,10 @@ Three such runs after a warm-up run like them.  What the daemon holds
 is measured after each, once every client has gone and every VM is
 destroyed:
 
-  descriptors  back exactly to the count after the warm-up, not
-               counting connections to hvsim (the sim backend keeps up
-               to 16 of those idle, however many the load needed);
+  descriptors  back to the count after the warm-up (its fewest over
+               a few looks), not more, not counting connections to
+               hvsim (the sim backend keeps up to 16 of those idle,
+               however many the load needed);
   RSS          within RSS_SLACK_MIB (default 6) of the warm-up's, after
                every run: memory not given back would add up run after
                run.  The load's peak is 40-55 MiB here; the daemon gives
@@ -27,7 +28,11 @@ destroyed:
                eight runs of this test (RUNS=8 SECONDS=5) settled at
                +1.1, +1.1, +2.2, +3.4, +3.0, +3.2, +3.2, +3.9 MiB over
                a warm-up of 14.0 MiB (peaks 39-52 MiB): a drift that
-               levels off, not a leak.
+               levels off, not a leak.  That was with malloc's default
+               arenas; beside a QEMU on 2 CPUs the settled RSS then
+               varied from 12 to 21 MiB, and CI's run at 405a4f3 failed
+               on it.  vmbuildd now keeps 2 arenas (main.c): 9.6 to
+               12.3 MiB settled in four runs beside CI's QEMU.
 """
 import asyncio
 import collections
@@ -77,9 +82,13 @@ def hv_peers():
 
 
 def fds_without_hv():
+    # hvsim's sockets as ss lists them before and after the look at the
+    # descriptors: one the sim backend opened in between is still its.
     hvs = hv_peers()
+    fds = os.listdir("/proc/%d/fd" % pid)
+    hvs |= hv_peers()
     n = 0
-    for fd in os.listdir("/proc/%d/fd" % pid):
+    for fd in fds:
         try:
             t = os.readlink("/proc/%d/fd/%s" % (pid, fd))
         except OSError:
@@ -192,13 +201,26 @@ def settle(want_fds=None, want_rss=None):
         rss, _, cpu = proc_stat(pid)
         fds = fds_without_hv()
         if want_fds is None or time.monotonic() > end or \
-                (fds == want_fds and rss <= want_rss):
+                (fds <= want_fds and rss <= want_rss):
             return rss, fds, cpu
         time.sleep(0.5)
 
 
+def baseline():
+    """The warm-up's figures, settled: the fewest descriptors over a
+    few looks (a connection the loop has not closed yet, or one a
+    refresh holds for a moment, is not part of what it keeps)."""
+    rss, fds, cpu = settle()
+    for _ in range(6):
+        time.sleep(0.5)
+        r, f = proc_stat(pid)[0], fds_without_hv()
+        if f < fds:
+            rss, fds = r, f
+    return rss, fds, cpu
+
+
 st, secs = asyncio.run(run(SECONDS))
-rss0, fd0, _ = settle()
+rss0, fd0, _ = baseline()
 diag("warm-up: %d requests in %.1f s; then RSS %.1f MiB, %d descriptors "
      "(without hvsim's)" % (st.sent, secs, rss0 / MIB, fd0))
 rows = []
@@ -218,8 +240,13 @@ for i in range(int(os.environ.get("RUNS", "3"))):
        and st.extra == 0, "run %d: all %d requests answered exactly once"
        % (i + 1, st.sent), "answered %d, twice %d, lost %d, foreign %d" %
        (answered, dup, st.lost, st.extra))
-    ok(fds == fd0, "run %d: descriptors back to %d (%d)" % (i + 1, fd0,
+    # More is a leak; fewer is something the warm-up still held (CI's
+    # run beside a QEMU counted 16 after the warm-up, 15 after a run).
+    ok(fds <= fd0, "run %d: descriptors back to %d (%d)" % (i + 1, fd0,
                                                               fds))
+    if fds < fd0:
+        diag("run %d: %d descriptors, %d fewer than after the warm-up"
+             % (i + 1, fds, fd0 - fds))
     if MEMORY_FIGURES:
         ok(rss <= rss0 + RSS_SLACK, "run %d: RSS back within %d MiB of the "
            "warm-up's %.1f MiB (%.1f; %.1f at the end of the load)" %
