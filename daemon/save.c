@@ -516,6 +516,16 @@ stream_vm_check(struct call *call, struct vm *vm, const char *verb)
 		return call_error(call, E_BAD_STATE, 0, "%s was not built by "
 		    "this daemon: it has no description to %s", vm->name,
 		    strcmp(verb, "saved") == 0 ? "save" : "send");
+	/*
+	 * An HVM guest's stream would need its device model's state too
+	 * (libxl's emulator record, QMP xen-save-devices-state), which
+	 * vmbuild neither writes nor reads: refused before anything is
+	 * done, rather than a guest saved, destroyed and not restorable.
+	 */
+	if (vm->guest->type == VMB_GUEST_HVM)
+		return call_error(call, E_UNAVAILABLE, 0, "%s is an HVM guest: "
+		    "vmbuild does not save or migrate HVM guests yet (its "
+		    "device model's state is not in the stream)", vm->name);
 	if (vm->state != VM_RUNNING && vm->state != VM_BLOCKED &&
 	    vm->state != VM_PAUSED)
 		return call_error(call, E_BAD_STATE, 0, "%s is %s: only a "

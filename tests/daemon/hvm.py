@@ -22,11 +22,14 @@ assumptions (bounded waits for conditions):
   that cannot tell its serial port's pty (QMP query-chardev), and a
   missing BIOS: the build fails naming why, and nothing is left (no
   domain in hvsim, no VM, no process);
+- vmctl save (and --checkpoint) and migrate of an HVM guest are refused
+  by name before anything is done: it runs on with its device model;
 - device_model_override is refused by name.
 """
 import os
 import signal
 import struct
+import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -182,6 +185,28 @@ for name, extra, why in (
        hv_domains())
     ok(wait_for(lambda: dm_procs() == [], 30) is not None,
        "%s: no device model process left" % name, dm_procs())
+
+# --- save and migration refused before anything is done ------------
+# Its device model's state would have to be in the stream: not written,
+# so not started (a save that destroyed the guest into a file no restore
+# takes would lose it).
+r = create("hvs", ['serial = "pty"'])
+ok("result" in r, "hvs built", r)
+pid = ((info("hvs") or {}).get("device_model") or {}).get("pid")
+for args in (["save", "hvs", h.path("hvs.save")],
+             ["save", "--checkpoint", "hvs", h.path("hvs.ckpt")],
+             ["migrate", "hvs", "127.0.0.1"]):
+    p = subprocess.run([os.path.join(BIN, "vmctl"), "--socket", h.sock]
+                       + args, capture_output=True, text=True, timeout=60)
+    ok(p.returncode != 0 and "HVM guest" in p.stderr and
+       "does not save or migrate" in p.stderr,
+       "vmctl %s of an HVM guest: refused by name" % args[0], p)
+    vm = info("hvs") or {}
+    ok(vm.get("state") in ("running", "blocked") and
+       (vm.get("device_model") or {}).get("pid") == pid and
+       not os.path.exists(args[-1]),
+       "it runs on, its device model too, no file written", vm)
+c.call("vm.destroy", {"vm": "hvs"})
 
 # --- device_model_override refused ----------------------------------
 r = create("ovr", ['device_model_override = "/bin/true"'])
