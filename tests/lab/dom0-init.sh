@@ -195,8 +195,10 @@ xenconsoled --pid-file=/var/run/xenconsoled.pid --log=guest --log-dir=/var/log/x
 echo "MARK step=xen-daemons rc=0 secs=$(secs $t0 $(up))"
 timed xl-info xl info || fail xl-info "xl info failed"
 grep -E 'xen_version|nr_cpus|total_memory|free_memory|virt_caps' /tmp/out.xl-info | sed 's/^/INFO /'
-# GUEST_CPUS: the physical CPUs the HVM step's and the GRUB steps'
-# guests run on (cpus=, both toolstacks alike): all but CPU 0.  Every
+# GUEST_CPUS: the physical CPUs the HVM step's, the GRUB steps' and the
+# save/restore step's guests run on (cpus=, both toolstacks alike): all
+# but CPU 0 (the main Linux guest, one vCPU per host node, keeps its
+# vNUMA placement).  Every
 # triple fault the emulation dealt a guest here (4 of 9 HVM boots in a
 # run at e0cd840; 12 of 12 in the runs of 2026-12-02) was on physical
 # CPU 0, at the world switch into the guest (RIP in Xen under CS e008):
@@ -206,7 +208,7 @@ GUEST_CPUS=""
 [ "${_ncpu:-1}" -gt 1 ] 2>/dev/null && GUEST_CPUS="1-$((_ncpu - 1))"
 GUEST_CPUS_LINE=""	# the configs' line (an empty line: none)
 [ -n "$GUEST_CPUS" ] && GUEST_CPUS_LINE="cpus = \"$GUEST_CPUS\""
-echo "INFO guests of the hvm and grub steps on CPUs ${GUEST_CPUS:-all}"
+echo "INFO guests of the hvm, grub and saverestore steps on CPUs ${GUEST_CPUS:-all}"
 [ -n "$FAILED" ] && finish
 
 # --------------------------------------------------------------- unit tests
@@ -1216,6 +1218,7 @@ sr_cfg() {
 	    -e '/^vnuma/,/\]\ \]$/d' -e '/^ *\[ "pnode/d' -e '/^disk/d' -e '/^vif/d' \
 	    -e 's/^cmdline = "\(.*\)"/cmdline = "\1 lab_count lab_nodev"/' \
 	    /etc/lab/linux.cfg > /etc/lab/$1.cfg
+	echo "$GUEST_CPUS_LINE" >> /etc/lab/$1.cfg
 }
 
 # sr_count TAG: the last "n=N boot=B" the guest counted on its console.
@@ -1667,6 +1670,7 @@ mig_cfg() {
 	    -e "s/lab_ip=[0-9.]*/lab_ip=$MIG_IP/" -e "s/lab_peer=[0-9.]*/lab_peer=$BR_IP/" \
 	    -e 's/^cmdline = "\(.*\)"/cmdline = "\1 lab_count lab_netonly"/' \
 	    /etc/lab/linux.cfg > /etc/lab/$1.cfg
+	echo "$GUEST_CPUS_LINE" >> /etc/lab/$1.cfg
 }
 
 # ping_start TAG: A pings the guest every 0.1 s, each line stamped with
