@@ -2007,6 +2007,7 @@ hvm_one() {
 	esac
 	if [ "$2" = disk ]; then mkhvmdisk $_tag; else mkhvm $_tag "$HVM_DEV" $_ip; fi
 	: > $_slog
+	_hloops=$(losetup -a | wc -l)	# the destroy leaves no more than this
 	_tc=$(up)
 	LIMIT=300 timed $1-create-hvm$2 $_create /etc/lab/$_tag.cfg
 	_rc=$? _tr=$(up)
@@ -2093,7 +2094,13 @@ hvm_one() {
 	xs_gone $1 $_id
 	xenstore-ls /local/domain/0/device-model/$_id >/dev/null 2>&1 &&
 	    fail $1-hvm-xenstore-left "/local/domain/0/device-model/$_id still in xenstore"
-	echo "INFO $_tag after destroy: $(ps | grep -v grep | grep -c xen-qemu-system-i386) device model(s) running"
+	# Nor a loop device its PV disks' block script set up (the backend
+	# removes it after the domain is gone: a while).
+	_i=0
+	while [ "$(losetup -a | wc -l)" -gt $_hloops ] && [ $_i -lt 100 ]; do usleep 200000; _i=$((_i + 1)); done
+	[ "$(losetup -a | wc -l)" -gt $_hloops ] &&
+	    fail $1-hvm-loop-left "loop devices after destroy: $(losetup -a | tr '\n' ' ') ($_hloops before the create)"
+	echo "INFO $_tag after destroy: $(ps | grep -v grep | grep -c xen-qemu-system-i386) device model(s) running, $(losetup -a | wc -l) loop device(s) ($_hloops before its create)"
 }
 
 # hvm_boot TOOL [disk]: hvm_one; built again, up to 3 builds in all,
