@@ -212,16 +212,14 @@ hello_main(uint32_t start_info_paddr)
 	 */
 	if (cmdline_word(cmdline, "spin")) {
 		unsigned int n = 0;
-		uint32_t a, b, c, d;
+		uint32_t r[4];
 
 		cons_printf("vmbuild-guest: spinning, domain %llu waits to be "
 		    "destroyed\n", (unsigned long long)domid);
 		for (;;) {
 			__asm__ volatile("pause");
 			if (++n % 65536 == 0)
-				__asm__ volatile("cpuid"
-				    : "=a"(a), "=b"(b), "=c"(c), "=d"(d)
-				    : "a"(0), "c"(0));
+				xg_cpuid(0, 0, r);
 		}
 	}
 

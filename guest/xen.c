@@ -10,14 +10,6 @@
 extern uint8_t hypercall_page[4096];
 
 static void
-cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4])
-{
-	__asm__ volatile("cpuid"
-	    : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3])
-	    : "a"(leaf), "c"(sub));
-}
-
-static void
 wrmsr(uint32_t msr, uint64_t v)
 {
 	__asm__ volatile("wrmsr" : : "c"(msr), "a"((uint32_t)v),
@@ -37,7 +29,7 @@ find_base(void)
 
 	for (base = XEN_CPUID_FIRST_LEAF; base < XEN_CPUID_FIRST_LEAF + 0x10000;
 	    base += 0x100) {
-		cpuid(base, 0, r);
+		xg_cpuid(base, 0, r);
 		if (r[1] == XEN_CPUID_SIGNATURE_EBX &&
 		    r[2] == XEN_CPUID_SIGNATURE_ECX &&
 		    r[3] == XEN_CPUID_SIGNATURE_EDX && r[0] - base >= 2)
@@ -56,19 +48,19 @@ xg_init(struct xg_info *info)
 	info->domid = 0;
 	if (info->base == 0)
 		return -1;
-	cpuid(info->base + 1, 0, r);
+	xg_cpuid(info->base + 1, 0, r);
 	info->version = r[0];
 
 	/* Leaf 3: EBX is the MSR that takes the hypercall page's address. */
-	cpuid(info->base + 2, 0, r);
+	xg_cpuid(info->base + 2, 0, r);
 	if (r[0] < 1)
 		return -1;
 	wrmsr(r[1], (uint64_t)(uintptr_t)hypercall_page);
 
 	/* Leaf 5 (HVM features): the domain id when the flag says so. */
-	cpuid(info->base, 0, r);
+	xg_cpuid(info->base, 0, r);
 	if (r[0] >= info->base + 4) {
-		cpuid(info->base + 4, 0, r);
+		xg_cpuid(info->base + 4, 0, r);
 		if (r[0] & XEN_HVM_CPUID_DOMID_PRESENT) {
 			info->have_domid = true;
 			info->domid = r[2];

@@ -44,6 +44,15 @@ long xg_evtchn_send(uint32_t port);
 long xg_memory_map(struct e820entry_guest *buf, unsigned int *nr);
 
 
+/* CPUID: in a PVH guest Xen always intercepts it (an exit to Xen). */
+static inline void
+xg_cpuid(uint32_t leaf, uint32_t sub, uint32_t r[4])
+{
+	__asm__ volatile("cpuid"
+	    : "=a"(r[0]), "=b"(r[1]), "=c"(r[2]), "=d"(r[3])
+	    : "a"(leaf), "c"(sub));
+}
+
 static inline void
 xg_outb(uint16_t port, uint8_t v)
 {

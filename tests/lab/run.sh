@@ -782,7 +782,7 @@ if [ "$LAB_PEER" = 1 ]; then
 	peer_pid=$!
 fi
 boot=1 emu_boots="" silent=0
-rm -f "$LAB_DIR/run-watch.log" "$LAB_DIR/run-watch.all"
+rm -f "$LAB_DIR/run-watch.log"
 while :; do
 	rm -f "$LAB_DIR/qemu.pid" "$LAB_DIR/boot-stuck" "$LAB_DIR/serial-in"
 	# Xen's serial input (the run watch's debug keys): QEMU's stdin, a
@@ -809,7 +809,6 @@ while :; do
 	wait $watch 2>/dev/null
 	exec 7>&-
 	rm -f "$LAB_DIR/serial-in"
-	[ -s "$LAB_DIR/run-watch.log" ] && { sed 's/^/  /' "$LAB_DIR/run-watch.log" >&2; cat "$LAB_DIR/run-watch.log" >> "$LAB_DIR/run-watch.all"; rm -f "$LAB_DIR/run-watch.log"; }
 	[ -f "$LAB_DIR/boot-stuck" ] || break
 	what=$(tr '\n' ' ' < "$LAB_DIR/boot-stuck")
 	lockups=$(grep -c 'soft lockup\|rcu_preempt self-detected stall' "$CONSOLE")
@@ -835,8 +834,10 @@ printf '[%4d.00] LAB-HOST load_start=%s load_end=%s cpus=%s\n' "$qsecs" "$load0"
 if [ -n "$emu_boots" ]; then
 	echo "${emu_boots#|}" | tr '|' '\n' | sed "s/^/[$(printf '%4d' "$qsecs").00] /" >> "$CONSOLE"
 fi
-[ -s "$LAB_DIR/run-watch.all" ] &&
-    sed "s/^\[lab\] /[$(printf '%4d' "$qsecs").00] LAB-EMU run-watch: /" "$LAB_DIR/run-watch.all" >> "$CONSOLE"
+if [ -s "$LAB_DIR/run-watch.log" ]; then
+	sed 's/^/  /' "$LAB_DIR/run-watch.log" >&2
+	sed "s/^\[lab\] /[$(printf '%4d' "$qsecs").00] LAB-EMU run-watch: /" "$LAB_DIR/run-watch.log" >> "$CONSOLE"
+fi
 # What QEMU itself saw go wrong (-d cpu_reset,guest_errors): a triple
 # fault ends a -no-reboot run with exit 0 and not a word on the console
 # (seen once during vmctl net-attach).  Its register dumps stay in the
