@@ -191,6 +191,15 @@ if grep -qw lab_inject=silent /proc/cmdline; then
 	echo "INFO injected (LAB_INJECT=silent): dom0 stops printing"
 	exec sleep 100000
 fi
+# lab_inject=die (LAB_INJECT=die, the first boot only): the host ends
+# under dom0 with no result and no panic, as when the emulation
+# triple-faults Xen (QEMU, -no-reboot, exits): dom0 reboots the machine.
+if grep -qw lab_inject=die /proc/cmdline; then
+	echo "INFO injected (LAB_INJECT=die): dom0 reboots the host in 5 s"
+	sleep 5
+	echo b > /proc/sysrq-trigger
+	reboot -f
+fi
 (while sleep 30; do echo "LAB-ALIVE up=$(up)"; done) &
 for m in xen-evtchn xen-privcmd xen-gntdev xen-gntalloc xenfs; do
 	[ -f /lib/modules/$m.ko ] && { insmod /lib/modules/$m.ko || fail insmod "$m"; }

@@ -90,7 +90,9 @@
 #                            for stuck 20 s after QEMU started (the boot
 #                            watch below).  silent: dom0 of the first
 #                            boot stops printing after its init (the
-#                            run watch below)
+#                            run watch below).  die: dom0 of the first
+#                            boot reboots the host 5 s after its init
+#                            (host_died below)
 #   LAB_BOOT_WAIT=300        seconds dom0 has to reach its init (its
 #                            "MARK dom0-init", 10 to 41 s seen) before
 #                            the boot is taken for stuck, killed, kept
@@ -102,7 +104,9 @@
 #                            keys on the serial line); 120 s more and the
 #                            run is taken for silent: killed, kept as
 #                            console.boot-N.log, and booted once more if
-#                            LAB_BOOTS allows (one silent boot per lab)
+#                            LAB_BOOTS allows (one boot lost after
+#                            dom0's init per lab: silent, or ended by
+#                            itself, host_died below)
 #   LAB_ROUNDS=3             issue 22's create rounds after the Linux steps
 #                            (tests/lab/xenbench.sh): N pairs of creates of
 #                            the Linux guest, xl and vmbuild in A B B A
@@ -709,6 +713,33 @@ run_watch() {	# run_watch N
 		fi
 	done
 }
+# What QEMU's own log (-d cpu_reset,guest_errors) says went wrong, its
+# reasons counted: a triple fault ends a -no-reboot run with exit 0 and
+# not a word on the console (seen once during vmctl net-attach).  Its
+# register dumps stay in the file.
+qemu_reasons() {	# qemu_reasons [N]: the N (20) most frequent
+	grep -aE 'Triple fault|check_exception|invalid|unimplemented' "$LAB_DIR/qemu-debug.log" 2>/dev/null |
+	    sort | uniq -c | sort -rn | head -n "${1:-20}"
+}
+# host_died QRC: the host ended by itself, before dom0's result and
+# with no panic on the console.  CI's run at 44327fd: QEMU ended 216 s
+# in, 5 s after the Linux guest's last line, in the middle of xl's
+# create step, neither dom0 nor Xen saying why.  That is the
+# emulation's end, as its triple faults are, not a step's failure:
+# said (what=host-died, with QEMU's exit and its own log's reasons)
+# and, once per lab, the boot is made again.  A panic of Xen or dom0,
+# a step that failed, the hard timeout, the two-host lab: not this;
+# the run is judged as it is.
+host_died() {	# host_died QRC: prints the what= line, or fails
+	local why last
+	case $1 in 124|137) return 1 ;; esac
+	[ "$LAB_PEER" = 1 ] && return 1
+	grep -qa 'LAB-RESULT ' "$CONSOLE" && return 1
+	grep -qaE 'Panic on CPU|Kernel panic|Xen BUG|FATAL|Attempted to kill init' "$CONSOLE" && return 1
+	why=$(qemu_reasons 3 | awk '{ n = $1; $1 = ""; sub(/^ /, ""); printf "%s%sx %s", sep, n, $0; sep = "; " }')
+	last=$(grep -aE 'MARK ' "$CONSOLE" | tail -n 1 | tr -d '\r' | sed 's/^\[[ 0-9.]*\] //; s/ *$//')
+	echo "what=host-died QEMU ended by itself (exit $1) with no result from dom0 and no panic; last: ${last:-nothing}; QEMU's log: ${why:-nothing}"
+}
 # The second host (LAB_PEER=1), B: the same Xen, kernel and initramfs
 # (lab_host=b on dom0's line), its own console (console-b.log) and hard
 # timeout, connected to A's socket network.  A listens on a free port of
@@ -781,7 +812,7 @@ if [ "$LAB_PEER" = 1 ]; then
 	peer_boot "$port" &
 	peer_pid=$!
 fi
-boot=1 emu_boots="" silent=0
+boot=1 emu_boots="" lost=0
 rm -f "$LAB_DIR/run-watch.log"
 while :; do
 	rm -f "$LAB_DIR/qemu.pid" "$LAB_DIR/boot-stuck" "$LAB_DIR/serial-in"
@@ -790,7 +821,7 @@ while :; do
 	mkfifo "$LAB_DIR/serial-in" || fail $step "mkfifo $LAB_DIR/serial-in"
 	exec 7<>"$LAB_DIR/serial-in"
 	inject=""
-	[ "$LAB_INJECT" = silent ] && [ $boot = 1 ] && inject=" lab_inject=silent"
+	case $LAB_INJECT in silent|die) [ $boot = 1 ] && inject=" lab_inject=$LAB_INJECT" ;; esac
 	boot_watch $boot &
 	watch=$!
 	# Each console line gets the seconds since QEMU started, for the
@@ -809,14 +840,16 @@ while :; do
 	wait $watch 2>/dev/null
 	exec 7>&-
 	rm -f "$LAB_DIR/serial-in"
+	[ -f "$LAB_DIR/boot-stuck" ] || host_died "$qrc" > "$LAB_DIR/boot-stuck" || rm -f "$LAB_DIR/boot-stuck"
 	[ -f "$LAB_DIR/boot-stuck" ] || break
 	what=$(tr '\n' ' ' < "$LAB_DIR/boot-stuck")
 	lockups=$(grep -c 'soft lockup\|rcu_preempt self-detected stall' "$CONSOLE")
 	mv -f "$CONSOLE" "$LAB_DIR/console.boot-$boot.log"
+	cp -f "$LAB_DIR/qemu-debug.log" "$LAB_DIR/qemu-debug.boot-$boot.log" 2>/dev/null
 	emu_boots="$emu_boots|LAB-EMU boot=$boot ${what}lockups=$lockups kept=console.boot-$boot.log"
-	log "boot $boot lost ($what; $lockups soft lockup/RCU stall lines): killed, kept as console.boot-$boot.log"
-	case $what in *dom0-silent*) silent=$((silent + 1)) ;; esac
-	if [ $boot -ge "$LAB_BOOTS" ] || [ $silent -gt 1 ]; then
+	log "boot $boot lost ($what; $lockups soft lockup/RCU stall lines): kept as console.boot-$boot.log"
+	case $what in *dom0-silent*|*host-died*) lost=$((lost + 1)) ;; esac
+	if [ $boot -ge "$LAB_BOOTS" ] || [ $lost -gt 1 ]; then
 		cp "$LAB_DIR/console.boot-$boot.log" "$CONSOLE"
 		break
 	fi
@@ -838,14 +871,10 @@ if [ -s "$LAB_DIR/run-watch.log" ]; then
 	sed 's/^/  /' "$LAB_DIR/run-watch.log" >&2
 	sed "s/^\[lab\] /[$(printf '%4d' "$qsecs").00] LAB-EMU run-watch: /" "$LAB_DIR/run-watch.log" >> "$CONSOLE"
 fi
-# What QEMU itself saw go wrong (-d cpu_reset,guest_errors): a triple
-# fault ends a -no-reboot run with exit 0 and not a word on the console
-# (seen once during vmctl net-attach).  Its register dumps stay in the
-# file; the reasons are said here.
-if grep -qaE 'Triple fault|check_exception|invalid|unimplemented' "$LAB_DIR/qemu-debug.log" 2>/dev/null; then
+# What QEMU itself saw go wrong in the boot judged.
+if [ -n "$(qemu_reasons 1)" ]; then
 	log "qemu's own log ($LAB_DIR/qemu-debug.log) says:"
-	grep -aE 'Triple fault|check_exception|invalid|unimplemented' "$LAB_DIR/qemu-debug.log" |
-	    sort | uniq -c | sort -rn | head -n 20 | sed 's/^/  qemu| /'
+	qemu_reasons | sed 's/^/  qemu| /'
 fi
 
 # ------------------------------------------------------------- judge
