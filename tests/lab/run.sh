@@ -104,9 +104,10 @@
 #                            keys on the serial line); 120 s more and the
 #                            run is taken for silent: killed, kept as
 #                            console.boot-N.log, and booted once more if
-#                            LAB_BOOTS allows (one boot lost after
-#                            dom0's init per lab: silent, or ended by
-#                            itself, host_died below)
+#                            LAB_BOOTS allows (one boot per lab lost
+#                            to silence or to a host that ended by
+#                            itself, host_died below, before or after
+#                            dom0's init; stuck boots do not count)
 #   LAB_ROUNDS=3             issue 22's create rounds after the Linux steps
 #                            (tests/lab/xenbench.sh): N pairs of creates of
 #                            the Linux guest, xl and vmbuild in A B B A
