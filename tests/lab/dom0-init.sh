@@ -928,13 +928,24 @@ resize() {
 	*) _ms="$V mem-set $2 $_target"; _vs="$V vcpu-set $2 1"
 	   _vp="$V vcpu-pin $2 0 1"; _sw="$V sched $2 --weight 512" ;;
 	esac
+	# How long the guest is waited for: 240 s for its memory, 120 s for
+	# its CPUs where vmbuild's steps are judged; 60 s and 30 s for xl's,
+	# which are only reported.  Since the Linux guests run off CPU 0
+	# (235b338), xl's guest was seen to reach neither goal in its full
+	# waits (a fresh clone's run on 2026-12-04: its balloon some
+	# 1.4 MiB/s, its second vCPU offline in Xen but still online in the
+	# guest's lines): 365 s of a slow run's check-xen spent on figures
+	# nobody judges.  Left for a later look: vmbuild's guest, built
+	# alike, reaches both in some 45 s.
+	_mw=240 _cw=120
+	[ $1 = xl ] && _mw=60 _cw=30
 	timed $1-mem-set $_ms || hp_fail $1 $1-mem-set "mem-set rc=$?"
 	# 512 MiB is 524288 KiB; MemTotal counts what the balloon gave back
 	# to within a few pages: 460000 KiB less is the change made.
-	_ma=$(state_after $2 memtotal_kib $(( ${_mb:-0} - 460000 )) 240) ||
+	_ma=$(state_after $2 memtotal_kib $(( ${_mb:-0} - 460000 )) $_mw) ||
 	    hp_fail $1 $1-mem-set-seen "MemTotal in the guest went from ${_mb:-?} KiB only to ${_ma:-?} KiB after mem-set $_target"
 	timed $1-vcpu-set $_vs || hp_fail $1 $1-vcpu-set "vcpu-set rc=$?"
-	_ca=$(state_after $2 cpus $(( ${_cb:-0} - 1 )) 120) ||
+	_ca=$(state_after $2 cpus $(( ${_cb:-0} - 1 )) $_cw) ||
 	    hp_fail $1 $1-vcpu-set-seen "the guest still has ${_cb:-?} CPUs online after vcpu-set 1"
 	timed $1-vcpu-pin $_vp || hp_fail $1 $1-vcpu-pin "vcpu-pin rc=$?"
 	timed $1-xl-vcpu-list xl vcpu-list $2
