@@ -935,7 +935,7 @@ resize() {
 	# its full waits (memory some 1.4 MiB/s; 365 s of a slow run's
 	# check-xen spent on figures nobody judges) and vmbuild's both in
 	# 45 s; at 85d52fe xl's gave back 354 MiB in its 60 s and took its
-	# CPU offline, and vmbuild's took 130 s for its memory.
+	# CPU offline, and vmbuild's took 117 s for its memory.
 	_mw=240 _cw=120
 	[ $1 = xl ] && _mw=60 _cw=30
 	timed $1-mem-set $_ms || hp_fail $1 $1-mem-set "mem-set rc=$?"
