@@ -12,7 +12,10 @@ build/lab-companion/numa/console.log) with the records dom0 printed
   XBENCH create round=K tool=xl|vmb domid=N return=S line=S [kernel_cached=yes|no]
   XBENCH create round=K tool=T domid=N dropped=triple-fault
   XBENCH create round=K tool=T failed=WHY
-  XBENCH dirty seq=K tool=T domid=N mb=M node=N xen=stock|companion hogs=H filled=F rc=R return=S
+  XBENCH dirty seq=K tool=T domid=N mb=M node=N xen=stock|companion hogs=H filled=F rc=R return=S [clean=1]
+                                   (clean=1: vmbuild's first guest, over clean
+                                   memory; tool=vmb1cpu: vmbuildd kept to one
+                                   dom0 CPU; both the limits, not dirty figures)
   XBSTATS K before|after rc=R {vmctl --json stats}
   XBINFO K {vmctl --json info}     vmbuild's dirty create K: its build's
                                    phases and populate workers (the profile)
@@ -240,7 +243,11 @@ def dirty(recs_by_log):
                                      'failed': [], 'log': r['log'],
                                      'raw': {t: [] for t in TOOLS}})
             tool = d.get('tool')
-            if tool not in TOOLS:
+            # What bounds vmbuild's figure on this host: its create over
+            # clean memory, and with its threads on one CPU (LIMITS).
+            lim = next((k for k, t, c in LIMITS if t == tool and
+                        c == (d.get('clean') == '1')), None)
+            if tool not in TOOLS and lim is None:
                 continue
             what = '%s seq %s' % (tool, d.get('seq'))
             if d.get('rc') != '0':
@@ -248,6 +255,13 @@ def dirty(recs_by_log):
                 continue
             if d['line'] is None:
                 x['missing'].append(what + ' line')
+            if lim is not None:
+                x.setdefault('limits', {})[lim] = {
+                    'line': d['line'], 'return': fnum(d.get('return')),
+                    'scrubbed_inline': stats_delta(
+                        r['stats'], d.get('seq'), 'scrub', 'pages_inline'),
+                    'profile': profile(r['info'].get(d.get('seq')))}
+                continue
             x['raw'][tool].append({
                 'line': d['line'], 'return': fnum(d.get('return')),
                 'scrubbed_inline': stats_delta(r['stats'], d.get('seq'),
@@ -272,7 +286,35 @@ def dirty(recs_by_log):
                        if isinstance(p.get(k), (int, float))])
             for k in [k for k, _ in PROFILE] + ['parallelism']} \
             if profs else None
+        limits(x)
     return out
+
+
+# The records that bound vmbuild's dirty figure rather than make it
+# (key, tool, clean): its first guest, over clean memory, and its create
+# with vmbuildd's threads kept to one dom0 CPU.
+LIMITS = (('vmb_clean', 'vmb', True), ('vmb_one_cpu', 'vmb1cpu', False))
+
+
+def limits(x):
+    """What the machine leaves vmbuild: clean_floor_ratio, its create over
+    clean memory against xl's dirty median (the ratio it would reach if
+    scrubbing cost nothing); workers_gain, its populate on one CPU over
+    its populate with its workers (above 1: the workers gain)."""
+    lim = x.get('limits')
+    if not lim:
+        return
+    xl_line = dig(x, 'xl', 'line', 'median')
+    clean = dig(lim, 'vmb_clean', 'line')
+    lim['clean_floor_ratio'] = round(clean / xl_line, 3) \
+        if clean and xl_line else None
+    one = dig(lim, 'vmb_one_cpu', 'profile', 'populate')
+    many = dig(x, 'vmb', 'profile', 'populate', 'median')
+    lim['workers_gain'] = round(one / many, 2) if one and many else None
+    one = dig(lim, 'vmb_one_cpu', 'line')
+    many = dig(x, 'vmb', 'line', 'median')
+    lim['one_cpu_line_over_vmb'] = round(one / many, 2) \
+        if one and many else None
 
 
 def restores(recs):
@@ -434,6 +476,19 @@ def summary(j):
             L.append('  dirty %s vmb profile (medians): %s' % (xen, ' '.join(
                 '%s=%s' % (k, fmt(dig(pr, k, 'median')))
                 for k in [k for k, _ in PROFILE] + ['parallelism'])))
+        lim = x.get('limits')
+        if lim:
+            L.append('  dirty %s limits: vmb_clean_line=%s clean_floor_ratio=%s '
+                     'vmb_clean_populate=%s vmb_one_cpu_line=%s '
+                     'one_cpu_populate=%s workers_populate=%s '
+                     'workers_gain=%s' % (
+                         xen, fmt(dig(lim, 'vmb_clean', 'line')),
+                         fmt(lim.get('clean_floor_ratio')),
+                         fmt(dig(lim, 'vmb_clean', 'profile', 'populate')),
+                         fmt(dig(lim, 'vmb_one_cpu', 'line')),
+                         fmt(dig(lim, 'vmb_one_cpu', 'profile', 'populate')),
+                         fmt(dig(x, 'vmb', 'profile', 'populate', 'median')),
+                         fmt(lim.get('workers_gain'))))
         for k, what in (('failed', 'failed'), ('missing', 'missing figure')):
             if x[k]:
                 L.append('  dirty %s %s: %s' % (xen, what, ', '.join(x[k])))

@@ -23,6 +23,11 @@
 #       (xb_hogs_start), and F other nodes full (xb_fill_start); the time to its hello line is taken on the host
 #       from Xen's console ("MARK begin step=xb-dirty-TAG" to "(dN)
 #       vmbuild-guest: hello from domain N")
+#       seq=0 is the sequence's first guest, vmbuild's over clean memory
+#       (clean=1): what its create costs with nothing to scrub, the floor
+#       under its dirty figures; tool=vmb1cpu the last, vmbuild again
+#       with vmbuildd's threads kept to dom0's first CPU (xb_one_cpu):
+#       against tool=vmb, what its parallel workers bring on this host
 #   XBSTATS K before|after rc=R {json}   vmctl --json stats around that
 #       destroy and create (the companion's scrubbed-inline pages and
 #       flushes; rc != 0 on stock Xen, which reports none)
@@ -32,7 +37,8 @@
 # LAB_ROUNDS (lab.conf ROUNDS, default 3) rounds of creates, each round a
 # pair in A B B A order (xl vmb, vmb xl, xl vmb ...) so that a drift of
 # the machine's load falls on both alike; LAB_DIRTY (DIRTY, default 1):
-# the dirty-memory sequence xl, vmb, vmb, xl, xl, vmb (0: none), on a full and
+# the dirty-memory sequence vmb (clean), xl, vmb, vmb, xl, xl, vmb, vmb1cpu
+# (0: none), on a full and
 # busy host (LAB_DIRTY_FILL, FILL: xb_fill_start; LAB_DIRTY_HOGS, HOGS:
 # xb_hogs_start).
 
@@ -303,10 +309,31 @@ xb_fill_stop() {
 	XB_FILL=""
 }
 
+# xb_one_cpu on|off: vmbuildd's threads kept to dom0's first CPU for
+# one create (tool vmb1cpu), then given back the CPUs they had.  One CPU
+# is what xl's populate has (one thread); vmbuild's populate workers
+# then take turns on it, so that create against vmb's says what the
+# parallel workers bring over dirty memory on this host (under TCG, the
+# emulated CPUs share the host's few).
+xb_one_cpu() {
+	_xpid=${vpid:-$(pidof vmbuildd)}
+	case $1 in
+	on)
+		_xmask=$(taskset -p $_xpid 2>/dev/null | sed -n 's/.*mask: *//p')
+		taskset -a -p -c 0 $_xpid >/dev/null 2>&1 ||
+		    fail xb-one-cpu "taskset -a -p -c 0 $_xpid (vmbuildd)"
+		echo "INFO vmbuildd ($_xpid) kept to dom0's CPU 0 (its mask was ${_xmask:-unknown})" ;;
+	off)
+		[ -n "$_xmask" ] && { taskset -a -p $_xmask $_xpid >/dev/null 2>&1 ||
+		    fail xb-one-cpu "taskset -a -p $_xmask $_xpid (vmbuildd)"; } ;;
+	esac
+}
+
 # xb_dirty: a hello guest of most of a node's free memory, holding
 # (it touched all its memory); destroyed and at once another as big
-# created on that node, by xl, vmb, vmb, xl, xl, vmb: each new guest is
-# the next one's dirty memory.  The first is xl's and not measured.  On a full
+# created on that node, by xl, vmb, vmb, xl, xl, vmb, then vmb1cpu: each
+# new guest is the next one's dirty memory.  The first is vmbuild's, over
+# clean memory (recorded with clean=1, not a dirty figure).  On a full
 # (xb_fill_start) and busy (xb_hogs_start) host, as what it measures
 # needs: otherwise neither toolstack meets dirty memory.
 xb_dirty() {
@@ -334,7 +361,7 @@ xb_dirty() {
 	_xhogs=$(echo $XB_HOGS | wc -w) _xfill=$(echo $XB_FILL | wc -w)
 	echo "INFO dirty memory: node $_xnode has $2 MiB free; guests of $_xmb MiB pinned there; Xen: $_xxen; busy host: $_xhogs guests spinning; full host:${XB_FILL:- no}"
 	_xprev="" _xptool="" _xk=0
-	for _xtool in xl xl vmb vmb xl xl vmb; do
+	for _xtool in vmb xl vmb vmb xl xl vmb vmb1cpu; do
 		if ! xb_time_for $XB_DIRTY_RESERVE; then
 			xb_skip dirty "seq $_xk and after: $(up) s of the run's $LAB_TIMEOUT s used"
 			break
@@ -344,7 +371,9 @@ xb_dirty() {
 		echo "cpus = \"nodes:$_xnode\"" >> /etc/lab/$_xt.cfg
 		xb_cmds $_xtool
 		_xbcreate=$_xbc
-		[ -n "$_xprev" ] && xb_stats $_xk before
+		_xclean=""
+		[ -z "$_xprev" ] && _xclean=" clean=1"
+		xb_stats $_xk before
 		if [ -n "$_xprev" ]; then
 			xb_cmds $_xptool
 			timed xb-dirty-destroy-$_xprev $_xbd $_xprev ||
@@ -353,24 +382,25 @@ xb_dirty() {
 		fi
 		# xl create -e of the hello guest has no shim: it has no vNUMA.
 		_xbcreate=$(echo "$_xbcreate" | sed 's|^env LD_PRELOAD=[^ ]* ||')
+		[ $_xtool = vmb1cpu ] && xb_one_cpu on
 		_xs=$(up)
 		LIMIT=300 timed xb-dirty-$_xt $_xbcreate /etc/lab/$_xt.cfg
 		_xrc=$?
 		_xr=$(secs $_t0 $_t1)
-		[ -n "$_xprev" ] && xb_stats $_xk after
+		[ $_xtool = vmb1cpu ] && xb_one_cpu off
+		xb_stats $_xk after
 		if [ $_xrc != 0 ]; then
 			fail xb-dirty-$_xt "create rc=$_xrc"
-			echo "XBENCH dirty seq=$_xk tool=$_xtool mb=$_xmb node=$_xnode xen=$_xxen hogs=$_xhogs filled=$_xfill rc=$_xrc"
+			echo "XBENCH dirty seq=$_xk tool=$_xtool mb=$_xmb node=$_xnode xen=$_xxen hogs=$_xhogs filled=$_xfill rc=$_xrc$_xclean"
 			xl destroy $_xt >/dev/null 2>&1
 			break
 		fi
 		wait_guest $_xt holding 600
 		# vmbuild's own account of the build (phases, placement,
 		# populate: workers, pages scrubbed inline), for the record.
-		[ -n "$_xprev" ] && [ $_xtool = vmb ] &&
+		[ $_xtool != xl ] &&
 		    echo "XBINFO $_xk $($V --json info $_xt 2>/dev/null | tr -d '\n')"
-		[ -n "$_xprev" ] &&
-		    echo "XBENCH dirty seq=$_xk tool=$_xtool domid=$_id mb=$_xmb node=$_xnode xen=$_xxen hogs=$_xhogs filled=$_xfill rc=$_xrc return=$_xr"
+		echo "XBENCH dirty seq=$_xk tool=$_xtool domid=$_id mb=$_xmb node=$_xnode xen=$_xxen hogs=$_xhogs filled=$_xfill rc=$_xrc return=$_xr$_xclean"
 		_xprev=$_xt _xptool=$_xtool _xk=$((_xk + 1))
 	done
 	if [ -n "$_xprev" ] && xl list $_xprev >/dev/null 2>&1; then

@@ -12,6 +12,9 @@ ending in CRs as dom0's hvc0 gives them):
   companion.log  the dirty sequence on the companion, its counters around
                  each create, one guest's hello line missing, vmbuild's
                  build record (XBINFO) of one create, and one cut short
+  limits.log     a dirty sequence with the records that bound vmbuild's
+                 figure: its first guest over clean memory (clean=1)
+                 and its create with vmbuildd kept to one CPU (vmb1cpu)
   cut.log        a run cut short after xl's first create: vmbuild's
                  figures missing
   run-2d38e64.log  the records of a real lab run (make check-xen), one
@@ -114,6 +117,30 @@ check('  dirty companion vmb profile (medians): create=0.6 populate=1.5 '
       'vmbuild\'s profile from its XBINFO record (a cut one ignored)', out)
 check(not any(x.startswith('vmbuild-xen-create') for x in lines),
       'no create line for a log without create rounds', out)
+
+# The limits: the clean create and the one-CPU create kept out of the
+# dirty figures, and what they bound.
+rc, out, err = run('--summary', log('limits.log'))
+lines = out.splitlines()
+check('vmbuild-xen-dirty: xen=companion xl=10[10-10] vmb=8[8-8] ratio=0.8 '
+      'scrubbed_inline=xl:500000,vmb:500000 flushes=na mb=2048 hogs=4 '
+      'filled=1 load=-' in lines, 'the clean and one-CPU creates are not '
+      'dirty figures of vmbuild', out)
+check('  dirty companion limits: vmb_clean_line=3 clean_floor_ratio=0.3 '
+      'vmb_clean_populate=0.2 vmb_one_cpu_line=10 one_cpu_populate=5 '
+      'workers_populate=4 workers_gain=1.25' in lines,
+      'the limits line: the clean floor over xl\'s median, the workers\' '
+      'gain over one CPU', out)
+with tempfile.TemporaryDirectory() as d:
+    rc, _, err = run('--out', os.path.join(d, 'x.json'), log('limits.log'))
+    lim = json.load(open(os.path.join(d, 'x.json')))['dirty']['companion'] \
+        .get('limits', {}) if rc == 0 else {}
+    check(lim.get('vmb_clean', {}).get('scrubbed_inline') == 0 and
+          lim.get('vmb_one_cpu', {}).get('scrubbed_inline') == 500000 and
+          lim.get('one_cpu_line_over_vmb') == 1.25,
+          'the limits in the JSON, with their own counters', lim or err)
+rc, out, err = run('--summary', log('companion.log'))
+check('limits' not in out, 'a log without them: no limits line', out)
 
 # A run cut short: vmbuild's figures missing, the ratios null.
 rc, out, err = run('--summary', log('cut.log'))
