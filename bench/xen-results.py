@@ -256,11 +256,12 @@ def dirty(recs_by_log):
             if d['line'] is None:
                 x['missing'].append(what + ' line')
             if lim is not None:
-                x.setdefault('limits', {})[lim] = {
+                x.setdefault('limits', {}).setdefault(lim, {}).setdefault(
+                    'raw', []).append({
                     'line': d['line'], 'return': fnum(d.get('return')),
                     'scrubbed_inline': stats_delta(
                         r['stats'], d.get('seq'), 'scrub', 'pages_inline'),
-                    'profile': profile(r['info'].get(d.get('seq')))}
+                    'profile': profile(r['info'].get(d.get('seq')))})
                 continue
             x['raw'][tool].append({
                 'line': d['line'], 'return': fnum(d.get('return')),
@@ -286,7 +287,8 @@ def dirty(recs_by_log):
                        if isinstance(p.get(k), (int, float))])
             for k in [k for k, _ in PROFILE] + ['parallelism']} \
             if profs else None
-        limits(x)
+    for xen, x in out.items():
+        limits(x, TARGETS.get('dirty_ratio_' + xen))
     return out
 
 
@@ -296,22 +298,52 @@ def dirty(recs_by_log):
 LIMITS = (('vmb_clean', 'vmb', True), ('vmb_one_cpu', 'vmb1cpu', False))
 
 
-def limits(x):
+def limits(x, target):
     """What the machine leaves vmbuild: clean_floor_ratio, its create over
     clean memory against xl's dirty median (the ratio it would reach if
     scrubbing cost nothing); workers_gain, its populate on one CPU over
-    its populate with its workers (above 1: the workers gain)."""
+    its populate with its workers (above 1: the workers gain); and the
+    scrub rate the target asks for: fixed_s, the median of vmbuild's
+    dirty creates' time to the line less their populate; the populate
+    time the target leaves (target x xl's median - fixed_s) and the MiB/s
+    it takes to scrub the guest in it, beside the MiB/s this host gave
+    on one CPU and with the workers."""
     lim = x.get('limits')
     if not lim:
         return
+    for k, _, _ in LIMITS:
+        if k in lim:
+            raw = lim[k]['raw']
+            lim[k].update({f: spread([v[f] for v in raw
+                                      if v[f] is not None])
+                           for f in ('line', 'return', 'scrubbed_inline')})
+            lim[k]['populate'] = spread([
+                dig(v, 'profile', 'populate') for v in raw
+                if dig(v, 'profile', 'populate') is not None])
     xl_line = dig(x, 'xl', 'line', 'median')
-    clean = dig(lim, 'vmb_clean', 'line')
+    mb = x.get('mb')
+    fixed = [v['line'] - v['profile']['populate'] for v in x['raw']['vmb']
+             if v.get('line') and dig(v, 'profile', 'populate')]
+    lim['fixed_s'] = round(statistics.median(fixed), 2) if fixed else None
+    lim['target'] = target
+    budget = round(target * xl_line - lim['fixed_s'], 2) \
+        if target and xl_line and lim['fixed_s'] is not None else None
+    lim['populate_budget_s'] = budget
+    # A budget of nothing or less: the fixed costs alone miss the target.
+    lim['needed_mib_s'] = round(mb / budget) if mb and budget and \
+        budget > 0 else None
+    for k, v in (('one_cpu_mib_s', dig(lim, 'vmb_one_cpu', 'populate',
+                                       'median')),
+                 ('workers_mib_s', dig(x, 'vmb', 'profile', 'populate',
+                                       'median'))):
+        lim[k] = round(mb / v) if mb and v else None
+    clean = dig(lim, 'vmb_clean', 'line', 'median')
     lim['clean_floor_ratio'] = round(clean / xl_line, 3) \
         if clean and xl_line else None
-    one = dig(lim, 'vmb_one_cpu', 'profile', 'populate')
+    one = dig(lim, 'vmb_one_cpu', 'populate', 'median')
     many = dig(x, 'vmb', 'profile', 'populate', 'median')
     lim['workers_gain'] = round(one / many, 2) if one and many else None
-    one = dig(lim, 'vmb_one_cpu', 'line')
+    one = dig(lim, 'vmb_one_cpu', 'line', 'median')
     many = dig(x, 'vmb', 'line', 'median')
     lim['one_cpu_line_over_vmb'] = round(one / many, 2) \
         if one and many else None
@@ -418,7 +450,8 @@ def results(paths, commit=None):
 def fig(s):
     if not s:
         return '-'
-    return '%g[%g-%g]' % (s['median'], s['min'], s['max'])
+    return '%g[%g-%g]' % (s['median'], round(s['min'], 2),
+                          round(s['max'], 2))
 
 
 def fmt(v):
@@ -482,13 +515,20 @@ def summary(j):
                      'vmb_clean_populate=%s vmb_one_cpu_line=%s '
                      'one_cpu_populate=%s workers_populate=%s '
                      'workers_gain=%s' % (
-                         xen, fmt(dig(lim, 'vmb_clean', 'line')),
+                         xen, fig(dig(lim, 'vmb_clean', 'line')),
                          fmt(lim.get('clean_floor_ratio')),
-                         fmt(dig(lim, 'vmb_clean', 'profile', 'populate')),
-                         fmt(dig(lim, 'vmb_one_cpu', 'line')),
-                         fmt(dig(lim, 'vmb_one_cpu', 'profile', 'populate')),
-                         fmt(dig(x, 'vmb', 'profile', 'populate', 'median')),
+                         fig(dig(lim, 'vmb_clean', 'populate')),
+                         fig(dig(lim, 'vmb_one_cpu', 'line')),
+                         fig(dig(lim, 'vmb_one_cpu', 'populate')),
+                         fig(dig(x, 'vmb', 'profile', 'populate')),
                          fmt(lim.get('workers_gain'))))
+            L.append('  dirty %s target %s: fixed_s=%s populate_budget_s=%s '
+                     'needed_mib_s=%s one_cpu_mib_s=%s workers_mib_s=%s' % (
+                         xen, fmt(lim.get('target')), fmt(lim.get('fixed_s')),
+                         fmt(lim.get('populate_budget_s')),
+                         fmt(lim.get('needed_mib_s')),
+                         fmt(lim.get('one_cpu_mib_s')),
+                         fmt(lim.get('workers_mib_s'))))
         for k, what in (('failed', 'failed'), ('missing', 'missing figure')):
             if x[k]:
                 L.append('  dirty %s %s: %s' % (xen, what, ', '.join(x[k])))

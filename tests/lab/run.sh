@@ -118,6 +118,9 @@
 #                            or a number; 0: an idle host
 #   LAB_DIRTY_FILL=1         the other nodes filled first (a full host:
 #                            no clean memory elsewhere); 0: not
+#   LAB_DIRTY_ONECPU=3       creates in it with vmbuildd kept to one dom0
+#                            CPU (vmb1cpu, what its populate workers
+#                            bring): 3, 1 or 0
 #   LAB_PEER=0               1: two hosts (the migrate step, make
 #                            check-xen-migrate): a second QEMU, host B
 #                            (console in $LAB_DIR/console-b.log), booted
@@ -191,6 +194,7 @@ LAB_ROUNDS=${LAB_ROUNDS:-3}
 LAB_DIRTY=${LAB_DIRTY:-1}
 LAB_DIRTY_HOGS=${LAB_DIRTY_HOGS:-cpus}
 LAB_DIRTY_FILL=${LAB_DIRTY_FILL:-1}
+LAB_DIRTY_ONECPU=${LAB_DIRTY_ONECPU:-3}
 LAB_TESTS=${LAB_TESTS-build/tests/xenbe/test_xen_backend build/tests/lib/test_placement build/tests/lib/test_populate_plan build/tests/lib/test_loader}
 XENVER=4.17
 ARCHLIB=usr/lib/x86_64-linux-gnu
@@ -613,6 +617,7 @@ ROUNDS=$LAB_ROUNDS
 DIRTY=$LAB_DIRTY
 HOGS=$LAB_DIRTY_HOGS
 FILL=$LAB_DIRTY_FILL
+ONECPU=$LAB_DIRTY_ONECPU
 PEER=$LAB_PEER
 MIG_MB=$LAB_MIG_MB
 MIG_VCPUS=$LAB_MIG_VCPUS

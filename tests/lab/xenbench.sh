@@ -37,8 +37,7 @@
 # LAB_ROUNDS (lab.conf ROUNDS, default 3) rounds of creates, each round a
 # pair in A B B A order (xl vmb, vmb xl, xl vmb ...) so that a drift of
 # the machine's load falls on both alike; LAB_DIRTY (DIRTY, default 1):
-# the dirty-memory sequence vmb (clean), xl, vmb, vmb, xl, xl, vmb, vmb1cpu
-# (0: none), on a full and
+# the dirty-memory sequence (xb_dirty_seq; 0: none), on a full and
 # busy host (LAB_DIRTY_FILL, FILL: xb_fill_start; LAB_DIRTY_HOGS, HOGS:
 # xb_hogs_start).
 
@@ -329,10 +328,22 @@ xb_one_cpu() {
 	esac
 }
 
+# xb_dirty_seq: the dirty sequence's tools in order.  vmb first, over
+# clean memory; then xl and vmb three times each in A B B A order, and
+# ONECPU (LAB_DIRTY_ONECPU: 3, the default, 1 or 0) vmb1cpu creates:
+# three spread through the sequence as the others are, one at its end.
+xb_dirty_seq() {
+	case ${ONECPU:-3} in
+	0) echo vmb xl vmb vmb xl xl vmb ;;
+	1) echo vmb xl vmb vmb xl xl vmb vmb1cpu ;;
+	*) echo vmb xl vmb vmb1cpu vmb1cpu vmb xl xl vmb vmb1cpu ;;
+	esac
+}
+
 # xb_dirty: a hello guest of most of a node's free memory, holding
 # (it touched all its memory); destroyed and at once another as big
-# created on that node, by xl, vmb, vmb, xl, xl, vmb, then vmb1cpu: each
-# new guest is the next one's dirty memory.  The first is vmbuild's, over
+# created on that node, by the tools of xb_dirty_seq in turn: each new
+# guest is the next one's dirty memory.  The first is vmbuild's, over
 # clean memory (recorded with clean=1, not a dirty figure).  On a full
 # (xb_fill_start) and busy (xb_hogs_start) host, as what it measures
 # needs: otherwise neither toolstack meets dirty memory.
@@ -361,7 +372,7 @@ xb_dirty() {
 	_xhogs=$(echo $XB_HOGS | wc -w) _xfill=$(echo $XB_FILL | wc -w)
 	echo "INFO dirty memory: node $_xnode has $2 MiB free; guests of $_xmb MiB pinned there; Xen: $_xxen; busy host: $_xhogs guests spinning; full host:${XB_FILL:- no}"
 	_xprev="" _xptool="" _xk=0
-	for _xtool in vmb xl vmb vmb xl xl vmb vmb1cpu; do
+	for _xtool in $(xb_dirty_seq); do
 		if ! xb_time_for $XB_DIRTY_RESERVE; then
 			xb_skip dirty "seq $_xk and after: $(up) s of the run's $LAB_TIMEOUT s used"
 			break

@@ -14,7 +14,7 @@ ending in CRs as dom0's hvc0 gives them):
                  build record (XBINFO) of one create, and one cut short
   limits.log     a dirty sequence with the records that bound vmbuild's
                  figure: its first guest over clean memory (clean=1)
-                 and its create with vmbuildd kept to one CPU (vmb1cpu)
+                 and two creates with vmbuildd kept to one CPU (vmb1cpu)
   cut.log        a run cut short after xl's first create: vmbuild's
                  figures missing
   run-2d38e64.log  the records of a real lab run (make check-xen), one
@@ -54,6 +54,12 @@ def check(ok, what, detail=''):
         print('not ok %d - %s' % (n, what))
         for line in str(detail).splitlines():
             print('#   ' + line)
+
+
+def dig(j, *keys):
+    for k in keys:
+        j = j.get(k) if isinstance(j, dict) else None
+    return j
 
 
 def run(*args):
@@ -126,18 +132,23 @@ check('vmbuild-xen-dirty: xen=companion xl=10[10-10] vmb=8[8-8] ratio=0.8 '
       'scrubbed_inline=xl:500000,vmb:500000 flushes=na mb=2048 hogs=4 '
       'filled=1 load=-' in lines, 'the clean and one-CPU creates are not '
       'dirty figures of vmbuild', out)
-check('  dirty companion limits: vmb_clean_line=3 clean_floor_ratio=0.3 '
-      'vmb_clean_populate=0.2 vmb_one_cpu_line=10 one_cpu_populate=5 '
-      'workers_populate=4 workers_gain=1.25' in lines,
-      'the limits line: the clean floor over xl\'s median, the workers\' '
-      'gain over one CPU', out)
+check('  dirty companion limits: vmb_clean_line=3[3-3] clean_floor_ratio=0.3 '
+      'vmb_clean_populate=0.2[0.2-0.2] vmb_one_cpu_line=11[10-12] '
+      'one_cpu_populate=6[5-7] workers_populate=4[4-4] workers_gain=1.5'
+      in lines, 'the limits line: the clean floor over xl\'s median, the '
+      'workers\' gain over one CPU (medians of the one-CPU creates)', out)
+check('  dirty companion target 0.5: fixed_s=4 populate_budget_s=1 '
+      'needed_mib_s=2048 one_cpu_mib_s=341 workers_mib_s=512' in lines,
+      'the scrub rate the target asks for (0.5 x xl\'s 10 s less vmbuild\'s '
+      '4 s outside populate: 2048 MiB in 1 s) beside what the host gave',
+      out)
 with tempfile.TemporaryDirectory() as d:
     rc, _, err = run('--out', os.path.join(d, 'x.json'), log('limits.log'))
     lim = json.load(open(os.path.join(d, 'x.json')))['dirty']['companion'] \
         .get('limits', {}) if rc == 0 else {}
-    check(lim.get('vmb_clean', {}).get('scrubbed_inline') == 0 and
-          lim.get('vmb_one_cpu', {}).get('scrubbed_inline') == 500000 and
-          lim.get('one_cpu_line_over_vmb') == 1.25,
+    check(dig(lim, 'vmb_clean', 'scrubbed_inline', 'values') == [0] and
+          dig(lim, 'vmb_one_cpu', 'scrubbed_inline', 'values') ==
+          [500000, 500000] and lim.get('one_cpu_line_over_vmb') == 1.38,
           'the limits in the JSON, with their own counters', lim or err)
 rc, out, err = run('--summary', log('companion.log'))
 check('limits' not in out, 'a log without them: no limits line', out)

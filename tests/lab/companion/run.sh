@@ -29,9 +29,9 @@
 # CMP_MB (512), CMP_PTWRITE (1000 rounds), CMP_SCRUB_TIMEOUT (900 s),
 # CMP_TIMEOUT (per run, 1500 s), CMP_DIRTY (1: the numa run ends with
 # the dirty-memory sequence of tests/lab/xenbench.sh, xl against vmbuild,
-# about 40 s; 0: not).  Exit 0 only when
-# every run passed the
-# lab's own judge and every check of compare.py passed; its last line is
+# some 45 s a guest under TCG, ten guests with LAB_DIRTY_ONECPU=3; 0:
+# not).  Exit 0 only when every run passed the lab's own judge and every
+# check of compare.py passed; its last line is
 #   companion: scrubbed_bytes=N filter_evaluations=N flushes_issued=N
 #   batches=N write_flood=N early=N
 set -uo pipefail
