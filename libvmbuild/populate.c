@@ -247,7 +247,6 @@ struct worker {
 	int	rc;
 	bool	pinned;
 	uint32_t idx;		/* among its node's workers (the ramp's order) */
-	int	cpu;		/* unpinned node: a CPU of our own to keep to */
 	uint64_t ns;		/* its time, first batch taken to last done */
 	uint64_t bytes;		/* what it populated */
 	uint64_t batches;	/* how many batches it took */
@@ -320,26 +319,9 @@ worker_run(void *arg)
 	uint64_t t0;
 	int saved_fd;
 
-	cpu_set_t before, one;
-	bool kept = false;
-
 	if (nw->pin)
 		w->pinned = pthread_setaffinity_np(pthread_self(),
 		    sizeof(nw->cpus), &nw->cpus) == 0;
-	/*
-	 * A node whose CPUs are not ours to name (Xen: dom0's vCPUs): each
-	 * worker keeps to one of the CPUs we may run on, its own while
-	 * there are enough, so that the scheduler does not move it from a
-	 * vCPU the hypervisor has descheduled to one it must wake.  The
-	 * thread's affinity is put back after (it may be the caller's).
-	 */
-	if (!nw->pin && w->cpu >= 0 &&
-	    pthread_getaffinity_np(pthread_self(), sizeof(before), &before) == 0) {
-		CPU_ZERO(&one);
-		CPU_SET(w->cpu, &one);
-		kept = pthread_setaffinity_np(pthread_self(), sizeof(one),
-		    &one) == 0;
-	}
 	/*
 	 * A cancel interrupts this worker's hypervisor calls too.  The
 	 * worker may run on the building thread itself: restore its value.
@@ -391,9 +373,6 @@ worker_run(void *arg)
 	}
 	/* Its time from its first batch: waiting to be admitted is not work. */
 	w->ns = t0 ? vmb__now_ns() - t0 : 0;
-	if (kept)
-		(void)pthread_setaffinity_np(pthread_self(), sizeof(before),
-		    &before);
 	vmb__set_cancel_fd(saved_fd);
 }
 
@@ -639,28 +618,6 @@ dirty_inflight(uint32_t nr_nodes)
 }
 
 /*
- * The CPU the k-th worker of unpinned nodes keeps to: the CPUs this
- * thread may run on, from the one it runs on now (the first worker
- * stays where the build is); -1 when that cannot be told.
- */
-static int
-worker_cpu(size_t k)
-{
-	cpu_set_t set;
-	int list[CPU_SETSIZE], n = 0, start = 0, here = sched_getcpu();
-
-	if (sched_getaffinity(0, sizeof(set), &set) != 0)
-		return -1;
-	for (int c = 0; c < CPU_SETSIZE; c++)
-		if (CPU_ISSET(c, &set)) {
-			if (c == here)
-				start = n;
-			list[n++] = c;
-		}
-	return n ? list[(start + (int)(k % (size_t)n)) % n] : -1;
-}
-
-/*
  * Batches small enough for the ramp to time a level in a few of them:
  * some four per worker of the node, never below VMB_RAMP_BATCH_MIN (a
  * call and a timing each) nor above the caller's batch_bytes.
@@ -736,8 +693,7 @@ populate_engine(struct vmb__populate_job *job, struct progress *pr)
 
 		for (j = 0; j < nws[i].nr_batches && j < inflight; j++)
 			ws[nr_workers++] = (struct worker){ .nw = &nws[i],
-			    .pr = pr, .idx = (uint32_t)j,
-			    .cpu = worker_cpu(nr_workers) };
+			    .pr = pr, .idx = (uint32_t)j };
 		if (ramp && j > 1) {
 			rc = vmb__ramp_init(&nws[i].ramp, (uint32_t)j);
 			nws[i].ramping = rc == 0;

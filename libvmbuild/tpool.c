@@ -9,11 +9,8 @@
  * none is idle, and the threads wait for the next build until the
  * context is freed.
  *
- * Tasks never wait for tasks queued after them, so a task waits at most
- * for the tasks queued before it: no deadlock, whatever the number of
- * threads.  (A node's populate workers are queued in the ramp's order,
- * popramp.c: a worker waits to be admitted only on lower-numbered ones,
- * queued before it, and leaves once its node has no batch left.)
+ * Tasks never wait for one another, so a task waits at most for the
+ * tasks queued before it: no deadlock, whatever the number of threads.
  * A build's branches (build.c: the images, the devices) run on it too,
  * started without waiting (vmb__tpool_start) and joined later: a thread
  * per small VM's build cost as much as its populate.

@@ -118,7 +118,7 @@ check(want in lines, 'dirty line on the companion: the counters\' '
 check('  dirty companion missing figure: vmb seq 2 line' in lines,
       'the missing hello line is said', out)
 check('  dirty companion vmb profile (medians): create=0.6 populate=1.5 '
-      'boot=0.7 workers=4 ramp_workers=- worker_longest=1.5 worker_busy=5.4 extents_1g=0 '
+      'boot=0.7 workers=4 worker_longest=1.5 worker_busy=5.4 extents_1g=0 '
       'extents_balanced=2 extents_split=0 parallelism=3.6' in lines,
       'vmbuild\'s profile from its XBINFO record (a cut one ignored)', out)
 check(not any(x.startswith('vmbuild-xen-create') for x in lines),
