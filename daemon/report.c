@@ -271,7 +271,6 @@ report_build(yajl_gen g, const struct vmb_build_result *r,
 	yajl_gen_map_close(g);
 	jg_kv_u64(g, "workers", r->workers);
 	jg_kv_u64(g, "workers_pinned", r->workers_pinned);
-	jg_kv_u64(g, "ramp_workers", r->ramp_workers);
 	/* Where populate's time went, worker by worker (see vmbuild.h). */
 	jg_key(g, "worker_profile");
 	yajl_gen_map_open(g);

@@ -893,7 +893,6 @@ phase_populate(struct run *r)
 	r->res.populate = job.stats;
 	r->res.workers = job.workers;
 	r->res.workers_pinned = job.workers_pinned;
-	r->res.ramp_workers = job.ramp_workers;
 	r->res.worker_profile = job.profile;
 	for (uint32_t n = 0; n < VMB_MAX_NODES; n++)
 		done += job.stats.node_bytes[n];

@@ -235,8 +235,6 @@ struct node_work {
 	_Atomic size_t next;	/* next batch to take */
 	bool	pin;
 	cpu_set_t cpus;
-	bool	ramping;	/* its workers admitted by the ramp */
-	struct vmb__ramp ramp;
 };
 
 struct worker {
@@ -246,10 +244,8 @@ struct worker {
 	struct vmb_populate_stats stats;
 	int	rc;
 	bool	pinned;
-	uint32_t idx;		/* among its node's workers (the ramp's order) */
 	uint64_t ns;		/* its time, first batch taken to last done */
 	uint64_t bytes;		/* what it populated */
-	uint64_t batches;	/* how many batches it took */
 };
 
 /* The CPUs of this machine's NUMA node `node`, from sysfs. */
@@ -328,41 +324,19 @@ worker_run(void *arg)
 	 */
 	saved_fd = vmb__cancel_fd();
 	vmb__set_cancel_fd(w->pr->cancel_fd);
-	t0 = 0;
+	t0 = vmb__now_ns();
 	while (!stopping(w->pr)) {
-		uint32_t gen = 0;
-		uint64_t tb, bytes;
-		size_t b, n;
+		size_t b = atomic_fetch_add(&nw->next, 1);
+		size_t n;
 		int rc;
 
-		if (nw->ramping) {
-			int go = vmb__ramp_enter(&nw->ramp, w->idx, &gen);
-
-			if (go < 0)
-				continue;	/* not yet: a stop is seen first */
-			if (go == 0)
-				break;
-		}
-		b = atomic_fetch_add(&nw->next, 1);
-		if (b >= nw->nr_batches) {
-			if (nw->ramping)
-				vmb__ramp_drained(&nw->ramp);
+		if (b >= nw->nr_batches)
 			break;
-		}
-		tb = vmb__now_ns();
-		if (t0 == 0)
-			t0 = tb;
 		n = nw->batch[b + 1] - nw->batch[b];
-		bytes = extents_bytes(nw->ext + nw->batch[b], n);
 		rc = populate_extents(job, w->pr, nw->ext + nw->batch[b], n,
 		    &w->stats);
-		w->batches++;
-		if (rc == 0) {
-			w->bytes += bytes;
-			if (nw->ramping)
-				vmb__ramp_done(&nw->ramp, gen, bytes,
-				    vmb__now_ns() - tb);
-		}
+		if (rc == 0)
+			w->bytes += extents_bytes(nw->ext + nw->batch[b], n);
 		if (rc == -EINTR)
 			break;		/* another worker failed */
 		if (rc) {
@@ -371,8 +345,7 @@ worker_run(void *arg)
 			break;
 		}
 	}
-	/* Its time from its first batch: waiting to be admitted is not work. */
-	w->ns = t0 ? vmb__now_ns() - t0 : 0;
+	w->ns = vmb__now_ns() - t0;
 	vmb__set_cancel_fd(saved_fd);
 }
 
@@ -617,22 +590,6 @@ dirty_inflight(uint32_t nr_nodes)
 	return n > VMB_INFLIGHT_MAX ? VMB_INFLIGHT_MAX : n;
 }
 
-/*
- * Batches small enough for the ramp to time a level in a few of them:
- * some four per worker of the node, never below VMB_RAMP_BATCH_MIN (a
- * call and a timing each) nor above the caller's batch_bytes.
- */
-static uint64_t
-ramp_batch_bytes(const struct node_work *nw, uint64_t batch_bytes,
-    uint32_t inflight)
-{
-	uint64_t b = extents_bytes(nw->ext, nw->nr_ext) / (4ull * inflight);
-
-	if (b < VMB_RAMP_BATCH_MIN)
-		b = VMB_RAMP_BATCH_MIN;
-	return b > batch_bytes ? batch_bytes : b;
-}
-
 static int
 populate_engine(struct vmb__populate_job *job, struct progress *pr)
 {
@@ -644,7 +601,6 @@ populate_engine(struct vmb__populate_job *job, struct progress *pr)
 	uint64_t split_min = job->clean ? VMB_BATCH_SPLIT_MIN :
 	    VMB_BATCH_SPLIT_MIN_DIRTY;
 	size_t nr_workers = 0, total_batches = 0;
-	bool ramp = false;
 	int rc;
 
 	if (!job->pool)
@@ -655,8 +611,6 @@ populate_engine(struct vmb__populate_job *job, struct progress *pr)
 		rc = run_inline(job, pr, nws, nr_nw);
 		goto out;
 	}
-	/* Our own count of workers is the ramp's to trim; the caller's is not. */
-	ramp = !rc && inflight == 0;
 	if (!rc && inflight == 0)
 		inflight = dirty_inflight(nr_nw);
 	if (inflight > VMB_INFLIGHT_MAX)
@@ -672,9 +626,8 @@ populate_engine(struct vmb__populate_job *job, struct progress *pr)
 			    split_min, &split);
 		job->stats.extents_balanced += split;
 		if (!rc)
-			rc = make_batches(&nws[i], ramp ? ramp_batch_bytes(
-			    &nws[i], batch_bytes, inflight) : batch_bytes,
-			    inflight, split_min);
+			rc = make_batches(&nws[i], batch_bytes, inflight,
+			    split_min);
 		plan_pinning(job->host, job->host_topology, &nws[i]);
 		total_batches += nws[i].nr_batches;
 	}
@@ -684,40 +637,16 @@ populate_engine(struct vmb__populate_job *job, struct progress *pr)
 		rc = run_inline(job, pr, nws, nr_nw);
 		goto out;
 	}
-	/*
-	 * Up to `inflight` workers per node, as many as it has batches; with
-	 * more than one of our own count, the ramp admits them.
-	 */
-	for (uint32_t i = 0; i < nr_nw && !rc; i++) {
-		size_t j;
-
-		for (j = 0; j < nws[i].nr_batches && j < inflight; j++)
+	/* Up to `inflight` workers per node, as many as it has batches. */
+	for (uint32_t i = 0; i < nr_nw; i++)
+		for (size_t j = 0; j < nws[i].nr_batches && j < inflight; j++)
 			ws[nr_workers++] = (struct worker){ .nw = &nws[i],
-			    .pr = pr, .idx = (uint32_t)j };
-		if (ramp && j > 1) {
-			rc = vmb__ramp_init(&nws[i].ramp, (uint32_t)j);
-			nws[i].ramping = rc == 0;
-		}
-	}
-	if (!rc)
-		rc = run_workers(job->pool, ws, nr_workers);
-	for (uint32_t i = 0; i < nr_nw; i++) {
-		if (!nws[i].ramping)
-			continue;
-		vmb__log(job->ctx, "populate engine: node %u ramp: %u of %u "
-		    "workers (%u levels, last %.0f MiB/s)", nws[i].node,
-		    vmb__ramp_result(&nws[i].ramp), nws[i].ramp.max,
-		    nws[i].ramp.nr_levels, nws[i].ramp.nr_levels ?
-		    nws[i].ramp.rates[(nws[i].ramp.nr_levels <=
-		    VMB_RAMP_LEVELS ? nws[i].ramp.nr_levels :
-		    VMB_RAMP_LEVELS) - 1] / (1 << 20) : 0.0);
-		job->ramp_workers += vmb__ramp_result(&nws[i].ramp);
-	}
+			    .pr = pr };
+	rc = run_workers(job->pool, ws, nr_workers);
 	for (size_t i = 0; i < nr_workers; i++) {
 		struct vmb_worker_profile *p = &job->profile;
 
-		/* Only the workers that took a batch worked. */
-		if (!ws[i].started || ws[i].batches == 0)
+		if (!ws[i].started)
 			continue;
 		stats_add(&job->stats, &ws[i].stats);
 		if (ws[i].ns >= p->longest_ns) {
@@ -743,8 +672,6 @@ populate_engine(struct vmb__populate_job *job, struct progress *pr)
 	    (unsigned long long)(job->profile.longest_bytes >> 20), rc);
 out:
 	for (uint32_t i = 0; nws && i < nr_nw; i++) {
-		if (nws[i].ramping)
-			vmb__ramp_fini(&nws[i].ramp);
 		free(nws[i].ext);
 		free(nws[i].batch);
 	}

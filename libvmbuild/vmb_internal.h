@@ -237,8 +237,6 @@ int vmb__place_why(const struct vmb_host *host, const struct vmb_scrub *scrub,
  * (populate.c, dirty_inflight).
  */
 #define VMB_BATCH_SPLIT_MIN_DIRTY	(256ull << 20)
-/* The ramp's batches (popramp.c): at least this, some four a worker. */
-#define VMB_RAMP_BATCH_MIN	(64ull << 20)
 #define VMB_INFLIGHT_DEFAULT	2
 #define VMB_INFLIGHT_MAX	16
 #define VMB_BATCH_EXTENTS_MAX	4096	/* HV_MAX_EXTENTS: one call per batch */
@@ -339,45 +337,12 @@ struct vmb__populate_job {
 	/* outputs */
 	struct vmb_populate_stats stats;
 	uint32_t workers_pinned;	/* engine workers pinned to node CPUs */
-	uint32_t workers;		/* engine workers that took a batch */
-	uint32_t ramp_workers;		/* the ramp's count, nodes added; 0: none */
+	uint32_t workers;
 	struct vmb_worker_profile profile;	/* engine workers' times */
 };
 
 /* Populate the ranges. */
 int vmb__populate(struct vmb__populate_job *job);
-
-/*
- * popramp.c: how many of one node's populate workers take batches, by
- * what each level of them is measured to deliver (see there).  Functions
- * returning int: 0 or a negative errno, but vmb__ramp_enter: 1 take a
- * batch, 0 leave, -1 not admitted yet (check for a stop, then again).
- */
-#define VMB_RAMP_LEVELS	8
-struct vmb__ramp {
-	pthread_mutex_t lock;
-	pthread_cond_t cond;
-	bool	ready;
-	uint32_t max;		/* the node's workers */
-	uint32_t admitted;	/* workers 0 .. admitted - 1 take batches */
-	uint32_t level_workers;	/* admitted when this level began */
-	uint32_t gen;		/* the level: batches begun at another do not count */
-	uint64_t bytes, ns;	/* this level's timed batches */
-	uint32_t counted;
-	double	prev_rate;	/* bytes/s of the level before */
-	uint32_t prev_workers;
-	double	rates[VMB_RAMP_LEVELS];	/* each level's, for the log */
-	uint32_t nr_levels;
-	bool	settled;	/* admitted is final */
-	bool	drained;	/* no batch left: the waiting leave */
-};
-int vmb__ramp_init(struct vmb__ramp *r, uint32_t max);
-void vmb__ramp_fini(struct vmb__ramp *r);
-int vmb__ramp_enter(struct vmb__ramp *r, uint32_t idx, uint32_t *ret_gen);
-void vmb__ramp_done(struct vmb__ramp *r, uint32_t gen, uint64_t bytes,
-    uint64_t ns);
-void vmb__ramp_drained(struct vmb__ramp *r);
-uint32_t vmb__ramp_result(struct vmb__ramp *r);
 
 /* loader.c */
 #define VMB_XEN_ELFNOTE_PHYS32_ENTRY	18

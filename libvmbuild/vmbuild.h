@@ -1247,13 +1247,6 @@ struct vmb_build_result {
 	uint32_t workers;	/* populate threads used */
 	uint32_t workers_pinned;	/* of which pinned to their node's CPUs */
 	/*
-	 * Workers the ramp settled on, nodes added (0: no ramp: clean
-	 * memory, one batch, or the caller's batches_in_flight): a node's
-	 * workers are admitted one, two, four... while each level populates
-	 * faster than the one before (popramp.c).
-	 */
-	uint32_t ramp_workers;
-	/*
 	 * Where populate's time went, worker by worker (0 when it ran on
 	 * the building thread alone): the longest worker is the phase's
 	 * critical path, busy / longest the parallelism it got.

@@ -300,10 +300,7 @@ test_dirty_parallel(void **state)
 	assert_int_equal(job.workers, 1);
 	assert_int_equal(rec.calls, 1);
 
-	/*
-	 * Dirty, one CPU: the default two in flight, admitted by the ramp
-	 * (its batches some four a worker: the GiB and three of 170 MiB).
-	 */
+	/* Dirty, one CPU: the default two in flight, each a batch. */
 	assert_int_equal(sched_getaffinity(0, sizeof(all), &all), 0);
 	CPU_ZERO(&one);
 	for (int c = 0; c < CPU_SETSIZE; c++)
@@ -317,9 +314,8 @@ test_dirty_parallel(void **state)
 	assert_int_equal(sched_setaffinity(0, sizeof(all), &all), 0);
 	assert_int_equal(rec.pages, rec.total_pages);
 	assert_false(rec.overlap);
-	assert_true(job.ramp_workers >= 1 && job.ramp_workers <= 2);
-	assert_true(job.workers >= 1 && job.workers <= 2);
-	assert_int_equal(rec.calls, 4);
+	assert_int_equal(job.workers, 2);
+	assert_int_equal(rec.calls, 2);
 
 	/*
 	 * Dirty, every CPU we have: up to a worker each, as many as there
@@ -332,92 +328,15 @@ test_dirty_parallel(void **state)
 	assert_int_equal(vmb__populate(&job), 0);
 	assert_int_equal(rec.pages, rec.total_pages);
 	assert_false(rec.overlap);
-	assert_true(job.ramp_workers >= 1 && job.ramp_workers <= want);
-	assert_true(job.workers >= 1 && job.workers <= want);
+	assert_true(job.workers >= 2 && job.workers <= want);
+	if (cpus <= 2)
+		assert_int_equal(job.workers, 2);
 
-	/* The caller's count wins: no ramp. */
+	/* The caller's count wins. */
 	job_init(&job, &pl, &cancel, VMB_POPULATE_ENGINE);
 	job.inflight = 1;
 	assert_int_equal(vmb__populate(&job), 0);
 	assert_int_equal(job.workers, 1);
-	assert_int_equal(job.ramp_workers, 0);
-}
-
-/*
- * The ramp's decisions, on timings given to it (popramp.c): one worker,
- * then two, then four while each level's aggregate rate gains at least
- * 15%; a level that does not settles the node at the level before, its
- * extra workers leave; a batch begun at an earlier level is not counted.
- */
-static void
-test_ramp_levels(void **state)
-{
-	struct vmb__ramp r;
-	uint32_t g0, g1, g2, g;
-
-	(void)state;
-	assert_int_equal(vmb__ramp_init(&r, 4), 0);
-	assert_int_equal(vmb__ramp_enter(&r, 0, &g0), 1);
-	/* Not admitted yet: a timed wait, then "again". */
-	assert_int_equal(vmb__ramp_enter(&r, 1, &g), -1);
-	vmb__ramp_done(&r, g0, 64 * MIB, 10000000);	/* 6.4 GiB/s */
-	assert_int_equal(vmb__ramp_enter(&r, 1, &g1), 1);
-	assert_int_equal(vmb__ramp_enter(&r, 2, &g), -1);
-	assert_true(g1 != g0);
-	/* A batch of the first level ending now: not the second's. */
-	vmb__ramp_done(&r, g0, 64 * MIB, 1000);
-	vmb__ramp_done(&r, g1, 64 * MIB, 10000000);
-	assert_int_equal(vmb__ramp_result(&r), 2);	/* one of two timed */
-	vmb__ramp_done(&r, g1, 64 * MIB, 10000000);	/* twice the rate */
-	assert_int_equal(vmb__ramp_result(&r), 4);
-	assert_int_equal(vmb__ramp_enter(&r, 3, &g2), 1);
-	/* Four at a quarter of the rate each: no gain over two. */
-	for (int i = 0; i < 4; i++)
-		vmb__ramp_done(&r, g2, 64 * MIB, 40000000);
-	assert_int_equal(vmb__ramp_result(&r), 2);
-	assert_int_equal(vmb__ramp_enter(&r, 3, &g), 0);
-	assert_int_equal(vmb__ramp_enter(&r, 2, &g), 0);
-	assert_int_equal(vmb__ramp_enter(&r, 1, &g), 1);
-	assert_int_equal(r.nr_levels, 3);
-	vmb__ramp_fini(&r);
-
-	/* Gaining at every level: all admitted, settled there. */
-	assert_int_equal(vmb__ramp_init(&r, 3), 0);
-	assert_int_equal(vmb__ramp_enter(&r, 0, &g), 1);
-	vmb__ramp_done(&r, g, 64 * MIB, 10000000);
-	assert_int_equal(vmb__ramp_result(&r), 2);
-	assert_int_equal(vmb__ramp_enter(&r, 1, &g), 1);
-	vmb__ramp_done(&r, g, 64 * MIB, 10000000);
-	vmb__ramp_done(&r, g, 64 * MIB, 10000000);
-	assert_int_equal(vmb__ramp_result(&r), 3);	/* 4 capped at 3 */
-	assert_int_equal(vmb__ramp_enter(&r, 2, &g), 1);
-	for (int i = 0; i < 3; i++)
-		vmb__ramp_done(&r, g, 64 * MIB, 10000000);
-	assert_int_equal(vmb__ramp_result(&r), 3);
-	assert_true(r.settled);
-	vmb__ramp_fini(&r);
-
-	/* The second worker no better than the first: one. */
-	assert_int_equal(vmb__ramp_init(&r, 8), 0);
-	assert_int_equal(vmb__ramp_enter(&r, 0, &g), 1);
-	vmb__ramp_done(&r, g, 64 * MIB, 10000000);
-	assert_int_equal(vmb__ramp_enter(&r, 1, &g), 1);
-	vmb__ramp_done(&r, g, 64 * MIB, 20000000);
-	vmb__ramp_done(&r, g, 64 * MIB, 20000000);
-	assert_int_equal(vmb__ramp_result(&r), 1);
-	assert_int_equal(vmb__ramp_enter(&r, 1, &g), 0);
-	vmb__ramp_fini(&r);
-
-	/* Batches run out before a level is timed: the waiting leave. */
-	assert_int_equal(vmb__ramp_init(&r, 4), 0);
-	vmb__ramp_drained(&r);
-	assert_int_equal(vmb__ramp_enter(&r, 3, &g), 0);
-	assert_int_equal(vmb__ramp_enter(&r, 0, &g), 1);
-	vmb__ramp_fini(&r);
-	/* One worker: nothing to ramp. */
-	assert_int_equal(vmb__ramp_init(&r, 1), 0);
-	assert_true(r.settled);
-	vmb__ramp_fini(&r);
 }
 
 /*
@@ -465,9 +384,7 @@ test_dirty_balances_superpages(void **state)
 	/* Four batches of 570 MiB: no call as big as the GiB was. */
 	assert_int_equal(rec.calls, 4);
 	assert_true(rec.max_pages_per_call <= (570 * MIB) >> 12);
-	/* The caller's four (no ramp); a quick one may take two batches. */
-	assert_true(job.workers >= 1 && job.workers <= 4);
-	assert_int_equal(job.ramp_workers, 0);
+	assert_int_equal(job.workers, 4);
 	assert_true(wp->longest_ns > 0);
 	assert_true(wp->shortest_ns <= wp->longest_ns);
 	assert_true(wp->busy_ns >= wp->longest_ns);
@@ -484,8 +401,7 @@ test_dirty_balances_superpages(void **state)
 	run_one_node(&job, 2 * GIB, 2, true);
 	assert_int_equal(job.stats.extents_balanced, 0);
 	assert_int_equal(job.stats.extents[VMB_ORDER_1G], 2);
-	assert_int_equal(rec.calls, 2);
-	assert_true(job.workers >= 1 && job.workers <= 2);
+	assert_int_equal(job.workers, 2);
 
 	/* 3 GiB for the same 2: one would carry 2 of the 3 GiB. */
 	run_one_node(&job, 3 * GIB, 2, true);
@@ -678,7 +594,6 @@ main(void)
 		cmocka_unit_test(test_progress_within_a_call),
 		cmocka_unit_test(test_dirty_parallel),
 		cmocka_unit_test(test_dirty_balances_superpages),
-		cmocka_unit_test(test_ramp_levels),
 		cmocka_unit_test(test_libxl_pattern),
 		cmocka_unit_test(test_cancel_and_failure),
 		cmocka_unit_test(test_fragmented),
