@@ -526,7 +526,8 @@ def summary(j):
                      'needed_mib_s=%s one_cpu_mib_s=%s workers_mib_s=%s' % (
                          xen, fmt(lim.get('target')), fmt(lim.get('fixed_s')),
                          fmt(lim.get('populate_budget_s')),
-                         fmt(lim.get('needed_mib_s')),
+                         'unreachable' if (lim.get('populate_budget_s') or 1)
+                         <= 0 else fmt(lim.get('needed_mib_s')),
                          fmt(lim.get('one_cpu_mib_s')),
                          fmt(lim.get('workers_mib_s'))))
         for k, what in (('failed', 'failed'), ('missing', 'missing figure')):

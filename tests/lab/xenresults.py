@@ -150,6 +150,16 @@ with tempfile.TemporaryDirectory() as d:
           dig(lim, 'vmb_one_cpu', 'scrubbed_inline', 'values') ==
           [500000, 500000] and lim.get('one_cpu_line_over_vmb') == 1.38,
           'the limits in the JSON, with their own counters', lim or err)
+with tempfile.TemporaryDirectory() as d:
+    # xl's line 7 s: 0.5 of it is less than vmbuild's 4 s outside populate.
+    fast = os.path.join(d, 'fast-xl.log')
+    with open(log('limits.log')) as f, open(fast, 'w') as g:
+        g.write(f.read().replace('[ 130.00] (d4)', '[ 127.00] (d4)'))
+    rc, out, err = run('--summary', fast)
+    check('  dirty companion target 0.5: fixed_s=4 populate_budget_s=-0.5 '
+          'needed_mib_s=unreachable one_cpu_mib_s=341 workers_mib_s=512'
+          in out.splitlines(), 'fixed costs alone over the target: '
+          '"unreachable", not a rate', out)
 rc, out, err = run('--summary', log('companion.log'))
 check('limits' not in out, 'a log without them: no limits line', out)
 
