@@ -82,6 +82,12 @@ def spread(v):
             'min': min(v), 'max': max(v), 'values': v}
 
 
+def spreads(raw, keys):
+    """spread() of each key over the records that have it."""
+    return {k: spread([v[k] for v in raw if v.get(k) is not None])
+            for k in keys}
+
+
 def ratio(a, b):
     if not a or not b or not b['median']:
         return None
@@ -277,9 +283,8 @@ def dirty(recs_by_log):
     for x in out.values():
         for t in TOOLS:
             raw = x['raw'][t]
-            x[t] = {k: spread([v[k] for v in raw if v[k] is not None])
-                    for k in ('line', 'return', 'scrubbed_inline',
-                              'flushes')}
+            x[t] = spreads(raw, ('line', 'return', 'scrubbed_inline',
+                                 'flushes'))
         x['ratio'] = ratio(x['vmb']['line'], x['xl']['line'])
         profs = [v['profile'] for v in x['raw']['vmb'] if v.get('profile')]
         x['vmb']['profile'] = {
@@ -314,12 +319,10 @@ def limits(x, target):
     for k, _, _ in LIMITS:
         if k in lim:
             raw = lim[k]['raw']
-            lim[k].update({f: spread([v[f] for v in raw
-                                      if v[f] is not None])
-                           for f in ('line', 'return', 'scrubbed_inline')})
-            lim[k]['populate'] = spread([
-                dig(v, 'profile', 'populate') for v in raw
-                if dig(v, 'profile', 'populate') is not None])
+            lim[k].update(spreads(
+                [dict(v, populate=dig(v, 'profile', 'populate'))
+                 for v in raw],
+                ('line', 'return', 'scrubbed_inline', 'populate')))
     xl_line = dig(x, 'xl', 'line', 'median')
     mb = x.get('mb')
     fixed = [v['line'] - v['profile']['populate'] for v in x['raw']['vmb']
@@ -526,8 +529,9 @@ def summary(j):
                      'needed_mib_s=%s one_cpu_mib_s=%s workers_mib_s=%s' % (
                          xen, fmt(lim.get('target')), fmt(lim.get('fixed_s')),
                          fmt(lim.get('populate_budget_s')),
-                         'unreachable' if (lim.get('populate_budget_s') or 1)
-                         <= 0 else fmt(lim.get('needed_mib_s')),
+                         'unreachable' if lim.get('populate_budget_s')
+                         is not None and lim['populate_budget_s'] <= 0
+                         else fmt(lim.get('needed_mib_s')),
                          fmt(lim.get('one_cpu_mib_s')),
                          fmt(lim.get('workers_mib_s'))))
         for k, what in (('failed', 'failed'), ('missing', 'missing figure')):

@@ -25,9 +25,10 @@
 #       vmbuild-guest: hello from domain N")
 #       seq=0 is the sequence's first guest, vmbuild's over clean memory
 #       (clean=1): what its create costs with nothing to scrub, the floor
-#       under its dirty figures; tool=vmb1cpu the last, vmbuild again
-#       with vmbuildd's threads kept to dom0's first CPU (xb_one_cpu):
-#       against tool=vmb, what its parallel workers bring on this host
+#       under its dirty figures; tool=vmb1cpu (LAB_DIRTY_ONECPU of them,
+#       xb_dirty_seq), vmbuild with vmbuildd's threads kept to dom0's
+#       first CPU (xb_one_cpu): against tool=vmb, what its parallel
+#       workers bring on this host
 #   XBSTATS K before|after rc=R {json}   vmctl --json stats around that
 #       destroy and create (the companion's scrubbed-inline pages and
 #       flushes; rc != 0 on stock Xen, which reports none)
@@ -319,6 +320,12 @@ xb_one_cpu() {
 	case $1 in
 	on)
 		_xmask=$(taskset -p $_xpid 2>/dev/null | sed -n 's/.*mask: *//p')
+		# Without the mask to put back, vmbuildd would stay on CPU 0
+		# for the rest of the run: not kept, and said.
+		if [ -z "$_xmask" ]; then
+			fail xb-one-cpu "no affinity mask of vmbuildd ($_xpid) from taskset -p"
+			return 1
+		fi
 		taskset -a -p -c 0 $_xpid >/dev/null 2>&1 ||
 		    fail xb-one-cpu "taskset -a -p -c 0 $_xpid (vmbuildd)"
 		echo "INFO vmbuildd ($_xpid) kept to dom0's CPU 0 (its mask was ${_xmask:-unknown})" ;;
