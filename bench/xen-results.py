@@ -211,7 +211,9 @@ def stats_delta(stats, seq, *keys):
 
 # Where a vmbuild dirty create's time went, from its XBINFO record: the
 # build's phases, and populate's workers (the longest is the phase's
-# critical path; busy over longest, the parallelism it got).
+# critical path; busy over longest, the parallelism it got; the
+# hypervisor's own time in the requests over the workers' wall time,
+# in_hypervisor, the share they were not waiting outside it).
 PROFILE = (('create', ('build', 'phases', 'create')),
            ('populate', ('build', 'phases', 'populate')),
            ('boot', ('build', 'phases', 'boot')),
@@ -219,8 +221,9 @@ PROFILE = (('create', ('build', 'phases', 'create')),
            ('worker_longest', ('build', 'worker_profile', 'longest_seconds')),
            ('worker_busy', ('build', 'worker_profile', 'busy_seconds')),
            ('extents_1g', ('build', 'populate', 'extents', '1g')),
-           ('extents_balanced', ('build', 'populate', 'extents_balanced')),
-           ('extents_split', ('build', 'populate', 'extents_split')))
+           ('extents_split', ('build', 'populate', 'extents_split')),
+           ('hypervisor', ('build', 'populate', 'hypervisor_seconds')))
+DERIVED = ('parallelism', 'in_hypervisor')
 
 
 def profile(info):
@@ -229,6 +232,10 @@ def profile(info):
     p = {k: dig(info, *path) for k, path in PROFILE}
     if p['worker_longest'] and p['worker_busy'] is not None:
         p['parallelism'] = round(p['worker_busy'] / p['worker_longest'], 2)
+    # On the building thread alone the workers' times are 0: populate's.
+    wall = p['worker_busy'] or p['populate']
+    if isinstance(p['hypervisor'], (int, float)) and wall:
+        p['in_hypervisor'] = round(p['hypervisor'] / wall, 2)
     return p
 
 
@@ -290,7 +297,7 @@ def dirty(recs_by_log):
         x['vmb']['profile'] = {
             k: spread([p[k] for p in profs
                        if isinstance(p.get(k), (int, float))])
-            for k in [k for k, _ in PROFILE] + ['parallelism']} \
+            for k in [k for k, _ in PROFILE] + list(DERIVED)} \
             if profs else None
     for xen, x in out.items():
         limits(x, TARGETS.get('dirty_ratio_' + xen))
@@ -511,7 +518,7 @@ def summary(j):
         if pr:
             L.append('  dirty %s vmb profile (medians): %s' % (xen, ' '.join(
                 '%s=%s' % (k, fmt(dig(pr, k, 'median')))
-                for k in [k for k, _ in PROFILE] + ['parallelism'])))
+                for k in [k for k, _ in PROFILE] + list(DERIVED))))
         lim = x.get('limits')
         if lim:
             L.append('  dirty %s limits: vmb_clean_line=%s clean_floor_ratio=%s '

@@ -256,7 +256,10 @@ report_build(yajl_gen g, const struct vmb_build_result *r,
 	kv_known(g, "filter_evaluations", s->filter_evaluations,
 	    s->have & VMB_POPSTAT_HAVE_FILTER);
 	jg_kv_u64(g, "extents_split", s->extents_split);
-	jg_kv_u64(g, "extents_balanced", s->extents_balanced);
+	if (s->have & VMB_POPSTAT_HAVE_HV_TIME)
+		jg_kv_dbl(g, "hypervisor_seconds", s->hv_ns / 1e9);
+	else
+		jg_kv_null(g, "hypervisor_seconds");
 	jg_key(g, "node_bytes");
 	yajl_gen_map_open(g);
 	for (int i = 0; i < VMB_MAX_NODES; i++) {

@@ -884,7 +884,6 @@ phase_populate(struct run *r)
 	    b->guest, r->host, &r->scrub);
 	/* The placed nodes' clean memory covers the guest: see populate.c. */
 	job.clean = r->have_scrub && !r->scrub_inline;
-	job.scrub_inline = r->scrub_inline;
 	if (job.progress)
 		populate_progress(r, &(struct vmb_progress){
 		    .phase = VMB_PHASE_POPULATE, .domid = r->domid,

@@ -19,14 +19,16 @@
  * already chose where memory is, and a silent fallback would undo it.
  *
  * Memory to be scrubbed inline is work per page on the CPU that takes
- * it, and an extent is taken by one request: 1 GiB extents that leave
- * a worker more than a quarter above its even share (a guest of few GiB
- * for the node's workers) are the phase's critical path while the other
- * workers idle.  When scrub
- * progress says the populate will scrub inline (job->scrub_inline),
- * such extents are populated as 2 MiB ones (balance_superpages) and
- * counted (extents_balanced); with memory enough for every worker to
- * take whole GiBs, or clean memory, the guest keeps its 1 GiB mappings.
+ * it, and an extent is taken by one request, so a guest of few GiB for
+ * the node's workers leaves some of them a whole GiB and others less.
+ * The guest keeps its 1 GiB extents all the same (its p2m's 1 GiB
+ * mappings, as libxl gives it): cutting them into 2 MiB ones to even
+ * the workers out was tried and measured on Xen 4.17 with every pCPU
+ * busy, and lost.  Xen scrubs a 1 GiB extent inline in one go, while
+ * 2 MiB extents let the hypercall be preempted between them, and each
+ * preemption gave the pCPU to a guest's vCPU: such workers spent 13 to
+ * 34% of their time in Xen (vmb_populate_stats.hv_ns against their
+ * wall time), a GiB-worker 85 to 98% (tests/lab/README.md).
  *
  * Parallel requests pay where the hypervisor has work per page: scrubbing
  * dirty pages inline (and, on Xen, the per-page work of assigning them).
@@ -101,7 +103,7 @@ stats_add(struct vmb_populate_stats *a, const struct vmb_populate_stats *b)
 	a->flushes_avoided += b->flushes_avoided;
 	a->filter_evaluations += b->filter_evaluations;
 	a->extents_split += b->extents_split;
-	a->extents_balanced += b->extents_balanced;
+	a->hv_ns += b->hv_ns;
 	a->have |= b->have;
 	for (int i = 0; i < VMB_MAX_NODES; i++)
 		a->node_bytes[i] += b->node_bytes[i];
@@ -371,53 +373,6 @@ batch_count(uint64_t total, size_t nr_ext, uint64_t batch_bytes,
 }
 
 /*
- * Memory scrubbed inline: one request takes an extent whole, on one CPU,
- * so with W workers and B extents of 1 GiB the slowest worker carries
- * at least ceil(B / W) GiB.  When that is more than a quarter above the
- * even share (total / W: a guest of few GiB for its workers), every
- * 1 GiB extent of the node becomes 512 of 2 MiB, which the batches then
- * spread evenly.  Sets *ret_split to how many were split.
- */
-static int
-balance_superpages(struct node_work *nw, uint64_t batch_bytes,
-    uint32_t inflight, uint64_t split_min, uint64_t *ret_split)
-{
-	uint64_t total = extents_bytes(nw->ext, nw->nr_ext), big = 0, w;
-	struct vmb_extent *ext;
-	size_t n = 0;
-
-	*ret_split = 0;
-	for (size_t i = 0; i < nw->nr_ext; i++)
-		big += nw->ext[i].order == VMB_EXT_ORDER_1G;
-	/* The workers the node gets (not capped by its extents: see above). */
-	w = batch_count(total, SIZE_MAX, batch_bytes, inflight, split_min);
-	if (w > inflight)
-		w = inflight;
-	if (big == 0 || w < 2 || (big + w - 1) / w *
-	    (VMB_PAGE_SIZE << VMB_EXT_ORDER_1G) * 4 <= total / w * 5)
-		return 0;
-	ext = malloc((nw->nr_ext + big * (PAGES_1G / PAGES_2M - 1)) *
-	    sizeof(*ext));
-	if (!ext)
-		return -ENOMEM;
-	for (size_t i = 0; i < nw->nr_ext; i++) {
-		if (nw->ext[i].order != VMB_EXT_ORDER_1G) {
-			ext[n++] = nw->ext[i];
-			continue;
-		}
-		for (uint64_t k = 0; k < PAGES_1G / PAGES_2M; k++)
-			ext[n++] = (struct vmb_extent){ .gfn = nw->ext[i].gfn +
-			    k * PAGES_2M, .order = VMB_EXT_ORDER_2M,
-			    .node = nw->ext[i].node };
-	}
-	free(nw->ext);
-	nw->ext = ext;
-	nw->nr_ext = n;
-	*ret_split = big;
-	return 0;
-}
-
-/*
  * Cut one node's extents into batch_count() batches, their bytes spread
  * evenly, so that no worker is left with a long tail while the others
  * idle.  A batch never splits an extent (a 1 GiB extent larger than
@@ -619,15 +574,7 @@ populate_engine(struct vmb__populate_job *job, struct progress *pr)
 	if (!rc && !ws)
 		rc = -ENOMEM;
 	for (uint32_t i = 0; i < nr_nw && !rc; i++) {
-		uint64_t split = 0;
-
-		if (job->scrub_inline)
-			rc = balance_superpages(&nws[i], batch_bytes, inflight,
-			    split_min, &split);
-		job->stats.extents_balanced += split;
-		if (!rc)
-			rc = make_batches(&nws[i], batch_bytes, inflight,
-			    split_min);
+		rc = make_batches(&nws[i], batch_bytes, inflight, split_min);
 		plan_pinning(job->host, job->host_topology, &nws[i]);
 		total_batches += nws[i].nr_batches;
 	}
@@ -665,10 +612,8 @@ populate_engine(struct vmb__populate_job *job, struct progress *pr)
 	if (!rc && atomic_load(job->cancel))
 		rc = -ECANCELED;
 	vmb__log(job->ctx, "populate engine: %zu workers on %u nodes, %u "
-	    "pinned, %llu GiB extents as 2 MiB, longest worker %.3f s for "
-	    "%llu MiB, rc %d", nr_workers, nr_nw, job->workers_pinned,
-	    (unsigned long long)job->stats.extents_balanced,
-	    job->profile.longest_ns / 1e9,
+	    "pinned, longest worker %.3f s for %llu MiB, rc %d", nr_workers,
+	    nr_nw, job->workers_pinned, job->profile.longest_ns / 1e9,
 	    (unsigned long long)(job->profile.longest_bytes >> 20), rc);
 out:
 	for (uint32_t i = 0; nws && i < nr_nw; i++) {

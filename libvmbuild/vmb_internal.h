@@ -324,12 +324,6 @@ struct vmb__populate_job {
 	 * at placement): the populate is expected to scrub nothing inline.
 	 */
 	bool	clean;
-	/*
-	 * Scrub progress says the placed nodes' clean memory falls short:
-	 * the populate scrubs inline, and the engine spreads that work
-	 * evenly over its workers, down to 2 MiB extents (balance_superpages).
-	 */
-	bool	scrub_inline;
 	atomic_bool *cancel;
 	vmb_progress_fn *progress;
 	void	*user;

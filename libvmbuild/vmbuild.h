@@ -1209,12 +1209,12 @@ struct vmb_populate_stats {
 	uint64_t node_bytes[VMB_MAX_NODES];
 	uint64_t extents_split;		/* retried as smaller orders (no room) */
 	/*
-	 * 1 GiB extents populated as 2 MiB ones so that no worker carries
-	 * more than its share of memory to be scrubbed inline (populate.c,
-	 * balance_superpages): the guest's p2m maps that GiB with 2 MiB
-	 * entries.
+	 * Time the hypervisor spent in the populate requests, by its own
+	 * clock, continuations added up (VMB_POPSTAT_HAVE_HV_TIME): against
+	 * the workers' wall time (vmb_worker_profile.busy_ns), what was
+	 * spent waiting outside it - for a CPU, on a busy host.
 	 */
-	uint64_t extents_balanced;
+	uint64_t hv_ns;
 	/*
 	 * Which of the hypervisor-side counts above the backend knows
 	 * (VMB_POPSTAT_HAVE_*); a count whose bit is clear is unknown, not
@@ -1229,6 +1229,7 @@ struct vmb_populate_stats {
 #define VMB_POPSTAT_HAVE_FALLBACK	0x2u	/* pages_fallback */
 #define VMB_POPSTAT_HAVE_FLUSHES	0x4u	/* flushes_issued, flushes_avoided */
 #define VMB_POPSTAT_HAVE_FILTER		0x8u	/* filter_evaluations */
+#define VMB_POPSTAT_HAVE_HV_TIME	0x10u	/* hv_ns */
 
 /* A stretch of a build: nanoseconds from its start. */
 struct vmb_span {

@@ -1,5 +1,5 @@
 #!/bin/bash
-# hypervisor/xen/build.sh [stock|perfc|check|source] - the companion
+# hypervisor/xen/build.sh [stock|perfc|lockprof|check|source] - the companion
 # hypercalls in Xen: fetch Debian's Xen 4.17 source package, check that
 # the series (hypervisor/xen/series) applies cleanly, build xen.gz with
 # Debian's hypervisor config plus shadow paging, cache it under build/xen/.
@@ -7,6 +7,8 @@
 #   stock   build/xen/xen.gz (the default)
 #   perfc   build/xen/xen-perfc.gz: the same with CONFIG_PERF_COUNTERS=y,
 #           the reference the lab checks the series' counters against
+#   lockprof build/xen/xen-lockprof.gz: the same with lock profiling
+#           (CONFIG_DEBUG_LOCK_PROFILE), for LAB_LOCKPROF=1; not in CI
 #   check   fetch the source and check that the series applies; no build
 #   source  only fetch the source package into build/xen/src/
 #
@@ -42,8 +44,9 @@ die() { log "FAILED: $*"; exit 1; }
 case $what in
 stock) out=xen.gz frags="shadow.cfg" ;;
 perfc) out=xen-perfc.gz frags="shadow.cfg perfc.cfg" ;;
+lockprof) out=xen-lockprof.gz frags="shadow.cfg lockprof.cfg" ;;
 check|source) out="" frags="" ;;
-*) die "usage: build.sh [stock|perfc|check|source]" ;;
+*) die "usage: build.sh [stock|perfc|lockprof|check|source]" ;;
 esac
 for t in apt-get apt-cache dpkg-source patch gcc make bison flex python3 sha256sum; do
 	command -v "$t" >/dev/null || die "missing $t (scripts/deps.sh build xen)"

@@ -677,10 +677,11 @@ sim_populate(void *priv, uint32_t domid, uint32_t flags,
 	st->flushes_issued += p.stats.flushes_issued;
 	st->flushes_avoided += p.stats.flushes_avoided;
 	st->filter_evaluations += p.stats.filter_evaluations;
+	st->hv_ns += p.stats.elapsed_ns;
 	/* hvsim counts all of these, whatever its flush mode. */
 	st->have |= VMB_POPSTAT_HAVE_SCRUBBED_INLINE |
 	    VMB_POPSTAT_HAVE_FALLBACK | VMB_POPSTAT_HAVE_FLUSHES |
-	    VMB_POPSTAT_HAVE_FILTER;
+	    VMB_POPSTAT_HAVE_FILTER | VMB_POPSTAT_HAVE_HV_TIME;
 	for (uint32_t i = 0; i < done; i++) {
 		st->extents[order_class(ext[i].order)]++;
 		if (ext[i].node < VMB_MAX_NODES)

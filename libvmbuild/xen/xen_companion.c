@@ -199,9 +199,11 @@ xen_companion_populate(struct xen_be *be, uint32_t domid, uint32_t flags,
 		stats->flushes_issued += arg->stats.flushes_issued;
 		stats->flushes_avoided += arg->stats.flushes_avoided;
 		stats->filter_evaluations += arg->stats.filter_evaluations;
+		/* Xen's time in the call, its continuations added up. */
+		stats->hv_ns += arg->stats.elapsed_ns;
 		stats->have |= VMB_POPSTAT_HAVE_SCRUBBED_INLINE |
 		    VMB_POPSTAT_HAVE_FALLBACK | VMB_POPSTAT_HAVE_FLUSHES |
-		    VMB_POPSTAT_HAVE_FILTER;
+		    VMB_POPSTAT_HAVE_FILTER | VMB_POPSTAT_HAVE_HV_TIME;
 		for (i = 0; i < arg->next; i++)
 			xen_count(stats, ext[base + i].order, ext[base + i].node,
 			    1);

@@ -121,6 +121,12 @@
 #   LAB_DIRTY_ONECPU=3       creates in it with vmbuildd kept to one dom0
 #                            CPU (vmb1cpu, what its populate workers
 #                            bring): 3, 1 or 0
+#   LAB_LOCKPROF=0           1: Xen's lock profile reset before each
+#                            dirty create and its heap_lock and the new
+#                            domain's page_alloc_lock recorded after
+#                            (XBLOCK); needs a Xen built with lock
+#                            profiling (make -C hypervisor/xen lockprof,
+#                            LAB_XEN=build/xen/xen-lockprof.gz)
 #   LAB_PEER=0               1: two hosts (the migrate step, make
 #                            check-xen-migrate): a second QEMU, host B
 #                            (console in $LAB_DIR/console-b.log), booted
@@ -195,6 +201,7 @@ LAB_DIRTY=${LAB_DIRTY:-1}
 LAB_DIRTY_HOGS=${LAB_DIRTY_HOGS:-cpus}
 LAB_DIRTY_FILL=${LAB_DIRTY_FILL:-1}
 LAB_DIRTY_ONECPU=${LAB_DIRTY_ONECPU:-3}
+LAB_LOCKPROF=${LAB_LOCKPROF:-0}
 LAB_TESTS=${LAB_TESTS-build/tests/xenbe/test_xen_backend build/tests/lib/test_placement build/tests/lib/test_populate_plan build/tests/lib/test_loader}
 XENVER=4.17
 ARCHLIB=usr/lib/x86_64-linux-gnu
@@ -618,6 +625,7 @@ DIRTY=$LAB_DIRTY
 HOGS=$LAB_DIRTY_HOGS
 FILL=$LAB_DIRTY_FILL
 ONECPU=$LAB_DIRTY_ONECPU
+LOCKPROF=$LAB_LOCKPROF
 PEER=$LAB_PEER
 MIG_MB=$LAB_MIG_MB
 MIG_VCPUS=$LAB_MIG_VCPUS

@@ -33,6 +33,8 @@
 #       destroy and create (the companion's scrubbed-inline pages and
 #       flushes; rc != 0 on stock Xen, which reports none)
 #   XBINFO K {json}   vmctl --json info of vmbuild's guest of seq K
+#   XBLOCK seq=K tool=T heap_lock=... page_alloc_lock=...   Xen's lock
+#       profile after that create (LOCKPROF=1; xb_lockprof)
 #   XBENCH skip what=... reason=...     (and a LAB-SKIP)
 #
 # LAB_ROUNDS (lab.conf ROUNDS, default 3) rounds of creates, each round a
@@ -335,6 +337,41 @@ xb_one_cpu() {
 	esac
 }
 
+# xb_lockprof reset | record K TOOL DOMAIN (LOCKPROF=1, a Xen with lock
+# profiling): Xen's lock profile zeroed before a dirty create; after it,
+#   XBLOCK seq=K tool=T heap_lock=N/HELD_MS/BLOCKED/BLOCKED_MS page_alloc_lock=...
+# acquisitions, time held, times a CPU had to wait and the time it
+# waited, of Xen's heap_lock and of the new domain's page_alloc_lock:
+# whether parallel populate workers queue on Xen's locks.
+xb_lockprof() {
+	[ "${LOCKPROF:-0}" = 1 ] || return 0
+	if [ $1 = reset ]; then
+		xl debug-keys L >/dev/null 2>&1
+		return 0
+	fi
+	_xln=$(xl dmesg | grep -c ' Global heap_lock: ')
+	xl debug-keys l >/dev/null 2>&1 || { echo "XBLOCK seq=$2 tool=$3 rc=$?"; return 0; }
+	# The keyhandler prints from a tasklet: wait for its heap_lock line.
+	_xlw=0
+	while [ $(xl dmesg | grep -c ' Global heap_lock: ') -le $_xln ] &&
+	    [ $_xlw -lt 25 ]; do
+		usleep 200000
+		_xlw=$((_xlw + 1))
+	done
+	_xld=$(q xl domid $4)
+	echo "XBLOCK seq=$2 tool=$3 $(xl dmesg | awk -v d="Domain $_xld page_alloc_lock:" '
+	    function f(s,  a) {
+		# "lock:N(NS), block:M(NS)" -> N/ms/M/ms
+		gsub(/[^0-9]+/, " ", s); split(s, a, " ")
+		return sprintf("%d/%.1f/%d/%.1f", a[1], a[2] / 1e6, a[3], a[4] / 1e6)
+	    }
+	    / Global heap_lock: / { h = 1; next }
+	    index($0, d) { p = 1; next }
+	    h && / lock:[0-9]+\(/ { hl = f(substr($0, index($0, " lock:"))); h = 0 }
+	    p && / lock:[0-9]+\(/ { pl = f(substr($0, index($0, " lock:"))); p = 0 }
+	    END { printf "heap_lock=%s page_alloc_lock=%s", hl ? hl : "-", pl ? pl : "-" }')"
+}
+
 # xb_dirty_seq: the dirty sequence's tools in order.  vmb first, over
 # clean memory; then xl and vmb three times each in A B B A order, and
 # ONECPU (LAB_DIRTY_ONECPU: 3, the default, 1 or 0) vmb1cpu creates:
@@ -401,11 +438,13 @@ xb_dirty() {
 		# xl create -e of the hello guest has no shim: it has no vNUMA.
 		_xbcreate=$(echo "$_xbcreate" | sed 's|^env LD_PRELOAD=[^ ]* ||')
 		[ $_xtool = vmb1cpu ] && xb_one_cpu on
+		xb_lockprof reset
 		_xs=$(up)
 		LIMIT=300 timed xb-dirty-$_xt $_xbcreate /etc/lab/$_xt.cfg
 		_xrc=$?
 		_xr=$(secs $_t0 $_t1)
 		[ $_xtool = vmb1cpu ] && xb_one_cpu off
+		[ $_xrc = 0 ] && xb_lockprof record $_xk $_xtool $_xt
 		xb_stats $_xk after
 		if [ $_xrc != 0 ]; then
 			fail xb-dirty-$_xt "create rc=$_xrc"

@@ -486,7 +486,11 @@ test_engine_all_orders(void **state)
 	/* hvsim counts scrubbing and flushes: every count is known. */
 	assert_int_equal(res.populate.have, VMB_POPSTAT_HAVE_SCRUBBED_INLINE |
 	    VMB_POPSTAT_HAVE_FALLBACK | VMB_POPSTAT_HAVE_FLUSHES |
-	    VMB_POPSTAT_HAVE_FILTER);
+	    VMB_POPSTAT_HAVE_FILTER | VMB_POPSTAT_HAVE_HV_TIME);
+	/* hvsim's own time in the requests: some, and within the phase's. */
+	assert_true(res.populate.hv_ns > 0);
+	assert_true(res.populate.hv_ns <= res.phase_ns[VMB_PHASE_POPULATE] *
+	    (uint64_t)(res.workers ? res.workers : 1));
 	/*
 	 * A modelled topology: its node 0 (CPUs 0-1) may equal this
 	 * machine's node 0 by coincidence, which must not pin anything.
