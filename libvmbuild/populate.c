@@ -23,12 +23,12 @@
  * the node's workers leaves some of them a whole GiB and others less.
  * The guest keeps its 1 GiB extents all the same (its p2m's 1 GiB
  * mappings, as libxl gives it): cutting them into 2 MiB ones to even
- * the workers out was tried and measured on Xen 4.17 with every pCPU
- * busy, and lost.  Xen scrubs a 1 GiB extent inline in one go, while
- * 2 MiB extents let the hypercall be preempted between them, and each
- * preemption gave the pCPU to a guest's vCPU: such workers spent 13 to
- * 34% of their time in Xen (vmb_populate_stats.hv_ns against their
- * wall time), a GiB-worker 85 to 98% (tests/lab/README.md).
+ * the workers out was tried on Xen 4.17 with every pCPU busy and did not
+ * pay.  Xen scrubs a 1 GiB extent inline in one go, while 2 MiB extents
+ * let the hypercall be preempted between them, and each preemption gave
+ * the pCPU to a guest's vCPU: such workers were in Xen for 15 to 21% of
+ * their time (vmb_populate_stats.hv_ns against their wall time), one
+ * with a whole GiB for 70 to 99% (tests/lab/README.md).
  *
  * Parallel requests pay where the hypervisor has work per page: scrubbing
  * dirty pages inline (and, on Xen, the per-page work of assigning them).

@@ -127,6 +127,9 @@
 #                            (XBLOCK); needs a Xen built with lock
 #                            profiling (make -C hypervisor/xen lockprof,
 #                            LAB_XEN=build/xen/xen-lockprof.gz)
+#   LAB_DOM0_WEIGHT=         dom0's credit2 weight through the dirty
+#                            sequence (the hogs keep Xen's 256); unset:
+#                            Xen's
 #   LAB_PEER=0               1: two hosts (the migrate step, make
 #                            check-xen-migrate): a second QEMU, host B
 #                            (console in $LAB_DIR/console-b.log), booted
@@ -202,6 +205,7 @@ LAB_DIRTY_HOGS=${LAB_DIRTY_HOGS:-cpus}
 LAB_DIRTY_FILL=${LAB_DIRTY_FILL:-1}
 LAB_DIRTY_ONECPU=${LAB_DIRTY_ONECPU:-3}
 LAB_LOCKPROF=${LAB_LOCKPROF:-0}
+LAB_DOM0_WEIGHT=${LAB_DOM0_WEIGHT:-}
 LAB_TESTS=${LAB_TESTS-build/tests/xenbe/test_xen_backend build/tests/lib/test_placement build/tests/lib/test_populate_plan build/tests/lib/test_loader}
 XENVER=4.17
 ARCHLIB=usr/lib/x86_64-linux-gnu
@@ -626,6 +630,7 @@ HOGS=$LAB_DIRTY_HOGS
 FILL=$LAB_DIRTY_FILL
 ONECPU=$LAB_DIRTY_ONECPU
 LOCKPROF=$LAB_LOCKPROF
+DOM0_WEIGHT=$LAB_DOM0_WEIGHT
 PEER=$LAB_PEER
 MIG_MB=$LAB_MIG_MB
 MIG_VCPUS=$LAB_MIG_VCPUS

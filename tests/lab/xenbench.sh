@@ -372,6 +372,26 @@ xb_lockprof() {
 	    END { printf "heap_lock=%s page_alloc_lock=%s", hl ? hl : "-", pl ? pl : "-" }')"
 }
 
+# xb_dom0_weight on|off (DOM0_WEIGHT, LAB_DOM0_WEIGHT: unset, Xen's
+# 256): dom0's credit2 weight for the dirty sequence, put back after.
+# The hogs keep 256: with more, dom0's vCPUs (xl's populate, vmbuild's
+# workers) get more of the pCPUs they share with the spinning guests.
+xb_dom0_weight() {
+	[ -n "${DOM0_WEIGHT:-}" ] || return 0
+	if [ $1 = on ]; then
+		_xdw=$(xl sched-credit2 -d Domain-0 | awk '$1 == "Domain-0" { print $3 }')
+		case $_xdw in ''|*[!0-9]*)
+			xb_skip dom0-weight "no weight for Domain-0 in xl sched-credit2"
+			_xdw=""; return 0 ;;
+		esac
+		timed xb-dom0-weight xl sched-credit2 -d Domain-0 -w $DOM0_WEIGHT ||
+		    fail xb-dom0-weight "xl sched-credit2 -w $DOM0_WEIGHT rc=$?"
+		echo "INFO dirty memory: dom0's credit2 weight $DOM0_WEIGHT (was $_xdw; the hogs' 256)"
+	elif [ -n "${_xdw:-}" ]; then
+		xl sched-credit2 -d Domain-0 -w $_xdw
+	fi
+}
+
 # xb_dirty_seq: the dirty sequence's tools in order.  vmb first, over
 # clean memory; then xl and vmb three times each in A B B A order, and
 # ONECPU (LAB_DIRTY_ONECPU: 3, the default, 1 or 0) vmb1cpu creates:
@@ -401,6 +421,7 @@ xb_dirty() {
 	_xnode=$1
 	xb_fill_start $_xnode
 	xb_hogs_start
+	xb_dom0_weight on
 	set -- $(xb_nodes_free | awk -v n=$_xnode '$1 == n')
 	if [ -z "$2" ]; then
 		xb_skip dirty "node $_xnode's free memory not in xl info -n"
@@ -465,6 +486,7 @@ xb_dirty() {
 		timed xb-dirty-destroy-$_xprev $_xbd $_xprev
 		gone $_xprev 60 || fail xb-dirty-gone-$_xprev "$_xprev still listed"
 	fi
+	xb_dom0_weight off
 	xb_hogs_stop
 	xb_fill_stop
 	scrub_wait 300
