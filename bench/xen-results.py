@@ -253,7 +253,8 @@ def dirty(recs_by_log):
                                      'hogs': fnum(d.get('hogs', '0')),
                                      'filled': fnum(d.get('filled', '0')),
                                      'node': d.get('node'), 'missing': [],
-                                     'failed': [], 'log': r['log'],
+                                     'failed': [], 'dropped': [],
+                                     'log': r['log'],
                                      'raw': {t: [] for t in TOOLS}})
             tool = d.get('tool')
             # What bounds vmbuild's figure on this host: its create over
@@ -263,6 +264,10 @@ def dirty(recs_by_log):
             if tool not in TOOLS and lim is None:
                 continue
             what = '%s seq %s' % (tool, d.get('seq'))
+            if d.get('dropped'):
+                # The emulated CPU's triple fault: no figure, said.
+                x['dropped'].append('%s (%s)' % (what, d['dropped']))
+                continue
             if d.get('rc') != '0':
                 x['failed'].append('%s (rc %s)' % (what, d.get('rc')))
                 continue
@@ -541,7 +546,8 @@ def summary(j):
                          else fmt(lim.get('needed_mib_s')),
                          fmt(lim.get('one_cpu_mib_s')),
                          fmt(lim.get('workers_mib_s'))))
-        for k, what in (('failed', 'failed'), ('missing', 'missing figure')):
+        for k, what in (('failed', 'failed'), ('missing', 'missing figure'),
+                        ('dropped', 'dropped, not counted')):
             if x[k]:
                 L.append('  dirty %s %s: %s' % (xen, what, ', '.join(x[k])))
     rs = j['restore']

@@ -117,6 +117,9 @@ check(want in lines, 'dirty line on the companion: the counters\' '
       'differences around each create, and its busy host', out)
 check('  dirty companion missing figure: vmb seq 2 line' in lines,
       'the missing hello line is said', out)
+check('  dirty companion dropped, not counted: vmb seq 5 (triple-fault)'
+      in lines, 'a create the emulated CPU\'s triple fault ended is said '
+      'and not counted (vmb=8[8-8] above)', out)
 check('  dirty companion vmb profile (medians): create=0.6 populate=1.5 '
       'boot=0.7 workers=4 worker_longest=1.5 worker_busy=5.4 extents_1g=0 '
       'extents_split=0 hypervisor=1.08 parallelism=3.6 '
