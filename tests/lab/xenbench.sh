@@ -29,6 +29,9 @@
 #       xb_dirty_seq), vmbuild with vmbuildd's threads kept to dom0's
 #       first CPU (xb_one_cpu): against tool=vmb, what its parallel
 #       workers bring on this host
+#   XBENCH dirty seq=K ... return=S dropped=triple-fault
+#       the guest the emulated CPU triple-faulted before it held (and a
+#       LAB-EMU line): not counted, not a failure
 #   XBSTATS K before|after rc=R {json}   vmctl --json stats around that
 #       destroy and create (the companion's scrubbed-inline pages and
 #       flushes; rc != 0 on stock Xen, which reports none)

@@ -389,7 +389,8 @@ test_dirty_keeps_superpages(void **state)
 	assert_true(wp->shortest_ns <= wp->longest_ns);
 	assert_true(wp->busy_ns >= wp->longest_ns);
 	assert_true(wp->busy_ns <= 3 * wp->longest_ns);
-	assert_true(wp->longest_bytes > 0 && wp->longest_bytes <= GIB);
+	/* The longest worker may have taken two batches: any share. */
+	assert_true(wp->longest_bytes > 0 && wp->longest_bytes <= 2280 * MIB);
 	/* Every worker's hypervisor time is the build's. */
 	assert_int_equal(job.stats.hv_ns, 1000 * (2 + (2280 - 2048) / 2));
 	assert_true(job.stats.have & VMB_POPSTAT_HAVE_HV_TIME);
