@@ -408,10 +408,13 @@ xb_dirty_wait() {
 		[ -n "$_xid" ] &&
 		    grep -q "(d$_xid).*vmbuild-guest: holding, domain $_xid" $XLOG &&
 		    return 0
-		emu_fault "$_xid" && return 2
+		# Xen's console and xl every 5 s only, as xb_line_wait: every
+		# command costs the emulated machine.
 		_xwn=$((_xwn + 1))
-		[ $((_xwn % 10)) = 0 ] && ! xl list $1 >/dev/null 2>&1 &&
-		    { emu_fault "$_xid" && return 2; return 1; }
+		if [ $((_xwn % 10)) = 0 ]; then
+			emu_fault "$_xid" && return 2
+			xl list $1 >/dev/null 2>&1 || return 1
+		fi
 		[ "$(awk -v a=$_xw0 -v b=$(up) -v l=$2 'BEGIN { print (b - a > l) }')" = 1 ] &&
 		    return 1
 		usleep 500000
