@@ -213,7 +213,9 @@ def stats_delta(stats, seq, *keys):
 # build's phases, and populate's workers (the longest is the phase's
 # critical path; busy over longest, the parallelism it got; the
 # hypervisor's own time in the requests over the workers' wall time,
-# in_hypervisor, the share they were not waiting outside it).
+# in_hypervisor, the share they were not waiting outside it; cpu_wait,
+# the share dom0's vCPUs waited for a pCPU before it, and serial, whether
+# the engine ran one worker per node for that).
 PROFILE = (('create', ('build', 'phases', 'create')),
            ('populate', ('build', 'phases', 'populate')),
            ('boot', ('build', 'phases', 'boot')),
@@ -222,7 +224,11 @@ PROFILE = (('create', ('build', 'phases', 'create')),
            ('worker_busy', ('build', 'worker_profile', 'busy_seconds')),
            ('extents_1g', ('build', 'populate', 'extents', '1g')),
            ('extents_split', ('build', 'populate', 'extents_split')),
-           ('hypervisor', ('build', 'populate', 'hypervisor_seconds')))
+           ('hypervisor', ('build', 'populate', 'hypervisor_seconds')),
+           # dom0's vCPUs' steal over their wanted time before populate,
+           # from which the engine chose one worker per node (serial).
+           ('cpu_wait', ('build', 'cpu_wait_share')),
+           ('serial', ('build', 'workers_serial')))
 DERIVED = ('parallelism', 'in_hypervisor')
 
 
@@ -230,6 +236,8 @@ def profile(info):
     if not info:
         return None
     p = {k: dig(info, *path) for k, path in PROFILE}
+    if isinstance(p['serial'], bool):
+        p['serial'] = int(p['serial'])   # a count of such creates' median
     if p['worker_longest'] and p['worker_busy'] is not None:
         p['parallelism'] = round(p['worker_busy'] / p['worker_longest'], 2)
     # On the building thread alone the workers' times are 0: populate's.

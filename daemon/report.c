@@ -274,6 +274,12 @@ report_build(yajl_gen g, const struct vmb_build_result *r,
 	yajl_gen_map_close(g);
 	jg_kv_u64(g, "workers", r->workers);
 	jg_kv_u64(g, "workers_pinned", r->workers_pinned);
+	/* Why the engine ran as many workers as it did (see vmbuild.h). */
+	if (r->cpu_wait_known)
+		jg_kv_dbl(g, "cpu_wait_share", r->cpu_wait);
+	else
+		jg_kv_null(g, "cpu_wait_share");
+	jg_kv_bool(g, "workers_serial", r->workers_serial);
 	/* Where populate's time went, worker by worker (see vmbuild.h). */
 	jg_key(g, "worker_profile");
 	yajl_gen_map_open(g);

@@ -38,6 +38,10 @@
  * pages is metadata work, a few tens of microseconds per GiB on hvsim,
  * less than waking pool threads and waiting for them costs.
  *
+ * Where this process's CPUs wait for physical ones (job->cpu_wait, the
+ * steal time measured from the build's start: cpuwait.c), a node gets
+ * one worker, whatever its CPUs: see populate_engine.
+ *
  * Pinning: a node's workers are pinned to that node's CPUs when the
  * hypervisor says its topology is this machine's (VMB_CAP_HOST_TOPOLOGY:
  * hvsim --topology host; never Xen, where we run on dom0's vCPUs) and
@@ -566,8 +570,22 @@ populate_engine(struct vmb__populate_job *job, struct progress *pr)
 		rc = run_inline(job, pr, nws, nr_nw);
 		goto out;
 	}
-	if (!rc && inflight == 0)
+	/*
+	 * A host whose pCPUs our vCPUs wait for: one worker per node.  On
+	 * such a host (Xen 4.17, a guest spinning on every pCPU) each worker
+	 * shares its pCPU with a guest's vCPU, and every preemption of its
+	 * hypercall hands the pCPU over: the lab's workers spent 75 to 85%
+	 * of their time waiting, and one thread populated faster than
+	 * three.  With dom0's vCPUs waiting less (a higher credit2 weight)
+	 * the workers won again.
+	 */
+	if (!rc && inflight == 0) {
 		inflight = dirty_inflight(nr_nw);
+		if (job->cpu_wait >= VMB_CPUWAIT_SERIAL && inflight > 1) {
+			inflight = 1;
+			job->serial = true;
+		}
+	}
 	if (inflight > VMB_INFLIGHT_MAX)
 		inflight = VMB_INFLIGHT_MAX;
 	ws = rc ? NULL : calloc((size_t)job->nr_ranges * inflight, sizeof(*ws));
@@ -612,9 +630,10 @@ populate_engine(struct vmb__populate_job *job, struct progress *pr)
 	if (!rc && atomic_load(job->cancel))
 		rc = -ECANCELED;
 	vmb__log(job->ctx, "populate engine: %zu workers on %u nodes, %u "
-	    "pinned, longest worker %.3f s for %llu MiB, rc %d", nr_workers,
+	    "pinned, longest worker %.3f s for %llu MiB%s, rc %d", nr_workers,
 	    nr_nw, job->workers_pinned, job->profile.longest_ns / 1e9,
-	    (unsigned long long)(job->profile.longest_bytes >> 20), rc);
+	    (unsigned long long)(job->profile.longest_bytes >> 20),
+	    job->serial ? " (one per node: our CPUs wait for pCPUs)" : "", rc);
 out:
 	for (uint32_t i = 0; nws && i < nr_nw; i++) {
 		free(nws[i].ext);

@@ -588,6 +588,13 @@ struct vmb_ctx;
  * backend refuses them (a build fails "hvm: not yet on Xen").
  */
 #define VMB_CAP_HVM		(1u << 10)
+/*
+ * The hypervisor's work for a request runs on the CPU that makes it (a
+ * Xen hypercall, on dom0's vCPU), not on a CPU of its own (hvsim's
+ * threads): how long this process's CPUs wait for physical ones is the
+ * populate's business (vmb_build_result.cpu_wait).
+ */
+#define VMB_CAP_CALLER_CPU	(1u << 11)
 
 /*
  * Open a backend: "sim:PATH" (hvsim's socket), "xen", or "auto" (xen if
@@ -1247,6 +1254,18 @@ struct vmb_build_result {
 	uint64_t start_info;	/* guest physical hvm_start_info; 0 if not loaded */
 	uint32_t workers;	/* populate threads used */
 	uint32_t workers_pinned;	/* of which pinned to their node's CPUs */
+	/*
+	 * With VMB_CAP_CALLER_CPU: the share of the time this process's
+	 * CPUs wanted to run that they waited for a physical CPU instead
+	 * (their steal time), from the build's start to its populate, when
+	 * known (cpu_wait_known: /proc/stat has steal, and enough time
+	 * passed).  From VMB_CPUWAIT_SERIAL (a third) on, the engine ran one
+	 * worker per node unless opts.batches_in_flight said otherwise:
+	 * workers_serial.
+	 */
+	double	cpu_wait;
+	bool	cpu_wait_known;
+	bool	workers_serial;
 	/*
 	 * Where populate's time went, worker by worker (0 when it ran on
 	 * the building thread alone): the longest worker is the phase's

@@ -96,7 +96,8 @@ xen_probe(struct xen_be *be)
 		return -xen_errno();
 
 	/* HVM: hvmloader, the BIOS and the device model (xen_hvm.c). */
-	be->caps = VMB_CAP_IMAGE_LOAD | VMB_CAP_CLAIMS | VMB_CAP_HVM;
+	be->caps = VMB_CAP_IMAGE_LOAD | VMB_CAP_CLAIMS | VMB_CAP_HVM |
+	    VMB_CAP_CALLER_CPU;
 	if (pi.capabilities & XEN_SYSCTL_PHYSCAP_shadow)
 		be->caps |= VMB_CAP_SHADOW;
 	be->have_hap = (pi.capabilities & XEN_SYSCTL_PHYSCAP_hap) != 0;

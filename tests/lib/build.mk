@@ -9,7 +9,8 @@ LIBTEST_PROGS := $(LIBTEST_BIN)/test_placement $(LIBTEST_BIN)/test_populate_plan
 	$(LIBTEST_BIN)/test_bzimage $(LIBTEST_BIN)/test_keys \
 	$(LIBTEST_BIN)/test_loader $(LIBTEST_BIN)/test_build_sim \
 	$(LIBTEST_BIN)/test_devices $(LIBTEST_BIN)/test_xen_series \
-	$(LIBTEST_BIN)/test_native $(LIBTEST_BIN)/test_imgcache
+	$(LIBTEST_BIN)/test_native $(LIBTEST_BIN)/test_imgcache \
+	$(LIBTEST_BIN)/test_cpuwait
 
 $(LIBTEST_BIN)/%: $(OBJ)/tests/lib/%.o $(LIBVMB_LIB) $(LIB)/libhvclient.a
 	@mkdir -p $(dir $@)

@@ -498,6 +498,13 @@ test_engine_all_orders(void **state)
 	assert_false(vmb_ctx_caps(real_sim.ctx) & VMB_CAP_HOST_TOPOLOGY);
 	assert_true(res.workers >= 1);
 	assert_int_equal(res.workers_pinned, 0);
+	/*
+	 * hvsim's work runs on its own threads, not on ours: how long our
+	 * CPUs wait is not measured, and does not cut the workers.
+	 */
+	assert_false(vmb_ctx_caps(real_sim.ctx) & VMB_CAP_CALLER_CPU);
+	assert_false(res.cpu_wait_known);
+	assert_false(res.workers_serial);
 	/* Pause, unpause, destroy. */
 	assert_int_equal(vmb_domain_pause(real_sim.ctx, res.domid), 0);
 	assert_int_equal(vmb_domain_get(real_sim.ctx, res.domid, &d), 0);

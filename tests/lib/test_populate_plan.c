@@ -402,6 +402,77 @@ test_dirty_keeps_superpages(void **state)
 	assert_int_equal(job.workers, 2);
 }
 
+/*
+ * CPUs that wait for physical ones (job.cpu_wait at VMB_CPUWAIT_SERIAL
+ * or more): one worker per node, the GiBs kept; below it, or when the
+ * caller set the count, or for clean memory (one request anyway), the
+ * workers are as without it.
+ */
+static void
+test_cpu_wait_serial(void **state)
+{
+	struct vmb__populate_job job;
+	struct vmb_placement pl;
+	atomic_bool cancel = false;
+
+	(void)state;
+	/* The lab's guest: 2280 MiB on one node, by one worker. */
+	memset(&pl, 0, sizeof(pl));
+	pl.nr_nodes = 1;
+	pl.node_bytes[0] = 2280 * MIB;
+	job_init(&job, &pl, &cancel, VMB_POPULATE_ENGINE);
+	job.cpu_wait = 0.6;
+	assert_int_equal(vmb__populate(&job), 0);
+	assert_int_equal(rec.pages, rec.total_pages);
+	assert_false(rec.overlap);
+	assert_int_equal(job.workers, 1);
+	assert_true(job.serial);
+	assert_int_equal(job.stats.extents[VMB_ORDER_1G], 2);
+	/*
+	 * Batches of up to 2 GiB cut evenly (1140 MiB): a GiB, a GiB and
+	 * 116 MiB, the rest; the worker takes them one after the other.
+	 */
+	assert_int_equal(rec.calls, 3);
+	assert_int_equal(job.profile.longest_bytes, 2280 * MIB);
+
+	/* Two nodes: a worker each, side by side. */
+	placement_mixed(&pl);
+	job_init(&job, &pl, &cancel, VMB_POPULATE_ENGINE);
+	job.cpu_wait = VMB_CPUWAIT_SERIAL;
+	assert_int_equal(vmb__populate(&job), 0);
+	assert_int_equal(rec.pages, rec.total_pages);
+	assert_false(rec.overlap);
+	assert_int_equal(job.workers, 2);
+	assert_true(job.serial);
+
+	/* Less wait: the workers dirty_inflight gives, at least 2. */
+	memset(&pl, 0, sizeof(pl));
+	pl.nr_nodes = 1;
+	pl.node_bytes[0] = 2280 * MIB;
+	job_init(&job, &pl, &cancel, VMB_POPULATE_ENGINE);
+	job.cpu_wait = VMB_CPUWAIT_SERIAL - 0.01;
+	assert_int_equal(vmb__populate(&job), 0);
+	assert_true(job.workers >= 2);
+	assert_false(job.serial);
+
+	/* The caller's count wins over the wait. */
+	job_init(&job, &pl, &cancel, VMB_POPULATE_ENGINE);
+	job.cpu_wait = 0.9;
+	job.inflight = 3;
+	assert_int_equal(vmb__populate(&job), 0);
+	assert_int_equal(job.workers, 3);
+	assert_false(job.serial);
+
+	/* Clean memory is one request on this thread anyway. */
+	job_init(&job, &pl, &cancel, VMB_POPULATE_ENGINE);
+	job.cpu_wait = 0.9;
+	job.clean = true;
+	assert_int_equal(vmb__populate(&job), 0);
+	assert_int_equal(job.workers, 1);
+	assert_int_equal(rec.calls, 1);
+	assert_false(job.serial);
+}
+
 static void
 test_libxl_pattern(void **state)
 {
@@ -586,6 +657,7 @@ main(void)
 		cmocka_unit_test(test_progress_within_a_call),
 		cmocka_unit_test(test_dirty_parallel),
 		cmocka_unit_test(test_dirty_keeps_superpages),
+		cmocka_unit_test(test_cpu_wait_serial),
 		cmocka_unit_test(test_libxl_pattern),
 		cmocka_unit_test(test_cancel_and_failure),
 		cmocka_unit_test(test_fragmented),
