@@ -362,7 +362,7 @@ struct vmb__populate_job {
 	 * Engine, when inflight is 0: the share of their wanted time this
 	 * process's CPUs waited for a pCPU before the populate (cpuwait.c),
 	 * negative when not measured.  At VMB_CPUWAIT_SERIAL or more, one
-	 * worker per node (and serial says so).
+	 * worker per node, a lone one kept on its CPU (serial says so).
 	 */
 	double	cpu_wait;
 	atomic_bool *cancel;
@@ -373,7 +373,11 @@ struct vmb__populate_job {
 	struct vmb_populate_stats stats;
 	uint32_t workers_pinned;	/* engine workers pinned to node CPUs */
 	uint32_t workers;
-	bool	serial;		/* one worker per node for cpu_wait */
+	/*
+	 * For cpu_wait: one worker per node, and a populate that ran on
+	 * the calling thread alone kept it on its CPU meanwhile.
+	 */
+	bool	serial;
 	struct vmb_worker_profile profile;	/* engine workers' times */
 };
 

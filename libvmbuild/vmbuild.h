@@ -1260,8 +1260,9 @@ struct vmb_build_result {
 	 * (their steal time), from the build's start to its populate, when
 	 * known (cpu_wait_known: /proc/stat has steal, and enough time
 	 * passed).  From VMB_CPUWAIT_SERIAL (a third) on, the engine ran one
-	 * worker per node unless opts.batches_in_flight said otherwise:
-	 * workers_serial.
+	 * worker per node unless opts.batches_in_flight said otherwise, and
+	 * a populate on the building thread alone kept that thread on its
+	 * CPU: workers_serial.
 	 */
 	double	cpu_wait;
 	bool	cpu_wait_known;

@@ -66,6 +66,8 @@ struct rec {
 	uint32_t nr_ranges;
 	/* Tell the engine of each extent as it is done (continuations). */
 	bool	step_each;
+	/* The most CPUs a calling thread might run on, call by call. */
+	int	max_cpus;
 };
 
 static struct rec rec;
@@ -80,6 +82,13 @@ rec_populate(void *priv, uint32_t domid, uint32_t flags,
 	assert_true(flags & VMB_POPF_EXACT_NODE);
 	pthread_mutex_lock(&rec.lock);
 	rec.calls++;
+	{
+		cpu_set_t set;
+
+		if (sched_getaffinity(0, sizeof(set), &set) == 0 &&
+		    CPU_COUNT(&set) > rec.max_cpus)
+			rec.max_cpus = CPU_COUNT(&set);
+	}
 	if (rec.fail_at_call && (int)rec.calls == rec.fail_at_call) {
 		pthread_mutex_unlock(&rec.lock);
 		*ret_done = 0;
@@ -414,8 +423,10 @@ test_cpu_wait_serial(void **state)
 	struct vmb__populate_job job;
 	struct vmb_placement pl;
 	atomic_bool cancel = false;
+	cpu_set_t before, after;
 
 	(void)state;
+	assert_int_equal(sched_getaffinity(0, sizeof(before), &before), 0);
 	/* The lab's guest: 2280 MiB on one node, by one worker. */
 	memset(&pl, 0, sizeof(pl));
 	pl.nr_nodes = 1;
@@ -427,6 +438,10 @@ test_cpu_wait_serial(void **state)
 	assert_false(rec.overlap);
 	assert_int_equal(job.workers, 1);
 	assert_true(job.serial);
+	/* The worker ran on this thread, kept on one CPU meanwhile. */
+	assert_int_equal(rec.max_cpus, 1);
+	assert_int_equal(sched_getaffinity(0, sizeof(after), &after), 0);
+	assert_true(CPU_EQUAL(&before, &after));
 	assert_int_equal(job.stats.extents[VMB_ORDER_1G], 2);
 	/*
 	 * Batches of up to 2 GiB cut evenly (1140 MiB): a GiB, a GiB and
@@ -463,13 +478,23 @@ test_cpu_wait_serial(void **state)
 	assert_int_equal(job.workers, 3);
 	assert_false(job.serial);
 
-	/* Clean memory is one request on this thread anyway. */
+	/*
+	 * Clean memory is one request on this thread anyway: kept on its
+	 * CPU for it, and given its CPUs back after.
+	 */
 	job_init(&job, &pl, &cancel, VMB_POPULATE_ENGINE);
 	job.cpu_wait = 0.9;
 	job.clean = true;
 	assert_int_equal(vmb__populate(&job), 0);
 	assert_int_equal(job.workers, 1);
 	assert_int_equal(rec.calls, 1);
+	assert_true(job.serial);
+	assert_int_equal(rec.max_cpus, 1);
+	assert_int_equal(sched_getaffinity(0, sizeof(after), &after), 0);
+	assert_true(CPU_EQUAL(&before, &after));
+	job_init(&job, &pl, &cancel, VMB_POPULATE_ENGINE);
+	job.clean = true;
+	assert_int_equal(vmb__populate(&job), 0);
 	assert_false(job.serial);
 }
 
