@@ -2,7 +2,8 @@
 # daemon's request path, xl.cfg parsing, the ELF/PVH loader, state
 # records, hvsim's request decoder, the metrics endpoint's HTTP and
 # the save stream's reader (vm.restore) and the reader of libxc's
-# migration stream (the engine restore's, xen_xcstream.c).
+# migration stream (the engine restore's, xen_xcstream.c) and the reader
+# of /proc/stat's steal time (cpuwait.c).
 #
 # Their objects are the tree's own sources built again with clang into
 # $(B)/fuzz (coverage instrumentation and sanitizers); -Werror is left to
@@ -17,7 +18,7 @@ FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer -pthread $(FUZZ_SAN) \
 	       -fsanitize=fuzzer-no-link $(filter-out -Werror,$(WARN)) \
 	       -Wno-unused-command-line-argument
 FUZZ_LDFLAGS := -fsanitize=fuzzer $(FUZZ_SAN) -pthread
-FUZZ_TARGETS := rpc config loader state hvsim http stream xcstream
+FUZZ_TARGETS := rpc config loader state hvsim http stream xcstream cpuwait
 FUZZ_BINS   := $(addprefix $(FUZZ_DIR)/fuzz_,$(FUZZ_TARGETS))
 
 EXTRA_CFLAGS_tests/fuzz/ := -Idaemon -Ilibvmbuild -Ihypervisor/include \
@@ -63,6 +64,11 @@ $(FUZZ_DIR)/fuzz_hvsim: $(FUZZ_OBJ)/tests/fuzz/fuzz_hvsim.o $(FUZZ_HVSIM)
 # libxc's migration stream: its reader alone (it makes no hypercall).
 $(FUZZ_DIR)/fuzz_xcstream: $(FUZZ_OBJ)/tests/fuzz/fuzz_xcstream.o \
 		$(call fuzz_objs,libvmbuild/xen/xen_xcstream.c)
+	$(FUZZ_CC) $(FUZZ_LDFLAGS) -o $@ $^
+
+# /proc/stat's steal time: its reader alone.
+$(FUZZ_DIR)/fuzz_cpuwait: $(FUZZ_OBJ)/tests/fuzz/fuzz_cpuwait.o \
+		$(call fuzz_objs,libvmbuild/cpuwait.c)
 	$(FUZZ_CC) $(FUZZ_LDFLAGS) -o $@ $^
 
 .PRECIOUS: $(FUZZ_OBJ)/%.o
