@@ -81,7 +81,7 @@ BENCH	:=
 .PHONY: all check demo bench check-xen xen check-xen-companion check-xen-debhost \
 	check-debhost check-xen-hvm check-xen-saverestore check-xen-migrate \
 	clean deps \
-	install asan ubsan tsan fuzz soak san-check
+	install asan ubsan tsan fuzz soak san-check build-tests
 all: build-all
 
 # The version is defined once, as VMB_VERSION in libvmbuild/vmbuild.h
@@ -110,6 +110,15 @@ include tests/build.mk
 include bench/build.mk
 
 build-all: $(ALL)
+
+# What `make check` runs, built (.ci/run builds it before its labs).
+build-tests: build-all $(TESTS_DEPS)
+
+# No object is an intermediate file to delete: the tests' objects were,
+# built by a pattern rule for their programs, so that the next make,
+# which finds them named in their .d files, built and linked them all
+# again (`make check` after `make all`, in CI while a lab packs them).
+.SECONDARY:
 
 $(OBJ)/%.o: %.c
 	@mkdir -p $(dir $@)
