@@ -168,6 +168,16 @@ xen_open(const char *arg, void **ret_priv)
 		rc = -(errno > 0 ? errno : ECONNREFUSED);
 		goto fail;
 	}
+	/*
+	 * And a connection of our own for pipelined transactions
+	 * (xen_xswire.c), where xenstored listens on a socket in dom0; a
+	 * xenstore domain has none: one request at a time, as libxl.
+	 */
+	rc = xen_xsw_connect(xs_daemon_socket(), &be->xsw);
+	if (rc < 0)
+		xtl_log(&be->logger, XTL_DETAIL, -rc, "xenstore",
+		    "no socket at %s: transactions one request at a time",
+		    xs_daemon_socket());
 	rc = xen_probe(be);
 	if (rc < 0)
 		goto fail;
@@ -185,6 +195,7 @@ xen_close(void *priv)
 
 	if (be == NULL)
 		return;
+	xen_xsw_free(be->xsw);
 	if (be->xsh != NULL)
 		xs_close(be->xsh);
 	if (be->xcall != NULL)

@@ -61,7 +61,14 @@ struct xen_be {
 	xenforeignmemory_handle *fmem;
 	xencall_handle	*xcall;		/* companion sysctls; NULL if unusable */
 	struct xs_handle *xsh;
-	pthread_mutex_t	xs_lock;	/* serialises every use of xsh */
+	/*
+	 * A second connection to xenstored's socket for xen_xs.c's own
+	 * transactions, their requests pipelined (xen_xswire.c); NULL:
+	 * none (xenstored in a domain, or the connection failed), and
+	 * those transactions go through xsh one request at a time.
+	 */
+	struct xen_xsw	*xsw;
+	pthread_mutex_t	xs_lock;	/* serialises every use of xsh and xsw */
 	uint32_t	caps;		/* VMB_CAP_* */
 	uint32_t	companion;	/* XEN_COMP_* */
 	unsigned	nr_perfc_desc;	/* perf counters, when compiled in */
@@ -111,6 +118,7 @@ int xen_companion_populate(struct xen_be *be, uint32_t domid, uint32_t flags,
 struct xs_tx {
 	struct xs_handle *h;
 	xs_transaction_t t;
+	struct xen_xsw *w;	/* pipelined (t is w's), or NULL: h's */
 	int	err;		/* first -errno */
 	struct xs_permissions ro[2];	/* dom0 owns, the domain reads */
 	struct xs_permissions rw[1];	/* the domain owns */
@@ -123,6 +131,44 @@ int xen_xs_transaction(struct xen_be *be, uint32_t domid, xs_fill_fn *fill,
 /* base/rel = value (NULL: a directory), perms NULL: the parent's. */
 void xen_xs_tx_write(struct xs_tx *tx, const char *base, const char *rel,
     const char *value, struct xs_permissions *perms, unsigned nperms);
+
+/*
+ * The rest of a transaction's calls, pipelined or not: an rm (flags
+ * XSW_IGNORE_*: which failures do not fail the transaction) and a read
+ * (NULL with errno set when there is nothing: never tx->err).
+ */
+void xen_xs_tx_rm(struct xs_tx *tx, const char *path, unsigned flags);
+char *xen_xs_tx_read(struct xs_tx *tx, const char *path, unsigned *len);
+
+/*
+ * xen_xswire.c: a transaction's requests pipelined on a socket (see
+ * there).  Requests queue (write, mkdir, rm, set_perms, read) and go
+ * at the next flush, which reads every reply: its return is the first
+ * failure (-errno) of a request whose flags do not excuse it, -EPIPE or
+ * -EPROTO when the connection is lost (then useless).  start and end
+ * are a flush of their own; end: -EAGAIN when another writer won.
+ */
+#define XSW_IGNORE_ERR		(1u << 0)	/* no failure counts */
+#define XSW_IGNORE_ENOENT	(1u << 1)	/* ENOENT does not count */
+#define XSW_PERMS_MAX		8
+struct xen_xsw;
+int xen_xsw_connect(const char *path, struct xen_xsw **ret);
+int xen_xsw_adopt(int fd, struct xen_xsw **ret);	/* tests: a socketpair */
+void xen_xsw_free(struct xen_xsw *w);
+uint64_t xen_xsw_round_trips(const struct xen_xsw *w);	/* flushes so far */
+int xen_xsw_start(struct xen_xsw *w, uint32_t *ret_tx);
+int xen_xsw_end(struct xen_xsw *w, uint32_t tx, bool abort);
+void xen_xsw_write(struct xen_xsw *w, uint32_t tx, const char *path,
+    const void *value, size_t len);
+void xen_xsw_mkdir(struct xen_xsw *w, uint32_t tx, const char *path);
+void xen_xsw_rm(struct xen_xsw *w, uint32_t tx, const char *path,
+    unsigned flags);
+void xen_xsw_set_perms(struct xen_xsw *w, uint32_t tx, const char *path,
+    const struct xs_permissions *perms, unsigned nperms);
+void xen_xsw_read(struct xen_xsw *w, uint32_t tx, const char *path);
+/* The last request's reply in *ret_last (a read's value) and outcome. */
+int xen_xsw_flush(struct xen_xsw *w, char **ret_last, unsigned *ret_len,
+    int *ret_last_err);
 
 int xen_xs_domain_make(struct xen_be *be, uint32_t domid,
     const struct vmb_dom_config *cfg);

@@ -75,6 +75,18 @@ tx_write(struct xs_tx *tx, const char *base, const char *rel,
 	tx_path(tx, path, "%s%s%s", base, rel[0] ? "/" : "", rel);
 	if (tx->err != 0)
 		return;
+	if (tx->w != NULL) {
+		/* Queued: a failure shows at the next flush. */
+		if (value == NULL)
+			xen_xsw_mkdir(tx->w, (uint32_t)tx->t, path);
+		else
+			xen_xsw_write(tx->w, (uint32_t)tx->t, path, value,
+			    strlen(value));
+		if (perms != NULL)
+			xen_xsw_set_perms(tx->w, (uint32_t)tx->t, path, perms,
+			    nperms);
+		return;
+	}
 	if (value == NULL) {
 		if (!xs_mkdir(tx->h, tx->t, path))
 			tx_fail(tx);
@@ -83,6 +95,50 @@ tx_write(struct xs_tx *tx, const char *base, const char *rel,
 	if (tx->err == 0 && perms != NULL &&
 	    !xs_set_permissions(tx->h, tx->t, path, perms, nperms))
 		tx_fail(tx);
+}
+
+/* Remove path; flags XSW_IGNORE_*: which failures do not count. */
+static void
+tx_rm(struct xs_tx *tx, const char *path, unsigned flags)
+{
+	if (tx->err != 0)
+		return;
+	if (tx->w != NULL) {
+		xen_xsw_rm(tx->w, (uint32_t)tx->t, path, flags);
+		return;
+	}
+	if (!xs_rm(tx->h, tx->t, path) && !(flags & XSW_IGNORE_ERR) &&
+	    !(errno == ENOENT && (flags & XSW_IGNORE_ENOENT)))
+		tx_fail(tx);
+}
+
+/*
+ * Read path (NULL and errno when it is not there, or the transaction
+ * failed already).  Pipelined, what is queued goes first: its failure
+ * is tx->err.
+ */
+static char *
+tx_read(struct xs_tx *tx, const char *path, unsigned *len)
+{
+	char *v = NULL;
+	int rc, last = 0;
+
+	if (tx->err != 0) {
+		errno = -tx->err;
+		return NULL;
+	}
+	if (tx->w == NULL)
+		return xs_read(tx->h, tx->t, path, len);
+	xen_xsw_read(tx->w, (uint32_t)tx->t, path);
+	rc = xen_xsw_flush(tx->w, &v, len, &last);
+	if (rc != 0) {
+		tx->err = rc;
+		errno = -rc;
+		return NULL;
+	}
+	if (v == NULL)
+		errno = last ? -last : EIO;
+	return v;
 }
 
 static void __attribute__((format(printf, 4, 5)))
@@ -119,15 +175,73 @@ tx_init(struct xs_tx *tx, struct xen_be *be, uint32_t domid)
 	tx->no[0].perms = XS_PERM_NONE;
 }
 
-/* Run `fill` in a transaction, retrying when another writer won. */
+/*
+ * One try of `fill` in a transaction on be->xsw, its requests
+ * pipelined: start, fill (a flush at each read it makes), the rest
+ * flushed, end.  A failure of the connection itself (-EPIPE, -EPROTO)
+ * is the caller's to handle: xenstored dropped what it had of the
+ * transaction with the connection.
+ */
 static int
-xs_run(struct xen_be *be, uint32_t domid, xs_fill_fn *fill, const void *arg)
+xs_try_wire(struct xen_be *be, uint32_t domid, xs_fill_fn *fill,
+    const void *arg)
+{
+	struct xs_tx tx;
+	uint32_t t;
+	int rc;
+
+	tx_init(&tx, be, domid);
+	tx.w = be->xsw;
+	rc = xen_xsw_start(tx.w, &t);
+	if (rc)
+		return rc;
+	tx.t = t;
+	fill(&tx, arg);
+	rc = tx.err;
+	if (rc == 0)
+		rc = xen_xsw_flush(tx.w, NULL, NULL, NULL);
+	if (rc == -EPIPE || rc == -EPROTO)
+		return rc;
+	if (rc) {
+		(void)xen_xsw_end(tx.w, t, true);
+		return rc;
+	}
+	return xen_xsw_end(tx.w, t, false);
+}
+
+/*
+ * Run `fill` in a transaction, retrying when another writer won:
+ * pipelined on be->xsw where there is one and `wire` allows it (the
+ * fill makes its calls through tx_write, tx_rm and tx_read), else
+ * through libxenstore.  A connection that fails is dropped for good,
+ * and this transaction run again through libxenstore.
+ */
+static int
+xs_run_as(struct xen_be *be, uint32_t domid, xs_fill_fn *fill,
+    const void *arg, bool wire)
 {
 	struct xs_tx tx;
 	int i, rc = -EAGAIN;
 
 	pthread_mutex_lock(&be->xs_lock);
-	for (i = 0; i < XS_RETRIES; i++) {
+	for (i = 0; wire && be->xsw != NULL && i < XS_RETRIES; i++) {
+		rc = xs_try_wire(be, domid, fill, arg);
+		if (rc == -EPIPE || rc == -EPROTO) {
+			if (be->logger.vmessage != NULL)	/* tests have none */
+				xtl_log(&be->logger, XTL_WARN, -1, "xenstore",
+				    "the pipelined connection failed (%s): "
+				    "one request at a time from now",
+				    strerror(-rc));
+			xen_xsw_free(be->xsw);
+			be->xsw = NULL;
+			break;
+		}
+		if (rc != -EAGAIN)
+			goto out;
+	}
+	if (wire && be->xsw != NULL)
+		goto out;	/* lost every try to other writers */
+	for (i = 0, rc = -EAGAIN; i < XS_RETRIES; i++) {
 		tx_init(&tx, be, domid);
 		tx.t = xs_transaction_start(be->xsh);
 		if (tx.t == XBT_NULL) {
@@ -149,8 +263,15 @@ xs_run(struct xen_be *be, uint32_t domid, xs_fill_fn *fill, const void *arg)
 			break;
 		}
 	}
+out:
 	pthread_mutex_unlock(&be->xs_lock);
 	return rc;
+}
+
+static int
+xs_run(struct xen_be *be, uint32_t domid, xs_fill_fn *fill, const void *arg)
+{
+	return xs_run_as(be, domid, fill, arg, true);
 }
 
 struct make_arg {
@@ -181,9 +302,9 @@ fill_make(struct xs_tx *tx, const void *varg)
 	if (tx->err != 0)
 		return;
 	/* Leftovers of an earlier domain with this id or uuid go first. */
-	(void)xs_rm(tx->h, tx->t, dom);
-	(void)xs_rm(tx->h, tx->t, vm);
-	(void)xs_rm(tx->h, tx->t, lx);
+	tx_rm(tx, dom, XSW_IGNORE_ERR);
+	tx_rm(tx, vm, XSW_IGNORE_ERR);
+	tx_rm(tx, lx, XSW_IGNORE_ERR);
 
 	tx_write(tx, dom, "", NULL, tx->ro, 2);
 	tx_write(tx, vm, "", NULL, tx->ro, 2);
@@ -247,8 +368,8 @@ fill_console(struct xs_tx *tx, const struct xen_xs_boot *b, const char *dom)
 	tx_path(tx, lx, "/libxl/%u/device/console/0", b->domid);
 	if (tx->err != 0)
 		return;
-	(void)xs_rm(tx->h, tx->t, back);
-	(void)xs_rm(tx->h, tx->t, lx);
+	tx_rm(tx, back, XSW_IGNORE_ERR);
+	tx_rm(tx, lx, XSW_IGNORE_ERR);
 	tx_write(tx, lx, "", NULL, tx->no, 1);
 	tx_write(tx, lx, "frontend", front, NULL, 0);
 	tx_write(tx, lx, "backend", back, NULL, 0);
@@ -297,7 +418,7 @@ fill_boot(struct xs_tx *tx, const void *varg)
 	tx_path(tx, path, "%s/vm", dom);
 	if (tx->err != 0)
 		return;
-	vm = xs_read(tx->h, tx->t, path, &len);
+	vm = tx_read(tx, path, &len);
 	if (vm == NULL) {
 		tx_fail(tx);
 		return;
@@ -329,20 +450,18 @@ remove_console_backend(struct xs_tx *tx, uint32_t domid)
 	tx_path(tx, path, "/libxl/%u/device/console/0/backend", domid);
 	if (tx->err != 0)
 		return;
-	back = xs_read(tx->h, tx->t, path, &len);
+	back = tx_read(tx, path, &len);
 	if (back == NULL)
 		return;
 	snprintf(want, sizeof(want), "/backend/console/%u/0", domid);
 	if (sscanf(back, "/local/domain/%u%n", &cd, &n) == 1 && n > 0 &&
 	    strcmp(back + n, want) == 0) {
 		back[strlen(back) - 2] = '\0';	/* .../console/N */
-		if (!xs_rm(tx->h, tx->t, back) && errno != ENOENT)
-			tx_fail(tx);
+		tx_rm(tx, back, XSW_IGNORE_ENOENT);
 	}
 	free(back);
 	tx_path(tx, path, "/libxl/%u/device/console", domid);
-	if (tx->err == 0 && !xs_rm(tx->h, tx->t, path) && errno != ENOENT)
-		tx_fail(tx);
+	tx_rm(tx, path, XSW_IGNORE_ENOENT);
 }
 
 static void
@@ -359,15 +478,11 @@ fill_boot_undo(struct xs_tx *tx, const void *varg)
 
 	for (i = 0; i < sizeof(rel) / sizeof(rel[0]) && tx->err == 0; i++) {
 		tx_path(tx, path, "/local/domain/%u/%s", b->domid, rel[i]);
-		if (tx->err == 0 && !xs_rm(tx->h, tx->t, path) &&
-		    errno != ENOENT)
-			tx_fail(tx);
+		tx_rm(tx, path, XSW_IGNORE_ENOENT);
 	}
 	for (c = 0; c < b->max_vcpus && tx->err == 0; c++) {
 		tx_path(tx, path, "/local/domain/%u/cpu/%u", b->domid, c);
-		if (tx->err == 0 && !xs_rm(tx->h, tx->t, path) &&
-		    errno != ENOENT)
-			tx_fail(tx);
+		tx_rm(tx, path, XSW_IGNORE_ENOENT);
 	}
 	remove_console_backend(tx, b->domid);
 }
@@ -404,20 +519,17 @@ fill_remove(struct xs_tx *tx, const void *varg)
 	if (tx->err != 0)
 		return;
 	remove_console_backend(tx, *domid);
-	vm = xs_read(tx->h, tx->t, path, &len);
+	vm = tx_read(tx, path, &len);
 	/* Only what this layout wrote: never a path outside /vm/. */
 	if (vm != NULL && strncmp(vm, "/vm/", 4) == 0 && strlen(vm) > 4)
-		(void)xs_rm(tx->h, tx->t, vm);
+		tx_rm(tx, vm, XSW_IGNORE_ERR);
 	free(vm);
-	if (!xs_rm(tx->h, tx->t, dom) && errno != ENOENT)
-		tx_fail(tx);
+	tx_rm(tx, dom, XSW_IGNORE_ENOENT);
 	tx_path(tx, path, "/libxl/%u", *domid);
-	if (tx->err == 0 && !xs_rm(tx->h, tx->t, path) && errno != ENOENT)
-		tx_fail(tx);
+	tx_rm(tx, path, XSW_IGNORE_ENOENT);
 	/* Its device model's directory in dom0's tree (xen_xs_dm_store). */
 	tx_path(tx, path, "/local/domain/0/device-model/%u", *domid);
-	if (tx->err == 0 && !xs_rm(tx->h, tx->t, path) && errno != ENOENT)
-		tx_fail(tx);
+	tx_rm(tx, path, XSW_IGNORE_ENOENT);
 }
 
 struct dm_arg {
@@ -575,7 +687,8 @@ int
 xen_xs_transaction(struct xen_be *be, uint32_t domid, xs_fill_fn *fill,
     const void *arg)
 {
-	return xs_run(be, domid, fill, arg);
+	/* xen_dev.c's fills call libxenstore on tx->h themselves. */
+	return xs_run_as(be, domid, fill, arg, false);
 }
 
 void
@@ -583,6 +696,18 @@ xen_xs_tx_write(struct xs_tx *tx, const char *base, const char *rel,
     const char *value, struct xs_permissions *perms, unsigned nperms)
 {
 	tx_write(tx, base, rel, value, perms, nperms);
+}
+
+void
+xen_xs_tx_rm(struct xs_tx *tx, const char *path, unsigned flags)
+{
+	tx_rm(tx, path, flags);
+}
+
+char *
+xen_xs_tx_read(struct xs_tx *tx, const char *path, unsigned *len)
+{
+	return tx_read(tx, path, len);
 }
 
 /*

@@ -35,13 +35,16 @@ TESTS_DEPS += $(XENBE_TEST_BIN)/test_xen_acpi
 # The xenstore entries of a domain (test_xen_xs) and of its devices
 # (test_xen_dev: backends, hotplug scripts, rollback, teardown, and the
 # layout xl wrote in the lab, xl-devices.layout), against an in-memory
-# xenstore (fake_xs.c): libxenstore's calls are wrapped at link time.
+# xenstore (fake_xs.c): libxenstore's calls are wrapped at link time;
+# the pipelined transactions (xen_xswire.c) reach the same store
+# through fake_xsd.c, its wire protocol on a socketpair.
 XENBE_XS_WRAP := $(foreach f,xs_transaction_start xs_transaction_end \
 	xs_write xs_mkdir xs_set_permissions xs_get_permissions xs_rm xs_read xs_directory \
 	xs_introduce_domain xs_release_domain xs_open xs_close xs_watch \
 	xs_unwatch xs_fileno xs_check_watch,-Wl,--wrap=$(f))
 $(XENBE_TEST_BIN)/test_xen_%: $(OBJ)/tests/xenbe/test_xen_%.o \
-		$(OBJ)/tests/xenbe/fake_xs.o $(XENBE_OBJS)
+		$(OBJ)/tests/xenbe/fake_xs.o $(OBJ)/tests/xenbe/fake_xsd.o \
+		$(XENBE_OBJS)
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) $(XENBE_XS_WRAP) -o $@ $^ $(LIBVMB_XEN_LDLIBS) -luuid \
 		$(shell $(PKG) --libs cmocka) $(LDLIBS_COMMON)

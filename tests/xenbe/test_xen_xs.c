@@ -18,10 +18,13 @@
 
 #include <cmocka.h>
 
-#include "fake_xs.h"
+#include "fake_xsd.h"
 #include "xen_priv.h"
 
+#include <xen/io/xs_wire.h>
+
 static struct xen_be be;
+static struct fake_xsd xsd;
 
 static int
 setup(void **state)
@@ -31,6 +34,34 @@ setup(void **state)
 	memset(&be, 0, sizeof(be));
 	be.xsh = (struct xs_handle *)&fake_xs;	/* never dereferenced */
 	pthread_mutex_init(&be.xs_lock, NULL);
+	return 0;
+}
+
+/*
+ * The same tests with the backend's own transactions pipelined
+ * (be.xsw, xen_xswire.c) on a connection to fake_xsd.c, which serves
+ * the same store: what they check must hold either way.
+ */
+static int
+setup_wire(void **state)
+{
+	int fd;
+
+	setup(state);
+	memset(&xsd, 0, sizeof(xsd));
+	fd = fake_xsd_start(&xsd);
+	assert_true(fd >= 0);
+	assert_int_equal(xen_xsw_adopt(fd, &be.xsw), 0);
+	return 0;
+}
+
+static int
+teardown_wire(void **state)
+{
+	(void)state;
+	xen_xsw_free(be.xsw);	/* closes the client's end: the thread ends */
+	be.xsw = NULL;
+	fake_xsd_stop(&xsd);
 	return 0;
 }
 
@@ -527,6 +558,109 @@ test_console_untrusted(void **state)
 	close(m);
 }
 
+/*
+ * Pipelined, a domain's skeleton is three round trips (start, every
+ * write in one flush, end) and its boot entries four (the read of its
+ * vm path flushes what came before it): not one per request.
+ */
+static void
+test_wire_round_trips(void **state)
+{
+	uint64_t r0;
+
+	(void)state;
+	r0 = xen_xsw_round_trips(be.xsw);
+	make_and_boot();
+	assert_int_equal(xen_xsw_round_trips(be.xsw) - r0, 3 + 4);
+	assert_true(xsd.handled > 60);	/* requests, served in those 7 */
+	assert_int_equal(xsd.types[XS_TRANSACTION_START], 2);
+	assert_int_equal(xsd.types[XS_TRANSACTION_END], 2);
+	assert_int_equal(fake_xs.commits, 2);
+	assert_int_equal(fake_xs.conflicts, 0);
+	assert_string_equal(val("/local/domain/5/name"), "guest1");
+	assert_string_equal(val("/local/domain/5/console/ring-ref"),
+	    "1044479");
+}
+
+/*
+ * A request xenstored refuses fails the flush with its errno (after
+ * every reply is read: the connection stays in step); the flags excuse
+ * what they say; the transaction then aborted leaves nothing.
+ */
+static void
+test_wire_errors(void **state)
+{
+	struct xs_permissions p[2] = { { 0, XS_PERM_NONE }, { 5, XS_PERM_READ } };
+	char *v = NULL, big[5000];
+	unsigned len = 0;
+	uint32_t t;
+	int last = 0;
+
+	(void)state;
+	assert_int_equal(xen_xsw_start(be.xsw, &t), 0);
+	xen_xsw_write(be.xsw, t, "/a/b", "1", 1);
+	xen_xsw_rm(be.xsw, t, "/no/such/thing", XSW_IGNORE_ERR);
+	xen_xsw_rm(be.xsw, t, "/a/none", XSW_IGNORE_ENOENT);
+	xen_xsw_set_perms(be.xsw, t, "/a/b", p, 2);
+	xen_xsw_read(be.xsw, t, "/a/b");
+	assert_int_equal(xen_xsw_flush(be.xsw, &v, &len, &last), 0);
+	assert_int_equal(last, 0);
+	assert_non_null(v);
+	assert_int_equal(len, 1);
+	assert_string_equal(v, "1");
+	free(v);
+	/* Not excused: its ENOENT; the read after it still answers. */
+	xen_xsw_set_perms(be.xsw, t, "/x/y", p, 2);
+	xen_xsw_read(be.xsw, t, "/nothing");
+	assert_int_equal(xen_xsw_flush(be.xsw, &v, &len, &last), -ENOENT);
+	assert_null(v);
+	assert_int_equal(last, -ENOENT);
+	assert_int_equal(xen_xsw_end(be.xsw, t, true), 0);
+	assert_null(fake_xs_lookup("/a/b"));
+	assert_int_equal(fake_xs.commits, 0);
+	/* Bigger than a payload: refused before anything is sent. */
+	memset(big, 'x', sizeof(big));
+	assert_int_equal(xen_xsw_start(be.xsw, &t), 0);
+	xen_xsw_write(be.xsw, t, "/a/c", big, sizeof(big));
+	xen_xsw_write(be.xsw, t, "/a/d", "1", 1);
+	assert_int_equal(xen_xsw_flush(be.xsw, NULL, NULL, NULL), -E2BIG);
+	assert_int_equal(xen_xsw_end(be.xsw, t, true), 0);
+	assert_null(fake_xs_lookup("/a/d"));
+	/* And the connection still works. */
+	assert_int_equal(xen_xsw_start(be.xsw, &t), 0);
+	xen_xsw_write(be.xsw, t, "/a/e", "2", 1);
+	assert_int_equal(xen_xsw_flush(be.xsw, NULL, NULL, NULL), 0);
+	assert_int_equal(xen_xsw_end(be.xsw, t, false), 0);
+	assert_string_equal(val("/a/e"), "2");
+}
+
+/*
+ * xenstored hangs up in the middle of a transaction (it drops the
+ * transaction with the connection): the backend lets the connection go
+ * and writes the same entries one request at a time, through
+ * libxenstore, from then on.
+ */
+static void
+test_wire_hangup(void **state)
+{
+	(void)state;
+	xsd.die_after = 10;
+	make_and_boot();
+	assert_null(be.xsw);
+	assert_string_equal(val("/local/domain/5/name"), "guest1");
+	assert_string_equal(val("/local/domain/5/console/ring-ref"),
+	    "1044479");
+	assert_int_equal(fake_xs.commits, 2);
+}
+
+static int
+teardown_hangup(void **state)
+{
+	(void)state;
+	fake_xsd_stop(&xsd);	/* it hung up: nothing of ours to close */
+	return 0;
+}
+
 int
 main(void)
 {
@@ -540,6 +674,18 @@ main(void)
 		cmocka_unit_test_setup(test_control_conflicts, setup),
 		cmocka_unit_test_setup(test_fake_conflicts, setup),
 		cmocka_unit_test_setup(test_console_untrusted, setup),
+#define WIRE(t)	cmocka_unit_test_setup_teardown(t, setup_wire, teardown_wire)
+		WIRE(test_layout_and_remove),
+		WIRE(test_leftovers),
+		WIRE(test_console),
+		WIRE(test_perms_as_libxl),
+		WIRE(test_disable_udev),
+		WIRE(test_fake_conflicts),
+		WIRE(test_console_untrusted),
+		WIRE(test_wire_round_trips),
+		WIRE(test_wire_errors),
+		cmocka_unit_test_setup_teardown(test_wire_hangup, setup_wire,
+		    teardown_hangup),
 	};
 
 	return cmocka_run_group_tests_name("xen-xenstore", tests, NULL, NULL);
