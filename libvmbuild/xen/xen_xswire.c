@@ -378,6 +378,15 @@ out:
 	return rc;
 }
 
+/* Forget what is queued (it belongs to a transaction being aborted). */
+static void
+discard(struct xen_xsw *w)
+{
+	w->out_len = 0;
+	w->nq = 0;
+	w->q_err = 0;
+}
+
 /* One request alone, its reply's payload in *ret (nul-terminated). */
 static int
 call(struct xen_xsw *w, uint32_t tx, uint32_t type, const char *arg,
@@ -399,9 +408,7 @@ xen_xsw_start(struct xen_xsw *w, uint32_t *ret_tx)
 	int rc;
 
 	/* A flush left over from a failed transaction goes unsent. */
-	w->out_len = 0;
-	w->nq = 0;
-	w->q_err = 0;
+	discard(w);
 	rc = call(w, 0, XS_TRANSACTION_START, "", &id);
 	if (rc)
 		return rc;
@@ -415,13 +422,31 @@ xen_xsw_start(struct xen_xsw *w, uint32_t *ret_tx)
 	return rc;
 }
 
-/* Commit (or abort): -EAGAIN when another writer won. */
+/*
+ * Commit (or abort): -EAGAIN when another writer won.  What is still
+ * queued goes first, on its own: a commit sent behind a request that
+ * fails would commit without it, so a failure there aborts.  An abort
+ * sends nothing of it (and nothing left unsent keeps the END from
+ * going, which would leave the transaction open on the connection).
+ */
 int
 xen_xsw_end(struct xen_xsw *w, uint32_t tx, bool abort)
 {
 	char *r = NULL;
-	int rc = call(w, tx, XS_TRANSACTION_END, abort ? "F" : "T", &r);
+	int rc = 0;
 
+	if (abort)
+		discard(w);
+	else if (w->nq > 0 || w->q_err)
+		rc = xen_xsw_flush(w, NULL, NULL, NULL);
+	if (rc == -EPIPE || rc == -EPROTO || rc == -ENOMEM)
+		return rc;
+	if (rc) {
+		(void)call(w, tx, XS_TRANSACTION_END, "F", &r);
+		free(r);
+		return rc;
+	}
+	rc = call(w, tx, XS_TRANSACTION_END, abort ? "F" : "T", &r);
 	free(r);
 	return rc;
 }

@@ -626,12 +626,26 @@ test_wire_errors(void **state)
 	assert_int_equal(xen_xsw_flush(be.xsw, NULL, NULL, NULL), -E2BIG);
 	assert_int_equal(xen_xsw_end(be.xsw, t, true), 0);
 	assert_null(fake_xs_lookup("/a/d"));
-	/* And the connection still works. */
+	/* Aborted with a request that could not queue: the END still goes. */
+	assert_int_equal(xen_xsw_start(be.xsw, &t), 0);
+	xen_xsw_write(be.xsw, t, "/a/c", big, sizeof(big));
+	assert_int_equal(xen_xsw_end(be.xsw, t, true), 0);
+	/* A commit behind a request that fails aborts instead. */
+	assert_int_equal(xen_xsw_start(be.xsw, &t), 0);
+	xen_xsw_write(be.xsw, t, "/a/f", "3", 1);
+	xen_xsw_set_perms(be.xsw, t, "/x/y", p, 2);
+	assert_int_equal(xen_xsw_end(be.xsw, t, false), -ENOENT);
+	assert_null(fake_xs_lookup("/a/f"));
+	assert_int_equal(fake_xs.commits, 0);
+	/* And the connection still works, no transaction left open. */
 	assert_int_equal(xen_xsw_start(be.xsw, &t), 0);
 	xen_xsw_write(be.xsw, t, "/a/e", "2", 1);
 	assert_int_equal(xen_xsw_flush(be.xsw, NULL, NULL, NULL), 0);
 	assert_int_equal(xen_xsw_end(be.xsw, t, false), 0);
 	assert_string_equal(val("/a/e"), "2");
+	assert_int_equal(xsd.open_tx, 0);
+	assert_int_equal(xsd.types[XS_TRANSACTION_START],
+	    xsd.types[XS_TRANSACTION_END]);
 }
 
 /*
