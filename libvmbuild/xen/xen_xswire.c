@@ -252,29 +252,15 @@ error_errno(const char *name, size_t len)
 	return EINVAL;
 }
 
+/* All n bytes sent (out) or read; -EPIPE when the connection ends. */
 static int
-write_all(int fd, const char *p, size_t n)
-{
-	while (n > 0) {
-		ssize_t k = send(fd, p, n, MSG_NOSIGNAL);
-
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k <= 0)
-			return -EPIPE;
-		p += k;
-		n -= (size_t)k;
-	}
-	return 0;
-}
-
-static int
-read_all(int fd, void *buf, size_t n)
+move_all(int fd, void *buf, size_t n, bool out)
 {
 	char *p = buf;
 
 	while (n > 0) {
-		ssize_t k = read(fd, p, n);
+		ssize_t k = out ? send(fd, p, n, MSG_NOSIGNAL) :
+		    read(fd, p, n);
 
 		if (k < 0 && errno == EINTR)
 			continue;
@@ -314,14 +300,14 @@ xen_xsw_flush(struct xen_xsw *w, char **ret_last, unsigned *ret_len,
 	if (w->nq == 0)
 		return 0;
 	w->round_trips++;
-	if (write_all(w->fd, w->out, w->out_len) < 0) {
+	if (move_all(w->fd, w->out, w->out_len, true) < 0) {
 		rc = -EPIPE;
 		goto out;
 	}
 	while (got < w->nq) {
 		unsigned i;
 
-		if (read_all(w->fd, &m, sizeof(m)) < 0) {
+		if (move_all(w->fd, &m, sizeof(m), false) < 0) {
 			rc = -EPIPE;
 			goto out;
 		}
@@ -334,7 +320,7 @@ xen_xsw_flush(struct xen_xsw *w, char **ret_last, unsigned *ret_len,
 			rc = -ENOMEM;	/* the stream is lost with it */
 			goto out;
 		}
-		if (read_all(w->fd, body, m.len) < 0) {
+		if (move_all(w->fd, body, m.len, false) < 0) {
 			rc = -EPIPE;
 			goto out;
 		}
