@@ -18,7 +18,8 @@ FUZZ_CFLAGS := -g -O1 -fno-omit-frame-pointer -pthread $(FUZZ_SAN) \
 	       -fsanitize=fuzzer-no-link $(filter-out -Werror,$(WARN)) \
 	       -Wno-unused-command-line-argument
 FUZZ_LDFLAGS := -fsanitize=fuzzer $(FUZZ_SAN) -pthread
-FUZZ_TARGETS := rpc config loader state hvsim http stream xcstream cpuwait
+FUZZ_TARGETS := rpc config loader state hvsim http stream xcstream cpuwait \
+	xswire
 FUZZ_BINS   := $(addprefix $(FUZZ_DIR)/fuzz_,$(FUZZ_TARGETS))
 
 EXTRA_CFLAGS_tests/fuzz/ := -Idaemon -Ilibvmbuild -Ihypervisor/include \
@@ -69,6 +70,11 @@ $(FUZZ_DIR)/fuzz_xcstream: $(FUZZ_OBJ)/tests/fuzz/fuzz_xcstream.o \
 # /proc/stat's steal time: its reader alone.
 $(FUZZ_DIR)/fuzz_cpuwait: $(FUZZ_OBJ)/tests/fuzz/fuzz_cpuwait.o \
 		$(call fuzz_objs,libvmbuild/cpuwait.c)
+	$(FUZZ_CC) $(FUZZ_LDFLAGS) -o $@ $^
+
+# xenstored's replies to a pipelined transaction: their reader alone.
+$(FUZZ_DIR)/fuzz_xswire: $(FUZZ_OBJ)/tests/fuzz/fuzz_xswire.o \
+		$(call fuzz_objs,libvmbuild/xen/xen_xswire.c)
 	$(FUZZ_CC) $(FUZZ_LDFLAGS) -o $@ $^
 
 .PRECIOUS: $(FUZZ_OBJ)/%.o

@@ -14,7 +14,7 @@ log=$(mktemp)
 # tree; its name is in the log lines printed below.
 art=$(mktemp -d)
 trap 'rm -rf "$log" "$art"' EXIT
-for t in rpc config loader state hvsim http stream xcstream cpuwait; do
+for t in rpc config loader state hvsim http stream xcstream cpuwait xswire; do
 	n=$(ls "$top/tests/fuzz/corpus/$t" | wc -l)
 	if [ ! -x "$bin/fuzz_$t" ]; then
 		not_ok "fuzz_$t replays its corpus (not built: $bin/fuzz_$t)"
