@@ -284,6 +284,7 @@ xen_xsw_flush(struct xen_xsw *w, char **ret_last, unsigned *ret_len,
     int *ret_last_err)
 {
 	struct xsd_sockmsg m;
+	bool answered[XSW_MAX_QUEUED] = { false };
 	char *body = NULL;
 	int rc = 0, err, last_err = 0;
 	unsigned got = 0;
@@ -325,13 +326,18 @@ xen_xsw_flush(struct xen_xsw *w, char **ret_last, unsigned *ret_len,
 			goto out;
 		}
 		body[m.len] = '\0';
-		/* No watches on this connection: anything else is a fault. */
+		/*
+		 * No watches on this connection, and one reply per request:
+		 * anything else (a second reply to one, which fuzz_xswire
+		 * found) is a fault.
+		 */
 		for (i = 0; i < w->nq && w->q_req[i] != m.req_id; i++)
 			;
-		if (m.type == XS_WATCH_EVENT || i == w->nq) {
+		if (m.type == XS_WATCH_EVENT || i == w->nq || answered[i]) {
 			rc = -EPROTO;
 			goto out;
 		}
+		answered[i] = true;
 		err = m.type == XS_ERROR ? -error_errno(body,
 		    strnlen(body, m.len)) : 0;
 		if (i == w->nq - 1) {
