@@ -320,6 +320,20 @@ xb_fill_stop() {
 # then take turns on it, so that create against vmb's says what the
 # parallel workers bring over dirty memory on this host (under TCG, the
 # emulated CPUs share the host's few).
+# xb_taskset_all ARGS... PID: taskset -a -p, tried up to five times.
+# It sets each of vmbuildd's threads in turn, and one that ends between
+# the listing and its turn (a build's or a destroy's) fails it with
+# ESRCH: CI's run at 617d08c lost the companion's lab so, its vmb1cpu
+# create right after a destroy.
+xb_taskset_all() {
+	_xi=0
+	while ! taskset -a -p "$@" >/dev/null 2>&1; do
+		_xi=$((_xi + 1))
+		[ $_xi -lt 5 ] || return 1
+		sleep 0.2
+	done
+}
+
 xb_one_cpu() {
 	_xpid=${vpid:-$(pidof vmbuildd)}
 	case $1 in
@@ -331,12 +345,12 @@ xb_one_cpu() {
 			fail xb-one-cpu "no affinity mask of vmbuildd ($_xpid) from taskset -p"
 			return 1
 		fi
-		taskset -a -p -c 0 $_xpid >/dev/null 2>&1 ||
-		    fail xb-one-cpu "taskset -a -p -c 0 $_xpid (vmbuildd)"
+		xb_taskset_all -c 0 $_xpid ||
+		    fail xb-one-cpu "taskset -a -p -c 0 $_xpid (vmbuildd), five times"
 		echo "INFO vmbuildd ($_xpid) kept to dom0's CPU 0 (its mask was ${_xmask:-unknown})" ;;
 	off)
-		[ -n "$_xmask" ] && { taskset -a -p $_xmask $_xpid >/dev/null 2>&1 ||
-		    fail xb-one-cpu "taskset -a -p $_xmask $_xpid (vmbuildd)"; } ;;
+		[ -n "$_xmask" ] && { xb_taskset_all $_xmask $_xpid ||
+		    fail xb-one-cpu "taskset -a -p $_xmask $_xpid (vmbuildd), five times"; } ;;
 	esac
 }
 
