@@ -177,8 +177,8 @@ tx_init(struct xs_tx *tx, struct xen_be *be, uint32_t domid)
 
 /*
  * One try of `fill` in a transaction on be->xsw, its requests
- * pipelined: start, fill (a flush at each read it makes), the rest
- * flushed, end.  A failure of the connection itself (-EPIPE, -EPROTO)
+ * pipelined: start, fill (a flush at each read it makes), end (with
+ * the rest).  A failure of the connection itself (-EPIPE, -EPROTO)
  * is the caller's to handle: xenstored dropped what it had of the
  * transaction with the connection.
  */
@@ -198,14 +198,13 @@ xs_try_wire(struct xen_be *be, uint32_t domid, xs_fill_fn *fill,
 	tx.t = t;
 	fill(&tx, arg);
 	rc = tx.err;
-	if (rc == 0)
-		rc = xen_xsw_flush(tx.w, NULL, NULL, NULL);
 	if (rc == -EPIPE || rc == -EPROTO)
 		return rc;
 	if (rc) {
 		(void)xen_xsw_end(tx.w, t, true);
 		return rc;
 	}
+	/* The end flushes what is still queued, and aborts if it fails. */
 	return xen_xsw_end(tx.w, t, false);
 }
 
