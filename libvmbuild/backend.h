@@ -217,6 +217,16 @@ struct vmb_backend_ops {
 	int	(*host_state)(void *priv, struct vmb_host **ret_host,
 		    struct vmb_domain **ret_domains, size_t *ret_nr,
 		    struct vmb_scrub *ret_scrub, int *ret_scrub_rc);
+	/*
+	 * domain_list without the domains' names (each name ""), for
+	 * vmb__host_state: placement reads only their memory, vCPUs and
+	 * nodes.  Where a name is a round trip of its own (xenstore, on
+	 * dom0 vCPUs that may wait behind the guests'), a host full of
+	 * guests paid one per guest in every build's place phase.  NULL:
+	 * domain_list.
+	 */
+	int	(*domain_usage)(void *priv, struct vmb_domain **ret_domains,
+		    size_t *ret_nr);
 	int	(*counters)(void *priv, struct vmb_counters *ret_counters);
 
 	int	(*domain_create)(void *priv, const struct vmb_dom_config *cfg,

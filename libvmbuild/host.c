@@ -73,7 +73,9 @@ vmb__host_state(struct vmb_ctx *ctx, struct vmb_host **ret_host,
 		return ctx->ops->host_state(ctx->priv, ret_host, ret_domains,
 		    ret_nr, ret_scrub, ret_scrub_rc);
 	rc = vmb_host_info(ctx, &h);
-	if (rc == 0)
+	if (rc == 0 && ctx->ops->domain_usage)
+		rc = ctx->ops->domain_usage(ctx->priv, ret_domains, ret_nr);
+	else if (rc == 0)
 		rc = vmb_domain_list(ctx, ret_domains, ret_nr);
 	if (rc) {
 		vmb_host_free(h);

@@ -3,8 +3,9 @@
  * extents into XENMEM_populate_physmap calls, which node flags it passes,
  * how it splits an extent Xen cannot give whole, how it reports partial
  * failure, that open without Xen is a clean -errno, how it reports
- * the control domain (Domain-0, as `xl list` names it), and what it asks
- * of Xen's domain creation (max_event_channels).
+ * the control domain (Domain-0, as `xl list` names it), that the list
+ * placement reads costs no xenstore read, and what it asks of Xen's
+ * domain creation (max_event_channels).
  *
  * xc_domain_populate_physmap, xc_interface_open, xc_domain_getinfolist,
  * xs_read and xc_domain_create are wrapped at link time (see build.mk);
@@ -94,6 +95,7 @@ static struct {
 	xc_domaininfo_t	info[4];
 	const char	*name;		/* /local/domain/N/name; NULL: none */
 	char		path[64];	/* the last path read */
+	unsigned	reads;		/* xs_read calls */
 } doms;
 
 int
@@ -115,6 +117,7 @@ __wrap_xs_read(struct xs_handle *h, xs_transaction_t t, const char *path,
 {
 	(void)h;
 	(void)t;
+	doms.reads++;
 	snprintf(doms.path, sizeof(doms.path), "%s", path);
 	if (doms.name == NULL) {
 		errno = ENOENT;
@@ -436,6 +439,48 @@ test_control_domain(void **state)
 	assert_int_equal(vmb_backend_xen.control_domain(&be, &d), -ESRCH);
 }
 
+/*
+ * What placement lists (domain_usage) has each domain's memory and vCPUs
+ * but no name, and costs no xenstore read; domain_list reads one name
+ * per domain.
+ */
+static void
+test_domain_usage_reads_no_names(void **state)
+{
+	struct vmb_domain *list = NULL;
+	size_t nr = 0;
+
+	(void)state;
+	doms.nr = 3;
+	doms.info[0] = (xc_domaininfo_t){ .domain = 0, .tot_pages = 262144,
+	    .max_vcpu_id = 1, .flags = XEN_DOMINF_running };
+	doms.info[1] = (xc_domaininfo_t){ .domain = 3, .tot_pages = 32768,
+	    .max_vcpu_id = 0, .flags = XEN_DOMINF_blocked };
+	doms.info[2] = (xc_domaininfo_t){ .domain = 4, .tot_pages = 65536,
+	    .max_vcpu_id = 3, .flags = XEN_DOMINF_running };
+	doms.name = "guest";
+	doms.reads = 0;
+	assert_int_equal(vmb_backend_xen.domain_list(&be, &list, &nr), 0);
+	assert_int_equal(nr, 2);
+	assert_string_equal(list[0].name, "guest");
+	assert_int_equal(doms.reads, 2);
+	free(list);
+	list = NULL;
+	doms.reads = 0;
+	assert_non_null(vmb_backend_xen.domain_usage);
+	assert_int_equal(vmb_backend_xen.domain_usage(&be, &list, &nr), 0);
+	assert_int_equal(doms.reads, 0);
+	assert_int_equal(nr, 2);
+	assert_int_equal(list[0].domid, 3);
+	assert_string_equal(list[0].name, "");
+	assert_int_equal(list[0].memory_bytes, 128ull << 20);
+	assert_int_equal(list[1].domid, 4);
+	assert_int_equal(list[1].vcpus, 4);
+	assert_int_equal(list[1].memory_bytes, 256ull << 20);
+	assert_int_equal(list[1].state, VMB_DOM_RUNNING);
+	free(list);
+}
+
 int
 main(void)
 {
@@ -450,6 +495,7 @@ main(void)
 		cmocka_unit_test_setup(test_create_event_channels, setup),
 		cmocka_unit_test_setup(test_create_hvm_emulation, setup),
 		cmocka_unit_test_setup(test_control_domain, setup),
+		cmocka_unit_test_setup(test_domain_usage_reads_no_names, setup),
 	};
 
 	return cmocka_run_group_tests(tests, NULL, NULL);
