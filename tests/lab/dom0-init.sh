@@ -22,7 +22,12 @@ EVBAD=/tmp/vmb-events.malformed	# see events_log
 
 up() { cut -d' ' -f1 /proc/uptime; }
 secs() { awk -v a="$1" -v b="$2" 'BEGIN { printf "%.2f", b - a }'; }
-fail() { echo "LAB-FAIL step=$1 reason=$2"; FAILED="$FAILED $1"; }
+# A failure right after a timed command that failed names that command's
+# last lines (TIMED_ERR): CI shows judge.sh's summary, not the console.
+fail() {
+	echo "LAB-FAIL step=$1 reason=$2${TIMED_ERR:+ [$TIMED_ERR]}"
+	FAILED="$FAILED $1"
+}
 
 # timed NAME CMD...: run (at most STEP_LIMIT s, or LIMIT s for the next
 # one if set), show its output, print its MARKs (the begin line lets the
@@ -35,7 +40,7 @@ STEP_LIMIT=120
 # not ours (not vmctl) and died so is run once more, saying so.  Ours
 # are not: their fault would be a bug to see (dom0-signal| at the end).
 timed() {
-	_n=$1 _l=${LIMIT:-$STEP_LIMIT}; shift; LIMIT=""
+	_n=$1 _l=${LIMIT:-$STEP_LIMIT}; shift; LIMIT="" TIMED_ERR=""
 	echo "MARK begin step=$_n"
 	_t0=$(up); timeout $_l "$@" > /tmp/out.$_n 2>&1; _rc=$?
 	if faulted $_rc "$@"; then
@@ -46,6 +51,7 @@ timed() {
 	_t1=$(up)
 	case $_rc in 130|143) fail $_n "killed after ${_l}s (hung, or a very slow machine?)" ;; esac
 	sed "s/^/  $_n| /" /tmp/out.$_n
+	[ $_rc = 0 ] || TIMED_ERR="$_n rc=$_rc: $(tail -n 2 /tmp/out.$_n | tr '\n' ' ' | cut -c1-400)"
 	echo "MARK step=$_n rc=$_rc secs=$(secs $_t0 $_t1)"
 	return $_rc
 }
@@ -1334,6 +1340,15 @@ saverestore_one() {
 	done
 }
 
+# vmbd_said: vmbuildd's last two errors or warnings, on one line (for a
+# LAB-FAIL of a vmbuild step: CI shows the summary, not the console).
+vmbd_said() {
+	grep -E '^<[0-4]>' /tmp/vmbuildd.log 2>/dev/null | tail -n 2 | tr '\n' ' ' | cut -c1-400
+}
+
+# sr_said TOOL: vmbuildd's errors for a failed step of tool vmb or vmbo.
+sr_said() { [ $1 = xl ] || echo " (vmbuildd: $(vmbd_said))"; }
+
 # sr_steps TOOL TAG FILE: create, save, restore, check it continued.
 sr_steps() {
 	_t=$1 _tag=$2 _f=$3
@@ -1348,7 +1363,7 @@ sr_steps() {
 	_s0=$(up)
 	if [ $_t = xl ]; then LIMIT=600 timed xl-sr-save xl save $_tag $_f
 	else LIMIT=600 timed vmb-sr-save $V save $_tag $_f; fi ||
-	    { fail $_t-sr-save "save of $_tag failed"; return 1; }
+	    { fail $_t-sr-save "save of $_tag failed$(sr_said $_t)"; return 1; }
 	SR_SAVE=$(secs $_s0 $(up))
 	_before=$(sr_count $_tag); _bn=${_before#n=}; _bn=${_bn%% *}; _bb=${_before##*boot=}
 	echo "INFO $_tag saved at count '$_before': $(ls -l $_f | awk '{ print $5 }') bytes"
@@ -1356,7 +1371,7 @@ sr_steps() {
 	_s0=$(up)
 	if [ $_t = xl ]; then LIMIT=600 timed xl-sr-restore xl restore -e $_f
 	else LIMIT=600 timed vmb-sr-restore $V restore $_f; fi ||
-	    { fail $_t-sr-restore "restore of $_tag failed"; return 1; }
+	    { fail $_t-sr-restore "restore of $_tag failed$(sr_said $_t)"; return 1; }
 	SR_RESTORE=$(secs $_s0 $(up))
 	SR_IDS="$SR_IDS $(q xl domid $_tag)"
 	rm -f $_f
@@ -1371,7 +1386,7 @@ sr_steps() {
 	# The restored guest saved again, as a checkpoint: it runs on.
 	_before=$(sr_count $_tag); _bn=${_before#n=}; _bn=${_bn%% *}
 	LIMIT=600 timed vmb-sr-checkpoint $V save --checkpoint $_tag $_f ||
-	    { fail vmb-sr-checkpoint "checkpoint of the restored $_tag failed"; return 1; }
+	    { fail vmb-sr-checkpoint "checkpoint of the restored $_tag failed$(sr_said $_t)"; return 1; }
 	echo "INFO $_tag checkpoint: $(ls -l $_f | awk '{ print $5 }') bytes"
 	rm -f $_f
 	sr_wait $_tag "$_bn" "$_bb" 300 ||
