@@ -12,7 +12,12 @@ build/lab-companion/numa/console.log) with the records dom0 printed
   XBENCH create round=K tool=xl|vmb domid=N return=S line=S [kernel_cached=yes|no]
   XBENCH create round=K tool=T domid=N dropped=triple-fault
   XBENCH create round=K tool=T failed=WHY
-  XBENCH dirty seq=K tool=T domid=N mb=M node=N xen=stock|companion hogs=H filled=F rc=R return=S [clean=1]
+  XBENCH dirty seq=K tool=T domid=N mb=M node=N xen=stock|companion hogs=H filled=F rc=R return=S
+               [dom0_cpu=S dom0_steal=S] [clean=1]
+                                   (dom0_cpu: the CPU time all of dom0 used
+                                   from the create's start to its return,
+                                   dom0_steal: its vCPUs' wait for pCPUs;
+                                   /proc/stat, not lengthened by the wait)
                                    (clean=1: vmbuild's first guest, over clean
                                    memory; tool=vmb1cpu: vmbuildd kept to one
                                    dom0 CPU; both the limits, not dirty figures)
@@ -45,7 +50,7 @@ import subprocess
 import sys
 
 TS = re.compile(r'^\[ *([0-9]+\.[0-9]+)\] (.*)$')
-KV = re.compile(r'([a-z_]+)=(\S*)')
+KV = re.compile(r'([a-z][a-z0-9_]*)=(\S*)')
 MARK = re.compile(r'^MARK step=(\S+) rc=([0-9]+) secs=([0-9.]+)')
 TOOLS = ('xl', 'vmb')
 # Who restores: xl, and vmbuildd with each of its readers of the stream.
@@ -288,12 +293,15 @@ def dirty(recs_by_log):
                 x.setdefault('limits', {}).setdefault(lim, {}).setdefault(
                     'raw', []).append({
                     'line': d['line'], 'return': fnum(d.get('return')),
+                    'dom0_cpu': fnum(d.get('dom0_cpu')),
                     'scrubbed_inline': stats_delta(
                         r['stats'], d.get('seq'), 'scrub', 'pages_inline'),
                     'profile': profile(r['info'].get(d.get('seq')))})
                 continue
             x['raw'][tool].append({
                 'line': d['line'], 'return': fnum(d.get('return')),
+                'dom0_cpu': fnum(d.get('dom0_cpu')),
+                'dom0_steal': fnum(d.get('dom0_steal')),
                 'scrubbed_inline': stats_delta(r['stats'], d.get('seq'),
                                                'scrub', 'pages_inline'),
                 'flushes': stats_delta(r['stats'], d.get('seq'),
@@ -307,8 +315,11 @@ def dirty(recs_by_log):
         for t in TOOLS:
             raw = x['raw'][t]
             x[t] = spreads(raw, ('line', 'return', 'scrubbed_inline',
-                                 'flushes'))
+                                 'flushes', 'dom0_cpu', 'dom0_steal'))
         x['ratio'] = ratio(x['vmb']['line'], x['xl']['line'])
+        # The same over the CPU dom0 used: what the wall time's ratio
+        # would be if both tools' vCPUs waited alike for pCPUs.
+        x['cpu_ratio'] = ratio(x['vmb']['dom0_cpu'], x['xl']['dom0_cpu'])
         profs = [v['profile'] for v in x['raw']['vmb'] if v.get('profile')]
         x['vmb']['profile'] = {
             k: spread([p[k] for p in profs
@@ -345,7 +356,8 @@ def limits(x, target):
             lim[k].update(spreads(
                 [dict(v, populate=dig(v, 'profile', 'populate'))
                  for v in raw],
-                ('line', 'return', 'scrubbed_inline', 'populate')))
+                ('line', 'return', 'scrubbed_inline', 'populate',
+                 'dom0_cpu')))
     xl_line = dig(x, 'xl', 'line', 'median')
     mb = x.get('mb')
     fixed = [v['line'] - v['profile']['populate'] for v in x['raw']['vmb']
@@ -530,6 +542,15 @@ def summary(j):
                      per['flushes'], fmt(x['mb']), fmt(x['hogs']),
                      fmt(x['filled']),
                      load_text(j['host'].get(x['log']))))
+        if x['xl'].get('dom0_cpu') or x['vmb'].get('dom0_cpu'):
+            L.append('  dirty %s dom0 CPU to the return: xl=%s vmb=%s '
+                     'vmb1cpu=%s cpu_ratio=%s; steal xl=%s vmb=%s' % (
+                         xen, fig(x['xl'].get('dom0_cpu')),
+                         fig(x['vmb'].get('dom0_cpu')),
+                         fig(dig(x, 'limits', 'vmb_one_cpu', 'dom0_cpu')),
+                         fmt(x['cpu_ratio']),
+                         fig(x['xl'].get('dom0_steal')),
+                         fig(x['vmb'].get('dom0_steal'))))
         pr = x['vmb'].get('profile')
         if pr:
             L.append('  dirty %s vmb profile (medians): %s' % (xen, ' '.join(

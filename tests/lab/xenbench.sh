@@ -204,6 +204,19 @@ xb_node() {
 }
 
 # xb_stats K WHEN: the companion's counters as one line (rc 1009 on stock).
+# dom0_ticks: dom0's busy and steal time so far, in /proc/stat's ticks
+# (USER_HZ, 100 a second), into DT_BUSY (user, nice, system, irq,
+# softirq: a hypercall's time in Xen is its caller's system time) and
+# DT_STEAL; read by the shell itself, no process started.  Around a
+# dirty create: the CPU the whole of dom0 used for it (the tool, the
+# commands that start it, xenstored, the kernel), which waiting for a
+# pCPU does not lengthen; the steal, how long its vCPUs waited.
+dom0_ticks() {
+	read -r _dc _du _dn _ds _di _dw _dq _dsq _dst _drest < /proc/stat
+	DT_BUSY=$((_du + _dn + _ds + _dq + _dsq)) DT_STEAL=$_dst
+}
+ticks_s() { awk -v t="$1" 'BEGIN { printf "%.2f", t / 100 }'; }
+
 xb_stats() {
 	$V --json stats > /tmp/xb.stats 2>/dev/null
 	echo "XBSTATS $1 $2 rc=$? $(tr -d '\n' < /tmp/xb.stats)"
@@ -504,8 +517,11 @@ xb_dirty() {
 		[ $_xtool = vmb1cpu ] && xb_one_cpu on
 		xb_lockprof reset
 		_xs=$(up)
+		dom0_ticks; _xdb=$DT_BUSY _xds=$DT_STEAL
 		LIMIT=300 timed xb-dirty-$_xt $_xbcreate /etc/lab/$_xt.cfg
 		_xrc=$?
+		dom0_ticks
+		_xcpu=" dom0_cpu=$(ticks_s $((DT_BUSY - _xdb))) dom0_steal=$(ticks_s $((DT_STEAL - _xds)))"
 		_xr=$(secs $_t0 $_t1)
 		[ $_xtool = vmb1cpu ] && xb_one_cpu off
 		[ $_xrc = 0 ] && xb_lockprof record $_xk $_xtool $_xt
@@ -536,7 +552,7 @@ xb_dirty() {
 		# populate: workers, pages scrubbed inline), for the record.
 		[ $_xtool != xl ] &&
 		    echo "XBINFO $_xk $($V --json info $_xt 2>/dev/null | tr -d '\n')"
-		echo "XBENCH dirty seq=$_xk tool=$_xtool domid=$_id mb=$_xmb node=$_xnode xen=$_xxen hogs=$_xhogs filled=$_xfill rc=$_xrc return=$_xr$_xclean"
+		echo "XBENCH dirty seq=$_xk tool=$_xtool domid=$_id mb=$_xmb node=$_xnode xen=$_xxen hogs=$_xhogs filled=$_xfill rc=$_xrc return=$_xr$_xcpu$_xclean"
 		_xprev=$_xt _xptool=$_xtool _xk=$((_xk + 1))
 	done
 	if [ -n "$_xprev" ] && xl list $_xprev >/dev/null 2>&1; then

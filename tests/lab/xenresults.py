@@ -11,7 +11,8 @@ ending in CRs as dom0's hvc0 gives them):
                  Xen (vmctl stats unavailable), LAB-HOST
   companion.log  the dirty sequence on the companion, its counters around
                  each create, one guest's hello line missing, vmbuild's
-                 build record (XBINFO) of one create, and one cut short
+                 build record (XBINFO) of one create, and one cut short,
+                 dom0's CPU and steal around three creates
   limits.log     a dirty sequence with the records that bound vmbuild's
                  figure: its first guest over clean memory (clean=1)
                  and two creates with vmbuildd kept to one CPU (vmb1cpu)
@@ -122,11 +123,16 @@ check('  dirty companion dropped, not counted: vmb seq 5 (triple-fault)'
       'and not counted (vmb=8[8-8] above)', out)
 check('  dirty companion vmb profile (medians): create=0.6 populate=1.5 '
       'boot=0.7 workers=4 worker_longest=1.5 worker_busy=5.4 extents_1g=0 '
-      'extents_split=0 hypervisor=1.08 cpu_wait=0.21 serial=0 '
+      'extents_split=0 hypervisor=1.08 cpu_wait=0.21 serial=0 kept=0 '
       'parallelism=3.6 in_hypervisor=0.2' in lines,
       'vmbuild\'s profile from its XBINFO record (a cut one ignored), with '
       'the share of its workers\' time spent in Xen and the steal that '
       'decided their count', out)
+check('  dirty companion dom0 CPU to the return: xl=3[2.9-3.1] '
+      'vmb=1.5[1.5-1.5] vmb1cpu=- cpu_ratio=0.5; steal xl=10.5[9-12] '
+      'vmb=2.5[2.5-2.5]' in lines,
+      'the CPU dom0 used for each create and its vCPUs\' wait, medians '
+      'per tool (the record without them left out), and their ratio', out)
 check(not any(x.startswith('vmbuild-xen-create') for x in lines),
       'no create line for a log without create rounds', out)
 
