@@ -211,11 +211,25 @@ xb_node() {
 # dirty create: the CPU the whole of dom0 used for it (the tool, the
 # commands that start it, xenstored, the kernel), which waiting for a
 # pCPU does not lengthen; the steal, how long its vCPUs waited.
+# DT_VCPUS: the same per vCPU ("N:busy:steal ..."): which vCPU did the
+# work, and how long that one waited.
 dom0_ticks() {
-	read -r _dc _du _dn _ds _di _dw _dq _dsq _dst _drest < /proc/stat
-	DT_BUSY=$((_du + _dn + _ds + _dq + _dsq)) DT_STEAL=$_dst
+	DT_VCPUS=""
+	while read -r _dc _du _dn _ds _di _dw _dq _dsq _dst _drest; do
+		case $_dc in
+		cpu) DT_BUSY=$((_du + _dn + _ds + _dq + _dsq)) DT_STEAL=$_dst ;;
+		cpu[0-9]*) DT_VCPUS="$DT_VCPUS ${_dc#cpu}:$((_du + _dn + _ds + _dq + _dsq)):$_dst" ;;
+		*) break ;;
+		esac
+	done < /proc/stat
 }
 ticks_s() { awk -v t="$1" 'BEGIN { printf "%.2f", t / 100 }'; }
+# vcpus_delta BEFORE AFTER (two DT_VCPUS): N=BUSY/STEAL,... in seconds.
+vcpus_delta() {
+	echo "$1|$2" | awk -F'|' '{ n = split($1, a, " "); split($2, b, " ")
+	    for (i = 1; i <= n; i++) { split(a[i], x, ":"); split(b[i], y, ":")
+	        printf "%s%s=%.2f/%.2f", (i > 1 ? "," : ""), x[1], (y[2] - x[2]) / 100, (y[3] - x[3]) / 100 } }'
+}
 
 xb_stats() {
 	$V --json stats > /tmp/xb.stats 2>/dev/null
@@ -517,11 +531,11 @@ xb_dirty() {
 		[ $_xtool = vmb1cpu ] && xb_one_cpu on
 		xb_lockprof reset
 		_xs=$(up)
-		dom0_ticks; _xdb=$DT_BUSY _xds=$DT_STEAL
+		dom0_ticks; _xdb=$DT_BUSY _xds=$DT_STEAL _xdv=$DT_VCPUS
 		LIMIT=300 timed xb-dirty-$_xt $_xbcreate /etc/lab/$_xt.cfg
 		_xrc=$?
 		dom0_ticks
-		_xcpu=" dom0_cpu=$(ticks_s $((DT_BUSY - _xdb))) dom0_steal=$(ticks_s $((DT_STEAL - _xds)))"
+		_xcpu=" dom0_cpu=$(ticks_s $((DT_BUSY - _xdb))) dom0_steal=$(ticks_s $((DT_STEAL - _xds))) dom0_vcpus=$(vcpus_delta "$_xdv" "$DT_VCPUS")"
 		_xr=$(secs $_t0 $_t1)
 		[ $_xtool = vmb1cpu ] && xb_one_cpu off
 		[ $_xrc = 0 ] && xb_lockprof record $_xk $_xtool $_xt
