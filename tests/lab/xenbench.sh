@@ -506,6 +506,9 @@ xb_dirty() {
 	$V --json stats >/dev/null 2>&1 && _xxen=companion
 	_xhogs=$(echo $XB_HOGS | wc -w) _xfill=$(echo $XB_FILL | wc -w)
 	echo "INFO dirty memory: node $_xnode has $2 MiB free; guests of $_xmb MiB pinned there; Xen: $_xxen; busy host: $_xhogs guests spinning; full host:${XB_FILL:- no}"
+	# Where dom0's vCPUs and the hogs may run (each create's record
+	# says which dom0 vCPU worked and how long it waited: dom0_vcpus=).
+	timed xb-vcpu-list xl vcpu-list
 	_xprev="" _xptool="" _xk=0
 	for _xtool in $(xb_dirty_seq); do
 		if ! xb_time_for $XB_DIRTY_RESERVE; then
