@@ -899,11 +899,9 @@ phase_populate(struct run *r)
 	 * CPU it is on from here to its end, not only for the populate:
 	 * load and boot are many short hypercalls and xenstore requests,
 	 * and each move to another vCPU wakes one that then waits behind a
-	 * guest's.  The lab's dirty creates with all of vmbuildd kept to
-	 * one dom0 CPU booted in 0.23 to 1.11 s, those left to the
-	 * scheduler in 0.22 to 2.62 s, median 2.54 (ci70); with this, the
-	 * boots took 0.39 to 2.55 s, median 0.52 (a companion lab at
-	 * dbec78e: noisy, three creates).  Put back when the build ends.
+	 * guest's.  The lab's dirty creates with vmbuildd kept to one dom0
+	 * CPU booted in 0.23 to 1.11 s, those left to the scheduler in
+	 * 0.22 to 2.62 s (ci70).  Put back when the build ends.
 	 */
 	if (job.cpu_wait >= VMB_CPUWAIT_SERIAL && !r->cpu_kept)
 		r->cpu_kept = vmb__cpu_keep(&r->cpus_before);
