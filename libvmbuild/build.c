@@ -144,8 +144,6 @@ struct run {
 	int	undo_rc;		/* 0: nothing of the build is left */
 	uint64_t t0;			/* the build's start */
 	struct vmb__cpuwait wait0;	/* its CPUs' steal then (cpuwait.c) */
-	cpu_set_t cpus_before;		/* the affinity before cpu_kept */
-	bool	cpu_kept;		/* see phase_populate */
 	struct branch images, devices;
 	bool	images_bad;		/* the images branch's bad_image */
 	/*
@@ -894,18 +892,6 @@ phase_populate(struct run *r)
 		r->res.cpu_wait_known = true;
 		job.cpu_wait = r->res.cpu_wait;
 	}
-	/*
-	 * Where our CPUs wait for pCPUs, the build's thread stays on the
-	 * CPU it is on from here to its end, not only for the populate:
-	 * load and boot are many short hypercalls and xenstore requests,
-	 * and each move to another vCPU wakes one that then waits behind a
-	 * guest's.  The lab's dirty creates with vmbuildd kept to one dom0
-	 * CPU booted in 0.23 to 1.11 s, those left to the scheduler in
-	 * 0.22 to 2.62 s (ci70).  Put back when the build ends.
-	 */
-	if (job.cpu_wait >= VMB_CPUWAIT_SERIAL && !r->cpu_kept)
-		r->cpu_kept = vmb__cpu_keep(&r->cpus_before);
-	r->res.cpu_kept = r->cpu_kept;
 	if (job.progress)
 		populate_progress(r, &(struct vmb_progress){
 		    .phase = VMB_PHASE_POPULATE, .domid = r->domid,
@@ -1444,8 +1430,6 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 	r.res.leftover_domid = r.undo_rc ? r.domid : VMB_DOMID_INVALID;
 	*ret_result = r.res;
 out:
-	if (r.cpu_kept)
-		vmb__cpu_release(&r.cpus_before);
 	pthread_mutex_destroy(&r.report_lock);
 	pthread_mutex_destroy(&r.scrub_lock);
 	pthread_mutex_destroy(&r.gate_lock);

@@ -101,23 +101,3 @@ vmb__cpuwait_share(const struct vmb__cpuwait *a, const struct vmb__cpuwait *b,
 	*ret_share = (double)steal / (double)(run + steal);
 	return 0;
 }
-
-bool
-vmb__cpu_keep(cpu_set_t *saved)
-{
-	cpu_set_t one;
-	int cpu = sched_getcpu();
-
-	if (cpu < 0 || cpu >= CPU_SETSIZE ||
-	    pthread_getaffinity_np(pthread_self(), sizeof(*saved), saved) != 0)
-		return false;
-	CPU_ZERO(&one);
-	CPU_SET(cpu, &one);
-	return pthread_setaffinity_np(pthread_self(), sizeof(one), &one) == 0;
-}
-
-void
-vmb__cpu_release(const cpu_set_t *saved)
-{
-	(void)pthread_setaffinity_np(pthread_self(), sizeof(*saved), saved);
-}

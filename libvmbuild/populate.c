@@ -449,17 +449,33 @@ node_works(const struct vmb__populate_job *job, struct node_work *nws,
 }
 
 /*
+ * Keep this thread on the CPU it is on, for a populate that runs on it
+ * alone where our CPUs wait for pCPUs (job->cpu_wait): the lab's lone
+ * populate thread took 4.4 to 11.3 s left to the scheduler and 2.4 to
+ * 2.5 s kept to one dom0 vCPU (any one), for the same 1.4 to 1.8 s of
+ * Xen's work.  A thread that moves makes another vCPU wake, and a woken
+ * vCPU waits for its pCPU behind a guest's.  *saved gets the affinity
+ * to put back; false when nothing was changed.
+ */
+static bool
+stay_on_cpu(cpu_set_t *saved)
+{
+	cpu_set_t one;
+	int cpu = sched_getcpu();
+
+	if (cpu < 0 || cpu >= CPU_SETSIZE ||
+	    pthread_getaffinity_np(pthread_self(), sizeof(*saved), saved) != 0)
+		return false;
+	CPU_ZERO(&one);
+	CPU_SET(cpu, &one);
+	return pthread_setaffinity_np(pthread_self(), sizeof(one), &one) == 0;
+}
+
+/*
  * On this thread, every node's extents in one request (as many as the
  * backend needs for the count): the hypervisor takes each extent from
  * its node, and a clean populate then enters it once, not once per node
  * or per GiB.
- *
- * A populate that runs on this thread alone where our CPUs wait for
- * pCPUs (job->cpu_wait) keeps it on the CPU it is on (vmb__cpu_keep):
- * the lab's lone populate thread took 4.4 to 11.3 s left to the
- * scheduler and 2.4 to 2.5 s kept to one dom0 vCPU (any one), for the
- * same 1.4 to 1.8 s of Xen's work.  (The build keeps its thread so from
- * the populate on: build.c; this is for a caller of the engine alone.)
  */
 static int
 run_inline(struct vmb__populate_job *job, struct progress *pr,
@@ -490,7 +506,7 @@ run_inline(struct vmb__populate_job *job, struct progress *pr,
 	    &nws[0].cpus) == 0)
 		job->workers_pinned = 1;
 	else if (job->cpu_wait >= VMB_CPUWAIT_SERIAL)
-		job->serial = stayed = vmb__cpu_keep(&mine);
+		job->serial = stayed = stay_on_cpu(&mine);
 	rc = populate_extents(job, pr, all, n, &job->stats);
 	if (job->workers_pinned || stayed)
 		(void)pthread_setaffinity_np(pthread_self(), sizeof(mine),
@@ -624,7 +640,7 @@ populate_engine(struct vmb__populate_job *job, struct progress *pr)
 			    .pr = pr };
 	/* The one worker runs on this thread (run_workers): see above. */
 	if (job->serial && nr_workers == 1 && !nws[0].pin)
-		stayed = vmb__cpu_keep(&mine);
+		stayed = stay_on_cpu(&mine);
 	rc = run_workers(job->pool, ws, nr_workers);
 	if (stayed)
 		(void)pthread_setaffinity_np(pthread_self(), sizeof(mine),

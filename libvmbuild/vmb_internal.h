@@ -282,14 +282,6 @@ int vmb__cpuwait_sample(struct vmb__cpuwait *ret);
  */
 int vmb__cpuwait_share(const struct vmb__cpuwait *a,
     const struct vmb__cpuwait *b, double *ret_share);
-/*
- * Keep the calling thread on the CPU it is on (*saved: the affinity to
- * put back with vmb__cpu_release); false when nothing was changed.  For
- * a thread whose CPUs wait for pCPUs: one that moves makes another vCPU
- * wake, and a woken vCPU waits for its pCPU behind a guest's.
- */
-bool vmb__cpu_keep(cpu_set_t *saved);
-void vmb__cpu_release(const cpu_set_t *saved);
 
 /* layout.c */
 /*

@@ -1268,11 +1268,6 @@ struct vmb_build_result {
 	bool	cpu_wait_known;
 	bool	workers_serial;
 	/*
-	 * At that share too, the building thread stayed on the CPU it was
-	 * on from its populate to the build's end (build.c says why).
-	 */
-	bool	cpu_kept;
-	/*
 	 * Where populate's time went, worker by worker (0 when it ran on
 	 * the building thread alone): the longest worker is the phase's
 	 * critical path, busy / longest the parallelism it got.
