@@ -415,15 +415,30 @@ mig_stream(struct mig_job *mj, struct vmb_stream_out *o, uint8_t *buf,
 	if (rc < 0)
 		return mig_fail(mj, rc, "cannot record the migration in the "
 		    "state directory: %s", strerror(-rc));
-	rc = mig_sent(mj, vmb_stream_begin(o, mj->send_fd, mj->native ?
+	rc = vmb_stream_begin(o, mj->send_fd, mj->native ?
 	    VMB_STREAM_F_XEN : mj->memory ? VMB_STREAM_F_MEMORY : 0,
-	    mj->cancel_fd));
+	    mj->cancel_fd);
 	if (rc == 0)
-		rc = mig_sent(mj, vmb_stream_put_guest(o, mj->guest_text,
-		    strlen(mj->guest_text)));
+		rc = vmb_stream_put_guest(o, mj->guest_text,
+		    strlen(mj->guest_text));
 	mig_progress(mj, o);
-	if (rc == 0)
+	/*
+	 * A receiver gone before it said ready: whether its end is met as
+	 * a broken pipe here or as the end of its answers below is a race
+	 * (CI's loaded run at 892cdfd met the pipe).  Its answers say why
+	 * either way: read them first.
+	 */
+	if ((rc == -EPIPE || rc == -ECONNRESET) && !atomic_load(&mj->cancel)) {
+		int sent = rc;
+
 		rc = mig_wait(mj, VMB_STATUS_READY, "ready");
+		if (rc == 0)
+			rc = mig_sent(mj, sent);
+	} else {
+		rc = mig_sent(mj, rc);
+		if (rc == 0)
+			rc = mig_wait(mj, VMB_STATUS_READY, "ready");
+	}
 	if (rc < 0)
 		return rc;
 	mj->stage = "transfer";

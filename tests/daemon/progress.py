@@ -87,11 +87,18 @@ ok(p["phase"] == "populate" and p["done"] == PREEMPT_PAGES * 4096 and
    "held: populate, done = the 128 MiB of hvsim's first call, of %d MiB"
    % GUEST_MIB, p)
 s = p.get("scrub") or {}
+# hvsim's scrub rate counts inline scrubbing too (hvabi.h), over a window
+# of at least 250 ms between any two samples (the daemon's, this test's
+# host.scrub): without workers a window that spans the first call shows
+# at most its 128 MiB over 250 ms; one that does not, none (CI's loaded
+# run at 892cdfd had the first, 473767936 B/s).
+srate = s.get("rate_bytes_per_second")
 ok(s.get("mode") == "inline" and s.get("nodes") == [0] and
    s.get("dirty_bytes") == scrubbed["dirty_bytes"] and
-   s.get("rate_bytes_per_second") is None,
+   (srate is None or 0 < srate <= PREEMPT_PAGES * 4096 / 0.25),
    "progress.scrub: inline on node 0, the dirty bytes host.scrub reports "
-   "(%s), no scrub rate (no workers)" % scrubbed["dirty_bytes"], s)
+   "(%s), no scrub rate but the first call's inline one (no workers)"
+   % scrubbed["dirty_bytes"], s)
 rate = p.get("rate_bytes_per_second", "missing")
 ok(rate is None or (isinstance(rate, (int, float)) and rate >= 0),
    "progress.rate_bytes_per_second: null or a measured number", rate)
