@@ -13,11 +13,12 @@ build/lab-companion/numa/console.log) with the records dom0 printed
   XBENCH create round=K tool=T domid=N dropped=triple-fault
   XBENCH create round=K tool=T failed=WHY
   XBENCH dirty seq=K tool=T domid=N mb=M node=N xen=stock|companion hogs=H filled=F rc=R return=S
-               [dom0_cpu=S dom0_steal=S] [clean=1]
+               [dom0_cpu=S dom0_steal=S dom0_vcpus=N=S/S,...] [clean=1]
                                    (dom0_cpu: the CPU time all of dom0 used
                                    from the create's start to its return,
                                    dom0_steal: its vCPUs' wait for pCPUs;
-                                   /proc/stat, not lengthened by the wait)
+                                   /proc/stat, not lengthened by the wait;
+                                   dom0_vcpus: both per vCPU, not read here)
                                    (clean=1: vmbuild's first guest, over clean
                                    memory; tool=vmb1cpu: vmbuildd kept to one
                                    dom0 CPU; both the limits, not dirty figures)

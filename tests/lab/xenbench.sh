@@ -203,7 +203,6 @@ xb_node() {
 	    END { if (best > 0) print node, best }'
 }
 
-# xb_stats K WHEN: the companion's counters as one line (rc 1009 on stock).
 # dom0_ticks: dom0's busy and steal time so far, in /proc/stat's ticks
 # (USER_HZ, 100 a second), into DT_BUSY (user, nice, system, irq,
 # softirq: a hypercall's time in Xen is its caller's system time) and
@@ -231,6 +230,7 @@ vcpus_delta() {
 	        printf "%s%s=%.2f/%.2f", (i > 1 ? "," : ""), x[1], (y[2] - x[2]) / 100, (y[3] - x[3]) / 100 } }'
 }
 
+# xb_stats K WHEN: the companion's counters as one line (rc 1009 on stock).
 xb_stats() {
 	$V --json stats > /tmp/xb.stats 2>/dev/null
 	echo "XBSTATS $1 $2 rc=$? $(tr -d '\n' < /tmp/xb.stats)"
