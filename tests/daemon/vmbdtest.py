@@ -303,7 +303,8 @@ class Client:
         self.sock.settimeout(timeout)
         self.sock.connect(path)
         self.buf = b""
-        self.events = []
+        self.events = []        # notifications not yet taken by event()
+        self.heard = []         # every notification, in arrival order
         self.next_id = 1
 
     def close(self):
@@ -345,6 +346,7 @@ class Client:
                 return None
             if "id" not in m:
                 self.events.append(m)
+                self.heard.append(m)
                 continue
             if want_id is None or m.get("id") == want_id:
                 return m
@@ -385,6 +387,7 @@ class Client:
             if m is None:
                 return None
             self.events.append(m)
+            self.heard.append(m)
 
 
 def err_code(r):
