@@ -39,7 +39,7 @@ else:
                         os.path.join(units, "vmbuildd-ro.socket")],
                        capture_output=True, text=True,
                        env=dict(os.environ,
-                                MANPATH=os.path.join(TOP, "build", "man")))
+                                MANPATH=os.path.join(TOP, BUILD, "man")))
     ok(p.returncode == 0 and "vmbuildd" not in p.stderr,
        "systemd-analyze verify vmbuildd.service vmbuildd.socket "
        "vmbuildd-ro.socket", p.stdout + p.stderr)

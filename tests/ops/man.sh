@@ -9,13 +9,15 @@
 set -u
 top=$(cd "$(dirname "$0")/../.." && pwd)
 cd "$top" || exit 1
-bin=build/bin
+# VMB_BUILD=build/asan (make asan etc.): a variant build's pages and programs.
+b=${VMB_BUILD:-build}
+bin=$b/bin
 . "$top/tests/tap.sh"
 
 pages=(man1/vmctl.1 man8/vmbuildd.8 man8/hvsim.8 man5/vmbuild.cfg.5
 	man8/vmbuild-guests.8)
 for p in "${pages[@]}"; do
-	f=build/man/$p
+	f=$b/man/$p
 	if [ ! -s "$f" ]; then
 		not_ok "$p built"
 		continue
