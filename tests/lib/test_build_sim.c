@@ -31,6 +31,7 @@
 #include <cmocka.h>
 
 #include "vmb_internal.h"
+#include "hellopath.h"
 #include "vmbuild/hvclient.h"
 #include "bzfixture.h"
 
@@ -199,8 +200,7 @@ group_setup(void **state)
 {
 	(void)state;
 	hvsim_path = getenv("HVSIM") ? getenv("HVSIM") : "build/bin/hvsim";
-	kernel_path = getenv("VMB_TEST_KERNEL") ? getenv("VMB_TEST_KERNEL") :
-	    "build/guest/hello.elf";
+	kernel_path = hello_elf_path();
 	if (access(hvsim_path, X_OK) != 0 || access(kernel_path, R_OK) != 0) {
 		hvsim_path = NULL;	/* every test skips */
 		return 0;

@@ -20,9 +20,9 @@
 #include <cmocka.h>
 
 #include "vmb_internal.h"
+#include "hellopath.h"
 #include "bzfixture.h"
 
-#define HELLO		"build/guest/hello.elf"
 
 static uint8_t *elf;
 static size_t elf_len;
@@ -30,7 +30,7 @@ static size_t elf_len;
 static int
 load_hello(void **state)
 {
-	FILE *f = fopen(HELLO, "rb");
+	FILE *f = fopen(hello_elf_path(), "rb");
 
 	(void)state;
 	if (!f)

@@ -29,9 +29,9 @@
 #include <cmocka.h>
 
 #include "vmb_internal.h"
+#include "hellopath.h"
 #include "bzfixture.h"
 
-#define HELLO		"build/guest/hello.elf"
 #define NVAR		3		/* kernels differing in one byte */
 #define OLD_SEC		1000000000	/* 2001-09-09: long ago */
 #define BIG		(64ull << 20)
@@ -46,7 +46,7 @@ static char paths[NVAR][32];
 static int
 setup(void **state)
 {
-	FILE *f = fopen(HELLO, "rb");
+	FILE *f = fopen(hello_elf_path(), "rb");
 	struct vmb__elf e;
 
 	(void)state;

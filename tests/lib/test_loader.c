@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "vmb_internal.h"
+#include "hellopath.h"
 
 #define LOAD_ADDR	0x100000u
 #define ENTRY		(LOAD_ADDR + 0x10)
@@ -419,7 +420,7 @@ test_hello_elf(void **state)
 {
 	struct vmb_guest g;
 	struct vmb__image *img = NULL;
-	const char *path = "build/guest/hello.elf";
+	const char *path = hello_elf_path();
 
 	(void)state;
 	if (access(path, R_OK) != 0)
