@@ -23,7 +23,6 @@
 #include "hellopath.h"
 #include "bzfixture.h"
 
-
 static uint8_t *elf;
 static size_t elf_len;
 
