@@ -10,6 +10,12 @@ build/lab-companion/numa/console.log) with the records dom0 printed
 (tests/lab/xenbench.sh):
 
   XBENCH create round=K tool=xl|vmb domid=N return=S line=S [kernel_cached=yes|no]
+               [dom0_cpu=S dom0_steal=S tool_cpu=S vmbuildd_cpu=S xenstored_cpu=S guest_cpu=S]
+                                   (CPU seconds to the line: all of dom0 and
+                                   its vCPUs' wait; xl or vmctl with what
+                                   they waited for, to the return; vmbuildd
+                                   with the hotplug scripts it reaped;
+                                   xenstored; the guest's own vCPUs)
   XBENCH create round=K tool=T domid=N dropped=triple-fault
   XBENCH create round=K tool=T failed=WHY
   XBENCH dirty seq=K tool=T domid=N mb=M node=N xen=stock|companion hogs=H filled=F rc=R return=S
@@ -171,11 +177,31 @@ def hello_time(lines, d):
     return None
 
 
+# A create's CPU to its line, where the record has it (older logs do
+# not: not a missing figure).  toolstack_cpu, derived: what the tool
+# spent of dom0's, xl with its scripts, vmctl with vmbuildd's work.
+CREATE_CPU = ('dom0_cpu', 'dom0_steal', 'tool_cpu', 'vmbuildd_cpu',
+              'xenstored_cpu', 'guest_cpu')
+
+
+def create_cpu(tool, c):
+    """The CPU figures of one create record, toolstack_cpu with them."""
+    v = {k: fnum(c.get(k)) for k in CREATE_CPU}
+    if v['tool_cpu'] is not None:
+        v['toolstack_cpu'] = v['tool_cpu']
+        if tool == 'vmb':
+            v['toolstack_cpu'] = None if v['vmbuildd_cpu'] is None else \
+                round(v['tool_cpu'] + v['vmbuildd_cpu'], 2)
+    return v
+
+
 def creates(recs):
-    """The create rounds of every log: per tool, its return and line times."""
+    """The create rounds of every log: per tool, its return and line times
+    (and, where recorded, the CPU each spent to the line)."""
     out = {'rounds': 0, 'dropped': [], 'failed': [], 'missing': [],
            'vmb_kernel_cached': 0, 'vmb_kernel_unpacked': 0}
     vals = {t: {'return': [], 'line': []} for t in TOOLS}
+    cpu = {t: [] for t in TOOLS}
     for c in recs:
         tool, rnd = c.get('tool'), c.get('round')
         if tool not in TOOLS:
@@ -200,8 +226,12 @@ def creates(recs):
                 out['missing'].append('%s %s' % (what, k))
             else:
                 vals[tool][k].append(v)
+        cpu[tool].append(create_cpu(tool, c))
     for t in TOOLS:
         out[t] = {k: spread(v) for k, v in vals[t].items()}
+        cs = spreads(cpu[t], CREATE_CPU + ('toolstack_cpu',))
+        if any(cs.values()):
+            out[t]['cpu'] = cs
     out['return_ratio'] = ratio(out['vmb']['return'], out['xl']['return'])
     out['line_ratio'] = ratio(out['vmb']['line'], out['xl']['line'])
     return out
@@ -522,6 +552,12 @@ def summary(j):
                      fig(cr['vmb']['return']), fmt(cr['return_ratio']),
                      fig(cr['xl']['line']), fig(cr['vmb']['line']),
                      fmt(cr['line_ratio']), loads, cached_text(cr)))
+        if cr['xl'].get('cpu') or cr['vmb'].get('cpu'):
+            L.append('  create CPU to the line (medians, s): %s' % '; '.join(
+                '%s=xl:%s,vmb:%s' % (k, fig(dig(cr, 'xl', 'cpu', k)),
+                                     fig(dig(cr, 'vmb', 'cpu', k)))
+                for k in ('toolstack_cpu', 'guest_cpu', 'dom0_cpu',
+                          'dom0_steal', 'xenstored_cpu', 'vmbuildd_cpu')))
         for k, what in (('dropped', 'dropped, not counted'),
                         ('failed', 'failed'), ('missing', 'missing figure')):
             if cr[k]:

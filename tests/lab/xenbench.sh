@@ -11,7 +11,12 @@
 #       one create of the Linux guest (linux.cfg, as the linux steps build
 #       it): seconds to the command's return and to its vmbuild-linux
 #       line on its PV console (polled every second), both from the
-#       create's start
+#       create's start; then, to the line, CPU seconds: dom0_cpu and
+#       dom0_steal (all of dom0, as the dirty records), tool_cpu (xl or
+#       vmctl and what they waited for: xl's hotplug scripts; to the
+#       return), vmbuildd_cpu (with the hotplug scripts it reaped; in
+#       an xl round, what it spends beside), xenstored_cpu, guest_cpu
+#       (the guest's own vCPUs, xl list's Time(s), read after the line)
 #   XBENCH create round=K tool=T domid=N dropped=triple-fault
 #       a round the emulated CPU's triple fault ended (emu_fault): not
 #       counted, not a failure
@@ -121,9 +126,13 @@ xb_round() {
 	# Its own name, so its own console log (xenconsoled appends to the
 	# name's log: an earlier round's line must not be read for it).
 	rm -f /var/log/xen/console/guest-$_xt.log
+	xb_cpu_pids
+	proc_ticks $XB_PIDS; _xpt0=$PT
+	dom0_ticks; _xdb=$DT_BUSY _xds=$DT_STEAL
 	_xs=$(up)
 	LIMIT=600 timed xb-create-$_xt $_xbc /etc/lab/$_xt.cfg
 	_xrc=$?
+	proc_ticks shell=$$; _xtool_cpu=$(ticks_delta "$_xpt0" "$PT" shell)
 	# timed's own figure (its _t0, _t1), as its MARK line has it.
 	_xr=$(secs $_t0 $_t1)
 	_xid=$(q xl domid $_xt)
@@ -144,10 +153,12 @@ xb_round() {
 		xb_line_wait $_xt $_xid 600
 		case $? in
 		0) _xl=$(secs $_xs $(up)) _xkc=""
+		   dom0_ticks; proc_ticks $XB_PIDS
+		   _xcpu=" dom0_cpu=$(ticks_s $((DT_BUSY - _xdb))) dom0_steal=$(ticks_s $((DT_STEAL - _xds))) tool_cpu=$_xtool_cpu vmbuildd_cpu=$(ticks_delta "$_xpt0" "$PT" vmbuildd) xenstored_cpu=$(ticks_delta "$_xpt0" "$PT" xenstored) guest_cpu=$(q xl list $_xt | awk 'NR == 2 { print $NF }')"
 		   # vmbuildd's cache of unpacked kernels: said per round.
 		   [ $2 = vmb ] && _xkc=" kernel_cached=$($V --json info $_xt 2>/dev/null |
 		       grep -o '"kernel_cached": *[a-z]*' | sed 's/.*: *//; s/true/yes/; s/false/no/')"
-		   echo "XBENCH create round=$1 tool=$2 domid=$_xid return=$_xr line=$_xl$_xkc" ;;
+		   echo "XBENCH create round=$1 tool=$2 domid=$_xid return=$_xr line=$_xl$_xkc$_xcpu" ;;
 		2) echo "XBENCH create round=$1 tool=$2 domid=$_xid dropped=triple-fault"
 		   grep -E "[] ]d${_xid}v[0-9]+ Triple fault" $XLOG | head -n 1 | sed 's/^/  emu-fault| /' ;;
 		*) echo "XBENCH create round=$1 tool=$2 domid=$_xid failed=no-line"
@@ -223,6 +234,41 @@ dom0_ticks() {
 	done < /proc/stat
 }
 ticks_s() { awk -v t="$1" 'BEGIN { printf "%.2f", t / 100 }'; }
+
+# Where a create's CPU went besides dom0 as a whole (xb_round): xl or
+# vmctl with every process they waited for (xl's hotplug scripts), as
+# this shell's children; vmbuildd with the hotplug scripts it reaped;
+# xenstored.  XB_PIDS: "NAME=PID ...", read before the create (pidof
+# and cat are processes: not inside the window they would count in).
+xb_cpu_pids() {
+	XB_PIDS="shell=$$ vmbuildd=${vpid:-$(pidof vmbuildd)} xenstored=$(cat /var/run/xenstored.pid 2>/dev/null)"
+}
+
+# proc_ticks NAME=PID...: PT="NAME=TICKS ...", each process's CPU with
+# that of the children it reaped (utime, stime, cutime, cstime of
+# /proc/PID/stat, in ticks), read by the shell itself; "NAME=-" for one
+# that is not there.
+proc_stat_ticks() { set -- $1; _pv=$((${14} + ${15} + ${16} + ${17})); }
+proc_ticks() {
+	PT=""
+	for _pp in "$@"; do
+		_pv=-
+		if [ -n "${_pp#*=}" ] && read -r _pl < /proc/${_pp#*=}/stat 2>/dev/null; then
+			proc_stat_ticks "$_pl"
+		fi
+		PT="$PT ${_pp%%=*}=$_pv"
+	done
+}
+# ticks_delta BEFORE AFTER NAME (two PT): NAME's CPU between, in seconds;
+# "-" when either is missing (vmbuildd restarted in between, say).
+ticks_delta() {
+	echo "$1|$2" | awk -F'|' -v n="$3" '{
+	    split($1, a, " "); split($2, b, " ")
+	    for (i in a) { split(a[i], x, "="); if (x[1] == n) s = x[2] }
+	    for (i in b) { split(b[i], y, "="); if (y[1] == n) e = y[2] }
+	    if (s == "" || s == "-" || e == "" || e == "-" || e < s) print "-"
+	    else printf "%.2f", (e - s) / 100 }'
+}
 # vcpus_delta BEFORE AFTER (two DT_VCPUS): N=BUSY/STEAL,... in seconds.
 vcpus_delta() {
 	echo "$1|$2" | awk -F'|' '{ n = split($1, a, " "); split($2, b, " ")

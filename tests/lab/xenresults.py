@@ -20,6 +20,8 @@ ending in CRs as dom0's hvc0 gives them):
                  figures missing
   run-2d38e64.log  the records of a real lab run (make check-xen), one
                  of vmbuild's rounds dropped for a real triple fault
+  createcpu.log  two create rounds per tool with the CPU each spent to
+                 its line (one of vmbuild's without vmbuildd's figure)
   saverestore.log  the saverestore step's first lines (one ok=no)
   saverestore-rounds.log  its first line (the engine the default, the
                  other reader's restore failed) and three rounds,
@@ -107,6 +109,24 @@ check(lines == [
     'ratio=0.734 scrubbed_inline=na flushes=na mb=2368 hogs=0 filled=0 '
     'load=2.05-3.25/2cpu'], 'a real run\'s excerpt: its lines (no hogs= '
     'in its records: an idle host)', out)
+
+# The CPU to the line: medians per tool; vmbuild's toolstack CPU is
+# vmctl's and vmbuildd's, and a round without vmbuildd's figure ("-")
+# gives none (not 0).
+rc, out, err = run('--summary', log('createcpu.log'))
+lines = out.splitlines()
+check(rc == 0 and '  create CPU to the line (medians, s): '
+      'toolstack_cpu=xl:9.3[9.1-9.5],vmb:5.5[5.5-5.5]; '
+      'guest_cpu=xl:30[29.5-30.5],vmb:35[34-36]; '
+      'dom0_cpu=xl:20[19.9-20.1],vmb:11.8[11.3-12.3]; '
+      'dom0_steal=xl:39[38-40],vmb:29[28-30]; '
+      'xenstored_cpu=xl:1.05[1-1.1],vmb:0.65[0.6-0.7]; '
+      'vmbuildd_cpu=xl:0.25[0.2-0.3],vmb:5.4[5.4-5.4]' in lines,
+      'create CPU line: medians, vmbuild\'s toolstack CPU vmctl + '
+      'vmbuildd, none where vmbuildd\'s is missing', out)
+rc, out, err = run('--summary', log('stock.log'))
+check(not any('create CPU' in l for l in out.splitlines()),
+      'no CPU line for records without CPU figures (older logs)', out)
 
 # The companion: counters as differences, one figure missing.
 rc, out, err = run('--summary', log('companion.log'))
