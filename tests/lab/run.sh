@@ -121,6 +121,7 @@
 #   LAB_DIRTY_ONECPU=3       creates in it with vmbuildd kept to one dom0
 #                            CPU (vmb1cpu, what its populate workers
 #                            bring): 3, 1 or 0
+#   LAB_DIRTY_ONECPU_CPU=0   the dom0 CPU it keeps them to
 #   LAB_LOCKPROF=0           1: Xen's lock profile reset before each
 #                            dirty create and its heap_lock and the new
 #                            domain's page_alloc_lock recorded after
@@ -204,6 +205,7 @@ LAB_DIRTY=${LAB_DIRTY:-1}
 LAB_DIRTY_HOGS=${LAB_DIRTY_HOGS:-cpus}
 LAB_DIRTY_FILL=${LAB_DIRTY_FILL:-1}
 LAB_DIRTY_ONECPU=${LAB_DIRTY_ONECPU:-3}
+LAB_DIRTY_ONECPU_CPU=${LAB_DIRTY_ONECPU_CPU:-0}
 LAB_LOCKPROF=${LAB_LOCKPROF:-0}
 LAB_DOM0_WEIGHT=${LAB_DOM0_WEIGHT:-}
 LAB_TESTS=${LAB_TESTS-build/tests/xenbe/test_xen_backend build/tests/lib/test_placement build/tests/lib/test_populate_plan build/tests/lib/test_loader}
@@ -629,6 +631,7 @@ DIRTY=$LAB_DIRTY
 HOGS=$LAB_DIRTY_HOGS
 FILL=$LAB_DIRTY_FILL
 ONECPU=$LAB_DIRTY_ONECPU
+ONECPU_CPU=$LAB_DIRTY_ONECPU_CPU
 LOCKPROF=$LAB_LOCKPROF
 DOM0_WEIGHT=$LAB_DOM0_WEIGHT
 PEER=$LAB_PEER

@@ -387,8 +387,9 @@ xb_fill_stop() {
 	XB_FILL=""
 }
 
-# xb_one_cpu on|off: vmbuildd's threads kept to dom0's first CPU for
-# one create (tool vmb1cpu), then given back the CPUs they had.  One CPU
+# xb_one_cpu on|off: vmbuildd's threads kept to dom0's first CPU
+# (ONECPU_CPU, LAB_DIRTY_ONECPU_CPU: another one) for one create (tool
+# vmb1cpu), then given back the CPUs they had.  One CPU
 # is what xl's populate has (one thread); vmbuild's populate workers
 # then take turns on it, so that create against vmb's says what the
 # parallel workers bring over dirty memory on this host (under TCG, the
@@ -418,9 +419,9 @@ xb_one_cpu() {
 			fail xb-one-cpu "no affinity mask of vmbuildd ($_xpid) from taskset -p"
 			return 1
 		fi
-		xb_taskset_all -c 0 $_xpid ||
-		    fail xb-one-cpu "taskset -a -p -c 0 $_xpid (vmbuildd), five times"
-		echo "INFO vmbuildd ($_xpid) kept to dom0's CPU 0 (its mask was ${_xmask:-unknown})" ;;
+		xb_taskset_all -c ${ONECPU_CPU:-0} $_xpid ||
+		    fail xb-one-cpu "taskset -a -p -c ${ONECPU_CPU:-0} $_xpid (vmbuildd), five times"
+		echo "INFO vmbuildd ($_xpid) kept to dom0's CPU ${ONECPU_CPU:-0} (its mask was ${_xmask:-unknown})" ;;
 	off)
 		[ -n "$_xmask" ] && { xb_taskset_all $_xmask $_xpid ||
 		    fail xb-one-cpu "taskset -a -p $_xmask $_xpid (vmbuildd), five times"; } ;;
