@@ -264,10 +264,7 @@ PROFILE = (('create', ('build', 'phases', 'create')),
            # dom0's vCPUs' steal over their wanted time before populate,
            # from which the engine chose one worker per node (serial).
            ('cpu_wait', ('build', 'cpu_wait_share')),
-           ('serial', ('build', 'workers_serial')),
-           # vmbuildd's threads kept on the building thread's CPU from
-           # populate on, for the same steal (since cpukeep.c).
-           ('kept', ('build', 'cpu_kept')))
+           ('serial', ('build', 'workers_serial')))
 DERIVED = ('parallelism', 'in_hypervisor')
 
 
@@ -275,9 +272,8 @@ def profile(info):
     if not info:
         return None
     p = {k: dig(info, *path) for k, path in PROFILE}
-    for k in ('serial', 'kept'):
-        if isinstance(p[k], bool):
-            p[k] = int(p[k])   # a count of such creates' median
+    if isinstance(p['serial'], bool):
+        p['serial'] = int(p['serial'])   # a count of such creates' median
     if p['worker_longest'] and p['worker_busy'] is not None:
         p['parallelism'] = round(p['worker_busy'] / p['worker_longest'], 2)
     # On the building thread alone the workers' times are 0: populate's.

@@ -23,7 +23,6 @@
 #include <unistd.h>
 
 #include "build.h"
-#include "cpukeep.h"
 #include "dm.h"
 #include "events.h"
 #include "images.h"
@@ -62,7 +61,6 @@ struct build_job {
 	bool		have_dom;
 	char		*build_json;
 	char		pin_why[256];	/* a vCPU pin not set again, or "" */
-	bool		cpu_kept;	/* build_keep_cpu's cpukeep_enter held */
 	struct build_warnings warnings;	/* of the configuration */
 	struct dm	*dm;		/* an HVM guest's device model */
 	/* An HVM guest's kernel and ramdisk, for its device model; -1 */
@@ -114,32 +112,6 @@ build_dm_stop(void *user, uint32_t domid)
 	(void)domid;
 	dm_stop_now(bj->dm);
 	bj->dm = NULL;
-}
-
-/*
- * libvmbuild's keep_cpu: where dom0's vCPUs wait for pCPUs, all of the
- * daemon's threads on the building thread's CPU until the build ends
- * (cpukeep.c), so that what they hand each other during it (progress,
- * the pool's tasks, the event loop's replies) wakes no other vCPU.
- * Called on the build's thread only.
- */
-static void
-build_keep_cpu(void *user, int cpu)
-{
-	struct build_job *bj = user;
-	int rc;
-
-	if (cpu < 0) {
-		if (bj->cpu_kept)
-			cpukeep_leave();
-		bj->cpu_kept = false;
-		return;
-	}
-	rc = cpukeep_enter(cpu);
-	bj->cpu_kept = rc == 0;
-	if (rc < 0)
-		log_warnx("%s: cannot keep the daemon's threads on CPU %d: %s",
-		    bj->guest->name, cpu, strerror(-rc));
 }
 
 void
@@ -703,8 +675,6 @@ build_prepare(struct vmb_guest *guest, const char *kind,
 	opts.dm_check = build_dm_check;
 	opts.dm_stop = build_dm_stop;
 	opts.dm_user = bj;
-	opts.keep_cpu = build_keep_cpu;
-	opts.keep_cpu_user = bj;
 	/* The daemon runs its own device model, never one a client names. */
 	if (guest->hvm.dm_override != NULL) {
 		snprintf(why, why_len, "%s: device_model_override: not "

@@ -280,7 +280,6 @@ report_build(yajl_gen g, const struct vmb_build_result *r,
 	else
 		jg_kv_null(g, "cpu_wait_share");
 	jg_kv_bool(g, "workers_serial", r->workers_serial);
-	jg_kv_bool(g, "cpu_kept", r->cpu_kept);
 	/* Where populate's time went, worker by worker (see vmbuild.h). */
 	jg_key(g, "worker_profile");
 	yajl_gen_map_open(g);

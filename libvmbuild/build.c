@@ -144,7 +144,6 @@ struct run {
 	int	undo_rc;		/* 0: nothing of the build is left */
 	uint64_t t0;			/* the build's start */
 	struct vmb__cpuwait wait0;	/* its CPUs' steal then (cpuwait.c) */
-	bool	cpu_kept;		/* opts.keep_cpu called (phase_populate) */
 	struct branch images, devices;
 	bool	images_bad;		/* the images branch's bad_image */
 	/*
@@ -854,31 +853,6 @@ populate_progress(void *user, const struct vmb_progress *p)
 	r->b->progress(r->b->user, &q);
 }
 
-/*
- * Where our CPUs wait for pCPUs, the caller keeps its threads on the
- * building thread's CPU from here to the build's end (opts.keep_cpu):
- * in CI's lab runs ci70 to ci73, dirty creates with all of vmbuildd's
- * threads kept to one dom0 CPU reached the guest's line before those
- * left to the scheduler in seven of eight sequences, by 0.3 to 6.7 s
- * (medians), their populate waiting less for the same work in Xen; the
- * building thread alone kept on its CPU (dbec78e, reverted) showed no
- * such gain.  Once per build: a restore's populate may come twice.
- */
-static void
-keep_cpu(struct run *r, double cpu_wait)
-{
-	int cpu;
-
-	if (r->cpu_kept || !r->b->opts.keep_cpu ||
-	    cpu_wait < VMB_CPUWAIT_SERIAL || (cpu = sched_getcpu()) < 0)
-		return;
-	r->b->opts.keep_cpu(r->b->opts.keep_cpu_user, cpu);
-	r->cpu_kept = true;
-	vmb__log(r->b->ctx, "build %s: our CPUs wait for pCPUs (%.2f of "
-	    "their wanted time): the caller's threads kept to CPU %d",
-	    r->b->guest->name, cpu_wait, cpu);
-}
-
 static int
 phase_populate(struct run *r)
 {
@@ -918,7 +892,6 @@ phase_populate(struct run *r)
 		r->res.cpu_wait_known = true;
 		job.cpu_wait = r->res.cpu_wait;
 	}
-	keep_cpu(r, job.cpu_wait);
 	if (job.progress)
 		populate_progress(r, &(struct vmb_progress){
 		    .phase = VMB_PHASE_POPULATE, .domid = r->domid,
@@ -1457,10 +1430,6 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 	r.res.leftover_domid = r.undo_rc ? r.domid : VMB_DOMID_INVALID;
 	*ret_result = r.res;
 out:
-	if (r.cpu_kept) {
-		ret_result->cpu_kept = true;
-		b->opts.keep_cpu(b->opts.keep_cpu_user, -1);
-	}
 	pthread_mutex_destroy(&r.report_lock);
 	pthread_mutex_destroy(&r.scrub_lock);
 	pthread_mutex_destroy(&r.gate_lock);

@@ -1122,19 +1122,6 @@ struct vmb_build_opts {
 	int	(*dm_check)(void *user, uint32_t domid, char *why, size_t len);
 	void	(*dm_stop)(void *user, uint32_t domid);
 	void	*dm_user;
-	/*
-	 * Where this process's CPUs wait for physical CPUs (cpu_wait from
-	 * VMB_CPUWAIT_SERIAL on, measured before populate), keep_cpu is
-	 * called with the CPU the building thread is on, and again with -1
-	 * when the build ends (done or undone): the caller keeps its own
-	 * threads on that CPU meanwhile (vmbuildd: all of them), so that
-	 * the work they hand each other during the build (progress, the
-	 * pool's tasks, the requests) wakes no other vCPU, which would then
-	 * wait behind a guest's.  NULL: the populate's thread alone stays
-	 * on its CPU (workers_serial).  Result: cpu_kept.
-	 */
-	void	(*keep_cpu)(void *user, int cpu);
-	void	*keep_cpu_user;
 };
 
 /* GRUB built for Xen PVH (Debian's grub-xen-host): bootloader = "grub". */
@@ -1280,7 +1267,6 @@ struct vmb_build_result {
 	double	cpu_wait;
 	bool	cpu_wait_known;
 	bool	workers_serial;
-	bool	cpu_kept;	/* opts.keep_cpu was called for this build */
 	/*
 	 * Where populate's time went, worker by worker (0 when it ran on
 	 * the building thread alone): the longest worker is the phase's

@@ -39,11 +39,3 @@ $(DAEMONTEST_BIN)/test_json: $(OBJ)/tests/daemon/test_json.o \
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(shell $(PKG) --libs yajl cmocka) -lm
 TESTS += $(DAEMONTEST_BIN)/test_json
 TESTS_DEPS += $(DAEMONTEST_BIN)/test_json
-
-# test_cpukeep: daemon/cpukeep.c's threads on one CPU and back.
-$(DAEMONTEST_BIN)/test_cpukeep: $(OBJ)/tests/daemon/test_cpukeep.o \
-		$(OBJ)/daemon/cpukeep.o $(OBJ)/daemon/log.o
-	@mkdir -p $(dir $@)
-	$(CC) $(ALL_CFLAGS) -o $@ $^ $(shell $(PKG) --libs cmocka) -pthread
-TESTS += $(DAEMONTEST_BIN)/test_cpukeep
-TESTS_DEPS += $(DAEMONTEST_BIN)/test_cpukeep

@@ -526,7 +526,6 @@ test_engine_all_orders(void **state)
 	assert_false(vmb_ctx_caps(real_sim.ctx) & VMB_CAP_CALLER_CPU);
 	assert_false(res.cpu_wait_known);
 	assert_false(res.workers_serial);
-	assert_false(res.cpu_kept);	/* keep_cpu is for a starved dom0 */
 	/* Pause, unpause, destroy. */
 	assert_int_equal(vmb_domain_pause(real_sim.ctx, res.domid), 0);
 	assert_int_equal(vmb_domain_get(real_sim.ctx, res.domid, &d), 0);
