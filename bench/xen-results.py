@@ -187,11 +187,9 @@ CREATE_CPU = ('dom0_cpu', 'dom0_steal', 'tool_cpu', 'vmbuildd_cpu',
 def create_cpu(tool, c):
     """The CPU figures of one create record, toolstack_cpu with them."""
     v = {k: fnum(c.get(k)) for k in CREATE_CPU}
-    if v['tool_cpu'] is not None:
-        v['toolstack_cpu'] = v['tool_cpu']
-        if tool == 'vmb':
-            v['toolstack_cpu'] = None if v['vmbuildd_cpu'] is None else \
-                round(v['tool_cpu'] + v['vmbuildd_cpu'], 2)
+    daemon = v['vmbuildd_cpu'] if tool == 'vmb' else 0
+    if v['tool_cpu'] is not None and daemon is not None:
+        v['toolstack_cpu'] = round(v['tool_cpu'] + daemon, 2)
     return v
 
 

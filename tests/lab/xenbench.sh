@@ -132,7 +132,8 @@ xb_round() {
 	_xs=$(up)
 	LIMIT=600 timed xb-create-$_xt $_xbc /etc/lab/$_xt.cfg
 	_xrc=$?
-	proc_ticks shell=$$; _xtool_cpu=$(ticks_delta "$_xpt0" "$PT" shell)
+	# Read now, worked out after the line (no awk inside the window).
+	proc_ticks shell=$$; _xpt_ret=$PT
 	# timed's own figure (its _t0, _t1), as its MARK line has it.
 	_xr=$(secs $_t0 $_t1)
 	_xid=$(q xl domid $_xt)
@@ -154,7 +155,7 @@ xb_round() {
 		case $? in
 		0) _xl=$(secs $_xs $(up)) _xkc=""
 		   dom0_ticks; proc_ticks $XB_PIDS
-		   _xcpu=" dom0_cpu=$(ticks_s $((DT_BUSY - _xdb))) dom0_steal=$(ticks_s $((DT_STEAL - _xds))) tool_cpu=$_xtool_cpu vmbuildd_cpu=$(ticks_delta "$_xpt0" "$PT" vmbuildd) xenstored_cpu=$(ticks_delta "$_xpt0" "$PT" xenstored) guest_cpu=$(q xl list $_xt | awk 'NR == 2 { print $NF }')"
+		   _xcpu=" dom0_cpu=$(ticks_s $((DT_BUSY - _xdb))) dom0_steal=$(ticks_s $((DT_STEAL - _xds))) tool_cpu=$(ticks_delta "$_xpt0" "$_xpt_ret" shell) vmbuildd_cpu=$(ticks_delta "$_xpt0" "$PT" vmbuildd) xenstored_cpu=$(ticks_delta "$_xpt0" "$PT" xenstored) guest_cpu=$(q xl list $_xt | awk 'NR == 2 { print $NF }')"
 		   # vmbuildd's cache of unpacked kernels: said per round.
 		   [ $2 = vmb ] && _xkc=" kernel_cached=$($V --json info $_xt 2>/dev/null |
 		       grep -o '"kernel_cached": *[a-z]*' | sed 's/.*: *//; s/true/yes/; s/false/no/')"
