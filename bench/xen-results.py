@@ -262,7 +262,12 @@ PROFILE = (('create', ('build', 'phases', 'create')),
            # dom0's vCPUs' steal over their wanted time before populate,
            # from which the engine chose one worker per node (serial).
            ('cpu_wait', ('build', 'cpu_wait_share')),
-           ('serial', ('build', 'workers_serial')))
+           ('serial', ('build', 'workers_serial')),
+           # the same share over the seconds before the request, from
+           # which vmbuildd kept all its threads on one CPU for it (kept:
+           # daemon/cpukeep.c).
+           ('before', ('build', 'cpu_wait_share_before')),
+           ('kept', ('build', 'cpu_kept')))
 DERIVED = ('parallelism', 'in_hypervisor')
 
 
@@ -272,6 +277,10 @@ def profile(info):
     p = {k: dig(info, *path) for k, path in PROFILE}
     if isinstance(p['serial'], bool):
         p['serial'] = int(p['serial'])   # a count of such creates' median
+    # cpu_kept is the CPU or null (not kept); absent before cpukeep.c.
+    build = info.get('build') if isinstance(info, dict) else None
+    if isinstance(build, dict) and 'cpu_kept' in build:
+        p['kept'] = int(build['cpu_kept'] is not None)
     if p['worker_longest'] and p['worker_busy'] is not None:
         p['parallelism'] = round(p['worker_busy'] / p['worker_longest'], 2)
     # On the building thread alone the workers' times are 0: populate's.

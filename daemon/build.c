@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "build.h"
+#include "cpukeep.h"
 #include "dm.h"
 #include "events.h"
 #include "images.h"
@@ -61,6 +62,8 @@ struct build_job {
 	bool		have_dom;
 	char		*build_json;
 	char		pin_why[256];	/* a vCPU pin not set again, or "" */
+	/* cpukeep_begin's CPU (-1: none) and share; cpukeep_end at free. */
+	struct report_keep keep;
 	struct build_warnings warnings;	/* of the configuration */
 	struct dm	*dm;		/* an HVM guest's device model */
 	/* An HVM guest's kernel and ramdisk, for its device model; -1 */
@@ -165,13 +168,13 @@ build_errno_code(int rc)
 
 static char *
 build_result_json(const struct vmb_build_result *r,
-    enum vmb_populate_strategy strategy)
+    enum vmb_populate_strategy strategy, const struct report_keep *keep)
 {
 	yajl_gen g = jg_new();
 
 	if (g == NULL)
 		return NULL;
-	report_build(g, r, strategy);
+	report_build(g, r, strategy, keep);
 	return jg_finish(g);
 }
 
@@ -272,6 +275,15 @@ build_steps(struct build_job *bj)
 {
 	int rc;
 
+	/*
+	 * Where dom0's vCPUs wait for pCPUs, the whole request on one CPU
+	 * (cpukeep.h), from here to build_job_free.
+	 */
+	bj->keep.cpu = cpukeep_begin(&bj->keep.share_before);
+	if (bj->keep.cpu >= 0)
+		log_info("%s: the daemon's threads kept on CPU %d for the "
+		    "build (steal %.2f of the CPUs' wanted time before it)",
+		    bj->guest->name, bj->keep.cpu, bj->keep.share_before);
 	/* Images under --image-dir are opened here, off the loop. */
 	rc = images_open(&bj->images, bj->guest, bj->why, sizeof(bj->why));
 	if (rc == 0 && bj->images.fd[0] >= 0 &&
@@ -307,7 +319,8 @@ build_steps(struct build_job *bj)
 		return;
 	}
 	build_pin(bj);
-	bj->build_json = build_result_json(&bj->result, bj->strategy);
+	bj->build_json = build_result_json(&bj->result, bj->strategy,
+	    &bj->keep);
 	bj->rec.built = true;
 	bj->rec.restart = false;
 	bj->rec.domid = bj->result.domid;
@@ -370,6 +383,8 @@ build_job_free(struct build_job *bj)
 {
 	if (bj == NULL)
 		return;
+	if (bj->keep.cpu >= 0)
+		cpukeep_end();
 	vmb_build_free(bj->build);
 	/* Built, but not kept (the record failed): its device model too. */
 	dm_stop_now(bj->dm);
@@ -656,6 +671,8 @@ build_prepare(struct vmb_guest *guest, const char *kind,
 	}
 	image_req_init(&bj->images);
 	bj->dm_img[0] = bj->dm_img[1] = -1;
+	bj->keep.cpu = -1;
+	bj->keep.share_before = -1;
 	bj->guest = guest;
 	bj->task = t;
 	if (fill != NULL) {

@@ -46,6 +46,7 @@
 
 #include <event2/event.h>
 
+#include "cpukeep.h"
 #include "dm.h"
 #include "json.h"
 #include "log.h"
@@ -622,7 +623,10 @@ dm_spawn(struct dm *dm, char **argv, const int img[2])
 		posix_spawn_file_actions_adddup2(&fa, img[1], DM_RAMDISK_FD);
 	/* Its own session: a signal to the daemon's group is not its. */
 	posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSID);
+	/* A device model outlives the build: not on its one CPU. */
+	cpukeep_spawn_begin();
 	rc = -posix_spawn(&dm->pid, argv[0], &fa, &attr, argv, environ);
+	cpukeep_spawn_end();
 	posix_spawn_file_actions_destroy(&fa);
 	posix_spawnattr_destroy(&attr);
 	if (rc)

@@ -28,6 +28,7 @@
 
 #include "build.h"
 #include "control.h"
+#include "cpukeep.h"
 #include "dm.h"
 #include "events.h"
 #include "images.h"
@@ -85,6 +86,7 @@ static struct {
 	bool		after_hotplug;	/* xl's order: unpause after them */
 	bool		scripts;	/* Xen's scripts for every device */
 	bool		restore_engine;	/* --xen-restore=engine (default) */
+	enum cpukeep_mode keep_cpu;	/* --keep-cpu (default auto) */
 	unsigned	image_cache;		/* MiB of unpacked kernels; 0: off */
 	size_t		max_output;
 	double		stop_mono;	/* when SIGTERM came */
@@ -191,6 +193,11 @@ usage(FILE *f)
 "                         the guest as the stream comes\n"
 "  --image-cache MIB      keep kernels unpacked from bzImages, at most\n"
 "                         MIB of them (default %d; 0: off)\n"
+"  --keep-cpu auto|never|always  all of the daemon's threads on one CPU\n"
+"                         for a build: auto (default) where the CPUs'\n"
+"                         steal in the seconds before it was a third or\n"
+"                         more of their wanted time (on Xen: dom0's vCPUs\n"
+"                         waiting behind guests')\n"
 "  -v, --verbose          debug messages\n"
 "  -h, --help             this text\n"
 "  -V, --version          print the version\n"
@@ -231,7 +238,7 @@ enum { O_MAXREQ = 256, O_MAXCONN, O_MAXTASKS, O_POPULATE, O_METRICS,
     O_MAXOUT, O_MAXMETRICS, O_HVTIMEOUT, O_HPTIMEOUT, O_MAXROCONN,
     O_MAXUSERCONN, O_IDLETIMEOUT, O_METRICSTIMEOUT, O_RESTARTBACKOFF,
     O_DM, O_HVMLOADER, O_SEABIOS, O_OVMF, O_DM_USER, O_AFTERHOTPLUG,
-    O_IMAGECACHE, O_HPSCRIPTS, O_XENRESTORE };
+    O_IMAGECACHE, O_HPSCRIPTS, O_XENRESTORE, O_KEEPCPU };
 
 static const struct option longopts[] = {
 	{ "hypervisor",	     required_argument,	NULL, 'H' },
@@ -262,6 +269,7 @@ static const struct option longopts[] = {
 	{ "hotplug-scripts", no_argument,	NULL, O_HPSCRIPTS },
 	{ "xen-restore",     required_argument,	NULL, O_XENRESTORE },
 	{ "image-cache",     required_argument,	NULL, O_IMAGECACHE },
+	{ "keep-cpu",	     required_argument,	NULL, O_KEEPCPU },
 	{ "max-ro-connections", required_argument, NULL, O_MAXROCONN },
 	{ "max-user-connections", required_argument, NULL, O_MAXUSERCONN },
 	{ "idle-timeout",    required_argument,	NULL, O_IDLETIMEOUT },
@@ -375,6 +383,13 @@ parse_option(int c, const char *arg)
 		else {
 			fprintf(stderr, "vmbuildd: --xen-restore: expected "
 			    "libxenguest or engine, got \"%s\"\n", arg);
+			return 2;
+		}
+		break;
+	case O_KEEPCPU:
+		if (cpukeep_mode_parse(arg, &M.keep_cpu) < 0) {
+			fprintf(stderr, "vmbuildd: --keep-cpu: expected auto, "
+			    "never or always, got \"%s\"\n", arg);
 			return 2;
 		}
 		break;
@@ -831,6 +846,13 @@ main(int argc, char **argv)
 	if (task_init(vmbd.base) < 0 || events_init(vmbd.base) < 0 ||
 	    vm_init(vmbd.base) < 0)
 		fatalx("cannot set up the event loop");
+	rc = cpukeep_init(vmbd.base, M.keep_cpu,
+	    (vmb_ctx_caps(vmbd.ctx) & VMB_CAP_CALLER_CPU) != 0);
+	if (rc == -ENODATA)
+		log_info("--keep-cpu auto: this kernel reports no steal time; "
+		    "builds are not kept on one CPU");
+	else if (rc < 0)
+		fatalx("cannot set up the event loop");
 	/* Device models taken back at reconciliation: watched now. */
 	dm_adopted_supervise();
 	reap_start_pending();
@@ -881,6 +903,7 @@ main(int argc, char **argv)
 	events_stop();
 	task_stop();
 	vm_stop();
+	cpukeep_stop();
 	notify_close();		/* its timer is of the loop */
 	event_base_free(vmbd.base);
 	vmb_ctx_free(vmbd.ctx);

@@ -198,7 +198,7 @@ gen_span(yajl_gen g, const char *key, const struct vmb_span *s)
 
 void
 report_build(yajl_gen g, const struct vmb_build_result *r,
-    enum vmb_populate_strategy strategy)
+    enum vmb_populate_strategy strategy, const struct report_keep *keep)
 {
 	const struct vmb_placement *p = &r->placement;
 	const struct vmb_populate_stats *s = &r->populate;
@@ -280,6 +280,15 @@ report_build(yajl_gen g, const struct vmb_build_result *r,
 	else
 		jg_kv_null(g, "cpu_wait_share");
 	jg_kv_bool(g, "workers_serial", r->workers_serial);
+	/* The daemon's threads on one CPU for the request (cpukeep.h). */
+	if (keep->share_before >= 0)
+		jg_kv_dbl(g, "cpu_wait_share_before", keep->share_before);
+	else
+		jg_kv_null(g, "cpu_wait_share_before");
+	if (keep->cpu >= 0)
+		jg_kv_u64(g, "cpu_kept", (uint64_t)keep->cpu);
+	else
+		jg_kv_null(g, "cpu_kept");
 	/* Where populate's time went, worker by worker (see vmbuild.h). */
 	jg_key(g, "worker_profile");
 	yajl_gen_map_open(g);

@@ -16,8 +16,17 @@ void report_scrub(yajl_gen g, const struct vmb_scrub *s);
 void report_counters(yajl_gen g, const struct vmb_counters *c);
 /* host.info */
 void report_host(yajl_gen g, const struct vmb_host *h);
-/* The build result of vm.info ("build"): phases, placement, populate. */
+/*
+ * The build result of vm.info ("build"): phases, placement, populate;
+ * with the daemon's own part: the CPU its threads were kept on for the
+ * request (cpukeep.h; -1: not kept) and the steal share that decided it
+ * (negative: not measured).
+ */
+struct report_keep {
+	int	cpu;
+	double	share_before;
+};
 void report_build(yajl_gen g, const struct vmb_build_result *r,
-    enum vmb_populate_strategy strategy);
+    enum vmb_populate_strategy strategy, const struct report_keep *keep);
 
 #endif /* VMBUILDD_REPORT_H */

@@ -143,7 +143,7 @@ struct run {
 	bool	bad_image;		/* the failure is the image's */
 	int	undo_rc;		/* 0: nothing of the build is left */
 	uint64_t t0;			/* the build's start */
-	struct vmb__cpuwait wait0;	/* its CPUs' steal then (cpuwait.c) */
+	struct vmb_cpuwait wait0;	/* its CPUs' steal then (cpuwait.c) */
 	struct branch images, devices;
 	bool	images_bad;		/* the images branch's bad_image */
 	/*
@@ -858,7 +858,7 @@ phase_populate(struct run *r)
 {
 	struct vmb_build *b = r->b;
 	struct vmb__populate_job job;
-	struct vmb__cpuwait now;
+	struct vmb_cpuwait now;
 	struct vmb_domain dom;
 	uint64_t done = 0;
 	int rc;
@@ -887,8 +887,8 @@ phase_populate(struct run *r)
 	/* The placed nodes' clean memory covers the guest: see populate.c. */
 	job.clean = r->have_scrub && !r->scrub_inline;
 	job.cpu_wait = -1;
-	if (r->wait0.cpus && vmb__cpuwait_sample(&now) == 0 &&
-	    vmb__cpuwait_share(&r->wait0, &now, &r->res.cpu_wait) == 0) {
+	if (r->wait0.cpus && vmb_cpuwait_sample(&now) == 0 &&
+	    vmb_cpuwait_share(&r->wait0, &now, &r->res.cpu_wait) == 0) {
 		r->res.cpu_wait_known = true;
 		job.cpu_wait = r->res.cpu_wait;
 	}
@@ -1378,7 +1378,7 @@ vmb_build_run(struct vmb_build *b, struct vmb_build_result *ret_result)
 	r.res.domid = VMB_DOMID_INVALID;
 	r.t0 = vmb__now_ns();
 	if (b->ctx->caps & VMB_CAP_CALLER_CPU)
-		(void)vmb__cpuwait_sample(&r.wait0);
+		(void)vmb_cpuwait_sample(&r.wait0);
 	atomic_init(&r.failed_by, LINE_NONE);
 	pthread_mutex_init(&r.scrub_lock, NULL);
 	pthread_mutex_init(&r.report_lock, NULL);

@@ -24,7 +24,7 @@
 
 int
 vmb__cpuwait_read(const char *path, const cpu_set_t *set,
-    struct vmb__cpuwait *ret)
+    struct vmb_cpuwait *ret)
 {
 	char line[512];
 	bool line_start = true;
@@ -73,7 +73,7 @@ vmb__cpuwait_read(const char *path, const cpu_set_t *set,
 }
 
 int
-vmb__cpuwait_sample(struct vmb__cpuwait *ret)
+vmb_cpuwait_sample(struct vmb_cpuwait *ret)
 {
 	cpu_set_t set;
 
@@ -85,7 +85,7 @@ vmb__cpuwait_sample(struct vmb__cpuwait *ret)
 }
 
 int
-vmb__cpuwait_share(const struct vmb__cpuwait *a, const struct vmb__cpuwait *b,
+vmb_cpuwait_share(const struct vmb_cpuwait *a, const struct vmb_cpuwait *b,
     double *ret_share)
 {
 	uint64_t run, steal;

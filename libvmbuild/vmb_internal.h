@@ -251,37 +251,17 @@ size_t vmb__split_extents(uint64_t gfn, uint64_t pages, uint32_t node,
     struct vmb_extent *out, size_t cap);
 
 /*
- * cpuwait.c: the steal time of this process's CPUs (see there).  run
- * and steal are /proc/stat's clock ticks, added over `cpus` CPUs.
- */
-struct vmb__cpuwait {
-	uint64_t run;		/* user, nice, system, irq, softirq */
-	uint64_t steal;
-	uint32_t cpus;		/* 0: nothing read */
-};
-/*
+ * cpuwait.c: the steal time of this process's CPUs (see there); the
+ * public part (struct vmb_cpuwait, vmb_cpuwait_sample, _share and
+ * VMB_CPUWAIT_SERIAL) is in vmbuild.h.
+ *
  * Below this many ticks (USER_HZ, 100 a second) wanted between two
  * samples, a share is no measurement: 0.2 s of CPU time.
  */
 #define VMB_CPUWAIT_MIN_TICKS	20
-/*
- * At or above this share of their wanted time spent waiting, the
- * populate engine runs one worker per node (populate.c): a vCPU that
- * waits that long shares its pCPU with a guest that is busy, and the
- * lab measured more workers slower than one then (tests/lab/README.md).
- */
-#define VMB_CPUWAIT_SERIAL	0.33
 /* The CPUs in `set` from a /proc/stat file; -ENODATA without steal. */
 int vmb__cpuwait_read(const char *path, const cpu_set_t *set,
-    struct vmb__cpuwait *ret);
-/* This thread's CPUs (its affinity) from /proc/stat. */
-int vmb__cpuwait_sample(struct vmb__cpuwait *ret);
-/*
- * The share of the ticks wanted between a and b that were steal;
- * -ENODATA when the samples are not of the same CPUs or too close.
- */
-int vmb__cpuwait_share(const struct vmb__cpuwait *a,
-    const struct vmb__cpuwait *b, double *ret_share);
+    struct vmb_cpuwait *ret);
 
 /* layout.c */
 /*

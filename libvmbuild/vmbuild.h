@@ -597,6 +597,31 @@ struct vmb_ctx;
 #define VMB_CAP_CALLER_CPU	(1u << 11)
 
 /*
+ * How long this process's CPUs wait for physical ones (cpuwait.c): the
+ * steal time of /proc/stat, in clock ticks added over `cpus` CPUs.  A
+ * sample of the calling thread's CPUs (its affinity) is 0, -ENODATA
+ * where the kernel reports no steal, or a negative errno.  The share
+ * between two samples is the steal over the time wanted (run + steal),
+ * idle left out; -ENODATA when the samples are not of the same CPUs or
+ * less than 0.2 s of CPU time was wanted between them.
+ */
+struct vmb_cpuwait {
+	uint64_t run;		/* user, nice, system, irq, softirq */
+	uint64_t steal;
+	uint32_t cpus;		/* 0: nothing read */
+};
+/*
+ * At or above this share of their wanted time spent waiting, the
+ * populate engine runs one worker per node (populate.c): a vCPU that
+ * waits that long shares its pCPU with a guest that is busy, and the
+ * lab measured more workers slower than one then (tests/lab/README.md).
+ */
+#define VMB_CPUWAIT_SERIAL	0.33
+int vmb_cpuwait_sample(struct vmb_cpuwait *ret);
+int vmb_cpuwait_share(const struct vmb_cpuwait *a,
+    const struct vmb_cpuwait *b, double *ret_share);
+
+/*
  * Open a backend: "sim:PATH" (hvsim's socket), "xen", or "auto" (xen if
  * /dev/xen/privcmd or /proc/xen/privcmd opens, else -ENODEV).
  */

@@ -19,7 +19,7 @@ TESTS += tests/daemon/protocol.py tests/daemon/restart.py \
 	tests/daemon/migssh.py \
 	tests/daemon/hvmrestart.py tests/daemon/hvmdevices.py tests/daemon/grubpvh.py \
 	tests/daemon/hvmrunas.py \
-	tests/daemon/guests.py tests/daemon/syscalls.py
+	tests/daemon/guests.py tests/daemon/syscalls.py tests/daemon/cpukeep.py
 # counters.py lists the counter table with tests/lib's test_counters;
 # protocol.py compares vm.info's config with vmb-config-check's;
 # faults.py counts a build's hypercalls with vmb-build; records.py
@@ -32,10 +32,20 @@ TESTS_DEPS += $(BIN)/vmbuildd $(BIN)/hvsim $(BIN)/vmctl \
 # test_json: daemon/json.c's writer given a non-finite double (yajl
 # writes nothing for it, breaking the message).
 DAEMONTEST_BIN := $(B)/tests/daemon
-EXTRA_CFLAGS_tests/daemon/ := -Idaemon $(shell $(PKG) --cflags yajl cmocka)
+EXTRA_CFLAGS_tests/daemon/ := -Idaemon -Ilibvmbuild $(shell $(PKG) --cflags yajl cmocka)
 $(DAEMONTEST_BIN)/test_json: $(OBJ)/tests/daemon/test_json.o \
 		$(OBJ)/daemon/json.o
 	@mkdir -p $(dir $@)
 	$(CC) $(ALL_CFLAGS) -o $@ $^ $(shell $(PKG) --libs yajl cmocka) -lm
 TESTS += $(DAEMONTEST_BIN)/test_json
 TESTS_DEPS += $(DAEMONTEST_BIN)/test_json
+
+# test_cpukeep: daemon/cpukeep.c's threads on one CPU and back, and the
+# steal window that decides it.
+$(DAEMONTEST_BIN)/test_cpukeep: $(OBJ)/tests/daemon/test_cpukeep.o \
+		$(OBJ)/daemon/cpukeep.o $(OBJ)/daemon/log.o $(LIBVMB_LIB)
+	@mkdir -p $(dir $@)
+	$(CC) $(ALL_CFLAGS) -o $@ $(filter %.o,$^) $(LIBVMB_LDLIBS) \
+		$(shell $(PKG) --libs cmocka libevent libsystemd) -pthread
+TESTS += $(DAEMONTEST_BIN)/test_cpukeep
+TESTS_DEPS += $(DAEMONTEST_BIN)/test_cpukeep

@@ -32,7 +32,7 @@ LAYERS = [
               "shutdown images metrics params"),
     ("registry", "vm"),
     ("rpc/control", "rpc control peer"),
-    ("base", "json log state guestjson worker notify procstat rate clock "
+    ("base", "json log state guestjson worker notify procstat rate clock cpukeep "
              "proto vmbuildd vmstate status dm"),
 ]
 LAYER = {m: n for n, (_, names) in enumerate(LAYERS) for m in names.split()}

@@ -265,7 +265,8 @@ ok(p.returncode == 0 and "--hypervisor" in p.stdout and
    "--max-request" in p.stdout, "--help")
 for bad in (["--max-tasks", "0"], ["--populate", "fast"],
             ["--max-request", "12x"], ["--no-such-option"], ["extra"],
-            ["--metrics", "9741"], ["--image-cache", "65537"]):
+            ["--metrics", "9741"], ["--image-cache", "65537"],
+            ["--keep-cpu", "sometimes"]):
     p = subprocess.run([VMBUILDD] + bad, capture_output=True, text=True)
     ok(p.returncode == 2 and p.stderr.strip(),
        "usage error for %s: exit 2 with a message" % " ".join(bad),

@@ -17,7 +17,7 @@
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 {
-	struct vmb__cpuwait a, b;
+	struct vmb_cpuwait a, b;
 	char path[64];
 	cpu_set_t all;
 	double share;
@@ -38,7 +38,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t len)
 		abort();
 	b.run += VMB_CPUWAIT_MIN_TICKS;
 	b.steal += len;
-	if (vmb__cpuwait_share(&a, &b, &share) == 0 &&
+	if (vmb_cpuwait_share(&a, &b, &share) == 0 &&
 	    (rc != 0 || !(share >= 0 && share <= 1)))
 		abort();
 	close(fd);

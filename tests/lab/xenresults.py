@@ -143,7 +143,7 @@ check('  dirty companion dropped, not counted: vmb seq 5 (triple-fault)'
       'and not counted (vmb=8[8-8] above)', out)
 check('  dirty companion vmb profile (medians): create=0.6 populate=1.5 '
       'boot=0.7 workers=4 worker_longest=1.5 worker_busy=5.4 extents_1g=0 '
-      'extents_split=0 hypervisor=1.08 cpu_wait=0.21 serial=0 '
+      'extents_split=0 hypervisor=1.08 cpu_wait=0.21 serial=0 before=- kept=- '
       'parallelism=3.6 in_hypervisor=0.2' in lines,
       'vmbuild\'s profile from its XBINFO record (a cut one ignored), with '
       'the share of its workers\' time spent in Xen and the steal that '

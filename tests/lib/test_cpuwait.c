@@ -62,7 +62,7 @@ teardown(void **state)
 static void
 test_read(void **state)
 {
-	struct vmb__cpuwait w;
+	struct vmb_cpuwait w;
 	cpu_set_t set;
 
 	(void)state;
@@ -87,7 +87,7 @@ test_read(void **state)
 static void
 test_bad_files(void **state)
 {
-	struct vmb__cpuwait w;
+	struct vmb_cpuwait w;
 	cpu_set_t set;
 	char *text;
 	size_t len = 0, cap = 8192, start;
@@ -133,42 +133,42 @@ test_bad_files(void **state)
 static void
 test_share(void **state)
 {
-	struct vmb__cpuwait a = { .run = 1000, .steal = 100, .cpus = 4 };
-	struct vmb__cpuwait b = a;
+	struct vmb_cpuwait a = { .run = 1000, .steal = 100, .cpus = 4 };
+	struct vmb_cpuwait b = a;
 	double share = -1;
 
 	(void)state;
 	/* 30 ticks busy and 30 waiting: half the wanted time was steal. */
 	b.run += 30;
 	b.steal += 30;
-	assert_int_equal(vmb__cpuwait_share(&a, &b, &share), 0);
+	assert_int_equal(vmb_cpuwait_share(&a, &b, &share), 0);
 	assert_true(share > 0.499 && share < 0.501);
 
 	/* No wait at all. */
 	b = a;
 	b.run += 500;
-	assert_int_equal(vmb__cpuwait_share(&a, &b, &share), 0);
+	assert_int_equal(vmb_cpuwait_share(&a, &b, &share), 0);
 	assert_true(share == 0.0);
 
 	/* Too few ticks to say. */
 	b = a;
 	b.run += VMB_CPUWAIT_MIN_TICKS - 1;
 	share = -1;
-	assert_int_equal(vmb__cpuwait_share(&a, &b, &share), -ENODATA);
+	assert_int_equal(vmb_cpuwait_share(&a, &b, &share), -ENODATA);
 	assert_true(share == -1);
 	b.run += 1;
-	assert_int_equal(vmb__cpuwait_share(&a, &b, &share), 0);
+	assert_int_equal(vmb_cpuwait_share(&a, &b, &share), 0);
 
 	/* Other CPUs (the affinity changed), nothing read, going back. */
 	b = a;
 	b.run += 100;
 	b.cpus = 3;
-	assert_int_equal(vmb__cpuwait_share(&a, &b, &share), -ENODATA);
+	assert_int_equal(vmb_cpuwait_share(&a, &b, &share), -ENODATA);
 	b.cpus = 4;
 	b.steal = a.steal - 1;
-	assert_int_equal(vmb__cpuwait_share(&a, &b, &share), -ENODATA);
+	assert_int_equal(vmb_cpuwait_share(&a, &b, &share), -ENODATA);
 	a.cpus = b.cpus = 0;
-	assert_int_equal(vmb__cpuwait_share(&a, &b, &share), -ENODATA);
+	assert_int_equal(vmb_cpuwait_share(&a, &b, &share), -ENODATA);
 }
 
 /*
@@ -178,18 +178,18 @@ test_share(void **state)
 static void
 test_proc(void **state)
 {
-	struct vmb__cpuwait a, b;
+	struct vmb_cpuwait a, b;
 	cpu_set_t set;
 	double share;
 	int rc;
 
 	(void)state;
 	assert_int_equal(sched_getaffinity(0, sizeof(set), &set), 0);
-	assert_int_equal(vmb__cpuwait_sample(&a), 0);
+	assert_int_equal(vmb_cpuwait_sample(&a), 0);
 	assert_int_equal(a.cpus, (uint32_t)CPU_COUNT(&set));
-	assert_int_equal(vmb__cpuwait_sample(&b), 0);
+	assert_int_equal(vmb_cpuwait_sample(&b), 0);
 	assert_true(b.run >= a.run && b.steal >= a.steal);
-	rc = vmb__cpuwait_share(&a, &b, &share);
+	rc = vmb_cpuwait_share(&a, &b, &share);
 	assert_true(rc == 0 || rc == -ENODATA);
 	if (rc == 0)
 		assert_true(share >= 0 && share <= 1);
