@@ -22,8 +22,6 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from vmbdtest import *  # noqa: E402,F401,F403
 
-FAKE_DM = os.path.join(TOP, "tests", "daemon", "fixtures", "fake-dm.py")
-
 
 def allowed(pid, tid=None):
     """A thread's (or the process's) Cpus_allowed_list, as a set."""
@@ -55,25 +53,8 @@ def build_of(c, name):
     return (c.result("vm.info", {"vm": name}) or {}).get("build") or {}
 
 
-def dm_pids(state):
-    out = []
-    for p in os.listdir("/proc"):
-        try:
-            cmd = open("/proc/%s/cmdline" % p, "rb").read()
-        except OSError:
-            continue
-        if p.isdigit() and FAKE_DM.encode() in cmd.split(b"\0")[:2] and \
-                state.encode() in cmd:
-            out.append(int(p))
-    return out
-
-
 h = Host(["--nodes", "1", "--cpus-per-node", "2", "--mem-per-node", "1G"])
-bios = h.path("bios.bin")
-with open(bios, "wb") as f:
-    f.write(b"\x90" * 65536)
-dm_args = ["--device-model", FAKE_DM, "--hvmloader", KERNEL,
-           "--seabios", bios]
+dm_args = fake_dm_args(h)
 
 # --- always ---------------------------------------------------------
 h.start_daemon(["--keep-cpu", "always"] + dm_args)
@@ -100,7 +81,7 @@ hvm = "\n".join(['name = "k2"', 'type = "hvm"', "memory = 64",
                  "vcpus = 1"]) + "\n"
 r = c.call("vm.create", {"config": hvm, "wait": True})
 ok("result" in r, "an HVM guest is built with --keep-cpu always", r)
-dms = dm_pids(h.state)
+dms = fake_dm_procs(h.state)
 ok(len(dms) == 1 and allowed(dms[0]) == own,
    "its device model, spawned while the build was kept, runs on the "
    "daemon's CPUs (%s)" % sorted(own),

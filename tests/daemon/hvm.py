@@ -35,14 +35,8 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from vmbdtest import *  # noqa: E402,F401,F403
 
-FAKE_DM = os.path.join(TOP, "tests", "daemon", "fixtures", "fake-dm.py")
-
 h = Host(["--nodes", "1", "--cpus-per-node", "2", "--mem-per-node", "1G"])
-bios = h.path("bios.bin")
-with open(bios, "wb") as f:
-    f.write(b"\x90" * 65536)
-h.start_daemon(["--device-model", FAKE_DM, "--hvmloader", KERNEL,
-                "--seabios", bios, "--ovmf", h.path("no-such-ovmf.fd")])
+h.start_daemon(fake_dm_args(h) + ["--ovmf", h.path("no-such-ovmf.fd")])
 c = h.client()
 hv = Hv(h.hv_sock)
 
@@ -86,18 +80,8 @@ def hv_domains():
 
 
 def dm_procs():
-    """Live device models this daemon started (by their QMP path)."""
-    out = []
-    for p in os.listdir("/proc"):
-        try:
-            cmd = open("/proc/%s/cmdline" % p, "rb").read()
-        except OSError:
-            continue
-        args = cmd.split(b"\0")
-        if p.isdigit() and FAKE_DM.encode() in args[:2] and \
-                b"-xen-domid" in args and h.state.encode() in cmd:
-            out.append(int(p))
-    return out
+    """Live device models this daemon started."""
+    return fake_dm_procs(h.state)
 
 
 # --- create ---------------------------------------------------------

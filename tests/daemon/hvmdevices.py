@@ -40,20 +40,14 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from vmbdtest import *  # noqa: E402,F401,F403
 
-FAKE_DM = os.path.join(TOP, "tests", "daemon", "fixtures", "fake-dm.py")
-
 h = Host(["--nodes", "1", "--cpus-per-node", "2", "--mem-per-node", "1G"])
-bios = h.path("bios.bin")
-with open(bios, "wb") as f:
-    f.write(b"\x90" * 65536)
 files = {}
 for name, size in (("disk.raw", 1 << 20), ("disk.qcow2", 1 << 16),
                    ("cd.iso", 1 << 16), ("pv.raw", 1 << 20)):
     files[name] = h.path(name)
     with open(files[name], "wb") as f:
         f.write(os.urandom(64) * (size // 64))
-h.start_daemon(["--device-model", FAKE_DM, "--hvmloader", KERNEL,
-                "--seabios", bios])
+h.start_daemon(fake_dm_args(h))
 c = h.client()
 IMG_DIR = os.path.dirname(KERNEL)
 

@@ -33,7 +33,6 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from vmbdtest import *  # noqa: E402,F401,F403
 
-FAKE_DM = os.path.join(TOP, "tests", "daemon", "fixtures", "fake-dm.py")
 PR_SET_CHILD_SUBREAPER = 36
 
 libc = ctypes.CDLL(None, use_errno=True)
@@ -41,11 +40,7 @@ if libc.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0:
     bail("prctl(PR_SET_CHILD_SUBREAPER): errno %d" % ctypes.get_errno())
 
 h = Host(["--nodes", "1", "--cpus-per-node", "2", "--mem-per-node", "1G"])
-bios = h.path("bios.bin")
-with open(bios, "wb") as f:
-    f.write(b"\x90" * 65536)
-DAEMON_ARGS = ["--device-model", FAKE_DM, "--hvmloader", KERNEL,
-               "--seabios", bios]
+DAEMON_ARGS = fake_dm_args(h)
 h.start_daemon(DAEMON_ARGS)
 c = h.client()
 

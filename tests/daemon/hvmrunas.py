@@ -25,8 +25,6 @@ import sys
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from vmbdtest import *  # noqa: E402,F401,F403
 
-FAKE_DM = os.path.join(TOP, "tests", "daemon", "fixtures", "fake-dm.py")
-
 
 def has_user(name):
     try:
@@ -37,11 +35,7 @@ def has_user(name):
 
 
 h = Host(["--nodes", "1", "--cpus-per-node", "2", "--mem-per-node", "1G"])
-bios = h.path("bios.bin")
-with open(bios, "wb") as f:
-    f.write(b"\x90" * 65536)
-DM_ARGS = ["--device-model", FAKE_DM, "--hvmloader", KERNEL,
-           "--seabios", bios]
+DM_ARGS = fake_dm_args(h)
 
 
 def start(*extra):

@@ -288,6 +288,36 @@ def wait_for(pred, timeout=30):
 free_port = vmbstack.free_port
 
 
+FAKE_DM = os.path.join(TOP, "tests", "daemon", "fixtures", "fake-dm.py")
+
+
+def fake_dm_args(h):
+    """vmbuildd's options for HVM guests on hvsim: fixtures/fake-dm.py
+    as the device model, the test kernel as hvmloader, 64 KiB of NOPs
+    (bios.bin in h's directory) as SeaBIOS."""
+    bios = h.path("bios.bin")
+    with open(bios, "wb") as f:
+        f.write(b"\x90" * 65536)
+    return ["--device-model", FAKE_DM, "--hvmloader", KERNEL,
+            "--seabios", bios]
+
+
+def fake_dm_procs(state):
+    """Live device models (fake-dm.py, not zombies' empty command lines)
+    that the daemon of state directory `state` started, by pid."""
+    out = []
+    for p in os.listdir("/proc"):
+        try:
+            cmd = open("/proc/%s/cmdline" % p, "rb").read()
+        except OSError:
+            continue
+        args = cmd.split(b"\0")
+        if p.isdigit() and FAKE_DM.encode() in args[:2] and \
+                b"-xen-domid" in args and state.encode() in cmd:
+            out.append(int(p))
+    return out
+
+
 def guest_cfg(name, mem_mib=64, vcpus=1, extra=()):
     lines = ['name = "%s"' % name, 'type = "pvh"', "memory = %d" % mem_mib,
              "vcpus = %d" % vcpus, 'kernel = "%s"' % KERNEL]
