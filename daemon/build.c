@@ -62,7 +62,7 @@ struct build_job {
 	bool		have_dom;
 	char		*build_json;
 	char		pin_why[256];	/* a vCPU pin not set again, or "" */
-	/* cpukeep_begin's CPU (-1: none) and share; cpukeep_end at free. */
+	/* cpukeep_begin's CPU (-1: none) and share; cpukeep_leave at free. */
 	struct report_keep keep;
 	struct build_warnings warnings;	/* of the configuration */
 	struct dm	*dm;		/* an HVM guest's device model */
@@ -384,7 +384,7 @@ build_job_free(struct build_job *bj)
 	if (bj == NULL)
 		return;
 	if (bj->keep.cpu >= 0)
-		cpukeep_end();
+		cpukeep_leave();
 	vmb_build_free(bj->build);
 	/* Built, but not kept (the record failed): its device model too. */
 	dm_stop_now(bj->dm);

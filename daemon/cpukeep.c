@@ -50,8 +50,8 @@ static struct {
 	unsigned	count;		/* builds keeping */
 	int		cpu;		/* -1 when none */
 	cpu_set_t	own;		/* the main thread's, for later threads */
-	struct saved	*saved;
-	size_t		nr_saved;
+	struct saved	*saved;		/* grown as threads are listed */
+	size_t		nr_saved, cap_saved;
 } K = { .lock = PTHREAD_MUTEX_INITIALIZER, .cpu = -1 };
 
 static const char *const mode_names[] = {
@@ -163,6 +163,9 @@ cpukeep_stop(void)
 		event_free(K.ev_sample);
 	K.ev_sample = NULL;
 	K.sampling = false;
+	free(K.saved);
+	K.saved = NULL;
+	K.cap_saved = 0;
 }
 
 /* Calls fn(tid, arg) for each thread now in the process; -errno. */
@@ -191,8 +194,19 @@ keep_one(pid_t tid, void *arg)
 	const cpu_set_t *one = arg;
 	struct saved *s;
 
-	if (K.nr_saved >= CPUKEEP_MAX_THREADS)
-		return;
+	if (K.nr_saved == K.cap_saved) {
+		size_t cap = K.cap_saved ? 2 * K.cap_saved : 64;
+
+		s = cap <= CPUKEEP_MAX_THREADS ?
+		    realloc(K.saved, cap * sizeof(*s)) : NULL;
+		if (s == NULL) {
+			log_warnx("cpukeep: thread %d not kept: no room to "
+			    "save its affinity", (int)tid);
+			return;
+		}
+		K.saved = s;
+		K.cap_saved = cap;
+	}
 	s = &K.saved[K.nr_saved];
 	s->tid = tid;
 	if (sched_getaffinity(tid, sizeof(s->set), &s->set) < 0) {
@@ -242,18 +256,13 @@ enter_locked(int cpu)
 		return -errno;
 	if (!CPU_ISSET(cpu, &K.own))
 		return -EINVAL;
-	K.saved = calloc(CPUKEEP_MAX_THREADS, sizeof(*K.saved));
-	if (K.saved == NULL)
-		return -ENOMEM;
 	K.nr_saved = 0;
 	K.cpu = cpu;
 	CPU_ZERO(&one);
 	CPU_SET(cpu, &one);
+	/* Fails only when the listing cannot open: nothing was moved. */
 	rc = each_thread(keep_one, &one);
 	if (rc < 0) {
-		(void)each_thread(give_back, NULL);
-		free(K.saved);
-		K.saved = NULL;
 		K.cpu = -1;
 		return rc;
 	}
@@ -280,9 +289,7 @@ cpukeep_leave(void)
 		goto out;
 	if (each_thread(give_back, NULL) < 0)
 		log_warn("cpukeep: the threads' affinity back");
-	free(K.saved);
-	K.saved = NULL;
-	K.nr_saved = 0;
+	K.nr_saved = 0;		/* K.saved kept for the next build */
 	K.cpu = -1;
 out:
 	pthread_mutex_unlock(&K.lock);
@@ -331,12 +338,6 @@ cpukeep_begin(double *ret_share)
 out:
 	pthread_mutex_unlock(&K.lock);
 	return cpu;
-}
-
-void
-cpukeep_end(void)
-{
-	cpukeep_leave();
 }
 
 void

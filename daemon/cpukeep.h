@@ -14,7 +14,7 @@
  * So the daemon samples its CPUs' steal (libvmbuild's vmb_cpuwait_sample)
  * every second on its loop, and a build that starts (cpukeep_begin) when
  * the last few seconds' share is VMB_CPUWAIT_SERIAL or more moves every
- * thread of the process to the CPU it is on until it ends (cpukeep_end).
+ * thread of the process to the CPU it is on until it ends (cpukeep_leave).
  * Counted: builds that overlap share that CPU, and the last end gives
  * each thread its affinity back (one started meanwhile, which inherited
  * the one CPU, the process's own).  A process spawned meanwhile inherits
@@ -58,10 +58,9 @@ void cpukeep_stop(void);
  * kept on, or -1 (not kept: the mode, a share below the bound or not
  * measured, or the move failed, said in the log).  *ret_share is the
  * steal share measured over the seconds before, or -1 when unknown.
- * A return >= 0 is matched by one cpukeep_end().
+ * A return >= 0 is matched by one cpukeep_leave() (below).
  */
 int cpukeep_begin(double *ret_share);
-void cpukeep_end(void);
 
 /* Around spawning a long-lived process from a kept thread. */
 void cpukeep_spawn_begin(void);
@@ -71,8 +70,10 @@ void cpukeep_spawn_end(void);
  * The parts, for tests: whether a build is kept in `mode` after `share`
  * (negative: not measured), record a sample (the timer's), the share from
  * the oldest recorded sample of the same CPUs to `now` (0 or -ENODATA),
- * keep every thread on `cpu` and give them back (counted as above), and
- * the CPU they are kept on (-1: none).
+ * keep every thread on `cpu`, and the CPU they are kept on (-1: none).
+ * cpukeep_leave() is also a build's end: the last one gives every
+ * thread its affinity back (counted as above); one too many does
+ * nothing.
  */
 bool cpukeep_wanted(enum cpukeep_mode mode, double share);
 void cpukeep_note(const struct vmb_cpuwait *s);

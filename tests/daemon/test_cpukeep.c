@@ -231,9 +231,9 @@ test_begin(void **state)
 	cpukeep_spawn_end();
 	affinity(pthread_self(), &got);
 	assert_true(CPU_EQUAL(&got, &one));
-	cpukeep_end();
+	cpukeep_leave();
 	assert_int_equal(cpukeep_cpu(), cpu);
-	cpukeep_end();
+	cpukeep_leave();
 	assert_int_equal(cpukeep_cpu(), -1);
 	affinity(pthread_self(), &got);
 	assert_true(CPU_EQUAL(&got, &own));
